@@ -1,0 +1,63 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Every target of ours is built in Swift 6 mode with warnings as errors.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+let package = Package(
+    name: "Runnel",
+    products: [
+        .library(name: "Runnel", targets: ["Runnel"]),
+        .library(name: "RunnelUV", targets: ["RunnelUV"]),
+        .executable(name: "runneld", targets: ["runneld"]),
+        .executable(name: "runnel", targets: ["runnel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        // The reactive library: ReactiveCocoa 2.5's signal model. No libuv, no server.
+        .target(name: "Runnel", swiftSettings: strict),
+
+        // libuv, linked from the system through pkg-config.
+        .systemLibrary(
+            name: "CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        // The only module that touches libuv: event loop, loop scheduler, TCP transport.
+        .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
+
+        // The daemon as a library: JSON, expressions, protocol, registry, stages, config.
+        .target(
+            name: "RunnelServer",
+            dependencies: [
+                "Runnel", "RunnelUV",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "runneld",
+            dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "runnel",
+            dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "RunnelTests", dependencies: ["Runnel"], swiftSettings: strict),
+        .testTarget(name: "RunnelUVTests", dependencies: ["Runnel", "RunnelUV"], swiftSettings: strict),
+        .testTarget(name: "RunnelServerTests", dependencies: ["RunnelServer"], swiftSettings: strict),
+        .testTarget(
+            name: "RunneldTests",
+            dependencies: ["RunnelServer", "runneld", "runnel"],
+            swiftSettings: strict
+        ),
+    ]
+)

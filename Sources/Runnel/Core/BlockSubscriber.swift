@@ -1,0 +1,95 @@
+/// A subscriber made of three blocks (ReactiveCocoa's `RACSubscriber`).
+///
+/// Thread-safe: it serialises its own events with a recursive lock, so one block subscriber
+/// may be handed to several signals. After a terminal event, or once `disposable` is disposed,
+/// no block runs again: a dispose that returns has waited for a block running on another
+/// thread. A terminal event disposes every subscription it was handed; a subscription that
+/// ends on its own is purged from `disposable`, so a long-lived subscriber does not grow.
+public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
+    private let lock = Lock(recursive: true)
+    /// Guarded by `lock`. Once stopped, no block runs again and the blocks are released.
+    private var stopped = false
+    private var next: (@Sendable (Value) -> Void)?
+    private var error: (@Sendable (any Error) -> Void)?
+    private var completed: (@Sendable () -> Void)?
+
+    /// Holds every subscription this subscriber was handed. Disposing it stops the subscriber.
+    public let disposable: CompoundDisposable
+
+    public init(
+        next: (@Sendable (Value) -> Void)? = nil,
+        error: (@Sendable (any Error) -> Void)? = nil,
+        completed: (@Sendable () -> Void)? = nil
+    ) {
+        self.next = next
+        self.error = error
+        self.completed = completed
+        self.disposable = CompoundDisposable()
+        let lock = self.lock
+        disposable.add(
+            Disposable { [weak self] in
+                lock.withLock { self?.clearBlocks() }
+            })
+    }
+
+    private func clearBlocks() {
+        stopped = true
+        next = nil
+        error = nil
+        completed = nil
+    }
+
+    public func sendNext(_ value: Value) {
+        lock.lock()
+        defer { lock.unlock() }
+        next?(value)
+    }
+
+    public func sendError(_ error: any Error) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopped else { return }
+        let block = self.error
+        stop()
+        block?(error)
+    }
+
+    public func sendCompleted() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopped else { return }
+        let block = completed
+        stop()
+        block?()
+    }
+
+    /// Drops the blocks and disposes every subscription (called with the lock held).
+    private func stop() {
+        clearBlocks()
+        disposable.dispose()
+    }
+
+    public func didSubscribe(with other: CompoundDisposable) {
+        guard !other.isDisposed else { return }
+        disposable.add(other)
+        // Purge the subscription when it ends, so `disposable` does not grow without bound.
+        other.add(PurgeDisposable(parent: disposable, child: other))
+    }
+}
+
+/// Removes `child` from `parent` when disposed; holds neither strongly, so no cycle is made.
+final class PurgeDisposable: Disposable, @unchecked Sendable {
+    private weak var parent: CompoundDisposable?
+    private unowned(unsafe) let child: CompoundDisposable
+
+    init(parent: CompoundDisposable, child: CompoundDisposable) {
+        self.parent = parent
+        self.child = child
+        super.init()
+    }
+
+    override func dispose() {
+        guard markDisposed() else { return }
+        parent?.remove(child)
+    }
+}

@@ -1,0 +1,25 @@
+/// A subject that replays its last `capacity` values to each new subscriber, then its
+/// terminal event if it has one (ReactiveCocoa's `RACReplaySubject`).
+///
+/// Live values reach every subscriber in the order they were recorded, even with several
+/// threads sending: a new subscriber's catch-up and the live events go through the same
+/// drain queue, so what it is replayed and what it then sees live never overlap or reorder.
+public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable {
+    /// How many values are kept; `Int.max` for all of them.
+    public let capacity: Int
+
+    /// A replay subject keeping the last `capacity` values (all of them by default).
+    public init(capacity: Int = .max) {
+        precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
+        self.capacity = capacity
+        super.init(historyCapacity: capacity)
+    }
+
+    init(capacity: Int, initial: [Value]) {
+        self.capacity = capacity
+        super.init(historyCapacity: capacity, initial: initial)
+    }
+
+    /// The values a new subscriber would be replayed now, oldest first.
+    public var replayedValues: [Value] { state.withLock { $0.history.elements } }
+}
