@@ -14,8 +14,7 @@ extension Signal {
         key: @escaping @Sendable (Value) -> Key, transform: @escaping @Sendable (Value) -> U
     ) -> Signal<GroupedSignal<Key, U>> {
         let source = self
-        return Signal<GroupedSignal<Key, U>>.operatorSignal(name: "[\(source.name)] -groupBy:transform:") {
-            downstream in
+        return .operatorSignal(name: "[\(source.name)] -groupBy:transform:") { downstream in
             source.subscribe(GroupBySink(downstream: downstream, key: key, transform: transform))
         }
     }
