@@ -1,0 +1,18 @@
+extension Signal {
+    /// The values of each of `signals` in turn: each is subscribed only once the one before it
+    /// has completed (ReactiveCocoa's `concat:`).
+    ///
+    /// Completes when the last one completes (at once for an empty array). An error is sent
+    /// on, and the signals after it are never subscribed. Disposing the result disposes the
+    /// running one and stops the sequence.
+    public static func concat(_ signals: [Signal<Value>]) -> Signal<Value> {
+        Signal<Signal<Value>>.from(signals).concat().named("+concat: \(signals)")
+    }
+
+    /// The values of this signal, then, once it has completed, those of `other`
+    /// (ReactiveCocoa's `concat:`). An error from this signal is sent on and `other` is never
+    /// subscribed.
+    public func concat(_ other: Signal<Value>) -> Signal<Value> {
+        Signal.concat([self, other])
+    }
+}
