@@ -77,4 +77,31 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         #expect(output.recorder.events.filter(\.isTerminal).count == 1)
         #expect(output.recorder.events.last?.isTerminal == true)
     }
+
+    @Test func flattenSerialisesInnersOnSeveralThreads() {
+        let subjects = (0..<4).map { _ in Subject<Int>() }
+        let outer = Subject<Signal<Int>>()
+        let output = OverlapRecorder<Int>()
+        ImmediateScheduler.shared.performAsCurrent {
+            outer.flatten(maxConcurrent: 0).subscribe(output)
+            for subject in subjects { outer.sendNext(subject) }
+            outer.sendCompleted()
+        }
+        drive(subjects, count: count)
+        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.recorder.values.count == 4 * count)
+        #expect(output.recorder.events.filter(\.isTerminal).count == 1)
+        #expect(output.recorder.isCompleted)
+    }
+
+    @Test func takeUntilSendsNothingAfterCompletingFromAnotherThread() {
+        let subjects = (0..<2).map { _ in Subject<Int>() }
+        let output = OverlapRecorder<Int>()
+        _ = ImmediateScheduler.shared.performAsCurrent { subjects[0].take(until: subjects[1]).subscribe(output) }
+        drive(subjects, count: count)
+        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        let events = output.recorder.events
+        #expect(events.filter(\.isTerminal).count == 1)
+        #expect(events.last?.isTerminal == true)
+    }
 }
