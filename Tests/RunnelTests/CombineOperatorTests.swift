@@ -260,7 +260,7 @@ private func inline(_ body: () -> Void) {
     }
 }
 
-@Suite struct ConcatTests {
+@Suite struct ConcatArrayTests {
     @Test func subscribesEachSignalAfterThePreviousCompletes() {
         inline {
             let a = SignalProbe<Int>()
