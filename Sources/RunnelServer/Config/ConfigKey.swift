@@ -1,0 +1,56 @@
+/// The top-level keys of `runneld.toml`, with what each accepts and whether a SIGHUP reload can
+/// apply a new value without a restart.
+///
+/// The single list both the parser (unknown keys are errors) and `changes(from:)` walk, so a
+/// new key cannot be forgotten by one of them.
+public enum ConfigKey: String, Sendable, CaseIterable {
+    case listen
+    case maxLineBytes = "max_line_bytes"
+    case maxPendingBytes = "max_pending_bytes"
+    case maxExprBytes = "max_expr_bytes"
+    case maxDepth = "max_depth"
+    case maxConnections = "max_connections"
+    case maxSubscriptionsPerConnection = "max_subscriptions_per_connection"
+    case slowConsumer = "slow_consumer"
+    case autoCreate = "auto_create"
+    case defaultReplayCapacity = "default_replay_capacity"
+    case authTokens = "auth_tokens"
+    case maxStages = "max_stages"
+    case maxBufferValues = "max_buffer_values"
+    case logLevel = "log_level"
+    case shutdownTimeout = "shutdown_timeout"
+    case maxSubjects = "max_subjects"
+    case subjects
+
+    /// The inclusive range of an integer key; `nil` for keys that are not integers.
+    public var integerRange: ClosedRange<Int>? {
+        switch self {
+        case .maxLineBytes: return 64...1_073_741_824
+        case .maxPendingBytes: return 1024...17_179_869_184
+        case .maxExprBytes: return 16...1_048_576
+        case .maxDepth: return 1...10_000
+        case .maxConnections: return 1...1_000_000
+        case .maxSubscriptionsPerConnection: return 1...10_000_000
+        case .defaultReplayCapacity: return 1...ConfigKey.maxReplayCapacity
+        case .maxStages: return 1...1024
+        case .maxBufferValues: return 1...100_000_000
+        case .maxSubjects: return 1...100_000_000
+        default: return nil
+        }
+    }
+
+    /// The largest replay capacity, for `default_replay_capacity` and `[[subjects]]`.
+    public static let maxReplayCapacity = 10_000_000
+
+    /// The longest `shutdown_timeout`, in seconds.
+    public static let maxShutdownTimeoutSeconds = 3600.0
+
+    /// Whether a reload applies a changed value live. `listen` needs a restart; `subjects` is
+    /// decided per subject (new ones are created, others ignored).
+    public var isLive: Bool {
+        switch self {
+        case .listen, .subjects: return false
+        default: return true
+        }
+    }
+}

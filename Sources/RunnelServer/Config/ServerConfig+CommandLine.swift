@@ -1,0 +1,37 @@
+import Logging
+
+extension ServerConfig {
+    /// The origin named in errors about command-line options.
+    public static let commandLineOrigin = "command line"
+
+    /// The effective configuration for `runneld`'s options: the file at `configPath` (or the
+    /// built-in defaults when `nil`), then `--listen` and `--log-level`, which override it.
+    public static func resolve(configPath: String?, listen: String?, logLevel: String?) throws(ConfigError)
+        -> ServerConfig
+    {
+        var config = ServerConfig()
+        if let configPath { config = try load(path: configPath) }
+        if let listen { try config.overrideListen(listen) }
+        if let logLevel { try config.overrideLogLevel(logLevel) }
+        return config
+    }
+
+    /// Applies `--listen HOST:PORT`.
+    public mutating func overrideListen(_ text: String) throws(ConfigError) {
+        switch ListenAddress.parse(text) {
+        case .success(let address): listen = address
+        case .failure(let problem):
+            throw ConfigError(origin: Self.commandLineOrigin, key: "--listen", problem: problem.description)
+        }
+    }
+
+    /// Applies `--log-level LEVEL`.
+    public mutating func overrideLogLevel(_ text: String) throws(ConfigError) {
+        guard let level = Logger.Level(rawValue: text) else {
+            throw ConfigError(
+                origin: Self.commandLineOrigin, key: "--log-level",
+                problem: "must be one of \(LogLevelNames.list), got \(TOMLConfigReader.quote(text))")
+        }
+        logLevel = level
+    }
+}

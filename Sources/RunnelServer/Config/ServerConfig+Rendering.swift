@@ -1,0 +1,46 @@
+extension ServerConfig {
+    /// `key`'s current value written as in `runneld.toml` (strings quoted), for summaries and
+    /// reload logs. Auth tokens are never shown, only counted. `subjects` gives a count; see
+    /// `SubjectDefinition.description` for each.
+    public func renderedValue(of key: ConfigKey) -> String {
+        switch key {
+        case .listen: return TOMLConfigReader.quote(listen.description)
+        case .maxLineBytes: return String(maxLineBytes)
+        case .maxPendingBytes: return String(maxPendingBytes)
+        case .maxExprBytes: return String(maxExprBytes)
+        case .maxDepth: return String(maxDepth)
+        case .maxConnections: return String(maxConnections)
+        case .maxSubscriptionsPerConnection: return String(maxSubscriptionsPerConnection)
+        case .slowConsumer: return TOMLConfigReader.quote(slowConsumer.rawValue)
+        case .autoCreate: return autoCreate ? "true" : "false"
+        case .defaultReplayCapacity: return String(defaultReplayCapacity)
+        case .authTokens: return authTokens.isEmpty ? "[] (no auth)" : "[\(authTokens.count) token(s), hidden]"
+        case .maxStages: return String(maxStages)
+        case .maxBufferValues: return String(maxBufferValues)
+        case .logLevel: return TOMLConfigReader.quote(logLevel.rawValue)
+        case .shutdownTimeout: return Self.renderSeconds(shutdownTimeout)
+        case .maxSubjects: return String(maxSubjects)
+        case .subjects: return "\(subjects.count) subject(s)"
+        }
+    }
+
+    /// The effective configuration, one `key = value` line per key, then one line per
+    /// configured subject: what `runneld --check-config` prints and the server logs at start.
+    public var summaryLines: [String] {
+        var lines = ConfigKey.allCases.map { "\($0.rawValue) = \(renderedValue(of: $0))" }
+        lines += subjects.map { "subject \($0)" }
+        return lines
+    }
+
+    /// `shutdown_timeout` as seconds, the unit the file uses.
+    public var shutdownTimeoutSeconds: Double {
+        let (seconds, attoseconds) = shutdownTimeout.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    static func renderSeconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        if attoseconds == 0 { return String(seconds) }
+        return "\(Double(seconds) + Double(attoseconds) / 1e18)"
+    }
+}

@@ -1,0 +1,252 @@
+import Logging
+import TOMLKit
+
+extension ServerConfig {
+    /// Parses a `runneld.toml` document strictly: unknown keys, wrong types, out-of-range
+    /// values, bad or duplicate subject names are all errors naming their key. Keys left out
+    /// keep their defaults. `origin` prefixes every error (`config /etc/runnel/runneld.toml`).
+    public static func parse(toml text: String, origin: String = "config") throws(ConfigError) -> ServerConfig {
+        if text.utf8.contains(0) {
+            throw ConfigError(origin: origin, key: nil, problem: "holds a NUL byte; it is not a TOML document")
+        }
+        let root: TOMLTable
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            let position = error.source.begin
+            throw ConfigError(
+                origin: origin, key: nil,
+                problem: "line \(position.line), column \(position.column): \(error.description)")
+        } catch {
+            throw ConfigError(origin: origin, key: nil, problem: "not a TOML document: \(error)")
+        }
+        // TOMLKit's values point into `root`'s nodes: keep it alive while they are read.
+        return try withExtendedLifetime(root) { () throws(ConfigError) -> ServerConfig in
+            try TOMLConfigReader(origin: origin).read(root)
+        }
+    }
+
+    /// Reads and parses the file at `path`; errors start with `config PATH`.
+    public static func load(path: String) throws(ConfigError) -> ServerConfig {
+        let origin = "config \(path)"
+        let text: String
+        switch ConfigFileReader.readText(path: path) {
+        case .success(let contents): text = contents
+        case .failure(let problem): throw ConfigError(origin: origin, key: nil, problem: problem.text)
+        }
+        return try parse(toml: text, origin: origin)
+    }
+}
+
+/// Turns a parsed TOML root table into a `ServerConfig`, one key at a time.
+///
+/// Used only inside `ServerConfig.parse` while the root table is alive.
+struct TOMLConfigReader {
+    let origin: String
+
+    func read(_ root: TOMLTable) throws(ConfigError) -> ServerConfig {
+        var values: [ConfigKey: any TOMLValueConvertible] = [:]
+        for (name, value) in root {
+            guard let key = ConfigKey(rawValue: name) else {
+                throw ConfigError(origin: origin, key: name, problem: "unknown key")
+            }
+            values[key] = value
+        }
+        var config = ServerConfig()
+        // Subjects last: a replay subject's default capacity is `default_replay_capacity`.
+        for key in ConfigKey.allCases where key != .subjects {
+            guard let value = values[key] else { continue }
+            try apply(key, value, to: &config)
+        }
+        if let value = values[.subjects] {
+            config.subjects = try subjects(value, defaultCapacity: config.defaultReplayCapacity)
+            if config.subjects.count > config.maxSubjects {
+                throw error(
+                    "subjects",
+                    "\(config.subjects.count) subjects exceed max_subjects (\(config.maxSubjects))")
+            }
+        }
+        return config
+    }
+
+    private func apply(_ key: ConfigKey, _ value: any TOMLValueConvertible, to config: inout ServerConfig)
+        throws(ConfigError)
+    {
+        switch key {
+        case .listen:
+            guard let text = value.string else {
+                throw error(key.rawValue, "must be a string HOST:PORT, got \(Self.describe(value))")
+            }
+            switch ListenAddress.parse(text) {
+            case .success(let address): config.listen = address
+            case .failure(let problem): throw error(key.rawValue, problem.description)
+            }
+        case .maxLineBytes: config.maxLineBytes = try integer(key, value)
+        case .maxPendingBytes: config.maxPendingBytes = try integer(key, value)
+        case .maxExprBytes: config.maxExprBytes = try integer(key, value)
+        case .maxDepth: config.maxDepth = try integer(key, value)
+        case .maxConnections: config.maxConnections = try integer(key, value)
+        case .maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection = try integer(key, value)
+        case .defaultReplayCapacity: config.defaultReplayCapacity = try integer(key, value)
+        case .maxStages: config.maxStages = try integer(key, value)
+        case .maxBufferValues: config.maxBufferValues = try integer(key, value)
+        case .maxSubjects: config.maxSubjects = try integer(key, value)
+        case .slowConsumer:
+            let names = SlowConsumerPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+            guard let text = value.string, let policy = SlowConsumerPolicy(rawValue: text) else {
+                throw error(key.rawValue, "must be \(names), got \(Self.describe(value))")
+            }
+            config.slowConsumer = policy
+        case .autoCreate:
+            guard value.type == .bool, let flag = value.bool else {
+                throw error(key.rawValue, "must be true or false, got \(Self.describe(value))")
+            }
+            config.autoCreate = flag
+        case .authTokens:
+            guard value.type == .array, let array = value.array else {
+                throw error(key.rawValue, "must be an array of non-empty strings, got \(Self.describe(value))")
+            }
+            var tokens: [String] = []
+            for (index, element) in array.enumerated() {
+                guard let token = element.string, !token.isEmpty else {
+                    throw error(
+                        "\(key.rawValue)[\(index)]", "must be a non-empty string, got \(Self.describe(element))")
+                }
+                tokens.append(token)
+            }
+            config.authTokens = tokens
+        case .logLevel:
+            guard let text = value.string, let level = Logger.Level(rawValue: text) else {
+                throw error(key.rawValue, "must be one of \(LogLevelNames.list), got \(Self.describe(value))")
+            }
+            config.logLevel = level
+        case .shutdownTimeout:
+            let seconds: Double? =
+                value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
+            let limit = ConfigKey.maxShutdownTimeoutSeconds
+            guard let seconds, seconds >= 0, seconds <= limit else {
+                throw error(
+                    key.rawValue,
+                    "must be a number of seconds between 0 and \(Int(limit)), got \(Self.describe(value))")
+            }
+            config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        case .subjects:
+            break  // Read by `read(_:)` after the limits it depends on.
+        }
+    }
+
+    private func integer(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Int {
+        let range = key.integerRange!
+        guard value.type == .int, let number = value.int, range.contains(number) else {
+            throw error(
+                key.rawValue,
+                "must be an integer between \(range.lowerBound) and \(range.upperBound), got \(Self.describe(value))")
+        }
+        return number
+    }
+
+    private func subjects(_ value: any TOMLValueConvertible, defaultCapacity: Int) throws(ConfigError)
+        -> [SubjectDefinition]
+    {
+        guard value.type == .array, let array = value.array else {
+            throw error("subjects", "must be an array of tables ([[subjects]]), got \(Self.describe(value))")
+        }
+        var definitions: [SubjectDefinition] = []
+        var indexByName: [String: Int] = [:]
+        for (index, element) in array.enumerated() {
+            let prefix = "subjects[\(index)]"
+            guard element.type == .table, let table = element.table else {
+                throw error(prefix, "must be a table with a name, got \(Self.describe(element))")
+            }
+            let definition = try subject(table, prefix: prefix, defaultCapacity: defaultCapacity)
+            if let earlier = indexByName[definition.name] {
+                throw error(
+                    "\(prefix).name", "duplicate subject \"\(definition.name)\" (also subjects[\(earlier)])")
+            }
+            indexByName[definition.name] = index
+            definitions.append(definition)
+        }
+        return definitions
+    }
+
+    private func subject(_ table: TOMLTable, prefix: String, defaultCapacity: Int) throws(ConfigError)
+        -> SubjectDefinition
+    {
+        var fields: [String: any TOMLValueConvertible] = [:]
+        for (name, value) in table {
+            guard ["name", "kind", "capacity", "value"].contains(name) else {
+                throw error("\(prefix).\(name)", "unknown key (a subject takes name, kind, capacity, value)")
+            }
+            fields[name] = value
+        }
+        guard let nameValue = fields["name"] else {
+            throw error("\(prefix).name", "missing: every [[subjects]] table needs a name")
+        }
+        guard let name = nameValue.string else {
+            throw error("\(prefix).name", "must be a string, got \(Self.describe(nameValue))")
+        }
+        if let problem = SubjectName.problem(withName: name) {
+            throw error("\(prefix).name", "\(problem), got \(Self.quote(name))")
+        }
+        var kind = SubjectDefinition.Kind.subject
+        if let kindValue = fields["kind"] {
+            let names = SubjectDefinition.Kind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            guard let text = kindValue.string, let parsed = SubjectDefinition.Kind(rawValue: text) else {
+                throw error("\(prefix).kind", "must be one of \(names), got \(Self.describe(kindValue))")
+            }
+            kind = parsed
+        }
+        var capacity: Int? = nil
+        if let capacityValue = fields["capacity"] {
+            guard kind == .replay else {
+                throw error(
+                    "\(prefix).capacity", "only a replay subject takes a capacity (this one is \(kind.rawValue))")
+            }
+            let limit = ConfigKey.maxReplayCapacity
+            guard capacityValue.type == .int, let number = capacityValue.int, (1...limit).contains(number) else {
+                throw error(
+                    "\(prefix).capacity",
+                    "must be an integer between 1 and \(limit), got \(Self.describe(capacityValue))")
+            }
+            capacity = number
+        } else if kind == .replay {
+            capacity = defaultCapacity
+        }
+        var initialValue: String? = nil
+        if let value = fields["value"] {
+            guard kind == .behavior else {
+                throw error("\(prefix).value", "only a behavior subject takes a value (this one is \(kind.rawValue))")
+            }
+            switch TOMLValueJSON.render(value) {
+            case .success(let json): initialValue = json
+            case .failure(let problem): throw error("\(prefix).value", problem.text)
+            }
+        } else if kind == .behavior {
+            initialValue = "null"
+        }
+        return SubjectDefinition(name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue)
+    }
+
+    private func error(_ key: String, _ problem: String) -> ConfigError {
+        ConfigError(origin: origin, key: key, problem: problem)
+    }
+
+    /// A short rendering of a value for "got ..." messages.
+    static func describe(_ value: any TOMLValueConvertible) -> String {
+        switch value.type {
+        case .string: return "the string " + quote(value.string ?? "")
+        case .int: return String(value.int ?? 0)
+        case .double: return "\(value.double ?? 0)"
+        case .bool: return (value.bool ?? false) ? "true" : "false"
+        case .table: return "a table"
+        case .array: return "an array"
+        case .date, .time, .dateTime: return "the date/time \(value.debugDescription)"
+        }
+    }
+
+    static func quote(_ text: String) -> String {
+        var output = ""
+        TOMLValueJSON.appendString(text, to: &output)
+        return output
+    }
+}

@@ -1,0 +1,52 @@
+import Logging
+
+/// Everything `runneld` can be configured with, each field holding its documented default.
+///
+/// Built from `runneld.toml` by `ServerConfig.parse(toml:origin:)` / `load(path:)`, then
+/// overridden by command-line flags. An immutable `Sendable` value: the server reads one
+/// snapshot, and a SIGHUP reload builds a new one and applies `changes(from:)`.
+/// The shipped `config/runneld.toml` documents every key.
+public struct ServerConfig: Sendable, Equatable {
+    /// Where to accept TCP connections (`listen`, default `127.0.0.1:7455`). Needs a restart.
+    public var listen: ListenAddress = .defaultAddress
+    /// Longest request line, in bytes (`max_line_bytes`, default 1 MiB).
+    public var maxLineBytes: Int = 1_048_576
+    /// Unsent output per connection before it is a slow consumer (`max_pending_bytes`, 8 MiB).
+    public var maxPendingBytes: Int = 8_388_608
+    /// Longest expression in a stage, in bytes (`max_expr_bytes`, default 4096).
+    public var maxExprBytes: Int = 4096
+    /// Deepest JSON nesting accepted in a request (`max_depth`, default 128).
+    public var maxDepth: Int = 128
+    /// Open connections at once (`max_connections`, default 10000).
+    public var maxConnections: Int = 10_000
+    /// Subscriptions one connection may hold (`max_subscriptions_per_connection`, 10000).
+    public var maxSubscriptionsPerConnection: Int = 10_000
+    /// What to do with a slow consumer (`slow_consumer`, default `disconnect`).
+    public var slowConsumer: SlowConsumerPolicy = .disconnect
+    /// Whether `pub`/`sub` on an unknown subject creates it (`auto_create`, default true).
+    public var autoCreate: Bool = true
+    /// A replay subject's capacity when `create` gives none (`default_replay_capacity`, 100).
+    public var defaultReplayCapacity: Int = 100
+    /// Accepted `auth` tokens (`auth_tokens`); empty means no authentication.
+    public var authTokens: [String] = []
+    /// Stages in one `sub` (`max_stages`, default 32).
+    public var maxStages: Int = 32
+    /// Values one stage may buffer: `collect`, `takeLast`, `bufferWithTime`, `zipWith`...
+    /// (`max_buffer_values`, default 100000).
+    public var maxBufferValues: Int = 100_000
+    /// Least severe level logged (`log_level`, default `info`).
+    public var logLevel: Logger.Level = .info
+    /// How long SIGTERM waits for pending output to flush (`shutdown_timeout`, default 5 s).
+    public var shutdownTimeout: Duration = .seconds(5)
+    /// Subjects alive at once, protecting memory (`max_subjects`, default 100000).
+    public var maxSubjects: Int = 100_000
+    /// Subjects created at start-up (`[[subjects]]`), in file order.
+    public var subjects: [SubjectDefinition] = []
+
+    /// The built-in defaults, used when no config file is given.
+    public init() {}
+
+    /// The conventional path of the packaged config file. `runneld` reads a file only when
+    /// `--config` names one; packages pass `--config /etc/runnel/runneld.toml`.
+    public static let packagedPath = "/etc/runnel/runneld.toml"
+}

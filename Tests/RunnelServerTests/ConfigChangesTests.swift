@@ -1,0 +1,124 @@
+import Testing
+
+@testable import RunnelServer
+
+@Suite("ServerConfig.changes(from:)")
+struct ConfigChangesTests {
+    @Test func identicalConfigsHaveNoChanges() throws {
+        #expect(ServerConfig().changes(from: ServerConfig()).isEmpty)
+        let config = try ServerConfig.parse(toml: "auth_tokens = [\"t\"]\n[[subjects]]\nname = \"a\"")
+        #expect(config.changes(from: config).isEmpty)
+    }
+
+    @Test func liveKeysRenderOldAndNew() throws {
+        let old = ServerConfig()
+        let new = try ServerConfig.parse(
+            toml: """
+                max_line_bytes = 4096
+                slow_consumer = "drop"
+                auto_create = false
+                log_level = "debug"
+                shutdown_timeout = 0.5
+                """)
+        #expect(
+            new.changes(from: old) == [
+                ConfigChange(key: "max_line_bytes", oldValue: "1048576", newValue: "4096", applicability: .live),
+                ConfigChange(
+                    key: "slow_consumer", oldValue: "\"disconnect\"", newValue: "\"drop\"", applicability: .live),
+                ConfigChange(key: "auto_create", oldValue: "true", newValue: "false", applicability: .live),
+                ConfigChange(key: "log_level", oldValue: "\"info\"", newValue: "\"debug\"", applicability: .live),
+                ConfigChange(key: "shutdown_timeout", oldValue: "5", newValue: "0.5", applicability: .live),
+            ])
+    }
+
+    @Test func listenNeedsARestart() throws {
+        let new = try ServerConfig.parse(toml: "listen = \"[::1]:7455\"")
+        let changes = new.changes(from: ServerConfig())
+        #expect(
+            changes == [
+                ConfigChange(
+                    key: "listen", oldValue: "\"127.0.0.1:7455\"", newValue: "\"[::1]:7455\"",
+                    applicability: .needsRestart)
+            ])
+        #expect(changes[0].description == "listen: \"127.0.0.1:7455\" -> \"[::1]:7455\" (needs restart)")
+    }
+
+    @Test func authTokenChangesAreLiveAndNeverShowTheTokens() throws {
+        let old = try ServerConfig.parse(toml: "auth_tokens = [\"alpha\"]")
+        let new = try ServerConfig.parse(toml: "auth_tokens = [\"beta\"]")
+        let changes = new.changes(from: old)
+        #expect(changes.count == 1)
+        #expect(changes.first?.key == "auth_tokens")
+        #expect(changes.first?.applicability == .live)
+        #expect(!changes.description.contains("alpha") && !changes.description.contains("beta"))
+        let cleared = ServerConfig().changes(from: old)
+        #expect(cleared.first?.newValue == "[] (no auth)")
+    }
+
+    @Test func subjectsAreCreatedLiveAndOtherwiseIgnored() throws {
+        let old = try ServerConfig.parse(
+            toml: """
+                [[subjects]]
+                name = "kept"
+                [[subjects]]
+                name = "changed"
+                kind = "replay"
+                capacity = 5
+                [[subjects]]
+                name = "removed"
+                """)
+        let new = try ServerConfig.parse(
+            toml: """
+                [[subjects]]
+                name = "kept"
+                [[subjects]]
+                name = "changed"
+                kind = "replay"
+                capacity = 6
+                [[subjects]]
+                name = "added"
+                kind = "behavior"
+                value = 1
+                """)
+        #expect(
+            new.changes(from: old) == [
+                ConfigChange(
+                    key: "subjects.changed", oldValue: "changed (replay, capacity 5)",
+                    newValue: "changed (replay, capacity 6)", applicability: .ignored),
+                ConfigChange(
+                    key: "subjects.added", oldValue: "(none)", newValue: "added (behavior, value 1)",
+                    applicability: .live),
+                ConfigChange(
+                    key: "subjects.removed", oldValue: "removed (subject)", newValue: "(none)",
+                    applicability: .ignored),
+            ])
+        #expect(new.addedSubjects(since: old).map(\.name) == ["added"])
+        #expect(old.addedSubjects(since: new).map(\.name) == ["removed"])
+        #expect(new.addedSubjects(since: new).isEmpty)
+    }
+
+    @Test func everyTopLevelKeyIsComparedExceptSubjects() throws {
+        // A config differing in every key yields one change per key, so no key is forgotten.
+        let new = try ServerConfig.parse(
+            toml: """
+                listen = "127.0.0.1:1"
+                max_line_bytes = 100
+                max_pending_bytes = 2000
+                max_expr_bytes = 20
+                max_depth = 2
+                max_connections = 2
+                max_subscriptions_per_connection = 2
+                slow_consumer = "drop"
+                auto_create = false
+                default_replay_capacity = 2
+                auth_tokens = ["x"]
+                max_stages = 2
+                max_buffer_values = 2
+                log_level = "error"
+                shutdown_timeout = 2
+                max_subjects = 2
+                """)
+        let keys = new.changes(from: ServerConfig()).map(\.key)
+        #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))
+    }
+}

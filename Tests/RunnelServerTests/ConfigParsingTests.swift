@@ -1,0 +1,193 @@
+import Logging
+import Testing
+
+@testable import RunnelServer
+
+@Suite("ServerConfig parsing")
+struct ConfigParsingTests {
+    @Test func defaultsMatchTheDocumentedValues() {
+        let config = ServerConfig()
+        #expect(config.listen.description == "127.0.0.1:7455")
+        #expect(config.maxLineBytes == 1_048_576)
+        #expect(config.maxPendingBytes == 8_388_608)
+        #expect(config.maxExprBytes == 4096)
+        #expect(config.maxDepth == 128)
+        #expect(config.maxConnections == 10_000)
+        #expect(config.maxSubscriptionsPerConnection == 10_000)
+        #expect(config.slowConsumer == .disconnect)
+        #expect(config.autoCreate)
+        #expect(config.defaultReplayCapacity == 100)
+        #expect(config.authTokens.isEmpty)
+        #expect(config.maxStages == 32)
+        #expect(config.maxBufferValues == 100_000)
+        #expect(config.logLevel == .info)
+        #expect(config.shutdownTimeout == .seconds(5))
+        #expect(config.maxSubjects == 100_000)
+        #expect(config.subjects.isEmpty)
+    }
+
+    @Test func anEmptyDocumentGivesTheDefaults() throws {
+        #expect(try ServerConfig.parse(toml: "") == ServerConfig())
+        #expect(try ServerConfig.parse(toml: "# only a comment\n\n") == ServerConfig())
+    }
+
+    @Test func everyKeyIsParsed() throws {
+        let config = try ServerConfig.parse(
+            toml: """
+                listen = "[::1]:0"
+                max_line_bytes = 64
+                max_pending_bytes = 2048
+                max_expr_bytes = 100
+                max_depth = 9
+                max_connections = 3
+                max_subscriptions_per_connection = 4
+                slow_consumer = "drop"
+                auto_create = false
+                default_replay_capacity = 7
+                auth_tokens = ["a", "b c"]
+                max_stages = 5
+                max_buffer_values = 6
+                log_level = "debug"
+                shutdown_timeout = 1.5
+                max_subjects = 8
+
+                [[subjects]]
+                name = "plain"
+
+                [[subjects]]
+                name = "sensors.kitchen.temp"
+                kind = "replay"
+                capacity = 10
+
+                [[subjects]]
+                name = "replay.default"
+                kind = "replay"
+
+                [[subjects]]
+                name = "mode"
+                kind = "behavior"
+                value = { level = 3, name = "auto\\n", on = true, ratio = 0.5, list = [1, 2.0] }
+
+                [[subjects]]
+                name = "nothing"
+                kind = "behavior"
+                """)
+        #expect(config.listen.host == "::1")
+        #expect(config.listen.port == 0)
+        #expect(config.listen.isIPv6)
+        #expect(config.listen.description == "[::1]:0")
+        #expect(config.maxLineBytes == 64)
+        #expect(config.maxPendingBytes == 2048)
+        #expect(config.maxExprBytes == 100)
+        #expect(config.maxDepth == 9)
+        #expect(config.maxConnections == 3)
+        #expect(config.maxSubscriptionsPerConnection == 4)
+        #expect(config.slowConsumer == .drop)
+        #expect(config.autoCreate == false)
+        #expect(config.defaultReplayCapacity == 7)
+        #expect(config.authTokens == ["a", "b c"])
+        #expect(config.maxStages == 5)
+        #expect(config.maxBufferValues == 6)
+        #expect(config.logLevel == .debug)
+        #expect(config.shutdownTimeout == .milliseconds(1500))
+        #expect(config.shutdownTimeoutSeconds == 1.5)
+        #expect(config.maxSubjects == 8)
+        #expect(
+            config.subjects == [
+                SubjectDefinition(name: "plain", kind: .subject),
+                SubjectDefinition(name: "sensors.kitchen.temp", kind: .replay, capacity: 10),
+                SubjectDefinition(name: "replay.default", kind: .replay, capacity: 7),
+                SubjectDefinition(
+                    name: "mode", kind: .behavior,
+                    initialValueJSON: #"{"level":3,"list":[1,2],"name":"auto\n","on":true,"ratio":0.5}"#),
+                SubjectDefinition(name: "nothing", kind: .behavior, initialValueJSON: "null"),
+            ])
+    }
+
+    @Test func integerShutdownTimeoutAndZero() throws {
+        #expect(try ServerConfig.parse(toml: "shutdown_timeout = 0").shutdownTimeout == .zero)
+        #expect(try ServerConfig.parse(toml: "shutdown_timeout = 30").shutdownTimeout == .seconds(30))
+    }
+
+    @Test func behaviorValuesOfEveryTOMLType() throws {
+        func value(_ toml: String) throws -> String? {
+            let config = try ServerConfig.parse(
+                toml: "[[subjects]]\nname = \"b\"\nkind = \"behavior\"\nvalue = \(toml)")
+            return config.subjects.first?.initialValueJSON
+        }
+        #expect(try value("42") == "42")
+        #expect(try value("-2.25") == "-2.25")
+        #expect(try value("\"q\\\"uote\"") == #""q\"uote""#)
+        #expect(try value("false") == "false")
+        #expect(try value("[]") == "[]")
+        #expect(try value("{}") == "{}")
+        #expect(try value("[[1], {a = \"x\"}]") == #"[[1],{"a":"x"}]"#)
+        #expect(try value("1979-05-27") == #""1979-05-27""#)
+    }
+
+    @Test func listenAddressForms() {
+        func parse(_ text: String) -> ListenAddress? { try? ListenAddress.parse(text).get() }
+        #expect(parse("127.0.0.1:7455")?.port == 7455)
+        #expect(parse("0.0.0.0:0")?.port == 0)
+        #expect(parse("[::]:80")?.host == "::")
+        #expect(parse("[fe80::1]:65535")?.port == 65535)
+        #expect(parse("localhost:7455") == nil)
+        #expect(parse("127.0.0.1") == nil)
+        #expect(parse("127.0.0.1:") == nil)
+        #expect(parse("127.0.0.1:65536") == nil)
+        #expect(parse("127.0.0.1:-1") == nil)
+        #expect(parse("127.0.0.1:+1") == nil)
+        #expect(parse("::1:7455") == nil)
+        #expect(parse("[::1]7455") == nil)
+        #expect(parse("[127.0.0.1]:7455") == nil)
+        #expect(parse("[::1:7455") == nil)
+        #expect(parse(":7455") == nil)
+    }
+
+    @Test func theShippedConfigFileParsesToTheDefaults() throws {
+        let config = try ServerConfig.load(path: Self.shippedConfigPath)
+        #expect(config == ServerConfig())
+    }
+
+    @Test func theShippedConfigDocumentsEveryKey() throws {
+        let text = try #require(try? ConfigFileReader.readText(path: Self.shippedConfigPath).get())
+        for key in ConfigKey.allCases {
+            let pattern = key == .subjects ? "[[subjects]]" : "\n\(key.rawValue) = "
+            #expect(text.contains(pattern), "config/runneld.toml does not set \(key.rawValue)")
+        }
+    }
+
+    @Test func loadNamesThePathInErrors() {
+        let error = #expect(throws: ConfigError.self) {
+            try ServerConfig.load(path: "/nonexistent/runneld.toml")
+        }
+        #expect(error?.description == "config /nonexistent/runneld.toml: cannot read: No such file or directory")
+    }
+
+    @Test func resolveAppliesFlagsOverTheFile() throws {
+        let config = try ServerConfig.resolve(
+            configPath: Self.shippedConfigPath, listen: "[::1]:9000", logLevel: "trace")
+        #expect(config.listen.description == "[::1]:9000")
+        #expect(config.logLevel == .trace)
+        #expect(try ServerConfig.resolve(configPath: nil, listen: nil, logLevel: nil) == ServerConfig())
+    }
+
+    @Test func summaryListsEveryKeyAndHidesTokens() throws {
+        var config = try ServerConfig.parse(
+            toml: "auth_tokens = [\"topsecret\"]\n[[subjects]]\nname = \"a.b\"\nkind = \"replay\"")
+        config.shutdownTimeout = .milliseconds(250)
+        let lines = config.summaryLines
+        #expect(lines.count == ConfigKey.allCases.count + 1)
+        #expect(lines.contains("listen = \"127.0.0.1:7455\""))
+        #expect(lines.contains("shutdown_timeout = 0.25"))
+        #expect(lines.contains("subject a.b (replay, capacity 100)"))
+        #expect(!lines.joined().contains("topsecret"))
+    }
+
+    static var shippedConfigPath: String {
+        // Tests/RunnelServerTests/<this file> -> package root.
+        var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        components.removeLast(3)
+        return components.joined(separator: "/") + "/config/runneld.toml"
+    }
+}

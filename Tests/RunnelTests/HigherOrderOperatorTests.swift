@@ -1,0 +1,573 @@
+import Testing
+
+@testable import Runnel
+
+/// Subscribes inline, so everything below is synchronous.
+private func inline(_ body: () -> Void) {
+    ImmediateScheduler.shared.performAsCurrent(body)
+}
+
+@Suite struct FlattenTests {
+    @Test func flatMapSendsTheValuesOfEveryMappedSignal() {
+        inline {
+            let outer = SignalProbe<Int>()
+            let inners = (0..<2).map { _ in SignalProbe<String>() }
+            let recorder = Recorder<String>()
+            outer.signal.flatMap { inners[$0].signal }.subscribe(recorder)
+            outer.send(0)
+            inners[0].send("a")
+            outer.send(1)
+            inners[1].send("b")
+            inners[0].send("c")
+            #expect(recorder.values == ["a", "b", "c"])
+        }
+    }
+
+    @Test func completesWhenOuterAndEveryInnerHaveCompleted() {
+        inline {
+            let outer = SignalProbe<Int>()
+            let inners = (0..<2).map { _ in SignalProbe<Int>() }
+            let recorder = Recorder<Int>()
+            outer.signal.flatMap { inners[$0].signal }.subscribe(recorder)
+            outer.send(0)
+            outer.send(1)
+            inners[0].complete()
+            outer.complete()
+            #expect(!recorder.isCompleted)
+            inners[1].send(5)
+            inners[1].complete()
+            #expect(recorder.values == [5])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func innerErrorIsSentOnAndDisposesEverything() {
+        inline {
+            let outer = SignalProbe<Int>()
+            let inners = (0..<2).map { _ in SignalProbe<Int>() }
+            let recorder = Recorder<Int>()
+            outer.signal.flatMap { inners[$0].signal }.subscribe(recorder)
+            outer.send(0)
+            outer.send(1)
+            inners[1].fail(ProbeError(1))
+            #expect(recorder.error as? ProbeError == ProbeError(1))
+            #expect(!outer.isSubscribed && !inners[0].isSubscribed)
+            inners[0].send(1)
+            #expect(recorder.events.count == 1)
+        }
+    }
+
+    @Test func outerErrorIsSentOn() {
+        inline {
+            let outer = SignalProbe<Int>()
+            let inner = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.signal.flatMap { _ in inner.signal }.subscribe(recorder)
+            outer.send(0)
+            outer.fail(ProbeError(2))
+            #expect(recorder.error as? ProbeError == ProbeError(2))
+            #expect(!inner.isSubscribed)
+        }
+    }
+
+    @Test func disposingDisposesOuterAndInners() {
+        inline {
+            let outer = SignalProbe<Int>()
+            let inners = (0..<2).map { _ in SignalProbe<Int>() }
+            let recorder = Recorder<Int>()
+            let subscription = outer.signal.flatMap { inners[$0].signal }.subscribe(recorder)
+            outer.send(0)
+            outer.send(1)
+            subscription.dispose()
+            #expect(!outer.isSubscribed)
+            #expect(inners.allSatisfy { $0.subscriptions == 1 && !$0.isSubscribed })
+            inners[0].send(1)
+            #expect(recorder.events.isEmpty)
+        }
+    }
+
+    @Test func maxConcurrentQueuesExtraInners() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let inners = (0..<4).map { _ in SignalProbe<Int>() }
+            let recorder = Recorder<Int>()
+            outer.flatten(maxConcurrent: 2).subscribe(recorder)
+            for inner in inners { outer.sendNext(inner.signal) }
+            outer.sendCompleted()
+            #expect(inners.map(\.subscriptions) == [1, 1, 0, 0])
+            inners[2].send(100)  // queued, not subscribed: lost
+            inners[1].complete()
+            #expect(inners.map(\.subscriptions) == [1, 1, 1, 0])
+            inners[2].send(2)
+            inners[0].complete()
+            #expect(inners.map(\.subscriptions) == [1, 1, 1, 1])
+            inners[3].send(3)
+            inners[2].complete()
+            #expect(!recorder.isCompleted)
+            inners[3].complete()
+            #expect(recorder.values == [2, 3])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func flattenWithoutLimitSubscribesEveryInnerAtOnce() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let inners = (0..<5).map { _ in SignalProbe<Int>() }
+            outer.flatten().subscribe(Recorder<Int>())
+            for inner in inners { outer.sendNext(inner.signal) }
+            #expect(inners.allSatisfy { $0.isSubscribed })
+        }
+    }
+
+    @Test func concatOfSignalsKeepsTheirOrder() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let a = SignalProbe<Int>()
+            let b = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.concat().subscribe(recorder)
+            outer.sendNext(a.signal)
+            outer.sendNext(b.signal)
+            outer.sendNext(Signal.from([7, 8]))
+            outer.sendCompleted()
+            #expect(b.subscriptions == 0)
+            a.send(1)
+            a.complete()
+            b.send(2)
+            b.complete()
+            #expect(recorder.values == [1, 2, 7, 8])
+            #expect(recorder.isCompleted)
+        }
+    }
+}
+
+@Suite struct SwitchToLatestTests {
+    @Test func followsTheLatestInnerAndDisposesThePrevious() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let a = SignalProbe<Int>()
+            let b = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.switchToLatest().subscribe(recorder)
+            outer.sendNext(a.signal)
+            a.send(1)
+            outer.sendNext(b.signal)
+            #expect(!a.isSubscribed && b.isSubscribed)
+            a.send(2)
+            b.send(3)
+            #expect(recorder.values == [1, 3])
+        }
+    }
+
+    @Test func doesNotCompleteWhenOnlyTheOuterCompletes() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let a = SignalProbe<Int>()
+            let b = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.switchToLatest().subscribe(recorder)
+            outer.sendNext(a.signal)
+            outer.sendNext(b.signal)
+            outer.sendCompleted()
+            #expect(!recorder.isCompleted)
+            b.send(4)
+            b.complete()
+            #expect(recorder.values == [4])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func completionOfAReplacedInnerDoesNotCount() {
+        inline {
+            let outer = Subject<Signal<Int>>()
+            let b = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.switchToLatest().subscribe(recorder)
+            outer.sendNext(Signal.just(1))
+            outer.sendNext(b.signal)
+            outer.sendCompleted()
+            #expect(!recorder.isCompleted)
+            b.complete()
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func completesWhenOuterCompletesWithoutInners() {
+        inline {
+            let recorder = Recorder<Int>()
+            Signal<Signal<Int>>.empty.switchToLatest().subscribe(recorder)
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func innerErrorIsSentOn() {
+        inline {
+            let outer = SignalProbe<Signal<Int>>()
+            let a = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            outer.signal.switchToLatest().subscribe(recorder)
+            outer.send(a.signal)
+            a.fail(ProbeError(3))
+            #expect(recorder.error as? ProbeError == ProbeError(3))
+            #expect(!outer.isSubscribed)
+        }
+    }
+
+    @Test func disposingDisposesOuterAndCurrentInner() {
+        inline {
+            let outer = SignalProbe<Signal<Int>>()
+            let a = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            let subscription = outer.signal.switchToLatest().subscribe(recorder)
+            outer.send(a.signal)
+            subscription.dispose()
+            #expect(!outer.isSubscribed && !a.isSubscribed)
+            a.send(1)
+            #expect(recorder.events.isEmpty)
+        }
+    }
+}
+
+@Suite struct SwitchAndIfTests {
+    @Test func switchesToTheCaseOfEachKey() {
+        inline {
+            let keys = Subject<String>()
+            let a = SignalProbe<Int>()
+            let b = SignalProbe<Int>()
+            let other = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            Signal.switch(keys, cases: ["a": a.signal, "b": b.signal], default: other.signal).subscribe(recorder)
+            keys.sendNext("a")
+            a.send(1)
+            keys.sendNext("b")
+            a.send(2)
+            b.send(3)
+            keys.sendNext("zzz")
+            #expect(!b.isSubscribed)
+            other.send(4)
+            keys.sendCompleted()
+            other.complete()
+            #expect(recorder.values == [1, 3, 4])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func keyWithNoCaseAndNoDefaultFails() {
+        inline {
+            let keys = Subject<Int>()
+            let recorder = Recorder<Int>()
+            Signal.switch(keys, cases: [1: Signal.just(10)]).subscribe(recorder)
+            keys.sendNext(1)
+            keys.sendNext(2)
+            #expect(recorder.values == [10])
+            #expect(recorder.error as? RunnelError == RunnelError.noCase("2"))
+        }
+    }
+
+    @Test func switchDisposalDisposesKeysAndCurrentCase() {
+        inline {
+            let keys = SignalProbe<Int>()
+            let a = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            let subscription = Signal.switch(keys.signal, cases: [1: a.signal]).subscribe(recorder)
+            keys.send(1)
+            subscription.dispose()
+            #expect(!keys.isSubscribed && !a.isSubscribed)
+        }
+    }
+
+    @Test func ifFollowsTheBooleans() {
+        inline {
+            let bools = SignalProbe<Bool>()
+            let yes = SignalProbe<String>()
+            let no = SignalProbe<String>()
+            let recorder = Recorder<String>()
+            let subscription = Signal.if(bools.signal, then: yes.signal, else: no.signal).subscribe(recorder)
+            bools.send(true)
+            yes.send("y")
+            no.send("lost")
+            bools.send(false)
+            yes.send("lost")
+            no.send("n")
+            #expect(recorder.values == ["y", "n"])
+            no.fail(ProbeError(4))
+            #expect(recorder.error as? ProbeError == ProbeError(4))
+            #expect(!bools.isSubscribed)
+            subscription.dispose()
+        }
+    }
+
+    @Test func ifCompletesWithBoolsAndBranch() {
+        inline {
+            let bools = SignalProbe<Bool>()
+            let recorder = Recorder<Int>()
+            Signal.if(bools.signal, then: Signal.just(1), else: Signal.just(0)).subscribe(recorder)
+            bools.send(false)
+            bools.send(true)
+            bools.complete()
+            #expect(recorder.values == [0, 1])
+            #expect(recorder.isCompleted)
+        }
+    }
+}
+
+@Suite struct ThenTests {
+    @Test func ignoresValuesThenContinuesWithTheBlocksSignal() {
+        inline {
+            let first = SignalProbe<Int>()
+            let second = SignalProbe<String>()
+            let calls = Locked(0)
+            let recorder = Recorder<String>()
+            first.signal.then {
+                calls.withLock { $0 += 1 }
+                return second.signal
+            }.subscribe(recorder)
+            first.send(1)
+            #expect(calls.withLock { $0 } == 0)
+            first.complete()
+            #expect(calls.withLock { $0 } == 1)
+            second.send("a")
+            second.complete()
+            #expect(recorder.values == ["a"])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func errorIsSentOnAndTheBlockNeverRuns() {
+        inline {
+            let first = SignalProbe<Int>()
+            let calls = Locked(0)
+            let recorder = Recorder<Int>()
+            first.signal.then {
+                calls.withLock { $0 += 1 }
+                return Signal.just(1)
+            }.subscribe(recorder)
+            first.fail(ProbeError(5))
+            #expect(recorder.error as? ProbeError == ProbeError(5))
+            #expect(calls.withLock { $0 } == 0)
+        }
+    }
+
+    @Test func disposingDisposesWhicheverSignalIsSubscribed() {
+        inline {
+            let first = SignalProbe<Int>()
+            let second = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            let subscription = first.signal.then { second.signal }.subscribe(recorder)
+            first.complete()
+            #expect(second.isSubscribed)
+            subscription.dispose()
+            #expect(!second.isSubscribed)
+            second.send(1)
+            #expect(recorder.events.isEmpty)
+
+            let third = SignalProbe<Int>()
+            let early = third.signal.then { Signal.just(1) }.subscribe(Recorder<Int>())
+            early.dispose()
+            #expect(!third.isSubscribed)
+        }
+    }
+}
+
+@Suite struct CatchTests {
+    @Test func continuesWithTheHandlersSignal() {
+        inline {
+            let source = SignalProbe<Int>()
+            let backup = SignalProbe<Int>()
+            let seen = Locked<[Int]>([])
+            let recorder = Recorder<Int>()
+            source.signal.catch { error in
+                seen.withLock { $0.append((error as? ProbeError)?.code ?? -1) }
+                return backup.signal
+            }.subscribe(recorder)
+            source.send(1)
+            source.fail(ProbeError(9))
+            #expect(seen.withLock { $0 } == [9])
+            backup.send(2)
+            backup.complete()
+            #expect(recorder.values == [1, 2])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func completionPassesThrough() {
+        inline {
+            let recorder = Recorder<Int>()
+            Signal.from([1, 2]).catchTo(Signal.just(99)).subscribe(recorder)
+            #expect(recorder.values == [1, 2])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func errorOfTheReplacementIsSentOn() {
+        inline {
+            let recorder = Recorder<Int>()
+            Signal<Int>.error(ProbeError(1)).catchTo(Signal.error(ProbeError(2))).subscribe(recorder)
+            #expect(recorder.error as? ProbeError == ProbeError(2))
+        }
+    }
+
+    @Test func disposingDisposesWhicheverSignalIsSubscribed() {
+        inline {
+            let source = SignalProbe<Int>()
+            let backup = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            let subscription = source.signal.catchTo(backup.signal).subscribe(recorder)
+            #expect(source.isSubscribed)
+            source.fail(ProbeError())
+            #expect(backup.isSubscribed)
+            subscription.dispose()
+            #expect(!backup.isSubscribed)
+            backup.send(1)
+            #expect(recorder.events.isEmpty)
+        }
+    }
+}
+
+@Suite struct TakeUntilTests {
+    @Test func completesOnTheOthersFirstValue() {
+        inline {
+            let source = SignalProbe<Int>()
+            let trigger = SignalProbe<Void>()
+            let recorder = Recorder<Int>()
+            source.signal.take(until: trigger.signal).subscribe(recorder)
+            source.send(1)
+            trigger.send(())
+            source.send(2)
+            #expect(recorder.values == [1])
+            #expect(recorder.isCompleted)
+            #expect(!source.isSubscribed && !trigger.isSubscribed)
+        }
+    }
+
+    @Test func completesOnTheOthersCompletion() {
+        inline {
+            let source = SignalProbe<Int>()
+            let trigger = SignalProbe<Void>()
+            let recorder = Recorder<Int>()
+            source.signal.take(until: trigger.signal).subscribe(recorder)
+            trigger.complete()
+            #expect(recorder.isCompleted)
+            #expect(!source.isSubscribed)
+        }
+    }
+
+    @Test func ignoresTheOthersError() {
+        inline {
+            let source = SignalProbe<Int>()
+            let trigger = SignalProbe<Void>()
+            let recorder = Recorder<Int>()
+            source.signal.take(until: trigger.signal).subscribe(recorder)
+            trigger.fail(ProbeError())
+            source.send(1)
+            source.complete()
+            #expect(recorder.values == [1])
+            #expect(recorder.error == nil)
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func sourceErrorIsSentOn() {
+        inline {
+            let source = SignalProbe<Int>()
+            let trigger = SignalProbe<Void>()
+            let recorder = Recorder<Int>()
+            source.signal.take(until: trigger.signal).subscribe(recorder)
+            source.fail(ProbeError(8))
+            #expect(recorder.error as? ProbeError == ProbeError(8))
+            #expect(!trigger.isSubscribed)
+        }
+    }
+
+    @Test func triggerFiringOnSubscriptionSquelchesTheSource() {
+        inline {
+            let recorder = Recorder<Int>()
+            let source = SignalProbe<Int>()
+            Signal.from([1, 2, 3]).take(until: Signal.just(())).subscribe(recorder)
+            source.signal.take(until: Signal<Void>.empty).subscribe(Recorder<Int>())
+            #expect(recorder.values.isEmpty)
+            #expect(recorder.isCompleted)
+            #expect(source.subscriptions == 0)
+        }
+    }
+
+    @Test func disposingDisposesBoth() {
+        inline {
+            let source = SignalProbe<Int>()
+            let trigger = SignalProbe<Void>()
+            let recorder = Recorder<Int>()
+            let subscription = source.signal.take(until: trigger.signal).subscribe(recorder)
+            subscription.dispose()
+            #expect(!source.isSubscribed && !trigger.isSubscribed)
+            source.send(1)
+            #expect(recorder.events.isEmpty)
+        }
+    }
+}
+
+@Suite struct TakeUntilReplacementTests {
+    @Test func switchesToTheReplacementAtItsFirstEvent() {
+        inline {
+            let source = SignalProbe<Int>()
+            let replacement = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            source.signal.take(untilReplacement: replacement.signal).subscribe(recorder)
+            source.send(1)
+            replacement.send(10)
+            #expect(!source.isSubscribed)
+            source.send(2)
+            replacement.send(11)
+            replacement.complete()
+            #expect(recorder.values == [1, 10, 11])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func sourceCompletionWaitsForTheReplacement() {
+        inline {
+            let source = SignalProbe<Int>()
+            let replacement = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            source.signal.take(untilReplacement: replacement.signal).subscribe(recorder)
+            source.send(1)
+            source.complete()
+            #expect(!recorder.isCompleted)
+            replacement.send(2)
+            replacement.complete()
+            #expect(recorder.values == [1, 2])
+            #expect(recorder.isCompleted)
+        }
+    }
+
+    @Test func errorsOfEitherAreSentOn() {
+        inline {
+            let source = SignalProbe<Int>()
+            let replacement = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            source.signal.take(untilReplacement: replacement.signal).subscribe(recorder)
+            source.fail(ProbeError(1))
+            #expect(recorder.error as? ProbeError == ProbeError(1))
+            #expect(!replacement.isSubscribed)
+
+            let source2 = SignalProbe<Int>()
+            let recorder2 = Recorder<Int>()
+            source2.signal.take(untilReplacement: Signal.error(ProbeError(2))).subscribe(recorder2)
+            #expect(recorder2.error as? ProbeError == ProbeError(2))
+            #expect(source2.subscriptions == 0)
+        }
+    }
+
+    @Test func disposingDisposesBoth() {
+        inline {
+            let source = SignalProbe<Int>()
+            let replacement = SignalProbe<Int>()
+            let recorder = Recorder<Int>()
+            let subscription = source.signal.take(untilReplacement: replacement.signal).subscribe(recorder)
+            subscription.dispose()
+            #expect(!source.isSubscribed && !replacement.isSubscribed)
+            replacement.send(1)
+            #expect(recorder.events.isEmpty)
+        }
+    }
+}
