@@ -196,3 +196,26 @@ import Testing
         }
     }
 }
+
+@Suite struct RequestNameMatchingTests {
+    func match<T>(_ name: String, _ matcher: (UnsafeRawBufferPointer) -> T?) -> T? {
+        Array(name.utf8).withUnsafeBytes { matcher($0) }
+    }
+
+    @Test func everyKeyAndOpMatchesItsOwnNameOnly() {
+        for key in RequestKey.allCases {
+            #expect(match(key.name, RequestKey.matching) == key)
+            #expect(match(key.name + "\u{0}", RequestKey.matching) == nil)
+            #expect(match(String(key.name.dropFirst()), RequestKey.matching) == nil)
+            #expect(match(key.name.uppercased(), RequestKey.matching) == nil)
+        }
+        for op in RequestOp.allCases {
+            #expect(match(op.rawValue, RequestOp.matching) == op)
+            #expect(match(op.rawValue + "\u{0}", RequestOp.matching) == nil)
+            #expect(match("\u{0}" + op.rawValue, RequestOp.matching) == nil)
+            #expect(match(String(op.rawValue.dropLast()), RequestOp.matching) == nil)
+        }
+        #expect(match("", RequestOp.matching) == nil)
+        #expect(match("completed", RequestOp.matching) == nil)
+    }
+}

@@ -199,19 +199,24 @@ enum JSONScanner {
         }
 
         /// Skips, eight at a time, bytes that need no attention inside a string: ASCII other
-        /// than control characters, `"` and `\`.
+        /// than control characters, `"` and `\`. Stops on the first byte that needs attention.
         @inline(__always) mutating func skipPlainASCII() {
             let ones: UInt64 = 0x0101_0101_0101_0101
             let highs: UInt64 = 0x8080_8080_8080_8080
             while position + 8 <= count {
-                let word = UnsafeRawPointer(input + position).loadUnaligned(as: UInt64.self)
+                let word = UInt64(littleEndian: UnsafeRawPointer(input + position).loadUnaligned(as: UInt64.self))
                 let quote = word ^ (ones &* 0x22)
                 let backslash = word ^ (ones &* 0x5C)
-                // Each test is exact about whether any byte matches (borrows only blur which).
+                // Borrows can only mark bytes after a real match, so the lowest marked byte
+                // is exactly the first one that needs attention.
                 let below20 = (word &- ones &* 0x20) & ~word & highs
                 let isQuote = (quote &- ones) & ~quote & highs
                 let isBackslash = (backslash &- ones) & ~backslash & highs
-                if below20 | isQuote | isBackslash | (word & highs) != 0 { return }
+                let marks = below20 | isQuote | isBackslash | (word & highs)
+                if marks != 0 {
+                    position += marks.trailingZeroBitCount >> 3
+                    return
+                }
                 position += 8
             }
         }

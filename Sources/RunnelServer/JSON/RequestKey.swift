@@ -20,26 +20,23 @@ public enum RequestKey: Int, CaseIterable, Sendable {
         }
     }
 
-    /// The key spelled by the unescaped UTF-8 `name`, compared without allocating.
+    /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
+    /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
     static func matching(_ name: UnsafeRawBufferPointer) -> RequestKey? {
-        switch name.count {
-        case 2: return ByteMatch.equals(name, "op") ? .op : nil
-        case 3:
-            if ByteMatch.equals(name, "ref") { return .ref }
-            if ByteMatch.equals(name, "sid") { return .sid }
-            if ByteMatch.equals(name, "ops") { return .ops }
-            return nil
-        case 4: return ByteMatch.equals(name, "kind") ? .kind : nil
-        case 5:
-            if ByteMatch.equals(name, "value") { return .value }
-            if ByteMatch.equals(name, "token") { return .token }
-            return nil
-        case 6: return ByteMatch.equals(name, "prefix") ? .prefix : nil
-        case 7:
-            if ByteMatch.equals(name, "subject") { return .subject }
-            if ByteMatch.equals(name, "message") { return .message }
-            return nil
-        case 8: return ByteMatch.equals(name, "capacity") ? .capacity : nil
+        guard let packed = ByteMatch.packed(name) else { return nil }
+        let count = name.count
+        switch packed {
+        case 0x706F where count == 2: return .op
+        case 0x66_6572 where count == 3: return .ref
+        case 0x64_6973 where count == 3: return .sid
+        case 0x73_706F where count == 3: return .ops
+        case 0x646E_696B where count == 4: return .kind
+        case 0x65_756C_6176 where count == 5: return .value
+        case 0x6E_656B_6F74 where count == 5: return .token
+        case 0x7869_6665_7270 where count == 6: return .prefix
+        case 0x74_6365_6A62_7573 where count == 7: return .subject
+        case 0x65_6761_7373_656D where count == 7: return .message
+        case 0x7974_6963_6170_6163 where count == 8: return .capacity
         default: return nil
         }
     }
@@ -47,10 +44,11 @@ public enum RequestKey: Int, CaseIterable, Sendable {
 
 /// Byte comparisons against ASCII literals, without building Strings.
 enum ByteMatch {
-    @inline(__always) static func equals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
-        guard bytes.count == literal.utf8CodeUnitCount else { return false }
-        let expected = literal.utf8Start
-        for index in 0..<bytes.count where bytes[index] != expected[index] { return false }
-        return true
+    /// Up to eight bytes packed into an integer, the first byte lowest; nil when longer.
+    @inline(__always) static func packed(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
+        guard bytes.count <= 8 else { return nil }
+        var packed: UInt64 = 0
+        for index in 0..<bytes.count { packed |= UInt64(bytes[index]) << UInt64(index * 8) }
+        return packed
     }
 }
