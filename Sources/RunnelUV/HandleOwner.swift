@@ -11,15 +11,3 @@ protocol HandleOwner: AnyObject {
     /// Closes the owner's handles because the loop is shutting down.
     func closeForShutdown()
 }
-
-/// Counts live handle owners (timers, signal watchers, listeners, connections), so tests and
-/// the daemon's stats can check that closing a loop leaves none behind.
-public enum HandleOwnerCount {
-    static let counter = Atomic<Int>(0)
-
-    /// The number of handle-owning objects now alive, in every loop of the process.
-    public static var live: Int { counter.load(ordering: .relaxed) }
-
-    static func increment() { counter.add(1, ordering: .relaxed) }
-    static func decrement() { counter.subtract(1, ordering: .relaxed) }
-}

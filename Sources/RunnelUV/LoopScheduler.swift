@@ -43,6 +43,7 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// The id of the thread running the loop, or 0 while none does.
     private let loopThread = Atomic<UInt>(0)
     private let armedTimers = Atomic<Int>(0)
+    private let liveOwners = Atomic<Int>(0)
 
     // Loop-thread state.
     /// The spare array the drain swaps with `queue`, so draining does not allocate.
@@ -135,6 +136,14 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.
     public var armedTimerCount: Int { armedTimers.load(ordering: .relaxed) }
+
+    /// The number of handle-owning objects of this loop (timers, signal watchers, listeners,
+    /// connections) now alive, open or not. Readable from any thread; after shutdown, and once
+    /// no one holds them, it is 0.
+    public var liveHandleOwners: Int { liveOwners.load(ordering: .relaxed) }
+
+    func handleOwnerCreated() { liveOwners.add(1, ordering: .relaxed) }
+    func handleOwnerDestroyed() { liveOwners.subtract(1, ordering: .relaxed) }
 
     func timerArmed() { armedTimers.add(1, ordering: .relaxed) }
     func timerDisarmed() { armedTimers.subtract(1, ordering: .relaxed) }

@@ -33,13 +33,13 @@ final class LoopTimer: HandleOwner, @unchecked Sendable {
         self.interval = interval
         self.action = action
         handle = .allocate(capacity: 1)
-        HandleOwnerCount.increment()
+        loop.handleOwnerCreated()
     }
 
     deinit {
         // Freed here only if libuv never saw it; otherwise the close callback freed it.
         if state == .new { handle.deallocate() }
-        HandleOwnerCount.decrement()
+        loop.handleOwnerDestroyed()
     }
 
     /// Arms the timer on the loop and returns the disposable that cancels it.

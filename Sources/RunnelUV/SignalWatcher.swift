@@ -1,6 +1,12 @@
 import CLibUV
 import Runnel
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// One `uv_signal_t` watching one POSIX signal number and reporting each delivery.
 ///
 /// Thread rules: created, started and closed on the loop thread; `report` runs there.
@@ -17,16 +23,22 @@ final class SignalWatcher: HandleOwner {
         self.loop = loop
         self.report = report
         handle = .allocate(capacity: 1)
-        HandleOwnerCount.increment()
+        loop.handleOwnerCreated()
     }
 
     deinit {
         if !isOpen && report != nil { handle.deallocate() }
-        HandleOwnerCount.decrement()
+        loop.handleOwnerDestroyed()
     }
 
     /// Starts watching `number`. Loop thread only.
     func start(_ number: Int32) throws {
+        // Threads made by Dispatch block the usual POSIX signals, and a thread inherits its
+        // creator's mask: let this one reach the loop thread at least.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, number)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         try UVError.check(uv_signal_init(loop.uvLoop, handle), "uv_signal_init")
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         isOpen = true

@@ -89,7 +89,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         self.loop = loop
         self.configuration = configuration
         handle = .allocate(capacity: 1)
-        HandleOwnerCount.increment()
+        loop.handleOwnerCreated()
         let status = uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             state = .closed
@@ -102,7 +102,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     deinit {
         partial?.deallocate()
-        HandleOwnerCount.decrement()
+        loop.handleOwnerDestroyed()
     }
 
     var stream: UnsafeMutablePointer<uv_stream_t> { runnel_tcp_as_stream(handle) }

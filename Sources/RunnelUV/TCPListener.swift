@@ -36,7 +36,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         self.host = host
         self.connectionConfiguration = configuration
         handle = .allocate(capacity: 1)
-        HandleOwnerCount.increment()
+        loop.handleOwnerCreated()
         let status = uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             isOpen = false
@@ -47,7 +47,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         loop.register(self)
     }
 
-    deinit { HandleOwnerCount.decrement() }
+    deinit { loop.handleOwnerDestroyed() }
 
     /// Listens on `host` (a numeric IPv4 or IPv6 address; "::" or "0.0.0.0" for any) and
     /// `port` (0 for a free one; `port` then tells which).
