@@ -67,6 +67,8 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     private let closeStatus = Locked<Int32?>(nil)
 
     init() {
+        // A write to a socket the peer has closed must fail with EPIPE, not kill the process.
+        _ = ignoreBrokenPipe
         uvLoop = .allocate(capacity: 1)
         let status = uv_loop_init(uvLoop)
         precondition(status == 0, "uv_loop_init failed: \(UVError(code: status, operation: "uv_loop_init"))")
@@ -281,3 +283,6 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         }
     }
 }
+
+/// Ignores SIGPIPE for the process, once (a lazily initialised global).
+private let ignoreBrokenPipe: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
