@@ -56,7 +56,23 @@ private final class Daemon: @unchecked Sendable {
         self.reload = reload
     }
 
+    /// Installs the signal handlers, then (in a later loop turn, so they are in place before
+    /// anyone can read the "listening" line and signal us) creates the configured subjects
+    /// and starts listening.
     func start() {
+        signalSubscriptions.add(
+            loop.signals([SIGTERM, SIGINT]).subscribe(next: { [self] number in
+                stop(signal: number)
+            }))
+        signalSubscriptions.add(
+            loop.signals([SIGHUP]).subscribe(next: { [self] _ in
+                reloadConfiguration()
+            }))
+        loop.scheduler.schedule { [self] in listen() }
+    }
+
+    private func listen() {
+        guard !isStopping else { return }
         let config = server.config
         do {
             try server.createConfiguredSubjects()
@@ -70,17 +86,10 @@ private final class Daemon: @unchecked Sendable {
         } catch {
             logger.critical("cannot start: \(error)", metadata: ["listen": "\(config.listen)"])
             exitStatus = 1
+            signalSubscriptions.dispose()
             loop.shutdown()
             return
         }
-        signalSubscriptions.add(
-            loop.signals([SIGTERM, SIGINT]).subscribe(next: { [self] number in
-                stop(signal: number)
-            }))
-        signalSubscriptions.add(
-            loop.signals([SIGHUP]).subscribe(next: { [self] _ in
-                reloadConfiguration()
-            }))
         notify { try $0.ready(status: "listening") }
     }
 

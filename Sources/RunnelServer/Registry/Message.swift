@@ -9,9 +9,9 @@ public final class SubjectLabel: Sendable {
 
     public init(_ name: String) {
         self.name = name
-        var builder = LineBuilder()
-        builder.appendString(name)
-        self.json = builder.buffer()
+        var builder = JSONWriter()
+        builder.writeString(name)
+        self.json = builder.makeBuffer()
     }
 }
 

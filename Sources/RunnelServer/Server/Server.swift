@@ -35,7 +35,7 @@ public final class Server: @unchecked Sendable {
         for subject in config.subjects where registry[subject.name] == nil {
             let kind = SubjectKind(rawValue: subject.kind.rawValue)!
             let initial = try subject.initialValueJSON.map { text -> RawJSON in
-                try RawJSON(validating: Array(text.utf8), maxDepth: config.maxDepth)
+                try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
             let capacity = kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
             _ = registry.create(name: subject.name, kind: kind, capacity: capacity, initial: initial)
@@ -69,15 +69,15 @@ public final class Server: @unchecked Sendable {
                 "refusing connection: at max_connections",
                 metadata: ["peer": "\(connection.remoteAddress)", "max_connections": "\(config.maxConnections)"])
             let line = "{\"ev\":\"closing\",\"code\":\"limit\",\"message\":\"too many connections\"}\n"
-            Array(line.utf8).withUnsafeBytes { connection.write(copying: $0) }
+            Array(line.utf8).withUnsafeBytes { _ = connection.write(copying: $0) }
             connection.closeAfterFlush(timeout: .seconds(1))
             return
         }
         let session = Session(id: nextSessionID, server: self, connection: connection)
         nextSessionID += 1
         sessions[session.id] = session
-        connection.maxLineBytes = config.maxLineBytes
         connection.delegate = SessionConnectionDelegate(session: session)
+        connection.startReading()
         logger.debug("connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
     }
 
@@ -126,7 +126,7 @@ public final class Server: @unchecked Sendable {
 
     /// The subscription's signal: `source` through the stage list. Until server-side stages
     /// exist, any stage is refused with `bad_operator`.
-    func compileChain(_ stages: [RawJSON], source: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+    func compileChain(_ stages: [JSONValue], source: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         guard stages.isEmpty else {
             throw ProtocolError(.badOperator, "server-side stages are not available in this version", stage: 0)
         }

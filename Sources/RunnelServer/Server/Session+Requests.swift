@@ -4,23 +4,26 @@ import Runnel
 /// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
-        if !authenticated && request.op != "auth" {
+        let operation = try request.operation()
+        if !authenticated && operation != .known(.auth) {
             throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
         }
-        switch request.op {
-        case "pub": try publish(request)
-        case "sub": try subscribe(request)
-        case "unsub": try unsubscribe(request)
-        case "create": try create(request)
-        case "complete": try terminate(request, error: false)
-        case "error": try terminate(request, error: true)
-        case "delete": try delete(request)
-        case "list": try list(request)
-        case "stats": stats(request)
-        case "ping": writeOK(ref: request.ref)
-        case "auth": try authenticate(request)
-        default:
-            throw ProtocolError(.unknownOp, "unknown op '\(request.op)'")
+        guard case .known(let op) = operation else {
+            if case .unknown(let name) = operation { throw ProtocolError(.unknownOp, "unknown op '\(name)'") }
+            return
+        }
+        switch op {
+        case .pub: try publish(request)
+        case .sub: try subscribe(request)
+        case .unsub: try unsubscribe(request)
+        case .create: try create(request)
+        case .complete: try terminate(request, error: false)
+        case .error: try terminate(request, error: true)
+        case .delete: try delete(request)
+        case .list: try list(request)
+        case .stats: stats(request)
+        case .ping: writeOK(ref: request.ref)
+        case .auth: try authenticate(request)
         }
     }
 
@@ -28,7 +31,7 @@ extension Session {
 
     private func publish(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
-        let value = request.raw("value") ?? .null
+        let value = request.raw(.value) ?? .null
         let entry = try server.subjectForUse(name)
         if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is terminated") }
         let receivers = entry.subject.subscriberCount
@@ -37,8 +40,8 @@ extension Session {
         entry.subject.sendNext(Message(label: entry.label, value: value))
         if let ref = request.ref {
             writeOK(ref: ref) { line in
-                line.appendKey("receivers")
-                line.append(receivers)
+                line.key("receivers")
+                line.writeInteger(receivers)
             }
         }
     }
@@ -46,11 +49,10 @@ extension Session {
     // MARK: sub / unsub
 
     private func subscribe(_ request: Request) throws(ProtocolError) {
-        let target = try request.requiredString("subject")
-        try SubjectName.validatePattern(target).get()
-        let pattern = SubjectPattern(target)
+        let pattern = try request.subjectPattern()
+        let target = pattern.text
         let sid: String
-        if let given = try request.string("sid") {
+        if let given = try request.string(.sid) {
             guard !given.isEmpty else { throw ProtocolError(.badRequest, "field 'sid' must not be empty") }
             guard subscriptions[given] == nil else {
                 throw ProtocolError(.duplicateSid, "sid '\(given)' is already in use on this connection")
@@ -75,8 +77,8 @@ extension Session {
         server.stats.subscriptions += 1
         // The reply goes out before any event of the subscription (replayed values included).
         writeOK(ref: request.ref) { line in
-            line.appendKey("sid")
-            line.append(subscription.sidJSON)
+            line.key("sid")
+            line.append(raw: subscription.sidJSON)
         }
         let disposable = chain.subscribe(EventSink(session: self, subscription: subscription))
         if subscription.isFinished {
@@ -87,7 +89,7 @@ extension Session {
     }
 
     private func unsubscribe(_ request: Request) throws(ProtocolError) {
-        let sid = try request.requiredString("sid")
+        let sid = try request.requiredString(.sid)
         guard let subscription = subscriptions[sid] else {
             throw ProtocolError(.unknownSid, "no subscription '\(sid)' on this connection")
         }
@@ -100,12 +102,12 @@ extension Session {
 
     private func create(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
-        let kindName = try request.string("kind") ?? SubjectKind.subject.rawValue
+        let kindName = try request.string(.kind) ?? SubjectKind.subject.rawValue
         guard let kind = SubjectKind(rawValue: kindName) else {
             throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
         }
         var capacity: Int?
-        if let given = try request.integer("capacity") {
+        if let given = try request.integer(.capacity) {
             guard kind == .replay else {
                 throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
             }
@@ -117,7 +119,7 @@ extension Session {
         } else if kind == .replay {
             capacity = server.config.defaultReplayCapacity
         }
-        let initial = request.raw("value")
+        let initial = request.raw(.value)
         if initial != nil && kind != .behavior {
             throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
         }
@@ -135,7 +137,7 @@ extension Session {
 
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
         let name = try request.subjectName()
-        let message = error ? try request.requiredString("message") : ""
+        let message = error ? try request.requiredString(.message) : ""
         guard let entry = server.registry[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
@@ -160,26 +162,26 @@ extension Session {
     // MARK: list / stats / auth
 
     private func list(_ request: Request) throws(ProtocolError) {
-        let prefix = try request.string("prefix") ?? ""
+        let prefix = try request.string(.prefix) ?? ""
         let entries = server.registry.list(prefix: prefix)
         writeOK(ref: request.ref) { line in
-            line.appendKey("subjects")
+            line.key("subjects")
             line.append("[")
             for (index, entry) in entries.enumerated() {
                 if index > 0 { line.append(",") }
                 line.append("{\"subject\":")
-                line.append(entry.label.json)
-                line.appendKey("kind")
-                line.appendString(entry.kind.rawValue)
+                line.append(raw: entry.label.json)
+                line.key("kind")
+                line.writeString(entry.kind.rawValue)
                 if let capacity = entry.capacity {
-                    line.appendKey("capacity")
-                    line.append(capacity)
+                    line.key("capacity")
+                    line.writeInteger(capacity)
                 }
-                line.appendKey("subscribers")
-                line.append(entry.namedSubscriptions)
-                line.appendKey("published")
-                line.append(entry.published)
-                line.appendKey("terminated")
+                line.key("subscribers")
+                line.writeInteger(entry.namedSubscriptions)
+                line.key("published")
+                line.writeInteger(entry.published)
+                line.key("terminated")
                 line.append(entry.isTerminated ? "true" : "false")
                 line.append("}")
             }
@@ -194,31 +196,31 @@ extension Session {
         let connections = server.sessionCount
         let uptime = server.uptimeSeconds
         writeOK(ref: request.ref) { line in
-            line.appendKey("connections")
-            line.append(connections)
-            line.appendKey("subscriptions")
-            line.append(stats.subscriptions)
-            line.appendKey("subjects")
-            line.append(subjects)
-            line.appendKey("timers")
-            line.append(timers)
-            line.appendKey("published")
-            line.append(stats.published)
-            line.appendKey("delivered")
-            line.append(stats.delivered)
-            line.appendKey("dropped")
-            line.append(stats.dropped)
-            line.appendKey("bytes_in")
-            line.append(stats.bytesIn)
-            line.appendKey("bytes_out")
-            line.append(stats.bytesOut)
-            line.appendKey("uptime_s")
-            line.append(uptime)
+            line.key("connections")
+            line.writeInteger(connections)
+            line.key("subscriptions")
+            line.writeInteger(stats.subscriptions)
+            line.key("subjects")
+            line.writeInteger(subjects)
+            line.key("timers")
+            line.writeInteger(timers)
+            line.key("published")
+            line.writeInteger(stats.published)
+            line.key("delivered")
+            line.writeInteger(stats.delivered)
+            line.key("dropped")
+            line.writeInteger(stats.dropped)
+            line.key("bytes_in")
+            line.writeInteger(stats.bytesIn)
+            line.key("bytes_out")
+            line.writeInteger(stats.bytesOut)
+            line.key("uptime_s")
+            line.writeInteger(uptime)
         }
     }
 
     private func authenticate(_ request: Request) throws(ProtocolError) {
-        let token = try request.requiredString("token")
+        let token = try request.requiredString(.token)
         let tokens = server.config.authTokens
         guard tokens.isEmpty || tokens.contains(token) else {
             throw ProtocolError(.unauthorized, "invalid token")

@@ -36,13 +36,13 @@ final class Session: @unchecked Sendable {
         let request: Request
         do {
             request = try Request(parsing: line, maxDepth: server.config.maxDepth)
-        } catch let error {
+        } catch {
             writeReply(error: error, ref: nil)
             return
         }
         do {
             try handle(request)
-        } catch let error {
+        } catch {
             writeReply(error: error, ref: request.ref)
         }
     }
@@ -131,34 +131,34 @@ final class Session: @unchecked Sendable {
         forget(subscription)
         guard !isClosing else { return }
         if subscription.dropped > 0 { writeDropped(subscription) }
-        var line = LineBuilder()
+        var line = JSONWriter()
         if let error {
             let failure = ProtocolError(wrapping: error)
             line.append("{\"ev\":\"error\",\"sid\":")
-            line.append(subscription.sidJSON)
-            line.appendKey("code")
-            line.appendString(failure.code.rawValue)
-            line.appendKey("message")
-            line.appendString(failure.message)
+            line.append(raw: subscription.sidJSON)
+            line.key("code")
+            line.writeString(failure.code.rawValue)
+            line.key("message")
+            line.writeString(failure.message)
             if let stage = failure.stage {
-                line.appendKey("stage")
-                line.append(stage)
+                line.key("stage")
+                line.writeInteger(stage)
             }
             line.append("}\n")
         } else {
             line.append("{\"ev\":\"completed\",\"sid\":")
-            line.append(subscription.sidJSON)
+            line.append(raw: subscription.sidJSON)
             line.append("}\n")
         }
         write(line)
     }
 
     private func writeDropped(_ subscription: SessionSubscription) {
-        var line = LineBuilder()
+        var line = JSONWriter()
         line.append("{\"ev\":\"dropped\",\"sid\":")
-        line.append(subscription.sidJSON)
-        line.appendKey("count")
-        line.append(subscription.dropped)
+        line.append(raw: subscription.sidJSON)
+        line.key("count")
+        line.writeInteger(subscription.dropped)
         line.append("}\n")
         subscription.dropped = 0
         write(line)
@@ -180,31 +180,31 @@ final class Session: @unchecked Sendable {
 
     func writeReply(error: any Error, ref: RawJSON?) {
         let failure = ProtocolError(wrapping: error)
-        var line = LineBuilder()
+        var line = JSONWriter()
         line.append("{\"ok\":false")
         if let ref {
-            line.appendKey("ref")
-            line.append(ref)
+            line.key("ref")
+            line.write(ref)
         }
-        line.appendKey("code")
-        line.appendString(failure.code.rawValue)
-        line.appendKey("message")
-        line.appendString(failure.message)
+        line.key("code")
+        line.writeString(failure.code.rawValue)
+        line.key("message")
+        line.writeString(failure.message)
         if let stage = failure.stage {
-            line.appendKey("stage")
-            line.append(stage)
+            line.key("stage")
+            line.writeInteger(stage)
         }
         line.append("}\n")
         write(line)
     }
 
     /// Writes `{"ok":true[,"ref":R]` + `fields` + `}`.
-    func writeOK(ref: RawJSON?, _ fields: (inout LineBuilder) -> Void = { _ in }) {
-        var line = LineBuilder()
+    func writeOK(ref: RawJSON?, _ fields: (inout JSONWriter) -> Void = { _ in }) {
+        var line = JSONWriter()
         line.append("{\"ok\":true")
         if let ref {
-            line.appendKey("ref")
-            line.append(ref)
+            line.key("ref")
+            line.write(ref)
         }
         fields(&line)
         line.append("}\n")
@@ -216,7 +216,7 @@ final class Session: @unchecked Sendable {
     @inline(__always)
     private func write(_ literal: StaticString) {
         server.stats.bytesOut &+= UInt64(literal.utf8CodeUnitCount)
-        literal.withUTF8Buffer { connection.write(copying: UnsafeRawBufferPointer($0)) }
+        literal.withUTF8Buffer { _ = connection.write(copying: UnsafeRawBufferPointer($0)) }
     }
 
     @inline(__always)
@@ -225,9 +225,9 @@ final class Session: @unchecked Sendable {
         connection.write(buffer)
     }
 
-    private func write(_ line: LineBuilder) {
+    private func write(_ line: JSONWriter) {
         server.stats.bytesOut &+= UInt64(line.bytes.count)
-        line.bytes.withUnsafeBytes { connection.write(copying: $0) }
+        line.bytes.withUnsafeBytes { _ = connection.write(copying: $0) }
     }
 }
 

@@ -24,14 +24,14 @@ final class SessionSubscription: @unchecked Sendable {
         self.sid = sid
         self.entry = entry
         self.isPattern = isPattern
-        var json = LineBuilder(capacity: sid.utf8.count + 2)
-        json.appendString(sid)
-        sidJSON = json.buffer()
-        var prefix = LineBuilder(capacity: 40 + sid.utf8.count)
+        var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
+        json.writeString(sid)
+        sidJSON = json.makeBuffer()
+        var prefix = JSONWriter(reservingCapacity: 40 + sid.utf8.count)
         prefix.append("{\"ev\":\"next\",\"sid\":")
-        prefix.appendString(sid)
+        prefix.writeString(sid)
         prefix.append(isPattern ? ",\"subject\":" : ",\"value\":")
-        nextPrefix = prefix.buffer()
+        nextPrefix = prefix.makeBuffer()
     }
 }
 
