@@ -36,7 +36,8 @@ import Testing
     @Test func unauthorizedRequestsHaveNoEffect() throws {
         let server = try server()
         let intruder = try server.connect()
-        try intruder.expectFailure(#"{"op":"create","subject":"au.x","kind":"subject","ref":1}"#, code: "unauthorized", ref: 1)
+        try intruder.expectFailure(
+            #"{"op":"create","subject":"au.x","kind":"subject","ref":1}"#, code: "unauthorized", ref: 1)
         let client = try server.connect()
         try client.expectOK(["op": "auth", "token": "tok-1"])
         #expect(try client.list().isEmpty)

@@ -58,7 +58,8 @@ import Testing
         let server = try RunneldProcess()
         let client = try server.connect()
         let subject = JSON.string(name)
-        expectError(try client.request(["op": "pub", "subject": subject, "value": 1, "ref": 1]), code: "bad_request", ref: 1)
+        expectError(
+            try client.request(["op": "pub", "subject": subject, "value": 1, "ref": 1]), code: "bad_request", ref: 1)
         expectError(try client.request(["op": "sub", "subject": subject, "ref": 2]), code: "bad_request", ref: 2)
         expectError(
             try client.request(["op": "create", "subject": subject, "kind": "subject", "ref": 3]), code: "bad_request",
@@ -71,7 +72,8 @@ import Testing
         let server = try RunneldProcess()
         let client = try server.connect()
         let subject = JSON.string(pattern)
-        expectError(try client.request(["op": "pub", "subject": subject, "value": 1, "ref": 1]), code: "bad_request", ref: 1)
+        expectError(
+            try client.request(["op": "pub", "subject": subject, "value": 1, "ref": 1]), code: "bad_request", ref: 1)
         expectError(
             try client.request(["op": "create", "subject": subject, "kind": "subject", "ref": 2]), code: "bad_request",
             ref: 2)

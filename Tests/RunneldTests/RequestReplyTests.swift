@@ -22,7 +22,10 @@ import Testing
         try b.subscribe("rc.x.y", sid: "named")
         try b.subscribe("rc.other", sid: "other")
 
-        #expect(try publisher.request(#"{"op":"pub","subject":"rc.x.y","value":1,"ref":7}"#) == ["ok": true, "ref": 7, "receivers": 4])
+        #expect(
+            try publisher.request(#"{"op":"pub","subject":"rc.x.y","value":1,"ref":7}"#) == [
+                "ok": true, "ref": 7, "receivers": 4,
+            ])
         #expect(try publisher.publish("rc.nobody", 2) == 0)
         #expect(try publisher.publish("rc.other", 3) == 2)
     }
@@ -32,7 +35,8 @@ import Testing
         let subscriber = try server.connect()
         try subscriber.subscribe("nv", sid: "s")
         let publisher = try server.connect()
-        #expect(try publisher.request(#"{"op":"pub","subject":"nv","ref":1}"#) == ["ok": true, "ref": 1, "receivers": 1])
+        #expect(
+            try publisher.request(#"{"op":"pub","subject":"nv","ref":1}"#) == ["ok": true, "ref": 1, "receivers": 1])
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "s", "value": nil])
     }
 
@@ -48,17 +52,21 @@ import Testing
         #expect(try JSON.parse(line ?? "")["sid"] == "s")
     }
 
-    @Test(arguments: [
-        (#""abc""#, "abc"), ("42", 42), ("-7.25", -7.25), ("true", true), ("false", false), ("null", nil),
-        (#""é \"q\"""#, "é \"q\""), ("12345678901234", 12_345_678_901_234),
-    ] as [(String, JSON)])
+    @Test(
+        arguments: [
+            (#""abc""#, "abc"), ("42", 42), ("-7.25", -7.25), ("true", true), ("false", false), ("null", nil),
+            (#""é \"q\"""#, "é \"q\""), ("12345678901234", 12_345_678_901_234),
+        ] as [(String, JSON)])
     func refIsEchoedUnchanged(refText: String, ref: JSON) throws {
         let server = try RunneldProcess()
         let client = try server.connect()
         #expect(try client.request(#"{"op":"ping","ref":"# + refText + "}") == ["ok": true, "ref": ref])
         // Failure replies echo it too.
         try client.expectFailure(#"{"op":"nope","ref":"# + refText + "}", code: "unknown_op", ref: ref)
-        #expect(try client.request(#"{"ref":"# + refText + #","op":"pub","subject":"e","value":1}"#) == ["ok": true, "ref": ref, "receivers": 0])
+        #expect(
+            try client.request(#"{"ref":"# + refText + #","op":"pub","subject":"e","value":1}"#) == [
+                "ok": true, "ref": ref, "receivers": 0,
+            ])
     }
 
     @Test func replyWithoutRefHasNoRef() throws {
@@ -72,7 +80,10 @@ import Testing
     @Test func subWithGivenAndServerChosenSids() throws {
         let server = try RunneldProcess()
         let client = try server.connect()
-        #expect(try client.request(#"{"op":"sub","subject":"sids","sid":"mine","ref":1}"#) == ["ok": true, "ref": 1, "sid": "mine"])
+        #expect(
+            try client.request(#"{"op":"sub","subject":"sids","sid":"mine","ref":1}"#) == [
+                "ok": true, "ref": 1, "sid": "mine",
+            ])
         let first = try client.request(#"{"op":"sub","subject":"sids","ref":2}"#)
         let second = try client.request(#"{"op":"sub","subject":"sids","ref":3}"#)
         #expect(first.keys == ["ok", "ref", "sid"] && second.keys == ["ok", "ref", "sid"])
@@ -103,10 +114,18 @@ import Testing
         config.defaultReplayCapacity = 4
         let server = try RunneldProcess(config: config)
         let client = try server.connect()
-        #expect(try client.request(#"{"op":"create","subject":"cr.s","kind":"subject","ref":1}"#) == ["ok": true, "ref": 1])
-        #expect(try client.request(#"{"op":"create","subject":"cr.r","kind":"replay","capacity":2,"ref":2}"#) == ["ok": true, "ref": 2])
-        #expect(try client.request(#"{"op":"create","subject":"cr.b","kind":"behavior","value":5,"ref":3}"#) == ["ok": true, "ref": 3])
-        #expect(try client.request(#"{"op":"create","subject":"cr.d","kind":"replay","ref":4}"#) == ["ok": true, "ref": 4])
+        #expect(
+            try client.request(#"{"op":"create","subject":"cr.s","kind":"subject","ref":1}"#) == ["ok": true, "ref": 1])
+        #expect(
+            try client.request(#"{"op":"create","subject":"cr.r","kind":"replay","capacity":2,"ref":2}"#) == [
+                "ok": true, "ref": 2,
+            ])
+        #expect(
+            try client.request(#"{"op":"create","subject":"cr.b","kind":"behavior","value":5,"ref":3}"#) == [
+                "ok": true, "ref": 3,
+            ])
+        #expect(
+            try client.request(#"{"op":"create","subject":"cr.d","kind":"replay","ref":4}"#) == ["ok": true, "ref": 4])
 
         // Same kind and capacity: no-op.
         try client.expectOK(["op": "create", "subject": "cr.s", "kind": "subject"])
@@ -125,13 +144,17 @@ import Testing
         let server = try RunneldProcess()
         let client = try server.connect()
         try client.expectOK(["op": "create", "subject": "km.r", "kind": "replay", "capacity": 2])
-        try client.expectFailure(#"{"op":"create","subject":"km.r","kind":"replay","capacity":3,"ref":1}"#, code: "kind_mismatch", ref: 1)
-        try client.expectFailure(#"{"op":"create","subject":"km.r","kind":"behavior","ref":2}"#, code: "kind_mismatch", ref: 2)
-        try client.expectFailure(#"{"op":"create","subject":"km.r","kind":"subject","ref":3}"#, code: "kind_mismatch", ref: 3)
+        try client.expectFailure(
+            #"{"op":"create","subject":"km.r","kind":"replay","capacity":3,"ref":1}"#, code: "kind_mismatch", ref: 1)
+        try client.expectFailure(
+            #"{"op":"create","subject":"km.r","kind":"behavior","ref":2}"#, code: "kind_mismatch", ref: 2)
+        try client.expectFailure(
+            #"{"op":"create","subject":"km.r","kind":"subject","ref":3}"#, code: "kind_mismatch", ref: 3)
         // A subject created by publishing is a plain subject.
         try client.publishQuietly("km.auto", 1)
         try client.expectOK(["op": "create", "subject": "km.auto", "kind": "subject"])
-        try client.expectFailure(#"{"op":"create","subject":"km.auto","kind":"replay","capacity":1,"ref":4}"#, code: "kind_mismatch", ref: 4)
+        try client.expectFailure(
+            #"{"op":"create","subject":"km.auto","kind":"replay","capacity":1,"ref":4}"#, code: "kind_mismatch", ref: 4)
     }
 
     @Test func completeSendsCompletedAndRefusesLaterPubs() throws {
@@ -139,7 +162,8 @@ import Testing
         let subscriber = try server.connect()
         try subscriber.subscribe("cp.x", sid: "c")
         let control = try server.connect()
-        #expect(try control.request(#"{"op":"complete","subject":"cp.x","ref":"done"}"#) == ["ok": true, "ref": "done"])
+        #expect(
+            try control.request(#"{"op":"complete","subject":"cp.x","ref":"done"}"#) == ["ok": true, "ref": "done"])
         #expect(try subscriber.readJSON() == ["ev": "completed", "sid": "c"])
         try control.expectFailure(#"{"op":"pub","subject":"cp.x","value":1,"ref":5}"#, code: "terminated", ref: 5)
         // A late subscriber of a plain subject gets only the terminal event, after its ok reply.
@@ -152,10 +176,12 @@ import Testing
         let subscriber = try server.connect()
         try subscriber.subscribe("er.x", sid: "e")
         let control = try server.connect()
-        #expect(try control.request(#"{"op":"error","subject":"er.x","message":"boom","ref":2}"#) == ["ok": true, "ref": 2])
+        #expect(
+            try control.request(#"{"op":"error","subject":"er.x","message":"boom","ref":2}"#) == ["ok": true, "ref": 2])
         #expect(try subscriber.readJSON() == ["ev": "error", "sid": "e", "code": "subject_error", "message": "boom"])
         try subscriber.subscribe("er.x", sid: "late")
-        #expect(try subscriber.readJSON() == ["ev": "error", "sid": "late", "code": "subject_error", "message": "boom"])
+        #expect(
+            try subscriber.readJSON() == ["ev": "error", "sid": "late", "code": "subject_error", "message": "boom"])
         try control.expectFailure(#"{"op":"pub","subject":"er.x","ref":3}"#, code: "terminated", ref: 3)
     }
 
@@ -204,7 +230,10 @@ import Testing
         #expect(
             entries == [
                 ["subject": "lst.b", "kind": "behavior", "subscribers": 0, "published": 0, "terminated": true],
-                ["subject": "lst.r", "kind": "replay", "capacity": 3, "subscribers": 2, "published": 2, "terminated": false],
+                [
+                    "subject": "lst.r", "kind": "replay", "capacity": 3, "subscribers": 2, "published": 2,
+                    "terminated": false,
+                ],
                 ["subject": "lst.s", "kind": "subject", "subscribers": 1, "published": 1, "terminated": false],
             ])
         // The pattern subscription created nothing.

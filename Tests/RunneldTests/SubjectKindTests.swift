@@ -11,15 +11,22 @@ import Testing
 
         let subscriber = try server.connect()
         // The ok reply comes before any replayed event.
-        #expect(try subscriber.request(#"{"op":"sub","subject":"rp","sid":"r1","ref":"s"}"#) == ["ok": true, "ref": "s", "sid": "r1"])
-        for value in 3...5 { #expect(try subscriber.readJSON() == ["ev": "next", "sid": "r1", "value": .number(Double(value))]) }
+        #expect(
+            try subscriber.request(#"{"op":"sub","subject":"rp","sid":"r1","ref":"s"}"#) == [
+                "ok": true, "ref": "s", "sid": "r1",
+            ])
+        for value in 3...5 {
+            #expect(try subscriber.readJSON() == ["ev": "next", "sid": "r1", "value": .number(Double(value))])
+        }
         #expect(try control.publish("rp", 6) == 1)
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "r1", "value": 6])
         try control.expectOK(["op": "complete", "subject": "rp"])
         #expect(try subscriber.readJSON() == ["ev": "completed", "sid": "r1"])
 
         try subscriber.subscribe("rp", sid: "late")
-        for value in 4...6 { #expect(try subscriber.readJSON() == ["ev": "next", "sid": "late", "value": .number(Double(value))]) }
+        for value in 4...6 {
+            #expect(try subscriber.readJSON() == ["ev": "next", "sid": "late", "value": .number(Double(value))])
+        }
         #expect(try subscriber.readJSON() == ["ev": "completed", "sid": "late"])
     }
 
@@ -45,14 +52,18 @@ import Testing
         try client.subscribe("rx", sid: "s")
         let line = client.readLine() ?? ""
         #expect(line.contains(#""value":{"z":1.50,"a":[]}"#), "\(line)")
-        #expect(try client.readJSON() == ["ev": "error", "sid": "s", "code": "subject_error", "message": "sensor failed"])
+        #expect(
+            try client.readJSON() == ["ev": "error", "sid": "s", "code": "subject_error", "message": "sensor failed"])
     }
 
     @Test func behaviorDeliversInitialThenCurrentValue() throws {
         let server = try RunneldProcess()
         let client = try server.connect()
         try client.expectOK(["op": "create", "subject": "bh", "kind": "behavior", "value": ["v": 0]])
-        #expect(try client.request(#"{"op":"sub","subject":"bh","sid":"b1","ref":1}"#) == ["ok": true, "ref": 1, "sid": "b1"])
+        #expect(
+            try client.request(#"{"op":"sub","subject":"bh","sid":"b1","ref":1}"#) == [
+                "ok": true, "ref": 1, "sid": "b1",
+            ])
         #expect(try client.readJSON() == ["ev": "next", "sid": "b1", "value": ["v": 0]])
 
         let publisher = try server.connect()

@@ -27,7 +27,8 @@ extension TestClient {
     /// Sends `request` (with a fresh ref) and expects exactly `{"ok":true,"ref":R}`.
     func expectOK(_ request: JSON, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let reply = try call(request, sourceLocation: sourceLocation)
-        #expect(reply == ["ok": true, "ref": reply["ref"] ?? nil], "reply to \(request)", sourceLocation: sourceLocation)
+        #expect(
+            reply == ["ok": true, "ref": reply["ref"] ?? nil], "reply to \(request)", sourceLocation: sourceLocation)
     }
 
     /// Subscribes with a chosen sid and expects exactly `{"ok":true,"ref":R,"sid":sid}`.
@@ -45,7 +46,8 @@ extension TestClient {
     /// Publishes with a ref; expects exactly `{"ok":true,"ref":R,"receivers":N}` and returns N.
     @discardableResult
     func publish(_ subject: String, _ value: JSON, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int? {
-        let reply = try call(["op": "pub", "subject": .string(subject), "value": value], sourceLocation: sourceLocation)
+        let reply = try call(
+            ["op": "pub", "subject": .string(subject), "value": value], sourceLocation: sourceLocation)
         let receivers = reply["receivers"]
         #expect(
             reply == ["ok": true, "ref": reply["ref"] ?? nil, "receivers": receivers ?? nil], "pub \(subject)",
