@@ -24,7 +24,6 @@ import Testing
         let publisher = try server.connect()
         #expect(try publisher.publish("burst", -1) == connections)
         try publisher.sendRaw((0..<values).map { #"{"op":"pub","subject":"burst","value":\#($0)}"# + "\n" }.joined())
-        try publisher.barrier()
 
         var nextValue = [Int](repeating: -1, count: connections)  // -1: the first pub's value
         var failures = 0

@@ -92,9 +92,10 @@ import Testing
     @Test func plainSubjectDeliversOnlyLaterValues() throws {
         let server = try RunneldProcess()
         let client = try server.connect()
-        #expect(try client.publish("pl", "before") == 0)
+        let publisher = try server.connect()
+        #expect(try publisher.publish("pl", "before") == 0)
         try client.subscribe("pl", sid: "s")
-        #expect(try client.publish("pl", "after") == 1)
+        #expect(try publisher.publish("pl", "after") == 1)
         #expect(try client.readJSON() == ["ev": "next", "sid": "s", "value": "after"])
         #expect(try client.list(prefix: "pl").first?["kind"] == "subject")
     }
