@@ -81,4 +81,24 @@ import Testing
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "s", "value": 1])
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "s", "value": 2])
     }
+
+    @Test func abruptDisconnectsAreDisposedToo() throws {
+        let server = try RunneldProcess()
+        let control = try server.connect()
+        let halfLine = try server.connect()
+        try halfLine.subscribe("ab.x", sid: "h")
+        try halfLine.sendRaw(#"{"op":"pub","subject":"ab.x","val"#)
+        halfLine.close()
+        let reset = try server.connect()
+        try reset.subscribe("ab.>", sid: "r")
+        reset.resetAndClose()
+
+        let settled = try eventually {
+            let stats = try control.stats()
+            return stats["subscriptions"] == 0 && stats["connections"] == 1 ? true : nil
+        }
+        #expect(settled == true)
+        #expect(try control.publish("ab.x", 1) == 0)
+        #expect(try control.stats()["published"] == 1)
+    }
 }

@@ -50,6 +50,14 @@ final class TestClient {
         }
     }
 
+    /// Closes with `SO_LINGER` 0, so the server sees a reset instead of an orderly close.
+    func resetAndClose() {
+        guard fd >= 0 else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
     // MARK: Sending
 
     /// Sends `line` followed by `\n`.
