@@ -102,7 +102,7 @@ extension Session {
 
     private func create(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
-        let kindName = try request.string(.kind) ?? SubjectKind.subject.rawValue
+        let kindName = try request.requiredString(.kind)
         guard let kind = SubjectKind(rawValue: kindName) else {
             throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
         }
