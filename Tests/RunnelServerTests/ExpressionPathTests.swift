@@ -81,6 +81,7 @@ struct ExpressionPathTests {
         #expect(try T.run("{k: 1}") == T.object([("k", .number(1))]))  // bare-name keys too
         // A repeated key keeps its last value.
         #expect(try T.run("{\"k\": 1, \"k\": 2}.k") == .number(2))
+        #expect(try T.run("str({\"k\": 1, \"j\": 0, \"k\": 2})") == .string(#"{"k":2,"j":0}"#))
         let built = try T.run("{\"b\": 1, \"a\": 2}")
         guard case .object(let object) = built else { Issue.record("not an object"); return }
         #expect(object.keys == ["b", "a"])  // written order is kept

@@ -48,9 +48,18 @@ struct ExpressionEvaluator {
             for item in items { values.append(try evaluate(item)) }
             return .array(values)
         case .object(let members):
-            var object = JSONObject()
-            for member in members { object.set(member.key, try evaluate(member.value)) }
-            return .object(object)
+            // A repeated key keeps its first position and its last value, as in jq.
+            var built: [(key: String, value: JSONValue)] = []
+            built.reserveCapacity(members.count)
+            for member in members {
+                let value = try evaluate(member.value)
+                if let earlier = built.firstIndex(where: { $0.key == member.key }) {
+                    built[earlier].value = value
+                } else {
+                    built.append((member.key, value))
+                }
+            }
+            return .object(JSONObject(built))
         case .negate(let operand, let position):
             let value = try evaluate(operand)
             guard case .number(let number) = value else {

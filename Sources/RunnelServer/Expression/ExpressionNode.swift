@@ -15,7 +15,7 @@ indirect enum ExpressionNode: Sendable {
     case path(ExpressionNode, [ExpressionPathStep])
     /// `[e, ...]`.
     case array([ExpressionNode])
-    /// `{"k": e, ...}`: keys in written order; a repeated key keeps its last value.
+    /// `{"k": e, ...}`: keys in written order; a repeated key keeps its first place, last value.
     case object([ExpressionObjectMember])
     /// Prefix `-` (position of the operator).
     case negate(ExpressionNode, at: Int)
