@@ -23,70 +23,128 @@ struct ExpressionEvaluator {
     /// The largest string (UTF-8 bytes) or array (items) that `+` may build.
     static let maxBuiltLength = 16 * 1024 * 1024
 
+    /// Dispatches on the node; each kind is evaluated by its own small function so that the
+    /// frame recursion repeats per nesting level stays small (unoptimised builds give one big
+    /// switch a frame of several KiB).
     func evaluate(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        // Cases pass the node on whole: binding each payload here would give this frame, which
+        // recursion repeats, a slot for every case's payload.
         switch node {
-        case .literal(let value):
-            return value
-        case .input:
-            return input
-        case .variable(let variable):
-            return value(of: variable)
-        case .path(let base, let steps):
-            var current = try evaluate(base)
-            for step in steps {
-                switch step {
-                case .member(let key, let position):
-                    current = try Self.member(key, of: current, at: position)
-                case .index(let keyNode, let position):
-                    current = try Self.index(try evaluate(keyNode), of: current, at: position)
-                }
-            }
-            return current
-        case .array(let items):
-            var values: [JSONValue] = []
-            values.reserveCapacity(items.count)
-            for item in items { values.append(try evaluate(item)) }
-            return .array(values)
-        case .object(let members):
-            // A repeated key keeps its first position and its last value, as in jq.
-            var built: [(key: String, value: JSONValue)] = []
-            built.reserveCapacity(members.count)
-            for member in members {
-                let value = try evaluate(member.value)
-                if let earlier = built.firstIndex(where: { $0.key == member.key }) {
-                    built[earlier].value = value
-                } else {
-                    built.append((member.key, value))
-                }
-            }
-            return .object(JSONObject(built))
-        case .negate(let operand, let position):
-            let value = try evaluate(operand)
-            guard case .number(let number) = value else {
-                throw .eval("cannot negate \(value.typeName)", at: position)
-            }
-            return .number(-number)
-        case .not(let operand):
-            return .bool(!(try evaluate(operand).isTruthy))
-        case .chain(let first, let steps):
-            var value = try evaluate(first)
-            for step in steps {
-                try Self.combine(&value, step.op, try evaluate(step.operand), at: step.position)
-            }
-            return value
-        case .and(let operands):
-            for operand in operands where !(try evaluate(operand).isTruthy) { return .bool(false) }
-            return .bool(true)
-        case .or(let operands):
-            for operand in operands where try evaluate(operand).isTruthy { return .bool(true) }
-            return .bool(false)
-        case .conditional(let condition, let then, let otherwise):
-            return try evaluate(try evaluate(condition).isTruthy ? then : otherwise)
-        case .call(let function, let arguments, let position):
-            let first = arguments.count > 0 ? try evaluate(arguments[0]) : .null
-            let second = arguments.count > 1 ? try evaluate(arguments[1]) : .null
-            return try function.apply(first, second, at: position, clock: clock)
+        case .literal(let value): return value
+        case .input: return input
+        case .variable: return variable(node)
+        case .path: return try path(node)
+        case .array: return try array(node)
+        case .object: return try object(node)
+        case .negate: return try negate(node)
+        case .not: return try not(node)
+        case .chain: return try chain(node)
+        case .and: return try and(node)
+        case .or: return try or(node)
+        case .conditional: return try conditional(node)
+        case .call: return try call(node)
         }
+    }
+
+    @inline(never)
+    private func not(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .not(let operand) = node else { preconditionFailure() }
+        return .bool(!(try evaluate(operand).isTruthy))
+    }
+
+    @inline(never)
+    private func conditional(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .conditional(let condition, let then, let otherwise) = node else { preconditionFailure() }
+        return try evaluate(try evaluate(condition).isTruthy ? then : otherwise)
+    }
+
+    @inline(never)
+    private func variable(_ node: ExpressionNode) -> JSONValue {
+        guard case .variable(let variable) = node else { preconditionFailure() }
+        return value(of: variable)
+    }
+
+    @inline(never)
+    private func path(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .path(let base, let steps) = node else { preconditionFailure() }
+        var current = try evaluate(base)
+        for step in steps {
+            switch step {
+            case .member(let key, let position):
+                current = try Self.member(key, of: current, at: position)
+            case .index(let keyNode, let position):
+                current = try Self.index(try evaluate(keyNode), of: current, at: position)
+            }
+        }
+        return current
+    }
+
+    @inline(never)
+    private func array(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .array(let items) = node else { preconditionFailure() }
+        var values: [JSONValue] = []
+        values.reserveCapacity(items.count)
+        for item in items { values.append(try evaluate(item)) }
+        return .array(values)
+    }
+
+    @inline(never)
+    private func object(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .object(let members) = node else { preconditionFailure() }
+        // A repeated key keeps its first position and its last value, as in jq.
+        var built: [(key: String, value: JSONValue)] = []
+        built.reserveCapacity(members.count)
+        for member in members {
+            let value = try evaluate(member.value)
+            if let earlier = built.firstIndex(where: { $0.key == member.key }) {
+                built[earlier].value = value
+            } else {
+                built.append((member.key, value))
+            }
+        }
+        return .object(JSONObject(built))
+    }
+
+    @inline(never)
+    private func negate(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .negate(let operand, let position) = node else { preconditionFailure() }
+        let value = try evaluate(operand)
+        guard case .number(let number) = value else {
+            throw .eval("cannot negate \(value.typeName)", at: position)
+        }
+        return .number(-number)
+    }
+
+    @inline(never)
+    private func chain(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .chain(let first, let steps) = node else { preconditionFailure() }
+        var value = try evaluate(first)
+        for step in steps {
+            try Self.combine(&value, step.op, try evaluate(step.operand), at: step.position)
+        }
+        return value
+    }
+
+    @inline(never)
+    private func and(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .and(let operands) = node else { preconditionFailure() }
+        for operand in operands where !(try evaluate(operand).isTruthy) { return .bool(false) }
+        return .bool(true)
+    }
+
+    @inline(never)
+    private func or(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .or(let operands) = node else { preconditionFailure() }
+        for operand in operands where try evaluate(operand).isTruthy { return .bool(true) }
+        return .bool(false)
+    }
+
+    @inline(never)
+    private func call(_ node: ExpressionNode) throws(ExpressionError) -> JSONValue {
+        guard case .call(let function, let arguments, let position) = node else { preconditionFailure() }
+        let first = arguments.count > 0 ? try evaluate(arguments[0]) : .null
+        let second = arguments.count > 1 ? try evaluate(arguments[1]) : .null
+        return try function.apply(first, second, at: position, clock: clock)
     }
 
     private func value(of variable: ExpressionVariable) -> JSONValue {
