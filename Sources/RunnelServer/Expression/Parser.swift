@@ -33,10 +33,6 @@ struct Parser {
 
     private var peek: Token { tokens[current] }
 
-    private func peekKind(_ offset: Int) -> Token.Kind {
-        current + offset < tokens.count ? tokens[current + offset].kind : .end
-    }
-
     @discardableResult
     private mutating func advance() -> Token {
         let token = tokens[current]
