@@ -112,3 +112,29 @@ struct ExpressionErrorTests {
         }
     }
 }
+
+@Suite("Expression size limits")
+struct ExpressionSizeLimitTests {
+    typealias T = ExpressionTesting
+
+    /// A 1 MiB string: seventeen references to it pass the 16 MiB limit on built values.
+    static let big = JSONValue.string(String(repeating: "x", count: 1024 * 1024))
+
+    @Test func concatenationIsBounded() throws {
+        let sixteen = Array(repeating: ".", count: 16).joined(separator: " + ")
+        guard case .string(let built) = try T.run(sixteen, Self.big) else { Issue.record("not a string"); return }
+        #expect(built.utf8.count == 16 * 1024 * 1024)
+        let seventeen = try T.evalError(sixteen + " + .", Self.big)
+        #expect(seventeen?.kind == .evaluation)
+        #expect(seventeen?.position == 16 * 4 - 2)  // the seventeenth '+'
+        #expect(seventeen?.message == "string longer than 16777216 bytes")
+    }
+
+    @Test func strIsBounded() throws {
+        let fifteen = "str([" + Array(repeating: ".", count: 15).joined(separator: ", ") + "])"
+        guard case .string(let text) = try T.run(fifteen, Self.big) else { Issue.record("not a string"); return }
+        #expect(text.utf8.count == 15 * (1024 * 1024 + 3) + 1)
+        let seventeen = "str([" + Array(repeating: ".", count: 17).joined(separator: ", ") + "])"
+        #expect(try T.evalError(seventeen, Self.big)?.message == "str() text longer than 16777216 bytes")
+    }
+}

@@ -13,7 +13,7 @@
 /// - `%` is the truncating remainder (sign of the dividend: `-7 % 2` is -1); by zero it is an
 ///   error, like `/`. Any non-finite result is an error.
 /// - `< <= > >=` order strings by Unicode scalar values (UTF-8 bytes), not by locale.
-/// - Strings and arrays built by `+` are limited to `maxBuiltLength`
+/// - Strings and arrays built by `+` (and the text of `str`) are limited to `maxBuiltLength`
 ///   UTF-8 bytes / items, so a short expression cannot blow up memory.
 struct ExpressionEvaluator {
     let input: JSONValue

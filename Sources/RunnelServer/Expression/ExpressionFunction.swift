@@ -5,7 +5,8 @@
 ///   distinct keys.
 /// - `round`: half away from zero (`round(2.5)` is 3, `round(-2.5)` is -3).
 /// - `min`, `max`: two numbers.
-/// - `str`: a string unchanged, anything else its compact JSON text.
+/// - `str`: a string unchanged, anything else its compact JSON text (at most
+///   `ExpressionEvaluator.maxBuiltLength` bytes).
 /// - `num`: a number unchanged; a string holding one JSON number (JSON whitespace around it
 ///   allowed); `true` is 1 and `false` is 0; null, arrays and objects are errors.
 /// - `lower`, `upper`: full Unicode case mapping.
@@ -91,7 +92,11 @@ enum ExpressionFunction: CaseIterable, Sendable {
         case .max: return .number(Swift.max(try number(first), try number(second)))
         case .str:
             if case .string = first { return first }
-            return .string(ExpressionJSONText.encode(first))
+            let limit = ExpressionEvaluator.maxBuiltLength
+            guard let text = ExpressionJSONText.encode(first, limit: limit) else {
+                throw fail("text longer than \(limit) bytes")
+            }
+            return .string(text)
         case .num:
             switch first {
             case .number: return first

@@ -7,8 +7,15 @@
 enum ExpressionJSONText {
     static func encode(_ value: JSONValue) -> String {
         var output = ""
-        write(value, to: &output)
+        _ = write(value, to: &output, limit: .max)
         return output
+    }
+
+    /// The text, or nil as soon as it passes `limit` UTF-8 bytes (so a value built from many
+    /// references to one large input is not written out in full).
+    static func encode(_ value: JSONValue, limit: Int) -> String? {
+        var output = ""
+        return write(value, to: &output, limit: limit) ? output : nil
     }
 
     /// A string as a JSON literal, cut short for error messages.
@@ -24,7 +31,8 @@ enum ExpressionJSONText {
         return output
     }
 
-    static func write(_ value: JSONValue, to output: inout String) {
+    /// Appends `value`; false once the output passes `limit` bytes.
+    static func write(_ value: JSONValue, to output: inout String, limit: Int) -> Bool {
         switch value {
         case .null: output += "null"
         case .bool(let flag): output += flag ? "true" : "false"
@@ -34,7 +42,7 @@ enum ExpressionJSONText {
             output += "["
             for (offset, item) in items.enumerated() {
                 if offset > 0 { output += "," }
-                write(item, to: &output)
+                guard write(item, to: &output, limit: limit) else { return false }
             }
             output += "]"
         case .object(let object):
@@ -43,10 +51,11 @@ enum ExpressionJSONText {
                 if offset > 0 { output += "," }
                 writeString(member.key, to: &output)
                 output += ":"
-                write(member.value, to: &output)
+                guard write(member.value, to: &output, limit: limit) else { return false }
             }
             output += "}"
         }
+        return output.utf8.count <= limit
     }
 
     static func numberText(_ number: Double) -> String {
