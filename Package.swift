@@ -2,7 +2,12 @@
 import PackageDescription
 
 /// Every target of ours is built in Swift 6 mode with warnings as errors.
-let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+    // The daemon instantiates the library's generics (Subject<Message>, operator sinks) from
+    // another module; without this they run unspecialised, through runtime metadata lookups.
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+]
 
 let package = Package(
     name: "Runnel",

@@ -285,6 +285,12 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     public func write(_ buffer: ByteBuffer) -> Bool {
         guard state == .open else { return false }
         guard buffer.count > 0 else { return true }
+        // A small buffer costs less to copy into the chunk than to carry as a segment of its own.
+        if buffer.count <= Self.copyThreshold {
+            append(buffer.bytes)
+            requestFlush()
+            return true
+        }
         sealChunk()
         segments.append(
             uv_buf_t(
@@ -321,8 +327,26 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if chunk.available == 0 { self.chunk = nil }
     }
 
+    /// Buffers up to this size are copied rather than referenced.
+    static let copyThreshold = 512
+    /// Queued bytes past which a connection is flushed at once rather than in the check phase,
+    /// so a large burst handled in one loop turn reaches the kernel as it is produced.
+    static let eagerFlushBytes = 64 * 1024
+
+    /// Bytes written but not yet handed to the kernel: queued here or waiting in libuv's write
+    /// queue. What a slow consumer piles up; the daemon's `max_pending_bytes` is checked
+    /// against it. Loop thread.
+    public var unsentBytes: Int {
+        let local = segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0)
+        return local + Int(uv_stream_get_write_queue_size(stream))
+    }
+
     @inline(__always)
     private func requestFlush() {
+        if segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0) >= Self.eagerFlushBytes {
+            flush()
+            return
+        }
         guard !isQueuedForFlush else { return }
         isQueuedForFlush = true
         loop.needsFlush(self)

@@ -30,9 +30,15 @@ extension Session {
     // MARK: pub
 
     private func publish(_ request: Request) throws(ProtocolError) {
-        let name = try request.subjectName()
+        // A name already registered was validated when it was created: the hot path skips that.
+        let name = try request.requiredString(.subject)
+        let entry: SubjectEntry
+        if let existing = server.registry[name] {
+            entry = existing
+        } else {
+            entry = try server.subjectForUse(try request.subjectName())
+        }
         let value = request.raw(.value) ?? .null
-        let entry = try server.subjectForUse(name)
         if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is terminated") }
         let receivers = entry.subject.subscriberCount
         entry.published &+= 1
