@@ -11,7 +11,7 @@ public typealias ExpressionClock = @Sendable () -> Double
 
 /// The protocol's expression language: compile once when a `sub` names it, then evaluate per
 /// value. See PROTOCOL.md "Expressions"; the choices it leaves open are documented on
-/// `ExpressionEvaluator` (operators, paths) and `ExpressionFunction` (functions).
+/// `ExpressionEvaluator` (operators, paths), the node classes and `ExpressionFunction` (functions).
 ///
 /// ```swift
 /// let hot = try Expression.compile(".load > 0.9", variables: [])
@@ -49,8 +49,8 @@ public enum Expression {
         guard length <= maxBytes else {
             throw .compile("expression is \(length) bytes, over the limit of \(maxBytes)", at: maxBytes)
         }
-        let root = try Parser.parse(source, variables: variables, maxDepth: maxDepth)
-        return CompiledExpression(source: source, root: root, clock: clock)
+        let root = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
+        return CompiledExpression(source: source, root: root)
     }
 }
 
@@ -59,19 +59,17 @@ public final class CompiledExpression: Sendable {
     /// The text it was compiled from.
     public let source: String
     let root: ExpressionNode
-    private let clock: ExpressionClock
 
-    init(source: String, root: ExpressionNode, clock: @escaping ExpressionClock) {
+    init(source: String, root: ExpressionNode) {
         self.source = source
         self.root = root
-        self.clock = clock
     }
 
     /// The expression's value for `value`, or an `eval` error with the failing spot's position.
     public func evaluate(_ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings())
         throws(ExpressionError) -> JSONValue
     {
-        try ExpressionEvaluator(input: value, bindings: bindings, clock: clock).evaluate(root)
+        try root.evaluate(value, bindings)
     }
 
     /// The expression's truthiness for `value` (`false` and `null` are false), as `filter` uses it.

@@ -11,19 +11,22 @@ struct Parser {
     private let tokens: [Token]
     private let variables: Set<String>
     private let maxDepth: Int
+    private let clock: ExpressionClock
     private var current = 0
     private var depth = 0
 
-    private init(tokens: [Token], variables: Set<String>, maxDepth: Int) {
+    private init(tokens: [Token], variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock) {
         self.tokens = tokens
         self.variables = variables
         self.maxDepth = maxDepth
+        self.clock = clock
     }
 
-    static func parse(_ source: String, variables: Set<String>, maxDepth: Int) throws(ExpressionError)
-        -> ExpressionNode
-    {
-        var parser = Parser(tokens: try Lexer.tokens(of: source), variables: variables, maxDepth: maxDepth)
+    static func parse(
+        _ source: String, variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock
+    ) throws(ExpressionError) -> ExpressionNode {
+        var parser = Parser(
+            tokens: try Lexer.tokens(of: source), variables: variables, maxDepth: maxDepth, clock: clock)
         let node = try parser.expression()
         guard parser.peek.kind == .end else { throw parser.unexpected() }
         return node
@@ -181,7 +184,7 @@ struct Parser {
                 let bracket = advance()
                 let key = try expression()
                 try expect(.rightBracket, "']'")
-                if case .literal(.string(let name)) = key {
+                if case .string(let name)? = key.literalValue {
                     steps.append(.member(name, at: bracket.position))
                 } else {
                     steps.append(.index(key, at: bracket.position))
@@ -281,7 +284,7 @@ struct Parser {
             throw .compile(
                 "\(name)() takes \(function.arity) argument\(plural), not \(arguments.count)", at: position)
         }
-        return fold(.call(function, arguments, at: position))
+        return fold(ExpressionCallNode(function, arguments, at: position, clock: clock))
     }
 
     private func resolveVariable(_ name: String, at position: Int) throws(ExpressionError) -> ExpressionVariable {
@@ -309,35 +312,11 @@ struct Parser {
     /// The node's value when every operand is already a literal and evaluating cannot depend on
     /// the input, bindings or clock; otherwise the node itself.
     private func fold(_ node: ExpressionNode) -> ExpressionNode {
-        guard Self.isConstant(node) else { return node }
-        let evaluator = ExpressionEvaluator(
-            input: .null, bindings: ExpressionBindings(), clock: { 0 })
+        guard node.isFoldable else { return node }
         do {
-            return .literal(try evaluator.evaluate(node))
+            return .literal(try node.evaluate(.null, ExpressionBindings()))
         } catch {
             return node
-        }
-    }
-
-    private static func isConstant(_ node: ExpressionNode) -> Bool {
-        func literal(_ node: ExpressionNode) -> Bool { node.literalValue != nil }
-        switch node {
-        case .literal: return true
-        case .input, .variable: return false
-        case .path(let base, let steps):
-            return literal(base)
-                && steps.allSatisfy { step in
-                    if case .index(let key, _) = step { return literal(key) }
-                    return true
-                }
-        case .array(let items): return items.allSatisfy(literal)
-        case .object(let members): return members.allSatisfy { literal($0.value) }
-        case .negate(let operand, _), .not(let operand): return literal(operand)
-        case .chain(let first, let steps): return literal(first) && steps.allSatisfy { literal($0.operand) }
-        case .and(let operands), .or(let operands): return operands.allSatisfy(literal)
-        case .conditional(let condition, let then, let otherwise):
-            return literal(condition) && literal(then) && literal(otherwise)
-        case .call(let function, let arguments, _): return function.isPure && arguments.allSatisfy(literal)
         }
     }
 }
