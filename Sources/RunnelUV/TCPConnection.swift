@@ -246,6 +246,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         inputEnded = true
         if status == UV_EOF.rawValue {
             uv_read_stop(stream)
+            delegate?.connectionDidEndInput(self)
             if state == .open {
                 closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
             } else {

@@ -10,11 +10,16 @@ public protocol TCPConnectionDelegate: AnyObject {
     /// A line longer than the connection's maximum was thrown away as it streamed in;
     /// `byteCount` is its length (without the `\n`).
     func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int)
+    /// The peer finished sending (end of input: a close or a half-close, which TCP does not
+    /// tell apart). The connection then flushes what is pending, for at most the configured
+    /// linger, and closes.
+    func connectionDidEndInput(_ connection: TCPConnection)
     /// The connection closed (either side, or an error). Called once, last.
     func connectionDidClose(_ connection: TCPConnection)
 }
 
 extension TCPConnectionDelegate {
     public func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {}
+    public func connectionDidEndInput(_ connection: TCPConnection) {}
     public func connectionDidClose(_ connection: TCPConnection) {}
 }

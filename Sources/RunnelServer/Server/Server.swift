@@ -147,6 +147,12 @@ final class SessionConnectionDelegate: TCPConnectionDelegate {
         session.handleLongLine(byteCount: byteCount)
     }
 
+    /// End of input is the client going away (a close and a half-close look alike): its
+    /// subscriptions are disposed at once; replies already written still drain before the close.
+    func connectionDidEndInput(_ connection: TCPConnection) {
+        session.inputDidEnd()
+    }
+
     func connectionDidClose(_ connection: TCPConnection) {
         session.connectionDidClose()
     }

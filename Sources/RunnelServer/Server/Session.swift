@@ -94,6 +94,12 @@ final class Session: @unchecked Sendable {
         subscriptions.removeAll()
     }
 
+    /// The client sent its last byte: nothing more is delivered, every subscription goes now.
+    func inputDidEnd() {
+        isClosing = true
+        disposeAll()
+    }
+
     /// The connection closed, from either side.
     func connectionDidClose() {
         isClosing = true
@@ -130,7 +136,7 @@ final class Session: @unchecked Sendable {
     /// Writes a subscription's terminal event and forgets it.
     func deliverTerminal(_ error: (any Error)?, to subscription: SessionSubscription) {
         guard !subscription.isFinished else { return }
-        forget(subscription)
+        defer { forget(subscription) }
         guard !isClosing else { return }
         if subscription.dropped > 0 { writeDropped(subscription) }
         var line = JSONWriter()
