@@ -108,6 +108,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     private var isReading = false
     private var inputEnded = false
+    /// A `uv_tcp_connect` is in progress (client connections).
+    var isConnecting = false
 
     // Framing: the start of a line split across reads (`partialCount` bytes of it).
     private var partial: UnsafeMutableRawPointer?
