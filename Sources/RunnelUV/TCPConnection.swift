@@ -132,7 +132,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         self.configuration = configuration
         handle = .allocate(capacity: 1)
         loop.handleOwnerCreated()
-        let status = uv_tcp_init(loop.uvLoop, handle)
+        // No handle may open once shutdown has begun: nothing would close it.
+        let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             state = .closed
             handle.deallocate()
