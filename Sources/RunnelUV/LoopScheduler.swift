@@ -191,6 +191,8 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
             swap(&queue, &draining)
             queueLock.unlock()
             for item in draining where !(item.cancel?.isDisposed ?? false) {
+                // Work queued behind a shutdown is dropped, like work queued after it.
+                if isShuttingDown { break }
                 item.action()
             }
             draining.removeAll(keepingCapacity: true)

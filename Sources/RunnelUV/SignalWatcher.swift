@@ -39,6 +39,7 @@ final class SignalWatcher: HandleOwner {
         sigemptyset(&unblock)
         sigaddset(&unblock, number)
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        guard !loop.isShuttingDown else { throw UVError(code: UV_ECANCELED.rawValue, operation: "uv_signal_init") }
         try UVError.check(uv_signal_init(loop.uvLoop, handle), "uv_signal_init")
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         isOpen = true

@@ -58,26 +58,68 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Receives the lines (loop thread). Held strongly until the connection has closed.
     public var delegate: (any TCPConnectionDelegate)?
 
-    private var state = State.open
+    /// The state touched per line. It lives behind a pointer because Swift checks exclusive
+    /// access to a class's stored `var`s at run time (`swift_beginAccess`), which cost about a
+    /// third of the echo benchmark's time; memory reached through a pointer is not checked.
+    private struct HotState {
+        var state = State.open
+        var partialCount = 0
+        var discarding = false
+        var discardedCount = 0
+        var chunk: WriteChunk?
+        var isQueuedForFlush = false
+        var pendingBytes = 0
+    }
+    private let hot: UnsafeMutablePointer<HotState> = {
+        let pointer = UnsafeMutablePointer<HotState>.allocate(capacity: 1)
+        pointer.initialize(to: HotState())
+        return pointer
+    }()
+
+    private var state: State {
+        get { hot.pointee.state }
+        set { hot.pointee.state = newValue }
+    }
+    private var partialCount: Int {
+        get { hot.pointee.partialCount }
+        set { hot.pointee.partialCount = newValue }
+    }
+    private var discarding: Bool {
+        get { hot.pointee.discarding }
+        set { hot.pointee.discarding = newValue }
+    }
+    private var discardedCount: Int {
+        get { hot.pointee.discardedCount }
+        set { hot.pointee.discardedCount = newValue }
+    }
+    private var chunk: WriteChunk? {
+        get { hot.pointee.chunk }
+        set { hot.pointee.chunk = newValue }
+    }
+    private var isQueuedForFlush: Bool {
+        get { hot.pointee.isQueuedForFlush }
+        set { hot.pointee.isQueuedForFlush = newValue }
+    }
+    /// Bytes accepted by `write` and not yet confirmed by libuv's write callback (loop thread).
+    public private(set) var pendingBytes: Int {
+        get { hot.pointee.pendingBytes }
+        set { hot.pointee.pendingBytes = newValue }
+    }
+
     private var isReading = false
     private var inputEnded = false
+    /// A `uv_tcp_connect` is in progress (client connections).
+    var isConnecting = false
 
-    // Framing: the start of a line split across reads, or the length of one being discarded.
+    // Framing: the start of a line split across reads (`partialCount` bytes of it).
     private var partial: UnsafeMutableRawPointer?
     private var partialCapacity = 0
-    private var partialCount = 0
-    private var discarding = false
-    private var discardedCount = 0
 
     // Output.
-    private var chunk: WriteChunk?
     private var segments: [uv_buf_t] = []
     private var segmentOwners: [AnyObject] = []
     private var segmentBytes = 0
-    private var isQueuedForFlush = false
     private var spareRequests: [WriteRequest] = []
-    /// Bytes accepted by `write` and not yet confirmed by libuv's write callback (loop thread).
-    public private(set) var pendingBytes = 0
 
     // Closing.
     private let hooks = Locked<[@Sendable () -> Void]?>([])
@@ -90,7 +132,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         self.configuration = configuration
         handle = .allocate(capacity: 1)
         loop.handleOwnerCreated()
-        let status = uv_tcp_init(loop.uvLoop, handle)
+        // No handle may open once shutdown has begun: nothing would close it.
+        let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             state = .closed
             handle.deallocate()
@@ -101,6 +144,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     deinit {
+        hot.deinitialize(count: 1)
+        hot.deallocate()
         partial?.deallocate()
         loop.handleOwnerDestroyed()
     }
@@ -155,6 +200,10 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Frames `bytes` into lines.
     private func consume(_ bytes: UnsafeRawBufferPointer) {
+        guard let delegate else {
+            consumeWithoutDelegate(bytes)
+            return
+        }
         let limit = configuration.maxLineLength
         var start = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var remaining = bytes.count
@@ -177,16 +226,30 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
                     (partial! + partialCount).copyMemory(from: start, byteCount: length)
                     let total = partialCount + length
                     partialCount = 0
-                    deliver(UnsafeRawPointer(partial!), total)
+                    deliver(UnsafeRawPointer(partial!), total, to: delegate)
+                    shrinkPartial()
                 }
             } else if length > limit {
                 reportDiscarded(length)
             } else {
-                deliver(UnsafeRawPointer(start), length)
+                deliver(UnsafeRawPointer(start), length, to: delegate)
             }
             start = newline + 1
             remaining -= length + 1
         }
+    }
+
+    /// With no delegate, lines are dropped; a split line is still tracked, so the next delegate
+    /// starts at a line boundary.
+    private func consumeWithoutDelegate(_ bytes: UnsafeRawBufferPointer) {
+        guard let last = bytes.lastIndex(of: 10) else {
+            holdPartial(bytes)
+            return
+        }
+        partialCount = 0
+        discarding = false
+        discardedCount = 0
+        holdPartial(UnsafeRawBufferPointer(rebasing: bytes[(last + 1)...]))
     }
 
     /// Keeps the unfinished end of a read, or counts it when the line is already too long.
@@ -226,12 +289,11 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     @inline(__always)
-    private func deliver(_ start: UnsafeRawPointer, _ length: Int) {
-        guard state == .open, let delegate else { return }
+    private func deliver(_ start: UnsafeRawPointer, _ length: Int, to delegate: any TCPConnectionDelegate) {
+        guard state == .open else { return }
         var length = length
         if length > 0 && start.load(fromByteOffset: length - 1, as: UInt8.self) == 13 { length -= 1 }
         delegate.connection(self, didReadLine: UnsafeRawBufferPointer(start: start, count: length))
-        if partialCapacity > 64 * 1024 && partialCount == 0 { shrinkPartial() }
     }
 
     private func reportDiscarded(_ count: Int) {
@@ -273,6 +335,17 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     @discardableResult
     public func writeLine(copying bytes: UnsafeRawBufferPointer) -> Bool {
         guard state == .open else { return false }
+        let count = bytes.count
+        if let chunk, chunk.capacity - chunk.used > count {
+            // The common case: the line and its newline fit in the open chunk.
+            let used = chunk.used
+            if count > 0 { (chunk.base + used).copyMemory(from: bytes.baseAddress!, byteCount: count) }
+            chunk.base.storeBytes(of: 10, toByteOffset: used + count, as: UInt8.self)
+            chunk.used = used + count + 1
+            pendingBytes += count + 1
+            requestFlush()
+            return true
+        }
         append(bytes)
         var newline: UInt8 = 10
         withUnsafeBytes(of: &newline) { append($0) }
@@ -383,7 +456,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         request.owners.removeAll(keepingCapacity: true)
         request.connection = nil
         if spareRequests.count < 4 && state == .open { spareRequests.append(request) }
-        if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&chunk!) {
+        if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&hot.pointee.chunk!) {
             // Idle: give the chunk back to the loop rather than pin one per connection.
             loop.recycleChunk(chunk!)
             chunk = nil

@@ -37,7 +37,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         self.connectionConfiguration = configuration
         handle = .allocate(capacity: 1)
         loop.handleOwnerCreated()
-        let status = uv_tcp_init(loop.uvLoop, handle)
+        let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             isOpen = false
             handle.deallocate()
