@@ -61,6 +61,9 @@ final class ResubscribingSink<Value: Sendable>: Subscriber, @unchecked Sendable 
 
     /// Subscribes to the source; returns what disposes the whole chain.
     func start() -> Disposable {
+        // Linked into the chain first: a synchronous source loops inside `resubscribe`, and a
+        // downstream disposing meanwhile must reach `current` to stop it.
+        downstream.didSubscribe(with: CompoundDisposable([current]))
         resubscribe()
         return current
     }

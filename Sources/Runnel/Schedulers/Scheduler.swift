@@ -61,6 +61,7 @@ extension Scheduler {
     /// Runs `body` now, on this thread, with `currentScheduler` set to this scheduler, and
     /// restores the previous current scheduler afterwards. Schedulers run their work through
     /// it; tests and benchmarks use it to subscribe inline.
+    @discardableResult
     public func performAsCurrent<T>(_ body: () throws -> T) rethrows -> T {
         let previous = CurrentScheduler.storage.value
         let box = SchedulerBox(self)  // thread-local storage holds it unretained
