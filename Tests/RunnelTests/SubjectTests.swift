@@ -103,6 +103,7 @@ import Testing
         subject.sendNext(1)
         // Every subscriber sees 1 before 2: the re-entrant send waits for the current event.
         #expect(feeder.values == [1, 2, 3])
+        subject.sendCompleted()  // releases the subscriber that captures the subject
     }
 
     @Test func reentrantSubscribeDuringDelivery() {
@@ -117,6 +118,7 @@ import Testing
         subject.sendNext(2)
         subject.sendNext(3)
         #expect(inner.values == [1, 2, 3])
+        subject.sendCompleted()
     }
 
     /// Senders on several threads, with subscribers joining midway: what each subscriber

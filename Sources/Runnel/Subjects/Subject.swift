@@ -90,9 +90,11 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
             }
         }
         lock.unlock()
+        // The entry is held weakly: the subject's list is what keeps a live subscription
+        // alive, so a subject dropped without terminating releases its subscribers.
         disposable.add(
-            Disposable { [weak self] in
-                self?.remove(entry)
+            Disposable { [weak self, weak entry] in
+                if let entry { self?.remove(entry) }
             })
         if startDrain { drain() }
         return disposable
