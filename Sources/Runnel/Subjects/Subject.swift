@@ -31,15 +31,14 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
     // `Value`.
     let lock = Lock()
-    /// Guarded by `lock`: the current subscribers.
-    private var entries: Entries = []
-    /// Guarded by `lock`: the terminal event once accepted; `terminated` mirrors it.
+    /// Guarded by `lock`: the fields of the per-value path, in memory of their own. Reached
+    /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
+    /// `var`s get on every access), and their layout does not depend on `Value`.
+    private let core: UnsafeMutablePointer<SubjectCore>
+    /// Guarded by `lock`: the terminal event once accepted (`core.terminated` mirrors it).
     private var terminal: Event<Value>?
-    private var terminated = false
-    /// Guarded by `lock`: a thread is delivering; jobs queued for it, and their number.
-    private var draining = false
+    /// Guarded by `lock`: jobs queued for the delivering thread (`core.jobCount` counts them).
     private var jobs = RingBuffer<Job>()
-    private var jobCount = 0
     /// Guarded by `lock`: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
     private let keepsHistory: Bool
@@ -49,6 +48,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     /// A plain subject.
     public init() {
+        core = Self.makeCore()
         history = RingBuffer(capacity: 0)
         keepsHistory = false
         super.init(serializes: false, body: nil)
@@ -59,15 +59,27 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         var history = RingBuffer<Value>(capacity: historyCapacity)
         for value in initial { history.append(value) }
         self.history = history
+        core = Self.makeCore()
         keepsHistory = historyCapacity > 0
         super.init(serializes: false, body: nil)
     }
 
+    private static func makeCore() -> UnsafeMutablePointer<SubjectCore> {
+        let core = UnsafeMutablePointer<SubjectCore>.allocate(capacity: 1)
+        core.initialize(to: SubjectCore())
+        return core
+    }
+
+    deinit {
+        core.deinitialize(count: 1)
+        core.deallocate()
+    }
+
     /// The number of current subscribers.
-    public var subscriberCount: Int { lock.withLock { entries.count } }
+    public var subscriberCount: Int { lock.withLock { core.pointee.entries.count } }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { lock.withLock { terminated } }
+    public var isTerminated: Bool { lock.withLock { core.pointee.terminated } }
 
     /// The terminal event, once the subject has one.
     public var terminalEvent: Event<Value>? { lock.withLock { terminal } }
@@ -79,30 +91,35 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         let disposable = CompoundDisposable()
         let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
         lock.lock()
-        if !terminated { entries.append(entry) }
+        if !core.pointee.terminated { core.pointee.entries.append(entry) }
         var startDrain = false
-        if !history.isEmpty || terminated {
+        if !history.isEmpty || core.pointee.terminated {
             jobs.append(.catchUp(entry, history.elements, terminal))
-            jobCount += 1
-            if !draining {
-                draining = true
+            core.pointee.jobCount += 1
+            if !core.pointee.draining {
+                core.pointee.draining = true
                 startDrain = true
             }
         }
         lock.unlock()
-        // The entry is held weakly: the subject's list is what keeps a live subscription
-        // alive, so a subject dropped without terminating releases its subscribers.
+        // The entry is not captured: the subject's list is what keeps a live subscription
+        // alive, so a subject dropped without terminating releases its subscribers. Its
+        // identity is enough to find it (it is alive while listed), and no weak reference is
+        // formed, which would move its reference counts to a slow side table.
+        let id = ObjectIdentifier(entry)
         disposable.add(
-            Disposable { [weak self, weak entry] in
-                if let entry { self?.remove(entry) }
+            Disposable { [weak self] in
+                self?.remove(id)
             })
         if startDrain { drain() }
         return disposable
     }
 
-    private func remove(_ entry: AnyObject) {
+    private func remove(_ id: ObjectIdentifier) {
         lock.withLock {
-            if let index = entries.lastIndex(where: { $0 === entry }) { entries.remove(at: index) }
+            if let index = core.pointee.entries.lastIndex(where: { ObjectIdentifier($0) == id }) {
+                core.pointee.entries.remove(at: index)
+            }
         }
     }
 
@@ -110,18 +127,18 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     public final func sendNext(_ value: Value) {
         lock.lock()
-        if terminated {
+        if core.pointee.terminated {
             lock.unlock()
             return
         }
         if keepsHistory { record(value) }
-        if draining {
+        if core.pointee.draining {
             enqueue(value)
             lock.unlock()
             return
         }
-        draining = true
-        let current = entries
+        core.pointee.draining = true
+        let current = core.pointee.entries
         lock.unlock()
         var index = 0
         while index < current.count {
@@ -138,8 +155,8 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     @inline(never)
     private func enqueue(_ value: Value) {
-        jobs.append(.event(.next(value), entries))
-        jobCount += 1
+        jobs.append(.event(.next(value), core.pointee.entries))
+        core.pointee.jobCount += 1
     }
 
     public final func sendError(_ error: any Error) { acceptTerminal(.error(error)) }
@@ -155,20 +172,20 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// delivering. Nobody stays subscribed; late subscribers catch up instead.
     private func acceptTerminal(_ event: Event<Value>) {
         lock.lock()
-        guard !terminated else {
+        guard !core.pointee.terminated else {
             lock.unlock()
             return
         }
-        terminated = true
+        core.pointee.terminated = true
         terminal = event
-        let current = entries
-        entries = []
-        if draining {
+        let current = core.pointee.entries
+        core.pointee.entries = []
+        if core.pointee.draining {
             jobs.append(.event(event, current))
-            jobCount += 1
+            core.pointee.jobCount += 1
             lock.unlock()
         } else {
-            draining = true
+            core.pointee.draining = true
             lock.unlock()
             deliver(event, to: current)
             finishDelivery()
@@ -196,8 +213,8 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     @inline(__always)
     private func finishDelivery() {
         lock.lock()
-        if jobCount == 0 {
-            draining = false
+        if core.pointee.jobCount == 0 {
+            core.pointee.draining = false
             lock.unlock()
             return
         }
@@ -211,11 +228,11 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         while true {
             lock.lock()
             guard let job = jobs.popFirst() else {
-                draining = false
+                core.pointee.draining = false
                 lock.unlock()
                 return
             }
-            jobCount -= 1
+            core.pointee.jobCount -= 1
             lock.unlock()
             switch job {
             case .event(let event, let entries):
@@ -226,4 +243,15 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
             }
         }
     }
+}
+
+/// The part of a subject's state on the per-value path; guarded by the subject's lock.
+struct SubjectCore {
+    /// The subscribers' passthroughs (see `Subject.Entries`).
+    var entries: ContiguousArray<AnyObject> = []
+    /// Whether a terminal event was accepted.
+    var terminated = false
+    /// A thread is delivering; jobs queued for it wait in `Subject.jobs`.
+    var draining = false
+    var jobCount = 0
 }
