@@ -5,7 +5,9 @@
 /// long-lived compound does not grow without bound). Children are disposed outside the lock,
 /// so a child's action may touch this compound again.
 public final class CompoundDisposable: Disposable, @unchecked Sendable {
-    private let lock = Lock()
+    /// A spin lock, not a `Lock`: subscriptions make several compounds each, and the
+    /// sections below only touch the array (children are disposed outside it).
+    private let lock = SpinLock()
     /// Guarded by `lock`; nil once disposed.
     private var children: ContiguousArray<Disposable>? = []
 
