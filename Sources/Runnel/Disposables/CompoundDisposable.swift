@@ -5,7 +5,9 @@
 /// long-lived compound does not grow without bound). Children are disposed outside the lock,
 /// so a child's action may touch this compound again.
 public final class CompoundDisposable: Disposable, @unchecked Sendable {
-    private let lock = Lock()
+    /// A spin lock, not a `Lock`: subscriptions make several compounds each, and the
+    /// sections below only touch the array (children are disposed outside it).
+    private let lock = SpinLock()
     /// Guarded by `lock`; nil once disposed.
     private var children: ContiguousArray<Disposable>? = []
 
@@ -31,7 +33,9 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
         guard let disposable, disposable !== self else { return }
         let added: Bool = lock.withLock {
             guard children != nil else { return false }
-            children!.append(disposable)
+            // A subscription is often handed the same child twice in a row (by `didSubscribe`
+            // and as the body's result): keep one.
+            if children!.last !== disposable { children!.append(disposable) }
             return true
         }
         if !added { disposable.dispose() }
