@@ -506,6 +506,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     /// Takes the next step of a graceful close once all output is confirmed.
+    /// How long a drained connection waits for the peer's FIN after sending its own.
+    static let finLinger: Duration = .milliseconds(500)
+
+    private func lingerAfterFIN() {
+        guard state == .draining else { return }
+        drainTimer?.dispose()
+        drainTimer = loop.after(delay: Self.finLinger) { [self] in closeNow() }
+    }
+
     private func continueDrain() {
         guard state == .draining, pendingBytes == 0 else { return }
         if inputEnded {
@@ -519,8 +528,13 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         let status = uv_shutdown(request, stream) { request, status in
             let connection = Unmanaged<TCPConnection>.fromOpaque(request!.pointee.data).takeRetainedValue()
             request!.deallocate()
-            // Wait for the peer's end of input (or the timeout) unless the FIN failed.
-            if status < 0 { connection.closeNow() }
+            // Wait briefly for the peer's end of input, so its last requests do not meet a
+            // reset that would discard what we sent; the FIN failing closes at once.
+            if status < 0 {
+                connection.closeNow()
+            } else {
+                connection.lingerAfterFIN()
+            }
         }
         if status < 0 {
             Unmanaged.passUnretained(self).release()

@@ -34,14 +34,14 @@ import Testing
 
     @Test func repeatPassesErrors() {
         let calls = Locked(0)
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: counting(fail: true, calls: calls).repeat()) }
         #expect(recorder.events == ["next(1)", "error(TestError(1))"])
     }
 
     @Test func retryCountLimitsResubscriptions() {
         let calls = Locked(0)
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: counting(fail: true, calls: calls).retry(2)) }
         #expect(recorder.events == ["next(1)", "next(2)", "next(3)", "error(TestError(3))"])
     }
@@ -56,7 +56,7 @@ import Testing
             if call < 1_000 { subscriber.sendError(TestError(call)) } else { subscriber.sendCompleted() }
             return nil
         }
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: source.retry()) }
         #expect(recorder.events == ["completed"])
         #expect(calls.withLock { $0 } == 1_000)
@@ -85,14 +85,14 @@ import Testing
         let signal = Signal<Int>.error(TestError(5))
             .doError { error in log.withLock { $0.append("doError \(error)") } }
             .finally { log.withLock { $0.append("finally") } }
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: signal) }
         #expect(log.withLock { $0 } == ["doError TestError(5)", "finally"])
         #expect(recorder.events == ["error(TestError(5))"])
     }
 
     @Test func logPassesEventsThrough() {
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: Signal.just(1).log().logNext().logError().logCompleted()) }
         #expect(recorder.events == ["next(1)", "completed"])
     }
@@ -100,7 +100,7 @@ import Testing
     @Test func deliverOnSendsOnTheScheduler() {
         let scheduler = TestScheduler()
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let onScheduler = Locked(true)
         inline {
             subject.deliver(on: scheduler).subscribe(
@@ -120,7 +120,7 @@ import Testing
     @Test func deliverOnDropsEventsAfterDispose() {
         let scheduler = TestScheduler()
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let subscription = inline { recorder.subscribe(to: subject.deliver(on: scheduler)) }
         subject.sendNext(1)
         subscription.dispose()
@@ -137,7 +137,7 @@ import Testing
             subscriber.sendCompleted()
             return nil
         }
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: source.subscribe(on: scheduler)) }
         #expect(recorder.events.isEmpty)
         scheduler.run()

@@ -13,7 +13,7 @@ import Testing
             subscriber.sendNext(3)  // after the terminal event: dropped
             return Disposable { cleaned.withLock { $0 = true } }
         }
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: signal) }
         #expect(recorder.events == ["next(1)", "next(2)", "completed"])
         #expect(cleaned.withLock { $0 })
@@ -25,7 +25,7 @@ import Testing
             held.withLock { $0 = subscriber }
             return nil
         }
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let subscription = inline { recorder.subscribe(to: signal) }
         let subscriber = held.withLock { $0 }!
         subscriber.sendNext(1)
@@ -36,11 +36,11 @@ import Testing
     }
 
     @Test func constructors() {
-        let just = Recorder<Int>()
-        let empty = Recorder<Int>()
-        let never = Recorder<Int>()
-        let failing = Recorder<Int>()
-        let sequence = Recorder<Int>()
+        let just = EventLog<Int>()
+        let empty = EventLog<Int>()
+        let never = EventLog<Int>()
+        let failing = EventLog<Int>()
+        let sequence = EventLog<Int>()
         inline {
             just.subscribe(to: .just(7))
             empty.subscribe(to: .empty)
@@ -78,8 +78,8 @@ import Testing
             return .just(call)
         }
         #expect(calls.withLock { $0 } == 0)
-        let first = Recorder<Int>()
-        let second = Recorder<Int>()
+        let first = EventLog<Int>()
+        let second = EventLog<Int>()
         inline {
             first.subscribe(to: signal)
             second.subscribe(to: signal)

@@ -7,8 +7,8 @@ import Testing
 @Suite struct SubjectTests {
     @Test func plainSubjectSendsOnlyLaterEvents() {
         let subject = Subject<Int>()
-        let early = Recorder<Int>()
-        let late = Recorder<Int>()
+        let early = EventLog<Int>()
+        let late = EventLog<Int>()
         inline {
             subject.sendNext(0)
             early.subscribe(to: subject)
@@ -28,8 +28,8 @@ import Testing
         let failed = Subject<Int>()
         completed.sendCompleted()
         failed.sendError(TestError(4))
-        let afterCompletion = Recorder<Int>()
-        let afterError = Recorder<Int>()
+        let afterCompletion = EventLog<Int>()
+        let afterError = EventLog<Int>()
         inline {
             afterCompletion.subscribe(to: completed)
             afterError.subscribe(to: failed)
@@ -41,7 +41,7 @@ import Testing
 
     @Test func disposedSubscriberIsRemoved() {
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let subscription = inline { recorder.subscribe(to: subject) }
         subject.sendNext(1)
         #expect(subject.subscriberCount == 1)
@@ -55,11 +55,11 @@ import Testing
         let subject = ReplaySubject<Int>()
         subject.sendNext(1)
         subject.sendNext(2)
-        let before = Recorder<Int>()
+        let before = EventLog<Int>()
         inline { before.subscribe(to: subject) }
         subject.sendNext(3)
         subject.sendCompleted()
-        let after = Recorder<Int>()
+        let after = EventLog<Int>()
         inline { after.subscribe(to: subject) }
         #expect(before.events == ["next(1)", "next(2)", "next(3)", "completed"])
         #expect(after.events == ["next(1)", "next(2)", "next(3)", "completed"])
@@ -69,7 +69,7 @@ import Testing
         let subject = ReplaySubject<Int>(capacity: 2)
         for i in 1...5 { subject.sendNext(i) }
         subject.sendError(TestError(2))
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         inline { recorder.subscribe(to: subject) }
         #expect(recorder.events == ["next(4)", "next(5)", "error(TestError(2))"])
         #expect(subject.replayedValues == [4, 5])
@@ -77,14 +77,14 @@ import Testing
 
     @Test func behaviorSubjectSendsCurrentValue() {
         let subject = BehaviorSubject(10)
-        let first = Recorder<Int>()
+        let first = EventLog<Int>()
         inline { first.subscribe(to: subject) }
         subject.sendNext(11)
         #expect(subject.value == 11)
-        let second = Recorder<Int>()
+        let second = EventLog<Int>()
         inline { second.subscribe(to: subject) }
         subject.sendCompleted()
-        let late = Recorder<Int>()
+        let late = EventLog<Int>()
         inline { late.subscribe(to: subject) }
         #expect(first.events == ["next(10)", "next(11)", "completed"])
         #expect(second.events == ["next(11)", "completed"])
@@ -93,7 +93,7 @@ import Testing
 
     @Test func reentrantSendIsQueuedNotDeadlocked() {
         let subject = Subject<Int>()
-        let feeder = Recorder<Int>()
+        let feeder = EventLog<Int>()
         inline {
             subject.subscribe(next: { value in
                 if value < 3 { subject.sendNext(value + 1) }
@@ -108,7 +108,7 @@ import Testing
 
     @Test func reentrantSubscribeDuringDelivery() {
         let subject = ReplaySubject<Int>()
-        let inner = Recorder<Int>()
+        let inner = EventLog<Int>()
         inline {
             subject.subscribe(next: { value in
                 if value == 2 { inner.subscribe(to: subject) }
@@ -125,9 +125,9 @@ import Testing
     /// sees is exactly the recorded order, replay and live together.
     @Test func replayThenLiveKeepsRecordedOrder() {
         let subject = ReplaySubject<Int>()
-        let early = Recorder<Int>()
+        let early = EventLog<Int>()
         inline { early.subscribe(to: subject) }
-        let lateRecorders = (0..<4).map { _ in Recorder<Int>() }
+        let lateRecorders = (0..<4).map { _ in EventLog<Int>() }
         let group = DispatchGroup()
         for sender in 0..<4 {
             DispatchQueue.global().async(group: group) {

@@ -9,7 +9,7 @@ struct TestError: Error, Equatable, CustomStringConvertible {
 
 /// Records the events one subscription delivers, as strings ("next(1)", "completed",
 /// "error(TestError(1))") so whole histories compare with `==`.
-final class Recorder<Value: Sendable>: @unchecked Sendable {
+final class EventLog<Value: Sendable>: @unchecked Sendable {
     private let lock = Lock()
     private var recorded: [String] = []
     private var recordedValues: [Value] = []

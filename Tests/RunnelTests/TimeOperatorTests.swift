@@ -17,7 +17,7 @@ struct TimeScenarios {
     func throttleDropsHeldValueForUnthrottled() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         perform {
             recorder.subscribe(to: subject.throttle(.seconds(1), on: scheduler, valuesPassing: { $0 % 2 == 0 }))
             subject.sendNext(2)
@@ -40,7 +40,7 @@ struct TimeScenarios {
     func delayDoesNotDelayErrors() -> (beforeDeadline: [String], after: [String]) {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         perform {
             recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler))
             subject.sendNext(1)
@@ -55,7 +55,7 @@ struct TimeScenarios {
     func delayCancelsOnDispose() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let subscription = Locked<Disposable?>(nil)
         perform {
             subscription.withLock { $0 = recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler)) }
@@ -74,7 +74,7 @@ struct TimeScenarios {
     /// timeout never fires after the subscription is disposed.
     func timeoutDoesNotFireAfterDispose() -> [String] {
         let scheduler = self.scheduler
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         let subscription = Locked<Disposable?>(nil)
         perform {
             subscription.withLock { $0 = recorder.subscribe(to: Signal<Int>.never.timeout(.seconds(1), on: scheduler)) }
@@ -89,7 +89,7 @@ struct TimeScenarios {
     func timeoutFires() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         perform {
             recorder.subscribe(to: subject.timeout(.seconds(1), on: scheduler))
             subject.sendNext(1)
@@ -103,7 +103,7 @@ struct TimeScenarios {
     func bufferFlushesOnCompletion() -> [[Int]] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = Recorder<[Int]>()
+        let recorder = EventLog<[Int]>()
         perform {
             recorder.subscribe(to: subject.buffer(withTime: .seconds(1), on: scheduler))
             subject.sendNext(1)
@@ -135,7 +135,7 @@ struct TimeScenarios {
 
     @Test func throttleSendsOnlyAfterQuietInterval() {
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         onTestScheduler(scheduler) { recorder.subscribe(to: subject.throttle(.seconds(1), on: scheduler)) }
         subject.sendNext(1)
         scheduler.advance(by: .milliseconds(500))
@@ -159,7 +159,7 @@ struct TimeScenarios {
 
     @Test func delayShiftsValuesAndCompletion() {
         let subject = Subject<Int>()
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         onTestScheduler(scheduler) { recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler)) }
         subject.sendNext(1)
         scheduler.advance(by: .milliseconds(500))
@@ -185,7 +185,7 @@ struct TimeScenarios {
     }
 
     @Test func timeoutPassesEarlyCompletion() {
-        let recorder = Recorder<Int>()
+        let recorder = EventLog<Int>()
         onTestScheduler(scheduler) { recorder.subscribe(to: Signal.just(5).timeout(.seconds(1), on: scheduler)) }
         scheduler.advance(by: .seconds(5))
         #expect(recorder.events == ["next(5)", "completed"])
@@ -198,7 +198,7 @@ struct TimeScenarios {
 
     @Test func bufferSendsNoEmptyWindowAndDropsOnError() {
         let subject = Subject<Int>()
-        let recorder = Recorder<[Int]>()
+        let recorder = EventLog<[Int]>()
         onTestScheduler(scheduler) { recorder.subscribe(to: subject.buffer(withTime: .seconds(1), on: scheduler)) }
         scheduler.advance(by: .seconds(3))
         #expect(recorder.events.isEmpty)
