@@ -78,7 +78,8 @@ public final class Server: @unchecked Sendable {
         sessions[session.id] = session
         connection.delegate = SessionConnectionDelegate(session: session)
         connection.startReading()
-        logger.debug("connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
+        logger.debug(
+            "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
     }
 
     func sessionDidClose(_ session: Session) {

@@ -131,7 +131,8 @@ extension Session {
         }
         if let existing = server.registry[name] {
             guard existing.kind == kind, existing.capacity == capacity else {
-                let has = existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
+                let has =
+                    existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(has)")
             }
         } else {
