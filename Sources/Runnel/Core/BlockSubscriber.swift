@@ -8,8 +8,10 @@
 public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
     private let lock = Lock(recursive: true)
     /// Guarded by `lock`. Once stopped, no block runs again and the blocks are released.
+    /// `next` is not optional so that the per-value path forms no generic type (each costs a
+    /// runtime metadata lookup in unspecialised code); a stopped subscriber holds a no-op.
     private var stopped = false
-    private var next: (@Sendable (Value) -> Void)?
+    private var next: @Sendable (Value) -> Void
     private var error: (@Sendable (any Error) -> Void)?
     private var completed: (@Sendable () -> Void)?
 
@@ -21,7 +23,7 @@ public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Send
         error: (@Sendable (any Error) -> Void)? = nil,
         completed: (@Sendable () -> Void)? = nil
     ) {
-        self.next = next
+        self.next = next ?? { _ in }
         self.error = error
         self.completed = completed
         self.disposable = CompoundDisposable()
@@ -34,15 +36,15 @@ public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Send
 
     private func clearBlocks() {
         stopped = true
-        next = nil
+        next = { _ in }
         error = nil
         completed = nil
     }
 
     public func sendNext(_ value: Value) {
         lock.lock()
-        defer { lock.unlock() }
-        next?(value)
+        next(value)
+        lock.unlock()
     }
 
     public func sendError(_ error: any Error) {

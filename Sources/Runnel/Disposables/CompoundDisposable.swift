@@ -31,7 +31,9 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
         guard let disposable, disposable !== self else { return }
         let added: Bool = lock.withLock {
             guard children != nil else { return false }
-            children!.append(disposable)
+            // A subscription is often handed the same child twice in a row (by `didSubscribe`
+            // and as the body's result): keep one.
+            if children!.last !== disposable { children!.append(disposable) }
             return true
         }
         if !added { disposable.dispose() }

@@ -13,35 +13,44 @@
 /// ignored, and a late subscriber gets the kind's replayed values and then the terminal event
 /// instead of waiting forever.
 public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sendable {
-    /// One subscriber's place in the subject.
-    final class Entry: @unchecked Sendable {
-        let subscriber: PassthroughSubscriber<Value>
-        init(_ subscriber: PassthroughSubscriber<Value>) { self.subscriber = subscriber }
-    }
+    /// The subscribers' passthroughs, typed as `AnyObject`: an array of a type generic over
+    /// `Value` would cost a runtime metadata lookup per send in the library's unspecialised
+    /// code. Every element is a `PassthroughSubscriber<Value>`.
+    typealias Entries = ContiguousArray<AnyObject>
 
     /// Work waiting for the drain: an event for the subscribers there were when it was
     /// accepted, or the catch-up of one new subscriber.
     enum Job {
-        case event(Event<Value>, ContiguousArray<Entry>)
-        case catchUp(Entry, [Value], Event<Value>?)
+        case event(Event<Value>, Entries)
+        case catchUp(PassthroughSubscriber<Value>, [Value], Event<Value>?)
     }
 
-    struct State {
-        var entries: ContiguousArray<Entry> = []
-        var terminal: Event<Value>?
-        var draining = false
-        var jobs = RingBuffer<Job>()
-        var history: RingBuffer<Value>
-    }
-
-    let state: Locked<State>
+    // The state is kept in plain stored properties under one lock rather than a generic
+    // struct: the library's generic code is not specialised for the caller's `Value`, and
+    // every generic type it forms costs a runtime metadata lookup. The per-value path
+    // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
+    // `Value`.
+    let lock = Lock()
+    /// Guarded by `lock`: the current subscribers.
+    private var entries: Entries = []
+    /// Guarded by `lock`: the terminal event once accepted; `terminated` mirrors it.
+    private var terminal: Event<Value>?
+    private var terminated = false
+    /// Guarded by `lock`: a thread is delivering; jobs queued for it, and their number.
+    private var draining = false
+    private var jobs = RingBuffer<Job>()
+    private var jobCount = 0
+    /// Guarded by `lock`: the values kept for late subscribers (replay and behavior subjects).
+    var history: RingBuffer<Value>
+    private let keepsHistory: Bool
 
     /// Subscriptions this subject was handed as a subscriber (disposed when it terminates).
     public let disposable = CompoundDisposable()
 
     /// A plain subject.
     public init() {
-        state = Locked(State(history: RingBuffer(capacity: 0)))
+        history = RingBuffer(capacity: 0)
+        keepsHistory = false
         super.init(serializes: false, body: nil)
     }
 
@@ -49,51 +58,90 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     init(historyCapacity: Int, initial: [Value] = []) {
         var history = RingBuffer<Value>(capacity: historyCapacity)
         for value in initial { history.append(value) }
-        state = Locked(State(history: history))
+        self.history = history
+        keepsHistory = historyCapacity > 0
         super.init(serializes: false, body: nil)
     }
 
     /// The number of current subscribers.
-    public var subscriberCount: Int { state.withLock { $0.entries.count } }
+    public var subscriberCount: Int { lock.withLock { entries.count } }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { state.withLock { $0.terminal != nil } }
+    public var isTerminated: Bool { lock.withLock { terminated } }
 
     /// The terminal event, once the subject has one.
-    public var terminalEvent: Event<Value>? { state.withLock { $0.terminal } }
+    public var terminalEvent: Event<Value>? { lock.withLock { terminal } }
 
     // MARK: Subscribing
 
     @discardableResult
     public override func subscribe(_ subscriber: any Subscriber<Value>) -> Disposable {
         let disposable = CompoundDisposable()
-        let entry = Entry(PassthroughSubscriber(subscriber, disposable: disposable, lock: nil))
-        let startDrain: Bool = state.withLock { state in
-            let replayed = state.history.elements
-            if state.terminal == nil { state.entries.append(entry) }
-            guard !replayed.isEmpty || state.terminal != nil else { return false }
-            state.jobs.append(.catchUp(entry, replayed, state.terminal))
-            if state.draining { return false }
-            state.draining = true
-            return true
+        let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
+        lock.lock()
+        if !terminated { entries.append(entry) }
+        var startDrain = false
+        if !history.isEmpty || terminated {
+            jobs.append(.catchUp(entry, history.elements, terminal))
+            jobCount += 1
+            if !draining {
+                draining = true
+                startDrain = true
+            }
         }
+        lock.unlock()
         disposable.add(
             Disposable { [weak self] in
-                self?.state.withLock { state in
-                    if let index = state.entries.lastIndex(where: { $0 === entry }) {
-                        state.entries.remove(at: index)
-                    }
-                }
+                self?.remove(entry)
             })
         if startDrain { drain() }
         return disposable
     }
 
+    private func remove(_ entry: AnyObject) {
+        lock.withLock {
+            if let index = entries.lastIndex(where: { $0 === entry }) { entries.remove(at: index) }
+        }
+    }
+
     // MARK: Sending
 
-    public func sendNext(_ value: Value) { accept(.next(value)) }
-    public func sendError(_ error: any Error) { accept(.error(error)) }
-    public func sendCompleted() { accept(.completed) }
+    public final func sendNext(_ value: Value) {
+        lock.lock()
+        if terminated {
+            lock.unlock()
+            return
+        }
+        if keepsHistory { record(value) }
+        if draining {
+            enqueue(value)
+            lock.unlock()
+            return
+        }
+        draining = true
+        let current = entries
+        lock.unlock()
+        var index = 0
+        while index < current.count {
+            Self.subscriber(current[index]).sendNext(value)
+            index += 1
+        }
+        finishDelivery()
+    }
+
+    // The generic-typed work of `sendNext` sits in functions of its own, so that the runtime
+    // metadata it needs is not looked up on the path that does not use it.
+    @inline(never)
+    private func record(_ value: Value) { history.append(value) }
+
+    @inline(never)
+    private func enqueue(_ value: Value) {
+        jobs.append(.event(.next(value), entries))
+        jobCount += 1
+    }
+
+    public final func sendError(_ error: any Error) { acceptTerminal(.error(error)) }
+    public final func sendCompleted() { acceptTerminal(.completed) }
 
     public func didSubscribe(with other: CompoundDisposable) {
         guard !other.isDisposed else { return }
@@ -101,61 +149,78 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         other.add(PurgeDisposable(parent: disposable, child: other))
     }
 
-    /// Records `event` and delivers it, or queues it for the thread already delivering.
-    final func accept(_ event: Event<Value>) {
-        let (accepted, deliverNow, entries): (Bool, Bool, ContiguousArray<Entry>) = state.withLock { state in
-            guard state.terminal == nil else { return (false, false, []) }
-            let current = state.entries
-            switch event {
-            case .next(let value):
-                state.history.append(value)
-            case .error, .completed:
-                // Terminated: nobody stays subscribed; late subscribers catch up instead.
-                state.terminal = event
-                state.entries = []
-            }
-            if state.draining {
-                state.jobs.append(.event(event, current))
-                return (true, false, [])
-            }
-            state.draining = true
-            return (true, true, current)
+    /// Records the terminal event and delivers it, or queues it for the thread already
+    /// delivering. Nobody stays subscribed; late subscribers catch up instead.
+    private func acceptTerminal(_ event: Event<Value>) {
+        lock.lock()
+        guard !terminated else {
+            lock.unlock()
+            return
         }
-        if deliverNow {
-            deliver(event, to: entries)
-            drain()
+        terminated = true
+        terminal = event
+        let current = entries
+        entries = []
+        if draining {
+            jobs.append(.event(event, current))
+            jobCount += 1
+            lock.unlock()
+        } else {
+            draining = true
+            lock.unlock()
+            deliver(event, to: current)
+            finishDelivery()
         }
-        if accepted && event.isTerminal { disposable.dispose() }
+        disposable.dispose()
     }
 
     @inline(__always)
-    private func deliver(_ event: Event<Value>, to entries: ContiguousArray<Entry>) {
+    private static func subscriber(_ entry: AnyObject) -> PassthroughSubscriber<Value> {
+        unsafeDowncast(entry, to: PassthroughSubscriber<Value>.self)
+    }
+
+    private func deliver(_ event: Event<Value>, to entries: Entries) {
         switch event {
         case .next(let value):
-            for entry in entries { entry.subscriber.sendNext(value) }
+            for entry in entries { Self.subscriber(entry).sendNext(value) }
         case .error(let error):
-            for entry in entries { entry.subscriber.sendError(error) }
+            for entry in entries { Self.subscriber(entry).sendError(error) }
         case .completed:
-            for entry in entries { entry.subscriber.sendCompleted() }
+            for entry in entries { Self.subscriber(entry).sendCompleted() }
         }
+    }
+
+    /// Marks the subject idle, or runs the jobs queued while this thread delivered.
+    @inline(__always)
+    private func finishDelivery() {
+        lock.lock()
+        if jobCount == 0 {
+            draining = false
+            lock.unlock()
+            return
+        }
+        lock.unlock()
+        drain()
     }
 
     /// Runs queued jobs until none is left, then marks the subject idle. Called only by the
     /// thread that set `draining`.
     private func drain() {
         while true {
-            let job: Job? = state.withLock { state in
-                if let job = state.jobs.popFirst() { return job }
-                state.draining = false
-                return nil
+            lock.lock()
+            guard let job = jobs.popFirst() else {
+                draining = false
+                lock.unlock()
+                return
             }
-            guard let job else { return }
+            jobCount -= 1
+            lock.unlock()
             switch job {
             case .event(let event, let entries):
                 deliver(event, to: entries)
-            case .catchUp(let entry, let values, let terminal):
-                for value in values { entry.subscriber.sendNext(value) }
-                if let terminal { terminal.send(to: entry.subscriber) }
+            case .catchUp(let subscriber, let values, let terminal):
+                for value in values { subscriber.sendNext(value) }
+                if let terminal { terminal.send(to: subscriber) }
             }
         }
     }
