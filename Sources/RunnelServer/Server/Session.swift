@@ -120,7 +120,7 @@ final class Session: @unchecked Sendable {
             write(message.label.json)
             write(",\"value\":")
         }
-        write(message.value.buffer)
+        write(message.value.raw.buffer)
         write("}\n")
         server.stats.delivered &+= 1
     }
@@ -170,7 +170,9 @@ final class Session: @unchecked Sendable {
         isClosing = true
         server.logger.notice(
             "closing slow consumer",
-            metadata: ["connection": "\(id)", "peer": "\(connection.remoteAddress)", "pending": "\(connection.pendingBytes)"])
+            metadata: [
+                "connection": "\(id)", "peer": "\(connection.remoteAddress)", "pending": "\(connection.pendingBytes)",
+            ])
         disposeAll()
         write("{\"ev\":\"closing\",\"code\":\"slow_consumer\"}\n")
         connection.closeAfterFlush(timeout: .seconds(2))
