@@ -50,4 +50,35 @@ import Testing
         #expect(array.raw.description == #"[1.50,"é"]"#)
         #expect(try array.decoded() == .array([.number(1.5), .string("é")]))
     }
+
+    @Test func stagesThatDoNotLookAtValuesNeverDecode() throws {
+        let h = try StageHarness().run(
+            #"[{"op":"take","count":5},{"op":"skip","count":1},{"op":"delay","seconds":1},{"op":"merge","subjects":["b"]},{"op":"throttle","seconds":1},{"op":"takeLast","count":3},{"op":"collect"}]"#
+        )
+        let payloads = try ["1", "2", "3"].map { Payload(raw: try RawJSON(validating: $0)) }
+        h.scheduler.performAsCurrent {
+            for payload in payloads { h.source.sendNext(Message(label: h.sourceLabel, value: payload)) }
+        }
+        h.complete()
+        h.complete("b")
+        h.advance(2)
+        #expect(h.values() == ["[3]", "completed"])  // 2 and 3 arrive together: throttled to 3
+        #expect(payloads.allSatisfy { !$0.isDecoded })
+    }
+
+    @Test func aFilterDecodesAndTheNextSubscriberFindsTheTree() throws {
+        let payload = Payload(raw: try RawJSON(validating: "2"))
+        let source = Subject<Message>()
+        let chain = try StageHarness().compiler().compile(
+            [.object(JSONObject([("op", .string("filter")), ("expr", .string(". > 1"))]))], source: source)
+        ImmediateScheduler.shared.performAsCurrent { _ = chain.subscribe(next: { _ in }) }
+        #expect(!payload.isDecoded)
+        source.sendNext(Message(label: SubjectLabel("s"), value: payload))
+        #expect(payload.isDecoded)
+        // A computed value is encoded only when written.
+        let computed = Payload(computed: .number(3))
+        #expect(!computed.isEncoded)
+        _ = computed.raw
+        #expect(computed.isEncoded)
+    }
 }

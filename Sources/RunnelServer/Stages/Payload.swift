@@ -42,6 +42,12 @@ public final class Payload: @unchecked Sendable {
         return value
     }
 
+    /// Whether the tree is at hand (computed, or decoded already).
+    var isDecoded: Bool { decodedCache != nil }
+
+    /// Whether the bytes are at hand (published, or encoded already).
+    var isEncoded: Bool { rawCache != nil }
+
     /// Whether both hold the same JSON value: the same bytes, else structurally equal trees
     /// (`1.0` equals `1`). A value that cannot be decoded equals only identical bytes.
     public func isEquivalent(to other: Payload) -> Bool {
