@@ -128,7 +128,7 @@ final class Session: @unchecked Sendable {
             write(message.label.json)
             write(",\"value\":")
         }
-        write(message.value.buffer)
+        write(message.value.raw.buffer)
         write("}\n")
         server.stats.delivered &+= 1
     }
