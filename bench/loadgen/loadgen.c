@@ -7,7 +7,10 @@
  * wraps around them: the subscriber thread scans its sockets' bytes for markers.
  *
  *   loadgen --proto runnel|redis|nats --port P [--host 127.0.0.1] [--subs K] [--msgs N]
- *           [--size B] [--rate R] [--stages JSON] [--timeout S]
+ *           [--size B] [--rate R] [--stages JSON] [--timeout S] [--subject NAME]
+ *
+ * With --stages (runneld only) each value is an object {"load":0.95,"p":"<payload>"}, so a
+ * chain such as filter(.load > 0.9) + map(.p) has a field to read and keeps the marker.
  *
  * Prints one line of key=value results: delivered, seconds, msgs_per_s, p50_us, p99_us,
  * p999_us, expected. Exit status 0 when every expected delivery arrived, 3 otherwise.
@@ -193,6 +196,9 @@ static size_t build_pub(char *out, uint64_t t) {
     payload[n] = 0;
     switch (proto) {
     case RUNNEL:
+        if (stages) /* an object, so stages have a field to read: {"load":0.95,"p":"~T...~xx"} */
+            return (size_t)sprintf(out, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":{\"load\":0.95,\"p\":\"%s\"}}\n",
+                                   subject, payload);
         return (size_t)sprintf(out, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":\"%s\"}\n", subject, payload);
     case REDIS:
         return (size_t)sprintf(out, "*3\r\n$7\r\nPUBLISH\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n", strlen(subject), subject, n, payload);
