@@ -1,0 +1,181 @@
+import RunnelUV
+
+/// Appends JSON text to a growable byte array: the one place the server turns values into
+/// bytes, without Foundation.
+///
+/// - Strings are quoted and escaped: `"` and `\` with a backslash; U+0008, U+0009, U+000A,
+///   U+000C and U+000D as `\b \t \n \f \r`; every other control character below U+0020 as
+///   `\u00XX`. Everything else, `/` and non-ASCII included, is written as its UTF-8.
+/// - Numbers: an integral Double within ±2^53 is written as an integer (`2`, not `2.0`;
+///   `-0.0` as `0`); any other finite Double as Swift's shortest round-trip `description`,
+///   which is always valid JSON for finite values (`0.1`, `1e+16`, `5e-324`). Infinity and NaN
+///   cannot occur as values (the parser rejects numbers a Double cannot hold and the
+///   expression evaluator must turn such results into `eval` errors); should one reach the
+///   writer anyway it writes `null`, so the output is always valid JSON.
+/// - Output is compact: no whitespace.
+///
+/// A value type, used by one thread at a time.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8]
+
+    public init(reservingCapacity capacity: Int = 128) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    @inline(__always) public mutating func append(_ byte: UInt8) { bytes.append(byte) }
+
+    /// Appends bytes as they are (they must already be JSON, or part of it).
+    @inline(__always) public mutating func append(raw: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: raw)
+    }
+
+    /// Appends a buffer's bytes as they are.
+    public mutating func append(raw buffer: ByteBuffer) {
+        withExtendedLifetime(buffer) { bytes.append(contentsOf: buffer.bytes) }
+    }
+
+    /// Appends ASCII text as it is (JSON punctuation and known-safe keys).
+    @inline(__always) public mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Writes `value` compactly. Iterative, so deeply nested values cannot overflow the stack.
+    public mutating func write(_ value: JSONValue) {
+        var pending: [PendingContainer] = []
+        var current = value
+        while true {
+            switch current {
+            case .null: append("null")
+            case .bool(let flag): flag ? append("true") : append("false")
+            case .number(let number): writeNumber(number)
+            case .string(let string): writeString(string)
+            case .array(let elements):
+                append(UInt8(ascii: "["))
+                pending.append(.array(elements, next: 0))
+            case .object(let object):
+                append(UInt8(ascii: "{"))
+                pending.append(.object(object.members, next: 0))
+            }
+            // Find the next value to write, closing finished containers.
+            var found = false
+            while !found, let top = pending.popLast() {
+                switch top {
+                case .array(let elements, let next):
+                    if next < elements.count {
+                        if next > 0 { append(UInt8(ascii: ",")) }
+                        current = elements[next]
+                        pending.append(.array(elements, next: next + 1))
+                        found = true
+                    } else {
+                        append(UInt8(ascii: "]"))
+                    }
+                case .object(let members, let next):
+                    if next < members.count {
+                        if next > 0 { append(UInt8(ascii: ",")) }
+                        writeString(members[next].key)
+                        append(UInt8(ascii: ":"))
+                        current = members[next].value
+                        pending.append(.object(members, next: next + 1))
+                        found = true
+                    } else {
+                        append(UInt8(ascii: "}"))
+                    }
+                }
+            }
+            if !found { return }
+        }
+    }
+
+    private enum PendingContainer {
+        case array([JSONValue], next: Int)
+        case object([(key: String, value: JSONValue)], next: Int)
+    }
+
+    /// Writes a raw value's exact bytes.
+    public mutating func write(_ raw: RawJSON) { append(raw: raw.buffer) }
+
+    /// Writes a number (see the type's rules).
+    public mutating func writeNumber(_ value: Double) {
+        guard value.isFinite else {
+            append("null")
+            return
+        }
+        if value.magnitude <= 9_007_199_254_740_992 {
+            let integer = Int64(value)
+            if Double(integer) == value {
+                writeInteger(integer)
+                return
+            }
+        }
+        bytes.append(contentsOf: value.description.utf8)
+    }
+
+    /// Writes an integer in decimal.
+    public mutating func writeInteger<Integer: FixedWidthInteger>(_ value: Integer) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        var magnitude = UInt64(value.magnitude)
+        // 20 digits hold any UInt64.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = 20
+            repeat {
+                index -= 1
+                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index..<20]))
+        }
+    }
+
+    /// Writes `string` quoted and escaped.
+    public mutating func writeString(_ string: String) {
+        var string = string
+        string.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes the UTF-8 text `utf8` quoted and escaped. The text must be valid UTF-8 (it is
+    /// copied through unchanged apart from escapes).
+    public mutating func writeString(utf8: UnsafeRawBufferPointer) {
+        append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<utf8.count {
+            let c = utf8[index]
+            guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[runStart..<index]))
+            runStart = index + 1
+            append(UInt8(ascii: "\\"))
+            switch c {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): append(c)
+            case 0x08: append(UInt8(ascii: "b"))
+            case 0x09: append(UInt8(ascii: "t"))
+            case 0x0A: append(UInt8(ascii: "n"))
+            case 0x0C: append(UInt8(ascii: "f"))
+            case 0x0D: append(UInt8(ascii: "r"))
+            default:
+                let hex: StaticString = "0123456789abcdef"
+                append("u00")
+                append(hex.utf8Start[Int(c >> 4)])
+                append(hex.utf8Start[Int(c & 0xF)])
+            }
+        }
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        append(UInt8(ascii: "\""))
+    }
+
+    /// The bytes written so far, as one immutable shared buffer.
+    public func makeBuffer() -> ByteBuffer {
+        bytes.withUnsafeBytes { ByteBuffer(copying: $0) }
+    }
+}
+
+extension JSONValue {
+    /// The compact JSON text of this value (see `JSONWriter` for the number and string rules).
+    public var jsonBytes: [UInt8] {
+        var writer = JSONWriter()
+        writer.write(self)
+        return writer.bytes
+    }
+
+    /// The compact JSON text of this value, as a String.
+    public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
+}

@@ -1,0 +1,25 @@
+/// The JSON type of a value, as seen by the scanner.
+public enum JSONValueKind: Sendable, Equatable {
+    case null, bool, number, string, array, object
+}
+
+/// Where one top-level member's value sits in a scanned request line.
+///
+/// `range` covers the value's exact bytes (a string's quotes included, no surrounding
+/// whitespace). Read it through `ScannedRequest`, which holds the line.
+public struct RequestField: Sendable, Equatable {
+    public let kind: JSONValueKind
+    public let range: Range<Int>
+    /// For a string: whether its content holds backslash escapes. For a number: whether it
+    /// has neither fraction nor exponent.
+    let flag: Bool
+
+    init(kind: JSONValueKind, range: Range<Int>, flag: Bool = false) {
+        self.kind = kind
+        self.range = range
+        self.flag = flag
+    }
+
+    /// A scalar: null, boolean, number or string (what `ref` may hold).
+    public var isScalar: Bool { kind != .array && kind != .object }
+}

@@ -1,0 +1,54 @@
+/// The top-level request fields the scanner picks out while it validates a line; any other
+/// field is reachable through `ScannedRequest.field(named:)`.
+public enum RequestKey: Int, CaseIterable, Sendable {
+    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token
+
+    /// The field's name on the wire.
+    public var name: String {
+        switch self {
+        case .op: return "op"
+        case .ref: return "ref"
+        case .subject: return "subject"
+        case .sid: return "sid"
+        case .value: return "value"
+        case .ops: return "ops"
+        case .kind: return "kind"
+        case .capacity: return "capacity"
+        case .message: return "message"
+        case .prefix: return "prefix"
+        case .token: return "token"
+        }
+    }
+
+    /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
+    /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
+    static func matching(_ name: UnsafeRawBufferPointer) -> RequestKey? {
+        guard let packed = ByteMatch.packed(name) else { return nil }
+        let count = name.count
+        switch packed {
+        case 0x706F where count == 2: return .op
+        case 0x66_6572 where count == 3: return .ref
+        case 0x64_6973 where count == 3: return .sid
+        case 0x73_706F where count == 3: return .ops
+        case 0x646E_696B where count == 4: return .kind
+        case 0x65_756C_6176 where count == 5: return .value
+        case 0x6E_656B_6F74 where count == 5: return .token
+        case 0x7869_6665_7270 where count == 6: return .prefix
+        case 0x74_6365_6A62_7573 where count == 7: return .subject
+        case 0x65_6761_7373_656D where count == 7: return .message
+        case 0x7974_6963_6170_6163 where count == 8: return .capacity
+        default: return nil
+        }
+    }
+}
+
+/// Byte comparisons against ASCII literals, without building Strings.
+enum ByteMatch {
+    /// Up to eight bytes packed into an integer, the first byte lowest; nil when longer.
+    @inline(__always) static func packed(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
+        guard bytes.count <= 8 else { return nil }
+        var packed: UInt64 = 0
+        for index in 0..<bytes.count { packed |= UInt64(bytes[index]) << UInt64(index * 8) }
+        return packed
+    }
+}

@@ -1,0 +1,163 @@
+/// Reads a request line's envelope in one validating pass.
+///
+/// `scan` walks the line exactly once with the strict grammar of `JSONValidator` (so a
+/// request whose `value` is invalid JSON is rejected as a whole) and records where the
+/// well-known top-level fields' values sit; nothing is decoded and nothing is allocated on
+/// the heap. A line that is not JSON, or is JSON but not an object, throws `badJSON`; what
+/// the fields must hold is the caller's business (`ScannedRequest`'s accessors throw
+/// `badRequest`). When a key is repeated, the last member wins (as in `JSONObject`).
+/// Keys are compared after unescaping, so `"\u006fp"` is `op`. The line should not include
+/// its `\n`; a trailing `\r` is whitespace and is accepted. Stateless and thread-safe.
+public struct RequestScanner: Sendable {
+    public let maxDepth: Int
+
+    public init(maxDepth: Int = JSONLimits.defaultMaxDepth) {
+        self.maxDepth = maxDepth
+    }
+
+    /// Validates `line` and returns its top-level fields. The result points into `line`
+    /// and is valid only while those bytes are.
+    public func scan(_ line: UnsafeRawBufferPointer) throws(RequestError) -> ScannedRequest {
+        var collector = RequestFieldCollector(input: line)
+        do throws(JSONError) {
+            try JSONScanner.scan(line, maxDepth: maxDepth, handler: &collector)
+        } catch {
+            throw RequestError(.badJSON, "invalid JSON: \(error)")
+        }
+        guard collector.isObject else { throw RequestError(.badJSON, "a request must be a JSON object") }
+        return ScannedRequest(line: line, maxDepth: maxDepth, fields: collector.fields)
+    }
+}
+
+/// The fields `RequestScanner` records, one slot per `RequestKey`.
+struct RequestFields {
+    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token: RequestField?
+
+    subscript(key: RequestKey) -> RequestField? {
+        get {
+            switch key {
+            case .op: return op
+            case .ref: return ref
+            case .subject: return subject
+            case .sid: return sid
+            case .value: return value
+            case .ops: return ops
+            case .kind: return kind
+            case .capacity: return capacity
+            case .message: return message
+            case .prefix: return prefix
+            case .token: return token
+            }
+        }
+        set {
+            switch key {
+            case .op: op = newValue
+            case .ref: ref = newValue
+            case .subject: subject = newValue
+            case .sid: sid = newValue
+            case .value: value = newValue
+            case .ops: ops = newValue
+            case .kind: kind = newValue
+            case .capacity: capacity = newValue
+            case .message: message = newValue
+            case .prefix: prefix = newValue
+            case .token: token = newValue
+            }
+        }
+    }
+}
+
+/// Records the values of a top-level object's members (depth 1).
+struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
+    let input: UnsafeRawBufferPointer
+    var matcher: Matcher
+    private(set) var isObject = false
+    private var current: Matcher.Slot?
+    private var containerStart = 0
+
+    init(input: UnsafeRawBufferPointer, matcher: Matcher) {
+        self.input = input
+        self.matcher = matcher
+    }
+
+    private mutating func store(_ field: RequestField) {
+        if let current { matcher.store(field, in: current) }
+    }
+
+    mutating func beginObject(at offset: Int, depth: Int) {
+        if depth == 0 { isObject = true } else if depth == 1 { containerStart = offset }
+    }
+
+    mutating func endObject(end: Int, depth: Int) {
+        if depth == 1 { store(RequestField(kind: .object, range: containerStart..<end)) }
+    }
+
+    mutating func beginArray(at offset: Int, depth: Int) {
+        if depth == 1 { containerStart = offset }
+    }
+
+    mutating func endArray(end: Int, depth: Int) {
+        if depth == 1 { store(RequestField(kind: .array, range: containerStart..<end)) }
+    }
+
+    mutating func key(_ token: JSONStringToken, depth: Int) {
+        guard depth == 1 else { return }
+        let content = UnsafeRawBufferPointer(rebasing: input[token.content])
+        if token.hasEscapes {
+            let name = JSONStringDecoding.string(content: content, hasEscapes: true)
+            var utf8 = name
+            current = utf8.withUTF8 { matcher.slot(forKey: UnsafeRawBufferPointer($0)) }
+        } else {
+            current = matcher.slot(forKey: content)
+        }
+    }
+
+    mutating func string(_ token: JSONStringToken, depth: Int) {
+        if depth == 1 { store(RequestField(kind: .string, range: token.range, flag: token.hasEscapes)) }
+    }
+
+    mutating func number(_ token: JSONNumberToken, depth: Int) {
+        if depth == 1 { store(RequestField(kind: .number, range: token.range, flag: token.isInteger)) }
+    }
+
+    mutating func literal(_ literal: JSONLiteral, range: Range<Int>, depth: Int) {
+        if depth == 1 { store(RequestField(kind: literal == .null ? .null : .bool, range: range)) }
+    }
+}
+
+/// Decides which top-level keys a `TopLevelMemberCollector` keeps, and keeps them.
+protocol TopLevelKeyMatcher {
+    associatedtype Slot
+    /// The slot for the unescaped key `name`, or nil to ignore the member.
+    func slot(forKey name: UnsafeRawBufferPointer) -> Slot?
+    mutating func store(_ field: RequestField, in slot: Slot)
+}
+
+/// Keeps the well-known request fields.
+struct RequestKeyMatcher: TopLevelKeyMatcher {
+    var fields = RequestFields()
+
+    @inline(__always) func slot(forKey name: UnsafeRawBufferPointer) -> RequestKey? { RequestKey.matching(name) }
+
+    @inline(__always) mutating func store(_ field: RequestField, in slot: RequestKey) { fields[slot] = field }
+}
+
+/// Keeps the member with one given name.
+struct NamedKeyMatcher: TopLevelKeyMatcher {
+    let name: [UInt8]
+    var found: RequestField?
+
+    func slot(forKey key: UnsafeRawBufferPointer) -> Void? {
+        key.elementsEqual(name) ? () : nil
+    }
+
+    mutating func store(_ field: RequestField, in slot: Void) { found = field }
+}
+
+typealias RequestFieldCollector = TopLevelMemberCollector<RequestKeyMatcher>
+
+extension TopLevelMemberCollector where Matcher == RequestKeyMatcher {
+    init(input: UnsafeRawBufferPointer) { self.init(input: input, matcher: RequestKeyMatcher()) }
+
+    var fields: RequestFields { matcher.fields }
+}

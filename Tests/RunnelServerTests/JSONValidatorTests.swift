@@ -1,0 +1,117 @@
+import Testing
+
+@testable import RunnelServer
+
+@Suite struct JSONValidatorTests {
+    @Test(arguments: [
+        "null", "true", "false", "0", "-0", "12", "-3.25e+10", "1E-2", "\"\"", "[]", "{}",
+        " [1, 2.5, \"x\", null, true, {\"a\": [false]}] ", "\t\r\n{}\n",
+        "\"\\u00e9\\ud83d\\ude00\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+        "\"caf\u{E9} \u{1F600} \u{7F}\"", "{\"a\":1,\"a\":2}",
+    ])
+    func accepts(_ text: String) {
+        #expect(TestBytes.validate(text) == nil)
+    }
+
+    @Test(arguments: [
+        ("", JSONError.Reason.unexpectedEnd), ("   ", .unexpectedEnd), ("[1,]", .unexpectedByte),
+        ("{\"a\":1,}", .unexpectedByte), ("[,1]", .unexpectedByte), ("01", .trailingData), ("-01", .trailingData),
+        ("1.", .invalidNumber), (".5", .unexpectedByte), ("1e", .invalidNumber), ("-", .invalidNumber),
+        ("+1", .unexpectedByte), ("NaN", .unexpectedByte), ("Infinity", .unexpectedByte), ("-Infinity", .invalidNumber),
+        ("nul", .unexpectedByte), ("truex", .trailingData), ("[1] x", .trailingData), ("{} {}", .trailingData),
+        ("\"a\tb\"", .controlCharacter), ("\"\u{0}\"", .controlCharacter), ("\"\\x\"", .invalidEscape),
+        ("\"\\u12\"", .invalidEscape), ("\"\\u12G4\"", .invalidEscape), ("\"\\'\"", .invalidEscape),
+        ("\"\\ud800\"", .loneSurrogate), ("\"\\udc00\"", .loneSurrogate), ("\"\\ud800\\u0041\"", .loneSurrogate),
+        ("\"\\ud800x\"", .loneSurrogate), ("\"\\udc00\\ud800\"", .loneSurrogate), ("\"abc", .unexpectedEnd),
+        ("{\"a\" 1}", .unexpectedByte), ("{a:1}", .unexpectedByte), ("{\"a\":}", .unexpectedByte),
+        ("[1 2]", .unexpectedByte),
+        ("\u{FEFF}{}", .unexpectedByte), ("'a'", .unexpectedByte), ("[", .unexpectedEnd), ("{\"a\":1", .unexpectedEnd),
+    ])
+    func rejects(_ text: String, _ reason: JSONError.Reason) {
+        #expect(TestBytes.validate(text)?.reason == reason, "\(text)")
+    }
+
+    /// Byte sequences Unicode's Table 3-7 forbids, inside a string.
+    @Test(
+        arguments: [
+            [0xC0, 0xAF], [0xC1, 0xBF], [0xE0, 0x80, 0xAF], [0xE0, 0x9F, 0xBF],  // overlong
+            [0xED, 0xA0, 0x80], [0xED, 0xBF, 0xBF],  // UTF-16 surrogates encoded in UTF-8
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xF0, 0x80, 0x80, 0xAF],  // > U+10FFFF, overlong
+            [0x80], [0xBF], [0xFF], [0xFE], [0xC3], [0xE2, 0x82], [0xF0, 0x9F, 0x98],  // stray or cut short
+            [0xC3, 0x41], [0xE2, 0x28, 0xA1],  // bad continuation
+        ] as [[UInt8]])
+    func rejectsInvalidUTF8(_ sequence: [UInt8]) {
+        let bytes = [UInt8(ascii: "\"")] + sequence + [UInt8(ascii: "\"")]
+        #expect(TestBytes.validate(bytes)?.reason == .invalidUTF8)
+        // Also in a longer string, where the eight-byte fast path runs first.
+        let padded =
+            [UInt8(ascii: "\"")] + Array("abcdefghijklmnop".utf8) + sequence + Array("qrstuvwxyz".utf8) + [0x22]
+        #expect(TestBytes.validate(padded)?.reason == .invalidUTF8)
+    }
+
+    @Test(
+        arguments: [
+            [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0xA0, 0x80], [0xED, 0x9F, 0xBF], [0xEE, 0x80, 0x80], [0xEF, 0xBF, 0xBF],
+            [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
+        ] as [[UInt8]])
+    func acceptsBoundaryUTF8(_ sequence: [UInt8]) {
+        #expect(TestBytes.validate([0x22] + sequence + [0x22]) == nil)
+    }
+
+    /// Every special byte is caught at every position of the eight-byte fast path.
+    @Test func fastPathCatchesSpecialBytesAtEveryOffset() {
+        for special: UInt8 in [0x00, 0x1F, UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x80, 0xFF] {
+            for offset in 0..<17 {
+                var content = [UInt8](repeating: UInt8(ascii: "a"), count: 24)
+                content[offset] = special
+                let error = TestBytes.validate([0x22] + content + [0x22])
+                // A quote ends the string early (then "a..." is trailing data); the others fail in place.
+                #expect(error != nil, "byte \(special) at \(offset)")
+            }
+        }
+        #expect(TestBytes.validate([0x22] + [UInt8](repeating: 0x7F, count: 40) + [0x22]) == nil)
+        #expect(TestBytes.validate([0x22] + [UInt8](repeating: 0x20, count: 40) + [0x22]) == nil)
+    }
+
+    @Test func depthLimitIsExact() {
+        let limit = 5
+        let atLimit = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+        let overLimit = String(repeating: "[", count: limit + 1) + String(repeating: "]", count: limit + 1)
+        #expect(TestBytes.validate(atLimit, maxDepth: limit) == nil)
+        #expect(TestBytes.validate(overLimit, maxDepth: limit)?.reason == .tooDeep)
+        let objects = String(repeating: "{\"a\":", count: limit + 1) + "1" + String(repeating: "}", count: limit + 1)
+        #expect(TestBytes.validate(objects, maxDepth: limit)?.reason == .tooDeep)
+        #expect(TestBytes.validate(objects, maxDepth: limit + 1) == nil)
+        // Scalars add no depth; a limit of 0 allows only scalars.
+        #expect(TestBytes.validate("1", maxDepth: 0) == nil)
+        #expect(TestBytes.validate("[]", maxDepth: 0)?.reason == .tooDeep)
+    }
+
+    @Test func defaultLimitIs128() {
+        let ok = String(repeating: "[", count: 128) + String(repeating: "]", count: 128)
+        let deep = String(repeating: "[", count: 129) + String(repeating: "]", count: 129)
+        #expect(TestBytes.validate(ok) == nil)
+        #expect(TestBytes.validate(deep)?.reason == .tooDeep)
+    }
+
+    /// Far deeper than any limit and than the stack could recurse: rejected, no crash.
+    @Test func hundredThousandOpenBracketsAreRejected() {
+        let open = [UInt8](repeating: UInt8(ascii: "["), count: 100_000)
+        #expect(TestBytes.validate(open)?.reason == .tooDeep)
+        let balanced = open + [UInt8](repeating: UInt8(ascii: "]"), count: 100_000)
+        #expect(TestBytes.validate(balanced)?.reason == .tooDeep)
+        // With a limit that admits it, the scan is iterative and succeeds.
+        #expect(TestBytes.validate(balanced, maxDepth: 100_000) == nil)
+        #expect(TestBytes.validate(open, maxDepth: 1_000_000)?.reason == .unexpectedEnd)
+        // Mixed containers deeper than 64 exercise every word of the container bit stack.
+        let mixed = String(repeating: "[{\"k\":", count: 150) + "0" + String(repeating: "}]", count: 150)
+        #expect(TestBytes.validate(mixed, maxDepth: 300) == nil)
+        let crossed = String(repeating: "[{\"k\":", count: 150) + "0" + String(repeating: "]}", count: 150)
+        #expect(TestBytes.validate(crossed, maxDepth: 300)?.reason == .unexpectedByte)
+    }
+
+    @Test func errorOffsetsPointAtTheProblem() {
+        #expect(TestBytes.validate("[1,2,x]")?.offset == 5)
+        #expect(TestBytes.validate("\"ab\\q\"")?.offset == 3)
+    }
+}
