@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// Signals: `SIGHUP` reloads the config, `SIGTERM` exits cleanly.
+@Suite struct LifecycleTests {
+    @Test func sighupReloadsAuthTokens() throws {
+        var config = RunneldConfig()
+        config.authTokens = ["old-token"]
+        let server = try RunneldProcess(config: config)
+        let before = try server.connect()
+        try before.expectOK(["op": "auth", "token": "old-token"])
+
+        config.authTokens = ["new-token"]
+        try server.rewriteConfig(config)
+        server.signal(SIGHUP)
+        let accepted = try eventually(timeout: .seconds(5), interval: .milliseconds(50)) {
+            let client = try server.connect()
+            return try client.request(#"{"op":"auth","token":"new-token","ref":1}"#) == ["ok": true, "ref": 1]
+                ? client : nil
+        }
+        #expect(accepted != nil, "the new token was not accepted after SIGHUP")
+        #expect(try accepted?.request(#"{"op":"ping","ref":2}"#) == ["ok": true, "ref": 2])
+
+        let stale = try server.connect()
+        try stale.expectFailure(#"{"op":"auth","token":"old-token","ref":3}"#, code: "unauthorized", ref: 3)
+    }
+
+    @Test func sigtermExitsWithStatusZeroAndClosesConnections() throws {
+        let server = try RunneldProcess()
+        let client = try server.connect()
+        try client.subscribe("bye", sid: "s")
+        server.signal(SIGTERM)
+        #expect(try server.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(client.readUntilClosed(timeout: .seconds(5)) != nil, "the connection stayed open")
+    }
+
+    @Test func sigtermWithNoClientsExitsWithStatusZero() throws {
+        let server = try RunneldProcess()
+        server.signal(SIGTERM)
+        #expect(try server.waitForExit(timeout: .seconds(5)) == 0)
+    }
+}

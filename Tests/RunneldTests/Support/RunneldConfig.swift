@@ -1,0 +1,49 @@
+import Foundation
+
+/// The TOML configuration a test hands to `runneld`; unset keys are left out so the daemon's
+/// defaults apply.
+struct RunneldConfig {
+    var maxLineBytes: Int?
+    var maxPendingBytes: Int?
+    /// `"disconnect"` or `"drop"`.
+    var slowConsumer: String?
+    var autoCreate: Bool?
+    var authTokens: [String]?
+    var defaultReplayCapacity: Int?
+    /// `info` by default so the daemon logs the address it listens on.
+    var logLevel: String? = "info"
+    /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
+    var subjects: [[(key: String, toml: String)]] = []
+
+    /// The file's text: top-level keys first, then the `[[subjects]]` tables.
+    var toml: String {
+        var lines: [String] = []
+        if let v = maxLineBytes { lines.append("max_line_bytes = \(v)") }
+        if let v = maxPendingBytes { lines.append("max_pending_bytes = \(v)") }
+        if let v = slowConsumer { lines.append("slow_consumer = \(RunneldConfig.quote(v))") }
+        if let v = autoCreate { lines.append("auto_create = \(v)") }
+        if let v = authTokens { lines.append("auth_tokens = [\(v.map(RunneldConfig.quote).joined(separator: ", "))]") }
+        if let v = defaultReplayCapacity { lines.append("default_replay_capacity = \(v)") }
+        if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
+        for table in subjects {
+            lines.append("")
+            lines.append("[[subjects]]")
+            for (key, toml) in table { lines.append("\(key) = \(toml)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A TOML basic string.
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += String(format: "\\u%04X", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

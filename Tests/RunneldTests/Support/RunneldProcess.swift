@@ -1,0 +1,169 @@
+import Foundation
+import Runnel
+
+/// One `runneld` child process, listening on an ephemeral port of 127.0.0.1.
+///
+/// Owned by one test; not thread-safe. `init` writes the config to a fresh temporary directory,
+/// spawns the daemon with `--listen 127.0.0.1:0 --config <file>`, and waits for the log line
+/// `... listening on 127.0.0.1:PORT` (stdout and stderr are both collected). The process is
+/// killed and reaped on deinit, so no daemon outlives its test, and the directory is removed.
+final class RunneldProcess {
+    static let startupTimeout: Duration = .seconds(15)
+    /// Serialises pipe creation and spawning across parallel tests.
+    private static let spawnLock = Lock()
+
+    let pid: pid_t
+    /// The port the daemon reported it is bound to.
+    let port: UInt16
+    /// The config file, which `rewriteConfig` replaces before a `SIGHUP`.
+    let configPath: String
+    private let directory: String?
+    private let output: OutputCollector
+    private var exitStatus: Int32?
+
+    /// Starts the built `runneld` with `config`.
+    convenience init(config: RunneldConfig = RunneldConfig(), extraArguments: [String] = []) throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("runneld-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let configPath = directory + "/runneld.toml"
+        try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let arguments = ["--listen", "127.0.0.1:0", "--config", configPath] + extraArguments
+        try self.init(
+            executable: try RunneldBinary.path(), arguments: arguments, configPath: configPath, directory: directory)
+    }
+
+    /// Starts any executable that announces `listening on 127.0.0.1:PORT`; the harness's own
+    /// tests use it with `/bin/sh`.
+    init(executable: String, arguments: [String], configPath: String = "", directory: String? = nil) throws {
+        self.configPath = configPath
+        self.directory = directory
+        var pipeFDs: [Int32] = [-1, -1]
+        let spawned: pid_t = try RunneldProcess.spawnLock.withLock {
+            // pipe2 is not visible from Swift here; the lock keeps a parallel test's spawn from
+            // inheriting this pipe between pipe() and FD_CLOEXEC (which would delay our EOF).
+            guard pipe(&pipeFDs) == 0 else { throw HarnessError.system("pipe", errno) }
+            _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
+            do {
+                return try RunneldProcess.spawn(executable, arguments, outputFD: pipeFDs[1])
+            } catch {
+                close(pipeFDs[0])
+                close(pipeFDs[1])
+                throw error
+            }
+        }
+        close(pipeFDs[1])
+        pid = spawned
+        output = OutputCollector(readFD: pipeFDs[0])
+        let announced = output.firstMatch(timeout: RunneldProcess.startupTimeout, RunneldProcess.listeningPort)
+        guard let announced else {
+            // Stop the child before reporting; deinit does not run for a failed init.
+            Glibc.kill(spawned, SIGKILL)
+            var status: Int32 = 0
+            waitpid(spawned, &status, 0)
+            if let directory { try? FileManager.default.removeItem(atPath: directory) }
+            let lines = output.allLines.suffix(40).joined(separator: "\n")
+            throw HarnessError.launch("\(executable) did not report a listening address; output:\n\(lines)")
+        }
+        port = announced
+    }
+
+    deinit {
+        kill()
+        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// Every line the daemon wrote so far (stderr and stdout merged).
+    var stderrLines: [String] { output.allLines }
+
+    /// Opens a new client connection to the daemon.
+    func connect(receiveBufferSize: Int32? = nil) throws -> TestClient {
+        try TestClient(port: port, receiveBufferSize: receiveBufferSize)
+    }
+
+    /// Replaces the config file (atomically, so a reload never reads half a file).
+    func rewriteConfig(_ config: RunneldConfig) throws {
+        try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    func signal(_ signal: Int32) {
+        if exitStatus == nil { Glibc.kill(pid, signal) }
+    }
+
+    /// Waits for the process to exit and returns its exit status, or 128 + the signal number if a
+    /// signal ended it. Throws if it is still running at the deadline.
+    func waitForExit(timeout: Duration = .seconds(5)) throws -> Int32 {
+        let deadline = Deadline(timeout)
+        while true {
+            if let status = reap() { return status }
+            if deadline.hasPassed { throw HarnessError.timeout("runneld pid \(pid) still running") }
+            pollPause(.milliseconds(10))
+        }
+    }
+
+    /// Kills the process if it still runs and reaps it.
+    func kill() {
+        guard exitStatus == nil else { return }
+        if reap() != nil { return }
+        Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        exitStatus = RunneldProcess.decode(status)
+    }
+
+    /// Collects the exit status without blocking; nil while the process runs.
+    private func reap() -> Int32? {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        let result = waitpid(pid, &status, WNOHANG)
+        guard result == pid else { return nil }
+        exitStatus = RunneldProcess.decode(status)
+        return exitStatus
+    }
+
+    private static func decode(_ status: Int32) -> Int32 {
+        let signal = status & 0x7F
+        return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+    }
+
+    /// The port in a line such as `info: listening on 127.0.0.1:40123`.
+    static func listeningPort(in line: String) -> UInt16? {
+        guard line.lowercased().contains("listening"),
+            let match = line.firstMatch(of: /127\.0\.0\.1:(\d+)/),
+            let port = UInt16(match.1), port != 0
+        else { return nil }
+        return port
+    }
+
+    /// `posix_spawn` with stdin from /dev/null, stdout and stderr into `outputFD`, and a clean
+    /// signal state (nothing blocked; HUP, TERM, INT, PIPE at their defaults) whatever thread the
+    /// test runs on.
+    private static func spawn(_ executable: String, _ arguments: [String], outputFD: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
+        posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGHUP, SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else { throw HarnessError.system("posix_spawn \(executable)", result) }
+        return pid
+    }
+}
