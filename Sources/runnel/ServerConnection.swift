@@ -16,6 +16,8 @@ final class ServerConnection {
     /// Where the scan for the next `\n` resumes.
     private var scanStart = 0
     private(set) var isClosedByPeer = false
+    /// Where `recv` writes; its bytes are then appended to `buffer`.
+    private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
 
     init(address: ServerAddress, timeoutMilliseconds: Int32) throws(CLIFailure) {
         self.address = address
@@ -23,7 +25,10 @@ final class ServerConnection {
         buffer.reserveCapacity(128 * 1024)
     }
 
-    deinit { Glibc.close(fd) }
+    deinit {
+        Glibc.close(fd)
+        chunk.deallocate()
+    }
 
     // MARK: Sending
 
@@ -81,16 +86,12 @@ final class ServerConnection {
         }
         if ready == 0 { return false }
         compact()
-        let chunk = 64 * 1024
-        let oldCount = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: chunk))
-        let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + oldCount, chunk, 0) }
-        let failure = errno
-        buffer.removeLast(chunk - max(received, 0))
+        let received = recv(fd, chunk.baseAddress, chunk.count, 0)
         if received < 0 {
-            if failure == EINTR || failure == EAGAIN { return false }
-            throw CLIFailure("lost connection to \(address): \(ServerConnection.describe(failure))")
+            if errno == EINTR || errno == EAGAIN { return false }
+            throw CLIFailure("lost connection to \(address): \(ServerConnection.describe(errno))")
         }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<received]))
         if received == 0 {
             isClosedByPeer = true
             throw CLIFailure("the server closed the connection")
