@@ -30,18 +30,25 @@ set -eu
         while (n-- > 0) s = s "#"
         return s
     }
-    function render(   host, i, line) {
-        printf "\033[H\033[2J"
-        printf "runnel dashboard   (batches: %d, alerts: %d, errors: %d)   Ctrl-C quits\n\n", batches, alerts, errors
-        printf "%-12s %5s  %s\n", "HOST", "LOAD", ""
+    # Redraws in place: home the cursor, end every line by clearing what was left of the
+    # previous frame (\033[K), then clear below (\033[J). No full-screen clear, so no flicker.
+    function line(text) { printf "%s\033[K\n", text }
+    function render(   host, i) {
+        printf "\033[H"
+        line(sprintf("runnel dashboard   (batches: %d, alerts: %d, errors: %d)   Ctrl-C quits", batches, alerts, errors))
+        line("")
+        line(sprintf("%-12s %5s", "HOST", "LOAD"))
         for (i = 1; i <= nhosts; i++) {
             host = order[i]
-            printf "%-12s %5.2f  %s%s\n", host, load[host], (load[host] > 0.9 ? "!" : " "), bar(load[host])
+            line(sprintf("%-12s %5.2f  %s%s", host, load[host], (load[host] > 0.9 ? "!" : " "), bar(load[host])))
         }
-        printf "\nrecent alerts (load > 0.9, filtered by the server):\n"
-        for (i = 1; i <= 5; i++) if (i in alert) printf "  %s\n", alert[i]
-        printf "\nrecent errors (logs.app, level == \"error\"):\n"
-        for (i = 1; i <= 5; i++) if (i in error) printf "  %s\n", error[i]
+        line("")
+        line("recent alerts (load > 0.9, filtered by the server):")
+        for (i = 1; i <= 5; i++) if (alert[i] != "") line("  " alert[i])
+        line("")
+        line("recent errors (logs.app, level == \"error\"):")
+        for (i = 1; i <= 5; i++) if (error[i] != "") line("  " error[i])
+        printf "\033[J"
         fflush()
     }
     {
@@ -64,5 +71,5 @@ set -eu
         if (n > 1 || word[1] == "load") batches++
         render()
     }
-    BEGIN { render() }
+    BEGIN { printf "\033[2J"; render() }
 '
