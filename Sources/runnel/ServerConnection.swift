@@ -17,11 +17,12 @@ final class ServerConnection {
     private var scanStart = 0
     private(set) var isClosedByPeer = false
     /// Where `recv` writes; its bytes are then appended to `buffer`.
-    private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+    private let chunk: UnsafeMutableRawBufferPointer
 
     init(address: ServerAddress, timeoutMilliseconds: Int32) throws(CLIFailure) {
         self.address = address
         fd = try ServerConnection.open(address, timeoutMilliseconds: timeoutMilliseconds)
+        chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         buffer.reserveCapacity(128 * 1024)
     }
 
@@ -57,21 +58,21 @@ final class ServerConnection {
 
     /// The next complete line already received, without its terminator; nil when none is.
     func bufferedLine() -> [UInt8]? {
-        var index = scanStart
-        let end = buffer.count
-        while index < end {
-            if buffer[index] == 0x0A {
-                var lineEnd = index
-                if lineEnd > readStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
-                let line = Array(buffer[readStart..<lineEnd])
-                readStart = index + 1
-                scanStart = readStart
-                return line
-            }
-            index += 1
+        guard scanStart < buffer.count else { return nil }
+        let newline = buffer.withUnsafeBytes { bytes -> Int? in
+            guard let found = memchr(bytes.baseAddress! + scanStart, 0x0A, bytes.count - scanStart) else { return nil }
+            return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
         }
-        scanStart = end
-        return nil
+        guard let newline else {
+            scanStart = buffer.count
+            return nil
+        }
+        var lineEnd = newline
+        if lineEnd > readStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+        let line = Array(buffer[readStart..<lineEnd])
+        readStart = newline + 1
+        scanStart = readStart
+        return line
     }
 
     /// Waits up to `timeoutMilliseconds` (negative: forever) for data and reads what is there.
