@@ -30,7 +30,10 @@ public final class ByteBuffer: @unchecked Sendable {
     /// A buffer holding a copy of `bytes`.
     public convenience init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         let array = Array(bytes)
-        self.init(copying: array.withUnsafeBytes { $0 })
+        // Copy inside `withUnsafeBytes`: the pointer it lends is not valid after it returns.
+        self.init(count: array.count) { target in
+            array.withUnsafeBytes { source in target.copyMemory(from: source) }
+        }
     }
 
     /// A buffer of `count` bytes filled in by `initialize`, which must write all of them.
@@ -57,6 +60,7 @@ public final class ByteBuffer: @unchecked Sendable {
 
 extension ByteBuffer: Equatable {
     public static func == (lhs: ByteBuffer, rhs: ByteBuffer) -> Bool {
-        lhs.count == rhs.count && (lhs.count == 0 || memcmp(lhs.bytes.baseAddress!, rhs.bytes.baseAddress!, lhs.count) == 0)
+        lhs.count == rhs.count
+            && (lhs.count == 0 || memcmp(lhs.bytes.baseAddress!, rhs.bytes.baseAddress!, lhs.count) == 0)
     }
 }

@@ -66,10 +66,11 @@ struct RunneldCommand: ParsableCommand {
             resolved.summaryLines.forEach { print("  \($0)") }
             return
         }
-        // TEMPORARY (for the lead to replace): the server is not written yet. Replace the two
-        // statements below with `try RunneldMain.run(config: resolved)`.
-        print("runneld: the server is not implemented yet; effective configuration:")
-        resolved.summaryLines.forEach { print("  \($0)") }
+        let (path, listen, logLevel) = (config, listen, logLevel)
+        let status = RunneldMain.run(config: resolved) {
+            try ServerConfig.resolve(configPath: path, listen: listen, logLevel: logLevel)
+        }
+        if status != 0 { throw ExitCode(status) }
     }
 
     /// Parses the arguments and runs, turning every command-line error into status 2 (not

@@ -115,3 +115,25 @@ import Testing
         #expect(TestBytes.validate("\"ab\\q\"")?.offset == 3)
     }
 }
+
+@Suite struct JSONUTF8OracleTests {
+    /// Random byte strings inside a JSON string: accepted exactly when the standard library
+    /// finds them well-formed UTF-8 (bytes that JSON treats specially are left out).
+    @Test func agreesWithTheStandardLibrary() {
+        var generator = SystemRandomNumberGenerator()
+        let interesting: [UInt8] = [
+            0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED,
+            0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ]
+        var accepted = 0
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 1...24, using: &generator)
+            let content = (0..<length).map { _ in interesting.randomElement(using: &generator)! }
+            let expected = String(validating: content, as: UTF8.self) != nil
+            let found = TestBytes.validate([0x22] + content + [0x22]) == nil
+            #expect(found == expected, "\(content)")
+            if found { accepted += 1 }
+        }
+        #expect(accepted > 0)
+    }
+}

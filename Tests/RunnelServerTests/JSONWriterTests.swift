@@ -87,4 +87,22 @@ import Testing
         // Taking the nest apart one level at a time keeps its destruction iterative too.
         while case .array(let elements) = value, let first = elements.first { value = first }
     }
+
+    /// Values that cross the recursion limit, with siblings before and after each level,
+    /// encode the same way on both sides of it.
+    @Test func encodesAcrossTheRecursionLimit() throws {
+        var value = JSONValue.string("core")
+        for level in 0..<(JSONWriter.recursionLimit * 2 + 3) {
+            value =
+                level % 2 == 0
+                ? .array([.number(Double(level)), value, .null])
+                : .object(JSONObject([("a", .bool(true)), ("n\(level)", value), ("z", .array([]))]))
+        }
+        let bytes = value.jsonBytes
+        #expect(TestBytes.validate(bytes, maxDepth: 1000) == nil)
+        #expect(try JSONParser(maxDepth: 1000).parse(bytes) == value)
+        #expect(TestBytes.text(bytes).hasPrefix(#"[130,{"a":true,"n129":[128,{"a":true,"n127":[126,"#))
+        #expect(TestBytes.text(bytes).hasSuffix(#"},null],"z":[]},null]"#))
+        #expect(TestBytes.text(bytes).contains(#"{"a":true,"n1":[0,"core",null],"z":[]}"#))
+    }
 }

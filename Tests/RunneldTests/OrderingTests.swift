@@ -31,6 +31,21 @@ import Testing
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "kept", "value": "end"])
     }
 
+    @Test func halfCloseGetsItsRepliesAndDisposesSubscriptionsAtOnce() throws {
+        let server = try RunneldProcess()
+        let client = try server.connect()
+        // As `echo ... | nc -q1` does: send, then shut down the sending side.
+        try client.send(#"{"op":"sub","subject":"hc.x","sid":"h","ref":1}"#)
+        try client.send(#"{"op":"ping","ref":2}"#)
+        client.shutdownWrite()
+        #expect(try client.readJSON() == ["ok": true, "ref": 1, "sid": "h"])
+        #expect(try client.readJSON() == ["ok": true, "ref": 2])
+        #expect(client.readUntilClosed() == [])
+        let control = try server.connect()
+        #expect(try control.publish("hc.x", 42) == 0)
+        #expect(try control.stats()["subscriptions"] == 0)
+    }
+
     @Test func eachSubscriptionSeesPublishOrder() throws {
         let server = try RunneldProcess()
         let subscriber = try server.connect()

@@ -196,8 +196,10 @@ import Testing
         #expect(try subscriber.readJSON() == ["ev": "completed", "sid": "named"])
         #expect(try control.list(prefix: "dl.").isEmpty)
 
-        // The pattern subscription goes on, and the name can be created again with another kind.
+        // The pattern subscription goes on, and the name can be created again with another kind;
+        // the pattern joins the new behavior subject, which first sends it its current value.
         try control.expectOK(["op": "create", "subject": "dl.x", "kind": "behavior", "value": 1])
+        #expect(try subscriber.readJSON() == ["ev": "next", "sid": "pattern", "subject": "dl.x", "value": 1])
         #expect(try control.publish("dl.x", 2) == 1)
         #expect(try subscriber.readJSON() == ["ev": "next", "sid": "pattern", "subject": "dl.x", "value": 2])
         try control.expectFailure(#"{"op":"delete","subject":"dl.never","ref":1}"#, code: "unknown_subject", ref: 1)

@@ -7,11 +7,10 @@
 /// ends on its own is purged from `disposable`, so a long-lived subscriber does not grow.
 public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
     private let lock = Lock(recursive: true)
-    /// Guarded by `lock`. Once stopped, no block runs again and the blocks are released.
-    private var stopped = false
-    private var next: (@Sendable (Value) -> Void)?
-    private var error: (@Sendable (any Error) -> Void)?
-    private var completed: (@Sendable () -> Void)?
+    /// Guarded by `lock`. Kept apart from the subscriber so that `disposable` can clear it
+    /// without referring back to the subscriber (a weak reference would move the
+    /// subscriber's reference counts to a slow side table, on the per-value path).
+    private let blocks: Blocks<Value>
 
     /// Holds every subscription this subscriber was handed. Disposing it stops the subscriber.
     public let disposable: CompoundDisposable
@@ -21,35 +20,24 @@ public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Send
         error: (@Sendable (any Error) -> Void)? = nil,
         completed: (@Sendable () -> Void)? = nil
     ) {
-        self.next = next
-        self.error = error
-        self.completed = completed
+        let blocks = Blocks(next: next, error: error, completed: completed)
+        self.blocks = blocks
         self.disposable = CompoundDisposable()
         let lock = self.lock
-        disposable.add(
-            Disposable { [weak self] in
-                lock.withLock { self?.clearBlocks() }
-            })
-    }
-
-    private func clearBlocks() {
-        stopped = true
-        next = nil
-        error = nil
-        completed = nil
+        disposable.add(Disposable { lock.withLock { blocks.clear() } })
     }
 
     public func sendNext(_ value: Value) {
         lock.lock()
-        defer { lock.unlock() }
-        next?(value)
+        blocks.next(value)
+        lock.unlock()
     }
 
     public func sendError(_ error: any Error) {
         lock.lock()
         defer { lock.unlock() }
-        guard !stopped else { return }
-        let block = self.error
+        guard !blocks.stopped else { return }
+        let block = blocks.error
         stop()
         block?(error)
     }
@@ -57,15 +45,15 @@ public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Send
     public func sendCompleted() {
         lock.lock()
         defer { lock.unlock() }
-        guard !stopped else { return }
-        let block = completed
+        guard !blocks.stopped else { return }
+        let block = blocks.completed
         stop()
         block?()
     }
 
     /// Drops the blocks and disposes every subscription (called with the lock held).
     private func stop() {
-        clearBlocks()
+        blocks.clear()
         disposable.dispose()
     }
 
@@ -91,5 +79,32 @@ final class PurgeDisposable: Disposable, @unchecked Sendable {
     override func dispose() {
         guard markDisposed() else { return }
         parent?.remove(child)
+    }
+}
+
+/// A block subscriber's blocks, guarded by its lock. Once stopped, no block runs again and
+/// the blocks are released. `next` is not optional so that the per-value path forms no
+/// generic type (each costs a runtime metadata lookup in unspecialised code); a stopped
+/// subscriber holds a no-op.
+final class Blocks<Value: Sendable>: @unchecked Sendable {
+    private(set) var stopped = false
+    private(set) var next: @Sendable (Value) -> Void
+    private(set) var error: (@Sendable (any Error) -> Void)?
+    private(set) var completed: (@Sendable () -> Void)?
+
+    init(
+        next: (@Sendable (Value) -> Void)?, error: (@Sendable (any Error) -> Void)?,
+        completed: (@Sendable () -> Void)?
+    ) {
+        self.next = next ?? { _ in }
+        self.error = error
+        self.completed = completed
+    }
+
+    func clear() {
+        stopped = true
+        next = { _ in }
+        error = nil
+        completed = nil
     }
 }

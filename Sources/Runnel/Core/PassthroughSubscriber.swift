@@ -6,12 +6,16 @@
 /// released. With a `lock` (signals made by `Signal.create`, whose bodies may send from any
 /// thread) it also serialises events; operator signals pass none, because their upstream is
 /// already serialised.
+import Synchronization
+
 final class PassthroughSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
     let downstream: any Subscriber<Value>
     let disposable: CompoundDisposable
     private let lock: Lock?
-    /// Touched only while events are serialised.
-    private var terminated = false
+    /// Touched only while events are serialised, so relaxed ordering is enough; an atomic
+    /// rather than a stored `var` because a class's `var` gets a dynamic exclusivity check on
+    /// every access, on the per-value path of every operator.
+    private let terminated = Atomic<Bool>(false)
 
     init(_ downstream: any Subscriber<Value>, disposable: CompoundDisposable, lock: Lock?) {
         self.downstream = downstream
@@ -33,15 +37,15 @@ final class PassthroughSubscriber<Value: Sendable>: Subscriber, @unchecked Senda
 
     func sendNext(_ value: Value) {
         serialized {
-            guard !terminated, !disposable.isDisposed else { return }
+            guard !terminated.load(ordering: .relaxed), !disposable.isDisposed else { return }
             downstream.sendNext(value)
         }
     }
 
     func sendError(_ error: any Error) {
         serialized {
-            guard !terminated, !disposable.isDisposed else { return }
-            terminated = true
+            guard !terminated.load(ordering: .relaxed), !disposable.isDisposed else { return }
+            terminated.store(true, ordering: .relaxed)
             downstream.sendError(error)
         }
         disposable.dispose()
@@ -49,8 +53,8 @@ final class PassthroughSubscriber<Value: Sendable>: Subscriber, @unchecked Senda
 
     func sendCompleted() {
         serialized {
-            guard !terminated, !disposable.isDisposed else { return }
-            terminated = true
+            guard !terminated.load(ordering: .relaxed), !disposable.isDisposed else { return }
+            terminated.store(true, ordering: .relaxed)
             downstream.sendCompleted()
         }
         disposable.dispose()

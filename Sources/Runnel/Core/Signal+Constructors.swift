@@ -39,6 +39,10 @@ extension Signal {
 
     /// Sends each element of `sequence` in order, then completes (ReactiveCocoa's
     /// `rac_sequence.signal`). Stops early once disposed.
+    ///
+    /// Inlinable so that the loop is specialised for the caller's sequence type: iterating
+    /// an unknown `Sequence` through witness tables costs far more than sending the value.
+    @inlinable
     public static func from<S: Sequence & Sendable>(_ sequence: S) -> Signal<Value> where S.Element == Value {
         operatorSignal(name: "+from: \(S.self)") { subscriber in
             // Linked into the subscription, so the loop sees disposal (by `take`, say) at once.

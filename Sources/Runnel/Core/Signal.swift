@@ -46,6 +46,7 @@ public class Signal<Value: Sendable>: @unchecked Sendable {
     /// A signal for operators whose body is handed an already-serialised upstream: no lock is
     /// taken per event. The body must only send from events of serialised sources (or take
     /// its own lock when it merges several).
+    @usableFromInline
     static func operatorSignal(
         name: @autoclosure () -> String = "", _ body: @escaping @Sendable (any Subscriber<Value>) -> Disposable?
     ) -> Signal<Value> {

@@ -5,16 +5,22 @@
 /// long-lived compound does not grow without bound). Children are disposed outside the lock,
 /// so a child's action may touch this compound again.
 public final class CompoundDisposable: Disposable, @unchecked Sendable {
-    private let lock = Lock()
-    /// Guarded by `lock`; nil once disposed.
-    private var children: ContiguousArray<Disposable>? = []
+    /// A spin lock, not a `Lock`: subscriptions make several compounds each, and the
+    /// sections below only touch the children (which are disposed outside it).
+    private let lock = SpinLock()
+    /// Guarded by `lock`. Most compounds hold one to three children, so two live inline and
+    /// only more take an array allocation.
+    private var first: Disposable?
+    private var second: Disposable?
+    private var rest: ContiguousArray<Disposable> = []
+    private var disposedChildren = false
 
     public override init() { super.init() }
 
     /// A compound that starts out holding `disposables`.
     public init(_ disposables: [Disposable]) {
-        children = ContiguousArray(disposables)
         super.init()
+        for disposable in disposables { store(disposable) }
     }
 
     /// A compound with an action of its own, run when it is disposed, after its children.
@@ -23,18 +29,33 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
     }
 
     /// The number of children now held (for tests and leak checks).
-    public var count: Int { lock.withLock { children?.count ?? 0 } }
+    public var count: Int {
+        lock.withLock { (first == nil ? 0 : 1) + (second == nil ? 0 : 1) + rest.count }
+    }
 
     /// Adds `disposable`; disposes it at once when this compound is already disposed.
     /// A nil argument is ignored.
     public func add(_ disposable: Disposable?) {
         guard let disposable, disposable !== self else { return }
         let added: Bool = lock.withLock {
-            guard children != nil else { return false }
-            children!.append(disposable)
+            guard !disposedChildren else { return false }
+            // A subscription is often handed the same child twice in a row (by `didSubscribe`
+            // and as the body's result): keep one.
+            if (rest.last ?? second ?? first) !== disposable { store(disposable) }
             return true
         }
         if !added { disposable.dispose() }
+    }
+
+    /// Puts `disposable` in the first free place (lock held, or during init).
+    private func store(_ disposable: Disposable) {
+        if first == nil && rest.isEmpty && second == nil {
+            first = disposable
+        } else if second == nil && rest.isEmpty {
+            second = disposable
+        } else {
+            rest.append(disposable)
+        }
     }
 
     /// Adds a block to run when this compound is disposed.
@@ -45,17 +66,29 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
     /// Takes `disposable` out without disposing it. Does nothing if it is not held.
     public func remove(_ disposable: Disposable) {
         lock.withLock {
-            guard let index = children?.lastIndex(where: { $0 === disposable }) else { return }
-            children!.remove(at: index)
+            if let index = rest.lastIndex(where: { $0 === disposable }) {
+                rest.remove(at: index)
+            } else if second === disposable {
+                second = nil
+            } else if first === disposable {
+                first = nil
+            }
         }
     }
 
     public override func dispose() {
         guard markDisposed() else { return }
-        let toDispose = lock.withLock { () -> ContiguousArray<Disposable>? in
-            defer { children = nil }
-            return children
+        let (one, two, more) = lock.withLock { () -> (Disposable?, Disposable?, ContiguousArray<Disposable>) in
+            disposedChildren = true
+            defer {
+                first = nil
+                second = nil
+                rest = []
+            }
+            return (first, second, rest)
         }
-        toDispose?.forEach { $0.dispose() }
+        one?.dispose()
+        two?.dispose()
+        for disposable in more { disposable.dispose() }
     }
 }

@@ -44,9 +44,11 @@ extension Scheduler {
     /// Schedules recursive work (ReactiveCocoa's `scheduleRecursiveBlock:`): `action` gets a
     /// `reschedule` function that schedules `action` again.
     ///
-    /// Deep recursion is unrolled: a `reschedule` called while `action` is still running
-    /// (as on an immediate scheduler) is remembered and run in a loop once `action` returns,
-    /// so 100,000 levels take no stack. Disposing the result stops further runs.
+    /// Each `reschedule` schedules `action` on this scheduler again, so on an asynchronous
+    /// scheduler other work interleaves. On a scheduler that runs work synchronously (the
+    /// immediate scheduler) deep recursion is unrolled: the nested run is deferred until
+    /// `action` returns and then run in a loop, so 100,000 levels take no stack. Disposing
+    /// the result stops further runs.
     @discardableResult
     public func scheduleRecursive(
         _ action: @escaping @Sendable (_ reschedule: @escaping @Sendable () -> Void) -> Void
@@ -59,6 +61,7 @@ extension Scheduler {
     /// Runs `body` now, on this thread, with `currentScheduler` set to this scheduler, and
     /// restores the previous current scheduler afterwards. Schedulers run their work through
     /// it; tests and benchmarks use it to subscribe inline.
+    @discardableResult
     public func performAsCurrent<T>(_ body: () throws -> T) rethrows -> T {
         let previous = CurrentScheduler.storage.value
         let box = SchedulerBox(self)  // thread-local storage holds it unretained
@@ -72,14 +75,21 @@ extension Scheduler {
 }
 
 /// The state of one `scheduleRecursive` call.
+///
+/// Every `reschedule` goes through the scheduler, so an asynchronous scheduler (a queue, the
+/// test scheduler) runs one level per block and other work interleaves, as in ReactiveCocoa.
+/// A scheduler that runs work synchronously inside `schedule` (the immediate scheduler) would
+/// nest one stack frame per level: the block it runs finds `action` still on the stack, counts
+/// itself as pending and returns, and the outer run loops instead (a trampoline).
 private final class RecursiveWork: @unchecked Sendable {
     let scheduler: any Scheduler
     let action: @Sendable (_ reschedule: @escaping @Sendable () -> Void) -> Void
     let disposable: CompoundDisposable
-    /// Guarded by `lock`.
+    private let lock = Lock()
+    /// Guarded by `lock`: whether `action` is on the stack, and how many runs were deferred
+    /// to the loop of that outer run.
     private var running = false
     private var pending = 0
-    private let lock = Lock()
 
     init(
         scheduler: any Scheduler, action: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
@@ -96,38 +106,36 @@ private final class RecursiveWork: @unchecked Sendable {
         disposable.add(holder)
         let work = scheduler.schedule { [self] in
             disposable.remove(holder)
-            runLoop()
+            run()
         }
         holder.inner = work
+        // Work that already ran (synchronously) needs no holder.
+        if work == nil { disposable.remove(holder) }
     }
 
-    /// Runs `action`, then once more for every `reschedule` it made while running, unless that
-    /// `reschedule` came after it returned (then it was scheduled normally).
-    private func runLoop() {
-        lock.withLock { running = true }
-        while !disposable.isDisposed {
-            action { [self] in reschedule() }
-            let again: Bool = lock.withLock {
-                if pending > 0 {
-                    pending -= 1
-                    return true
-                }
-                running = false
-                return false
-            }
-            if !again { return }
-        }
-        lock.withLock { running = false }
-    }
-
-    private func reschedule() {
-        let inline: Bool = lock.withLock {
+    /// Runs `action`, and again for each run deferred while it was on the stack.
+    private func run() {
+        let nested: Bool = lock.withLock {
             if running {
                 pending += 1
                 return true
             }
+            running = true
             return false
         }
-        if !inline { scheduleNext() }
+        if nested { return }
+        while !disposable.isDisposed {
+            action { [self] in scheduleNext() }
+            let again: Bool = lock.withLock {
+                guard pending > 0 else { return false }
+                pending -= 1
+                return true
+            }
+            if !again { break }
+        }
+        lock.withLock {
+            running = false
+            pending = 0
+        }
     }
 }

@@ -60,11 +60,18 @@ public final class TestScheduler: Scheduler {
     }
 
     private func enqueue(at time: SchedulerTime?, _ action: @escaping @Sendable () -> Void) -> Disposable {
-        let disposable = Disposable()
+        let sequence = state.withLock { state -> UInt64 in
+            defer { state.nextSequence += 1 }
+            return state.nextSequence
+        }
+        // Cancelling takes the block out at once, releasing what it captured (often the sink
+        // that holds this scheduler: leaving it queued would keep that cycle alive).
+        let disposable = Disposable { [weak self] in
+            self?.state.withLock { state in state.items.removeAll { $0.sequence == sequence } }
+        }
         state.withLock { state in
             let due = max(time ?? state.now, state.now)
-            let item = Item(due: due, sequence: state.nextSequence, disposable: disposable, action: action)
-            state.nextSequence += 1
+            let item = Item(due: due, sequence: sequence, disposable: disposable, action: action)
             // Insert after every item due at or before `due`: FIFO among equal deadlines.
             var low = 0
             var high = state.items.count

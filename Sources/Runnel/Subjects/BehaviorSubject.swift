@@ -9,6 +9,6 @@ public final class BehaviorSubject<Value: Sendable>: ReplaySubject<Value>, @unch
 
     /// The current value.
     public var value: Value {
-        state.withLock { $0.history.elements.last! }
+        lock.withLock { history.elements.last! }
     }
 }

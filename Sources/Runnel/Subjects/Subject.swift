@@ -13,35 +13,44 @@
 /// ignored, and a late subscriber gets the kind's replayed values and then the terminal event
 /// instead of waiting forever.
 public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sendable {
-    /// One subscriber's place in the subject.
-    final class Entry: @unchecked Sendable {
-        let subscriber: PassthroughSubscriber<Value>
-        init(_ subscriber: PassthroughSubscriber<Value>) { self.subscriber = subscriber }
-    }
+    /// The subscribers' passthroughs, typed as `AnyObject`: an array of a type generic over
+    /// `Value` would cost a runtime metadata lookup per send in the library's unspecialised
+    /// code. Every element is a `PassthroughSubscriber<Value>`.
+    typealias Entries = ContiguousArray<AnyObject>
 
     /// Work waiting for the drain: an event for the subscribers there were when it was
     /// accepted, or the catch-up of one new subscriber.
     enum Job {
-        case event(Event<Value>, ContiguousArray<Entry>)
-        case catchUp(Entry, [Value], Event<Value>?)
+        case event(Event<Value>, Entries)
+        case catchUp(PassthroughSubscriber<Value>, [Value], Event<Value>?)
     }
 
-    struct State {
-        var entries: ContiguousArray<Entry> = []
-        var terminal: Event<Value>?
-        var draining = false
-        var jobs = RingBuffer<Job>()
-        var history: RingBuffer<Value>
-    }
-
-    let state: Locked<State>
+    // The state is kept in plain stored properties under one lock rather than a generic
+    // struct: the library's generic code is not specialised for the caller's `Value`, and
+    // every generic type it forms costs a runtime metadata lookup. The per-value path
+    // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
+    // `Value`.
+    let lock = Lock()
+    /// Guarded by `lock`: the fields of the per-value path, in memory of their own. Reached
+    /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
+    /// `var`s get on every access), and their layout does not depend on `Value`.
+    private let core: UnsafeMutablePointer<SubjectCore>
+    /// Guarded by `lock`: the terminal event once accepted (`core.terminated` mirrors it).
+    private var terminal: Event<Value>?
+    /// Guarded by `lock`: jobs queued for the delivering thread (`core.jobCount` counts them).
+    private var jobs = RingBuffer<Job>()
+    /// Guarded by `lock`: the values kept for late subscribers (replay and behavior subjects).
+    var history: RingBuffer<Value>
+    private let keepsHistory: Bool
 
     /// Subscriptions this subject was handed as a subscriber (disposed when it terminates).
     public let disposable = CompoundDisposable()
 
     /// A plain subject.
     public init() {
-        state = Locked(State(history: RingBuffer(capacity: 0)))
+        core = Self.makeCore()
+        history = RingBuffer(capacity: 0)
+        keepsHistory = false
         super.init(serializes: false, body: nil)
     }
 
@@ -49,51 +58,109 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     init(historyCapacity: Int, initial: [Value] = []) {
         var history = RingBuffer<Value>(capacity: historyCapacity)
         for value in initial { history.append(value) }
-        state = Locked(State(history: history))
+        self.history = history
+        core = Self.makeCore()
+        keepsHistory = historyCapacity > 0
         super.init(serializes: false, body: nil)
     }
 
+    private static func makeCore() -> UnsafeMutablePointer<SubjectCore> {
+        let core = UnsafeMutablePointer<SubjectCore>.allocate(capacity: 1)
+        core.initialize(to: SubjectCore())
+        return core
+    }
+
+    deinit {
+        core.deinitialize(count: 1)
+        core.deallocate()
+    }
+
     /// The number of current subscribers.
-    public var subscriberCount: Int { state.withLock { $0.entries.count } }
+    public var subscriberCount: Int { lock.withLock { core.pointee.entries.count } }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { state.withLock { $0.terminal != nil } }
+    public var isTerminated: Bool { lock.withLock { core.pointee.terminated } }
 
     /// The terminal event, once the subject has one.
-    public var terminalEvent: Event<Value>? { state.withLock { $0.terminal } }
+    public var terminalEvent: Event<Value>? { lock.withLock { terminal } }
 
     // MARK: Subscribing
 
     @discardableResult
     public override func subscribe(_ subscriber: any Subscriber<Value>) -> Disposable {
         let disposable = CompoundDisposable()
-        let entry = Entry(PassthroughSubscriber(subscriber, disposable: disposable, lock: nil))
-        let startDrain: Bool = state.withLock { state in
-            let replayed = state.history.elements
-            if state.terminal == nil { state.entries.append(entry) }
-            guard !replayed.isEmpty || state.terminal != nil else { return false }
-            state.jobs.append(.catchUp(entry, replayed, state.terminal))
-            if state.draining { return false }
-            state.draining = true
-            return true
+        let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
+        lock.lock()
+        if !core.pointee.terminated { core.pointee.entries.append(entry) }
+        var startDrain = false
+        if !history.isEmpty || core.pointee.terminated {
+            jobs.append(.catchUp(entry, history.elements, terminal))
+            core.pointee.jobCount += 1
+            if !core.pointee.draining {
+                core.pointee.draining = true
+                startDrain = true
+            }
         }
+        lock.unlock()
+        // The entry is not captured: the subject's list is what keeps a live subscription
+        // alive, so a subject dropped without terminating releases its subscribers. Its
+        // identity is enough to find it (it is alive while listed), and no weak reference is
+        // formed, which would move its reference counts to a slow side table.
+        let id = ObjectIdentifier(entry)
         disposable.add(
             Disposable { [weak self] in
-                self?.state.withLock { state in
-                    if let index = state.entries.lastIndex(where: { $0 === entry }) {
-                        state.entries.remove(at: index)
-                    }
-                }
+                self?.remove(id)
             })
         if startDrain { drain() }
         return disposable
     }
 
+    private func remove(_ id: ObjectIdentifier) {
+        lock.withLock {
+            if let index = core.pointee.entries.lastIndex(where: { ObjectIdentifier($0) == id }) {
+                core.pointee.entries.remove(at: index)
+            }
+        }
+    }
+
     // MARK: Sending
 
-    public func sendNext(_ value: Value) { accept(.next(value)) }
-    public func sendError(_ error: any Error) { accept(.error(error)) }
-    public func sendCompleted() { accept(.completed) }
+    public final func sendNext(_ value: Value) {
+        lock.lock()
+        if core.pointee.terminated {
+            lock.unlock()
+            return
+        }
+        if keepsHistory { record(value) }
+        if core.pointee.draining {
+            enqueue(value)
+            lock.unlock()
+            return
+        }
+        core.pointee.draining = true
+        let current = core.pointee.entries
+        lock.unlock()
+        var index = 0
+        while index < current.count {
+            Self.subscriber(current[index]).sendNext(value)
+            index += 1
+        }
+        finishDelivery()
+    }
+
+    // The generic-typed work of `sendNext` sits in functions of its own, so that the runtime
+    // metadata it needs is not looked up on the path that does not use it.
+    @inline(never)
+    private func record(_ value: Value) { history.append(value) }
+
+    @inline(never)
+    private func enqueue(_ value: Value) {
+        jobs.append(.event(.next(value), core.pointee.entries))
+        core.pointee.jobCount += 1
+    }
+
+    public final func sendError(_ error: any Error) { acceptTerminal(.error(error)) }
+    public final func sendCompleted() { acceptTerminal(.completed) }
 
     public func didSubscribe(with other: CompoundDisposable) {
         guard !other.isDisposed else { return }
@@ -101,62 +168,90 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         other.add(PurgeDisposable(parent: disposable, child: other))
     }
 
-    /// Records `event` and delivers it, or queues it for the thread already delivering.
-    final func accept(_ event: Event<Value>) {
-        let (accepted, deliverNow, entries): (Bool, Bool, ContiguousArray<Entry>) = state.withLock { state in
-            guard state.terminal == nil else { return (false, false, []) }
-            let current = state.entries
-            switch event {
-            case .next(let value):
-                state.history.append(value)
-            case .error, .completed:
-                // Terminated: nobody stays subscribed; late subscribers catch up instead.
-                state.terminal = event
-                state.entries = []
-            }
-            if state.draining {
-                state.jobs.append(.event(event, current))
-                return (true, false, [])
-            }
-            state.draining = true
-            return (true, true, current)
+    /// Records the terminal event and delivers it, or queues it for the thread already
+    /// delivering. Nobody stays subscribed; late subscribers catch up instead.
+    private func acceptTerminal(_ event: Event<Value>) {
+        lock.lock()
+        guard !core.pointee.terminated else {
+            lock.unlock()
+            return
         }
-        if deliverNow {
-            deliver(event, to: entries)
-            drain()
+        core.pointee.terminated = true
+        terminal = event
+        let current = core.pointee.entries
+        core.pointee.entries = []
+        if core.pointee.draining {
+            jobs.append(.event(event, current))
+            core.pointee.jobCount += 1
+            lock.unlock()
+        } else {
+            core.pointee.draining = true
+            lock.unlock()
+            deliver(event, to: current)
+            finishDelivery()
         }
-        if accepted && event.isTerminal { disposable.dispose() }
+        disposable.dispose()
     }
 
     @inline(__always)
-    private func deliver(_ event: Event<Value>, to entries: ContiguousArray<Entry>) {
+    private static func subscriber(_ entry: AnyObject) -> PassthroughSubscriber<Value> {
+        unsafeDowncast(entry, to: PassthroughSubscriber<Value>.self)
+    }
+
+    private func deliver(_ event: Event<Value>, to entries: Entries) {
         switch event {
         case .next(let value):
-            for entry in entries { entry.subscriber.sendNext(value) }
+            for entry in entries { Self.subscriber(entry).sendNext(value) }
         case .error(let error):
-            for entry in entries { entry.subscriber.sendError(error) }
+            for entry in entries { Self.subscriber(entry).sendError(error) }
         case .completed:
-            for entry in entries { entry.subscriber.sendCompleted() }
+            for entry in entries { Self.subscriber(entry).sendCompleted() }
         }
+    }
+
+    /// Marks the subject idle, or runs the jobs queued while this thread delivered.
+    @inline(__always)
+    private func finishDelivery() {
+        lock.lock()
+        if core.pointee.jobCount == 0 {
+            core.pointee.draining = false
+            lock.unlock()
+            return
+        }
+        lock.unlock()
+        drain()
     }
 
     /// Runs queued jobs until none is left, then marks the subject idle. Called only by the
     /// thread that set `draining`.
     private func drain() {
         while true {
-            let job: Job? = state.withLock { state in
-                if let job = state.jobs.popFirst() { return job }
-                state.draining = false
-                return nil
+            lock.lock()
+            guard let job = jobs.popFirst() else {
+                core.pointee.draining = false
+                lock.unlock()
+                return
             }
-            guard let job else { return }
+            core.pointee.jobCount -= 1
+            lock.unlock()
             switch job {
             case .event(let event, let entries):
                 deliver(event, to: entries)
-            case .catchUp(let entry, let values, let terminal):
-                for value in values { entry.subscriber.sendNext(value) }
-                if let terminal { terminal.send(to: entry.subscriber) }
+            case .catchUp(let subscriber, let values, let terminal):
+                for value in values { subscriber.sendNext(value) }
+                if let terminal { terminal.send(to: subscriber) }
             }
         }
     }
+}
+
+/// The part of a subject's state on the per-value path; guarded by the subject's lock.
+struct SubjectCore {
+    /// The subscribers' passthroughs (see `Subject.Entries`).
+    var entries: ContiguousArray<AnyObject> = []
+    /// Whether a terminal event was accepted.
+    var terminated = false
+    /// A thread is delivering; jobs queued for it wait in `Subject.jobs`.
+    var draining = false
+    var jobCount = 0
 }

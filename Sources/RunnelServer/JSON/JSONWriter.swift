@@ -40,8 +40,45 @@ public struct JSONWriter {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// Writes `value` compactly. Iterative, so deeply nested values cannot overflow the stack.
+    /// Writes `value` compactly. Shallow levels recurse (fast); below `recursionLimit` levels
+    /// the rest is written iteratively, so deeply nested values cannot overflow the stack.
     public mutating func write(_ value: JSONValue) {
+        writeRecursively(value, depth: 0)
+    }
+
+    /// How deep `write` recurses before it continues without recursion.
+    static let recursionLimit = 64
+
+    private mutating func writeRecursively(_ value: JSONValue, depth: Int) {
+        switch value {
+        case .null: append("null")
+        case .bool(let flag): flag ? append("true") : append("false")
+        case .number(let number): writeNumber(number)
+        case .string(let string): writeString(string)
+        case .array(let elements):
+            guard depth < Self.recursionLimit else { return writeIteratively(value) }
+            append(UInt8(ascii: "["))
+            for index in elements.indices {
+                if index > 0 { append(UInt8(ascii: ",")) }
+                writeRecursively(elements[index], depth: depth + 1)
+            }
+            append(UInt8(ascii: "]"))
+        case .object(let object):
+            guard depth < Self.recursionLimit else { return writeIteratively(value) }
+            append(UInt8(ascii: "{"))
+            let members = object.members
+            for index in members.indices {
+                if index > 0 { append(UInt8(ascii: ",")) }
+                writeString(members[index].key)
+                append(UInt8(ascii: ":"))
+                writeRecursively(members[index].value, depth: depth + 1)
+            }
+            append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Writes `value` with an explicit stack of open containers instead of recursion.
+    private mutating func writeIteratively(_ value: JSONValue) {
         var pending: [PendingContainer] = []
         var current = value
         while true {

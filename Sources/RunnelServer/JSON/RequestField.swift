@@ -9,16 +9,23 @@ public enum JSONValueKind: Sendable, Equatable {
 /// whitespace). Read it through `ScannedRequest`, which holds the line.
 public struct RequestField: Sendable, Equatable {
     public let kind: JSONValueKind
-    public let range: Range<Int>
     /// For a string: whether its content holds backslash escapes. For a number: whether it
     /// has neither fraction nor exponent.
     let flag: Bool
+    // 32-bit offsets keep the scanner's result small (it is copied once per request); the
+    // scanner refuses lines of 4 GiB or more.
+    private let start: UInt32
+    private let end: UInt32
 
     init(kind: JSONValueKind, range: Range<Int>, flag: Bool = false) {
         self.kind = kind
-        self.range = range
         self.flag = flag
+        start = UInt32(truncatingIfNeeded: range.lowerBound)
+        end = UInt32(truncatingIfNeeded: range.upperBound)
     }
+
+    /// The value's bytes in the line.
+    public var range: Range<Int> { Int(start)..<Int(end) }
 
     /// A scalar: null, boolean, number or string (what `ref` may hold).
     public var isScalar: Bool { kind != .array && kind != .object }

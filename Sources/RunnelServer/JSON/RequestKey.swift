@@ -22,7 +22,7 @@ public enum RequestKey: Int, CaseIterable, Sendable {
 
     /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
     /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
-    static func matching(_ name: UnsafeRawBufferPointer) -> RequestKey? {
+    @inline(__always) static func matching(_ name: UnsafeRawBufferPointer) -> RequestKey? {
         guard let packed = ByteMatch.packed(name) else { return nil }
         let count = name.count
         switch packed {

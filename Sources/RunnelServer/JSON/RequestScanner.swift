@@ -18,6 +18,7 @@ public struct RequestScanner: Sendable {
     /// Validates `line` and returns its top-level fields. The result points into `line`
     /// and is valid only while those bytes are.
     public func scan(_ line: UnsafeRawBufferPointer) throws(RequestError) -> ScannedRequest {
+        guard line.count < Int(UInt32.max) else { throw RequestError(.badJSON, "line too long") }
         var collector = RequestFieldCollector(input: line)
         do throws(JSONError) {
             try JSONScanner.scan(line, maxDepth: maxDepth, handler: &collector)

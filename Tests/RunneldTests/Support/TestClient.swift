@@ -50,6 +50,11 @@ final class TestClient {
         }
     }
 
+    /// Shuts down the sending side only (a half-close, as `nc -N` does after its input).
+    func shutdownWrite() {
+        if fd >= 0 { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
+    }
+
     /// Closes with `SO_LINGER` 0, so the server sees a reset instead of an orderly close.
     func resetAndClose() {
         guard fd >= 0 else { return }

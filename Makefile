@@ -1,0 +1,47 @@
+# Runnel: the two commands a newcomer needs, and the install path.
+#   make run    install what is needed, build, start runneld on config/runneld.toml
+#   make test   install what is needed, run the whole test suite
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR ?= /etc/systemd/system
+SWIFT ?= swift
+APT_PACKAGES = libuv1-dev pkg-config
+
+.PHONY: deps build release run test lint install uninstall clean
+
+# Installs the system packages the build needs (Debian/Ubuntu; run as root or with sudo).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+run: release
+	./.build/release/runneld --config config/runneld.toml
+
+test: deps
+	$(SWIFT) test
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench
+
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)
+	install -m 755 .build/release/runneld .build/release/runnel $(DESTDIR)$(PREFIX)/bin/
+	[ -f $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml ] || install -m 644 config/runneld.toml $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml
+	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/runneld.service > $(DESTDIR)$(UNITDIR)/runneld.service
+	@echo "installed; enable with: systemctl daemon-reload && systemctl enable --now runneld"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/runneld $(DESTDIR)$(PREFIX)/bin/runnel $(DESTDIR)$(UNITDIR)/runneld.service
+
+clean:
+	rm -rf .build .build-*

@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where `now()` reads the time: seconds since the Unix epoch. Tests inject a fixed one.
+public typealias ExpressionClock = @Sendable () -> Double
+
+/// The protocol's expression language: compile once when a `sub` names it, then evaluate per
+/// value. See PROTOCOL.md "Expressions"; the choices it leaves open are documented on
+/// `ExpressionEvaluator` (operators, paths), the node classes and `ExpressionFunction` (functions).
+///
+/// ```swift
+/// let hot = try Expression.compile(".load > 0.9", variables: [])
+/// let keep = try hot.evaluate(value, ExpressionBindings(subject: "cpu")).isTruthy
+/// ```
+public enum Expression {
+    /// The protocol's default `max_expr_bytes`.
+    public static let defaultMaxBytes = 4096
+    /// The protocol's nesting limit.
+    public static let defaultMaxDepth = 64
+
+    /// The wall clock.
+    public static let systemClock: ExpressionClock = {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1_000_000_000
+    }
+
+    /// Compiles `source`, or throws a `bad_expr` error with its message and byte position.
+    ///
+    /// - Parameters:
+    ///   - variables: what the stage binds: `"acc"`, `"index"`, `"prev"`, and `"items"` (which
+    ///     allows `$0`...`$9`; a single digit such as `"0"` allows just that one). `$subject`
+    ///     is always allowed. Naming a variable the stage does not bind is a compile error.
+    ///   - maxBytes: the longest source accepted, in UTF-8 bytes.
+    ///   - maxDepth: the deepest nesting accepted (the whole expression is level 1; each group,
+    ///     array item, object value, call argument, index, ternary branch and prefix operator
+    ///     adds one).
+    ///   - clock: what `now()` reads.
+    public static func compile(
+        _ source: String, variables: Set<String>, maxBytes: Int = defaultMaxBytes,
+        maxDepth: Int = defaultMaxDepth, clock: @escaping ExpressionClock = systemClock
+    ) throws(ExpressionError) -> CompiledExpression {
+        let length = source.utf8.count
+        guard length <= maxBytes else {
+            throw .compile("expression is \(length) bytes, over the limit of \(maxBytes)", at: maxBytes)
+        }
+        let root = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
+        return CompiledExpression(source: source, root: root)
+    }
+}
+
+/// A compiled expression: immutable, `Sendable`, evaluated any number of times from any thread.
+public final class CompiledExpression: Sendable {
+    /// The text it was compiled from.
+    public let source: String
+    let root: ExpressionNode
+
+    init(source: String, root: ExpressionNode) {
+        self.source = source
+        self.root = root
+    }
+
+    /// The expression's value for `value`, or an `eval` error with the failing spot's position.
+    public func evaluate(_ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> JSONValue
+    {
+        try root.evaluate(value, bindings)
+    }
+
+    /// The expression's truthiness for `value` (`false` and `null` are false), as `filter` uses it.
+    public func test(_ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> Bool
+    {
+        try evaluate(value, bindings).isTruthy
+    }
+
+    /// The value when the expression depends on nothing (it folded to a literal at compile time).
+    public var constantValue: JSONValue? { root.literalValue }
+}
+
+/// The variables a stage binds for one evaluation. A plain struct: cheap to build per value;
+/// a variable the stage does not use can be left at its default.
+public struct ExpressionBindings: Sendable {
+    /// `$acc`: the accumulator of `scan` and `aggregate`.
+    public var acc: JSONValue
+    /// `$index`: the 0-based position of the value in the stream (`scan`).
+    public var index: Int
+    /// `$prev`: the previous value (`combinePrevious`).
+    public var prev: JSONValue
+    /// `$0`...`$9`: the value's items (`reduceEach`); missing items are null.
+    public var items: [JSONValue]
+    /// `$subject`: the subject the value came from; null when nil.
+    public var subject: String?
+
+    public init(
+        acc: JSONValue = .null, index: Int = 0, prev: JSONValue = .null, items: [JSONValue] = [],
+        subject: String? = nil
+    ) {
+        self.acc = acc
+        self.index = index
+        self.prev = prev
+        self.items = items
+        self.subject = subject
+    }
+}
+
+extension Expression {
+    /// The brief's name for the bindings type.
+    public typealias Bindings = ExpressionBindings
+}

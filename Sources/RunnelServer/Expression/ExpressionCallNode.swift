@@ -1,0 +1,26 @@
+/// A function call; the parser has checked the argument count against the function's arity.
+final class ExpressionCallNode: ExpressionNode, @unchecked Sendable {
+    let function: ExpressionFunction
+    let arguments: [ExpressionNode]
+    let position: Int
+    /// What `now()` reads: the compiled expression's clock.
+    let clock: ExpressionClock
+
+    init(
+        _ function: ExpressionFunction, _ arguments: [ExpressionNode], at position: Int,
+        clock: @escaping ExpressionClock
+    ) {
+        self.function = function
+        self.arguments = arguments
+        self.position = position
+        self.clock = clock
+    }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        let first = arguments.count > 0 ? try arguments[0].evaluate(input, bindings) : .null
+        let second = arguments.count > 1 ? try arguments[1].evaluate(input, bindings) : .null
+        return try function.apply(first, second, at: position, clock: clock)
+    }
+
+    override var isFoldable: Bool { function.isPure && arguments.allSatisfy { $0.literalValue != nil } }
+}

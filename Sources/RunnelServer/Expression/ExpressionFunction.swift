@@ -1,0 +1,141 @@
+/// The expression language's built-in functions, resolved by name at compile time.
+///
+/// Choices where the protocol leaves room (all wrong-type arguments are `eval` errors):
+/// - `len`: a string's count of Unicode scalars, an array's count, an object's count of
+///   distinct keys.
+/// - `round`: half away from zero (`round(2.5)` is 3, `round(-2.5)` is -3).
+/// - `min`, `max`: two numbers.
+/// - `str`: a string unchanged, anything else its compact JSON text (at most
+///   `ExpressionEvaluator.maxBuiltLength` bytes).
+/// - `num`: a number unchanged; a string holding one JSON number (JSON whitespace around it
+///   allowed); `true` is 1 and `false` is 0; null, arrays and objects are errors.
+/// - `lower`, `upper`: full Unicode case mapping.
+/// - `contains(a, b)`: substring of a string (by Unicode scalars, no normalisation), element of
+///   an array (structural equality), or key of an object (`b` a string).
+/// - `startsWith`, `endsWith`: on strings, by Unicode scalars.
+/// - `keys(o)`: an object's distinct keys in first-written order (not sorted).
+/// - `has(x, k)`: whether `x[k]` would find something: an object's key (`k` a string) or an
+///   array's index (`k` a number; negative counts from the end; a fraction is never found).
+/// - `type(x)`: "null", "boolean", "number", "string", "array", "object".
+/// - `now()`: seconds since the epoch, with a fraction, from the compiled expression's clock.
+enum ExpressionFunction: CaseIterable, Sendable {
+    case len, abs, floor, ceil, round, min, max, str, num, lower, upper
+    case contains, startsWith, endsWith, keys, has, type, now
+
+    var name: String {
+        switch self {
+        case .len: return "len"
+        case .abs: return "abs"
+        case .floor: return "floor"
+        case .ceil: return "ceil"
+        case .round: return "round"
+        case .min: return "min"
+        case .max: return "max"
+        case .str: return "str"
+        case .num: return "num"
+        case .lower: return "lower"
+        case .upper: return "upper"
+        case .contains: return "contains"
+        case .startsWith: return "startsWith"
+        case .endsWith: return "endsWith"
+        case .keys: return "keys"
+        case .has: return "has"
+        case .type: return "type"
+        case .now: return "now"
+        }
+    }
+
+    var arity: Int {
+        switch self {
+        case .now: return 0
+        case .min, .max, .contains, .startsWith, .endsWith, .has: return 2
+        default: return 1
+        }
+    }
+
+    /// Whether two calls with equal arguments always give equal results (so a call on
+    /// literals can be folded at compile time).
+    var isPure: Bool { self != .now }
+
+    static let byName: [String: ExpressionFunction] = Dictionary(
+        uniqueKeysWithValues: allCases.map { ($0.name, $0) })
+
+    /// Applies the function; arguments beyond its arity are `.null` and ignored.
+    func apply(
+        _ first: JSONValue, _ second: JSONValue, at position: Int, clock: ExpressionClock
+    ) throws(ExpressionError) -> JSONValue {
+        func fail(_ what: String) -> ExpressionError {
+            .eval("\(name)() \(what)", at: position)
+        }
+        func number(_ value: JSONValue) throws(ExpressionError) -> Double {
+            guard case .number(let number) = value else { throw fail("needs a number, got \(value.typeName)") }
+            return number
+        }
+        func string(_ value: JSONValue) throws(ExpressionError) -> String {
+            guard case .string(let string) = value else { throw fail("needs a string, got \(value.typeName)") }
+            return string
+        }
+
+        switch self {
+        case .len:
+            switch first {
+            case .string(let string): return .number(Double(string.unicodeScalars.count))
+            case .array(let array): return .number(Double(array.count))
+            case .object(let object): return .number(Double(object.count))
+            default: throw fail("needs a string, array or object, got \(first.typeName)")
+            }
+        case .abs: return .number(Swift.abs(try number(first)))
+        case .floor: return .number(try number(first).rounded(.down))
+        case .ceil: return .number(try number(first).rounded(.up))
+        case .round: return .number(try number(first).rounded(.toNearestOrAwayFromZero))
+        case .min: return .number(Swift.min(try number(first), try number(second)))
+        case .max: return .number(Swift.max(try number(first), try number(second)))
+        case .str:
+            if case .string = first { return first }
+            let limit = ExpressionEvaluator.maxBuiltLength
+            guard let text = ExpressionJSONText.encode(first, limit: limit) else {
+                throw fail("text longer than \(limit) bytes")
+            }
+            return .string(text)
+        case .num:
+            switch first {
+            case .number: return first
+            case .bool(let flag): return .number(flag ? 1 : 0)
+            case .string(let text):
+                guard let value = ExpressionNumberSyntax.parse(text) else {
+                    throw fail("cannot read a number from \(ExpressionJSONText.excerpt(text))")
+                }
+                return .number(value)
+            default: throw fail("needs a number, string or boolean, got \(first.typeName)")
+            }
+        case .lower: return .string(try string(first).lowercased())
+        case .upper: return .string(try string(first).uppercased())
+        case .contains:
+            switch (first, second) {
+            case (.string(let haystack), .string(let needle)):
+                return .bool(ExpressionSubstring.contains(haystack, needle))
+            case (.array(let array), _): return .bool(array.contains(second))
+            case (.object(let object), .string(let key)): return .bool(object[key] != nil)
+            default: throw fail("cannot look for \(second.typeName) in \(first.typeName)")
+            }
+        case .startsWith:
+            return .bool(try string(first).utf8.starts(with: try string(second).utf8))
+        case .endsWith:
+            let text = try string(first).utf8
+            let suffix = try string(second).utf8
+            return .bool(text.count >= suffix.count && text.suffix(suffix.count).elementsEqual(suffix))
+        case .keys:
+            guard case .object(let object) = first else { throw fail("needs an object, got \(first.typeName)") }
+            return .array(object.keys.map { .string($0) })
+        case .has:
+            switch (first, second) {
+            case (.object(let object), .string(let key)): return .bool(object[key] != nil)
+            case (.array(let array), .number(let index)):
+                return .bool(ExpressionEvaluator.arrayPosition(index, count: array.count) != nil)
+            default: throw fail("cannot look up \(second.typeName) in \(first.typeName)")
+            }
+        case .type: return .string(first.typeName)
+        case .now: return .number(clock())
+        }
+    }
+}

@@ -1,0 +1,104 @@
+/// Prefix `-`: numbers only.
+final class ExpressionNegateNode: ExpressionNode, @unchecked Sendable {
+    let operand: ExpressionNode
+    let position: Int
+
+    init(_ operand: ExpressionNode, at position: Int) {
+        self.operand = operand
+        self.position = position
+    }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        let value = try operand.evaluate(input, bindings)
+        guard case .number(let number) = value else { throw .eval("cannot negate \(value.typeName)", at: position) }
+        return .number(-number)
+    }
+
+    override var isFoldable: Bool { operand.literalValue != nil }
+}
+
+/// Prefix `!`: the negated truthiness.
+final class ExpressionNotNode: ExpressionNode, @unchecked Sendable {
+    let operand: ExpressionNode
+
+    init(_ operand: ExpressionNode) { self.operand = operand }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        .bool(!(try operand.evaluate(input, bindings).isTruthy))
+    }
+
+    override var isFoldable: Bool { operand.literalValue != nil }
+}
+
+/// `first op operand op operand ...` for one precedence level of binary operators.
+final class ExpressionChainNode: ExpressionNode, @unchecked Sendable {
+    let first: ExpressionNode
+    let steps: [ExpressionBinaryStep]
+
+    init(_ first: ExpressionNode, _ steps: [ExpressionBinaryStep]) {
+        self.first = first
+        self.steps = steps
+    }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        var value = try first.evaluate(input, bindings)
+        for step in steps {
+            try ExpressionEvaluator.combine(
+                &value, step.op, try step.operand.evaluate(input, bindings), at: step.position)
+        }
+        return value
+    }
+
+    override var isFoldable: Bool {
+        first.literalValue != nil && steps.allSatisfy { $0.operand.literalValue != nil }
+    }
+}
+
+/// `a && b && ...`: short-circuit on truthiness; the result is a boolean.
+final class ExpressionAndNode: ExpressionNode, @unchecked Sendable {
+    let operands: [ExpressionNode]
+
+    init(_ operands: [ExpressionNode]) { self.operands = operands }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        for operand in operands where !(try operand.evaluate(input, bindings).isTruthy) { return .bool(false) }
+        return .bool(true)
+    }
+
+    override var isFoldable: Bool { operands.allSatisfy { $0.literalValue != nil } }
+}
+
+/// `a || b || ...`: short-circuit on truthiness; the result is a boolean.
+final class ExpressionOrNode: ExpressionNode, @unchecked Sendable {
+    let operands: [ExpressionNode]
+
+    init(_ operands: [ExpressionNode]) { self.operands = operands }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        for operand in operands where try operand.evaluate(input, bindings).isTruthy { return .bool(true) }
+        return .bool(false)
+    }
+
+    override var isFoldable: Bool { operands.allSatisfy { $0.literalValue != nil } }
+}
+
+/// `c ? a : b`: only the chosen branch is evaluated.
+final class ExpressionConditionalNode: ExpressionNode, @unchecked Sendable {
+    let condition: ExpressionNode
+    let then: ExpressionNode
+    let otherwise: ExpressionNode
+
+    init(_ condition: ExpressionNode, _ then: ExpressionNode, _ otherwise: ExpressionNode) {
+        self.condition = condition
+        self.then = then
+        self.otherwise = otherwise
+    }
+
+    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+        try (try condition.evaluate(input, bindings).isTruthy ? then : otherwise).evaluate(input, bindings)
+    }
+
+    override var isFoldable: Bool {
+        condition.literalValue != nil && then.literalValue != nil && otherwise.literalValue != nil
+    }
+}

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import Logging
+import Runnel
+import RunnelUV
+
+/// The daemon's life: start, serve, reload on SIGHUP, drain and stop on SIGTERM/SIGINT.
+///
+/// Everything after start-up runs on one libuv loop on the calling (main) thread.
+public enum RunneldMain {
+    /// Runs `runneld` with `config` until SIGTERM or SIGINT. `reload` re-reads the
+    /// configuration (the file and the flags) for SIGHUP. Returns the exit status: 0 after a
+    /// clean shutdown, 1 when it cannot listen or start.
+    public static func run(config: ServerConfig, reload: @escaping @Sendable () throws -> ServerConfig) -> Int32 {
+        let levelSetting = LogLevelSetting(config.logLevel)
+        StderrLogHandler.bootstrap(levelSetting: levelSetting)
+        let logger = Logger(label: "runneld")
+        let loop = EventLoop()
+        let server = Server(config: config, scheduler: loop.scheduler, logger: logger)
+        let daemon = Daemon(loop: loop, server: server, logger: logger, levelSetting: levelSetting, reload: reload)
+        loop.scheduler.schedule { daemon.start() }
+        let closeStatus = loop.run()
+        if closeStatus != 0 {
+            logger.warning("event loop closed with handles still open", metadata: ["status": "\(closeStatus)"])
+        }
+        let status = daemon.exitStatus
+        logger.info("runneld stopped", metadata: ["status": "\(status)"])
+        return status
+    }
+}
+
+/// The running daemon's loop-side state. Loop thread only.
+private final class Daemon: @unchecked Sendable {
+    let loop: EventLoop
+    let server: Server
+    let logger: Logger
+    let levelSetting: LogLevelSetting
+    let reload: @Sendable () throws -> ServerConfig
+    let notifier = SystemdNotifier.fromProcessEnvironment()
+    var listener: TCPListener?
+    var signalSubscriptions = CompoundDisposable()
+    var isStopping = false
+    var exitStatus: Int32 = 0
+
+    init(
+        loop: EventLoop, server: Server, logger: Logger, levelSetting: LogLevelSetting,
+        reload: @escaping @Sendable () throws -> ServerConfig
+    ) {
+        self.loop = loop
+        self.server = server
+        self.logger = logger
+        self.levelSetting = levelSetting
+        self.reload = reload
+    }
+
+    /// Installs the signal handlers, then (in a later loop turn, so they are in place before
+    /// anyone can read the "listening" line and signal us) creates the configured subjects
+    /// and starts listening.
+    func start() {
+        signalSubscriptions.add(
+            loop.signals([SIGTERM, SIGINT]).subscribe(next: { [self] number in
+                stop(signal: number)
+            }))
+        signalSubscriptions.add(
+            loop.signals([SIGHUP]).subscribe(next: { [self] _ in
+                reloadConfiguration()
+            }))
+        loop.scheduler.schedule { [self] in listen() }
+    }
+
+    private func listen() {
+        guard !isStopping else { return }
+        let config = server.config
+        do {
+            try server.createConfiguredSubjects()
+            let listener = try TCPListener.bind(
+                host: config.listen.host, port: Int(config.listen.port),
+                configuration: .init(maxLineLength: config.maxLineBytes), on: loop)
+            listener.onAccept = { [server] connection in server.accept(connection) }
+            self.listener = listener
+            let address = config.listen.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
+            logger.notice("runneld listening on \(address)", metadata: ["subjects": "\(server.registry.count)"])
+        } catch {
+            logger.critical("cannot start: \(error)", metadata: ["listen": "\(config.listen)"])
+            exitStatus = 1
+            signalSubscriptions.dispose()
+            loop.shutdown()
+            return
+        }
+        notify { try $0.ready(status: "listening") }
+    }
+
+    /// SIGTERM/SIGINT: stop accepting, flush and close every connection within
+    /// `shutdown_timeout`, then end the loop. A second signal stops at once.
+    func stop(signal number: Int32) {
+        if isStopping {
+            logger.warning("second stop signal: closing now")
+            loop.shutdown()
+            return
+        }
+        isStopping = true
+        logger.notice("stopping", metadata: ["signal": "\(number)", "connections": "\(server.sessionCount)"])
+        notify { try $0.stopping() }
+        listener?.close()
+        listener = nil
+        let timeout = server.config.shutdownTimeout
+        server.closeAllConnections(timeout: timeout) { [self] in
+            signalSubscriptions.dispose()
+            loop.shutdown()
+        }
+    }
+
+    /// SIGHUP: re-read the configuration and apply what can change live.
+    func reloadConfiguration() {
+        notify { try $0.reloading() }
+        defer { notify { try $0.ready(status: "reloaded") } }
+        let newConfig: ServerConfig
+        do {
+            newConfig = try reload()
+        } catch {
+            logger.error("reload failed, keeping the running configuration: \(error)")
+            return
+        }
+        let changes = server.reload(newConfig)
+        levelSetting.level = server.config.logLevel
+        if changes.isEmpty {
+            logger.notice("configuration reloaded: nothing changed")
+        }
+        for change in changes {
+            logger.notice("configuration reloaded: \(change)")
+        }
+    }
+
+    private func notify(_ send: (SystemdNotifier) throws -> Void) {
+        guard let notifier else { return }
+        do {
+            try send(notifier)
+        } catch {
+            logger.warning("sd_notify failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import RunnelUV
+
+/// One request line being handled: the scanned line and the protocol's reads of its fields.
+///
+/// It points into the connection's read buffer, so it lives only while its line is handled;
+/// `rawJSON` copies out what must outlive it (a published value, a `ref`).
+struct Request {
+    let scanned: ScannedRequest
+    /// The `ref` to echo in the reply: a copy of its exact bytes; nil when absent or unusable.
+    let ref: RawJSON?
+    /// Why `ref` is unusable (an array or object), reported once `op` is known.
+    private let refProblem: RequestError?
+
+    /// Scans `line`: anything that is not one valid JSON object is `bad_json`.
+    init(parsing line: UnsafeRawBufferPointer, maxDepth: Int) throws(ProtocolError) {
+        do {
+            scanned = try RequestScanner(maxDepth: maxDepth).scan(line)
+        } catch {
+            throw ProtocolError(error)
+        }
+        do throws(RequestError) {
+            ref = try scanned.scalarRef().map { RawJSON(validatedBuffer: ByteBuffer(copying: $0)) }
+            refProblem = nil
+        } catch {
+            ref = nil
+            refProblem = error
+        }
+    }
+
+    /// The operation: `bad_request` without a string `op` or with an array/object `ref`.
+    func operation() throws(ProtocolError) -> RequestOperation {
+        if let refProblem { throw ProtocolError(refProblem) }
+        do {
+            return try scanned.operation()
+        } catch {
+            throw ProtocolError(error)
+        }
+    }
+
+    /// The string in `key`; nil when absent; `bad_request` when not a string.
+    func string(_ key: RequestKey) throws(ProtocolError) -> String? {
+        do { return try scanned.string(key) } catch { throw ProtocolError(error) }
+    }
+
+    /// The string in `key`; `bad_request` when absent or not a string.
+    func requiredString(_ key: RequestKey) throws(ProtocolError) -> String {
+        do { return try scanned.requiredString(key) } catch { throw ProtocolError(error) }
+    }
+
+    /// The integral number in `key`; nil when absent; `bad_request` otherwise.
+    func integer(_ key: RequestKey) throws(ProtocolError) -> Int? {
+        do { return try scanned.integer(key) } catch { throw ProtocolError(error) }
+    }
+
+    /// The value in `key` as exact bytes that outlive the line; nil when absent.
+    func raw(_ key: RequestKey) -> RawJSON? { scanned.rawJSON(key) }
+
+    /// `subject` as a plain subject name: `bad_request` when missing or not a valid name.
+    func subjectName() throws(ProtocolError) -> String {
+        let name = try requiredString(.subject)
+        if let problem = SubjectName.problem(withName: name) {
+            throw ProtocolError(.badRequest, "bad subject name: \(problem)")
+        }
+        return name
+    }
+
+    /// `subject` as a name or a wildcard pattern.
+    func subjectPattern() throws(ProtocolError) -> SubjectPattern {
+        let text = try requiredString(.subject)
+        if let problem = SubjectName.problem(withPattern: text) {
+            throw ProtocolError(.badRequest, "bad subject or pattern: \(problem)")
+        }
+        return SubjectPattern(text)
+    }
+
+    /// The stage list in `ops`: absent or `[]` is no stages; anything but an array of
+    /// objects is `bad_request`.
+    func stages() throws(ProtocolError) -> [JSONValue] {
+        guard let field = scanned.ops else { return [] }
+        guard field.kind == .array else { throw ProtocolError(.badRequest, "field 'ops' must be an array of stages") }
+        let decoded: JSONValue
+        do {
+            decoded = try scanned.decoded(field)
+        } catch {
+            throw ProtocolError(.badRequest, "field 'ops': \(error)")
+        }
+        guard case .array(let stages) = decoded else { return [] }
+        return stages
+    }
+}
+
+extension ProtocolError {
+    init(_ error: RequestError) {
+        switch error.code {
+        case .badJSON: self.init(.badJSON, error.message)
+        case .badRequest: self.init(.badRequest, error.message)
+        }
+    }
+}

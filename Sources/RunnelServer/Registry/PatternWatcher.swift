@@ -1,0 +1,43 @@
+import Runnel
+
+/// The live side of one pattern subscription: subscribed to every subject whose name matches,
+/// forwarding their values (never their terminal events, which do not end a pattern
+/// subscription) into one downstream subscriber. Loop thread only.
+final class PatternWatcher: @unchecked Sendable {
+    let pattern: SubjectPattern
+    private let downstream: any Subscriber<Message>
+    private var attached: [ObjectIdentifier: Disposable] = [:]
+
+    init(pattern: SubjectPattern, downstream: any Subscriber<Message>) {
+        self.pattern = pattern
+        self.downstream = downstream
+    }
+
+    /// Subscribes to `entry`'s subject (a replay or behavior subject replays to it first).
+    func attach(_ entry: SubjectEntry) {
+        let key = ObjectIdentifier(entry)
+        guard attached[key] == nil else { return }
+        attached[key] = entry.subject.subscribe(NextForwarder(downstream))
+    }
+
+    /// Drops the subscription to `entry`, which is being deleted.
+    func detach(_ entry: SubjectEntry) {
+        attached.removeValue(forKey: ObjectIdentifier(entry))?.dispose()
+    }
+
+    func disposeAll() {
+        let subscriptions = attached.values
+        attached.removeAll()
+        for subscription in subscriptions { subscription.dispose() }
+    }
+}
+
+/// Forwards values only; terminal events of one matching subject are not the pattern's.
+private final class NextForwarder: Subscriber, @unchecked Sendable {
+    let downstream: any Subscriber<Message>
+    init(_ downstream: any Subscriber<Message>) { self.downstream = downstream }
+    func sendNext(_ value: Message) { downstream.sendNext(value) }
+    func sendError(_ error: any Error) {}
+    func sendCompleted() {}
+    func didSubscribe(with disposable: CompoundDisposable) {}
+}

@@ -1,0 +1,237 @@
+import Runnel
+
+/// The protocol's requests. Each handler validates everything before it changes anything, and
+/// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply.
+extension Session {
+    func handle(_ request: Request) throws(ProtocolError) {
+        let operation = try request.operation()
+        if !authenticated && operation != .known(.auth) {
+            throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
+        }
+        guard case .known(let op) = operation else {
+            if case .unknown(let name) = operation { throw ProtocolError(.unknownOp, "unknown op '\(name)'") }
+            return
+        }
+        switch op {
+        case .pub: try publish(request)
+        case .sub: try subscribe(request)
+        case .unsub: try unsubscribe(request)
+        case .create: try create(request)
+        case .complete: try terminate(request, error: false)
+        case .error: try terminate(request, error: true)
+        case .delete: try delete(request)
+        case .list: try list(request)
+        case .stats: stats(request)
+        case .ping: writeOK(ref: request.ref)
+        case .auth: try authenticate(request)
+        }
+    }
+
+    // MARK: pub
+
+    private func publish(_ request: Request) throws(ProtocolError) {
+        // A name already registered was validated when it was created: the hot path skips that.
+        let name = try request.requiredString(.subject)
+        let entry: SubjectEntry
+        if let existing = server.registry[name] {
+            entry = existing
+        } else {
+            entry = try server.subjectForUse(try request.subjectName())
+        }
+        let value = request.raw(.value) ?? .null
+        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is terminated") }
+        let receivers = entry.subject.subscriberCount
+        entry.published &+= 1
+        server.stats.published &+= 1
+        entry.subject.sendNext(Message(label: entry.label, value: value))
+        if let ref = request.ref {
+            writeOK(ref: ref) { line in
+                line.key("receivers")
+                line.writeInteger(receivers)
+            }
+        }
+    }
+
+    // MARK: sub / unsub
+
+    private func subscribe(_ request: Request) throws(ProtocolError) {
+        let pattern = try request.subjectPattern()
+        let target = pattern.text
+        let sid: String
+        if let given = try request.string(.sid) {
+            guard !given.isEmpty else { throw ProtocolError(.badRequest, "field 'sid' must not be empty") }
+            guard subscriptions[given] == nil else {
+                throw ProtocolError(.duplicateSid, "sid '\(given)' is already in use on this connection")
+            }
+            sid = given
+        } else {
+            sid = freshSid()
+        }
+        let stages = try request.stages()
+        guard subscriptions.count < server.config.maxSubscriptionsPerConnection else {
+            throw ProtocolError(
+                .limit,
+                "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
+        }
+        let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
+        let source: Signal<Message> = entry?.subject ?? server.registry.patternSignal(pattern)
+        let chain = try server.compileChain(stages, source: source)
+
+        let subscription = SessionSubscription(sid: sid, entry: entry, isPattern: pattern.isWildcard)
+        subscriptions[sid] = subscription
+        entry?.namedSubscriptions += 1
+        server.stats.subscriptions += 1
+        // The reply goes out before any event of the subscription (replayed values included).
+        writeOK(ref: request.ref) { line in
+            line.key("sid")
+            line.append(raw: subscription.sidJSON)
+        }
+        let disposable = chain.subscribe(EventSink(session: self, subscription: subscription))
+        if subscription.isFinished {
+            disposable.dispose()
+        } else {
+            subscription.disposable = disposable
+        }
+    }
+
+    private func unsubscribe(_ request: Request) throws(ProtocolError) {
+        let sid = try request.requiredString(.sid)
+        guard let subscription = subscriptions[sid] else {
+            throw ProtocolError(.unknownSid, "no subscription '\(sid)' on this connection")
+        }
+        forget(subscription)
+        subscription.disposable?.dispose()
+        writeOK(ref: request.ref)
+    }
+
+    // MARK: create / complete / error / delete
+
+    private func create(_ request: Request) throws(ProtocolError) {
+        let name = try request.subjectName()
+        let kindName = try request.requiredString(.kind)
+        guard let kind = SubjectKind(rawValue: kindName) else {
+            throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
+        }
+        var capacity: Int?
+        if let given = try request.integer(.capacity) {
+            guard kind == .replay else {
+                throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
+            }
+            guard given >= 1 && given <= server.config.maxBufferValues else {
+                throw ProtocolError(
+                    .badRequest, "field 'capacity' must be between 1 and \(server.config.maxBufferValues)")
+            }
+            capacity = given
+        } else if kind == .replay {
+            capacity = server.config.defaultReplayCapacity
+        }
+        let initial = request.raw(.value)
+        if initial != nil && kind != .behavior {
+            throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
+        }
+        if let existing = server.registry[name] {
+            guard existing.kind == kind, existing.capacity == capacity else {
+                let has = existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
+                throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(has)")
+            }
+        } else {
+            try server.checkSubjectLimit()
+            _ = server.registry.create(name: name, kind: kind, capacity: capacity, initial: initial)
+        }
+        writeOK(ref: request.ref)
+    }
+
+    private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
+        let name = try request.subjectName()
+        let message = error ? try request.requiredString(.message) : ""
+        guard let entry = server.registry[name] else {
+            throw ProtocolError(.unknownSubject, "no subject '\(name)'")
+        }
+        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
+        if error {
+            entry.subject.sendError(ProtocolError(.subjectError, message))
+        } else {
+            entry.subject.sendCompleted()
+        }
+        writeOK(ref: request.ref)
+    }
+
+    private func delete(_ request: Request) throws(ProtocolError) {
+        let name = try request.subjectName()
+        guard let entry = server.registry[name] else {
+            throw ProtocolError(.unknownSubject, "no subject '\(name)'")
+        }
+        server.registry.delete(entry)
+        writeOK(ref: request.ref)
+    }
+
+    // MARK: list / stats / auth
+
+    private func list(_ request: Request) throws(ProtocolError) {
+        let prefix = try request.string(.prefix) ?? ""
+        let entries = server.registry.list(prefix: prefix)
+        writeOK(ref: request.ref) { line in
+            line.key("subjects")
+            line.append("[")
+            for (index, entry) in entries.enumerated() {
+                if index > 0 { line.append(",") }
+                line.append("{\"subject\":")
+                line.append(raw: entry.label.json)
+                line.key("kind")
+                line.writeString(entry.kind.rawValue)
+                if let capacity = entry.capacity {
+                    line.key("capacity")
+                    line.writeInteger(capacity)
+                }
+                line.key("subscribers")
+                line.writeInteger(entry.namedSubscriptions)
+                line.key("published")
+                line.writeInteger(entry.published)
+                line.key("terminated")
+                line.append(entry.isTerminated ? "true" : "false")
+                line.append("}")
+            }
+            line.append("]")
+        }
+    }
+
+    private func stats(_ request: Request) {
+        let stats = server.stats
+        let timers = server.scheduler.armedTimerCount
+        let subjects = server.registry.count
+        let connections = server.sessionCount
+        let uptime = server.uptimeSeconds
+        writeOK(ref: request.ref) { line in
+            line.key("connections")
+            line.writeInteger(connections)
+            line.key("subscriptions")
+            line.writeInteger(stats.subscriptions)
+            line.key("subjects")
+            line.writeInteger(subjects)
+            line.key("timers")
+            line.writeInteger(timers)
+            line.key("published")
+            line.writeInteger(stats.published)
+            line.key("delivered")
+            line.writeInteger(stats.delivered)
+            line.key("dropped")
+            line.writeInteger(stats.dropped)
+            line.key("bytes_in")
+            line.writeInteger(stats.bytesIn)
+            line.key("bytes_out")
+            line.writeInteger(stats.bytesOut)
+            line.key("uptime_s")
+            line.writeInteger(uptime)
+        }
+    }
+
+    private func authenticate(_ request: Request) throws(ProtocolError) {
+        let token = try request.requiredString(.token)
+        let tokens = server.config.authTokens
+        guard tokens.isEmpty || tokens.contains(token) else {
+            throw ProtocolError(.unauthorized, "invalid token")
+        }
+        authenticated = true
+        writeOK(ref: request.ref)
+    }
+}

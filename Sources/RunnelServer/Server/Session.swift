@@ -1,0 +1,252 @@
+import Logging
+import Runnel
+import RunnelUV
+
+/// One client connection's protocol state: its authentication, its subscriptions by sid, and
+/// the writing of its replies and events.
+///
+/// Loop thread only: libuv calls it from the loop, and every subject a session subscribes to
+/// is sent to from the loop. A session ends when its connection closes (either side); it then
+/// disposes every subscription it holds, at once, so their chains, timers and inner
+/// subscriptions are released.
+final class Session: @unchecked Sendable {
+    let id: UInt64
+    /// The server owns its sessions and outlives them; unowned(unsafe) avoids a refcount check
+    /// on every access on the hot path.
+    unowned(unsafe) let server: Server
+    let connection: TCPConnection
+    var authenticated: Bool
+    var subscriptions: [String: SessionSubscription] = [:]
+    private var nextSid: UInt64 = 1
+    /// Set once the session stops delivering: closed, or closing as a slow consumer.
+    private(set) var isClosing = false
+
+    init(id: UInt64, server: Server, connection: TCPConnection) {
+        self.id = id
+        self.server = server
+        self.connection = connection
+        self.authenticated = server.config.authTokens.isEmpty
+    }
+
+    // MARK: Input
+
+    /// Handles one request line (without its newline).
+    func handleLine(_ line: UnsafeRawBufferPointer) {
+        server.stats.bytesIn &+= UInt64(line.count + 1)
+        guard !isClosing else { return }
+        if isBlank(line) { return }
+        let request: Request
+        do {
+            request = try Request(parsing: line, maxDepth: server.config.maxDepth)
+        } catch {
+            writeReply(error: error, ref: nil)
+            return
+        }
+        do {
+            try handle(request)
+        } catch {
+            writeReply(error: error, ref: request.ref)
+        }
+    }
+
+    /// A line over `max_line_bytes` was discarded as it arrived.
+    func handleLongLine(byteCount: Int) {
+        server.stats.bytesIn &+= UInt64(byteCount)
+        guard !isClosing else { return }
+        writeReply(
+            error: ProtocolError(
+                .lineTooLong, "line of \(byteCount) bytes exceeds max_line_bytes (\(server.config.maxLineBytes))"),
+            ref: nil)
+    }
+
+    private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+        for byte in line where byte != 0x20 && byte != 0x09 && byte != 0x0D { return false }
+        return true
+    }
+
+    // MARK: Subscriptions
+
+    /// A sid not in use on this connection.
+    func freshSid() -> String {
+        while true {
+            let sid = "s\(nextSid)"
+            nextSid += 1
+            if subscriptions[sid] == nil { return sid }
+        }
+    }
+
+    /// Forgets `subscription` (finished, unsubscribed or closed) and fixes the counts.
+    func forget(_ subscription: SessionSubscription) {
+        guard !subscription.isFinished else { return }
+        subscription.isFinished = true
+        if subscriptions[subscription.sid] === subscription { subscriptions[subscription.sid] = nil }
+        subscription.entry?.namedSubscriptions -= 1
+        server.stats.subscriptions -= 1
+    }
+
+    /// Disposes every subscription: the connection is gone or going.
+    func disposeAll() {
+        let all = subscriptions.values
+        for subscription in all {
+            forget(subscription)
+            subscription.disposable?.dispose()
+        }
+        subscriptions.removeAll()
+    }
+
+    /// The client sent its last byte: nothing more is delivered, every subscription goes now.
+    func inputDidEnd() {
+        isClosing = true
+        disposeAll()
+    }
+
+    /// The connection closed, from either side.
+    func connectionDidClose() {
+        isClosing = true
+        disposeAll()
+        server.sessionDidClose(self)
+    }
+
+    // MARK: Delivery
+
+    func deliverNext(_ message: Message, to subscription: SessionSubscription) {
+        guard !isClosing, !subscription.isFinished else { return }
+        if connection.unsentBytes > server.config.maxPendingBytes {
+            switch server.config.slowConsumer {
+            case .disconnect:
+                closeAsSlowConsumer()
+                return
+            case .drop:
+                subscription.dropped &+= 1
+                server.stats.dropped &+= 1
+                return
+            }
+        }
+        if subscription.dropped > 0 { writeDropped(subscription) }
+        write(subscription.nextPrefix)
+        if subscription.isPattern {
+            write(message.label.json)
+            write(",\"value\":")
+        }
+        write(message.value.buffer)
+        write("}\n")
+        server.stats.delivered &+= 1
+    }
+
+    /// Writes a subscription's terminal event and forgets it.
+    func deliverTerminal(_ error: (any Error)?, to subscription: SessionSubscription) {
+        guard !subscription.isFinished else { return }
+        defer { forget(subscription) }
+        guard !isClosing else { return }
+        if subscription.dropped > 0 { writeDropped(subscription) }
+        var line = JSONWriter()
+        if let error {
+            let failure = ProtocolError(wrapping: error)
+            line.append("{\"ev\":\"error\",\"sid\":")
+            line.append(raw: subscription.sidJSON)
+            line.key("code")
+            line.writeString(failure.code.rawValue)
+            line.key("message")
+            line.writeString(failure.message)
+            if let stage = failure.stage {
+                line.key("stage")
+                line.writeInteger(stage)
+            }
+            line.append("}\n")
+        } else {
+            line.append("{\"ev\":\"completed\",\"sid\":")
+            line.append(raw: subscription.sidJSON)
+            line.append("}\n")
+        }
+        write(line)
+    }
+
+    private func writeDropped(_ subscription: SessionSubscription) {
+        var line = JSONWriter()
+        line.append("{\"ev\":\"dropped\",\"sid\":")
+        line.append(raw: subscription.sidJSON)
+        line.key("count")
+        line.writeInteger(subscription.dropped)
+        line.append("}\n")
+        subscription.dropped = 0
+        write(line)
+    }
+
+    /// The slow-consumer policy `disconnect`: one last line, then close.
+    private func closeAsSlowConsumer() {
+        guard !isClosing else { return }
+        isClosing = true
+        server.logger.notice(
+            "closing slow consumer",
+            metadata: ["connection": "\(id)", "peer": "\(connection.remoteAddress)", "unsent": "\(connection.unsentBytes)"])
+        disposeAll()
+        write("{\"ev\":\"closing\",\"code\":\"slow_consumer\"}\n")
+        connection.closeAfterFlush(timeout: .seconds(2))
+    }
+
+    // MARK: Replies
+
+    func writeReply(error: any Error, ref: RawJSON?) {
+        let failure = ProtocolError(wrapping: error)
+        var line = JSONWriter()
+        line.append("{\"ok\":false")
+        if let ref {
+            line.key("ref")
+            line.write(ref)
+        }
+        line.key("code")
+        line.writeString(failure.code.rawValue)
+        line.key("message")
+        line.writeString(failure.message)
+        if let stage = failure.stage {
+            line.key("stage")
+            line.writeInteger(stage)
+        }
+        line.append("}\n")
+        write(line)
+    }
+
+    /// Writes `{"ok":true[,"ref":R]` + `fields` + `}`.
+    func writeOK(ref: RawJSON?, _ fields: (inout JSONWriter) -> Void = { _ in }) {
+        var line = JSONWriter()
+        line.append("{\"ok\":true")
+        if let ref {
+            line.key("ref")
+            line.write(ref)
+        }
+        fields(&line)
+        line.append("}\n")
+        write(line)
+    }
+
+    // MARK: Output
+
+    @inline(__always)
+    private func write(_ literal: StaticString) {
+        server.stats.bytesOut &+= UInt64(literal.utf8CodeUnitCount)
+        literal.withUTF8Buffer { _ = connection.write(copying: UnsafeRawBufferPointer($0)) }
+    }
+
+    @inline(__always)
+    private func write(_ buffer: ByteBuffer) {
+        server.stats.bytesOut &+= UInt64(buffer.count)
+        connection.write(buffer)
+    }
+
+    private func write(_ line: JSONWriter) {
+        server.stats.bytesOut &+= UInt64(line.bytes.count)
+        line.bytes.withUnsafeBytes { _ = connection.write(copying: $0) }
+    }
+}
+
+extension ProtocolError {
+    /// `error` as the protocol reports it: a `ProtocolError` as is, the library's timeout as
+    /// `eval`/"timeout", anything else as `eval` with its description.
+    init(wrapping error: any Error) {
+        switch error {
+        case let failure as ProtocolError: self = failure
+        case RunnelError.timedOut: self.init(.eval, "timeout")
+        default: self.init(.eval, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Runnel
+import RunnelUV
+
+/// One subscription a client holds, by its `sid`. Loop thread only.
+///
+/// The fixed start of its `next` event line is encoded once, at `sub` time, so delivering a
+/// value writes that shared prefix, the value's own bytes, and the closing `}`: nothing is
+/// encoded per value.
+final class SessionSubscription: @unchecked Sendable {
+    let sid: String
+    /// The named subject, for its subscription count; nil for a pattern subscription.
+    let entry: SubjectEntry?
+    /// `{"ev":"next","sid":"S","value":` or, for a pattern, `{"ev":"next","sid":"S","subject":`.
+    let nextPrefix: ByteBuffer
+    let isPattern: Bool
+    /// `"S"`, the sid as a JSON string.
+    let sidJSON: ByteBuffer
+    var disposable: Disposable?
+    /// Events not delivered under the `drop` policy since the last one that was.
+    var dropped: UInt64 = 0
+    var isFinished = false
+
+    init(sid: String, entry: SubjectEntry?, isPattern: Bool) {
+        self.sid = sid
+        self.entry = entry
+        self.isPattern = isPattern
+        var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
+        json.writeString(sid)
+        sidJSON = json.makeBuffer()
+        var prefix = JSONWriter(reservingCapacity: 40 + sid.utf8.count)
+        prefix.append("{\"ev\":\"next\",\"sid\":")
+        prefix.writeString(sid)
+        prefix.append(isPattern ? ",\"subject\":" : ",\"value\":")
+        nextPrefix = prefix.makeBuffer()
+    }
+}
+
+/// Receives a subscription's events at the end of its chain and hands them to the session.
+final class EventSink: Subscriber, @unchecked Sendable {
+    /// Strong: the session lives until it has disposed every subscription (on close).
+    let session: Session
+    let subscription: SessionSubscription
+
+    init(session: Session, subscription: SessionSubscription) {
+        self.session = session
+        self.subscription = subscription
+    }
+
+    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription) }
+    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
+    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
+    func didSubscribe(with disposable: CompoundDisposable) {}
+}

@@ -1,0 +1,586 @@
+import CLibUV
+import Runnel
+
+/// One TCP connection on a loop: input framed into lines, output queued and batched.
+///
+/// Reading: after `startReading()`, input is split on `\n` (a `\r` before it is stripped) and
+/// each complete line goes to `delegate` as a pointer valid only during the call, with no
+/// allocation per line: lines wholly inside one read point straight into the loop's read
+/// buffer; only a line split across reads is copied. A line longer than
+/// `configuration.maxLineLength` is thrown away as it streams in (never buffered whole) and
+/// reported with `didDiscardLongLine`. End of input from the peer starts `closeAfterFlush`.
+///
+/// Writing: `write(copying:)` appends into a shared chunk (small writes coalesce);
+/// `write(_: ByteBuffer)` queues a reference, without copying. Queued output is written once
+/// per loop iteration (the loop's check phase, after this iteration's I/O callbacks), as one
+/// `uv_write` of several `uv_buf_t`s. `pendingBytes` counts bytes accepted by write and not
+/// yet confirmed by libuv's write callback.
+///
+/// Closing: `close()`, an error, or the end of `closeAfterFlush`, whichever comes first, closes
+/// the handle once; then the `onClose` hooks run (once each) and `connectionDidClose` is sent.
+///
+/// Thread rules: `close()`, `closeAfterFlush(timeout:)` and `onClose(_:)` may be called from
+/// any thread; everything else (writes, `delegate`, `startReading`, `pendingBytes`) only on
+/// the loop thread (delegate calls and accepted connections are delivered there).
+///
+/// Lifetime rule: the connection is retained through `handle->data` from `uv_tcp_init` until
+/// the close callback, which releases it and frees the handle, so an open connection lives
+/// even when no one else holds it; its delegate is released after `connectionDidClose`.
+public final class TCPConnection: HandleOwner, @unchecked Sendable {
+    /// Limits and socket options of a connection.
+    public struct Configuration: Sendable {
+        /// The longest line accepted, in bytes before the `\n` (a `\r` counts).
+        public var maxLineLength: Int
+        /// Sets `TCP_NODELAY`.
+        public var noDelay: Bool
+        /// How long to keep flushing output after the peer's end of input before closing.
+        public var lingerAfterEndOfInput: Duration
+
+        public init(maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5)) {
+            precondition(maxLineLength > 0)
+            self.maxLineLength = maxLineLength
+            self.noDelay = noDelay
+            self.lingerAfterEndOfInput = lingerAfterEndOfInput
+        }
+    }
+
+    private enum State { case open, draining, closing, closed }
+
+    /// The size of the chunks small writes are copied into.
+    static let chunkSize = 64 * 1024
+
+    let loop: LoopScheduler
+    let handle: UnsafeMutablePointer<uv_tcp_t>
+    /// The limits this connection was made with.
+    public let configuration: Configuration
+    /// The peer's address, "host:port" or "[v6-host]:port" (empty if unknown).
+    public private(set) var remoteAddress = ""
+    /// Receives the lines (loop thread). Held strongly until the connection has closed.
+    public var delegate: (any TCPConnectionDelegate)?
+
+    /// The state touched per line. It lives behind a pointer because Swift checks exclusive
+    /// access to a class's stored `var`s at run time (`swift_beginAccess`), which cost about a
+    /// third of the echo benchmark's time; memory reached through a pointer is not checked.
+    private struct HotState {
+        var state = State.open
+        var partialCount = 0
+        var discarding = false
+        var discardedCount = 0
+        var chunk: WriteChunk?
+        var isQueuedForFlush = false
+        var pendingBytes = 0
+    }
+    private let hot: UnsafeMutablePointer<HotState> = {
+        let pointer = UnsafeMutablePointer<HotState>.allocate(capacity: 1)
+        pointer.initialize(to: HotState())
+        return pointer
+    }()
+
+    private var state: State {
+        get { hot.pointee.state }
+        set { hot.pointee.state = newValue }
+    }
+    private var partialCount: Int {
+        get { hot.pointee.partialCount }
+        set { hot.pointee.partialCount = newValue }
+    }
+    private var discarding: Bool {
+        get { hot.pointee.discarding }
+        set { hot.pointee.discarding = newValue }
+    }
+    private var discardedCount: Int {
+        get { hot.pointee.discardedCount }
+        set { hot.pointee.discardedCount = newValue }
+    }
+    private var chunk: WriteChunk? {
+        get { hot.pointee.chunk }
+        set { hot.pointee.chunk = newValue }
+    }
+    private var isQueuedForFlush: Bool {
+        get { hot.pointee.isQueuedForFlush }
+        set { hot.pointee.isQueuedForFlush = newValue }
+    }
+    /// Bytes accepted by `write` and not yet confirmed by libuv's write callback (loop thread).
+    public private(set) var pendingBytes: Int {
+        get { hot.pointee.pendingBytes }
+        set { hot.pointee.pendingBytes = newValue }
+    }
+
+    private var isReading = false
+    private var inputEnded = false
+    /// A `uv_tcp_connect` is in progress (client connections).
+    var isConnecting = false
+
+    // Framing: the start of a line split across reads (`partialCount` bytes of it).
+    private var partial: UnsafeMutableRawPointer?
+    private var partialCapacity = 0
+
+    // Output.
+    private var segments: [uv_buf_t] = []
+    private var segmentOwners: [AnyObject] = []
+    private var segmentBytes = 0
+    private var spareRequests: [WriteRequest] = []
+
+    // Closing.
+    private let hooks = Locked<[@Sendable () -> Void]?>([])
+    private var drainTimer: Disposable?
+    private var shutdownSent = false
+
+    /// A new, unconnected TCP handle on `loop` (loop thread).
+    init(loop: LoopScheduler, configuration: Configuration) throws {
+        self.loop = loop
+        self.configuration = configuration
+        handle = .allocate(capacity: 1)
+        loop.handleOwnerCreated()
+        // No handle may open once shutdown has begun: nothing would close it.
+        let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
+        if status < 0 {
+            state = .closed
+            handle.deallocate()
+            throw UVError(code: status, operation: "uv_tcp_init")
+        }
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        loop.register(self)
+    }
+
+    deinit {
+        hot.deinitialize(count: 1)
+        hot.deallocate()
+        partial?.deallocate()
+        loop.handleOwnerDestroyed()
+    }
+
+    var stream: UnsafeMutablePointer<uv_stream_t> { runnel_tcp_as_stream(handle) }
+
+    /// Finishes setting up an accepted or connected socket.
+    func didConnect() {
+        if configuration.noDelay { uv_tcp_nodelay(handle, 1) }
+        if let address = SocketAddress.of(handle, uv_tcp_getpeername) {
+            remoteAddress = SocketAddress.describe(address)
+        }
+    }
+
+    /// Whether the connection is open for writing (not closing, closed, or draining).
+    public var isOpen: Bool { state == .open }
+
+    // MARK: Reading
+
+    /// Starts delivering lines to `delegate` (loop thread).
+    public func startReading() {
+        guard state == .open || state == .draining, !isReading, !inputEnded else { return }
+        let status = uv_read_start(
+            stream,
+            { handle, _, buffer in
+                let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+                buffer!.pointee = uv_buf_t(
+                    base: connection.loop.readBuffer.assumingMemoryBound(to: CChar.self),
+                    len: connection.loop.readBufferSize)
+            },
+            { stream, count, buffer in
+                let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
+                if count > 0 {
+                    connection.consume(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+                } else if count < 0 {
+                    connection.readEnded(Int32(count))
+                }
+            })
+        if status < 0 {
+            closeNow()
+        } else {
+            isReading = true
+        }
+    }
+
+    /// Stops delivering lines until `startReading()` (loop thread).
+    public func stopReading() {
+        guard isReading else { return }
+        uv_read_stop(stream)
+        isReading = false
+    }
+
+    /// Frames `bytes` into lines.
+    private func consume(_ bytes: UnsafeRawBufferPointer) {
+        guard let delegate else {
+            consumeWithoutDelegate(bytes)
+            return
+        }
+        let limit = configuration.maxLineLength
+        var start = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var remaining = bytes.count
+        while remaining > 0, state == .open || state == .draining {
+            guard let newline = runnel_find_newline(start, remaining) else {
+                holdPartial(UnsafeRawBufferPointer(start: start, count: remaining))
+                return
+            }
+            let length = newline - start
+            if discarding {
+                discarding = false
+                reportDiscarded(discardedCount + length)
+            } else if partialCount > 0 {
+                if partialCount + length > limit {
+                    let total = partialCount + length
+                    partialCount = 0
+                    reportDiscarded(total)
+                } else {
+                    reservePartial(partialCount + length)
+                    (partial! + partialCount).copyMemory(from: start, byteCount: length)
+                    let total = partialCount + length
+                    partialCount = 0
+                    deliver(UnsafeRawPointer(partial!), total, to: delegate)
+                    shrinkPartial()
+                }
+            } else if length > limit {
+                reportDiscarded(length)
+            } else {
+                deliver(UnsafeRawPointer(start), length, to: delegate)
+            }
+            start = newline + 1
+            remaining -= length + 1
+        }
+    }
+
+    /// With no delegate, lines are dropped; a split line is still tracked, so the next delegate
+    /// starts at a line boundary.
+    private func consumeWithoutDelegate(_ bytes: UnsafeRawBufferPointer) {
+        guard let last = bytes.lastIndex(of: 10) else {
+            holdPartial(bytes)
+            return
+        }
+        partialCount = 0
+        discarding = false
+        discardedCount = 0
+        holdPartial(UnsafeRawBufferPointer(rebasing: bytes[(last + 1)...]))
+    }
+
+    /// Keeps the unfinished end of a read, or counts it when the line is already too long.
+    private func holdPartial(_ bytes: UnsafeRawBufferPointer) {
+        if discarding {
+            discardedCount += bytes.count
+        } else if partialCount + bytes.count > configuration.maxLineLength {
+            discarding = true
+            discardedCount = partialCount + bytes.count
+            partialCount = 0
+            shrinkPartial()
+        } else {
+            reservePartial(partialCount + bytes.count)
+            (partial! + partialCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            partialCount += bytes.count
+        }
+    }
+
+    private func reservePartial(_ count: Int) {
+        guard count > partialCapacity else { return }
+        let capacity = min(max(count, partialCapacity * 2, 256), configuration.maxLineLength)
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        if let partial {
+            grown.copyMemory(from: partial, byteCount: partialCount)
+            partial.deallocate()
+        }
+        partial = grown
+        partialCapacity = capacity
+    }
+
+    /// Lets go of a big partial buffer once it is not needed, so one long line does not pin it.
+    private func shrinkPartial() {
+        guard partialCapacity > 64 * 1024, let partial else { return }
+        partial.deallocate()
+        self.partial = nil
+        partialCapacity = 0
+    }
+
+    @inline(__always)
+    private func deliver(_ start: UnsafeRawPointer, _ length: Int, to delegate: any TCPConnectionDelegate) {
+        guard state == .open else { return }
+        var length = length
+        if length > 0 && start.load(fromByteOffset: length - 1, as: UInt8.self) == 13 { length -= 1 }
+        delegate.connection(self, didReadLine: UnsafeRawBufferPointer(start: start, count: length))
+    }
+
+    private func reportDiscarded(_ count: Int) {
+        discardedCount = 0
+        shrinkPartial()
+        guard state == .open else { return }
+        delegate?.connection(self, didDiscardLongLine: count)
+    }
+
+    private func readEnded(_ status: Int32) {
+        isReading = false
+        inputEnded = true
+        if status == UV_EOF.rawValue {
+            uv_read_stop(stream)
+            delegate?.connectionDidEndInput(self)
+            if state == .open {
+                closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
+            } else {
+                continueDrain()
+            }
+        } else {
+            closeNow()
+        }
+    }
+
+    // MARK: Writing
+
+    /// Queues a copy of `bytes`. Returns false (dropping them) once the connection is no
+    /// longer open. Loop thread.
+    @discardableResult
+    public func write(copying bytes: UnsafeRawBufferPointer) -> Bool {
+        guard state == .open else { return false }
+        append(bytes)
+        requestFlush()
+        return true
+    }
+
+    /// Queues a copy of `bytes` followed by a `\n`. Loop thread.
+    @discardableResult
+    public func writeLine(copying bytes: UnsafeRawBufferPointer) -> Bool {
+        guard state == .open else { return false }
+        let count = bytes.count
+        if let chunk, chunk.capacity - chunk.used > count {
+            // The common case: the line and its newline fit in the open chunk.
+            let used = chunk.used
+            if count > 0 { (chunk.base + used).copyMemory(from: bytes.baseAddress!, byteCount: count) }
+            chunk.base.storeBytes(of: 10, toByteOffset: used + count, as: UInt8.self)
+            chunk.used = used + count + 1
+            pendingBytes += count + 1
+            requestFlush()
+            return true
+        }
+        append(bytes)
+        var newline: UInt8 = 10
+        withUnsafeBytes(of: &newline) { append($0) }
+        requestFlush()
+        return true
+    }
+
+    /// Queues `buffer` itself, without copying its bytes; it is kept alive until written.
+    /// Loop thread.
+    @discardableResult
+    public func write(_ buffer: ByteBuffer) -> Bool {
+        guard state == .open else { return false }
+        guard buffer.count > 0 else { return true }
+        // A small buffer costs less to copy into the chunk than to carry as a segment of its own.
+        if buffer.count <= Self.copyThreshold {
+            append(buffer.bytes)
+            requestFlush()
+            return true
+        }
+        sealChunk()
+        segments.append(
+            uv_buf_t(
+                base: UnsafeMutableRawPointer(mutating: buffer.bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                len: buffer.count))
+        segmentOwners.append(buffer)
+        segmentBytes += buffer.count
+        pendingBytes += buffer.count
+        requestFlush()
+        return true
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) {
+        pendingBytes += bytes.count
+        var rest = bytes
+        while !rest.isEmpty {
+            if chunk == nil || chunk!.available == 0 {
+                sealChunk()
+                chunk = loop.takeChunk(minimumCapacity: rest.count)
+            }
+            let copied = chunk!.append(rest)
+            rest = UnsafeRawBufferPointer(rebasing: rest[copied...])
+        }
+    }
+
+    /// Turns the chunk's not-yet-queued bytes into a segment.
+    private func sealChunk() {
+        guard let chunk, chunk.used > chunk.sealed else { return }
+        let count = chunk.used - chunk.sealed
+        segments.append(uv_buf_t(base: (chunk.base + chunk.sealed).assumingMemoryBound(to: CChar.self), len: count))
+        segmentOwners.append(chunk)
+        segmentBytes += count
+        chunk.sealed = chunk.used
+        if chunk.available == 0 { self.chunk = nil }
+    }
+
+    /// Buffers up to this size are copied rather than referenced.
+    static let copyThreshold = 512
+    /// Queued bytes past which a connection is flushed at once rather than in the check phase,
+    /// so a large burst handled in one loop turn reaches the kernel as it is produced.
+    static let eagerFlushBytes = 64 * 1024
+
+    /// Bytes written but not yet handed to the kernel: queued here or waiting in libuv's write
+    /// queue. What a slow consumer piles up; the daemon's `max_pending_bytes` is checked
+    /// against it. Loop thread.
+    public var unsentBytes: Int {
+        let local = segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0)
+        return local + Int(uv_stream_get_write_queue_size(stream))
+    }
+
+    @inline(__always)
+    private func requestFlush() {
+        if segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0) >= Self.eagerFlushBytes {
+            flush()
+            return
+        }
+        guard !isQueuedForFlush else { return }
+        isQueuedForFlush = true
+        loop.needsFlush(self)
+    }
+
+    /// Writes everything queued as one `uv_write` (the loop's check phase).
+    func flush() {
+        isQueuedForFlush = false
+        guard state == .open || state == .draining else { return }
+        sealChunk()
+        guard !segments.isEmpty else { return }
+        let request = spareRequests.popLast() ?? WriteRequest()
+        request.connection = self
+        request.byteCount = segmentBytes
+        swap(&request.owners, &segmentOwners)
+        request.request.pointee.data = Unmanaged.passRetained(request).toOpaque()
+        let status = segments.withUnsafeBufferPointer { buffers in
+            uv_write(request.request, stream, buffers.baseAddress, UInt32(buffers.count)) { request, status in
+                let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                write.connection!.writeCompleted(write, status: status)
+            }
+        }
+        segments.removeAll(keepingCapacity: true)
+        segmentBytes = 0
+        if status < 0 {
+            Unmanaged.passUnretained(request).release()
+            writeCompleted(request, status: status)
+        }
+    }
+
+    private func writeCompleted(_ request: WriteRequest, status: Int32) {
+        pendingBytes -= request.byteCount
+        request.owners.removeAll(keepingCapacity: true)
+        request.connection = nil
+        if spareRequests.count < 4 && state == .open { spareRequests.append(request) }
+        if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&hot.pointee.chunk!) {
+            // Idle: give the chunk back to the loop rather than pin one per connection.
+            loop.recycleChunk(chunk!)
+            chunk = nil
+        }
+        if status < 0 {
+            if status != UV_ECANCELED.rawValue { closeNow() }
+        } else if state == .draining {
+            continueDrain()
+        }
+    }
+
+    // MARK: Closing
+
+    /// Runs `hook` once when the connection closes (at once if it has). Any thread; the hook
+    /// runs on the loop thread.
+    public func onClose(_ hook: @escaping @Sendable () -> Void) {
+        let added = hooks.withLock { hooks -> Bool in
+            guard hooks != nil else { return false }
+            hooks!.append(hook)
+            return true
+        }
+        if !added { hook() }
+    }
+
+    /// Closes now, dropping output not yet written. Any thread.
+    public func close() {
+        if loop.isOnLoopThread {
+            closeNow()
+        } else {
+            loop.execute { [self] in closeNow() }
+        }
+    }
+
+    /// Closes gracefully: refuses further writes and input lines, writes what is pending,
+    /// sends a FIN and waits for the peer's, then closes; closes anyway after `timeout`.
+    /// Any thread.
+    public func closeAfterFlush(timeout: Duration) {
+        guard loop.isOnLoopThread else {
+            loop.execute { [self] in closeAfterFlush(timeout: timeout) }
+            return
+        }
+        guard state == .open else { return }
+        state = .draining
+        drainTimer = loop.after(delay: timeout) { [self] in closeNow() }
+        if !inputEnded && !isReading { startReading() }
+        continueDrain()
+    }
+
+    /// Takes the next step of a graceful close once all output is confirmed.
+    /// How long a drained connection waits for the peer's FIN after sending its own.
+    static let finLinger: Duration = .milliseconds(500)
+
+    private func lingerAfterFIN() {
+        guard state == .draining else { return }
+        drainTimer?.dispose()
+        drainTimer = loop.after(delay: Self.finLinger) { [self] in closeNow() }
+    }
+
+    private func continueDrain() {
+        guard state == .draining, pendingBytes == 0 else { return }
+        if inputEnded {
+            closeNow()
+            return
+        }
+        guard !shutdownSent else { return }
+        shutdownSent = true
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let status = uv_shutdown(request, stream) { request, status in
+            let connection = Unmanaged<TCPConnection>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            request!.deallocate()
+            // Wait briefly for the peer's end of input, so its last requests do not meet a
+            // reset that would discard what we sent; the FIN failing closes at once.
+            if status < 0 {
+                connection.closeNow()
+            } else {
+                connection.lingerAfterFIN()
+            }
+        }
+        if status < 0 {
+            Unmanaged.passUnretained(self).release()
+            request.deallocate()
+            closeNow()
+        }
+    }
+
+    func closeForShutdown() { closeNow() }
+
+    /// Closes the handle (loop thread). Idempotent.
+    private func closeNow() {
+        guard state == .open || state == .draining else { return }
+        state = .closing
+        drainTimer?.dispose()
+        drainTimer = nil
+        if isReading {
+            uv_read_stop(stream)
+            isReading = false
+        }
+        uv_close(runnel_tcp_as_handle(handle)) { handle in
+            let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            handle!.deallocate()
+            connection.didClose()
+        }
+    }
+
+    /// After the close callback: every pending write has been called back (cancelled).
+    private func didClose() {
+        state = .closed
+        segments.removeAll()
+        segmentOwners.removeAll()
+        spareRequests.removeAll()
+        chunk = nil
+        pendingBytes = 0
+        partial?.deallocate()
+        partial = nil
+        partialCount = 0
+        loop.unregister(self)
+        let toRun = hooks.withLock { hooks -> [@Sendable () -> Void] in
+            defer { hooks = nil }
+            return hooks ?? []
+        }
+        for hook in toRun { hook() }
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.connectionDidClose(self)
+    }
+}

@@ -1,0 +1,233 @@
+import Runnel
+import RunnelUV
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+extension RunnelUVTests {
+    @Suite struct TCPTests {
+        /// A loop with a listener whose connections get `delegate(connection)` and start reading.
+        final class Server: @unchecked Sendable {
+            let loop = EventLoop.started()
+            let listener: TCPListener
+            let accepted = Shared<[TCPConnection]>([])
+
+            init(
+                host: String = "127.0.0.1", configuration: TCPConnection.Configuration = .init(),
+                delegate: @escaping @Sendable (TCPConnection) -> (any TCPConnectionDelegate)?
+            ) throws {
+                listener = try TCPListener.bind(host: host, port: 0, configuration: configuration, on: loop)
+                let accepted = self.accepted
+                let scheduler = loop.scheduler
+                loop.scheduler.performAsCurrent {
+                    _ = listener.connections.subscribeNext { connection in
+                        precondition(scheduler.isOnLoopThread)
+                        accepted.withLock { $0.append(connection) }
+                        connection.delegate = delegate(connection)
+                        connection.startReading()
+                    }
+                }
+                // The subscription is set up through the loop's queue: wait until it is.
+                _ = onLoop(loop) { true }
+            }
+
+            var port: Int { listener.port }
+
+            func stop() -> Int32? {
+                accepted.withLock { $0.removeAll() }
+                return loop.shutdown()
+            }
+        }
+
+        @Test func echoesLinesOverIPv4() throws {
+            let recorder = RecordingDelegate(echo: true)
+            let server = try Server { _ in recorder }
+            #expect(server.port > 0)
+            let client = try BlockingClient(port: server.port)
+            try client.send("hello\r\nworld\n\nlast")
+            let echoed = client.receive(count: 13)
+            #expect(String(decoding: echoed, as: UTF8.self) == "hello\nworld\n\n")
+            #expect(recorder.lines == ["hello", "world", ""])
+            let remote = server.accepted.current.first.map { connection in
+                onLoop(server.loop) { connection.remoteAddress }
+            }
+            #expect(remote?.hasPrefix("127.0.0.1:") == true)
+            #expect(server.stop() == 0)
+        }
+
+        @Test func echoesLinesOverIPv6() throws {
+            let recorder = RecordingDelegate(echo: true)
+            let server: Server
+            do {
+                server = try Server(host: "::1") { _ in recorder }
+            } catch let error as UVError where error.name == "EADDRNOTAVAIL" || error.name == "EAFNOSUPPORT" {
+                return  // no IPv6 loopback on this machine
+            }
+            let client = try BlockingClient(host: "::1", port: server.port)
+            try client.send("six\n")
+            #expect(String(decoding: client.receive(count: 4), as: UTF8.self) == "six\n")
+            let remote = server.accepted.current.first.map { connection in
+                onLoop(server.loop) { connection.remoteAddress }
+            }
+            #expect(remote?.hasPrefix("[::1]:") == true)
+            #expect(server.stop() == 0)
+        }
+
+        @Test func readCallbacksSeeTheLoopAsCurrentScheduler() throws {
+            let recorder = Shared<RecordingDelegate?>(nil)
+            let server = try Server { connection in
+                let delegate = RecordingDelegate(scheduler: currentScheduler as? LoopScheduler)
+                recorder.withLock { $0 = delegate }
+                return delegate
+            }
+            let client = try BlockingClient(port: server.port)
+            try client.send("one\n")
+            #expect(eventually { recorder.current?.lines == ["one"] })
+            #expect(recorder.current?.record.current.sawLoopScheduler == true)
+            #expect(server.stop() == 0)
+        }
+
+        @Test func aLineSentOneByteAtATimeReassembles() throws {
+            let recorder = RecordingDelegate()
+            let server = try Server { _ in recorder }
+            let client = try BlockingClient(port: server.port)
+            let line = "a line sent byte by byte\r\n"
+            for byte in line.utf8 {
+                try client.send([byte])
+                usleep(200)  // pace the bytes so they arrive in separate reads
+            }
+            try client.send("next\n")
+            #expect(eventually { recorder.lines.count == 2 })
+            #expect(recorder.lines == ["a line sent byte by byte", "next"])
+            #expect(server.stop() == 0)
+        }
+
+        @Test func aTenMegabyteLineOverAOneMegabyteLimitIsDiscardedAndReported() throws {
+            let recorder = RecordingDelegate()
+            let server = try Server(configuration: .init(maxLineLength: 1 << 20)) { _ in recorder }
+            let client = try BlockingClient(port: server.port)
+            try client.send("before\n")
+            try client.send([UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20))
+            try client.send("\nafter\n")
+            #expect(eventually { recorder.lines.count == 2 })
+            #expect(recorder.lines == ["before", "after"])
+            #expect(recorder.record.current.discarded == [10 << 20])
+            #expect(server.stop() == 0)
+        }
+
+        @Test func aLineOfExactlyTheLimitIsKept() throws {
+            let recorder = RecordingDelegate()
+            let server = try Server(configuration: .init(maxLineLength: 8)) { _ in recorder }
+            let client = try BlockingClient(port: server.port)
+            try client.send("12345678\n123456789\nok\n")
+            #expect(eventually { recorder.lines.count == 2 })
+            #expect(recorder.lines == ["12345678", "ok"])
+            #expect(recorder.record.current.discarded == [9])
+            #expect(server.stop() == 0)
+        }
+
+        @Test func pendingBytesCountsAcceptedUntilConfirmed() throws {
+            let server = try Server { _ in nil }
+            let client = try BlockingClient(port: server.port)
+            #expect(eventually { server.accepted.current.count == 1 })
+            let connection = server.accepted.current[0]
+            let shared = ByteBuffer(Array("shared bytes\n".utf8))
+            let pendingAfterWrites = onLoop(server.loop) { () -> Int in
+                let text = Array("copied\n".utf8)
+                _ = text.withUnsafeBytes { connection.write(copying: $0) }
+                connection.write(shared)
+                _ = text.withUnsafeBytes { connection.write(copying: $0) }
+                return connection.pendingBytes
+            }
+            #expect(pendingAfterWrites == 7 + 13 + 7)
+            let received = client.receive(count: 27)
+            #expect(String(decoding: received, as: UTF8.self) == "copied\nshared bytes\ncopied\n")
+            #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
+            #expect(server.stop() == 0)
+        }
+
+        @Test func aPeerClosingMidWriteRunsTheCloseHookOnce() throws {
+            let hookRuns = Shared(0)
+            let recorder = RecordingDelegate()
+            let server = try Server { connection in
+                connection.onClose { hookRuns.withLock { $0 += 1 } }
+                // Far more than the socket buffers hold, so writes are in flight when the peer goes.
+                let block = ByteBuffer(count: 1 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 42) }
+                for _ in 0..<64 { connection.write(block) }
+                return recorder
+            }
+            do {
+                let client = try BlockingClient(port: server.port)
+                #expect(client.receive(count: 100_000).count == 100_000)
+                var linger = linger(l_onoff: 1, l_linger: 0)  // close with a reset
+                setsockopt(client.descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            }
+            #expect(eventually { hookRuns.current == 1 })
+            let connection = server.accepted.current[0]
+            // Closing again from either side does nothing more.
+            connection.close()
+            connection.closeAfterFlush(timeout: .seconds(1))
+            #expect(onLoop(server.loop) { connection.pendingBytes } == 0)
+            #expect(hookRuns.current == 1)
+            #expect(recorder.record.current.closes == 1)
+            let lateRuns = Shared(0)
+            connection.onClose { lateRuns.withLock { $0 += 1 } }  // already closed: runs at once
+            #expect(lateRuns.current == 1)
+            #expect(server.stop() == 0)
+        }
+
+        @Test func closeAfterFlushDeliversEverythingThenCloses() throws {
+            let payload = ByteBuffer(count: 4 << 20) { bytes in
+                for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index) }
+            }
+            let server = try Server { connection in
+                connection.write(payload)
+                connection.closeAfterFlush(timeout: .seconds(10))
+                return nil
+            }
+            let client = try BlockingClient(port: server.port)
+            let (bytes, closed) = client.receiveUntilClosed()
+            #expect(closed)
+            #expect(bytes.count == payload.count)
+            #expect(bytes == payload.array)
+            #expect(server.stop() == 0)
+        }
+
+        @Test func endOfInputFlushesRepliesBeforeClosing() throws {
+            let recorder = RecordingDelegate(echo: true)
+            let server = try Server { _ in recorder }
+            let client = try BlockingClient(port: server.port)
+            try client.send("one\ntwo\n")
+            client.shutdownWrite()
+            let (bytes, closed) = client.receiveUntilClosed()
+            #expect(closed)
+            #expect(String(decoding: bytes, as: UTF8.self) == "one\ntwo\n")
+            #expect(eventually { recorder.record.current.closes == 1 })
+            #expect(server.stop() == 0)
+        }
+
+        @Test func stopServingClosesTheListenerAndFlushesConnections() throws {
+            let recorder = RecordingDelegate(echo: true)
+            let server = try Server { _ in recorder }
+            let client = try BlockingClient(port: server.port)
+            try client.send("ping\n")
+            #expect(client.receive(count: 5).count == 5)
+            let stopped = Waiter()
+            let completed = Shared(false)
+            _ = server.listener.connections.subscribe(completed: { completed.withLock { $0 = true } })
+            server.loop.stopServing(flushingWithin: .seconds(5)) { stopped.signal() }
+            // The server sends its FIN; the client answers with its own and the close completes.
+            let (_, closed) = client.receiveUntilClosed()
+            #expect(closed)
+            client.shutdownWrite()
+            #expect(stopped.wait())
+            #expect(completed.current)
+            #expect(throws: BlockingClient.ClientError.self) { try BlockingClient(port: server.port) }
+            #expect(server.stop() == 0)
+        }
+    }
+}
