@@ -285,14 +285,17 @@ import Testing
         #expect(try JSON.parse(json.stdout.trimmingCharacters(in: .newlines))["subjects"]?.array?.count == 2)
     }
 
-    @Test func replaySubscriberSeesReplayedValues() throws {
+    @Test func replaySubscriberSeesReplayedValuesThenCompletion() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
         #expect(try CLIProcess.run(["create", "hist", "--kind", "replay", "--capacity", "2"] + at).status == 0)
         for value in ["1", "2", "3"] { #expect(try CLIProcess.run(["pub", "hist", value] + at).status == 0) }
-        let result = try CLIProcess.run(["sub", "hist", "--take", "2"] + at)
+        #expect(try CLIProcess.run(["complete", "hist"] + at).status == 0)
+        let result = try CLIProcess.run(["sub", "hist"] + at)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout == "2\n3\n")
+        let list = try CLIProcess.run(["list", "hist"] + at)
+        #expect(list.stdoutLines.last?.hasSuffix("yes") == true, "\(list)")
     }
 
     @Test func statsPrintsKeyValueLinesOrJSON() throws {
