@@ -58,6 +58,13 @@ final class ServerConnection {
 
     /// The next complete line already received, without its terminator; nil when none is.
     func bufferedLine() -> [UInt8]? {
+        withNextLine { Array($0) }
+    }
+
+    /// Takes the next complete line already received and lends its bytes (without `\n` or a
+    /// trailing `\r`) to `body`, valid only during the call; nil when no complete line is
+    /// buffered. Copies nothing.
+    func withNextLine<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result? {
         guard scanStart < buffer.count else { return nil }
         let newline = buffer.withUnsafeBytes { bytes -> Int? in
             guard let found = memchr(bytes.baseAddress! + scanStart, 0x0A, bytes.count - scanStart) else { return nil }
@@ -69,10 +76,10 @@ final class ServerConnection {
         }
         var lineEnd = newline
         if lineEnd > readStart && buffer[lineEnd - 1] == 0x0D { lineEnd -= 1 }
-        let line = Array(buffer[readStart..<lineEnd])
+        let lineStart = readStart
         readStart = newline + 1
         scanStart = readStart
-        return line
+        return try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[lineStart..<lineEnd])) }
     }
 
     /// Waits up to `timeoutMilliseconds` (negative: forever) for data and reads what is there.

@@ -11,6 +11,8 @@ import Glibc
 final class SubscriptionPrinter {
     private let session: RunnelSession
     private let sid: String
+    /// The sid's UTF-8, compared with the raw sid of fast-path `next` lines.
+    private let sidBytes: [UInt8]
     private let showSubject: Bool
     private let events: Bool
     private let output = FileDescriptorWriter(fd: 1)
@@ -18,6 +20,7 @@ final class SubscriptionPrinter {
     init(session: RunnelSession, sid: String, showSubject: Bool, events: Bool) {
         self.session = session
         self.sid = sid
+        sidBytes = Array(sid.utf8)
         self.showSubject = showSubject
         self.events = events
     }
@@ -37,8 +40,8 @@ final class SubscriptionPrinter {
                 unsubscribe()
                 return
             }
-            if let bytes = connection.bufferedLine() {
-                if try handle(bytes) { return }
+            if let completed = try connection.withNextLine(handle) {
+                if completed { return }
                 continue
             }
             output.flush()
@@ -52,7 +55,19 @@ final class SubscriptionPrinter {
     }
 
     /// Prints or acts on one line; true when the subscription has completed.
-    private func handle(_ bytes: [UInt8]) throws -> Bool {
+    private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
+        if !events, let next = NextEventShape.match(raw) {
+            if sidBytes.elementsEqual(raw[next.sid]) {
+                if showSubject, let subject = next.subject {
+                    output.append(UnsafeRawBufferPointer(rebasing: raw[subject]))
+                    output.append(byte: UInt8(ascii: " "))
+                }
+                output.append(UnsafeRawBufferPointer(rebasing: raw[next.value]))
+                output.append(byte: 0x0A)
+            }
+            return false
+        }
+        let bytes = Array(raw)
         guard let line = ServerLine(bytes) else {
             if bytes.isEmpty { return false }
             throw CLIFailure("unexpected line from the server: \(String(decoding: bytes, as: UTF8.self))")
