@@ -178,21 +178,33 @@ import Testing
     @Test func patternSubscriptionPrefixesSubjectsWithFlag() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
-        let subscriber = try CLIProcess(["sub", "s.*", "--subject", "--take", "2"] + at)
-        #expect(try Self.waitForSubscriptions(1, on: server))
+        let prefixed = try CLIProcess(["sub", "s.*", "--subject"] + at)
+        let plain = try CLIProcess(["sub", "s.*"] + at)
+        #expect(try Self.waitForSubscriptions(2, on: server))
         let publisher = try server.connect()
         try publisher.publish("s.a", 1)
-        try publisher.publish("s.b", "x")
-        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
-        #expect(subscriber.stdout == "s.a 1\ns.b \"x\"\n")
+        try publisher.publish("s.b", "x y")
+        try publisher.publish("s.c.deeper", 3)  // `*` is one token: not delivered
+        // Sent as raw text: the value's bytes (1.50) must come out unchanged.
+        try publisher.send(#"{"op":"pub","subject":"s.a","value":{"k":[1.50,null]}}"#)
+        try publisher.barrier()
+        #expect(try prefixed.waitForLines(3) == ["s.a 1", #"s.b "x y""#, #"s.a {"k":[1.50,null]}"#])
+        #expect(try plain.waitForLines(3) == ["1", #""x y""#, #"{"k":[1.50,null]}"#])
+        // A pattern subscription outlives its subjects; SIGINT ends it.
+        prefixed.signal(SIGINT)
+        plain.signal(SIGINT)
+        #expect(try prefixed.waitForExit() == 130)
+        #expect(try plain.waitForExit() == 130)
+        #expect(try Self.waitForSubscriptions(0, on: server))
     }
 
     @Test func eventsFlagPrintsWholeLines() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
-        let subscriber = try CLIProcess(["sub", "ev", "--events", "--take", "1"] + at)
+        let subscriber = try CLIProcess(["sub", "ev", "--events"] + at)
         #expect(try Self.waitForSubscriptions(1, on: server))
         try server.connect().publish("ev", ["k": 1.5])
+        #expect(try CLIProcess.run(["complete", "ev"] + at).status == 0)
         #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
         let lines = subscriber.stdoutLines
         #expect(lines.count == 2, "\(lines)")
