@@ -38,7 +38,9 @@ extension RunnelUVTests {
                 events.current.compactMap { if case .next(let value) = $0.1 { return value } else { return nil } }
             }
             func times(ofValuesWhere match: (Value) -> Bool) -> [SchedulerTime] {
-                events.current.compactMap { if case .next(let value) = $0.1, match(value) { return $0.0 } else { return nil } }
+                events.current.compactMap {
+                    if case .next(let value) = $0.1, match(value) { return $0.0 } else { return nil }
+                }
             }
             var terminalTime: SchedulerTime? { events.current.last.map { $0.0 } }
         }

@@ -30,11 +30,14 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // every generic type it forms costs a runtime metadata lookup. The per-value path
     // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
     // `Value`.
-    let lock = Lock()
+    /// The lock and the per-value fields, in an object of their own that subscriptions'
+    /// removal actions hold instead of the subject (see `SubjectRoster`).
+    private let roster = SubjectRoster()
+    @inline(__always) var lock: Lock { roster.lock }
     /// Guarded by `lock`: the fields of the per-value path, in memory of their own. Reached
     /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
     /// `var`s get on every access), and their layout does not depend on `Value`.
-    private let core: UnsafeMutablePointer<SubjectCore>
+    @inline(__always) private var core: UnsafeMutablePointer<SubjectCore> { roster.core }
     /// Guarded by `lock`: the terminal event once accepted (`core.terminated` mirrors it).
     private var terminal: Event<Value>?
     /// Guarded by `lock`: jobs queued for the delivering thread (`core.jobCount` counts them).
@@ -48,7 +51,6 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     /// A plain subject.
     public init() {
-        core = Self.makeCore()
         history = RingBuffer(capacity: 0)
         keepsHistory = false
         super.init(serializes: false, body: nil)
@@ -59,21 +61,13 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         var history = RingBuffer<Value>(capacity: historyCapacity)
         for value in initial { history.append(value) }
         self.history = history
-        core = Self.makeCore()
         keepsHistory = historyCapacity > 0
         super.init(serializes: false, body: nil)
     }
 
-    private static func makeCore() -> UnsafeMutablePointer<SubjectCore> {
-        let core = UnsafeMutablePointer<SubjectCore>.allocate(capacity: 1)
-        core.initialize(to: SubjectCore())
-        return core
-    }
-
-    deinit {
-        core.deinitialize(count: 1)
-        core.deallocate()
-    }
+    /// A subject dropped without terminating lets its subscribers go: their removal actions
+    /// hold the roster, and the roster holds them, so the list is emptied here.
+    deinit { roster.removeAll() }
 
     /// The number of current subscribers.
     public var subscriberCount: Int { lock.withLock { core.pointee.entries.count } }
@@ -102,26 +96,17 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
             }
         }
         lock.unlock()
-        // The entry is not captured: the subject's list is what keeps a live subscription
-        // alive, so a subject dropped without terminating releases its subscribers. Its
-        // identity is enough to find it (it is alive while listed), and no weak reference is
-        // formed, which would move its reference counts to a slow side table.
+        // Neither the entry nor the subject is captured: the roster's list is what keeps a
+        // live subscription alive, and its identity is enough to find it. No weak reference
+        // is formed either, which would move the subject's reference counts, taken on every
+        // publish, to a slow side table.
         let id = ObjectIdentifier(entry)
-        disposable.add(
-            Disposable { [weak self] in
-                self?.remove(id)
-            })
+        let roster = self.roster
+        disposable.add(Disposable { roster.remove(id) })
         if startDrain { drain() }
         return disposable
     }
 
-    private func remove(_ id: ObjectIdentifier) {
-        lock.withLock {
-            if let index = core.pointee.entries.lastIndex(where: { ObjectIdentifier($0) == id }) {
-                core.pointee.entries.remove(at: index)
-            }
-        }
-    }
 
     // MARK: Sending
 

@@ -1,11 +1,12 @@
+import Logging
+import Runnel
+import RunnelUV
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import Logging
-import Runnel
-import RunnelUV
 
 /// The daemon's life: start, serve, reload on SIGHUP, drain and stop on SIGTERM/SIGINT.
 ///
@@ -81,7 +82,8 @@ private final class Daemon: @unchecked Sendable {
                 configuration: .init(maxLineLength: config.maxLineBytes), on: loop)
             listener.onAccept = { [server] connection in server.accept(connection) }
             self.listener = listener
-            let address = config.listen.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
+            let address =
+                config.listen.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
             logger.notice("runneld listening on \(address)", metadata: ["subjects": "\(server.registry.count)"])
         } catch {
             logger.critical("cannot start: \(error)", metadata: ["listen": "\(config.listen)"])

@@ -25,7 +25,7 @@ final class SubjectEntry {
         case .replay:
             subject = ReplaySubject(capacity: capacity ?? 0)
         case .behavior:
-            subject = BehaviorSubject(Message(label: label, value: initial ?? .null))
+            subject = BehaviorSubject(Message(label: label, raw: initial ?? .null))
         }
     }
 

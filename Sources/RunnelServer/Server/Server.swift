@@ -78,7 +78,8 @@ public final class Server: @unchecked Sendable {
         sessions[session.id] = session
         connection.delegate = SessionConnectionDelegate(session: session)
         connection.startReading()
-        logger.debug("connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
+        logger.debug(
+            "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
     }
 
     func sessionDidClose(_ session: Session) {
@@ -124,13 +125,16 @@ public final class Server: @unchecked Sendable {
 
     // MARK: Stages
 
-    /// The subscription's signal: `source` through the stage list. Until server-side stages
-    /// exist, any stage is refused with `bad_operator`.
-    func compileChain(_ stages: [JSONValue], source: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
-        guard stages.isEmpty else {
-            throw ProtocolError(.badOperator, "server-side stages are not available in this version", stage: 0)
-        }
-        return source
+    /// The subscription's signal: `source` through the stage list, compiled whole before
+    /// anything is subscribed. `label` names the subscription's subject or pattern.
+    func compileChain(_ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel) throws(ProtocolError)
+        -> Signal<Message>
+    {
+        guard !stages.isEmpty else { return source }
+        let compiler = StageCompiler(
+            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label,
+            lookup: { [unowned self] name throws(ProtocolError) in try subjectForUse(name).subject })
+        return try compiler.compile(stages, source: source)
     }
 }
 

@@ -43,7 +43,7 @@ extension Session {
         let receivers = entry.subject.subscriberCount
         entry.published &+= 1
         server.stats.published &+= 1
-        entry.subject.sendNext(Message(label: entry.label, value: value))
+        entry.subject.sendNext(Message(label: entry.label, raw: value))
         if let ref = request.ref {
             writeOK(ref: ref) { line in
                 line.key("receivers")
@@ -75,7 +75,7 @@ extension Session {
         }
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
         let source: Signal<Message> = entry?.subject ?? server.registry.patternSignal(pattern)
-        let chain = try server.compileChain(stages, source: source)
+        let chain = try server.compileChain(stages, source: source, label: entry?.label ?? SubjectLabel(target))
 
         let subscription = SessionSubscription(sid: sid, entry: entry, isPattern: pattern.isWildcard)
         subscriptions[sid] = subscription
@@ -131,7 +131,8 @@ extension Session {
         }
         if let existing = server.registry[name] {
             guard existing.kind == kind, existing.capacity == capacity else {
-                let has = existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
+                let has =
+                    existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(has)")
             }
         } else {

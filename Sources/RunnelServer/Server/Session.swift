@@ -128,7 +128,7 @@ final class Session: @unchecked Sendable {
             write(message.label.json)
             write(",\"value\":")
         }
-        write(message.value.buffer)
+        write(message.value.raw.buffer)
         write("}\n")
         server.stats.delivered &+= 1
     }
@@ -178,7 +178,9 @@ final class Session: @unchecked Sendable {
         isClosing = true
         server.logger.notice(
             "closing slow consumer",
-            metadata: ["connection": "\(id)", "peer": "\(connection.remoteAddress)", "unsent": "\(connection.unsentBytes)"])
+            metadata: [
+                "connection": "\(id)", "peer": "\(connection.remoteAddress)", "unsent": "\(connection.unsentBytes)",
+            ])
         disposeAll()
         write("{\"ev\":\"closing\",\"code\":\"slow_consumer\"}\n")
         connection.closeAfterFlush(timeout: .seconds(2))

@@ -10,6 +10,8 @@ struct RunneldConfig {
     var autoCreate: Bool?
     var authTokens: [String]?
     var defaultReplayCapacity: Int?
+    var maxStages: Int?
+    var maxBufferValues: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -24,6 +26,8 @@ struct RunneldConfig {
         if let v = autoCreate { lines.append("auto_create = \(v)") }
         if let v = authTokens { lines.append("auth_tokens = [\(v.map(RunneldConfig.quote).joined(separator: ", "))]") }
         if let v = defaultReplayCapacity { lines.append("default_replay_capacity = \(v)") }
+        if let v = maxStages { lines.append("max_stages = \(v)") }
+        if let v = maxBufferValues { lines.append("max_buffer_values = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")

@@ -1,0 +1,58 @@
+import Runnel
+
+/// `combineLatestWith`, `zipWith`, `merge`, `concat`, `takeUntil`: the library's combining
+/// operators with other subjects' signals, looked up when the chain is compiled.
+extension StageCompiler {
+    /// Arrays `[mine, theirs]` of the values' unchanged bytes, with this stream's subject.
+    func combineLatestWith(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError)
+        -> Signal<Message>
+    {
+        try stage.checkNoOtherArguments(["subject"])
+        let other = try subjectSignal(try stage.subject(), for: stage)
+        return signal.combineLatest(with: other).map(Self.pair)
+    }
+
+    /// Arrays `[mine, theirs]` of the values' unchanged bytes. Either side running more than
+    /// `max_buffer_values` values ahead of the other (values the library's zip must hold) ends
+    /// the subscription with "limit".
+    func zipWith(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["subject"])
+        let other = try subjectSignal(try stage.subject(), for: stage)
+        let maxValues = limits.maxBufferValues
+        let index = stage.index
+        return Signal.deferred {
+            // Mine minus theirs: the library's zip holds that many of the side ahead.
+            let lead = StageCounter()
+            let mine = signal.try { _ in
+                lead.count += 1
+                if lead.count > maxValues { throw StageFailure.limit(stage: index) }
+            }
+            let theirs = other.try { _ in
+                lead.count -= 1
+                if -lead.count > maxValues { throw StageFailure.limit(stage: index) }
+            }
+            return mine.zip(with: theirs).map(Self.pair)
+        }
+    }
+
+    func merge(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["subjects"])
+        var signals = [signal]
+        for name in try stage.subjects() { signals.append(try subjectSignal(name, for: stage)) }
+        return Signal.merge(signals)
+    }
+
+    func concat(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["subject"])
+        return signal.concat(try subjectSignal(try stage.subject(), for: stage))
+    }
+
+    func takeUntil(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["subject"])
+        return signal.take(until: try subjectSignal(try stage.subject(), for: stage))
+    }
+
+    @Sendable private static func pair(_ pair: (Message, Message)) -> Message {
+        Message(label: pair.0.label, value: RawArray.of([pair.0.value, pair.1.value]))
+    }
+}

@@ -1,0 +1,52 @@
+import Runnel
+
+/// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
+/// when the value arrives; the library merges those subjects or follows the latest.
+extension StageCompiler {
+    func flattenMap(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["expr"])
+        let naming = subjectNaming(StageExpression(try stage.expression(), stage), stage)
+        return signal.flatMap(naming)
+    }
+
+    func switchToLatest(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
+        try stage.checkNoOtherArguments(["expr"])
+        let expression = try stage.optionalExpression().map { StageExpression($0, stage) }
+        return signal.map(subjectNaming(expression, stage)).switchToLatest()
+    }
+
+    /// The signal of the subject a message names (its value, or `expression` on it): a
+    /// signal that fails with `eval` naming the stage when the name is not a string, not a
+    /// valid subject name, or cannot be looked up.
+    private func subjectNaming(_ expression: StageExpression?, _ stage: StageArguments)
+        -> @Sendable (Message) -> Signal<Message>
+    {
+        let lookup = self.lookup
+        let index = stage.index
+        let name = stage.name
+        return { message in
+            do throws(ProtocolError) {
+                let value: JSONValue
+                if let expression {
+                    value = try expression.evaluate(message)
+                } else {
+                    value = try StageFailure.decoded(message, stage: index, name: name)
+                }
+                guard case .string(let subject) = value else {
+                    throw StageFailure.eval(
+                        "a subject name must be a string, got \(value.typeName)", stage: index, name: name)
+                }
+                if let problem = SubjectName.problem(withName: subject) {
+                    throw StageFailure.eval("bad subject name: \(problem)", stage: index, name: name)
+                }
+                do throws(ProtocolError) {
+                    return try lookup(subject)
+                } catch {
+                    throw StageFailure.eval(error.message, stage: index, name: name)
+                }
+            } catch {
+                return Signal.error(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+/// One value flowing through subjects and stage chains, shared by every subscriber that sees it:
+/// the exact bytes it was published with, or a value a stage computed, each turned into the
+/// other at most once.
+///
+/// A published value starts as bytes; the first stage that looks inside (a `filter`, a `map`)
+/// decodes it and the tree is kept, so the next subscriber's `filter` does not decode again.
+/// A computed value starts as a tree; the first write encodes it and the bytes are kept, so
+/// every subscriber's `next` line writes the same buffer. Stages that never look at values
+/// (`take`, `delay`, `merge`...) never decode.
+///
+/// Loop thread only: the caches are plain stored properties. The whole server runs on one libuv
+/// loop thread (tests run a chain on one thread too), which is why this class can be
+/// `@unchecked Sendable` without a lock.
+public final class Payload: @unchecked Sendable {
+    private var rawCache: RawJSON?
+    private var decodedCache: JSONValue?
+
+    /// A value kept as the exact bytes it arrived with.
+    public init(raw: RawJSON) {
+        rawCache = raw
+    }
+
+    /// A value a stage computed; encoded when first written.
+    public init(computed value: JSONValue) {
+        decodedCache = value
+    }
+
+    /// The bytes: the published ones, or the computed value's compact encoding (made once).
+    public var raw: RawJSON {
+        if let rawCache { return rawCache }
+        let encoded = RawJSON(encoding: decodedCache ?? .null)
+        rawCache = encoded
+        return encoded
+    }
+
+    /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
+    /// for a Double.
+    public func decoded() throws(JSONError) -> JSONValue {
+        if let decodedCache { return decodedCache }
+        let value = try (rawCache ?? .null).decoded()
+        decodedCache = value
+        return value
+    }
+
+    /// Whether the tree is at hand (computed, or decoded already).
+    var isDecoded: Bool { decodedCache != nil }
+
+    /// Whether the bytes are at hand (published, or encoded already).
+    var isEncoded: Bool { rawCache != nil }
+
+    /// Whether both hold the same JSON value: the same bytes, else structurally equal trees
+    /// (`1.0` equals `1`). A value that cannot be decoded equals only identical bytes.
+    public func isEquivalent(to other: Payload) -> Bool {
+        if self === other { return true }
+        if let mine = rawCache, let theirs = other.rawCache, mine.hasSameBytes(as: theirs) { return true }
+        guard let mine = try? decoded(), let theirs = try? other.decoded() else { return false }
+        return mine == theirs
+    }
+}

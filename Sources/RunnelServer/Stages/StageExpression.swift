@@ -1,0 +1,61 @@
+import Runnel
+
+/// A stage's compiled expression together with the stage it belongs to, so that evaluating
+/// it on a message decodes the message (once, through its shared `Payload`), binds
+/// `$subject`, and turns an evaluation error into the subscription's `eval` error naming the
+/// stage. Immutable and `Sendable`.
+struct StageExpression: Sendable {
+    let compiled: CompiledExpression
+    let stage: Int
+    let name: String
+
+    init(_ compiled: CompiledExpression, _ arguments: StageArguments) {
+        self.compiled = compiled
+        self.stage = arguments.index
+        self.name = arguments.name
+    }
+
+    /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
+    func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
+        do {
+            return try compiled.evaluate(input, bindings)
+        } catch {
+            throw StageFailure.eval("\(error.message) (at byte \(error.position))", stage: stage, name: name)
+        }
+    }
+
+    /// The expression's value on `message`'s value.
+    func evaluate(_ message: Message) throws(ProtocolError) -> JSONValue {
+        try evaluate(decoded(message), ExpressionBindings(subject: message.label.name))
+    }
+
+    /// The expression's truthiness on `message`'s value.
+    func test(_ message: Message) throws(ProtocolError) -> Bool {
+        try evaluate(message).isTruthy
+    }
+
+    /// `message`'s value as a tree.
+    func decoded(_ message: Message) throws(ProtocolError) -> JSONValue {
+        try StageFailure.decoded(message, stage: stage, name: name)
+    }
+}
+
+/// A message with the outcome of a stage's test on it: what predicate operators (`filter`,
+/// `takeWhile`, `throttle` with `expr`...) receive, so that the expression, which can fail,
+/// runs in a `tryMap` before the library's non-throwing predicate reads the outcome.
+struct TestedMessage: Sendable {
+    let message: Message
+    let passed: Bool
+}
+
+extension Signal where Value == Message {
+    /// Each message with `expression`'s truthiness on it; an evaluation error ends the signal.
+    func tested(by expression: StageExpression) -> Signal<TestedMessage> {
+        tryMap { message in TestedMessage(message: message, passed: try expression.test(message)) }
+    }
+}
+
+extension Signal where Value == TestedMessage {
+    /// The messages again.
+    var messages: Signal<Message> { map(\.message) }
+}

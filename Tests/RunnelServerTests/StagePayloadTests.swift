@@ -1,0 +1,84 @@
+import Runnel
+import Testing
+
+@testable import RunnelServer
+
+@Suite struct StagePayloadTests {
+    @Test func publishedBytesStayExactAndDecodeOnce() throws {
+        let payload = Payload(raw: try RawJSON(validating: #"{"a" : 1.0}"#))
+        #expect(payload.raw.description == #"{"a" : 1.0}"#)
+        let first = try payload.decoded()
+        #expect(first == .object(JSONObject([("a", .number(1))])))
+        #expect(payload.raw.description == #"{"a" : 1.0}"#)
+    }
+
+    @Test func computedValueIsEncodedOnceAndShared() {
+        let payload = Payload(computed: .array([.number(2), .string("x")]))
+        let first = payload.raw
+        #expect(first.description == #"[2,"x"]"#)
+        #expect(payload.raw.buffer === first.buffer)
+    }
+
+    @Test func twoSubscribersShareOnePayload() throws {
+        // Both chains see the very same payload object, so the second filter finds it decoded.
+        let source = Subject<Message>()
+        let seen = Locked<[Payload]>([])
+        let filter = try StageHarness().compiler().compile(
+            [.object(JSONObject([("op", .string("filter")), ("expr", .string(". > 1"))]))], source: source)
+        ImmediateScheduler.shared.performAsCurrent {
+            _ = filter.subscribe(next: { message in seen.withLock { $0.append(message.value) } })
+            _ = filter.subscribe(next: { message in seen.withLock { $0.append(message.value) } })
+        }
+        source.sendNext(Message(label: SubjectLabel("s"), raw: try RawJSON(validating: "2")))
+        let payloads = seen.withLock { $0 }
+        #expect(payloads.count == 2 && payloads[0] === payloads[1])
+    }
+
+    @Test func equivalenceIsStructural() throws {
+        let one = Payload(raw: try RawJSON(validating: "1"))
+        let oneAgain = Payload(raw: try RawJSON(validating: "1.0"))
+        let two = Payload(computed: .number(2))
+        #expect(one.isEquivalent(to: oneAgain))
+        #expect(!one.isEquivalent(to: two))
+        #expect(Payload(computed: .number(1)).isEquivalent(to: one))
+    }
+
+    @Test func rawArrayConcatenatesBytes() throws {
+        let array = RawArray.of([
+            Payload(raw: try RawJSON(validating: "1.50")), Payload(computed: .string("é")),
+        ])
+        #expect(array.raw.description == #"[1.50,"é"]"#)
+        #expect(try array.decoded() == .array([.number(1.5), .string("é")]))
+    }
+
+    @Test func stagesThatDoNotLookAtValuesNeverDecode() throws {
+        let h = try StageHarness().run(
+            #"[{"op":"take","count":5},{"op":"skip","count":1},{"op":"delay","seconds":1},{"op":"merge","subjects":["b"]},{"op":"throttle","seconds":1},{"op":"takeLast","count":3},{"op":"collect"}]"#
+        )
+        let payloads = try ["1", "2", "3"].map { Payload(raw: try RawJSON(validating: $0)) }
+        h.scheduler.performAsCurrent {
+            for payload in payloads { h.source.sendNext(Message(label: h.sourceLabel, value: payload)) }
+        }
+        h.complete()
+        h.complete("b")
+        h.advance(2)
+        #expect(h.values() == ["[3]", "completed"])  // 2 and 3 arrive together: throttled to 3
+        #expect(payloads.allSatisfy { !$0.isDecoded })
+    }
+
+    @Test func aFilterDecodesAndTheNextSubscriberFindsTheTree() throws {
+        let payload = Payload(raw: try RawJSON(validating: "2"))
+        let source = Subject<Message>()
+        let chain = try StageHarness().compiler().compile(
+            [.object(JSONObject([("op", .string("filter")), ("expr", .string(". > 1"))]))], source: source)
+        ImmediateScheduler.shared.performAsCurrent { _ = chain.subscribe(next: { _ in }) }
+        #expect(!payload.isDecoded)
+        source.sendNext(Message(label: SubjectLabel("s"), value: payload))
+        #expect(payload.isDecoded)
+        // A computed value is encoded only when written.
+        let computed = Payload(computed: .number(3))
+        #expect(!computed.isEncoded)
+        _ = computed.raw
+        #expect(computed.isEncoded)
+    }
+}
