@@ -8,7 +8,9 @@ set -eu
 . "$(dirname "$0")/runnel-bin.sh"
 
 "$RUNNEL" ping >/dev/null || exit 1
-trap 'kill 0' INT TERM
+# Stop the whole group (awk, the shell loop, the log publisher); reset the trap first so the
+# shell's own signal does not run it again.
+trap 'trap - INT TERM; kill 0' INT TERM
 
 # awk makes the numbers (a random walk per host) and the log lines; the shell publishes.
 awk 'BEGIN {
@@ -36,10 +38,10 @@ awk 'BEGIN {
     "$RUNNEL" pub logs.app < "$mkfifo_dir/logs" &
     exec 3> "$mkfifo_dir/logs"
     rm -rf "$mkfifo_dir"
-    while read -r kind name value; do
+    while read -r kind rest; do
         case $kind in
-            cpu) "$RUNNEL" pub "cpu.$name" "$value" ;;
-            log) printf '%s\n' "$name" >&3 ;;
+            cpu) "$RUNNEL" pub "cpu.${rest%% *}" "${rest#* }" ;;
+            log) printf '%s\n' "$rest" >&3 ;;
         esac
     done
 }
