@@ -1,1 +1,2 @@
-print("runnel")
+// Top-level code is MainActor-isolated (PLATFORM-NOTES): keep it to this one call.
+RunnelCommand.main()

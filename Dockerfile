@@ -1,0 +1,27 @@
+# Runnel server image.   docker build -t runnel . && docker run -p 7455:7455 runnel
+# The build commands are in scripts/build-release.sh; scripts/docker-build-check.sh runs the
+# same script and checks config/docker.toml without Docker.
+ARG SWIFT_IMAGE=swift:6.3-bookworm
+
+FROM ${SWIFT_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift Package.resolved ./
+RUN swift package resolve
+COPY Sources Sources
+COPY Tests Tests
+COPY scripts/build-release.sh scripts/
+RUN scripts/build-release.sh
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1 \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --no-create-home --shell /usr/sbin/nologin runnel
+COPY --from=build /src/.build/release/runneld /src/.build/release/runnel /usr/local/bin/
+COPY config/docker.toml /etc/runnel/runneld.toml
+USER runnel
+EXPOSE 7455
+HEALTHCHECK --interval=30s --timeout=5s --start-period=5s CMD ["runnel", "ping", "--timeout", "3"]
+ENTRYPOINT ["runneld"]
+CMD ["--config", "/etc/runnel/runneld.toml"]

@@ -1,0 +1,30 @@
+/// A failure that ends `runnel` with a message on stderr and a chosen exit status.
+///
+/// Every subcommand reports its problems by throwing one of these; `RunnelCommand.main()`
+/// prints `runnel: <message>` and exits with `status`.
+struct CLIFailure: Error, CustomStringConvertible {
+    /// Status for failures at run time (connection, server error replies).
+    static let runtimeStatus: Int32 = 1
+    /// Status for a command line that cannot be used.
+    static let usageStatus: Int32 = 2
+
+    let message: String
+    let status: Int32
+
+    init(_ message: String, status: Int32 = CLIFailure.runtimeStatus) {
+        self.message = message
+        self.status = status
+    }
+
+    /// An `{"ok":false,...}` reply from the server.
+    static func serverError(code: String, message: String) -> CLIFailure {
+        CLIFailure("server error \(code): \(message)")
+    }
+
+    /// A bad command-line value found after ArgumentParser accepted the syntax.
+    static func usage(_ message: String) -> CLIFailure {
+        CLIFailure(message, status: usageStatus)
+    }
+
+    var description: String { message }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import RunnelServer
+
+/// `runnel create SUBJECT`: creates a subject of a kind (a no-op when it exists alike).
+struct CreateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a subject (kind subject, replay or behavior).")
+
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case subject, replay, behavior
+    }
+
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The subject's name.") var subject: String
+    @Option(help: "subject, replay or behavior.") var kind: Kind = .subject
+    @Option(help: "How many values a replay subject keeps (default: the server's).") var capacity: Int?
+    @Option(help: ArgumentHelp("A behavior subject's initial value (JSON).", valueName: "JSON")) var value: String?
+
+    func validate() throws {
+        if let capacity, capacity < 0 { throw ValidationError("--capacity must be >= 0") }
+        if capacity != nil && kind != .replay { throw ValidationError("--capacity applies only to --kind replay") }
+        if value != nil && kind != .behavior { throw ValidationError("--value applies only to --kind behavior") }
+    }
+
+    func run() throws {
+        var request = RequestLine(op: "create")
+        request.string("subject", subject)
+        request.string("kind", kind.rawValue)
+        if let capacity { request.integer("capacity", capacity) }
+        if let value {
+            guard let raw = try? RawJSON(validating: value) else {
+                throw CLIFailure.usage("--value is not valid JSON: \(value)")
+            }
+            request.raw("value", raw)
+        }
+        _ = try connection.connect().roundTrip(request)
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+
+/// `runnel pub SUBJECT [VALUE]`: publishes one value, or every line of stdin.
+struct PublishCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pub",
+        abstract: "Publish VALUE to SUBJECT, or without VALUE every line of stdin.",
+        discussion: """
+            VALUE (and each stdin line) is sent as JSON when it parses as JSON, else as a JSON \
+            string: `runnel pub n 42` sends 42, `runnel pub log 'disk full'` sends "disk full". \
+            Stdin lines are pipelined, so `tail -F app.log | runnel pub logs.app` keeps up; at \
+            end of input runnel waits until the server has handled every line. Any refused \
+            line is reported on stderr and makes the exit status 1.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The subject to publish to.") var subject: String
+    @Argument(help: "The value (JSON, or text sent as a string). Omit to publish stdin lines.") var value: String?
+
+    func run() throws {
+        let session = try connection.connect()
+        guard let value else {
+            let failures = try StdinPublisher(session: session, subject: subject).run()
+            if failures > 0 { throw ExitCode(CLIFailure.runtimeStatus) }
+            return
+        }
+        var request = RequestLine(op: "pub")
+        request.string("subject", subject)
+        request.raw("value", ValueArgument.json(from: value))
+        _ = try session.roundTrip(request)
+    }
+}

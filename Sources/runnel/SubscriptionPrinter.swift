@@ -1,0 +1,120 @@
+import ArgumentParser
+import Glibc
+
+/// Prints one subscription's events until it ends, a signal arrives, or stdout closes.
+///
+/// Output is buffered and flushed whenever no complete line is waiting, so a live stream shows
+/// each value at once while a burst is written in large blocks. The wait for data is a `poll`
+/// of at most 250 ms, and SIGINT/SIGTERM interrupt it (no `SA_RESTART`): on a signal the
+/// subscription is removed with `unsub` (the server's `ok` proves it is gone) and the process
+/// exits 128 + the signal. One thread only.
+final class SubscriptionPrinter {
+    private let session: RunnelSession
+    private let sid: String
+    /// The sid's UTF-8, compared with the raw sid of fast-path `next` lines.
+    private let sidBytes: [UInt8]
+    private let showSubject: Bool
+    private let events: Bool
+    private let output = FileDescriptorWriter(fd: 1)
+
+    init(session: RunnelSession, sid: String, showSubject: Bool, events: Bool) {
+        self.session = session
+        self.sid = sid
+        sidBytes = Array(sid.utf8)
+        self.showSubject = showSubject
+        self.events = events
+    }
+
+    /// Returns when the subscription completes; throws `CLIFailure` when it fails and
+    /// `ExitCode(128 + signal)` after a signal.
+    func run() throws {
+        let connection = session.connection
+        while true {
+            if let signal = SignalFlag.pending {
+                output.flush()
+                unsubscribe()
+                throw ExitCode(128 + signal)
+            }
+            if output.failed {
+                // Whoever read our output has gone (`| head`): stop quietly.
+                unsubscribe()
+                return
+            }
+            if let completed = try connection.withNextLine(handle) {
+                if completed { return }
+                continue
+            }
+            output.flush()
+            do {
+                _ = try connection.receive(timeoutMilliseconds: 250)
+            } catch {
+                output.flush()
+                throw error
+            }
+        }
+    }
+
+    /// Prints or acts on one line; true when the subscription has completed.
+    private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
+        if !events, let next = NextEventShape.match(raw) {
+            if sidBytes.elementsEqual(raw[next.sid]) {
+                if showSubject, let subject = next.subject {
+                    output.append(UnsafeRawBufferPointer(rebasing: raw[subject]))
+                    output.append(byte: UInt8(ascii: " "))
+                }
+                output.append(UnsafeRawBufferPointer(rebasing: raw[next.value]))
+                output.append(byte: 0x0A)
+            }
+            return false
+        }
+        let bytes = Array(raw)
+        guard let line = ServerLine(bytes) else {
+            if bytes.isEmpty { return false }
+            throw CLIFailure("unexpected line from the server: \(String(decoding: bytes, as: UTF8.self))")
+        }
+        guard case .event(let name) = line.kind else {
+            if case .reply(ok: false) = line.kind {
+                throw CLIFailure.serverError(code: line.code ?? "unknown", message: line.message ?? "")
+            }
+            return false
+        }
+        if name != "closing" && line.sid != sid { return false }
+        if events {
+            bytes.withUnsafeBytes { output.append($0) }
+            output.append(byte: 0x0A)
+        }
+        switch name {
+        case "next":
+            if !events, let range = line.valueRange {
+                if showSubject, let subject = line.subject { output.append(subject + " ") }
+                bytes.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[range])) }
+                output.append(byte: 0x0A)
+            }
+        case "completed":
+            output.flush()
+            return true
+        case "error":
+            output.flush()
+            throw CLIFailure(line.failureDescription)
+        case "dropped":
+            if !events {
+                output.flush()
+                StandardError.write("runnel: the server dropped \(line.count ?? 0) events (slow consumer)\n")
+            }
+        case "closing":
+            output.flush()
+            throw CLIFailure("the server closed the connection: \(line.code ?? "unknown")")
+        default:
+            break
+        }
+        return false
+    }
+
+    /// Removes the subscription; failures are ignored, since the process is leaving anyway and
+    /// the server disposes of a closed connection's subscriptions itself.
+    private func unsubscribe() {
+        var request = RequestLine(op: "unsub")
+        request.string("sid", sid)
+        _ = try? session.roundTrip(request, timeoutMilliseconds: 2000)
+    }
+}

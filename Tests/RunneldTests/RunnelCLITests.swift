@@ -1,0 +1,335 @@
+import Foundation
+import Testing
+
+/// The `runnel` command-line client against a real `runneld` on an ephemeral port: every
+/// subcommand, its output format and its exit status.
+@Suite("runnel CLI", .serialized) struct RunnelCLITests {
+    /// A fresh daemon and the `--server` arguments that reach it.
+    private static func start(_ config: RunneldConfig = RunneldConfig()) throws -> (RunneldProcess, [String]) {
+        let server = try RunneldProcess(config: config)
+        return (server, ["--server", "127.0.0.1:\(server.port)"])
+    }
+
+    /// Waits until the server counts `count` subscriptions (a `runnel sub` has subscribed, or
+    /// has gone).
+    private static func waitForSubscriptions(_ count: Int, on server: RunneldProcess) throws -> Bool {
+        let client = try server.connect()
+        return try eventually { try client.stats()["subscriptions"]?.int == count ? true : nil } ?? false
+    }
+
+    // MARK: ping and connection errors
+
+    @Test func pingPrintsPongAndRoundTripTime() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let result = try CLIProcess.run(["ping"] + at)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.wholeMatch(of: /pong \d+\.\d{3} ms\n/) != nil, "\(result)")
+        // Connection options may also stand before the subcommand.
+        let before = try CLIProcess.run(at + ["ping"])
+        #expect(before.status == 0, "\(before)")
+        // RUNNEL_SERVER is used when --server is absent.
+        let fromEnvironment = try CLIProcess.run(["ping"], environment: ["RUNNEL_SERVER": "127.0.0.1:\(server.port)"])
+        #expect(fromEnvironment.status == 0, "\(fromEnvironment)")
+    }
+
+    @Test func connectionRefusedSaysSoAndExitsOne() throws {
+        // Port 1 on loopback: nothing listens there on a test machine.
+        let result = try CLIProcess.run(["ping", "--server", "127.0.0.1:1"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "runnel: cannot connect to 127.0.0.1:1: Connection refused (is runneld running?)\n")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        for arguments in [
+            ["frobnicate"], ["sub"], ["sub", "x", "--take", "-1"], ["sub", "x", "--throttle", "0"],
+            ["sub", "x", "--ops", "{"], ["sub", "x", "--ops", "{\"op\":\"take\"}"], ["pub"],
+            ["ping", "--server", "localhost"], ["ping", "--server", "127.0.0.1:99999"],
+            ["create", "x", "--kind", "queue"], ["create", "x", "--capacity", "3"],
+        ] {
+            let server = arguments.contains("--server") ? [] : ["--server", "127.0.0.1:1"]
+            let result = try CLIProcess.run(arguments + server)
+            #expect(result.status == 2, "runnel \(arguments): \(result)")
+            #expect(!result.stderr.isEmpty, "runnel \(arguments)")
+        }
+        let help = try CLIProcess.run(["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("SUBCOMMANDS"))
+    }
+
+    @Test func tokenFromFlagOrEnvironmentAuthenticates() throws {
+        var config = RunneldConfig()
+        config.authTokens = ["s3cret"]
+        let (server, at) = try Self.start(config)
+        defer { withExtendedLifetime(server) {} }
+        let without = try CLIProcess.run(["ping"] + at)
+        #expect(without.status == 1)
+        #expect(without.stderr.hasPrefix("runnel: server error unauthorized: "), "\(without)")
+        let wrong = try CLIProcess.run(["ping", "--token", "nope"] + at)
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.hasPrefix("runnel: server error unauthorized: "), "\(wrong)")
+        #expect(try CLIProcess.run(["ping", "--token", "s3cret"] + at).status == 0)
+        #expect(try CLIProcess.run(["ping"] + at, environment: ["RUNNEL_TOKEN": "s3cret"]).status == 0)
+    }
+
+    // MARK: pub
+
+    @Test func pubSendsJSONOrText() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let client = try server.connect()
+        try client.subscribe("t", sid: "s")
+        for (argument, expected) in [
+            ("42", "42"), ("hello world", "\"hello world\""),
+            (#"{"a":1.0,"b":[true,null]}"#, #"{"a":1.0,"b":[true,null]}"#),
+            (#""quoted""#, #""quoted""#), ("tab\there \"q\"", #""tab\there \"q\"""#), ("", #""""#),
+        ] {
+            let result = try CLIProcess.run(["pub", "t", argument] + at)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.isEmpty && result.stderr.isEmpty, "\(result)")
+            #expect(client.readLine() == #"{"ev":"next","sid":"s","value":"# + expected + "}")
+        }
+    }
+
+    @Test func pubStdinPublishesEveryOneOfOneHundredThousandLines() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(["sub", "big"] + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        let count = 100_000
+        // Even lines are JSON numbers, odd lines text; the last line has no newline.
+        var input = ""
+        var expected: [String] = []
+        expected.reserveCapacity(count)
+        for index in 0..<count {
+            let line = index % 2 == 0 ? "\(index)" : "line \(index) of text"
+            input += line
+            if index < count - 1 { input += "\n" }
+            expected.append(index % 2 == 0 ? line : "\"\(line)\"")
+        }
+        let publish = try CLIProcess.run(["pub", "big"] + at, stdin: input, timeout: .seconds(120))
+        #expect(publish.status == 0, "\(publish)")
+        #expect(publish.stderr.isEmpty, "\(publish)")
+        // Completing the subject ends the subscriber once it has printed everything before it.
+        #expect(try CLIProcess.run(["complete", "big"] + at).status == 0)
+        let status = try subscriber.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "\(subscriber.stderr)")
+        let lines = subscriber.stdoutLines
+        #expect(lines.count == count)
+        #expect(lines == expected)
+    }
+
+    @Test func pubStdinReportsRefusedLinesAndExitsOne() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try CLIProcess.run(["create", "done"] + at).status == 0)
+        #expect(try CLIProcess.run(["complete", "done"] + at).status == 0)
+        let result = try CLIProcess.run(["pub", "done"] + at, stdin: "1\n2\n3\n")
+        #expect(result.status == 1, "\(result)")
+        let errors = result.stderr.split(separator: "\n")
+        #expect(errors.count == 3, "\(result)")
+        #expect(errors.allSatisfy { $0.hasPrefix("runnel: server error terminated: ") }, "\(result)")
+        let single = try CLIProcess.run(["pub", "done", "1"] + at)
+        #expect(single.status == 1)
+        #expect(single.stderr.hasPrefix("runnel: server error terminated: "), "\(single)")
+    }
+
+    // MARK: sub
+
+    @Test func subBuildsFilterMapThrottleTakeChainInOrder() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(["sub", "n", "--filter", ". > 2", "--map", ". * 10", "--take", "2"] + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        let publisher = try server.connect()
+        for value in [1, 3, 2, 4, 5] { try publisher.publish("n", .number(Double(value))) }
+        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
+        #expect(subscriber.stdout == "30\n40\n")
+    }
+
+    @Test func subOpsAreAppendedAfterShortcuts() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(
+            [
+                "sub", "n", "--map", ". + 1", "--ops",
+                #"[{"op":"scan","start":0,"expr":"$acc + ."},{"op":"take","count":3}]"#,
+            ]
+                + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        let publisher = try server.connect()
+        for value in [1, 2, 3] { try publisher.publish("n", .number(Double(value))) }
+        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
+        #expect(subscriber.stdout == "2\n5\n9\n")
+    }
+
+    @Test func subThrottleHoldsTheLatestValue() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(["sub", "th", "--throttle", "0.2", "--take", "1"] + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        let publisher = try server.connect()
+        for value in [1, 2, 3] { try publisher.publish("th", .number(Double(value))) }
+        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
+        #expect(subscriber.stdout == "3\n")
+    }
+
+    @Test func patternSubscriptionPrefixesSubjectsWithFlag() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let prefixed = try CLIProcess(["sub", "s.*", "--subject"] + at)
+        let plain = try CLIProcess(["sub", "s.*"] + at)
+        #expect(try Self.waitForSubscriptions(2, on: server))
+        let publisher = try server.connect()
+        try publisher.publish("s.a", 1)
+        try publisher.publish("s.b", "x y")
+        try publisher.publish("s.c.deeper", 3)  // `*` is one token: not delivered
+        // Sent as raw text: the value's bytes (1.50) must come out unchanged.
+        try publisher.send(#"{"op":"pub","subject":"s.a","value":{"k":[1.50,null]}}"#)
+        try publisher.barrier()
+        #expect(try prefixed.waitForLines(3) == ["s.a 1", #"s.b "x y""#, #"s.a {"k":[1.50,null]}"#])
+        #expect(try plain.waitForLines(3) == ["1", #""x y""#, #"{"k":[1.50,null]}"#])
+        // A pattern subscription outlives its subjects; SIGINT ends it.
+        prefixed.signal(SIGINT)
+        plain.signal(SIGINT)
+        #expect(try prefixed.waitForExit() == 130)
+        #expect(try plain.waitForExit() == 130)
+        #expect(try Self.waitForSubscriptions(0, on: server))
+    }
+
+    @Test func eventsFlagPrintsWholeLines() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(["sub", "ev", "--events"] + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        try server.connect().publish("ev", ["k": 1.5])
+        #expect(try CLIProcess.run(["complete", "ev"] + at).status == 0)
+        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
+        let lines = subscriber.stdoutLines
+        #expect(lines.count == 2, "\(lines)")
+        let next = try JSON.parse(lines.first ?? "")
+        #expect(next["ev"] == "next")
+        #expect(next["value"] == ["k": 1.5])
+        #expect(lines.first?.contains(#""value":{"k":1.5}"#) == true)
+        #expect(try JSON.parse(lines.last ?? "")["ev"] == "completed")
+    }
+
+    @Test func subExitsOneOnErrorAndZeroOnCompletion() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let failing = try CLIProcess(["sub", "e"] + at)
+        let completing = try CLIProcess(["sub", "c"] + at)
+        #expect(try Self.waitForSubscriptions(2, on: server))
+        let error = try CLIProcess.run(["error", "e", "disk on fire"] + at)
+        #expect(error.status == 0, "\(error)")
+        #expect(try failing.waitForExit(timeout: .seconds(10)) == 1)
+        #expect(failing.stderr == "runnel: subject_error: disk on fire\n")
+        #expect(try CLIProcess.run(["complete", "c"] + at).status == 0)
+        #expect(try completing.waitForExit(timeout: .seconds(10)) == 0, "\(completing.stderr)")
+        #expect(completing.stdout.isEmpty)
+    }
+
+    @Test func badExpressionIsAServerError() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let result = try CLIProcess.run(["sub", "x", "--filter", ". >"] + at)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("runnel: server error bad_expr: "), "\(result)")
+    }
+
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func signalUnsubscribesAndExitsCleanly(signal: Int32, status: Int32) throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let subscriber = try CLIProcess(["sub", "live"] + at)
+        #expect(try Self.waitForSubscriptions(1, on: server))
+        try server.connect().publish("live", 7)
+        #expect(try subscriber.waitForLines(1) == ["7"])
+        subscriber.signal(signal)
+        #expect(try subscriber.waitForExit(timeout: .seconds(10)) == status)
+        #expect(subscriber.stderr.isEmpty, "\(subscriber.stderr)")
+        let stats = try server.connect().stats()
+        #expect(stats["subscriptions"] == 0)
+        // The subject stays and has nobody subscribed.
+        let list = try CLIProcess.run(["list", "live"] + at)
+        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "0")
+    }
+
+    // MARK: subject management
+
+    @Test func createListDeleteAndKindMismatch() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try CLIProcess.run(["create", "r.one", "--kind", "replay", "--capacity", "3"] + at).status == 0)
+        #expect(try CLIProcess.run(["create", "b.two", "--kind", "behavior", "--value", #"{"x":1}"#] + at).status == 0)
+        #expect(try CLIProcess.run(["create", "plain"] + at).status == 0)
+        #expect(try CLIProcess.run(["pub", "r.one", "5"] + at).status == 0)
+
+        let list = try CLIProcess.run(["list"] + at)
+        #expect(list.status == 0, "\(list)")
+        let rows = list.stdoutLines.map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        #expect(rows.first == ["SUBJECT", "KIND", "CAPACITY", "SUBSCRIBERS", "PUBLISHED", "TERMINATED"])
+        let bySubject = Dictionary(rows.dropFirst().map { ($0[0], $0) }, uniquingKeysWith: { first, _ in first })
+        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "0", "1", "no"])
+        #expect(bySubject["b.two"]?[1] == "behavior")
+        #expect(bySubject["plain"]?[1] == "subject")
+        // Columns line up: every row's second column starts where the header's does.
+        let kindColumn = list.stdoutLines.first?.range(of: "KIND")?.lowerBound.utf16Offset(in: list.stdoutLines[0])
+        for line in list.stdoutLines.dropFirst() {
+            let name = line.prefix { $0 != " " }
+            let afterName = line.dropFirst(name.count).prefix { $0 == " " }
+            #expect(name.count + afterName.count == kindColumn, "\(line)")
+        }
+
+        let prefixed = try CLIProcess.run(["list", "r."] + at)
+        #expect(prefixed.stdoutLines.count == 2, "\(prefixed)")
+
+        let mismatch = try CLIProcess.run(["create", "r.one", "--kind", "behavior"] + at)
+        #expect(mismatch.status == 1)
+        #expect(mismatch.stderr.hasPrefix("runnel: server error kind_mismatch: "), "\(mismatch)")
+
+        #expect(try CLIProcess.run(["delete", "r.one"] + at).status == 0)
+        let after = try CLIProcess.run(["list", "r."] + at)
+        #expect(after.stdoutLines.count == 1, "\(after)")
+
+        let json = try CLIProcess.run(["list", "--json"] + at)
+        #expect(try JSON.parse(json.stdout.trimmingCharacters(in: .newlines))["subjects"]?.array?.count == 2)
+    }
+
+    @Test func replaySubscriberSeesReplayedValuesThenCompletion() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try CLIProcess.run(["create", "hist", "--kind", "replay", "--capacity", "2"] + at).status == 0)
+        for value in ["1", "2", "3"] { #expect(try CLIProcess.run(["pub", "hist", value] + at).status == 0) }
+        #expect(try CLIProcess.run(["complete", "hist"] + at).status == 0)
+        let result = try CLIProcess.run(["sub", "hist"] + at)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "2\n3\n")
+        let list = try CLIProcess.run(["list", "hist"] + at)
+        #expect(list.stdoutLines.last?.hasSuffix("yes") == true, "\(list)")
+    }
+
+    @Test func statsPrintsKeyValueLinesOrJSON() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let result = try CLIProcess.run(["stats"] + at)
+        #expect(result.status == 0, "\(result)")
+        var fields: [String: String] = [:]
+        for line in result.stdoutLines {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            #expect(parts.count == 2, "\(line)")
+            fields[String(parts[0])] = parts.last.map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        #expect(fields["connections"] == "1")
+        #expect(fields["subscriptions"] == "0")
+        #expect(fields["ok"] == nil && fields["ref"] == nil)
+        for key in ["subjects", "timers", "published", "delivered", "dropped", "bytes_in", "bytes_out", "uptime_s"] {
+            #expect(fields[key] != nil, "missing \(key): \(result)")
+        }
+        let json = try CLIProcess.run(["stats", "--json"] + at)
+        let reply = try JSON.parse(json.stdout.trimmingCharacters(in: .newlines))
+        #expect(reply["ok"] == true)
+        #expect(reply["connections"] == 1)
+    }
+}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# What the Dockerfile does, without Docker (which cannot run on every build machine):
+#   1. runs scripts/build-release.sh, the very script the image's RUN line runs;
+#   2. checks that the two binaries the image copies exist;
+#   3. checks that config/docker.toml, the image's /etc/runnel/runneld.toml, is a valid
+#      configuration listening on 0.0.0.0:7455 (`runneld --check-config`);
+#   4. runs `runnel --help` (the HEALTHCHECK binary starts).
+# SWIFT selects the swift driver, as in build-release.sh (on the shared build machines:
+# SWIFT=/work/bin/sbuild).
+set -eu
+cd "$(dirname "$0")/.."
+
+scripts/build-release.sh
+
+for binary in runneld runnel; do
+    if [ ! -x ".build/release/$binary" ]; then
+        echo "docker-build-check: .build/release/$binary was not built" >&2
+        exit 1
+    fi
+done
+
+summary=$(.build/release/runneld --check-config --config config/docker.toml)
+printf '%s\n' "$summary"
+if ! printf '%s\n' "$summary" | grep -q '0\.0\.0\.0:7455'; then
+    echo "docker-build-check: config/docker.toml does not listen on 0.0.0.0:7455" >&2
+    exit 1
+fi
+grep -q '^EXPOSE 7455$' Dockerfile || { echo "docker-build-check: Dockerfile does not EXPOSE 7455" >&2; exit 1; }
+grep -q '^RUN scripts/build-release.sh$' Dockerfile || {
+    echo "docker-build-check: the Dockerfile no longer builds with scripts/build-release.sh" >&2
+    exit 1
+}
+.build/release/runnel --help > /dev/null
+echo "docker-build-check: OK"
