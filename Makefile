@@ -21,8 +21,9 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The same build the Dockerfile runs (static Swift runtime; only libuv is needed at run time).
 release: deps
-	$(SWIFT) build -c release
+	SWIFT=$(SWIFT) scripts/build-release.sh
 
 run: release
 	./.build/release/runneld --config config/runneld.toml
