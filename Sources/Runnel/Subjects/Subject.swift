@@ -107,7 +107,6 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         return disposable
     }
 
-
     // MARK: Sending
 
     public final func sendNext(_ value: Value) {
