@@ -6,8 +6,9 @@ import Testing
 /// (their timers and inner subscriptions) when connections close. Time stages run on the
 /// daemon's real clock with short intervals; waits are reads with deadlines, never sleeps.
 @Suite struct StageIntegrationTests {
-    /// Connections in the disposal test; `RUNNEL_DISPOSAL_CONNECTIONS` overrides it for a run
-    /// by hand (the acceptance figure is 2,000).
+    /// Connections per round in the disposal test (which runs two rounds, and checks resident
+    /// memory over the second); `RUNNEL_DISPOSAL_CONNECTIONS` overrides it for a run by hand
+    /// (the acceptance figure is 2,000).
     static let disposalConnections = 200
 
     @Test func protocolExampleFilterMapThrottle() throws {
@@ -170,7 +171,9 @@ import Testing
     }
 
     /// Connections each holding `delay`, `throttle` and `combineLatestWith` chains with armed
-    /// timers and an inner subscription, all closed: nothing is left.
+    /// timers and an inner subscription, all closed: nothing is left, and the daemon's resident
+    /// memory ends within 20 MB of where it was. A first round of the same churn primes the
+    /// allocator's pools, so the measured round compares like with like.
     @Test func closingConnectionsDisposesChainsTimersAndInnerSubscriptions() throws {
         let count =
             ProcessInfo.processInfo.environment["RUNNEL_DISPOSAL_CONNECTIONS"].flatMap(Int.init)
@@ -179,6 +182,22 @@ import Testing
         let server = try RunneldProcess()
         let publisher = try server.connect()
         try publisher.publish("dz.other", 0)
+        let started = ResidentMemory.bytes(of: server.pid) ?? 0
+        let warmUpOpen = try churn(count, server: server, publisher: publisher) ?? 0
+        let before = try #require(ResidentMemory.bytes(of: server.pid))
+        let open = try churn(count, server: server, publisher: publisher)
+        let after = try #require(ResidentMemory.bytes(of: server.pid))
+        print(
+            "disposal: \(count) connections, runneld VmRSS in kB: \(started / 1024) at start, "
+                + "\(warmUpOpen / 1024) with the warm-up round open, \(before / 1024) before the measured round, "
+                + "\((open ?? 0) / 1024) with it open, \(after / 1024) after")
+        #expect(after - before < 20 << 20, "VmRSS grew from \(before) to \(after) bytes")
+    }
+
+    /// Opens `count` connections with the three chains each, checks their subscriptions and
+    /// timers, closes them all and waits until the server shows none left. Returns the
+    /// daemon's resident bytes while they were all open.
+    private func churn(_ count: Int, server: RunneldProcess, publisher: TestClient) throws -> Int? {
         var clients: [TestClient] = []
         for batchStart in stride(from: 0, to: count, by: 100) {
             let batch = try (batchStart..<min(batchStart + 100, count)).map { _ in try server.connect() }
@@ -201,6 +220,7 @@ import Testing
         // One delayed value and one held throttle value per connection.
         #expect((before["timers"]?.int ?? 0) >= 2 * count, "\(before)")
         #expect(try publisher.list(prefix: "dz.other").first?["subscribers"] == 0)
+        let resident = ResidentMemory.bytes(of: server.pid)
 
         for client in clients { client.close() }
         let drained = try eventually(timeout: .seconds(30)) { () -> JSON? in
@@ -211,5 +231,6 @@ import Testing
         #expect(drained != nil, "\(after)")
         // The combineLatestWith inner subscriptions are gone too: a value reaches nobody.
         #expect(try publisher.publish("dz.other", 1) == 0)
+        return resident
     }
 }
