@@ -47,12 +47,8 @@ enum TOMLValueJSON {
             guard number.isFinite else {
                 return ConfigValueProblem("\(number) has no JSON form; use a finite number")
             }
-            // Integral doubles print as integers (1.0 -> 1), as the protocol writes numbers.
-            if abs(number) < 9_007_199_254_740_992, let integral = Int64(exactly: number) {
-                output += String(integral)
-            } else {
-                output += "\(number)"
-            }
+            // By the protocol's number rules: integral doubles print as integers (1.0 -> 1).
+            output += JSONWriter.numberText(number)
         case .bool:
             output += (value.bool ?? false) ? "true" : "false"
         case .date, .time, .dateTime:
@@ -61,26 +57,9 @@ enum TOMLValueJSON {
         return nil
     }
 
-    /// Appends `text` as a JSON string literal, escaping quotes, backslashes and controls.
+    /// Appends `text` as a JSON string literal.
     static func appendString(_ text: String, to output: inout String) {
-        output += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16)
-                    output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    output.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        output += "\""
+        output += JSONWriter.stringLiteral(text)
     }
 }
 

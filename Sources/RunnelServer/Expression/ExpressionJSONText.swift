@@ -1,6 +1,7 @@
 /// A minimal compact JSON writer for `str(x)` and error messages.
 ///
-/// Interim: the shared JSON encoder will replace it. Numbers: an integral value within ±2^53
+/// The traversal is its own because it stops at a byte limit; strings and numbers are
+/// written by `JSONWriter`'s rules. Numbers: an integral value within ±2^53
 /// is written without a fraction (`2`, and `-0` as `0`); others in Swift's shortest
 /// round-tripping form (`0.30000000000000004`, `1e+100`). Strings escape `"`, `\` and control
 /// characters; other characters are written as UTF-8. Object members are written as stored.
@@ -58,30 +59,9 @@ enum ExpressionJSONText {
         return output.utf8.count <= limit
     }
 
-    static func numberText(_ number: Double) -> String {
-        if number.rounded(.towardZero) == number, Swift.abs(number) <= 9_007_199_254_740_992 {
-            return String(Int64(number))
-        }
-        return number.description
-    }
+    static func numberText(_ number: Double) -> String { JSONWriter.numberText(number) }
 
     static func writeString(_ string: String, to output: inout String) {
-        output += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case "\u{00}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        output += "\""
+        output += JSONWriter.stringLiteral(string)
     }
 }

@@ -216,3 +216,20 @@ extension JSONValue {
     /// The compact JSON text of this value, as a String.
     public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
 }
+
+extension JSONWriter {
+    /// `string` as a JSON string literal, quotes included: the one escaper, for code that
+    /// builds text rather than bytes (expression `str()`, error messages, config values).
+    public static func stringLiteral(_ string: String) -> String {
+        var writer = JSONWriter(reservingCapacity: string.utf8.count + 2)
+        writer.writeString(string)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// `number` as JSON text, by the writer's number rules.
+    public static func numberText(_ number: Double) -> String {
+        var writer = JSONWriter(reservingCapacity: 24)
+        writer.writeNumber(number)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
