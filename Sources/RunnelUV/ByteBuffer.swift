@@ -56,6 +56,11 @@ public final class ByteBuffer: @unchecked Sendable {
 
     /// The bytes as an array (a copy).
     public var array: [UInt8] { Array(bytes) }
+
+    /// Whether `other` holds exactly these bytes.
+    public func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+        count == other.count && (count == 0 || memcmp(base!, other.baseAddress!, count) == 0)
+    }
 }
 
 extension ByteBuffer: Equatable {

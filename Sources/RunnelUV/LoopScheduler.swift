@@ -54,6 +54,10 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     var connectionsToFlush: [TCPConnection] = []
     private var spareFlushList: [TCPConnection] = []
     private var spareChunks: [WriteChunk] = []
+    /// Connections whose reading paused for the rest of this turn (their read budget is spent).
+    private var pausedReaders: [TCPConnection] = []
+    /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
+    private(set) var turn = 0
     /// The one read buffer of the loop: libuv calls alloc and read back to back on this
     /// thread, and a connection consumes the bytes before returning from its read callback.
     let readBuffer: UnsafeMutableRawPointer
@@ -275,12 +279,23 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         connectionsToFlush.append(connection)
     }
 
+    /// Asks for reading on `connection` to resume after this turn's output is flushed.
+    func resumeReadingNextTurn(_ connection: TCPConnection) {
+        pausedReaders.append(connection)
+    }
+
     /// Writes every connection's queued output, one `uv_write` each (the check phase, after
-    /// this iteration's I/O callbacks).
+    /// this iteration's I/O callbacks), then resumes the readers that used up their budget.
     private func flushConnections() {
         while !connectionsToFlush.isEmpty {
             swap(&connectionsToFlush, &spareFlushList)
             for connection in spareFlushList { connection.flush() }
+            spareFlushList.removeAll(keepingCapacity: true)
+        }
+        turn &+= 1
+        if !pausedReaders.isEmpty {
+            swap(&pausedReaders, &spareFlushList)
+            for connection in spareFlushList { connection.resumeAfterTurn() }
             spareFlushList.removeAll(keepingCapacity: true)
         }
     }

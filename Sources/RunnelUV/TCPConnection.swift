@@ -107,6 +107,11 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     private var isReading = false
+    /// Reading is stopped in libuv for the rest of this loop turn (see `readBudgetPerTurn`);
+    /// `isReading` stays true.
+    private var pausedForTurn = false
+    private var readThisTurn = 0
+    private var readTurn = 0
     private var inputEnded = false
     /// A `uv_tcp_connect` is in progress (client connections).
     var isConnecting = false
@@ -168,7 +173,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Starts delivering lines to `delegate` (loop thread).
     public func startReading() {
         guard state == .open || state == .draining, !isReading, !inputEnded else { return }
-        let status = uv_read_start(
+        if beginReading() < 0 {
+            closeNow()
+        } else {
+            isReading = true
+        }
+    }
+
+    private func beginReading() -> Int32 {
+        uv_read_start(
             stream,
             { handle, _, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
@@ -180,15 +193,11 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
                 let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
                 if count > 0 {
                     connection.consume(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+                    connection.chargeRead(count)
                 } else if count < 0 {
                     connection.readEnded(Int32(count))
                 }
             })
-        if status < 0 {
-            closeNow()
-        } else {
-            isReading = true
-        }
     }
 
     /// Stops delivering lines until `startReading()` (loop thread).
@@ -196,6 +205,37 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         guard isReading else { return }
         uv_read_stop(stream)
         isReading = false
+        pausedForTurn = false
+    }
+
+    /// Bytes one connection may read in one loop turn before it yields until the next.
+    ///
+    /// libuv reads a readable socket up to 32 times in a row; a publisher with a full socket
+    /// would have each of its lines fanned out to every subscriber before any of that output
+    /// reached the kernel, leaving megabytes queued in user space per subscriber. Yielding
+    /// after a bounded read lets the check phase flush what those lines produced first.
+    public static let readBudgetPerTurn = 64 * 1024
+
+    /// Counts a read against this turn's budget; past it, reading pauses until the loop's
+    /// check phase has flushed this turn's output (`resumeAfterTurn`).
+    private func chargeRead(_ count: Int) {
+        if readTurn != loop.turn {
+            readTurn = loop.turn
+            readThisTurn = 0
+        }
+        readThisTurn += count
+        guard readThisTurn >= Self.readBudgetPerTurn, isReading, !pausedForTurn else { return }
+        uv_read_stop(stream)
+        pausedForTurn = true
+        loop.resumeReadingNextTurn(self)
+    }
+
+    /// Resumes reading paused by `chargeRead` (the loop's check phase, after the flush).
+    func resumeAfterTurn() {
+        guard pausedForTurn else { return }
+        pausedForTurn = false
+        guard isReading, state == .open || state == .draining, !inputEnded else { return }
+        if beginReading() < 0 { closeNow() }
     }
 
     /// Frames `bytes` into lines.
@@ -353,6 +393,33 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         return true
     }
 
+    /// Queues copies of `first`, `second` and `third`, back to back: one room check, one copy
+    /// each and one flush request where three `write(copying:)` calls would pay for each of
+    /// those three times (an event line is a prefix, a value and a suffix). Loop thread.
+    @discardableResult
+    public func write(
+        copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
+    ) -> Bool {
+        guard state == .open else { return false }
+        let total = first.count + second.count + third.count
+        if let chunk, chunk.capacity - chunk.used >= total {
+            let target = chunk.base + chunk.used
+            if first.count > 0 { target.copyMemory(from: first.baseAddress!, byteCount: first.count) }
+            if second.count > 0 { (target + first.count).copyMemory(from: second.baseAddress!, byteCount: second.count) }
+            if third.count > 0 {
+                (target + first.count + second.count).copyMemory(from: third.baseAddress!, byteCount: third.count)
+            }
+            chunk.used += total
+            pendingBytes += total
+        } else {
+            append(first)
+            append(second)
+            append(third)
+        }
+        requestFlush()
+        return true
+    }
+
     /// Queues `buffer` itself, without copying its bytes; it is kept alive until written.
     /// Loop thread.
     @discardableResult
@@ -402,7 +469,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     /// Buffers up to this size are copied rather than referenced.
-    static let copyThreshold = 512
+    public static let copyThreshold = 512
     /// Queued bytes past which a connection is flushed at once rather than in the check phase,
     /// so a large burst handled in one loop turn reaches the kernel as it is produced.
     static let eagerFlushBytes = 64 * 1024

@@ -18,6 +18,7 @@ extension RunnelUVTests {
 
             init(
                 host: String = "127.0.0.1", configuration: TCPConnection.Configuration = .init(),
+                startsReading: Bool = true,
                 delegate: @escaping @Sendable (TCPConnection) -> (any TCPConnectionDelegate)?
             ) throws {
                 listener = try TCPListener.bind(host: host, port: 0, configuration: configuration, on: loop)
@@ -28,7 +29,7 @@ extension RunnelUVTests {
                         precondition(scheduler.isOnLoopThread)
                         accepted.withLock { $0.append(connection) }
                         connection.delegate = delegate(connection)
-                        connection.startReading()
+                        if startsReading { connection.startReading() }
                     }
                 }
                 // The subscription is set up through the loop's queue: wait until it is.
@@ -103,6 +104,35 @@ extension RunnelUVTests {
             try client.send("next\n")
             #expect(eventually { recorder.lines.count == 2 })
             #expect(recorder.lines == ["a line sent byte by byte", "next"])
+            #expect(server.stop() == 0)
+        }
+
+        @Test func aBurstYieldsToTheLoopOnceItsReadBudgetIsSpent() throws {
+            let counter = BurstCounter()
+            let server = try Server(startsReading: false) { _ in counter }
+            let client = try BlockingClient(port: server.port)
+            // 1 MB of lines, all waiting in the kernel's buffers before the server reads any.
+            let lineCount = 10_000
+            var burst: [UInt8] = []
+            burst.reserveCapacity(lineCount * 100)
+            for _ in 0..<lineCount { burst += [UInt8](repeating: UInt8(ascii: "x"), count: 99) + [10] }
+            #expect(eventually { server.accepted.current.count == 1 })
+            // A receive buffer big enough for the whole burst, so each read fills libuv's
+            // 256 KiB buffer (the default 128 KiB would end every read short, and libuv stops
+            // reading a socket after a short read with or without a budget).
+            let serverSide = try #require(peerDescriptor(of: client.descriptor))
+            var size: Int32 = 4 << 20
+            setsockopt(serverSide, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            try client.send(burst)
+            let connection = server.accepted.current[0]
+            onLoop(server.loop) { connection.startReading() }
+            #expect(eventually { counter.state.current.lines == lineCount })
+            // A block queued on the loop at the first line runs once the connection has yielded:
+            // within two turns, each reading at most the budget plus one 256 KiB read. Without
+            // the budget libuv reads a full socket up to 32 times in a row: all 1 MB first.
+            let bound = 2 * (TCPConnection.readBudgetPerTurn + 256 * 1024) / 100
+            let ranAfter = counter.state.current.blockRanAfter
+            #expect(ranAfter != nil && ranAfter! <= bound)
             #expect(server.stop() == 0)
         }
 

@@ -188,3 +188,45 @@ final class RecordingDelegate: TCPConnectionDelegate, @unchecked Sendable {
 
     var lines: [String] { record.current.lines.map { String(decoding: $0, as: UTF8.self) } }
 }
+
+/// Counts lines; at the first one, queues a block on the loop that notes how many lines had
+/// arrived by the time it ran.
+final class BurstCounter: TCPConnectionDelegate, @unchecked Sendable {
+    struct State {
+        var lines = 0
+        var blockRanAfter: Int?
+    }
+
+    let state = Shared(State())
+
+    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+        let first = state.withLock { state -> Bool in
+            state.lines += 1
+            return state.lines == 1
+        }
+        guard first else { return }
+        let state = self.state
+        currentScheduler!.schedule {
+            state.withLock { $0.blockRanAfter = $0.lines }
+        }
+    }
+}
+
+/// The descriptor, in this process, of the other end of the loopback connection `descriptor`
+/// (a server under test runs in the test process): the socket whose local and peer ports are
+/// `descriptor`'s peer and local ports.
+func peerDescriptor(of descriptor: Int32) -> Int32? {
+    func port(_ descriptor: Int32, _ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> UInt16? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let status = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { get(descriptor, $0, &length) }
+        }
+        return status == 0 && address.sin_family == sa_family_t(AF_INET) ? UInt16(bigEndian: address.sin_port) : nil
+    }
+    guard let local = port(descriptor, getsockname), let peer = port(descriptor, getpeername) else { return nil }
+    for candidate in Int32(3)..<Int32(4096) where candidate != descriptor {
+        if port(candidate, getsockname) == peer && port(candidate, getpeername) == local { return candidate }
+    }
+    return nil
+}

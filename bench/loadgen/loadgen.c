@@ -8,12 +8,26 @@
  *
  *   loadgen --proto runnel|redis|nats --port P [--host 127.0.0.1] [--subs K] [--msgs N]
  *           [--size B] [--rate R] [--stages JSON] [--timeout S] [--subject NAME]
+ *           [--window-bytes W] [--watch-pid PID]
+ *
+ * All sockets are non-blocking and driven by poll(2). As fast as possible (no --rate), the
+ * publisher keeps at most --window-bytes of payload (default 2 MiB) per subscriber in flight,
+ * counted as sent minus delivered: every server is measured at the rate it sustains without
+ * piling up buffers, and none trips its slow-consumer limit (Redis drops a pub/sub client past
+ * 32 MB, runneld past max_pending_bytes). With --rate R the publisher sends on schedule,
+ * stamping each message when it is written, and sleeps between batches instead of spinning
+ * (this machine has two cores; a spinning client would steal one from the server).
  *
  * With --stages (runneld only) each value is an object {"load":0.95,"p":"<payload>"}, so a
  * chain such as filter(.load > 0.9) + map(.p) has a field to read and keeps the marker.
  *
- * Prints one line of key=value results: delivered, seconds, msgs_per_s, p50_us, p99_us,
- * p999_us, expected. Exit status 0 when every expected delivery arrived, 3 otherwise.
+ * --watch-pid samples that process's VmRSS every 10 ms during the run and reports the CPU
+ * time it used: on a two-core machine shared with the client, CPU per delivered message is
+ * the steadier measure of a server's cost.
+ *
+ * Prints one line of key=value results: delivered, expected, seconds, msgs_per_s, p50_us,
+ * p99_us, p999_us, peak_rss_kb, server_cpu_s (the watched process's CPU time during the
+ * run, user + system). Exit status 0 when every expected delivery arrived, 3 otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +37,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +58,18 @@ static double rate = 0; /* msgs/s; 0 = as fast as possible */
 static const char *stages = NULL;
 static double timeout_s = 30;
 static const char *subject = "bench.load";
+static long window_bytes = 2 << 20;
+static int watch_pid = 0;
 
 static uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns) {
+    struct timespec t = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+    nanosleep(&t, NULL);
 }
 
 static void die(const char *what) {
@@ -63,15 +85,29 @@ static int connect_to(void) {
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl");
     return fd;
 }
 
+/* A Redis publisher gets a reply per PUBLISH and must read them, or its replies pile up in
+ * the server; the other protocols send the publisher nothing worth keeping. */
+static void drain_replies(int fd) {
+    static char sink[1 << 16];
+    while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+}
+
+/* Writes all of `p` to a non-blocking socket, waiting in poll(2) while the kernel's buffer is
+ * full and draining replies meanwhile. */
 static void send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) continue;
-            die("send");
+            if (errno != EAGAIN) die("send");
+            struct pollfd pf = {.fd = fd, .events = POLLOUT | POLLIN};
+            poll(&pf, 1, 100);
+            if (pf.revents & POLLIN) drain_replies(fd);
+            continue;
         }
         p += w;
         n -= (size_t)w;
@@ -87,6 +123,7 @@ static void wait_for(int fd, const char *needle) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0) continue;
         ssize_t r = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (r <= 0) die("recv (subscribe)");
         have += (size_t)r;
         buf[have] = 0;
@@ -131,8 +168,14 @@ struct scan {
 };
 
 static long expected;
-static volatile long delivered;
+static atomic_long delivered;
+static atomic_int finished;
 static uint64_t first_send_ns, last_recv_ns;
+
+/* The publisher sleeps here while its window is full; the subscriber thread wakes it. */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t window_moved = PTHREAD_COND_INITIALIZER;
+static atomic_int publisher_waiting;
 
 static void *subscriber_thread(void *arg) {
     int *fds = arg;
@@ -141,7 +184,8 @@ static void *subscriber_thread(void *arg) {
     static char buf[1 << 18];
     for (int i = 0; i < subs; i++) p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
     uint64_t last_progress = now_ns();
-    while (delivered < expected) {
+    long seen = 0;
+    while (seen < expected) {
         int n = poll(p, (nfds_t)subs, 100);
         uint64_t t = now_ns();
         if (n <= 0) {
@@ -157,6 +201,7 @@ static void *subscriber_thread(void *arg) {
                 p[i].fd = -1;
                 continue;
             }
+            t = now_ns(); /* after recv: every byte read was sent before this instant */
             last_progress = t;
             struct scan *s = &st[i];
             for (ssize_t k = 0; k < r; k++) {
@@ -174,7 +219,7 @@ static void *subscriber_thread(void *arg) {
                     s->value = s->value * 10 + (uint64_t)(c - '0');
                 } else {
                     if (c == '~') {
-                        delivered++;
+                        seen++;
                         if (t > s->value) record_latency(t - s->value);
                         last_recv_ns = t;
                     }
@@ -182,30 +227,97 @@ static void *subscriber_thread(void *arg) {
                 }
             }
         }
+        atomic_store_explicit(&delivered, seen, memory_order_release);
+        if (atomic_load_explicit(&publisher_waiting, memory_order_acquire)) {
+            pthread_mutex_lock(&window_lock);
+            pthread_cond_signal(&window_moved);
+            pthread_mutex_unlock(&window_lock);
+        }
     }
+    atomic_store(&finished, 1);
+    pthread_mutex_lock(&window_lock);
+    pthread_cond_signal(&window_moved);
+    pthread_mutex_unlock(&window_lock);
     free(p);
     free(st);
     return NULL;
 }
 
-/* Builds one publish command for `proto` around a payload stamped with `t`. */
-static size_t build_pub(char *out, uint64_t t) {
+/* Samples the watched process's resident set every 10 ms until the run ends. */
+static long peak_rss_kb;
+
+static long read_rss_kb(void) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", watch_pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+    fclose(f);
+    return kb;
+}
+
+/* The watched process's CPU time (user + system) in seconds, from /proc/PID/stat. */
+static double read_cpu_s(void) {
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", watch_pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *p = strrchr(text, ')'); /* the command name may hold spaces */
+    unsigned long long utime = 0, stime = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return 0;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void *rss_thread(void *arg) {
+    (void)arg;
+    while (!atomic_load(&finished)) {
+        long kb = read_rss_kb();
+        if (kb > peak_rss_kb) peak_rss_kb = kb;
+        sleep_ns(10000000);
+    }
+    return NULL;
+}
+
+/* One publish command for `proto`, built once; each message is a copy with its stamp written
+ * into the 20 digits at `stamp_at`, so the publisher spends its time on the socket, not in
+ * printf. */
+static char command[1 << 17];
+static size_t command_length, stamp_at;
+
+static void build_command(void) {
     char payload[1 << 16];
-    int n = snprintf(payload, sizeof payload, "~T%020llu~", (unsigned long long)t);
+    int n = snprintf(payload, sizeof payload, "~T%020llu~", 0ull);
     while (n < size - 2 * (proto == RUNNEL)) payload[n++] = 'x';
     payload[n] = 0;
+    int w = 0;
     switch (proto) {
     case RUNNEL:
         if (stages) /* an object, so stages have a field to read: {"load":0.95,"p":"~T...~xx"} */
-            return (size_t)sprintf(out, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":{\"load\":0.95,\"p\":\"%s\"}}\n",
-                                   subject, payload);
-        return (size_t)sprintf(out, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":\"%s\"}\n", subject, payload);
+            w = sprintf(command, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":{\"load\":0.95,\"p\":\"%s\"}}\n", subject,
+                        payload);
+        else
+            w = sprintf(command, "{\"op\":\"pub\",\"subject\":\"%s\",\"value\":\"%s\"}\n", subject, payload);
+        break;
     case REDIS:
-        return (size_t)sprintf(out, "*3\r\n$7\r\nPUBLISH\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n", strlen(subject), subject, n, payload);
+        w = sprintf(command, "*3\r\n$7\r\nPUBLISH\r\n$%zu\r\n%s\r\n$%d\r\n%s\r\n", strlen(subject), subject, n, payload);
+        break;
     case NATS:
-        return (size_t)sprintf(out, "PUB %s %d\r\n%s\r\n", subject, n, payload);
+        w = sprintf(command, "PUB %s %d\r\n%s\r\n", subject, n, payload);
+        break;
     }
-    return 0;
+    command_length = (size_t)w;
+    stamp_at = (size_t)(strstr(command, "~T") - command) + 2;
+}
+
+static size_t build_pub(char *out, uint64_t t) {
+    memcpy(out, command, command_length);
+    for (int d = 19; d >= 0; d--, t /= 10) out[stamp_at + (size_t)d] = (char)('0' + t % 10);
+    return command_length;
 }
 
 static void subscribe(int fd, int index) {
@@ -232,6 +344,26 @@ static void subscribe(int fd, int index) {
     }
 }
 
+/* Blocks while more than `window` messages are sent but not delivered to every subscriber. */
+static void wait_for_window(long sent, long window) {
+    while (!atomic_load(&finished) && sent * subs - atomic_load_explicit(&delivered, memory_order_acquire) > window * subs) {
+        pthread_mutex_lock(&window_lock);
+        atomic_store_explicit(&publisher_waiting, 1, memory_order_release);
+        if (!atomic_load(&finished) && sent * subs - atomic_load_explicit(&delivered, memory_order_acquire) > window * subs) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 1000000;
+            if (until.tv_nsec >= 1000000000) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&window_moved, &window_lock, &until);
+        }
+        atomic_store_explicit(&publisher_waiting, 0, memory_order_release);
+        pthread_mutex_unlock(&window_lock);
+    }
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -245,15 +377,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--stages")) stages = v;
         else if (!strcmp(k, "--timeout")) timeout_s = atof(v);
         else if (!strcmp(k, "--subject")) subject = v;
+        else if (!strcmp(k, "--window-bytes")) window_bytes = atol(v);
+        else if (!strcmp(k, "--watch-pid")) watch_pid = atoi(v);
         else {
             fprintf(stderr, "loadgen: unknown option %s\n", k);
             return 2;
         }
     }
-    if (size < 24 || size > 60000 || subs < 1 || msgs < 1) {
-        fprintf(stderr, "loadgen: need --size 24..60000, --subs >= 1, --msgs >= 1\n");
+    if (size < 24 || size > 60000 || subs < 1 || msgs < 1 || window_bytes < size) {
+        fprintf(stderr, "loadgen: need --size 24..60000, --subs >= 1, --msgs >= 1, --window-bytes >= size\n");
         return 2;
     }
+    build_command();
     int *fds = calloc((size_t)subs, sizeof *fds);
     for (int i = 0; i < subs; i++) {
         fds[i] = connect_to();
@@ -266,38 +401,48 @@ int main(int argc, char **argv) {
         wait_for(pub, "PONG");
     }
     expected = msgs * subs;
-    pthread_t reader;
+    pthread_t reader, sampler;
     pthread_create(&reader, NULL, subscriber_thread, fds);
+    if (watch_pid) pthread_create(&sampler, NULL, rss_thread, NULL);
 
-    /* The publisher: batches of commands in one send; paced when --rate is given. A Redis
-     * publisher must read its replies or the server stops reading it: a drain does that. */
-    size_t cap = 1 << 20, used = 0;
+    /* The publisher: batches of commands in one send, up to 64 KiB or the window's edge. */
+    long window = window_bytes / size;
+    size_t cap = 1 << 16, used = 0;
     char *out = malloc(cap + 70000);
-    char sink[1 << 16];
+    double cpu_before = watch_pid ? read_cpu_s() : 0;
     first_send_ns = now_ns();
-    for (long i = 0; i < msgs; i++) {
+    long i = 0;
+    while (i < msgs && !atomic_load(&finished)) {
+        long due = msgs;
         if (rate > 0) {
-            uint64_t due = first_send_ns + (uint64_t)((double)i * 1e9 / rate);
-            while (now_ns() < due) {
-                if (used) {
-                    send_all(pub, out, used);
-                    used = 0;
-                }
+            uint64_t t = now_ns();
+            due = (long)((double)(t - first_send_ns) * rate / 1e9) + 1;
+            if (due > msgs) due = msgs;
+            if (due <= i) {
+                uint64_t next = first_send_ns + (uint64_t)((double)i * 1e9 / rate);
+                if (next > t + 20000) sleep_ns(next - t - 10000); /* sleep, don't spin */
+                continue;
             }
+        } else {
+            wait_for_window(i, window);
+            long room = i + window - (i * subs - atomic_load(&delivered)) / subs;
+            if (room < due) due = room;
+            if (due <= i) due = i + 1;
         }
-        used += build_pub(out + used, now_ns());
-        if (used >= cap || rate > 0) {
-            send_all(pub, out, used);
-            used = 0;
-        }
-        if (proto == REDIS && (i & 255) == 0) while (recv(pub, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+        uint64_t t = now_ns();
+        for (; i < due && used < cap; i++) used += build_pub(out + used, t);
+        send_all(pub, out, used);
+        used = 0;
+        if (proto == REDIS) drain_replies(pub);
     }
-    if (used) send_all(pub, out, used);
     pthread_join(reader, NULL);
+    atomic_store(&finished, 1);
+    if (watch_pid) pthread_join(sampler, NULL);
+    double server_cpu = watch_pid ? read_cpu_s() - cpu_before : 0;
     double seconds = (double)(last_recv_ns - first_send_ns) / 1e9;
-    uint64_t total = (uint64_t)delivered;
-    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f\n",
-           delivered, expected, seconds, seconds > 0 ? (double)delivered / seconds : 0,
-           percentile(0.50, total), percentile(0.99, total), percentile(0.999, total));
-    return delivered == expected ? 0 : 3;
+    long got = atomic_load(&delivered);
+    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f\n",
+           got, expected, seconds, seconds > 0 ? (double)got / seconds : 0, percentile(0.50, (uint64_t)got),
+           percentile(0.99, (uint64_t)got), percentile(0.999, (uint64_t)got), peak_rss_kb, server_cpu);
+    return got == expected ? 0 : 3;
 }

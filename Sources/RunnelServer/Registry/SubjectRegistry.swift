@@ -21,6 +21,7 @@ final class SubjectRegistry: @unchecked Sendable {
     /// Completes a subject's subscriptions and frees its name.
     func delete(_ entry: SubjectEntry) {
         entries[entry.name] = nil
+        entry.isDeleted = true
         for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
         entry.subject.sendCompleted()
     }

@@ -30,17 +30,10 @@ extension Session {
     // MARK: pub
 
     private func publish(_ request: Request) throws(ProtocolError) {
-        // A name already registered was validated when it was created: the hot path skips that.
-        let name = try request.requiredString(.subject)
-        let entry: SubjectEntry
-        if let existing = server.registry[name] {
-            entry = existing
-        } else {
-            entry = try server.subjectForUse(try request.subjectName())
-        }
+        let entry = try publishTarget(request)
         let value = request.raw(.value) ?? .null
-        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is terminated") }
-        let receivers = entry.subject.subscriberCount
+        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
         entry.published &+= 1
         server.stats.published &+= 1
         entry.subject.sendNext(Message(label: entry.label, raw: value))
@@ -50,6 +43,28 @@ extension Session {
                 line.writeInteger(receivers)
             }
         }
+    }
+
+    /// The subject a `pub` names. A publisher usually sends to the same subject line after
+    /// line: when the field's bytes are exactly the last one's (its JSON string as the server
+    /// encodes it), that entry is used without decoding the name into a `String` and hashing
+    /// it. A name already registered was validated when it was created, so the slow path
+    /// validates only names it may create.
+    private func publishTarget(_ request: Request) throws(ProtocolError) -> SubjectEntry {
+        if let cached = lastPublishTarget, !cached.isDeleted, let field = request.scanned.subject,
+            cached.label.json.hasSameBytes(as: request.scanned.bytes(field))
+        {
+            return cached
+        }
+        let name = try request.requiredString(.subject)
+        let entry: SubjectEntry
+        if let existing = server.registry[name] {
+            entry = existing
+        } else {
+            entry = try server.subjectForUse(try request.subjectName())
+        }
+        lastPublishTarget = entry
+        return entry
     }
 
     // MARK: sub / unsub

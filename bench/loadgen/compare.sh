@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Runnel against Redis pub/sub and NATS, side by side in one run, driven by the same load
+# generator (bench/loadgen/loadgen.c).
+#
+#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick]
+#
+# Installs redis-server and nats-server from Debian if missing, builds runneld (release) and
+# loadgen, starts the three servers on loopback ports, and runs the matrix K = 1, 10, 100
+# subscribers x B = 64, 1024 bytes: first as fast as each server sustains (the publisher keeps
+# a bounded window in flight), then at a fixed rate of half that server's measured maximum for
+# latency. Servers are interleaved (runnel redis nats runnel redis nats ...), N times (3 by
+# default); the table gives medians. --stages adds Runnel with a filter + map chain on every
+# subscription as a row of its own. --baseline adds another runneld binary (an earlier build,
+# say) as one more server in the rotation, to measure a change against the peers and itself in
+# the same run. --quick runs one repetition with fewer messages (a smoke run).
+# The servers are stopped by PID at the end, whatever happens. Not part of CI: timings depend
+# on the machine and on whatever else it is doing.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+reps=3
+deliveries=2000000
+with_stages=0
+baseline=
+while (($#)); do
+    case $1 in
+    --stages) with_stages=1 ;;
+    --reps) reps=$2; shift ;;
+    --baseline) baseline=$(realpath "$2"); shift ;;
+    --quick) reps=1; deliveries=300000 ;;
+    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if ! command -v redis-server >/dev/null || ! command -v nats-server >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server
+fi
+swift build -c release --product runneld >/dev/null
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
+
+work=$(mktemp -d)
+pids=()
+stop_servers() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap stop_servers EXIT
+
+declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614)
+declare -A pid
+./.build/release/runneld --listen "127.0.0.1:${port[runnel]}" --log-level warning 2>"$work/runneld.log" &
+pid[runnel]=$!
+redis-server --port "${port[redis]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    --logfile "$work/redis.log" &
+pid[redis]=$!
+nats-server -a 127.0.0.1 -p "${port[nats]}" -l "$work/nats.log" &
+pid[nats]=$!
+pids=("${pid[runnel]}" "${pid[redis]}" "${pid[nats]}")
+started=(runnel redis nats)
+if [[ -n $baseline ]]; then
+    "$baseline" --listen "127.0.0.1:${port[baseline]}" --log-level warning 2>"$work/baseline.log" &
+    pid[baseline]=$!
+    pids+=("${pid[baseline]}")
+    started+=(baseline)
+fi
+for server in "${started[@]}"; do
+    for _ in $(seq 1 100); do nc -z 127.0.0.1 "${port[$server]}" 2>/dev/null && break; sleep 0.1; done
+    nc -z 127.0.0.1 "${port[$server]}" || { echo "$server did not start" >&2; exit 1; }
+done
+
+echo "runneld $(git rev-parse --short HEAD), $(redis-server --version | cut -d' ' -f1-3), nats-server $(nats-server --version | awk '{print $NF}')"
+echo "$(nproc) cores, $(uname -r); $reps repetitions, interleaved; medians"
+
+servers=(runnel redis nats)
+((with_stages)) && servers+=(stages)
+[[ -n $baseline ]] && servers+=(baseline)
+chain='[{"op":"filter","expr":".load > 0.9"},{"op":"map","expr":".p"}]'
+results=$work/results.tsv
+: >"$results"
+
+# run SERVER K B MODE REP MSGS [RATE]: one loadgen run, one line appended to $results.
+run() {
+    local server=$1 k=$2 b=$3 mode=$4 rep=$5 msgs=$6 rate=${7:-0} proto=${1/baseline/runnel} extra=()
+    if [[ $server == stages ]]; then
+        proto=runnel
+        extra=(--stages "$chain")
+    fi
+    local target=${server/stages/runnel}
+    local line
+    line=$(.build/loadgen --proto "$proto" --port "${port[$target]}" --subs "$k" --size "$b" --msgs "$msgs" \
+        --rate "$rate" --subject "bench.$server.$k.$b.$mode.$rep" --watch-pid "${pid[$target]}" \
+        --timeout 10 "${extra[@]}") || true
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$server" "$k" "$b" "$mode" "$rep" "$line" >>"$results"
+    printf '  %-6s K=%-3s B=%-4s %-4s #%s %s\n' "$server" "$k" "$b" "$mode" "$rep" "$line" >&2
+}
+
+cells=("1 64" "10 64" "100 64" "1 1024" "10 1024" "100 1024")
+echo "as fast as each server sustains..." >&2
+for rep in $(seq 1 "$reps"); do
+    for cell in "${cells[@]}"; do
+        read -r k b <<<"$cell"
+        msgs=$((deliveries / k))
+        ((b > 64)) && msgs=$((msgs / 2))
+        ((msgs < 10000)) && msgs=10000
+        for server in "${servers[@]}"; do run "$server" "$k" "$b" max "$rep" "$msgs"; done
+    done
+done
+
+# The median sustained delivery rate of a cell, as a publish rate: deliveries / K / 2.
+half_rate() {
+    awk -F'\t' -v s="$1" -v k="$2" -v b="$3" '$1==s && $2==k && $3==b && $4=="max" {
+        n = split($6, f, " "); for (i = 1; i <= n; i++) if (f[i] ~ /^msgs_per_s=/) { sub(/msgs_per_s=/, "", f[i]); print f[i] } }' "$results" |
+        sort -n | awk -v k="$2" '{ v[NR] = $1 } END { m = NR ? v[int((NR + 1) / 2)] : 0; printf "%d", m / k / 2 }'
+}
+
+echo "at half of each server's maximum, for latency..." >&2
+for rep in $(seq 1 "$reps"); do
+    for cell in "${cells[@]}"; do
+        read -r k b <<<"$cell"
+        for server in "${servers[@]}"; do
+            rate=$(half_rate "$server" "$k" "$b")
+            ((rate > 0)) || continue
+            msgs=$((rate * 2)) # two seconds of traffic
+            ((msgs > 2000000 / k)) && msgs=$((2000000 / k))
+            ((msgs < 2000)) && msgs=2000
+            run "$server" "$k" "$b" half "$rep" "$msgs" "$rate"
+        done
+    done
+done
+
+python3 bench/loadgen/table.py "$results"
+grep -v '^$' "$work/runneld.log" | head -5 || true
