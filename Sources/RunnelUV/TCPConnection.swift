@@ -405,7 +405,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if let chunk, chunk.capacity - chunk.used >= total {
             let target = chunk.base + chunk.used
             if first.count > 0 { target.copyMemory(from: first.baseAddress!, byteCount: first.count) }
-            if second.count > 0 { (target + first.count).copyMemory(from: second.baseAddress!, byteCount: second.count) }
+            if second.count > 0 {
+                (target + first.count).copyMemory(from: second.baseAddress!, byteCount: second.count)
+            }
             if third.count > 0 {
                 (target + first.count + second.count).copyMemory(from: third.baseAddress!, byteCount: third.count)
             }

@@ -216,7 +216,9 @@ final class BurstCounter: TCPConnectionDelegate, @unchecked Sendable {
 /// (a server under test runs in the test process): the socket whose local and peer ports are
 /// `descriptor`'s peer and local ports.
 func peerDescriptor(of descriptor: Int32) -> Int32? {
-    func port(_ descriptor: Int32, _ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> UInt16? {
+    func port(
+        _ descriptor: Int32, _ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> UInt16? {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let status = withUnsafeMutablePointer(to: &address) {
