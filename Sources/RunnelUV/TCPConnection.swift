@@ -294,6 +294,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Keeps the unfinished end of a read, or counts it when the line is already too long.
     private func holdPartial(_ bytes: UnsafeRawBufferPointer) {
+        // A read that ends on a newline leaves nothing to hold, and no buffer may exist yet.
+        guard !bytes.isEmpty else { return }
         if discarding {
             discardedCount += bytes.count
         } else if partialCount + bytes.count > configuration.maxLineLength {

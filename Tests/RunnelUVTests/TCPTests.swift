@@ -107,6 +107,25 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// Regression: a read ending on a newline with no delegate attached held an empty
+        /// remainder and force-unwrapped a line buffer that did not exist yet (a remote crash).
+        @Test func readsWithoutADelegateThatEndOnANewlineAreDropped() throws {
+            let server = try Server { _ in nil }
+            let client = try BlockingClient(port: server.port)
+            try client.send("dropped\n")
+            usleep(20_000)  // let the line arrive in a read of its own
+            try client.send("a split ")
+            usleep(20_000)
+            try client.send("line\nand more\n")
+            #expect(eventually { server.accepted.current.count == 1 })
+            let connection = try #require(server.accepted.current.first)
+            let recorder = RecordingDelegate()
+            onLoop(server.loop) { connection.delegate = recorder }
+            try client.send("kept\n")
+            #expect(eventually { recorder.lines == ["kept"] })
+            #expect(server.stop() == 0)
+        }
+
         @Test func aBurstYieldsToTheLoopOnceItsReadBudgetIsSpent() throws {
             let counter = BurstCounter()
             let server = try Server(startsReading: false) { _ in counter }
