@@ -34,6 +34,73 @@ import Testing
         #expect(payloads.count == 2 && payloads[0] === payloads[1])
     }
 
+    @Test func twoSubscribersShareOneMapResult() throws {
+        // Two chains compiled separately (two expression objects, one source text): the map
+        // runs once per published value and both lines carry the same encoded payload.
+        let source = Subject<Message>()
+        let seen = Locked<[Payload]>([])
+        let stages: [JSONValue] = [
+            .object(JSONObject([("op", .string("filter")), ("expr", .string(".n > 1"))])),
+            .object(JSONObject([("op", .string("map")), ("expr", .string("{\"m\": .n * 10}"))])),
+        ]
+        let first = try StageHarness().compiler().compile(stages, source: source)
+        let second = try StageHarness().compiler().compile(stages, source: source)
+        ImmediateScheduler.shared.performAsCurrent {
+            _ = first.subscribe(next: { message in seen.withLock { $0.append(message.value) } })
+            _ = second.subscribe(next: { message in seen.withLock { $0.append(message.value) } })
+        }
+        for n in [1, 2, 3] {
+            source.sendNext(Message(label: SubjectLabel("s"), raw: try RawJSON(validating: "{\"n\":\(n)}")))
+        }
+        let payloads = seen.withLock { $0 }
+        #expect(payloads.map(\.raw.description) == [#"{"m":20}"#, #"{"m":20}"#, #"{"m":30}"#, #"{"m":30}"#])
+        #expect(payloads.count == 4 && payloads[0] === payloads[1] && payloads[2] === payloads[3])
+        #expect(payloads[0] !== payloads[2])
+    }
+
+    @Test func onlyExpressionsOfTheValueAloneAreShared() throws {
+        #expect(try Expression.compile(".a.b + 1", variables: []).dependsOnInputOnly)
+        #expect(try Expression.compile("len(.) > 2 ? upper(.x) : null", variables: []).dependsOnInputOnly)
+        #expect(try !Expression.compile("$subject", variables: []).dependsOnInputOnly)
+        #expect(try !Expression.compile(". > now()", variables: []).dependsOnInputOnly)
+        #expect(try !Expression.compile("$acc + .", variables: ["acc"]).dependsOnInputOnly)
+
+        let payload = Payload(raw: try RawJSON(validating: #"{"a":{"b":1}}"#))
+        var runs = 0
+        let pure = try Expression.compile(".a.b + 1", variables: [])
+        let pureAgain = try Expression.compile(".a.b + 1", variables: [])
+        let once = try payload.memoized(pure) { () throws(ProtocolError) -> JSONValue in
+            runs += 1
+            return .number(2)
+        }
+        let twice = try payload.memoized(pureAgain) { () throws(ProtocolError) -> JSONValue in
+            runs += 1
+            return .number(2)
+        }
+        #expect(once === twice && runs == 1)
+        let bySubject = try Expression.compile("$subject", variables: [])
+        for _ in 0..<2 {
+            _ = try payload.memoized(bySubject) { () throws(ProtocolError) -> JSONValue in
+                runs += 1
+                return .string("s")
+            }
+        }
+        #expect(runs == 3)
+    }
+
+    @Test func aPatternSubscriptionsSubjectIsNeverTakenFromAnotherSubject() throws {
+        // mapReplace hands every message the same payload; `$subject` must still be read from
+        // each message, never remembered on the shared payload.
+        let h = try StageHarness().run(
+            #"[{"op":"mapReplace","value":1},{"op":"map","expr":"[$subject, . + 1]"}]"#)
+        let zero = try RawJSON(validating: "0")
+        h.scheduler.performAsCurrent {
+            h.source.sendNext(Message(label: SubjectLabel("a"), raw: zero))
+            h.source.sendNext(Message(label: SubjectLabel("b"), raw: zero))
+        }
+        #expect(h.take() == [#"a ["a",2]"#, #"b ["b",2]"#])
+    }
+
     @Test func equivalenceIsStructural() throws {
         let one = Payload(raw: try RawJSON(validating: "1"))
         let oneAgain = Payload(raw: try RawJSON(validating: "1.0"))

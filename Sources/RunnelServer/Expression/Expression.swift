@@ -49,8 +49,8 @@ public enum Expression {
         guard length <= maxBytes else {
             throw .compile("expression is \(length) bytes, over the limit of \(maxBytes)", at: maxBytes)
         }
-        let root = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
-        return CompiledExpression(source: source, root: root)
+        let parsed = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
+        return CompiledExpression(source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly)
     }
 }
 
@@ -59,10 +59,15 @@ public final class CompiledExpression: Sendable {
     /// The text it was compiled from.
     public let source: String
     let root: ExpressionNode
+    /// Whether the value depends on the input value alone: no variable (not even `$subject`)
+    /// and no `now()`. The same input then always gives the same result, which lets the
+    /// server compute it once per published value for every subscriber (`Payload.memo`).
+    public let dependsOnInputOnly: Bool
 
-    init(source: String, root: ExpressionNode) {
+    init(source: String, root: ExpressionNode, dependsOnInputOnly: Bool = false) {
         self.source = source
         self.root = root
+        self.dependsOnInputOnly = dependsOnInputOnly
     }
 
     /// The expression's value for `value`, or an `eval` error with the failing spot's position.

@@ -14,6 +14,9 @@ struct Parser {
     private let clock: ExpressionClock
     private var current = 0
     private var depth = 0
+    /// Whether the source reads anything but the input value: a variable (`$subject`
+    /// included) or the clock.
+    private var readsMoreThanInput = false
 
     private init(tokens: [Token], variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock) {
         self.tokens = tokens
@@ -22,14 +25,16 @@ struct Parser {
         self.clock = clock
     }
 
+    /// The tree, and whether its value depends on the input value alone (no variable, no
+    /// `now()`): such an expression gives the same result for the same value every time.
     static func parse(
         _ source: String, variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock
-    ) throws(ExpressionError) -> ExpressionNode {
+    ) throws(ExpressionError) -> (root: ExpressionNode, dependsOnInputOnly: Bool) {
         var parser = Parser(
             tokens: try Lexer.tokens(of: source), variables: variables, maxDepth: maxDepth, clock: clock)
         let node = try parser.expression()
         guard parser.peek.kind == .end else { throw parser.unexpected() }
-        return node
+        return (node, !parser.readsMoreThanInput)
     }
 
     // MARK: Token access
@@ -207,6 +212,7 @@ struct Parser {
             return .literal(.string(string))
         case .variable(let name):
             advance()
+            readsMoreThanInput = true
             return .variable(try resolveVariable(name, at: token.position))
         case .identifier(let name):
             advance()
@@ -284,6 +290,7 @@ struct Parser {
             throw .compile(
                 "\(name)() takes \(function.arity) argument\(plural), not \(arguments.count)", at: position)
         }
+        if !function.isPure { readsMoreThanInput = true }
         return fold(ExpressionCallNode(function, arguments, at: position, clock: clock))
     }
 

@@ -14,6 +14,11 @@
 public final class Payload: @unchecked Sendable {
     private var rawCache: RawJSON?
     private var decodedCache: JSONValue?
+    /// Results of expressions that depend on the value alone, by source text (two slots, for
+    /// a `filter` + `map` chain): when many subscribers run the same chain, the first computes
+    /// and encodes each result and the others share it. Evaluation errors are not kept.
+    private var memo0: (source: String, result: Payload)?
+    private var memo1: (source: String, result: Payload)?
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
@@ -41,6 +46,24 @@ public final class Payload: @unchecked Sendable {
         decodedCache = value
         return value
     }
+
+    /// `expression`'s result on this value, computed once by `compute` when the expression
+    /// depends on the value alone (`CompiledExpression.dependsOnInputOnly`), else every time.
+    func memoized(
+        _ expression: CompiledExpression, _ compute: () throws(ProtocolError) -> JSONValue
+    ) throws(ProtocolError) -> Payload {
+        guard expression.dependsOnInputOnly else { return Payload(computed: try compute()) }
+        if let memo0, memo0.source == expression.source { return memo0.result }
+        if let memo1, memo1.source == expression.source { return memo1.result }
+        let result = Payload(computed: try compute())
+        // The newer entry goes first; the older of the two is the one forgotten.
+        memo1 = memo0
+        memo0 = (expression.source, result)
+        return result
+    }
+
+    /// The tree of a payload made by `init(computed:)`, which has nothing to decode.
+    var computedValue: JSONValue { decodedCache ?? .null }
 
     /// Whether the tree is at hand (computed, or decoded already).
     var isDecoded: Bool { decodedCache != nil }

@@ -29,9 +29,16 @@ struct StageExpression: Sendable {
         try evaluate(decoded(message), ExpressionBindings(subject: message.label.name))
     }
 
+    /// The expression's value on `message`'s value, as a payload shared by every subscriber
+    /// whose chain evaluates the same expression on the same value (see `Payload.memoized`).
+    func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
+        try message.value.memoized(compiled) { () throws(ProtocolError) -> JSONValue in try evaluate(message) }
+    }
+
     /// The expression's truthiness on `message`'s value.
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        try evaluate(message).isTruthy
+        guard compiled.dependsOnInputOnly else { return try evaluate(message).isTruthy }
+        return try evaluatedPayload(message).computedValue.isTruthy
     }
 
     /// `message`'s value as a tree.

@@ -6,7 +6,8 @@ extension StageCompiler {
     func map(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
         let expression = StageExpression(try stage.expression(), stage)
-        return signal.tryMap { message in Message(label: message.label, computed: try expression.evaluate(message)) }
+        return signal.tryMap { message in Message(label: message.label, value: try expression.evaluatedPayload(message))
+        }
     }
 
     /// Every value replaced by the literal, encoded once and shared; each keeps its subject.
