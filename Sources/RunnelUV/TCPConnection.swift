@@ -126,6 +126,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private var segmentBytes = 0
     private var spareRequests: [WriteRequest] = []
 
+    /// What `whenUnsentBytes(fallTo:_:)` waits for: the threshold and the action.
+    private var unsentWaiter: (threshold: Int, action: () -> Void)?
+
     // Closing.
     private let hooks = Locked<[@Sendable () -> Void]?>([])
     private var drainTimer: Disposable?
@@ -486,6 +489,21 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         return local + Int(uv_stream_get_write_queue_size(stream))
     }
 
+    /// Runs `action` once, on the loop thread, as soon as `unsentBytes` is at most `threshold`:
+    /// at once if it already is, else when a write completes that brings it there. A new call
+    /// replaces a waiting one; a connection that closes first drops it. With `stopReading()`
+    /// it lets a caller stop taking requests while their replies pile up unread, and take them
+    /// again once the peer has read enough. Loop thread.
+    public func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
+        guard state == .open || state == .draining else { return }
+        if unsentBytes <= threshold {
+            unsentWaiter = nil
+            action()
+        } else {
+            unsentWaiter = (threshold, action)
+        }
+    }
+
     @inline(__always)
     private func requestFlush() {
         if segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0) >= Self.eagerFlushBytes {
@@ -536,6 +554,10 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             if status != UV_ECANCELED.rawValue { closeNow() }
         } else if state == .draining {
             continueDrain()
+        }
+        if let waiter = unsentWaiter, state == .open || state == .draining, unsentBytes <= waiter.threshold {
+            unsentWaiter = nil
+            waiter.action()
         }
     }
 
@@ -641,6 +663,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         spareRequests.removeAll()
         chunk = nil
         pendingBytes = 0
+        unsentWaiter = nil
         partial?.deallocate()
         partial = nil
         partialCount = 0

@@ -22,6 +22,9 @@ final class Session: @unchecked Sendable {
     var lastPublishTarget: SubjectEntry?
     /// Set once the session stops delivering: closed, or closing as a slow consumer.
     private(set) var isClosing = false
+    /// Requests read while the connection's unsent output was over `max_pending_bytes`, kept
+    /// until it falls; see `holdInput`.
+    private var held = HeldInput()
 
     init(id: UInt64, server: Server, connection: TCPConnection) {
         self.id = id
@@ -32,11 +35,20 @@ final class Session: @unchecked Sendable {
 
     // MARK: Input
 
-    /// Handles one request line (without its newline).
+    /// Handles one request line (without its newline), or holds it while replies pile up.
     func handleLine(_ line: UnsafeRawBufferPointer) {
         server.stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
+        if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
+            held.append(line: line)
+            holdInput()
+            return
+        }
+        process(line)
+    }
+
+    private func process(_ line: UnsafeRawBufferPointer) {
         let request: Request
         do {
             request = try Request(parsing: line, maxDepth: server.config.maxDepth)
@@ -55,10 +67,54 @@ final class Session: @unchecked Sendable {
     func handleLongLine(byteCount: Int) {
         server.stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
+        if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
+            held.append(longLine: byteCount)
+            holdInput()
+            return
+        }
+        reportLongLine(byteCount: byteCount)
+    }
+
+    private func reportLongLine(byteCount: Int) {
         writeReply(
             error: ProtocolError(
                 .lineTooLong, "line of \(byteCount) bytes exceeds max_line_bytes (\(server.config.maxLineBytes))"),
             ref: nil)
+    }
+
+    // MARK: Input backpressure
+
+    /// A client that sends requests and does not read their replies would make the server
+    /// queue output without end (a pipelined `list` costs a few bytes to send and can cost
+    /// megabytes to answer), and `max_pending_bytes` is only checked for events. So once the
+    /// unsent output is over it, the session stops reading the connection: the lines still in
+    /// that read are held (at most one read buffer and one line), and the rest waits in the
+    /// kernel, which pushes back on the client. When the output falls back to the limit, the
+    /// held lines are handled, in order, pausing again whenever it is over, and reading resumes.
+    private func holdInput() {
+        guard !held.isWaiting else { return }
+        held.isWaiting = true
+        connection.stopReading()
+        connection.whenUnsentBytes(fallTo: server.config.maxPendingBytes) { [weak self] in self?.resumeInput() }
+    }
+
+    private func resumeInput() {
+        held.isWaiting = false
+        while !isClosing, let next = held.first {
+            if connection.unsentBytes > server.config.maxPendingBytes {
+                holdInput()
+                return
+            }
+            held.remove(next)
+            switch next {
+            case .line(let range):
+                held.bytes.withUnsafeBytes { process(UnsafeRawBufferPointer(rebasing: $0[range])) }
+            case .longLine(let byteCount):
+                reportLongLine(byteCount: byteCount)
+            }
+        }
+        held.reset()
+        if !isClosing { connection.startReading() }
     }
 
     private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
@@ -253,6 +309,64 @@ final class Session: @unchecked Sendable {
     private func write(_ line: JSONWriter) {
         server.stats.bytesOut &+= UInt64(line.bytes.count)
         line.bytes.withUnsafeBytes { _ = connection.write(copying: $0) }
+    }
+}
+
+/// The input a session holds while its connection's output is over `max_pending_bytes`: the
+/// held lines back to back, each followed by its `\n` (so it costs what it took to send), and
+/// where in them a line over `max_line_bytes` still has to be answered (such a line took more
+/// than `max_line_bytes` to send, so there are few). Loop thread only.
+struct HeldInput {
+    enum Item {
+        /// A request line, as a range of `bytes`.
+        case line(Range<Int>)
+        /// A line over `max_line_bytes`, discarded as it arrived, still to be answered.
+        case longLine(Int)
+    }
+
+    private(set) var bytes: [UInt8] = []
+    /// Long lines: the offset in `bytes` they came at, and their length.
+    private var longLines: [(offset: Int, byteCount: Int)] = []
+    /// The offset in `bytes` and the index in `longLines` of the next item.
+    private var cursor = 0
+    private var nextLongLine = 0
+    /// Reading is stopped and a wake-up is registered with the connection.
+    var isWaiting = false
+
+    /// Whether input is being held: new lines must queue behind what is held.
+    var isActive: Bool { isWaiting || first != nil }
+
+    /// The next item to handle.
+    var first: Item? {
+        if nextLongLine < longLines.count && longLines[nextLongLine].offset == cursor {
+            return .longLine(longLines[nextLongLine].byteCount)
+        }
+        guard cursor < bytes.count else { return nil }
+        let end = bytes[cursor...].firstIndex(of: 10)!
+        return .line(cursor..<end)
+    }
+
+    /// Moves past `item`, which `first` returned.
+    mutating func remove(_ item: Item) {
+        switch item {
+        case .line(let range): cursor = range.upperBound + 1
+        case .longLine: nextLongLine += 1
+        }
+    }
+
+    mutating func append(line: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: line)
+        bytes.append(10)
+    }
+
+    mutating func append(longLine byteCount: Int) { longLines.append((bytes.count, byteCount)) }
+
+    /// Forgets everything held, giving the memory back.
+    mutating func reset() {
+        bytes = []
+        longLines = []
+        cursor = 0
+        nextLongLine = 0
     }
 }
 

@@ -12,6 +12,7 @@ struct RunneldConfig {
     var defaultReplayCapacity: Int?
     var maxStages: Int?
     var maxBufferValues: Int?
+    var maxConnections: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -28,6 +29,7 @@ struct RunneldConfig {
         if let v = defaultReplayCapacity { lines.append("default_replay_capacity = \(v)") }
         if let v = maxStages { lines.append("max_stages = \(v)") }
         if let v = maxBufferValues { lines.append("max_buffer_values = \(v)") }
+        if let v = maxConnections { lines.append("max_connections = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")
