@@ -33,6 +33,18 @@ import Testing
         #expect(try other.request(#"{"op":"auth","token":"tok-1","ref":6}"#) == ["ok": true, "ref": 6])
     }
 
+    /// Near misses fail like any wrong token (the comparison is constant-time; see
+    /// ConstantTimeTests for the comparison itself).
+    @Test func prefixesAndExtensionsOfATokenAreRefused() throws {
+        let server = try server()
+        let client = try server.connect()
+        for (ref, guess) in ["tok-", "tok-12", "tok-1 ", "TOK-1", "tok-3", "tok-1tok-1"].enumerated() {
+            let line = #"{"op":"auth","token":"\#(guess)","ref":\#(ref)}"#
+            try client.expectFailure(line, code: "unauthorized", ref: .number(Double(ref)))
+        }
+        #expect(try client.request(#"{"op":"auth","token":"tok-1","ref":9}"#) == ["ok": true, "ref": 9])
+    }
+
     @Test func unauthorizedRequestsHaveNoEffect() throws {
         let server = try server()
         let intruder = try server.connect()

@@ -244,7 +244,8 @@ extension Session {
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
         let tokens = server.config.authTokens
-        guard tokens.isEmpty || tokens.contains(token) else {
+        // In constant time: see `ConstantTime.equals`.
+        guard tokens.isEmpty || ConstantTime.matchesAny(token, tokens) else {
             throw ProtocolError(.unauthorized, "invalid token")
         }
         authenticated = true
