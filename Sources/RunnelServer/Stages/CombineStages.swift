@@ -35,10 +35,18 @@ extension StageCompiler {
         }
     }
 
+    /// One inner subscription per subject listed: more than `max_buffer_values` of them fail
+    /// the `sub` with `limit` before any is looked up (or created).
     func merge(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["subjects"])
+        let names = try stage.subjects()
+        guard names.count <= limits.maxBufferValues else {
+            throw ProtocolError(
+                .limit, "merge of \(names.count) subjects, over max_buffer_values (\(limits.maxBufferValues))",
+                stage: stage.index)
+        }
         var signals = [signal]
-        for name in try stage.subjects() { signals.append(try subjectSignal(name, for: stage)) }
+        for name in names { signals.append(try subjectSignal(name, for: stage)) }
         return Signal.merge(signals)
     }
 

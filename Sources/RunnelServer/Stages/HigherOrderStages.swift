@@ -3,10 +3,22 @@ import Runnel
 /// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
 /// when the value arrives; the library merges those subjects or follows the latest.
 extension StageCompiler {
+    /// Every value opens one more inner subscription, which lasts until its subject
+    /// terminates: more than `max_buffer_values` open at once ends the subscription with
+    /// "limit".
     func flattenMap(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
         let naming = subjectNaming(StageExpression(try stage.expression(), stage), stage)
-        return signal.flatMap(naming)
+        let maxInner = limits.maxBufferValues
+        let index = stage.index
+        return Signal.deferred {
+            let open = StageCounter()
+            return signal.flatMap { message in
+                open.count += 1
+                if open.count > maxInner { return Signal.error(StageFailure.limit(stage: index)) }
+                return naming(message).finally { open.count -= 1 }
+            }
+        }
     }
 
     func switchToLatest(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {

@@ -16,9 +16,24 @@ extension StageCompiler {
             .messages
     }
 
+    /// Values waiting out their delay are held (each with its timer): more than
+    /// `max_buffer_values` at once ends the subscription with "limit", counted before the
+    /// library's delay and given back as each value is sent on.
     func delay(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["seconds"])
-        return signal.delay(try stage.seconds(), on: scheduler)
+        let interval = try stage.seconds()
+        let scheduler = self.scheduler
+        let maxValues = limits.maxBufferValues
+        let index = stage.index
+        return Signal.deferred {
+            let held = StageCounter()
+            return signal.try { _ in
+                held.count += 1
+                if held.count > maxValues { throw StageFailure.limit(stage: index) }
+            }
+            .delay(interval, on: scheduler)
+            .doNext { _ in held.count -= 1 }
+        }
     }
 
     /// Arrays of the values of each window, their bytes unchanged. A window holding more than
