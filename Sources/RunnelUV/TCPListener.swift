@@ -18,8 +18,9 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let subject = Subject<TCPConnection>()
     private var isOpen = true
-    /// The configuration accepted connections get.
-    public let connectionConfiguration: TCPConnection.Configuration
+    /// The configuration accepted connections get; a change applies to the connections
+    /// accepted after it (loop thread).
+    public var connectionConfiguration: TCPConnection.Configuration
     /// The address bound, and the port actually bound (the one chosen, for port 0).
     public let host: String
     public private(set) var port = 0

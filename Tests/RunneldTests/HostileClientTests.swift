@@ -18,13 +18,14 @@ import Testing
 
     /// The most the daemon's resident memory may grow over its baseline (measured once the
     /// well-behaved clients are set up), derived from the configuration. Per connection: a
-    /// partial line (`max_line_bytes`), unsent output (`max_pending_bytes`), one read's worth of
-    /// requests held while its input is paused (the loop's 256 KiB read buffer, plus a line
-    /// that may have been split across reads: `max_line_bytes`) and one 64 KiB write chunk;
-    /// times `max_connections`; plus 32 MiB for the allocator's fragmentation and the runtime.
-    /// 64 x (64 + 256 + 256 + 64 + 64) KiB + 32 MiB = 76 MiB.
+    /// partial line (`max_line_bytes`); unsent output (`max_pending_bytes`, passed by at most
+    /// one event or reply, here at most `max_line_bytes`); the requests held while its input is
+    /// paused (at most the rest of one read, the loop's 256 KiB read buffer, and one line that
+    /// was split across reads, `max_line_bytes`); and one 64 KiB write chunk. That, times
+    /// `max_connections`, plus 32 MiB for the allocator's fragmentation and the runtime:
+    /// 64 x (3 x 64 + 256 + 256 + 64) KiB + 32 MiB = 80 MiB.
     static var rssGrowthBound: Int {
-        let perConnection = maxLineBytes + maxPendingBytes + 256 * 1024 + maxLineBytes + 64 * 1024
+        let perConnection = 3 * maxLineBytes + maxPendingBytes + 256 * 1024 + 64 * 1024
         return maxConnections * perConnection + 32 * 1024 * 1024
     }
 

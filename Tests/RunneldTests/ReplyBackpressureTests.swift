@@ -13,9 +13,10 @@ import Testing
         var size: Int32 = 16_384
         setsockopt(client.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
 
-        // 40,000 pings whose replies echo a 200-byte ref: 9 MB each way.
-        let count = 40_000
-        let padding = String(repeating: "p", count: 190)
+        // 20,000 pings whose replies echo a 1000-byte ref: 20 MB each way, far more than the
+        // kernel's socket buffers on both sides can absorb while the server does not read.
+        let count = 20_000
+        let padding = String(repeating: "p", count: 992)
         let requests = Array(
             (0..<count).map { #"{"op":"ping","ref":"\#(padding)\#(String(format: "%08d", $0))"}"# + "\n" }.joined().utf8
         )
@@ -41,7 +42,6 @@ import Testing
             pollPause(.milliseconds(5))
         }
         #expect(stalled, "the server read all \(requests.count) bytes of requests while no reply was read")
-        #expect(sent < requests.count / 2, "\(sent) bytes of requests were read before the server paused")
 
         // Now read, sending the rest as the socket allows: every reply arrives, in order.
         var received = 0

@@ -128,6 +128,8 @@ private final class Daemon: @unchecked Sendable {
         }
         let changes = server.reload(newConfig)
         levelSetting.level = server.config.logLevel
+        // Connections opened from now on; an open connection keeps the limit it was opened with.
+        listener?.connectionConfiguration.maxLineLength = server.config.maxLineBytes
         if changes.isEmpty {
             logger.notice("configuration reloaded: nothing changed")
         }

@@ -68,7 +68,9 @@ public final class Server: @unchecked Sendable {
             logger.warning(
                 "refusing connection: at max_connections",
                 metadata: ["peer": "\(connection.remoteAddress)", "max_connections": "\(config.maxConnections)"])
-            let line = "{\"ev\":\"closing\",\"code\":\"limit\",\"message\":\"too many connections\"}\n"
+            let line =
+                "{\"ev\":\"closing\",\"code\":\"limit\",\"message\":\"too many connections: the server is at "
+                + "max_connections (\(config.maxConnections)); try again later\"}\n"
             Array(line.utf8).withUnsafeBytes { _ = connection.write(copying: $0) }
             connection.closeAfterFlush(timeout: .seconds(1))
             return

@@ -78,7 +78,8 @@ final class Session: @unchecked Sendable {
     private func reportLongLine(byteCount: Int) {
         writeReply(
             error: ProtocolError(
-                .lineTooLong, "line of \(byteCount) bytes exceeds max_line_bytes (\(server.config.maxLineBytes))"),
+                .lineTooLong,
+                "line of \(byteCount) bytes exceeds max_line_bytes (\(connection.configuration.maxLineLength))"),
             ref: nil)
     }
 
@@ -334,7 +335,7 @@ struct HeldInput {
     var isWaiting = false
 
     /// Whether input is being held: new lines must queue behind what is held.
-    var isActive: Bool { isWaiting || first != nil }
+    var isActive: Bool { isWaiting || cursor < bytes.count || nextLongLine < longLines.count }
 
     /// The next item to handle.
     var first: Item? {

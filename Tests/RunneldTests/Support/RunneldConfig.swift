@@ -13,6 +13,8 @@ struct RunneldConfig {
     var maxStages: Int?
     var maxBufferValues: Int?
     var maxConnections: Int?
+    var maxSubjects: Int?
+    var maxSubscriptionsPerConnection: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -30,6 +32,8 @@ struct RunneldConfig {
         if let v = maxStages { lines.append("max_stages = \(v)") }
         if let v = maxBufferValues { lines.append("max_buffer_values = \(v)") }
         if let v = maxConnections { lines.append("max_connections = \(v)") }
+        if let v = maxSubjects { lines.append("max_subjects = \(v)") }
+        if let v = maxSubscriptionsPerConnection { lines.append("max_subscriptions_per_connection = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")
