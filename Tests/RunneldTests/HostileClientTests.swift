@@ -113,6 +113,10 @@ import Testing
         // VmHWM: the peak, which the allocator's giving memory back cannot hide.
         #expect(peak - baseline <= Self.rssGrowthBound, "peak RSS grew by \(peak - baseline) bytes")
         #expect(Glibc.kill(server.pid, 0) == 0, "runneld is gone")
+        let logged = server.stderrLines
+        print(
+            "hostile: runneld logged \(logged.count) lines, \(logged.filter { $0.contains("refusing") }.count) refusals"
+        )
     }
 
     // MARK: Hostile clients

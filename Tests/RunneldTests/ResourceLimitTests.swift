@@ -33,6 +33,25 @@ import Testing
         #expect(try first.stats()["connections"] == 2)
     }
 
+    /// A client hammering a full server does not flood the log: refusals are logged at most
+    /// once a second, with how many there were.
+    @Test func refusalsAreLoggedAtMostOnceASecond() throws {
+        var config = RunneldConfig()
+        config.maxConnections = 1
+        let server = try RunneldProcess(config: config)
+        let holder = try server.connect()
+        try holder.barrier()
+        let started = ContinuousClock.now
+        for _ in 0..<200 {
+            let refused = try server.connect()
+            #expect(refused.readUntilClosed()?.first?.contains(#""code":"limit""#) == true)
+        }
+        let seconds = (ContinuousClock.now - started).components.seconds
+        try holder.barrier()
+        let warnings = server.stderrLines.filter { $0.contains("refusing connections") }
+        #expect(warnings.count >= 1 && warnings.count <= Int(seconds) + 2, "\(warnings.count) warnings")
+    }
+
     /// `max_line_bytes` changed by a reload applies to connections opened after it; an open
     /// connection keeps the limit it started with, and its `line_too_long` says which.
     @Test func maxLineBytesChangedByAReloadAppliesToNewConnections() throws {

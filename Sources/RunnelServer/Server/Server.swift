@@ -18,6 +18,10 @@ public final class Server: @unchecked Sendable {
     private let started = ContinuousClock.now
     /// Called once the last session has closed during a shutdown.
     private var onDrained: (() -> Void)?
+    /// Connections refused at `max_connections` since the last warning about it, and when that
+    /// was: at most one warning a second, so a client hammering a full server cannot flood the log.
+    private var refusedSinceWarning = 0
+    private var lastRefusalWarning: ContinuousClock.Instant?
 
     public init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger) {
         self.config = config
@@ -65,9 +69,18 @@ public final class Server: @unchecked Sendable {
     /// `max_connections`.
     public func accept(_ connection: TCPConnection) {
         guard sessions.count < config.maxConnections else {
-            logger.warning(
-                "refusing connection: at max_connections",
-                metadata: ["peer": "\(connection.remoteAddress)", "max_connections": "\(config.maxConnections)"])
+            refusedSinceWarning += 1
+            let now = ContinuousClock.now
+            if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
+                logger.warning(
+                    "refusing connections: at max_connections",
+                    metadata: [
+                        "peer": "\(connection.remoteAddress)", "max_connections": "\(config.maxConnections)",
+                        "refused": "\(refusedSinceWarning)",
+                    ])
+                refusedSinceWarning = 0
+                lastRefusalWarning = now
+            }
             let line =
                 "{\"ev\":\"closing\",\"code\":\"limit\",\"message\":\"too many connections: the server is at "
                 + "max_connections (\(config.maxConnections)); try again later\"}\n"
