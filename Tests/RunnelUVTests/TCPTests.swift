@@ -199,6 +199,33 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// The hook a server uses to stop reading requests while their replies pile up: it runs
+        /// at once when the output is already low enough, else once, when a completed write
+        /// brings it there.
+        @Test func whenUnsentBytesFallToRunsOnceTheOutputHasDrainedThatFar() throws {
+            let server = try Server { _ in nil }
+            let client = try BlockingClient(port: server.port)
+            #expect(eventually { server.accepted.current.count == 1 })
+            let connection = server.accepted.current[0]
+            let runs = Shared<[String]>([])
+            let unsentAfterWrites = onLoop(server.loop) { () -> Int in
+                connection.whenUnsentBytes(fallTo: 0) { runs.withLock { $0.append("idle") } }
+                let block = ByteBuffer(count: 1 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 42) }
+                for _ in 0..<32 { connection.write(block) }
+                connection.whenUnsentBytes(fallTo: 1 << 20) {
+                    runs.withLock { $0.append(connection.unsentBytes <= 1 << 20 ? "fell" : "early") }
+                }
+                return connection.unsentBytes
+            }
+            #expect(unsentAfterWrites > 1 << 20)
+            #expect(runs.current == ["idle"])
+            usleep(200_000)
+            #expect(runs.current == ["idle"], "ran while the peer was not reading")
+            #expect(client.receive(count: 32 << 20).count == 32 << 20)
+            #expect(eventually { runs.current == ["idle", "fell"] })
+            #expect(server.stop() == 0)
+        }
+
         @Test func aPeerClosingMidWriteRunsTheCloseHookOnce() throws {
             let hookRuns = Shared(0)
             let recorder = RecordingDelegate()
