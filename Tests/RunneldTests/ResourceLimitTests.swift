@@ -103,6 +103,16 @@ import Testing
         try client.expectOK(["op": "create", "subject": "s3", "kind": "subject"])
     }
 
+    @Test func replayCapacityOverMaxBufferValuesIsBadRequest() throws {
+        var config = RunneldConfig()
+        config.maxBufferValues = 3
+        let server = try RunneldProcess(config: config)
+        let client = try server.connect()
+        try client.expectFailure(
+            #"{"op":"create","subject":"r","kind":"replay","capacity":4,"ref":1}"#, code: "bad_request", ref: 1)
+        try client.expectOK(["op": "create", "subject": "r", "kind": "replay", "capacity": 3])
+    }
+
     @Test func delayHoldingMoreThanMaxBufferValuesEndsWithLimit() throws {
         var config = RunneldConfig()
         config.maxBufferValues = 3
