@@ -4,10 +4,14 @@ final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
 
     init(_ items: [ExpressionNode]) { self.items = items }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        try meter.items(items.count, at: 0)
         var values: [JSONValue] = []
         values.reserveCapacity(items.count)
-        for item in items { values.append(try item.evaluate(input, bindings)) }
+        for item in items { values.append(try item.evaluate(input, bindings, &meter)) }
         return .array(values)
     }
 
@@ -19,20 +23,39 @@ final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
 final class ExpressionObjectNode: ExpressionNode, @unchecked Sendable {
     let members: [ExpressionObjectMember]
 
-    init(_ members: [ExpressionObjectMember]) { self.members = members }
+    /// The distinct keys, in first-written order.
+    let keys: [String]
+    /// For each member, the index of its key in `keys`.
+    let slots: [Int]
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        var built: [(key: String, value: JSONValue)] = []
-        built.reserveCapacity(members.count)
+    init(_ members: [ExpressionObjectMember]) {
+        self.members = members
+        var keys: [String] = []
+        var slotByKey: [String: Int] = [:]
+        var slots: [Int] = []
         for member in members {
-            let value = try member.value.evaluate(input, bindings)
-            if let earlier = built.firstIndex(where: { $0.key == member.key }) {
-                built[earlier].value = value
+            if let slot = slotByKey[member.key] {
+                slots.append(slot)
             } else {
-                built.append((member.key, value))
+                slotByKey[member.key] = keys.count
+                slots.append(keys.count)
+                keys.append(member.key)
             }
         }
-        return .object(JSONObject(built))
+        self.keys = keys
+        self.slots = slots
+    }
+
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        try meter.items(keys.count, at: 0)
+        var values = [JSONValue](repeating: .null, count: keys.count)
+        for (member, slot) in zip(members, slots) {
+            values[slot] = try member.value.evaluate(input, bindings, &meter)
+        }
+        return .object(JSONObject(zip(keys, values).map { (key: $0, value: $1) }))
     }
 
     override var isFoldable: Bool { members.allSatisfy { $0.value.literalValue != nil } }

@@ -12,6 +12,8 @@ struct RunneldConfig {
     var defaultReplayCapacity: Int?
     var maxStages: Int?
     var maxBufferValues: Int?
+    var maxEvalSteps: Int?
+    var maxEvalBytes: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -28,6 +30,8 @@ struct RunneldConfig {
         if let v = defaultReplayCapacity { lines.append("default_replay_capacity = \(v)") }
         if let v = maxStages { lines.append("max_stages = \(v)") }
         if let v = maxBufferValues { lines.append("max_buffer_values = \(v)") }
+        if let v = maxEvalSteps { lines.append("max_eval_steps = \(v)") }
+        if let v = maxEvalBytes { lines.append("max_eval_bytes = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")
