@@ -51,11 +51,19 @@ final class ExpressionObjectNode: ExpressionNode, @unchecked Sendable {
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         try meter.items(keys.count, at: 0)
-        var values = [JSONValue](repeating: .null, count: keys.count)
-        for (member, slot) in zip(members, slots) {
-            values[slot] = try member.value.evaluate(input, bindings, &meter)
+        var built: [(key: String, value: JSONValue)] = []
+        built.reserveCapacity(keys.count)
+        for index in members.indices {
+            let member = members[index]
+            let value = try member.value.evaluate(input, bindings, &meter)
+            let slot = slots[index]
+            if slot == built.count {
+                built.append((member.key, value))
+            } else {
+                built[slot].value = value
+            }
         }
-        return .object(JSONObject(zip(keys, values).map { (key: $0, value: $1) }))
+        return .object(JSONObject(built))
     }
 
     override var isFoldable: Bool { members.allSatisfy { $0.value.literalValue != nil } }
