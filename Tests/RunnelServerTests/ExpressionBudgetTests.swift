@@ -91,8 +91,14 @@ struct ExpressionBudgetTests {
         let object = JSONValue.object(JSONObject(members))
         #expect(try Self.compile(".k4999").measure(object).steps >= 5000)
         #expect(try Self.compile("has(., \"x\")").measure(object).steps >= 5000)
-        let equal = try Self.compile(". == .").measure(object)
-        #expect(equal.value == .bool(true) && equal.steps >= 10_000)
+        #expect(try Self.compile(". == .").measure(object).steps < 10)  // one and the same object
+        let same = JSONValue.object(JSONObject(members.map { $0 }))
+        let reordered = JSONValue.object(JSONObject(members.reversed()))
+        let pairwise = try Self.compile(".[0] == .[1]").measure(.array([object, same]))
+        #expect(pairwise.value == .bool(true) && pairwise.steps >= 5000)
+        let hashed = try Self.compile(".[0] == .[1]").measure(.array([object, reordered]))
+        #expect(hashed.value == .bool(true) && hashed.steps >= 10_000 * ExpressionBudget.stepsPerHashedMember)
+        #expect(try Self.compile("len(.)").measure(object).steps >= 5000 * ExpressionBudget.stepsPerHashedMember)
     }
 
     @Test func equalityKeepsItsMeaning() throws {
@@ -102,6 +108,12 @@ struct ExpressionBudgetTests {
         #expect(try T.run(#"[1, "x", null, true] != [1, "x", null, true]"#) == .bool(false))
         #expect(try T.run(#"contains([[1], {"a": "b"}], {"a": "b"})"#) == .bool(true))
         #expect(try T.run(#". == ."#, Self.numbers(3)) == .bool(true))
+        // Repeated keys in input objects: the last one counts, whatever the earlier values.
+        let repeated = JSONValue.array([
+            T.object([("a", .number(1)), ("a", .number(2))]), T.object([("a", .number(3)), ("a", .number(2))]),
+            T.object([("a", .number(2))]),
+        ])
+        #expect(try T.run(".[0] == .[1] && .[1] == .[2]", repeated) == .bool(true))
     }
 
     @Test func ordinaryExpressionsOnOrdinaryValuesAreFarFromTheDefaults() throws {

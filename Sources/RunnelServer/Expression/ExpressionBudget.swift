@@ -7,6 +7,8 @@
 /// - a step for every node evaluated, and for every array item or object member an operation
 ///   visits, copies or compares (`+` on arrays, `==`, `contains`, `keys`, `len` of an object, a
 ///   member lookup in an object, `str`, and the size check of a stage's result);
+/// - `stepsPerHashedMember` steps for every member of an object whose keys are hashed (`len`
+///   and `keys` of an object, `==` on objects with keys in different orders);
 /// - a step for every `bytesPerStringStep` bytes of string an operation reads, copies or writes
 ///   (`+`, `<`, `contains`, `startsWith`, `endsWith`, `len`, `num`, `str`), and for every
 ///   `bytesPerCaseStep` bytes that `lower` and `upper` map;
@@ -41,6 +43,9 @@ public struct ExpressionBudget: Sendable, Equatable, Hashable {
     public static let bytesPerStringStep = 16
     /// Bytes of string per step for `lower` and `upper` (full Unicode case mapping is slower).
     public static let bytesPerCaseStep = 4
+    /// Steps per member for work that hashes an object's keys: `len` and `keys` of an object
+    /// (which count distinct keys) and `==` on objects whose keys differ in order.
+    public static let stepsPerHashedMember = 8
 }
 
 /// What is left of an `ExpressionBudget` during one evaluation: two counters on the stack,
@@ -72,6 +77,12 @@ struct ExpressionMeter {
     @inline(__always) mutating func steps(_ count: Int, at position: Int) throws(ExpressionError) {
         guard count <= stepsLeft else { throw stepLimit(at: position) }
         stepsLeft &-= count
+    }
+
+    /// The steps for hashing the keys of an object of `memberCount` members.
+    @inline(__always) mutating func hashSteps(_ memberCount: Int, at position: Int) throws(ExpressionError) {
+        guard memberCount <= stepsLeft / ExpressionBudget.stepsPerHashedMember else { throw stepLimit(at: position) }
+        stepsLeft &-= memberCount &* ExpressionBudget.stepsPerHashedMember
     }
 
     /// The steps for reading or copying `byteCount` bytes of string.

@@ -164,12 +164,34 @@ enum ExpressionEvaluator {
             }
             return true
         case (.object(let left), .object(let right)):
-            try meter.steps(left.members.count + right.members.count, at: position)
-            let leftMembers = lastMembers(left)
-            let rightMembers = lastMembers(right)
-            guard leftMembers.count == rightMembers.count else { return false }
-            for (key, value) in leftMembers {
-                guard let other = rightMembers[key] else { return false }
+            let leftMembers = left.members
+            let rightMembers = right.members
+            if leftMembers.count == rightMembers.count {
+                if sameStorage(leftMembers, rightMembers) { return true }
+                // The usual case: the same keys in the same order, compared pairwise. Equal
+                // pairs mean equal objects; any difference is settled by key below (a repeated
+                // key's earlier value does not count).
+                var pairwiseEqual = true
+                for index in leftMembers.indices {
+                    let (leftKey, leftValue) = leftMembers[index]
+                    let (rightKey, rightValue) = rightMembers[index]
+                    try meter.step(at: position)
+                    try meter.stringSteps(leftKey.utf8.count, at: position)
+                    guard leftKey == rightKey,
+                        try equal(leftValue, rightValue, at: position, &meter, depth: depth + 1)
+                    else {
+                        pairwiseEqual = false
+                        break
+                    }
+                }
+                if pairwiseEqual { return true }
+            }
+            try meter.hashSteps(leftMembers.count + rightMembers.count, at: position)
+            let leftByKey = lastMembers(left)
+            let rightByKey = lastMembers(right)
+            guard leftByKey.count == rightByKey.count else { return false }
+            for (key, value) in leftByKey {
+                guard let other = rightByKey[key] else { return false }
                 guard try equal(value, other, at: position, &meter, depth: depth + 1) else {
                     return false
                 }
@@ -180,7 +202,7 @@ enum ExpressionEvaluator {
     }
 
     /// Whether two arrays share their storage (and so are equal without a look inside).
-    private static func sameStorage(_ left: [JSONValue], _ right: [JSONValue]) -> Bool {
+    private static func sameStorage<Element>(_ left: [Element], _ right: [Element]) -> Bool {
         left.withUnsafeBufferPointer { leftBuffer in
             right.withUnsafeBufferPointer { rightBuffer in leftBuffer.baseAddress == rightBuffer.baseAddress }
         }

@@ -87,7 +87,7 @@ enum ExpressionFunction: CaseIterable, Sendable {
                 return .number(Double(string.unicodeScalars.count))
             case .array(let array): return .number(Double(array.count))
             case .object(let object):
-                try meter.steps(object.members.count, at: position)
+                try meter.hashSteps(object.members.count, at: position)
                 return .number(Double(object.count))
             default: throw fail("needs a string, array or object, got \(first.typeName)")
             }
@@ -151,7 +151,7 @@ enum ExpressionFunction: CaseIterable, Sendable {
             return .bool(text.count >= suffix.count && text.suffix(suffix.count).elementsEqual(suffix))
         case .keys:
             guard case .object(let object) = first else { throw fail("needs an object, got \(first.typeName)") }
-            try meter.steps(object.members.count, at: position)
+            try meter.hashSteps(object.members.count, at: position)
             try meter.items(object.members.count, at: position)
             return .array(object.keys.map { .string($0) })
         case .has:

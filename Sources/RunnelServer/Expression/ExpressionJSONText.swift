@@ -13,9 +13,9 @@ enum ExpressionJSONText {
     static func encode(_ value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
         throws(ExpressionError) -> String
     {
-        var output = ""
-        try write(value, to: &output, at: position, &meter)
-        return output
+        var writer = JSONWriter()
+        try write(value, to: &writer, at: position, &meter)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// A string as a JSON literal, cut short for error messages.
@@ -32,55 +32,59 @@ enum ExpressionJSONText {
     }
 
     /// Appends `value`, charging a step per value, a step per `bytesPerStringStep` bytes of
-    /// string, and every byte written.
+    /// string, and every byte written (a string's before it is written; punctuation and
+    /// numbers, a few bytes each, as they are written).
     static func write(
-        _ value: JSONValue, to output: inout String, at position: Int, _ meter: inout ExpressionMeter,
+        _ value: JSONValue, to writer: inout JSONWriter, at position: Int, _ meter: inout ExpressionMeter,
         depth: Int = 0
     ) throws(ExpressionError) {
         try meter.step(at: position)
         try meter.checkNesting(depth, at: position)
+        let start = writer.bytes.count
         switch value {
-        case .null: try put("null", to: &output, at: position, &meter)
-        case .bool(let flag): try put(flag ? "true" : "false", to: &output, at: position, &meter)
-        case .number(let number): try put(numberText(number), to: &output, at: position, &meter)
-        case .string(let string): try putString(string, to: &output, at: position, &meter)
+        case .null: writer.append("null")
+        case .bool(let flag): flag ? writer.append("true") : writer.append("false")
+        case .number(let number): writer.writeNumber(number)
+        case .string(let string): try writeString(string, to: &writer, at: position, &meter)
         case .array(let items):
-            try put("[", to: &output, at: position, &meter)
-            for (offset, item) in items.enumerated() {
-                if offset > 0 { try put(",", to: &output, at: position, &meter) }
-                try write(item, to: &output, at: position, &meter, depth: depth + 1)
+            writer.append(UInt8(ascii: "["))
+            for index in items.indices {
+                if index > 0 { writer.append(UInt8(ascii: ",")) }
+                try meter.bytes(1, at: position)
+                try write(items[index], to: &writer, at: position, &meter, depth: depth + 1)
             }
-            try put("]", to: &output, at: position, &meter)
+            writer.append(UInt8(ascii: "]"))
+            try meter.bytes(2, at: position)
+            return
         case .object(let object):
-            try put("{", to: &output, at: position, &meter)
-            for (offset, member) in object.members.enumerated() {
-                if offset > 0 { try put(",", to: &output, at: position, &meter) }
-                try putString(member.key, to: &output, at: position, &meter)
-                try put(":", to: &output, at: position, &meter)
-                try write(member.value, to: &output, at: position, &meter, depth: depth + 1)
+            writer.append(UInt8(ascii: "{"))
+            let members = object.members
+            for index in members.indices {
+                if index > 0 { writer.append(UInt8(ascii: ",")) }
+                try meter.bytes(2, at: position)
+                try writeString(members[index].key, to: &writer, at: position, &meter)
+                writer.append(UInt8(ascii: ":"))
+                try write(members[index].value, to: &writer, at: position, &meter, depth: depth + 1)
             }
-            try put("}", to: &output, at: position, &meter)
+            writer.append(UInt8(ascii: "}"))
+            try meter.bytes(2, at: position)
+            return
         }
+        if case .string = value { return }
+        try meter.bytes(writer.bytes.count - start, at: position)
     }
 
-    private static func put(
-        _ text: String, to output: inout String, at position: Int, _ meter: inout ExpressionMeter
-    ) throws(ExpressionError) {
-        try meter.bytes(text.utf8.count, at: position)
-        output += text
-    }
-
-    /// A string literal: its bytes and quotes are charged before it is escaped, any escapes
+    /// A string literal: its bytes and quotes are charged before it is written, any escapes
     /// after.
-    private static func putString(
-        _ string: String, to output: inout String, at position: Int, _ meter: inout ExpressionMeter
+    private static func writeString(
+        _ string: String, to writer: inout JSONWriter, at position: Int, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) {
         let length = string.utf8.count
         try meter.stringSteps(length, at: position)
         try meter.bytes(length + 2, at: position)
-        let literal = JSONWriter.stringLiteral(string)
-        try meter.bytes(literal.utf8.count - length - 2, at: position)
-        output += literal
+        let start = writer.bytes.count
+        writer.writeString(string)
+        try meter.bytes(writer.bytes.count - start - length - 2, at: position)
     }
 
     static func numberText(_ number: Double) -> String { JSONWriter.numberText(number) }
