@@ -114,11 +114,22 @@ struct ConfigChangesTests {
                 auth_tokens = ["x"]
                 max_stages = 2
                 max_buffer_values = 2
+                max_eval_steps = 200
+                max_eval_bytes = 2048
                 log_level = "error"
                 shutdown_timeout = 2
                 max_subjects = 2
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))
+    }
+
+    @Test func evaluationBudgetChangesLive() throws {
+        let new = try ServerConfig.parse(toml: "max_eval_steps = 5000\nmax_eval_bytes = 65536")
+        #expect(
+            new.changes(from: ServerConfig()) == [
+                ConfigChange(key: "max_eval_steps", oldValue: "1000000", newValue: "5000", applicability: .live),
+                ConfigChange(key: "max_eval_bytes", oldValue: "16777216", newValue: "65536", applicability: .live),
+            ])
     }
 }

@@ -27,7 +27,8 @@ struct ConfigErrorTests {
         ("max_line_bytes", "1.5"), ("max_pending_bytes", "0"), ("max_expr_bytes", "0"), ("max_depth", "0"),
         ("max_depth", "-1"), ("max_connections", "0"), ("max_subscriptions_per_connection", "0"),
         ("default_replay_capacity", "0"), ("max_stages", "0"), ("max_stages", "true"), ("max_buffer_values", "0"),
-        ("max_subjects", "0"), ("max_subjects", "[]"),
+        ("max_subjects", "0"), ("max_subjects", "[]"), ("max_eval_steps", "99"), ("max_eval_steps", "10000000001"),
+        ("max_eval_steps", "1.5"), ("max_eval_bytes", "1023"), ("max_eval_bytes", "\"big\""), ("max_eval_bytes", "-1"),
     ])
     func integerKeysRejectBadValues(key: String, value: String) throws {
         let text = try #require(message("\(key) = \(value)"))

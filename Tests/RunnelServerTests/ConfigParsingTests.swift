@@ -20,6 +20,9 @@ struct ConfigParsingTests {
         #expect(config.authTokens.isEmpty)
         #expect(config.maxStages == 32)
         #expect(config.maxBufferValues == 100_000)
+        #expect(config.maxEvalSteps == 1_000_000)
+        #expect(config.maxEvalBytes == 16 * 1024 * 1024)
+        #expect(StageLimits(config: config).evalBudget == ExpressionBudget.standard)
         #expect(config.logLevel == .info)
         #expect(config.shutdownTimeout == .seconds(5))
         #expect(config.maxSubjects == 100_000)
@@ -47,6 +50,8 @@ struct ConfigParsingTests {
                 auth_tokens = ["a", "b c"]
                 max_stages = 5
                 max_buffer_values = 6
+                max_eval_steps = 7000
+                max_eval_bytes = 8192
                 log_level = "debug"
                 shutdown_timeout = 1.5
                 max_subjects = 8
@@ -88,6 +93,9 @@ struct ConfigParsingTests {
         #expect(config.authTokens == ["a", "b c"])
         #expect(config.maxStages == 5)
         #expect(config.maxBufferValues == 6)
+        #expect(config.maxEvalSteps == 7000)
+        #expect(config.maxEvalBytes == 8192)
+        #expect(StageLimits(config: config).evalBudget == ExpressionBudget(maxSteps: 7000, maxBytes: 8192))
         #expect(config.logLevel == .debug)
         #expect(config.shutdownTimeout == .milliseconds(1500))
         #expect(config.shutdownTimeoutSeconds == 1.5)

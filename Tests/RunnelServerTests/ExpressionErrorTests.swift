@@ -117,17 +117,31 @@ struct ExpressionErrorTests {
 struct ExpressionSizeLimitTests {
     typealias T = ExpressionTesting
 
-    /// A 1 MiB string: seventeen references to it pass the 16 MiB limit on built values.
+    /// A 1 MiB string: a few references to it reach the evaluation budget.
     static let big = JSONValue.string(String(repeating: "x", count: 1024 * 1024))
 
     @Test func concatenationIsBounded() throws {
+        // Fifteen copies: 15 MiB built (16 bytes of string a step: 983,040 steps).
+        let fifteen = Array(repeating: ".", count: 15).joined(separator: " + ")
+        guard case .string(let built) = try T.run(fifteen, Self.big) else { Issue.record("not a string"); return }
+        #expect(built.utf8.count == 15 * 1024 * 1024)
+        let sixteen = try T.evalError(fifteen + " + .", Self.big)
+        #expect(sixteen?.kind == .limit)
+        #expect(sixteen?.code == "eval")
+        #expect(sixteen?.position == 15 * 4 - 2)  // the fifteenth '+', before it copies anything
+        #expect(sixteen?.message == "more than 1000000 steps (max_eval_steps)")
+    }
+
+    @Test func concatenationIsBoundedByBytes() throws {
+        let manySteps = ExpressionBudget(maxSteps: 1_000_000_000)
         let sixteen = Array(repeating: ".", count: 16).joined(separator: " + ")
-        guard case .string(let built) = try T.run(sixteen, Self.big) else { Issue.record("not a string"); return }
+        let fits = try Expression.compile(sixteen, variables: [], budget: manySteps)
+        guard case .string(let built) = try fits.evaluate(Self.big) else { Issue.record("not a string"); return }
         #expect(built.utf8.count == 16 * 1024 * 1024)
-        let seventeen = try T.evalError(sixteen + " + .", Self.big)
-        #expect(seventeen?.kind == .evaluation)
-        #expect(seventeen?.position == 16 * 4 - 2)  // the seventeenth '+'
-        #expect(seventeen?.message == "string longer than 16777216 bytes")
+        let over = try Expression.compile(sixteen + " + .", variables: [], budget: manySteps)
+        #expect(throws: ExpressionError(.limit, "more than 16777216 bytes built (max_eval_bytes)", at: 16 * 4 - 2)) {
+            try over.evaluate(Self.big)
+        }
     }
 
     @Test func strIsBounded() throws {
@@ -135,6 +149,6 @@ struct ExpressionSizeLimitTests {
         guard case .string(let text) = try T.run(fifteen, Self.big) else { Issue.record("not a string"); return }
         #expect(text.utf8.count == 15 * (1024 * 1024 + 3) + 1)
         let seventeen = "str([" + Array(repeating: ".", count: 17).joined(separator: ", ") + "])"
-        #expect(try T.evalError(seventeen, Self.big)?.message == "str() text longer than 16777216 bytes")
+        #expect(try T.evalError(seventeen, Self.big)?.kind == .limit)
     }
 }

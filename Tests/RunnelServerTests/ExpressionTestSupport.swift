@@ -37,6 +37,16 @@ enum ExpressionTesting {
         }
     }
 
+    /// The error `body` throws, or nil.
+    static func evalErrorOf(_ body: () throws -> JSONValue) -> ExpressionError? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error as? ExpressionError
+        }
+    }
+
     static func object(_ members: [(String, JSONValue)]) -> JSONValue {
         .object(JSONObject(members.map { (key: $0.0, value: $0.1) }))
     }

@@ -17,8 +17,9 @@ final class StageHarness: @unchecked Sendable {
     private var disposable: Disposable?
     let limits: StageLimits
 
-    init(maxBufferValues: Int = 100, maxStages: Int = 8) {
-        limits = StageLimits(maxStages: maxStages, maxBufferValues: maxBufferValues, clock: { 1_000 })
+    init(maxBufferValues: Int = 100, maxStages: Int = 8, evalBudget: ExpressionBudget = .standard) {
+        limits = StageLimits(
+            maxStages: maxStages, maxBufferValues: maxBufferValues, evalBudget: evalBudget, clock: { 1_000 })
     }
 
     /// The subject `name` (created on first use), as the lookup gives it to stages.

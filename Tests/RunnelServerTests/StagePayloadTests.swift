@@ -69,20 +69,22 @@ import Testing
         var runs = 0
         let pure = try Expression.compile(".a.b + 1", variables: [])
         let pureAgain = try Expression.compile(".a.b + 1", variables: [])
-        let once = try payload.memoized(pure) { () throws(ProtocolError) -> JSONValue in
+        let once = try payload.memoized(pure) { () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
             runs += 1
-            return .number(2)
-        }
-        let twice = try payload.memoized(pureAgain) { () throws(ProtocolError) -> JSONValue in
+            return .success(.number(2))
+        }.get()
+        let twice = try payload.memoized(pureAgain) {
+            () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
             runs += 1
-            return .number(2)
-        }
+            return .success(.number(2))
+        }.get()
         #expect(once === twice && runs == 1)
         let bySubject = try Expression.compile("$subject", variables: [])
         for _ in 0..<2 {
-            _ = try payload.memoized(bySubject) { () throws(ProtocolError) -> JSONValue in
+            _ = try payload.memoized(bySubject) {
+                () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
                 runs += 1
-                return .string("s")
+                return .success(.string("s"))
             }
         }
         #expect(runs == 3)

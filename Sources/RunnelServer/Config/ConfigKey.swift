@@ -17,6 +17,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case authTokens = "auth_tokens"
     case maxStages = "max_stages"
     case maxBufferValues = "max_buffer_values"
+    case maxEvalSteps = "max_eval_steps"
+    case maxEvalBytes = "max_eval_bytes"
     case logLevel = "log_level"
     case shutdownTimeout = "shutdown_timeout"
     case maxSubjects = "max_subjects"
@@ -34,6 +36,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .defaultReplayCapacity: return 1...ConfigKey.maxReplayCapacity
         case .maxStages: return 1...1024
         case .maxBufferValues: return 1...100_000_000
+        case .maxEvalSteps: return 100...10_000_000_000
+        case .maxEvalBytes: return 1024...17_179_869_184
         case .maxSubjects: return 1...100_000_000
         default: return nil
         }

@@ -17,6 +17,8 @@ extension ServerConfig {
         case .authTokens: return authTokens.isEmpty ? "[] (no auth)" : "[\(authTokens.count) token(s), hidden]"
         case .maxStages: return String(maxStages)
         case .maxBufferValues: return String(maxBufferValues)
+        case .maxEvalSteps: return String(maxEvalSteps)
+        case .maxEvalBytes: return String(maxEvalBytes)
         case .logLevel: return TOMLConfigReader.quote(logLevel.rawValue)
         case .shutdownTimeout: return Self.renderSeconds(shutdownTimeout)
         case .maxSubjects: return String(maxSubjects)

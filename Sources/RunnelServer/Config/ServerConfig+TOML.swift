@@ -90,6 +90,8 @@ struct TOMLConfigReader {
         case .defaultReplayCapacity: config.defaultReplayCapacity = try integer(key, value)
         case .maxStages: config.maxStages = try integer(key, value)
         case .maxBufferValues: config.maxBufferValues = try integer(key, value)
+        case .maxEvalSteps: config.maxEvalSteps = try integer(key, value)
+        case .maxEvalBytes: config.maxEvalBytes = try integer(key, value)
         case .maxSubjects: config.maxSubjects = try integer(key, value)
         case .slowConsumer:
             let names = SlowConsumerPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")

@@ -34,6 +34,12 @@ public struct ServerConfig: Sendable, Equatable {
     /// Values one stage may buffer: `collect`, `takeLast`, `bufferWithTime`, `zipWith`...
     /// (`max_buffer_values`, default 100000).
     public var maxBufferValues: Int = 100_000
+    /// Steps of work one evaluation of a stage's expression may take (`max_eval_steps`,
+    /// default 1000000; see `ExpressionBudget` for what a step is).
+    public var maxEvalSteps: Int = ExpressionBudget.defaultMaxSteps
+    /// Bytes of values one evaluation of a stage's expression may build (`max_eval_bytes`,
+    /// default 16 MiB).
+    public var maxEvalBytes: Int = ExpressionBudget.defaultMaxBytes
     /// Least severe level logged (`log_level`, default `info`).
     public var logLevel: Logger.Level = .info
     /// How long SIGTERM waits for pending output to flush (`shutdown_timeout`, default 5 s).

@@ -41,16 +41,19 @@ public enum Expression {
     ///     array item, object value, call argument, index, ternary branch and prefix operator
     ///     adds one).
     ///   - clock: what `now()` reads.
+    ///   - budget: how much one evaluation may do (`max_eval_steps`, `max_eval_bytes`).
     public static func compile(
         _ source: String, variables: Set<String>, maxBytes: Int = defaultMaxBytes,
-        maxDepth: Int = defaultMaxDepth, clock: @escaping ExpressionClock = systemClock
+        maxDepth: Int = defaultMaxDepth, clock: @escaping ExpressionClock = systemClock,
+        budget: ExpressionBudget = .standard
     ) throws(ExpressionError) -> CompiledExpression {
         let length = source.utf8.count
         guard length <= maxBytes else {
             throw .compile("expression is \(length) bytes, over the limit of \(maxBytes)", at: maxBytes)
         }
         let parsed = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
-        return CompiledExpression(source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly)
+        return CompiledExpression(
+            source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly, budget: budget)
     }
 }
 
@@ -63,18 +66,46 @@ public final class CompiledExpression: Sendable {
     /// and no `now()`. The same input then always gives the same result, which lets the
     /// server compute it once per published value for every subscriber (`Payload.memo`).
     public let dependsOnInputOnly: Bool
+    /// How much one evaluation may do; past it, an error of kind `.limit`.
+    public let budget: ExpressionBudget
 
-    init(source: String, root: ExpressionNode, dependsOnInputOnly: Bool = false) {
+    init(source: String, root: ExpressionNode, dependsOnInputOnly: Bool = false, budget: ExpressionBudget = .standard) {
         self.source = source
         self.root = root
         self.dependsOnInputOnly = dependsOnInputOnly
+        self.budget = budget
     }
 
-    /// The expression's value for `value`, or an `eval` error with the failing spot's position.
+    /// The expression's value for `value`, or an `eval` error with the failing spot's position
+    /// (kind `.limit` when the evaluation passed its budget).
     public func evaluate(_ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings())
         throws(ExpressionError) -> JSONValue
     {
-        try root.evaluate(value, bindings)
+        var meter = ExpressionMeter(budget)
+        return try root.evaluate(value, bindings, &meter)
+    }
+
+    /// The expression's value for a stage that sends it on as a message: as `evaluate`, and
+    /// what writing the value out will cost is charged to the same budget, so that a small
+    /// value holding many references to a large input (`[., ., .]`) fails here instead of
+    /// being encoded at any size later.
+    public func evaluateOutput(_ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> JSONValue
+    {
+        var meter = ExpressionMeter(budget)
+        let result = try root.evaluate(value, bindings, &meter)
+        try meter.chargeOutput(result)
+        return result
+    }
+
+    /// The value with the steps and bytes it cost (for tests and tools).
+    public func measure(
+        _ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings(), output: Bool = false
+    ) throws(ExpressionError) -> (value: JSONValue, steps: Int, bytes: Int) {
+        var meter = ExpressionMeter(budget)
+        let result = try root.evaluate(value, bindings, &meter)
+        if output { try meter.chargeOutput(result) }
+        return (result, meter.stepsUsed, meter.bytesUsed)
     }
 
     /// The expression's truthiness for `value` (`false` and `null` are false), as `filter` uses it.

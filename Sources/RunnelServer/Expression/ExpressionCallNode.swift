@@ -16,10 +16,13 @@ final class ExpressionCallNode: ExpressionNode, @unchecked Sendable {
         self.clock = clock
     }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        let first = arguments.count > 0 ? try arguments[0].evaluate(input, bindings) : .null
-        let second = arguments.count > 1 ? try arguments[1].evaluate(input, bindings) : .null
-        return try function.apply(first, second, at: position, clock: clock)
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: position)
+        let first = arguments.count > 0 ? try arguments[0].evaluate(input, bindings, &meter) : .null
+        let second = arguments.count > 1 ? try arguments[1].evaluate(input, bindings, &meter) : .null
+        return try function.apply(first, second, at: position, clock: clock, &meter)
     }
 
     override var isFoldable: Bool { function.isPure && arguments.allSatisfy { $0.literalValue != nil } }

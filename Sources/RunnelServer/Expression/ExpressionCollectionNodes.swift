@@ -4,10 +4,14 @@ final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
 
     init(_ items: [ExpressionNode]) { self.items = items }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        try meter.items(items.count, at: 0)
         var values: [JSONValue] = []
         values.reserveCapacity(items.count)
-        for item in items { values.append(try item.evaluate(input, bindings)) }
+        for item in items { values.append(try item.evaluate(input, bindings, &meter)) }
         return .array(values)
     }
 
@@ -19,17 +23,44 @@ final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
 final class ExpressionObjectNode: ExpressionNode, @unchecked Sendable {
     let members: [ExpressionObjectMember]
 
-    init(_ members: [ExpressionObjectMember]) { self.members = members }
+    /// The distinct keys, in first-written order.
+    let keys: [String]
+    /// For each member, the index of its key in `keys`.
+    let slots: [Int]
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        var built: [(key: String, value: JSONValue)] = []
-        built.reserveCapacity(members.count)
+    init(_ members: [ExpressionObjectMember]) {
+        self.members = members
+        var keys: [String] = []
+        var slotByKey: [String: Int] = [:]
+        var slots: [Int] = []
         for member in members {
-            let value = try member.value.evaluate(input, bindings)
-            if let earlier = built.firstIndex(where: { $0.key == member.key }) {
-                built[earlier].value = value
+            if let slot = slotByKey[member.key] {
+                slots.append(slot)
             } else {
+                slotByKey[member.key] = keys.count
+                slots.append(keys.count)
+                keys.append(member.key)
+            }
+        }
+        self.keys = keys
+        self.slots = slots
+    }
+
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        try meter.items(keys.count, at: 0)
+        var built: [(key: String, value: JSONValue)] = []
+        built.reserveCapacity(keys.count)
+        for index in members.indices {
+            let member = members[index]
+            let value = try member.value.evaluate(input, bindings, &meter)
+            let slot = slots[index]
+            if slot == built.count {
                 built.append((member.key, value))
+            } else {
+                built[slot].value = value
             }
         }
         return .object(JSONObject(built))

@@ -1,5 +1,6 @@
 /// A failed expression: a compile error (`bad_expr`, reported when a `sub` names the expression)
-/// or a run-time error (`eval`, which ends the subscription whose stage raised it).
+/// or a run-time error (`eval`, which ends the subscription whose stage raised it), including
+/// an evaluation that passed its budget (kind `.limit`).
 ///
 /// `position` is a 0-based UTF-8 byte offset into the expression's source: where the compile
 /// error was found, or where the failing operator, path step or function call was written.
@@ -10,6 +11,9 @@ public struct ExpressionError: Error, Sendable, Equatable, CustomStringConvertib
         case badExpression
         /// Found while evaluating a value: protocol code `eval`.
         case evaluation
+        /// The evaluation passed its `ExpressionBudget`: protocol code `eval`, which a stage
+        /// reports with the message "limit", as it does for `max_buffer_values`.
+        case limit
     }
 
     public let kind: Kind
@@ -26,7 +30,7 @@ public struct ExpressionError: Error, Sendable, Equatable, CustomStringConvertib
     public var code: String {
         switch kind {
         case .badExpression: return "bad_expr"
-        case .evaluation: return "eval"
+        case .evaluation, .limit: return "eval"
         }
     }
 

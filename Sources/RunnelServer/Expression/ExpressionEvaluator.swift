@@ -10,29 +10,34 @@
 /// - `%` is the truncating remainder (sign of the dividend: `-7 % 2` is -1); by zero it is an
 ///   error, like `/`. Any non-finite result is an error.
 /// - `< <= > >=` order strings by Unicode scalar values (UTF-8 bytes), not by locale.
-/// - Strings and arrays built by `+` (and the text of `str`) are limited to `maxBuiltLength`
-///   UTF-8 bytes / items, so a short expression cannot blow up memory.
+/// - Work and memory are metered (`ExpressionMeter`): a lookup in an object pays for its
+///   members, `+` on strings and arrays pays for what it copies (only the appended part when it
+///   extends a string or array the same chain built), `==` and `!=` pay for what they compare.
 enum ExpressionEvaluator {
-    /// The largest string (UTF-8 bytes) or array (items) that `+` may build.
-    static let maxBuiltLength = 16 * 1024 * 1024
-
     // MARK: Paths
 
-    static func member(_ key: String, of value: JSONValue, at position: Int) throws(ExpressionError) -> JSONValue {
+    static func member(_ key: String, of value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
+        throws(ExpressionError) -> JSONValue
+    {
         switch value {
-        case .object(let object): return object[key] ?? .null
+        case .object(let object):
+            try meter.steps(object.members.count, at: position)
+            return object[key] ?? .null
         case .null: return .null
         default:
             throw .eval("cannot read member \(ExpressionJSONText.excerpt(key)) of \(value.typeName)", at: position)
         }
     }
 
-    static func index(_ key: JSONValue, of value: JSONValue, at position: Int) throws(ExpressionError) -> JSONValue {
+    static func index(_ key: JSONValue, of value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
+        throws(ExpressionError) -> JSONValue
+    {
         switch (value, key) {
         case (.array(let items), .number(let number)):
             guard let offset = arrayPosition(number, count: items.count) else { return .null }
             return items[offset]
         case (.object(let object), .string(let name)):
+            try meter.steps(object.members.count, at: position)
             return object[name] ?? .null
         case (.null, .number), (.null, .string):
             return .null
@@ -53,34 +58,42 @@ enum ExpressionEvaluator {
     // MARK: Operators
 
     /// `lhs = lhs op rhs`, in place so that a chain of string or array `+` appends to one
-    /// buffer instead of copying it at every step.
+    /// buffer instead of copying it at every step. `owned` says whether `lhs` is a string or
+    /// array that an earlier `+` of the same chain built: appending to it then copies (and
+    /// charges) only `rhs`; otherwise the whole result is charged. The cost is charged before
+    /// anything is built.
     static func combine(
-        _ lhs: inout JSONValue, _ op: ExpressionBinaryOperator, _ rhs: JSONValue, at position: Int
+        _ lhs: inout JSONValue, _ op: ExpressionBinaryOperator, _ rhs: JSONValue, owned: inout Bool,
+        at position: Int, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) {
+        let wasOwned = owned
+        owned = false
         switch op {
         case .equal:
-            lhs = .bool(lhs == rhs)
+            lhs = .bool(try equal(lhs, rhs, at: position, &meter))
             return
         case .notEqual:
-            lhs = .bool(lhs != rhs)
+            lhs = .bool(!(try equal(lhs, rhs, at: position, &meter)))
             return
         case .add:
             if case .string(var text) = lhs, case .string(let tail) = rhs {
-                guard text.utf8.count + tail.utf8.count <= maxBuiltLength else {
-                    throw .eval("string longer than \(maxBuiltLength) bytes", at: position)
-                }
+                let copied = tail.utf8.count + (wasOwned ? 0 : text.utf8.count)
+                try meter.stringSteps(copied, at: position)
+                try meter.bytes(copied, at: position)
                 lhs = .null  // leaves `text` uniquely referenced, so it grows in place
                 text += tail
                 lhs = .string(text)
+                owned = true
                 return
             }
             if case .array(var items) = lhs, case .array(let tail) = rhs {
-                guard items.count + tail.count <= maxBuiltLength else {
-                    throw .eval("array longer than \(maxBuiltLength) items", at: position)
-                }
+                let copied = tail.count + (wasOwned ? 0 : items.count)
+                try meter.steps(copied, at: position)
+                try meter.items(copied, at: position)
                 lhs = .null
                 items += tail
                 lhs = .array(items)
+                owned = true
                 return
             }
         case .less, .lessEqual, .greater, .greaterEqual:
@@ -89,6 +102,7 @@ enum ExpressionEvaluator {
                 return
             }
             if case .string(let left) = lhs, case .string(let right) = rhs {
+                try meter.stringSteps(2 * Swift.min(left.utf8.count, right.utf8.count), at: position)
                 let less = left.utf8.lexicographicallyPrecedes(right.utf8)
                 let equal = !less && !right.utf8.lexicographicallyPrecedes(left.utf8)
                 lhs = .bool(compare(op, less, equal))
@@ -121,5 +135,81 @@ enum ExpressionEvaluator {
         case .greater: return !less && !equal
         default: return !less
         }
+    }
+
+    // MARK: Equality
+
+    /// Structural equality, as `JSONValue.==` (numbers by value, objects by their distinct
+    /// keys whatever the order, the last member of a repeated key counting), paying a step
+    /// for every value compared and for the strings' bytes.
+    static func equal(
+        _ lhs: JSONValue, _ rhs: JSONValue, at position: Int, _ meter: inout ExpressionMeter, depth: Int = 0
+    ) throws(ExpressionError) -> Bool {
+        try meter.step(at: position)
+        try meter.checkNesting(depth, at: position)
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let left), .bool(let right)): return left == right
+        case (.number(let left), .number(let right)): return left == right
+        case (.string(let left), .string(let right)):
+            let length = left.utf8.count
+            guard length == right.utf8.count else { return false }
+            try meter.stringSteps(length, at: position)
+            return left == right
+        case (.array(let left), .array(let right)):
+            guard left.count == right.count else { return false }
+            if sameStorage(left, right) { return true }
+            for index in left.indices {
+                guard try equal(left[index], right[index], at: position, &meter, depth: depth + 1) else { return false }
+            }
+            return true
+        case (.object(let left), .object(let right)):
+            let leftMembers = left.members
+            let rightMembers = right.members
+            if leftMembers.count == rightMembers.count {
+                if sameStorage(leftMembers, rightMembers) { return true }
+                // The usual case: the same keys in the same order, compared pairwise. Equal
+                // pairs mean equal objects; any difference is settled by key below (a repeated
+                // key's earlier value does not count).
+                var pairwiseEqual = true
+                for index in leftMembers.indices {
+                    let (leftKey, leftValue) = leftMembers[index]
+                    let (rightKey, rightValue) = rightMembers[index]
+                    try meter.step(at: position)
+                    try meter.stringSteps(leftKey.utf8.count, at: position)
+                    guard leftKey == rightKey,
+                        try equal(leftValue, rightValue, at: position, &meter, depth: depth + 1)
+                    else {
+                        pairwiseEqual = false
+                        break
+                    }
+                }
+                if pairwiseEqual { return true }
+            }
+            try meter.hashSteps(leftMembers.count + rightMembers.count, at: position)
+            let leftByKey = lastMembers(left)
+            let rightByKey = lastMembers(right)
+            guard leftByKey.count == rightByKey.count else { return false }
+            for (key, value) in leftByKey {
+                guard let other = rightByKey[key] else { return false }
+                guard try equal(value, other, at: position, &meter, depth: depth + 1) else {
+                    return false
+                }
+            }
+            return true
+        default: return false
+        }
+    }
+
+    /// Whether two arrays share their storage (and so are equal without a look inside).
+    private static func sameStorage<Element>(_ left: [Element], _ right: [Element]) -> Bool {
+        left.withUnsafeBufferPointer { leftBuffer in
+            right.withUnsafeBufferPointer { rightBuffer in leftBuffer.baseAddress == rightBuffer.baseAddress }
+        }
+    }
+
+    /// An object's members by key, the last of a repeated key winning.
+    private static func lastMembers(_ object: JSONObject) -> [String: JSONValue] {
+        Dictionary(object.members.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
     }
 }

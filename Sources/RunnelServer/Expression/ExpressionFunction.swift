@@ -5,8 +5,7 @@
 ///   distinct keys.
 /// - `round`: half away from zero (`round(2.5)` is 3, `round(-2.5)` is -3).
 /// - `min`, `max`: two numbers.
-/// - `str`: a string unchanged, anything else its compact JSON text (at most
-///   `ExpressionEvaluator.maxBuiltLength` bytes).
+/// - `str`: a string unchanged, anything else its compact JSON text.
 /// - `num`: a number unchanged; a string holding one JSON number (JSON whitespace around it
 ///   allowed); `true` is 1 and `false` is 0; null, arrays and objects are errors.
 /// - `lower`, `upper`: full Unicode case mapping.
@@ -18,6 +17,9 @@
 ///   array's index (`k` a number; negative counts from the end; a fraction is never found).
 /// - `type(x)`: "null", "boolean", "number", "string", "array", "object".
 /// - `now()`: seconds since the epoch, with a fraction, from the compiled expression's clock.
+///
+/// Each function charges the evaluation's `ExpressionMeter` for the items and string bytes it
+/// visits and the bytes it builds, before doing the work when the cost is known up front.
 enum ExpressionFunction: CaseIterable, Sendable {
     case len, abs, floor, ceil, round, min, max, str, num, lower, upper
     case contains, startsWith, endsWith, keys, has, type, now
@@ -62,7 +64,8 @@ enum ExpressionFunction: CaseIterable, Sendable {
 
     /// Applies the function; arguments beyond its arity are `.null` and ignored.
     func apply(
-        _ first: JSONValue, _ second: JSONValue, at position: Int, clock: ExpressionClock
+        _ first: JSONValue, _ second: JSONValue, at position: Int, clock: ExpressionClock,
+        _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         func fail(_ what: String) -> ExpressionError {
             .eval("\(name)() \(what)", at: position)
@@ -79,9 +82,13 @@ enum ExpressionFunction: CaseIterable, Sendable {
         switch self {
         case .len:
             switch first {
-            case .string(let string): return .number(Double(string.unicodeScalars.count))
+            case .string(let string):
+                try meter.stringSteps(string.utf8.count, at: position)
+                return .number(Double(string.unicodeScalars.count))
             case .array(let array): return .number(Double(array.count))
-            case .object(let object): return .number(Double(object.count))
+            case .object(let object):
+                try meter.hashSteps(object.members.count, at: position)
+                return .number(Double(object.count))
             default: throw fail("needs a string, array or object, got \(first.typeName)")
             }
         case .abs: return .number(Swift.abs(try number(first)))
@@ -92,44 +99,66 @@ enum ExpressionFunction: CaseIterable, Sendable {
         case .max: return .number(Swift.max(try number(first), try number(second)))
         case .str:
             if case .string = first { return first }
-            let limit = ExpressionEvaluator.maxBuiltLength
-            guard let text = ExpressionJSONText.encode(first, limit: limit) else {
-                throw fail("text longer than \(limit) bytes")
-            }
-            return .string(text)
+            return .string(try ExpressionJSONText.encode(first, at: position, &meter))
         case .num:
             switch first {
             case .number: return first
             case .bool(let flag): return .number(flag ? 1 : 0)
             case .string(let text):
+                try meter.stringSteps(text.utf8.count, at: position)
                 guard let value = ExpressionNumberSyntax.parse(text) else {
                     throw fail("cannot read a number from \(ExpressionJSONText.excerpt(text))")
                 }
                 return .number(value)
             default: throw fail("needs a number, string or boolean, got \(first.typeName)")
             }
-        case .lower: return .string(try string(first).lowercased())
-        case .upper: return .string(try string(first).uppercased())
+        case .lower, .upper:
+            let text = try string(first)
+            let length = text.utf8.count
+            try meter.steps(length / ExpressionBudget.bytesPerCaseStep, at: position)
+            try meter.bytes(length, at: position)
+            let mapped = self == .lower ? text.lowercased() : text.uppercased()
+            // Case mapping can lengthen a string (`ß` becomes `SS`): charge the difference.
+            try meter.bytes(Swift.max(0, mapped.utf8.count - length), at: position)
+            return .string(mapped)
         case .contains:
             switch (first, second) {
             case (.string(let haystack), .string(let needle)):
+                try meter.stringSteps(haystack.utf8.count + 2 * needle.utf8.count, at: position)
+                // The search builds a table of a machine word per byte of the needle.
+                try meter.bytes(needle.utf8.count * (MemoryLayout<Int>.stride + 1), at: position)
                 return .bool(ExpressionSubstring.contains(haystack, needle))
-            case (.array(let array), _): return .bool(array.contains(second))
-            case (.object(let object), .string(let key)): return .bool(object[key] != nil)
+            case (.array(let array), _):
+                for item in array {
+                    try meter.step(at: position)
+                    if try ExpressionEvaluator.equal(item, second, at: position, &meter) { return .bool(true) }
+                }
+                return .bool(false)
+            case (.object(let object), .string(let key)):
+                try meter.steps(object.members.count, at: position)
+                return .bool(object[key] != nil)
             default: throw fail("cannot look for \(second.typeName) in \(first.typeName)")
             }
         case .startsWith:
-            return .bool(try string(first).utf8.starts(with: try string(second).utf8))
+            let text = try string(first).utf8
+            let prefix = try string(second).utf8
+            try meter.stringSteps(Swift.min(text.count, prefix.count), at: position)
+            return .bool(text.starts(with: prefix))
         case .endsWith:
             let text = try string(first).utf8
             let suffix = try string(second).utf8
+            try meter.stringSteps(Swift.min(text.count, suffix.count), at: position)
             return .bool(text.count >= suffix.count && text.suffix(suffix.count).elementsEqual(suffix))
         case .keys:
             guard case .object(let object) = first else { throw fail("needs an object, got \(first.typeName)") }
+            try meter.hashSteps(object.members.count, at: position)
+            try meter.items(object.members.count, at: position)
             return .array(object.keys.map { .string($0) })
         case .has:
             switch (first, second) {
-            case (.object(let object), .string(let key)): return .bool(object[key] != nil)
+            case (.object(let object), .string(let key)):
+                try meter.steps(object.members.count, at: position)
+                return .bool(object[key] != nil)
             case (.array(let array), .number(let index)):
                 return .bool(ExpressionEvaluator.arrayPosition(index, count: array.count) != nil)
             default: throw fail("cannot look up \(second.typeName) in \(first.typeName)")

@@ -1,22 +1,21 @@
 /// A minimal compact JSON writer for `str(x)` and error messages.
 ///
-/// The traversal is its own because it stops at a byte limit; strings and numbers are
+/// The traversal is its own because it is metered (a step per value, the strings' bytes, and
+/// every byte written counted against the evaluation's budget before it is written, so a
+/// value built from many references to one large input stops at the limit rather than being
+/// written out in full); strings and numbers are
 /// written by `JSONWriter`'s rules. Numbers: an integral value within ±2^53
 /// is written without a fraction (`2`, and `-0` as `0`); others in Swift's shortest
 /// round-tripping form (`0.30000000000000004`, `1e+100`). Strings escape `"`, `\` and control
 /// characters; other characters are written as UTF-8. Object members are written as stored.
 enum ExpressionJSONText {
-    static func encode(_ value: JSONValue) -> String {
-        var output = ""
-        _ = write(value, to: &output, limit: .max)
-        return output
-    }
-
-    /// The text, or nil as soon as it passes `limit` UTF-8 bytes (so a value built from many
-    /// references to one large input is not written out in full).
-    static func encode(_ value: JSONValue, limit: Int) -> String? {
-        var output = ""
-        return write(value, to: &output, limit: limit) ? output : nil
+    /// The text of `value`, charged to `meter`.
+    static func encode(_ value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
+        throws(ExpressionError) -> String
+    {
+        var writer = JSONWriter()
+        try write(value, to: &writer, at: position, &meter)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// A string as a JSON literal, cut short for error messages.
@@ -32,31 +31,60 @@ enum ExpressionJSONText {
         return output
     }
 
-    /// Appends `value`; false once the output passes `limit` bytes.
-    static func write(_ value: JSONValue, to output: inout String, limit: Int) -> Bool {
+    /// Appends `value`, charging a step per value, a step per `bytesPerStringStep` bytes of
+    /// string, and every byte written (a string's before it is written; punctuation and
+    /// numbers, a few bytes each, as they are written).
+    static func write(
+        _ value: JSONValue, to writer: inout JSONWriter, at position: Int, _ meter: inout ExpressionMeter,
+        depth: Int = 0
+    ) throws(ExpressionError) {
+        try meter.step(at: position)
+        try meter.checkNesting(depth, at: position)
+        let start = writer.bytes.count
         switch value {
-        case .null: output += "null"
-        case .bool(let flag): output += flag ? "true" : "false"
-        case .number(let number): output += numberText(number)
-        case .string(let string): writeString(string, to: &output)
+        case .null: writer.append("null")
+        case .bool(let flag): flag ? writer.append("true") : writer.append("false")
+        case .number(let number): writer.writeNumber(number)
+        case .string(let string): try writeString(string, to: &writer, at: position, &meter)
         case .array(let items):
-            output += "["
-            for (offset, item) in items.enumerated() {
-                if offset > 0 { output += "," }
-                guard write(item, to: &output, limit: limit) else { return false }
+            writer.append(UInt8(ascii: "["))
+            for index in items.indices {
+                if index > 0 { writer.append(UInt8(ascii: ",")) }
+                try meter.bytes(1, at: position)
+                try write(items[index], to: &writer, at: position, &meter, depth: depth + 1)
             }
-            output += "]"
+            writer.append(UInt8(ascii: "]"))
+            try meter.bytes(2, at: position)
+            return
         case .object(let object):
-            output += "{"
-            for (offset, member) in object.members.enumerated() {
-                if offset > 0 { output += "," }
-                writeString(member.key, to: &output)
-                output += ":"
-                guard write(member.value, to: &output, limit: limit) else { return false }
+            writer.append(UInt8(ascii: "{"))
+            let members = object.members
+            for index in members.indices {
+                if index > 0 { writer.append(UInt8(ascii: ",")) }
+                try meter.bytes(2, at: position)
+                try writeString(members[index].key, to: &writer, at: position, &meter)
+                writer.append(UInt8(ascii: ":"))
+                try write(members[index].value, to: &writer, at: position, &meter, depth: depth + 1)
             }
-            output += "}"
+            writer.append(UInt8(ascii: "}"))
+            try meter.bytes(2, at: position)
+            return
         }
-        return output.utf8.count <= limit
+        if case .string = value { return }
+        try meter.bytes(writer.bytes.count - start, at: position)
+    }
+
+    /// A string literal: its bytes and quotes are charged before it is written, any escapes
+    /// after.
+    private static func writeString(
+        _ string: String, to writer: inout JSONWriter, at position: Int, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) {
+        let length = string.utf8.count
+        try meter.stringSteps(length, at: position)
+        try meter.bytes(length + 2, at: position)
+        let start = writer.bytes.count
+        writer.writeString(string)
+        try meter.bytes(writer.bytes.count - start - length - 2, at: position)
     }
 
     static func numberText(_ number: Double) -> String { JSONWriter.numberText(number) }

@@ -6,12 +6,17 @@
 /// Left-associative chains (`a + b - c`, `a && b && c`) and path steps (`.a.b[0]`) are stored
 /// flat and evaluated in a loop, so the tree is only as deep as the expression's real nesting.
 ///
+/// Every node charges one step of the evaluation's `ExpressionMeter`; operations whose work
+/// grows with the values charge more (see `ExpressionBudget`).
+///
 /// Thread safety: nodes are immutable after construction (every stored property is a `let`
 /// of a `Sendable` type), so one tree may be evaluated from many threads at once; that is
 /// why the non-final base class can be `@unchecked Sendable`.
 class ExpressionNode: @unchecked Sendable {
     /// The node's value for `input` under `bindings`.
-    func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
+    func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
         preconditionFailure("ExpressionNode is abstract")
     }
 
@@ -54,13 +59,23 @@ final class ExpressionLiteralNode: ExpressionNode, @unchecked Sendable {
 
     init(_ value: JSONValue) { self.value = value }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) -> JSONValue { value }
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        return value
+    }
     override var literalValue: JSONValue? { value }
 }
 
 /// `.`: the value being evaluated.
 final class ExpressionInputNode: ExpressionNode, @unchecked Sendable {
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) -> JSONValue { input }
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        return input
+    }
 }
 
 /// `$acc`, `$index`, `$prev`, `$subject`, `$0`...`$9`.
@@ -69,7 +84,10 @@ final class ExpressionVariableNode: ExpressionNode, @unchecked Sendable {
 
     init(_ variable: ExpressionVariable) { self.variable = variable }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) -> JSONValue {
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
         switch variable {
         case .acc: return bindings.acc
         case .index: return .number(Double(bindings.index))

@@ -8,8 +8,11 @@ final class ExpressionNegateNode: ExpressionNode, @unchecked Sendable {
         self.position = position
     }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        let value = try operand.evaluate(input, bindings)
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: position)
+        let value = try operand.evaluate(input, bindings, &meter)
         guard case .number(let number) = value else { throw .eval("cannot negate \(value.typeName)", at: position) }
         return .number(-number)
     }
@@ -23,8 +26,11 @@ final class ExpressionNotNode: ExpressionNode, @unchecked Sendable {
 
     init(_ operand: ExpressionNode) { self.operand = operand }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        .bool(!(try operand.evaluate(input, bindings).isTruthy))
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        return .bool(!(try operand.evaluate(input, bindings, &meter).isTruthy))
     }
 
     override var isFoldable: Bool { operand.literalValue != nil }
@@ -40,11 +46,16 @@ final class ExpressionChainNode: ExpressionNode, @unchecked Sendable {
         self.steps = steps
     }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        var value = try first.evaluate(input, bindings)
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: steps[0].position)
+        var value = try first.evaluate(input, bindings, &meter)
+        // Whether `value` is a string or array this chain built (and so may append to in place).
+        var owned = false
         for step in steps {
-            try ExpressionEvaluator.combine(
-                &value, step.op, try step.operand.evaluate(input, bindings), at: step.position)
+            let operand = try step.operand.evaluate(input, bindings, &meter)
+            try ExpressionEvaluator.combine(&value, step.op, operand, owned: &owned, at: step.position, &meter)
         }
         return value
     }
@@ -60,8 +71,11 @@ final class ExpressionAndNode: ExpressionNode, @unchecked Sendable {
 
     init(_ operands: [ExpressionNode]) { self.operands = operands }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        for operand in operands where !(try operand.evaluate(input, bindings).isTruthy) { return .bool(false) }
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        for operand in operands where !(try operand.evaluate(input, bindings, &meter).isTruthy) { return .bool(false) }
         return .bool(true)
     }
 
@@ -74,8 +88,11 @@ final class ExpressionOrNode: ExpressionNode, @unchecked Sendable {
 
     init(_ operands: [ExpressionNode]) { self.operands = operands }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        for operand in operands where try operand.evaluate(input, bindings).isTruthy { return .bool(true) }
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        for operand in operands where try operand.evaluate(input, bindings, &meter).isTruthy { return .bool(true) }
         return .bool(false)
     }
 
@@ -94,8 +111,12 @@ final class ExpressionConditionalNode: ExpressionNode, @unchecked Sendable {
         self.otherwise = otherwise
     }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        try (try condition.evaluate(input, bindings).isTruthy ? then : otherwise).evaluate(input, bindings)
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        let branch = try condition.evaluate(input, bindings, &meter).isTruthy ? then : otherwise
+        return try branch.evaluate(input, bindings, &meter)
     }
 
     override var isFoldable: Bool {

@@ -8,16 +8,19 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         self.steps = steps
     }
 
-    override func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ExpressionError) -> JSONValue {
-        var current = try base.evaluate(input, bindings)
+    override func evaluate(
+        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try meter.step(at: 0)
+        var current = try base.evaluate(input, bindings, &meter)
         for step in steps {
             switch step {
             case .member(let key, let position):
-                current = try ExpressionEvaluator.member(key, of: current, at: position)
+                current = try ExpressionEvaluator.member(key, of: current, at: position, &meter)
             case .index(let keyNode, let position):
                 // The index sees the same `.` as the path: `.a[.i]`.
-                current = try ExpressionEvaluator.index(
-                    try keyNode.evaluate(input, bindings), of: current, at: position)
+                let key = try keyNode.evaluate(input, bindings, &meter)
+                current = try ExpressionEvaluator.index(key, of: current, at: position, &meter)
             }
         }
         return current

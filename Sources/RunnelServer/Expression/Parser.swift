@@ -321,7 +321,10 @@ struct Parser {
     private func fold(_ node: ExpressionNode) -> ExpressionNode {
         guard node.isFoldable else { return node }
         do {
-            return .literal(try node.evaluate(.null, ExpressionBindings()))
+            // Under the default budget: a constant too costly to fold stays a node, and pays
+            // (or fails) at run time under the stage's own budget.
+            var meter = ExpressionMeter(.standard)
+            return .literal(try node.evaluate(.null, ExpressionBindings(), &meter))
         } catch {
             return node
         }

@@ -14,11 +14,24 @@
 public final class Payload: @unchecked Sendable {
     private var rawCache: RawJSON?
     private var decodedCache: JSONValue?
-    /// Results of expressions that depend on the value alone, by source text (two slots, for
-    /// a `filter` + `map` chain): when many subscribers run the same chain, the first computes
-    /// and encodes each result and the others share it. Evaluation errors are not kept.
-    private var memo0: (source: String, result: Payload)?
-    private var memo1: (source: String, result: Payload)?
+    /// Outcomes of expressions that depend on the value alone, by source text and budget (two
+    /// slots, for a `filter` + `map` chain): when many subscribers run the same chain, the first
+    /// computes and encodes each result and the others share it. An evaluation error is kept
+    /// too (the same expression on the same value under the same budget fails the same way),
+    /// so that an expression over its budget costs the loop that budget once per value, not
+    /// once per subscriber.
+    private var memo0: Memo?
+    private var memo1: Memo?
+
+    private struct Memo {
+        let source: String
+        let budget: ExpressionBudget
+        let outcome: Result<Payload, ExpressionError>
+
+        func matches(_ expression: CompiledExpression) -> Bool {
+            budget == expression.budget && source == expression.source
+        }
+    }
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
@@ -47,19 +60,21 @@ public final class Payload: @unchecked Sendable {
         return value
     }
 
-    /// `expression`'s result on this value, computed once by `compute` when the expression
+    /// `expression`'s outcome on this value, computed once by `compute` when the expression
     /// depends on the value alone (`CompiledExpression.dependsOnInputOnly`), else every time.
+    /// An error `compute` throws (rather than returns) is not kept.
     func memoized(
-        _ expression: CompiledExpression, _ compute: () throws(ProtocolError) -> JSONValue
-    ) throws(ProtocolError) -> Payload {
-        guard expression.dependsOnInputOnly else { return Payload(computed: try compute()) }
-        if let memo0, memo0.source == expression.source { return memo0.result }
-        if let memo1, memo1.source == expression.source { return memo1.result }
-        let result = Payload(computed: try compute())
+        _ expression: CompiledExpression,
+        _ compute: () throws(ProtocolError) -> Result<JSONValue, ExpressionError>
+    ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
+        guard expression.dependsOnInputOnly else { return try compute().map { Payload(computed: $0) } }
+        if let memo0, memo0.matches(expression) { return memo0.outcome }
+        if let memo1, memo1.matches(expression) { return memo1.outcome }
+        let outcome = try compute().map { Payload(computed: $0) }
         // The newer entry goes first; the older of the two is the one forgotten.
         memo1 = memo0
-        memo0 = (expression.source, result)
-        return result
+        memo0 = Memo(source: expression.source, budget: expression.budget, outcome: outcome)
+        return outcome
     }
 
     /// The tree of a payload made by `init(computed:)`, which has nothing to decode.

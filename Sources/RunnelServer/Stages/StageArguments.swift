@@ -105,7 +105,8 @@ struct StageArguments {
         }
         do {
             return try Expression.compile(
-                source, variables: variables, maxBytes: limits.maxExprBytes, clock: limits.clock)
+                source, variables: variables, maxBytes: limits.maxExprBytes, clock: limits.clock,
+                budget: limits.evalBudget)
         } catch {
             throw ProtocolError(
                 .badExpr, "stage '\(name)': \(error.message) (at byte \(error.position))", stage: index)

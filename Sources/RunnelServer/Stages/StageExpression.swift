@@ -20,8 +20,26 @@ struct StageExpression: Sendable {
         do {
             return try compiled.evaluate(input, bindings)
         } catch {
-            throw StageFailure.eval("\(error.message) (at byte \(error.position))", stage: stage, name: name)
+            throw failure(error)
         }
+    }
+
+    /// The expression's value on `input` when the stage sends it on as a message: the cost of
+    /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
+    func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
+        do {
+            return try compiled.evaluateOutput(input, bindings)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// The subscription's error for an evaluation error: `eval` naming the stage, or `eval`
+    /// with the message "limit" when the evaluation passed its budget (as for
+    /// `max_buffer_values`).
+    func failure(_ error: ExpressionError) -> ProtocolError {
+        if error.kind == .limit { return StageFailure.limit(stage: stage) }
+        return StageFailure.eval("\(error.message) (at byte \(error.position))", stage: stage, name: name)
     }
 
     /// The expression's value on `message`'s value.
@@ -30,9 +48,23 @@ struct StageExpression: Sendable {
     }
 
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
-    /// whose chain evaluates the same expression on the same value (see `Payload.memoized`).
+    /// whose chain evaluates the same expression under the same budget on the same value (see
+    /// `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
+    /// or otherwise, fails for each of them alike without being run again.
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
-        try message.value.memoized(compiled) { () throws(ProtocolError) -> JSONValue in try evaluate(message) }
+        let outcome = try message.value.memoized(compiled) {
+            () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+            let input = try decoded(message)
+            do throws(ExpressionError) {
+                return .success(try compiled.evaluateOutput(input, ExpressionBindings(subject: message.label.name)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let payload): return payload
+        case .failure(let error): throw failure(error)
+        }
     }
 
     /// The expression's truthiness on `message`'s value.

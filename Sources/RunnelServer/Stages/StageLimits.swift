@@ -7,13 +7,17 @@ public struct StageLimits: Sendable {
     public var maxBufferValues: Int
     /// The longest expression accepted (`max_expr_bytes`).
     public var maxExprBytes: Int
+    /// How much one evaluation of an expression may do (`max_eval_steps`, `max_eval_bytes`);
+    /// past it the subscription ends with `eval` / "limit".
+    public var evalBudget: ExpressionBudget
     /// What `now()` reads in expressions.
     public var clock: ExpressionClock
 
     public init(
         maxStages: Int = 32, maxBufferValues: Int = 100_000, maxExprBytes: Int = Expression.defaultMaxBytes,
-        clock: @escaping ExpressionClock = Expression.systemClock
+        evalBudget: ExpressionBudget = .standard, clock: @escaping ExpressionClock = Expression.systemClock
     ) {
+        self.evalBudget = evalBudget
         self.maxStages = maxStages
         self.maxBufferValues = maxBufferValues
         self.maxExprBytes = maxExprBytes
@@ -23,6 +27,7 @@ public struct StageLimits: Sendable {
     /// The limits a server configuration sets.
     public init(config: ServerConfig) {
         self.init(
-            maxStages: config.maxStages, maxBufferValues: config.maxBufferValues, maxExprBytes: config.maxExprBytes)
+            maxStages: config.maxStages, maxBufferValues: config.maxBufferValues, maxExprBytes: config.maxExprBytes,
+            evalBudget: ExpressionBudget(maxSteps: config.maxEvalSteps, maxBytes: config.maxEvalBytes))
     }
 }

@@ -29,7 +29,7 @@ extension StageCompiler {
                     "reduceEach needs an array, got \(value.typeName)", stage: expression.stage, name: expression.name)
             }
             let bindings = ExpressionBindings(items: items, subject: message.label.name)
-            return Message(label: message.label, computed: try expression.evaluate(value, bindings))
+            return Message(label: message.label, computed: try expression.evaluateOutput(value, bindings))
         }
     }
 
@@ -61,7 +61,7 @@ extension StageCompiler {
             do throws(ProtocolError) {
                 let value = try expression.decoded(message)
                 let bindings = ExpressionBindings(acc: acc, index: index, subject: message.label.name)
-                let next = try expression.evaluate(value, bindings)
+                let next = try expression.evaluateOutput(value, bindings)
                 if next.itemCount > maxValues { throw StageFailure.limit(stage: expression.stage) }
                 return Accumulation(result: .success(next), label: message.label)
             } catch {
@@ -99,7 +99,7 @@ extension StageCompiler {
             do throws(ProtocolError) {
                 let bindings = ExpressionBindings(
                     prev: try expression.decoded(previous), subject: current.label.name)
-                let value = try expression.evaluate(try expression.decoded(current), bindings)
+                let value = try expression.evaluateOutput(try expression.decoded(current), bindings)
                 return .success(Message(label: current.label, computed: value))
             } catch {
                 return .failure(error)

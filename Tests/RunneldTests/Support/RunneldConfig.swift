@@ -15,6 +15,8 @@ struct RunneldConfig {
     var maxConnections: Int?
     var maxSubjects: Int?
     var maxSubscriptionsPerConnection: Int?
+    var maxEvalSteps: Int?
+    var maxEvalBytes: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -34,6 +36,8 @@ struct RunneldConfig {
         if let v = maxConnections { lines.append("max_connections = \(v)") }
         if let v = maxSubjects { lines.append("max_subjects = \(v)") }
         if let v = maxSubscriptionsPerConnection { lines.append("max_subscriptions_per_connection = \(v)") }
+        if let v = maxEvalSteps { lines.append("max_eval_steps = \(v)") }
+        if let v = maxEvalBytes { lines.append("max_eval_bytes = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")
