@@ -37,6 +37,8 @@ built=$(date +%s)
 $SWIFT build --package-path "$package" "${flags[@]}"
 echo "fuzz build: $(($(date +%s) - built))s"
 bin=$($SWIFT build --package-path "$package" "${flags[@]}" --show-bin-path)
+# Swift's crash backtracer would otherwise take over a failing run before libFuzzer saves it.
+export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/lsan.supp}
 failed=()

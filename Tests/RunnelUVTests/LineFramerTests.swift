@@ -65,6 +65,8 @@ extension RunnelUVTests {
             #expect(framer.bufferCapacity <= 4)
         }
 
+        /// Regression (LineFramerFuzzer): a chunk ending inside a line was reported as only
+        /// partly consumed, though its end had been held.
         @Test func consumeTakesEveryByteUnlessStopped() {
             var framer = LineFramer(maxLineLength: 100)
             let bytes = Array("ab\ncd".utf8)
