@@ -42,12 +42,10 @@ public struct LineFramer: ~Copyable {
 
     private var partial: UnsafeMutableRawPointer?
     private var partialCapacity = 0
-    /// Bytes of the unfinished line held in `partial`.
-    private var partialCount = 0
-    /// The unfinished line is already too long: its bytes are counted, not kept.
-    private var discarding = false
-    /// When discarding, the unfinished line's length so far.
-    private var discardedCount = 0
+    /// The unfinished line's length so far. Up to `maxLineLength`, its bytes are held in
+    /// `partial`; beyond, the line is being thrown away and its bytes are only counted. One
+    /// field, so a line with nothing before it costs one test.
+    private var unfinished = 0
 
     /// A framer with no buffer yet (nothing is allocated until a line is cut by a chunk end).
     public init(maxLineLength: Int) {
@@ -60,7 +58,7 @@ public struct LineFramer: ~Copyable {
     }
 
     /// The length of the unfinished line: bytes consumed since the last `\n`.
-    public var unfinishedLineLength: Int { discarding ? discardedCount : partialCount }
+    public var unfinishedLineLength: Int { unfinished }
 
     /// The partial-line buffer's current size in bytes (0 when none is allocated).
     public var bufferCapacity: Int { partialCapacity }
@@ -85,30 +83,29 @@ public struct LineFramer: ~Copyable {
                 break
             }
             let length = newline - start
+            let carried = unfinished
             let more: Bool
-            if discarding {
-                let total = discardedCount + length
-                discarding = false
-                discardedCount = 0
-                shrink()
-                more = body(.tooLong(total))
-            } else if partialCount > 0 {
-                let total = partialCount + length
-                partialCount = 0
+            if carried == 0 {
+                // The common case: the line lies wholly in `bytes`.
+                if length > limit {
+                    more = body(.tooLong(length))
+                } else {
+                    more = body(.line(Self.trimmed(UnsafeRawPointer(start), length)))
+                }
+            } else {
+                unfinished = 0
+                let total = carried + length
                 if total > limit {
+                    // Already being thrown away (`carried > limit`), or too long only now.
                     shrink()
                     more = body(.tooLong(total))
                 } else {
-                    reserve(total, keeping: total - length)
+                    reserve(total, keeping: carried)
                     let line = partial!
-                    (line + total - length).copyMemory(from: start, byteCount: length)
+                    (line + carried).copyMemory(from: start, byteCount: length)
                     more = body(.line(Self.trimmed(UnsafeRawPointer(line), total)))
                     shrink()
                 }
-            } else if length > limit {
-                more = body(.tooLong(length))
-            } else {
-                more = body(.line(Self.trimmed(UnsafeRawPointer(start), length)))
             }
             start = newline + 1
             remaining -= length + 1
@@ -124,9 +121,7 @@ public struct LineFramer: ~Copyable {
             hold(bytes)
             return
         }
-        partialCount = 0
-        discarding = false
-        discardedCount = 0
+        unfinished = 0
         shrink()
         hold(UnsafeRawBufferPointer(rebasing: bytes[(last + 1)...]))
     }
@@ -136,9 +131,7 @@ public struct LineFramer: ~Copyable {
         partial?.deallocate()
         partial = nil
         partialCapacity = 0
-        partialCount = 0
-        discarding = false
-        discardedCount = 0
+        unfinished = 0
     }
 
     /// The line without one trailing `\r`.
@@ -153,18 +146,15 @@ public struct LineFramer: ~Copyable {
     private mutating func hold(_ bytes: UnsafeRawBufferPointer) {
         // A chunk that ends on a newline leaves nothing to hold, and no buffer may exist yet.
         guard !bytes.isEmpty else { return }
-        if discarding {
-            discardedCount += bytes.count
-        } else if partialCount + bytes.count > maxLineLength {
-            discarding = true
-            discardedCount = partialCount + bytes.count
-            partialCount = 0
-            shrink()
+        let total = unfinished + bytes.count
+        if total > maxLineLength {
+            // Too long: from now on only counted; the buffer is not needed.
+            if unfinished <= maxLineLength { shrink() }
         } else {
-            reserve(partialCount + bytes.count, keeping: partialCount)
-            (partial! + partialCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            partialCount += bytes.count
+            reserve(total, keeping: unfinished)
+            (partial! + unfinished).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
+        unfinished = total
     }
 
     /// Makes room for `count` bytes, keeping the first `kept` bytes held.

@@ -233,14 +233,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             return
         }
         framer.pointee.consume(bytes) { piece in
-            // Once closing, the rest of the read is dropped; while draining, lines are read
-            // (so the peer's FIN is seen) but no longer handled.
+            // One state check per line, before it is handled: once closing (say the delegate
+            // closed the connection on the previous line), the rest of the read is dropped;
+            // while draining, lines are read (so the peer's FIN is seen) but not handled.
             guard state == .open else { return state == .draining }
             switch piece {
             case .line(let line): delegate.connection(self, didReadLine: line)
             case .tooLong(let count): delegate.connection(self, didDiscardLongLine: count)
             }
-            return state == .open || state == .draining
+            return true
         }
     }
 
