@@ -32,7 +32,7 @@ test: deps
 	$(SWIFT) test
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)

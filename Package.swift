@@ -16,7 +16,7 @@ let package = Package(
     products: [
         .library(name: "Runnel", targets: ["Runnel"]),
         .library(name: "RunnelUV", targets: ["RunnelUV"]),
-        // For the fuzz targets in fuzz/, a package of their own built with -sanitize=fuzzer.
+        // For the fuzz targets in Fuzz/, a package of their own built with -sanitize=fuzzer.
         .library(name: "RunnelServer", targets: ["RunnelServer"]),
         .executable(name: "runneld", targets: ["runneld"]),
         .executable(name: "runnel", targets: ["runnel"]),

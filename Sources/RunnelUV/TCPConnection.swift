@@ -3,10 +3,10 @@ import Runnel
 
 /// One TCP connection on a loop: input framed into lines, output queued and batched.
 ///
-/// Reading: after `startReading()`, input is split on `\n` (a `\r` before it is stripped) and
-/// each complete line goes to `delegate` as a pointer valid only during the call, with no
-/// allocation per line: lines wholly inside one read point straight into the loop's read
-/// buffer; only a line split across reads is copied. A line longer than
+/// Reading: after `startReading()`, input is framed by a `LineFramer`: split on `\n` (a `\r`
+/// before it is stripped), each complete line going to `delegate` as a pointer valid only
+/// during the call, with no allocation per line: lines wholly inside one read point straight
+/// into the loop's read buffer; only a line split across reads is copied. A line longer than
 /// `configuration.maxLineLength` is thrown away as it streams in (never buffered whole) and
 /// reported with `didDiscardLongLine`. End of input from the peer starts `closeAfterFlush`.
 ///
@@ -63,9 +63,6 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// third of the echo benchmark's time; memory reached through a pointer is not checked.
     private struct HotState {
         var state = State.open
-        var partialCount = 0
-        var discarding = false
-        var discardedCount = 0
         var chunk: WriteChunk?
         var isQueuedForFlush = false
         var pendingBytes = 0
@@ -79,18 +76,6 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private var state: State {
         get { hot.pointee.state }
         set { hot.pointee.state = newValue }
-    }
-    private var partialCount: Int {
-        get { hot.pointee.partialCount }
-        set { hot.pointee.partialCount = newValue }
-    }
-    private var discarding: Bool {
-        get { hot.pointee.discarding }
-        set { hot.pointee.discarding = newValue }
-    }
-    private var discardedCount: Int {
-        get { hot.pointee.discardedCount }
-        set { hot.pointee.discardedCount = newValue }
     }
     private var chunk: WriteChunk? {
         get { hot.pointee.chunk }
@@ -116,9 +101,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// A `uv_tcp_connect` is in progress (client connections).
     var isConnecting = false
 
-    // Framing: the start of a line split across reads (`partialCount` bytes of it).
-    private var partial: UnsafeMutableRawPointer?
-    private var partialCapacity = 0
+    /// Framing, behind a pointer like `hot` (it is mutated per read); freed in `deinit`.
+    private let framer: UnsafeMutablePointer<LineFramer>
 
     // Output.
     private var segments: [uv_buf_t] = []
@@ -138,6 +122,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     init(loop: LoopScheduler, configuration: Configuration) throws {
         self.loop = loop
         self.configuration = configuration
+        framer = .allocate(capacity: 1)
+        framer.initialize(to: LineFramer(maxLineLength: configuration.maxLineLength))
         handle = .allocate(capacity: 1)
         loop.handleOwnerCreated()
         // No handle may open once shutdown has begun: nothing would close it.
@@ -154,7 +140,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     deinit {
         hot.deinitialize(count: 1)
         hot.deallocate()
-        partial?.deallocate()
+        framer.deinitialize(count: 1)
+        framer.deallocate()
         loop.handleOwnerDestroyed()
     }
 
@@ -241,111 +228,24 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if beginReading() < 0 { closeNow() }
     }
 
-    /// Frames `bytes` into lines.
+    /// Frames `bytes` into lines for the delegate. With no delegate, lines are dropped; a split
+    /// line is still tracked, so the next delegate starts at a line boundary.
     private func consume(_ bytes: UnsafeRawBufferPointer) {
         guard let delegate else {
-            consumeWithoutDelegate(bytes)
+            framer.pointee.skipLines(bytes)
             return
         }
-        let limit = configuration.maxLineLength
-        var start = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var remaining = bytes.count
-        while remaining > 0, state == .open || state == .draining {
-            guard let newline = runnel_find_newline(start, remaining) else {
-                holdPartial(UnsafeRawBufferPointer(start: start, count: remaining))
-                return
+        framer.pointee.consume(bytes) { piece in
+            // One state check per line, before it is handled: once closing (say the delegate
+            // closed the connection on the previous line), the rest of the read is dropped;
+            // while draining, lines are read (so the peer's FIN is seen) but not handled.
+            guard state == .open else { return state == .draining }
+            switch piece {
+            case .line(let line): delegate.connection(self, didReadLine: line)
+            case .tooLong(let count): delegate.connection(self, didDiscardLongLine: count)
             }
-            let length = newline - start
-            if discarding {
-                discarding = false
-                reportDiscarded(discardedCount + length)
-            } else if partialCount > 0 {
-                if partialCount + length > limit {
-                    let total = partialCount + length
-                    partialCount = 0
-                    reportDiscarded(total)
-                } else {
-                    reservePartial(partialCount + length)
-                    (partial! + partialCount).copyMemory(from: start, byteCount: length)
-                    let total = partialCount + length
-                    partialCount = 0
-                    deliver(UnsafeRawPointer(partial!), total, to: delegate)
-                    shrinkPartial()
-                }
-            } else if length > limit {
-                reportDiscarded(length)
-            } else {
-                deliver(UnsafeRawPointer(start), length, to: delegate)
-            }
-            start = newline + 1
-            remaining -= length + 1
+            return true
         }
-    }
-
-    /// With no delegate, lines are dropped; a split line is still tracked, so the next delegate
-    /// starts at a line boundary.
-    private func consumeWithoutDelegate(_ bytes: UnsafeRawBufferPointer) {
-        guard let last = bytes.lastIndex(of: 10) else {
-            holdPartial(bytes)
-            return
-        }
-        partialCount = 0
-        discarding = false
-        discardedCount = 0
-        holdPartial(UnsafeRawBufferPointer(rebasing: bytes[(last + 1)...]))
-    }
-
-    /// Keeps the unfinished end of a read, or counts it when the line is already too long.
-    private func holdPartial(_ bytes: UnsafeRawBufferPointer) {
-        // A read that ends on a newline leaves nothing to hold, and no buffer may exist yet.
-        guard !bytes.isEmpty else { return }
-        if discarding {
-            discardedCount += bytes.count
-        } else if partialCount + bytes.count > configuration.maxLineLength {
-            discarding = true
-            discardedCount = partialCount + bytes.count
-            partialCount = 0
-            shrinkPartial()
-        } else {
-            reservePartial(partialCount + bytes.count)
-            (partial! + partialCount).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            partialCount += bytes.count
-        }
-    }
-
-    private func reservePartial(_ count: Int) {
-        guard count > partialCapacity else { return }
-        let capacity = min(max(count, partialCapacity * 2, 256), configuration.maxLineLength)
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        if let partial {
-            grown.copyMemory(from: partial, byteCount: partialCount)
-            partial.deallocate()
-        }
-        partial = grown
-        partialCapacity = capacity
-    }
-
-    /// Lets go of a big partial buffer once it is not needed, so one long line does not pin it.
-    private func shrinkPartial() {
-        guard partialCapacity > 64 * 1024, let partial else { return }
-        partial.deallocate()
-        self.partial = nil
-        partialCapacity = 0
-    }
-
-    @inline(__always)
-    private func deliver(_ start: UnsafeRawPointer, _ length: Int, to delegate: any TCPConnectionDelegate) {
-        guard state == .open else { return }
-        var length = length
-        if length > 0 && start.load(fromByteOffset: length - 1, as: UInt8.self) == 13 { length -= 1 }
-        delegate.connection(self, didReadLine: UnsafeRawBufferPointer(start: start, count: length))
-    }
-
-    private func reportDiscarded(_ count: Int) {
-        discardedCount = 0
-        shrinkPartial()
-        guard state == .open else { return }
-        delegate?.connection(self, didDiscardLongLine: count)
     }
 
     private func readEnded(_ status: Int32) {
@@ -664,9 +564,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         chunk = nil
         pendingBytes = 0
         unsentWaiter = nil
-        partial?.deallocate()
-        partial = nil
-        partialCount = 0
+        framer.pointee.reset()
         loop.unregister(self)
         let toRun = hooks.withLock { hooks -> [@Sendable () -> Void] in
             defer { hooks = nil }

@@ -1,0 +1,42 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// libFuzzer targets, one executable each. A package of its own so the root package is never
+// built with fuzzer flags: build it with
+//   swift build --package-path Fuzz -c release -Xswiftc -sanitize=fuzzer,address
+// (see README.md and scripts/fuzz.sh). The flags reach the root package's modules too, so the
+// code under test is instrumented for coverage and checked by AddressSanitizer.
+
+// A path dependency's identity is its directory's name, which differs between checkouts and
+// worktrees: derive it from where this package sits (Fuzz inside the root).
+let rootIdentity = Context.packageDirectory.split(separator: "/").dropLast(1).last.map(String.init) ?? "runnel"
+
+// Each target defines `LLVMFuzzerTestOneInput` and no top-level code (-parse-as-library). On
+// Linux SwiftPM links an executable with `main` aliased to `<Target>_main` (so tests can
+// import executables), which would leave `main` undefined; each target defines that function
+// as a call to libFuzzer's driver, `LLVMFuzzerRunDriver`, the same as libFuzzer's own `main`.
+let settings: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+    .unsafeFlags(["-parse-as-library"]),
+]
+
+func fuzzer(_ name: String, _ products: [String]) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: ["CLibFuzzer"] + products.map { .product(name: $0, package: rootIdentity) },
+        swiftSettings: settings
+    )
+}
+
+let package = Package(
+    name: "RunnelFuzz",
+    dependencies: [.package(path: "..")],
+    targets: [
+        // The declaration of libFuzzer's `LLVMFuzzerRunDriver`.
+        .systemLibrary(name: "CLibFuzzer"),
+        fuzzer("LineFramerFuzzer", ["RunnelUV"]),
+        fuzzer("JSONFuzzer", ["RunnelServer"]),
+        fuzzer("RequestFuzzer", ["RunnelServer"]),
+        fuzzer("ExpressionFuzzer", ["RunnelServer"]),
+    ]
+)

@@ -1,0 +1,89 @@
+import CLibFuzzer
+import RunnelServer
+
+// The JSON validator, parser and writer on arbitrary bytes.
+//
+// Checked: the validator's and the parser's verdicts agree: when the validator rejects, the
+// parser throws the very same error (reason and offset); when it accepts, the parser returns
+// a value or, only for a number too large for a Double, `numberOutOfRange`. The generic
+// `validate(_: Sequence)` agrees with the pointer one. A parsed value holds no non-finite
+// number; written back by `JSONWriter` it is valid JSON that parses to an equal value, and
+// writing that value again gives the same bytes (the writer's output is a fixed point).
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func jsonFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    // A small depth limit for some inputs, so the limit's edge is reached by short inputs.
+    let maxDepth = size > 0 && data[0] == UInt8(ascii: " ") ? 4 : JSONLimits.defaultMaxDepth
+    let validator = JSONValidator(maxDepth: maxDepth)
+    let parser = JSONParser(maxDepth: maxDepth)
+
+    var validatorError: JSONError?
+    do throws(JSONError) {
+        try validator.validate(bytes)
+    } catch {
+        validatorError = error
+    }
+    var sequenceError: JSONError?
+    do throws(JSONError) {
+        try validator.validate(Array(bytes))
+    } catch {
+        sequenceError = error
+    }
+    require(sequenceError == validatorError, "validate(Sequence) disagrees with validate(pointer)")
+    require(validator.isValid(bytes) == (validatorError == nil), "isValid disagrees with validate")
+
+    let parsed: JSONValue
+    do throws(JSONError) {
+        parsed = try parser.parse(bytes)
+    } catch {
+        if let validatorError {
+            require(error == validatorError, "parser error \(error) differs from validator's \(validatorError)")
+        } else {
+            require(error.reason == .numberOutOfRange, "the parser rejects what the validator accepts: \(error)")
+        }
+        return 0
+    }
+    require(validatorError == nil, "the parser accepts what the validator rejects: \(validatorError!)")
+    checkFinite(parsed)
+
+    var writer = JSONWriter()
+    writer.write(parsed)
+    let written = writer.bytes
+    let reparsed: JSONValue
+    do throws(JSONError) {
+        // The written value has the same depth, so the same limit applies.
+        reparsed = try parser.parse(written)
+    } catch {
+        fatalError("written JSON does not parse (\(error)): \(String(decoding: written, as: UTF8.self))")
+    }
+    require(reparsed == parsed, "written JSON parses to a different value")
+    var again = JSONWriter()
+    again.write(reparsed)
+    require(again.bytes == written, "writing is not a fixed point")
+    return 0
+}
+
+func checkFinite(_ value: JSONValue) {
+    switch value {
+    case .number(let number): require(number.isFinite, "a non-finite number was parsed")
+    case .array(let elements): for element in elements { checkFinite(element) }
+    case .object(let object): for member in object.members { checkFinite(member.value) }
+    case .null, .bool, .string: break
+    }
+}
+
+/// The entry point SwiftPM links as `main` (see Package.swift): libFuzzer's driver.
+@_cdecl("JSONFuzzer_main")
+public func jsonFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in jsonFuzzerTestOneInput(data!, size) }
+}
+
+/// Fails the run with `message` when `condition` is false. Unlike `precondition`, it keeps the
+/// message in optimized builds, so libFuzzer's crash report says which property broke.
+@inline(__always)
+func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
