@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A hot signal that is also a subscriber (ReactiveCocoa's `RACSubject`): whatever it is sent,
 /// it sends to every current subscriber. A plain subject delivers only what is sent after
 /// subscribing.
@@ -30,19 +32,19 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // every generic type it forms costs a runtime metadata lookup. The per-value path
     // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
     // `Value`.
-    /// The lock and the per-value fields, in an object of their own that subscriptions'
-    /// removal actions hold instead of the subject (see `SubjectRoster`).
-    private let roster = SubjectRoster()
-    @inline(__always) var lock: Lock { roster.lock }
-    /// Guarded by `lock`: the fields of the per-value path, in memory of their own. Reached
+    /// The lock and the per-value fields, in an object of their own that subscriptions hold
+    /// instead of the subject (see `SubjectRoster`). Every field below marked "guarded" is
+    /// guarded by `roster.lock`; no section under it calls out.
+    let roster = SubjectRoster()
+    /// Guarded: the fields of the per-value path, in memory of their own. Reached
     /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
     /// `var`s get on every access), and their layout does not depend on `Value`.
     @inline(__always) private var core: UnsafeMutablePointer<SubjectCore> { roster.core }
-    /// Guarded by `lock`: the terminal event once accepted (`core.terminated` mirrors it).
+    /// Guarded: the terminal event once accepted (`core.terminated` mirrors it).
     private var terminal: Event<Value>?
-    /// Guarded by `lock`: jobs queued for the delivering thread (`core.jobCount` counts them).
+    /// Guarded: jobs queued for the delivering thread (`roster.delivery` counts them).
     private var jobs = RingBuffer<Job>()
-    /// Guarded by `lock`: the values kept for late subscribers (replay and behavior subjects).
+    /// Guarded: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
     private let keepsHistory: Bool
 
@@ -67,42 +69,44 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     /// A subject dropped without terminating lets its subscribers go: their removal actions
     /// hold the roster, and the roster holds them, so the list is emptied here.
-    deinit { roster.removeAll() }
+    /// It also disposes the subscriptions it was handed as a subscriber, as ReactiveCocoa's
+    /// does when deallocated (they hold `disposable` until then).
+    deinit {
+        roster.removeAll()
+        disposable.dispose()
+    }
 
     /// The number of current subscribers.
-    public var subscriberCount: Int { lock.withLock { core.pointee.entries.count } }
+    public var subscriberCount: Int { roster.lock.withLock { core.pointee.entries.count } }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { lock.withLock { core.pointee.terminated } }
+    public var isTerminated: Bool { roster.lock.withLock { core.pointee.terminated } }
 
     /// The terminal event, once the subject has one.
-    public var terminalEvent: Event<Value>? { lock.withLock { terminal } }
+    public var terminalEvent: Event<Value>? { roster.lock.withLock { terminal } }
 
     // MARK: Subscribing
 
     @discardableResult
     public override func subscribe(_ subscriber: any Subscriber<Value>) -> Disposable {
-        let disposable = CompoundDisposable()
+        // Neither the entry nor the subject is held by the subscription: the roster's list is
+        // what keeps a live subscription alive, and the entry's identity is enough to find it.
+        // No weak reference is formed either, which would move the subject's reference
+        // counts, taken on every publish, to a slow side table.
+        let disposable = SubjectSubscription(roster: roster)
+        // Hands `disposable` to the subscriber, which may dispose it before the entry is listed.
         let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
-        lock.lock()
-        if !core.pointee.terminated { core.pointee.entries.append(entry) }
+        roster.lock.lock()
+        if !core.pointee.terminated && !disposable.isDisposed {
+            disposable.entry = ObjectIdentifier(entry)
+            core.pointee.entries.append(entry)
+        }
         var startDrain = false
         if !history.isEmpty || core.pointee.terminated {
             jobs.append(.catchUp(entry, history.elements, terminal))
-            core.pointee.jobCount += 1
-            if !core.pointee.draining {
-                core.pointee.draining = true
-                startDrain = true
-            }
+            startDrain = roster.jobQueued()
         }
-        lock.unlock()
-        // Neither the entry nor the subject is captured: the roster's list is what keeps a
-        // live subscription alive, and its identity is enough to find it. No weak reference
-        // is formed either, which would move the subject's reference counts, taken on every
-        // publish, to a slow side table.
-        let id = ObjectIdentifier(entry)
-        let roster = self.roster
-        disposable.add(Disposable { roster.remove(id) })
+        roster.lock.unlock()
         if startDrain { drain() }
         return disposable
     }
@@ -110,20 +114,23 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // MARK: Sending
 
     public final func sendNext(_ value: Value) {
-        lock.lock()
+        roster.lock.lock()
         if core.pointee.terminated {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         if keepsHistory { record(value) }
-        if core.pointee.draining {
-            enqueue(value)
-            lock.unlock()
+        // Idle stays idle while the lock is held (only the delivering thread leaves a state
+        // without the lock, and only to idle).
+        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
+            let startDrain = enqueue(value)
+            roster.lock.unlock()
+            if startDrain { drain() }
             return
         }
-        core.pointee.draining = true
+        roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
         let current = core.pointee.entries
-        lock.unlock()
+        roster.lock.unlock()
         var index = 0
         while index < current.count {
             Self.subscriber(current[index]).sendNext(value)
@@ -137,40 +144,41 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     @inline(never)
     private func record(_ value: Value) { history.append(value) }
 
+    /// Returns whether this thread must now drain (the delivering one went idle meanwhile).
     @inline(never)
-    private func enqueue(_ value: Value) {
+    private func enqueue(_ value: Value) -> Bool {
         jobs.append(.event(.next(value), core.pointee.entries))
-        core.pointee.jobCount += 1
+        return roster.jobQueued()
     }
 
     public final func sendError(_ error: any Error) { acceptTerminal(.error(error)) }
     public final func sendCompleted() { acceptTerminal(.completed) }
 
     public func didSubscribe(with other: CompoundDisposable) {
-        guard !other.isDisposed else { return }
-        disposable.add(other)
-        other.add(PurgeDisposable(parent: disposable, child: other))
+        // The subscription takes itself out of `disposable` when it ends.
+        disposable.addPurging(other)
     }
 
     /// Records the terminal event and delivers it, or queues it for the thread already
     /// delivering. Nobody stays subscribed; late subscribers catch up instead.
     private func acceptTerminal(_ event: Event<Value>) {
-        lock.lock()
+        roster.lock.lock()
         guard !core.pointee.terminated else {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         core.pointee.terminated = true
         terminal = event
         let current = core.pointee.entries
         core.pointee.entries = []
-        if core.pointee.draining {
+        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
             jobs.append(.event(event, current))
-            core.pointee.jobCount += 1
-            lock.unlock()
+            let startDrain = roster.jobQueued()
+            roster.lock.unlock()
+            if startDrain { drain() }
         } else {
-            core.pointee.draining = true
-            lock.unlock()
+            roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
+            roster.lock.unlock()
             deliver(event, to: current)
             finishDelivery()
         }
@@ -193,31 +201,30 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         }
     }
 
-    /// Marks the subject idle, or runs the jobs queued while this thread delivered.
+    /// Marks the subject idle, or runs the jobs queued while this thread delivered. Without
+    /// the lock: one compare-and-swap when nothing was queued.
     @inline(__always)
     private func finishDelivery() {
-        lock.lock()
-        if core.pointee.jobCount == 0 {
-            core.pointee.draining = false
-            lock.unlock()
+        if roster.delivery.compareExchange(
+            expected: DeliveryState.delivering, desired: DeliveryState.idle, ordering: .acquiringAndReleasing
+        ).exchanged {
             return
         }
-        lock.unlock()
         drain()
     }
 
     /// Runs queued jobs until none is left, then marks the subject idle. Called only by the
-    /// thread that set `draining`.
+    /// delivering thread.
     private func drain() {
         while true {
-            lock.lock()
+            roster.lock.lock()
             guard let job = jobs.popFirst() else {
-                core.pointee.draining = false
-                lock.unlock()
+                roster.delivery.store(DeliveryState.idle, ordering: .releasing)
+                roster.lock.unlock()
                 return
             }
-            core.pointee.jobCount -= 1
-            lock.unlock()
+            roster.delivery.subtract(DeliveryState.job, ordering: .relaxed)
+            roster.lock.unlock()
             switch job {
             case .event(let event, let entries):
                 deliver(event, to: entries)
@@ -235,7 +242,12 @@ struct SubjectCore {
     var entries: ContiguousArray<AnyObject> = []
     /// Whether a terminal event was accepted.
     var terminated = false
-    /// A thread is delivering; jobs queued for it wait in `Subject.jobs`.
-    var draining = false
-    var jobCount = 0
+}
+
+/// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit), plus
+/// `job` for each job queued for it in `Subject.jobs`.
+enum DeliveryState {
+    static let idle = 0
+    static let delivering = 1
+    static let job = 2
 }
