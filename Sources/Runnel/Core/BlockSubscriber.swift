@@ -5,10 +5,6 @@
 /// no block runs again: a dispose that returns has waited for a block running on another
 /// thread. A terminal event disposes every subscription it was handed; a subscription that
 /// ends on its own takes itself out of `disposable`, so a long-lived subscriber does not grow.
-///
-/// Lifetime: the subscriptions hold the subscriber, not the other way round. Once nothing
-/// holds it (every source has let it go), it disposes `disposable`, as ReactiveCocoa's does
-/// when deallocated: whatever its subscriptions set up is torn down.
 public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
     /// The blocks, the lock and the subscriptions, in the one object that `disposable` is: a
     /// dispose clears the blocks without referring back to the subscriber.
@@ -24,8 +20,6 @@ public final class BlockSubscriber<Value: Sendable>: Subscriber, @unchecked Send
     ) {
         blocks = SubscriberBlocks(next: next, error: error, completed: completed)
     }
-
-    deinit { blocks.dispose() }
 
     public func sendNext(_ value: Value) { blocks.sendNext(value) }
     public func sendError(_ error: any Error) { blocks.sendError(error) }

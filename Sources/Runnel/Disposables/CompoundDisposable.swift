@@ -18,9 +18,11 @@ public class CompoundDisposable: Disposable, @unchecked Sendable {
     private var second: Disposable?
     private var rest: ContiguousArray<Disposable> = []
     private var disposedChildren = false
-    /// Guarded by `lock`: the compound that added this one with `addPurging`, held strongly
-    /// (as ReactiveCocoa's subscribers hold theirs) until one of the two is disposed.
-    private var parent: CompoundDisposable?
+    /// Guarded by `lock`: the compound that added this one with `addPurging`. Weak, so that
+    /// neither keeps the other alive: a subscriber dropped without disposing lets its
+    /// subscriptions go. (It gives the parent a side table, once per subscriber; the
+    /// per-value path never retains the parent.)
+    private weak var parent: CompoundDisposable?
 
     public override init() { super.init() }
 
@@ -65,11 +67,8 @@ public class CompoundDisposable: Disposable, @unchecked Sendable {
         }
     }
 
-    /// Adds `child`, which takes itself out of this compound when it is disposed. A child
-    /// already disposed is not added.
-    ///
-    /// The child holds this compound until either is disposed: whoever owns this compound
-    /// disposes it when done with it (a block subscriber does when it is deinitialised).
+    /// Adds `child`, which takes itself out of this compound when it is disposed (if this
+    /// compound still exists). A child already disposed is not added.
     func addPurging(_ child: CompoundDisposable) {
         guard child !== self, !child.isDisposed else { return }
         add(child)

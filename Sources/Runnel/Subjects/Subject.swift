@@ -47,6 +47,10 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// Guarded: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
     private let keepsHistory: Bool
+    /// Makes a subscriber's entry. Made by the initialiser, which callers usually have
+    /// specialised for their `Value`: the entry's generic type is then not looked up in the
+    /// runtime's metadata cache on every subscribe, as the unspecialised `subscribe` would.
+    private let makeEntry: @Sendable (any Subscriber<Value>, SubjectSubscription) -> PassthroughSubscriber<Value>
 
     /// Subscriptions this subject was handed as a subscriber (disposed when it terminates).
     public let disposable = CompoundDisposable()
@@ -55,6 +59,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     public init() {
         history = RingBuffer(capacity: 0)
         keepsHistory = false
+        makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
     }
 
@@ -64,17 +69,13 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         for value in initial { history.append(value) }
         self.history = history
         keepsHistory = historyCapacity > 0
+        makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
     }
 
     /// A subject dropped without terminating lets its subscribers go: their removal actions
     /// hold the roster, and the roster holds them, so the list is emptied here.
-    /// It also disposes the subscriptions it was handed as a subscriber, as ReactiveCocoa's
-    /// does when deallocated (they hold `disposable` until then).
-    deinit {
-        roster.removeAll()
-        disposable.dispose()
-    }
+    deinit { roster.removeAll() }
 
     /// The number of current subscribers.
     public var subscriberCount: Int { roster.lock.withLock { core.pointee.entries.count } }
@@ -95,20 +96,26 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         // counts, taken on every publish, to a slow side table.
         let disposable = SubjectSubscription(roster: roster)
         // Hands `disposable` to the subscriber, which may dispose it before the entry is listed.
-        let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
+        let entry = makeEntry(subscriber, disposable)
         roster.lock.lock()
         if !core.pointee.terminated && !disposable.isDisposed {
             disposable.entry = ObjectIdentifier(entry)
             core.pointee.entries.append(entry)
         }
-        var startDrain = false
-        if !history.isEmpty || core.pointee.terminated {
-            jobs.append(.catchUp(entry, history.elements, terminal))
-            startDrain = roster.jobQueued()
-        }
+        let startDrain = keepsHistory || core.pointee.terminated ? queueCatchUp(entry) : false
         roster.lock.unlock()
         if startDrain { drain() }
         return disposable
+    }
+
+    /// Queues what a new subscriber is owed: the kept values and the terminal event (lock
+    /// held). Returns whether this thread must drain. Kept out of `subscribe`, so that a
+    /// plain subject's subscribe does not look up the metadata of the job types.
+    @inline(never)
+    private func queueCatchUp(_ entry: PassthroughSubscriber<Value>) -> Bool {
+        guard !history.isEmpty || core.pointee.terminated else { return false }
+        jobs.append(.catchUp(entry, history.elements, terminal))
+        return roster.jobQueued()
     }
 
     // MARK: Sending
@@ -133,7 +140,11 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         roster.lock.unlock()
         var index = 0
         while index < current.count {
-            Self.subscriber(current[index]).sendNext(value)
+            // `current` holds every entry until the loop ends: no retain and release per
+            // subscriber per value.
+            Unmanaged.passUnretained(Self.subscriber(current[index]))._withUnsafeGuaranteedRef {
+                $0.sendNext(value)
+            }
             index += 1
         }
         finishDelivery()
