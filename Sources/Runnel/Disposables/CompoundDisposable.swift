@@ -7,7 +7,7 @@
 /// child's action may touch this compound again.
 ///
 /// Not open outside the library; its subclasses there (a block subscriber's blocks, a
-/// subject's subscriptions) add work to disposal through `willDispose` and `didDispose`.
+/// subject's subscriptions) add work to disposal through `willDispose`.
 public class CompoundDisposable: Disposable, @unchecked Sendable {
     /// A spin lock, not a `Lock`: subscriptions make several compounds each, and the
     /// sections below only touch the children (which are disposed outside it).
@@ -116,14 +116,10 @@ public class CompoundDisposable: Disposable, @unchecked Sendable {
         one?.dispose()
         two?.dispose()
         for disposable in more { disposable.dispose() }
-        didDispose()
         // A parent being disposed is dropping its children already.
         if let parent, !parent.isDisposed { parent.remove(self) }
     }
 
     /// Runs once, on the disposing thread, before the children are disposed (for subclasses).
     func willDispose() {}
-
-    /// Runs once, on the disposing thread, after the children are disposed (for subclasses).
-    func didDispose() {}
 }
