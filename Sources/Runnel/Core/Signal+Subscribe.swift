@@ -8,9 +8,11 @@ extension Signal {
         completed: (@Sendable () -> Void)? = nil
     ) -> Disposable {
         let subscriber = BlockSubscriber(next: next, error: error, completed: completed)
-        let subscription = subscribe(subscriber)
-        // Disposing the subscription also stops the subscriber, waiting out a running block.
-        return CompoundDisposable([subscription, subscriber.disposable])
+        subscribe(subscriber)
+        // The subscriber holds the subscription (handed over by `didSubscribe`): disposing its
+        // disposable disposes the subscription and stops the subscriber, waiting out a
+        // running block.
+        return subscriber.disposable
     }
 
     /// Subscribes a block for values only.

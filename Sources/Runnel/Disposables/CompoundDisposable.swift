@@ -1,10 +1,14 @@
 /// A disposable that disposes many others together (ReactiveCocoa's `RACCompoundDisposable`).
 ///
 /// Thread-safe. Adding to a disposed compound disposes the added one at once; `remove` takes
-/// one out without disposing it (subscribers purge finished subscriptions this way, so a
-/// long-lived compound does not grow without bound). Children are disposed outside the lock,
-/// so a child's action may touch this compound again.
-public final class CompoundDisposable: Disposable, @unchecked Sendable {
+/// one out without disposing it. A child compound added with `addPurging` takes itself out
+/// when it is disposed (subscribers hold their subscriptions this way, so a long-lived
+/// compound does not grow with finished ones). Children are disposed outside the lock, so a
+/// child's action may touch this compound again.
+///
+/// Not open outside the library; its subclasses there (a block subscriber's blocks, a
+/// subject's subscriptions) add work to disposal through `willDispose`.
+public class CompoundDisposable: Disposable, @unchecked Sendable {
     /// A spin lock, not a `Lock`: subscriptions make several compounds each, and the
     /// sections below only touch the children (which are disposed outside it).
     private let lock = SpinLock()
@@ -14,6 +18,11 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
     private var second: Disposable?
     private var rest: ContiguousArray<Disposable> = []
     private var disposedChildren = false
+    /// Guarded by `lock`: the compound that added this one with `addPurging`. Weak, so that
+    /// neither keeps the other alive: a subscriber dropped without disposing lets its
+    /// subscriptions go. (It gives the parent a side table, once per subscriber; the
+    /// per-value path never retains the parent.)
+    private weak var parent: CompoundDisposable?
 
     public override init() { super.init() }
 
@@ -58,6 +67,20 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
         }
     }
 
+    /// Adds `child`, which takes itself out of this compound when it is disposed (if this
+    /// compound still exists). A child already disposed is not added.
+    func addPurging(_ child: CompoundDisposable) {
+        guard child !== self, !child.isDisposed else { return }
+        add(child)
+        let attached: Bool = child.lock.withLock {
+            guard !child.disposedChildren else { return false }
+            child.parent = self
+            return true
+        }
+        // Disposed in between: it could not take itself out, so take it out here.
+        if !attached { remove(child) }
+    }
+
     /// Adds a block to run when this compound is disposed.
     public func add(_ action: @escaping @Sendable () -> Void) {
         add(Disposable(action))
@@ -78,17 +101,25 @@ public final class CompoundDisposable: Disposable, @unchecked Sendable {
 
     public override func dispose() {
         guard markDisposed() else { return }
-        let (one, two, more) = lock.withLock { () -> (Disposable?, Disposable?, ContiguousArray<Disposable>) in
+        willDispose()
+        let (one, two, more, parent) = lock.withLock {
+            () -> (Disposable?, Disposable?, ContiguousArray<Disposable>, CompoundDisposable?) in
             disposedChildren = true
             defer {
                 first = nil
                 second = nil
                 rest = []
+                self.parent = nil
             }
-            return (first, second, rest)
+            return (first, second, rest, self.parent)
         }
         one?.dispose()
         two?.dispose()
         for disposable in more { disposable.dispose() }
+        // A parent being disposed is dropping its children already.
+        if let parent, !parent.isDisposed { parent.remove(self) }
     }
+
+    /// Runs once, on the disposing thread, before the children are disposed (for subclasses).
+    func willDispose() {}
 }

@@ -3,9 +3,8 @@ extension Signal {
     ///
     /// Completes and errs with this signal.
     public func filter(_ isIncluded: @escaping @Sendable (Value) -> Bool) -> Signal<Value> {
-        let source = self
-        return Signal.operatorSignal(name: "[\(source.name)] -filter:") { downstream in
-            source.subscribe(FilterSink(downstream: downstream, isIncluded: isIncluded))
+        SinkSignal(name: SignalNames.enabled ? "[\(name)] -filter:" : "", source: self) { downstream in
+            FilterSink(downstream: downstream, isIncluded: isIncluded)
         }
     }
 }

@@ -4,9 +4,8 @@ extension Signal {
     /// Completes and errs with this signal. `transform` runs on the thread the value arrives
     /// on, one value at a time.
     public func map<U: Sendable>(_ transform: @escaping @Sendable (Value) -> U) -> Signal<U> {
-        let source = self
-        return Signal<U>.operatorSignal(name: "[\(source.name)] -map:") { downstream in
-            source.subscribe(MapSink(downstream: downstream, transform: transform))
+        SinkSignal(name: SignalNames.enabled ? "[\(name)] -map:" : "", source: self) { downstream in
+            MapSink(downstream: downstream, transform: transform)
         }
     }
 }

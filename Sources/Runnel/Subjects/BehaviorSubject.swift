@@ -9,6 +9,6 @@ public final class BehaviorSubject<Value: Sendable>: ReplaySubject<Value>, @unch
 
     /// The current value.
     public var value: Value {
-        lock.withLock { history.elements.last! }
+        roster.lock.withLock { history.elements.last! }
     }
 }

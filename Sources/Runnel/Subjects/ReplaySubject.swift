@@ -21,5 +21,5 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     }
 
     /// The values a new subscriber would be replayed now, oldest first.
-    public var replayedValues: [Value] { lock.withLock { history.elements } }
+    public var replayedValues: [Value] { roster.lock.withLock { history.elements } }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A hot signal that is also a subscriber (ReactiveCocoa's `RACSubject`): whatever it is sent,
 /// it sends to every current subscriber. A plain subject delivers only what is sent after
 /// subscribing.
@@ -30,21 +32,25 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // every generic type it forms costs a runtime metadata lookup. The per-value path
     // (`sendNext` on an idle subject) touches only fields whose layout does not depend on
     // `Value`.
-    /// The lock and the per-value fields, in an object of their own that subscriptions'
-    /// removal actions hold instead of the subject (see `SubjectRoster`).
-    private let roster = SubjectRoster()
-    @inline(__always) var lock: Lock { roster.lock }
-    /// Guarded by `lock`: the fields of the per-value path, in memory of their own. Reached
+    /// The lock and the per-value fields, in an object of their own that subscriptions hold
+    /// instead of the subject (see `SubjectRoster`). Every field below marked "guarded" is
+    /// guarded by `roster.lock`; no section under it calls out.
+    let roster = SubjectRoster()
+    /// Guarded: the fields of the per-value path, in memory of their own. Reached
     /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
     /// `var`s get on every access), and their layout does not depend on `Value`.
     @inline(__always) private var core: UnsafeMutablePointer<SubjectCore> { roster.core }
-    /// Guarded by `lock`: the terminal event once accepted (`core.terminated` mirrors it).
+    /// Guarded: the terminal event once accepted (`core.terminated` mirrors it).
     private var terminal: Event<Value>?
-    /// Guarded by `lock`: jobs queued for the delivering thread (`core.jobCount` counts them).
+    /// Guarded: jobs queued for the delivering thread (`roster.delivery` counts them).
     private var jobs = RingBuffer<Job>()
-    /// Guarded by `lock`: the values kept for late subscribers (replay and behavior subjects).
+    /// Guarded: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
     private let keepsHistory: Bool
+    /// Makes a subscriber's entry. Made by the initialiser, which callers usually have
+    /// specialised for their `Value`: the entry's generic type is then not looked up in the
+    /// runtime's metadata cache on every subscribe, as the unspecialised `subscribe` would.
+    private let makeEntry: @Sendable (any Subscriber<Value>, SubjectSubscription) -> PassthroughSubscriber<Value>
 
     /// Subscriptions this subject was handed as a subscriber (disposed when it terminates).
     public let disposable = CompoundDisposable()
@@ -53,6 +59,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     public init() {
         history = RingBuffer(capacity: 0)
         keepsHistory = false
+        makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
     }
 
@@ -62,6 +69,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         for value in initial { history.append(value) }
         self.history = history
         keepsHistory = historyCapacity > 0
+        makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
     }
 
@@ -70,63 +78,73 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     deinit { roster.removeAll() }
 
     /// The number of current subscribers.
-    public var subscriberCount: Int { lock.withLock { core.pointee.entries.count } }
+    public var subscriberCount: Int { roster.lock.withLock { core.pointee.entries.count } }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { lock.withLock { core.pointee.terminated } }
+    public var isTerminated: Bool { roster.lock.withLock { core.pointee.terminated } }
 
     /// The terminal event, once the subject has one.
-    public var terminalEvent: Event<Value>? { lock.withLock { terminal } }
+    public var terminalEvent: Event<Value>? { roster.lock.withLock { terminal } }
 
     // MARK: Subscribing
 
     @discardableResult
     public override func subscribe(_ subscriber: any Subscriber<Value>) -> Disposable {
-        let disposable = CompoundDisposable()
-        let entry = PassthroughSubscriber(subscriber, disposable: disposable, lock: nil)
-        lock.lock()
-        if !core.pointee.terminated { core.pointee.entries.append(entry) }
-        var startDrain = false
-        if !history.isEmpty || core.pointee.terminated {
-            jobs.append(.catchUp(entry, history.elements, terminal))
-            core.pointee.jobCount += 1
-            if !core.pointee.draining {
-                core.pointee.draining = true
-                startDrain = true
-            }
+        // Neither the entry nor the subject is held by the subscription: the roster's list is
+        // what keeps a live subscription alive, and the entry's identity is enough to find it.
+        // No weak reference is formed either, which would move the subject's reference
+        // counts, taken on every publish, to a slow side table.
+        let disposable = SubjectSubscription(roster: roster)
+        // Hands `disposable` to the subscriber, which may dispose it before the entry is listed.
+        let entry = makeEntry(subscriber, disposable)
+        roster.lock.lock()
+        if !core.pointee.terminated && !disposable.isDisposed {
+            disposable.entry = ObjectIdentifier(entry)
+            core.pointee.entries.append(entry)
         }
-        lock.unlock()
-        // Neither the entry nor the subject is captured: the roster's list is what keeps a
-        // live subscription alive, and its identity is enough to find it. No weak reference
-        // is formed either, which would move the subject's reference counts, taken on every
-        // publish, to a slow side table.
-        let id = ObjectIdentifier(entry)
-        let roster = self.roster
-        disposable.add(Disposable { roster.remove(id) })
+        let startDrain = keepsHistory || core.pointee.terminated ? queueCatchUp(entry) : false
+        roster.lock.unlock()
         if startDrain { drain() }
         return disposable
+    }
+
+    /// Queues what a new subscriber is owed: the kept values and the terminal event (lock
+    /// held). Returns whether this thread must drain. Kept out of `subscribe`, so that a
+    /// plain subject's subscribe does not look up the metadata of the job types.
+    @inline(never)
+    private func queueCatchUp(_ entry: PassthroughSubscriber<Value>) -> Bool {
+        guard !history.isEmpty || core.pointee.terminated else { return false }
+        jobs.append(.catchUp(entry, history.elements, terminal))
+        return roster.jobQueued()
     }
 
     // MARK: Sending
 
     public final func sendNext(_ value: Value) {
-        lock.lock()
+        roster.lock.lock()
         if core.pointee.terminated {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         if keepsHistory { record(value) }
-        if core.pointee.draining {
-            enqueue(value)
-            lock.unlock()
+        // Idle stays idle while the lock is held (only the delivering thread leaves a state
+        // without the lock, and only to idle).
+        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
+            let startDrain = enqueue(value)
+            roster.lock.unlock()
+            if startDrain { drain() }
             return
         }
-        core.pointee.draining = true
+        roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
         let current = core.pointee.entries
-        lock.unlock()
+        roster.lock.unlock()
         var index = 0
         while index < current.count {
-            Self.subscriber(current[index]).sendNext(value)
+            // `current` holds every entry until the loop ends: no retain and release per
+            // subscriber per value.
+            Unmanaged.passUnretained(Self.subscriber(current[index]))._withUnsafeGuaranteedRef {
+                $0.sendNext(value)
+            }
             index += 1
         }
         finishDelivery()
@@ -137,40 +155,41 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     @inline(never)
     private func record(_ value: Value) { history.append(value) }
 
+    /// Returns whether this thread must now drain (the delivering one went idle meanwhile).
     @inline(never)
-    private func enqueue(_ value: Value) {
+    private func enqueue(_ value: Value) -> Bool {
         jobs.append(.event(.next(value), core.pointee.entries))
-        core.pointee.jobCount += 1
+        return roster.jobQueued()
     }
 
     public final func sendError(_ error: any Error) { acceptTerminal(.error(error)) }
     public final func sendCompleted() { acceptTerminal(.completed) }
 
     public func didSubscribe(with other: CompoundDisposable) {
-        guard !other.isDisposed else { return }
-        disposable.add(other)
-        other.add(PurgeDisposable(parent: disposable, child: other))
+        // The subscription takes itself out of `disposable` when it ends.
+        disposable.addPurging(other)
     }
 
     /// Records the terminal event and delivers it, or queues it for the thread already
     /// delivering. Nobody stays subscribed; late subscribers catch up instead.
     private func acceptTerminal(_ event: Event<Value>) {
-        lock.lock()
+        roster.lock.lock()
         guard !core.pointee.terminated else {
-            lock.unlock()
+            roster.lock.unlock()
             return
         }
         core.pointee.terminated = true
         terminal = event
         let current = core.pointee.entries
         core.pointee.entries = []
-        if core.pointee.draining {
+        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
             jobs.append(.event(event, current))
-            core.pointee.jobCount += 1
-            lock.unlock()
+            let startDrain = roster.jobQueued()
+            roster.lock.unlock()
+            if startDrain { drain() }
         } else {
-            core.pointee.draining = true
-            lock.unlock()
+            roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
+            roster.lock.unlock()
             deliver(event, to: current)
             finishDelivery()
         }
@@ -193,31 +212,30 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         }
     }
 
-    /// Marks the subject idle, or runs the jobs queued while this thread delivered.
+    /// Marks the subject idle, or runs the jobs queued while this thread delivered. Without
+    /// the lock: one compare-and-swap when nothing was queued.
     @inline(__always)
     private func finishDelivery() {
-        lock.lock()
-        if core.pointee.jobCount == 0 {
-            core.pointee.draining = false
-            lock.unlock()
+        if roster.delivery.compareExchange(
+            expected: DeliveryState.delivering, desired: DeliveryState.idle, ordering: .acquiringAndReleasing
+        ).exchanged {
             return
         }
-        lock.unlock()
         drain()
     }
 
     /// Runs queued jobs until none is left, then marks the subject idle. Called only by the
-    /// thread that set `draining`.
+    /// delivering thread.
     private func drain() {
         while true {
-            lock.lock()
+            roster.lock.lock()
             guard let job = jobs.popFirst() else {
-                core.pointee.draining = false
-                lock.unlock()
+                roster.delivery.store(DeliveryState.idle, ordering: .releasing)
+                roster.lock.unlock()
                 return
             }
-            core.pointee.jobCount -= 1
-            lock.unlock()
+            roster.delivery.subtract(DeliveryState.job, ordering: .relaxed)
+            roster.lock.unlock()
             switch job {
             case .event(let event, let entries):
                 deliver(event, to: entries)
@@ -235,7 +253,12 @@ struct SubjectCore {
     var entries: ContiguousArray<AnyObject> = []
     /// Whether a terminal event was accepted.
     var terminated = false
-    /// A thread is delivering; jobs queued for it wait in `Subject.jobs`.
-    var draining = false
-    var jobCount = 0
+}
+
+/// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit), plus
+/// `job` for each job queued for it in `Subject.jobs`.
+enum DeliveryState {
+    static let idle = 0
+    static let delivering = 1
+    static let job = 2
 }
