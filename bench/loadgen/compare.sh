@@ -2,7 +2,7 @@
 # Runnel against Redis pub/sub and NATS, side by side in one run, driven by the same load
 # generator (bench/loadgen/loadgen.c).
 #
-#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick]
+#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release) and
 # loadgen, starts the three servers on loopback ports, and runs the matrix K = 1, 10, 100
@@ -12,7 +12,9 @@
 # default); the table gives medians. --stages adds Runnel with a filter + map chain on every
 # subscription as a row of its own. --baseline adds another runneld binary (an earlier build,
 # say) as one more server in the rotation, to measure a change against the peers and itself in
-# the same run. --quick runs one repetition with fewer messages (a smoke run).
+# the same run. --quick runs one repetition with fewer messages (a smoke run). --same-rate runs
+# the latency part at one rate for every server, half of Redis's maximum, so that a faster
+# server is not measured at a higher load than its peers.
 # The servers are stopped by PID at the end, whatever happens. Not part of CI: timings depend
 # on the machine and on whatever else it is doing.
 set -euo pipefail
@@ -22,13 +24,15 @@ reps=3
 deliveries=2000000
 with_stages=0
 baseline=
+same_rate=0
 while (($#)); do
     case $1 in
     --stages) with_stages=1 ;;
     --reps) reps=$2; shift ;;
     --baseline) baseline=$(realpath "$2"); shift ;;
     --quick) reps=1; deliveries=300000 ;;
-    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick]" >&2; exit 2 ;;
+    --same-rate) same_rate=1 ;;
+    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -115,12 +119,13 @@ half_rate() {
         sort -n | awk -v k="$2" '{ v[NR] = $1 } END { m = NR ? v[int((NR + 1) / 2)] : 0; printf "%d", m / k / 2 }'
 }
 
-echo "at half of each server's maximum, for latency..." >&2
+((same_rate)) && echo "at half of Redis's maximum for every server, for latency..." >&2
+((same_rate)) || echo "at half of each server's maximum, for latency..." >&2
 for rep in $(seq 1 "$reps"); do
     for cell in "${cells[@]}"; do
         read -r k b <<<"$cell"
         for server in "${servers[@]}"; do
-            rate=$(half_rate "$server" "$k" "$b")
+            if ((same_rate)); then rate=$(half_rate redis "$k" "$b"); else rate=$(half_rate "$server" "$k" "$b"); fi
             ((rate > 0)) || continue
             msgs=$((rate * 2)) # two seconds of traffic
             ((msgs > 2000000 / k)) && msgs=$((2000000 / k))
@@ -130,5 +135,7 @@ for rep in $(seq 1 "$reps"); do
     done
 done
 
-python3 bench/loadgen/table.py "$results"
+table_args=()
+((same_rate)) && table_args=(--same-rate)
+python3 bench/loadgen/table.py "$results" "${table_args[@]}"
 grep -v '^$' "$work/runneld.log" | head -5 || true

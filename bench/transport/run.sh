@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 port=${1:-7790}
 seconds=${2:-4}
 cd "$here"
-/work/bin/sbuild build -c release --package-path "$here" >/dev/null
+swift build -c release --package-path "$here" >/dev/null
 cc -O2 -Wall -o "$here/.build/client" "$here/client.c"
 "$here/.build/release/transport-echo" "$port" &
 server=$!
