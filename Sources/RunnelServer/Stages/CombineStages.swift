@@ -23,10 +23,7 @@ extension StageCompiler {
         return Signal.deferred {
             // Mine minus theirs: the library's zip holds that many of the side ahead.
             let lead = StageCounter()
-            let mine = signal.try { _ in
-                lead.count += 1
-                if lead.count > maxValues { throw StageFailure.limit(stage: index) }
-            }
+            let mine = signal.counting(into: lead, limit: maxValues, stage: index)
             let theirs = other.try { _ in
                 lead.count -= 1
                 if -lead.count > maxValues { throw StageFailure.limit(stage: index) }

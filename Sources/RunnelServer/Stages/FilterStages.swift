@@ -50,11 +50,8 @@ extension StageCompiler {
         let index = stage.index
         return Signal.deferred {
             let seen = StageCounter()
-            return signal.try { _ in
-                seen.count += 1
-                if seen.count > maxValues { throw StageFailure.limit(stage: index) }
-            }
-            .takeLast(count)
+            return signal.counting(into: seen, limit: maxValues, stage: index)
+                .takeLast(count)
         }
     }
 

@@ -27,12 +27,9 @@ extension StageCompiler {
         let index = stage.index
         return Signal.deferred {
             let held = StageCounter()
-            return signal.try { _ in
-                held.count += 1
-                if held.count > maxValues { throw StageFailure.limit(stage: index) }
-            }
-            .delay(interval, on: scheduler)
-            .doNext { _ in held.count -= 1 }
+            return signal.counting(into: held, limit: maxValues, stage: index)
+                .delay(interval, on: scheduler)
+                .doNext { _ in held.count -= 1 }
         }
     }
 
@@ -47,15 +44,12 @@ extension StageCompiler {
         let index = stage.index
         return Signal.deferred {
             let held = StageCounter()
-            return signal.try { _ in
-                held.count += 1
-                if held.count > maxValues { throw StageFailure.limit(stage: index) }
-            }
-            .buffer(withTime: interval, on: scheduler)
-            .map { messages in
-                held.count -= messages.count
-                return Message(label: messages[messages.count - 1].label, value: RawArray.of(messages.map(\.value)))
-            }
+            return signal.counting(into: held, limit: maxValues, stage: index)
+                .buffer(withTime: interval, on: scheduler)
+                .map { messages in
+                    held.count -= messages.count
+                    return Message(label: messages[messages.count - 1].label, value: RawArray.of(messages.map(\.value)))
+                }
         }
     }
 

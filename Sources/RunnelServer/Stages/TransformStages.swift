@@ -80,13 +80,11 @@ extension StageCompiler {
         let index = stage.index
         return Signal.deferred {
             let held = StageCounter()
-            return signal.try { _ in
-                held.count += 1
-                if held.count > maxValues { throw StageFailure.limit(stage: index) }
-            }
-            .collect()
-            .map { messages in Message(label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)))
-            }
+            return signal.counting(into: held, limit: maxValues, stage: index)
+                .collect()
+                .map { messages in
+                    Message(label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)))
+                }
         }
     }
 
