@@ -23,7 +23,7 @@ let settings: [SwiftSetting] = [
 func fuzzer(_ name: String, _ products: [String]) -> Target {
     .executableTarget(
         name: name,
-        dependencies: ["CLibFuzzer"] + products.map { .product(name: $0, package: rootIdentity) },
+        dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: rootIdentity) },
         swiftSettings: settings
     )
 }
@@ -34,6 +34,8 @@ let package = Package(
     targets: [
         // The declaration of libFuzzer's `LLVMFuzzerRunDriver`.
         .systemLibrary(name: "CLibFuzzer"),
+        // The driver call and the property check every target uses.
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], swiftSettings: [.treatAllWarnings(as: .error)]),
         fuzzer("LineFramerFuzzer", ["RunnelUV"]),
         fuzzer("JSONFuzzer", ["RunnelServer"]),
         fuzzer("RequestFuzzer", ["RunnelServer"]),

@@ -1,4 +1,4 @@
-import CLibFuzzer
+import FuzzSupport
 import RunnelServer
 
 // The expression language: compile, then evaluate what compiles.
@@ -132,14 +132,5 @@ func checkFinite(_ value: JSONValue, _ source: String) {
 /// The entry point SwiftPM links as `main` (see Package.swift): libFuzzer's driver.
 @_cdecl("ExpressionFuzzer_main")
 public func expressionFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in expressionFuzzerTestOneInput(data!, size) }
-}
-
-/// Fails the run with `message` when `condition` is false. Unlike `precondition`, it keeps the
-/// message in optimized builds, so libFuzzer's crash report says which property broke.
-@inline(__always)
-func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
+    runFuzzDriver(argc, argv) { data, size in expressionFuzzerTestOneInput(data!, size) }
 }

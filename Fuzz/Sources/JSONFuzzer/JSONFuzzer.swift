@@ -1,4 +1,4 @@
-import CLibFuzzer
+import FuzzSupport
 import RunnelServer
 
 // The JSON validator, parser and writer on arbitrary bytes.
@@ -76,14 +76,5 @@ func checkFinite(_ value: JSONValue) {
 /// The entry point SwiftPM links as `main` (see Package.swift): libFuzzer's driver.
 @_cdecl("JSONFuzzer_main")
 public func jsonFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in jsonFuzzerTestOneInput(data!, size) }
-}
-
-/// Fails the run with `message` when `condition` is false. Unlike `precondition`, it keeps the
-/// message in optimized builds, so libFuzzer's crash report says which property broke.
-@inline(__always)
-func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
+    runFuzzDriver(argc, argv) { data, size in jsonFuzzerTestOneInput(data!, size) }
 }

@@ -1,4 +1,4 @@
-import CLibFuzzer
+import FuzzSupport
 import RunnelUV
 
 // The line framer against a reference model.
@@ -146,14 +146,5 @@ func model(_ payload: [UInt8], chunks: [(range: Range<Int>, skip: Bool)], maxLin
 /// The entry point SwiftPM links as `main` (see Package.swift): libFuzzer's driver.
 @_cdecl("LineFramerFuzzer_main")
 public func lineFramerFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in lineFramerFuzzerTestOneInput(data!, size) }
-}
-
-/// Fails the run with `message` when `condition` is false. Unlike `precondition`, it keeps the
-/// message in optimized builds, so libFuzzer's crash report says which property broke.
-@inline(__always)
-func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
+    runFuzzDriver(argc, argv) { data, size in lineFramerFuzzerTestOneInput(data!, size) }
 }

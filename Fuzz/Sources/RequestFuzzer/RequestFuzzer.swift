@@ -1,4 +1,4 @@
-import CLibFuzzer
+import FuzzSupport
 import RunnelServer
 
 // The request decoder: `RequestScanner` on one line, then every field accessor.
@@ -141,14 +141,5 @@ func check(_ request: ScannedRequest, _ field: RequestField?, name: String, obje
 /// The entry point SwiftPM links as `main` (see Package.swift): libFuzzer's driver.
 @_cdecl("RequestFuzzer_main")
 public func requestFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in requestFuzzerTestOneInput(data!, size) }
-}
-
-/// Fails the run with `message` when `condition` is false. Unlike `precondition`, it keeps the
-/// message in optimized builds, so libFuzzer's crash report says which property broke.
-@inline(__always)
-func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
+    runFuzzDriver(argc, argv) { data, size in requestFuzzerTestOneInput(data!, size) }
 }
