@@ -199,6 +199,54 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// A turn's output goes straight to the socket while libuv holds nothing earlier for it,
+        /// and the part the kernel does not take goes through `uv_write`; later turns queue
+        /// behind it. The peer reads every line, in order, whichever way each one went.
+        @Test func outputStaysInOrderWhenTheKernelTakesOnlyPartOfATurn() throws {
+            let server = try Server { _ in nil }
+            let client = try BlockingClient(port: server.port)
+            #expect(eventually { server.accepted.current.count == 1 })
+            let connection = server.accepted.current[0]
+            let turns = 200
+            let linesPerTurn = 100
+            // Mostly small lines, copied into chunks; every 25th is a segment of its own, so a
+            // partial write can end anywhere in a list of several buffers.
+            let lines = (0..<turns * linesPerTurn).map { number in
+                Array("\(number) \(String(repeating: "x", count: number % 25 == 0 ? 5000 : 300))\n".utf8)
+            }
+            var mostLeftOver = 0
+            for turn in 0..<turns {
+                // Each call is a loop turn of its own: ~50 KiB, flushed in the check phase.
+                let leftOver = onLoop(server.loop) { () -> Int in
+                    let leftOver = connection.unsentBytes
+                    for line in lines[turn * linesPerTurn..<(turn + 1) * linesPerTurn] {
+                        if line.count > TCPConnection.copyThreshold {
+                            connection.write(ByteBuffer(line))
+                        } else {
+                            _ = line.withUnsafeBytes { connection.write(copying: $0) }
+                        }
+                    }
+                    return leftOver
+                }
+                mostLeftOver = max(mostLeftOver, leftOver)
+            }
+            // 10 MB against a peer that has not read yet: the kernel took only part of it.
+            #expect(mostLeftOver > 0)
+            let expected = lines.reduce(0) { $0 + $1.count }
+            let received = client.receive(count: expected)
+            #expect(received.count == expected)
+            var next = 0
+            for line in received.split(separator: UInt8(ascii: "\n")) {
+                guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { break }
+                guard Int(String(decoding: line[..<space], as: UTF8.self)) == next else { break }
+                guard line.count == lines[next].count - 1 else { break }
+                next += 1
+            }
+            #expect(next == turns * linesPerTurn, "lines out of order or missing after line \(next)")
+            #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
+            #expect(server.stop() == 0)
+        }
+
         /// The hook a server uses to stop reading requests while their replies pile up: it runs
         /// at once when the output is already low enough, else once, when a completed write
         /// brings it there.
