@@ -8,13 +8,15 @@
 # loadgen, starts the three servers on loopback ports, and runs the matrix K = 1, 10, 100
 # subscribers x B = 64, 1024 bytes: first as fast as each server sustains (the publisher keeps
 # a bounded window in flight), then at a fixed rate of half that server's measured maximum for
-# latency. Servers are interleaved (runnel redis nats runnel redis nats ...), N times (3 by
+# latency (2.5 s of traffic, of which the first 0.5 s warms the connections up and is not
+# timed). Servers are interleaved (runnel redis nats runnel redis nats ...), N times (3 by
 # default); the table gives medians. --stages adds Runnel with a filter + map chain on every
 # subscription as a row of its own. --baseline adds another runneld binary (an earlier build,
 # say) as one more server in the rotation, to measure a change against the peers and itself in
 # the same run. --quick runs one repetition with fewer messages (a smoke run). --same-rate runs
 # the latency part at one rate for every server, half of Redis's maximum, so that a faster
-# server is not measured at a higher load than its peers.
+# server is not measured at a higher load than its peers (the filter + map row, which has no
+# peer and sustains less than Redis at 64 bytes, stays at half of its own maximum).
 # The servers are stopped by PID at the end, whatever happens. Not part of CI: timings depend
 # on the machine and on whatever else it is doing.
 set -euo pipefail
@@ -84,12 +86,13 @@ chain='[{"op":"filter","expr":".load > 0.9"},{"op":"map","expr":".p"}]'
 results=$work/results.tsv
 : >"$results"
 
-# run SERVER K B MODE REP MSGS [RATE]: one loadgen run, one line appended to $results.
+# run SERVER K B MODE REP MSGS [RATE [LOADGEN OPTIONS...]]: one loadgen run, one line appended
+# to $results.
 run() {
-    local server=$1 k=$2 b=$3 mode=$4 rep=$5 msgs=$6 rate=${7:-0} proto=${1/baseline/runnel} extra=()
+    local server=$1 k=$2 b=$3 mode=$4 rep=$5 msgs=$6 rate=${7:-0} proto=${1/baseline/runnel} extra=("${@:8}")
     if [[ $server == stages ]]; then
         proto=runnel
-        extra=(--stages "$chain")
+        extra+=(--stages "$chain")
     fi
     local target=${server/stages/runnel}
     local line
@@ -125,12 +128,16 @@ for rep in $(seq 1 "$reps"); do
     for cell in "${cells[@]}"; do
         read -r k b <<<"$cell"
         for server in "${servers[@]}"; do
-            if ((same_rate)); then rate=$(half_rate redis "$k" "$b"); else rate=$(half_rate "$server" "$k" "$b"); fi
+            if ((same_rate)) && [[ $server != stages ]]; then
+                rate=$(half_rate redis "$k" "$b")
+            else
+                rate=$(half_rate "$server" "$k" "$b")
+            fi
             ((rate > 0)) || continue
-            msgs=$((rate * 2)) # two seconds of traffic
-            ((msgs > 2000000 / k)) && msgs=$((2000000 / k))
+            # 2.5 s of traffic; the first 0.5 s warms the connections up and is not timed.
+            msgs=$((rate * 5 / 2))
             ((msgs < 2000)) && msgs=2000
-            run "$server" "$k" "$b" half "$rep" "$msgs" "$rate"
+            run "$server" "$k" "$b" half "$rep" "$msgs" "$rate" --warmup 0.5
         done
     done
 done

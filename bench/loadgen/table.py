@@ -49,7 +49,11 @@ cells = sorted({(k, b) for (_, k, b, _) in runs}, key=lambda c: (c[1], c[0]))
 header = f"{'K':>4} {'B':>5}  {'server':<18} {'msgs/s':>10} {'p50 us':>7} {'p99 us':>7} {'p99.9 us':>8} {'peak RSS':>9} {'CPU ns/msg':>10}  note"
 print()
 same_rate = sys.argv[2:] == ["--same-rate"]
-where = "at half of Redis's maximum, the same rate for every server" if same_rate else "at half of that server's maximum"
+where = (
+    "at half of Redis's maximum, the same rate for every server (filter+map: half of its own)"
+    if same_rate
+    else "at half of that server's maximum"
+)
 print(f"delivered msgs/s: as fast as sustained (median); latency: {where};")
 print("CPU ns/msg: the server's CPU time (user + system) per delivered message at full speed")
 print(header)
