@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 reps=3
-deliveries=2000000
+deliveries=6000000
 with_stages=0
 baseline=
 same_rate=0

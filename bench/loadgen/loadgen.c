@@ -16,8 +16,9 @@
  * counted as sent minus delivered: every server is measured at the rate it sustains without
  * piling up buffers, and none trips its slow-consumer limit (Redis drops a pub/sub client past
  * 32 MB, runneld past max_pending_bytes). With --rate R the publisher sends on schedule,
- * stamping each message when it is written, and sleeps between batches instead of spinning
- * (this machine has two cores; a spinning client would steal one from the server).
+ * stamping each message when it is written: at most one send per 50 us tick, carrying every
+ * message due by then, and it sleeps between ticks instead of spinning (this machine has two
+ * cores; a spinning client would steal one from the server).
  *
  * With --stages (runneld only) each value is an object {"load":0.95,"p":"<payload>"}, so a
  * chain such as filter(.load > 0.9) + map(.p) has a field to read and keeps the marker.
