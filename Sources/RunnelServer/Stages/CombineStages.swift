@@ -20,10 +20,8 @@ extension StageCompiler {
         let other = try subjectSignal(try stage.subject(), for: stage)
         let maxValues = limits.maxBufferValues
         let index = stage.index
-        return Signal.deferred {
-            // Mine minus theirs: the library's zip holds that many of the side ahead.
-            let lead = StageCounter()
-            let mine = signal.counting(into: lead, limit: maxValues, stage: index)
+        // Mine minus theirs: the library's zip holds that many of the side ahead.
+        return countingHeld(by: stage, signal) { mine, lead in
             let theirs = other.try { _ in
                 lead.count -= 1
                 if -lead.count > maxValues { throw StageFailure.limit(stage: index) }

@@ -45,14 +45,8 @@ extension StageCompiler {
     func takeLast(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["count"])
         let count = try stage.count()
-        let maxValues = limits.maxBufferValues
-        guard count > maxValues else { return signal.takeLast(count) }
-        let index = stage.index
-        return Signal.deferred {
-            let seen = StageCounter()
-            return signal.counting(into: seen, limit: maxValues, stage: index)
-                .takeLast(count)
-        }
+        guard count > limits.maxBufferValues else { return signal.takeLast(count) }
+        return countingHeld(by: stage, signal) { counted, _ in counted.takeLast(count) }
     }
 
     func takeWhile(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {

@@ -21,3 +21,20 @@ extension Signal {
         }
     }
 }
+
+extension StageCompiler {
+    /// `signal` counted toward `max_buffer_values` for `stage`, with a counter of its own for
+    /// each subscription, passed to `body` with that counter so that the stage can give counts
+    /// back as its operator lets values go.
+    func countingHeld(
+        by stage: StageArguments, _ signal: Signal<Message>,
+        _ body: @escaping @Sendable (_ counted: Signal<Message>, _ held: StageCounter) -> Signal<Message>
+    ) -> Signal<Message> {
+        let maxValues = limits.maxBufferValues
+        let index = stage.index
+        return Signal.deferred {
+            let held = StageCounter()
+            return body(signal.counting(into: held, limit: maxValues, stage: index), held)
+        }
+    }
+}

@@ -23,13 +23,8 @@ extension StageCompiler {
         try stage.checkNoOtherArguments(["seconds"])
         let interval = try stage.seconds()
         let scheduler = self.scheduler
-        let maxValues = limits.maxBufferValues
-        let index = stage.index
-        return Signal.deferred {
-            let held = StageCounter()
-            return signal.counting(into: held, limit: maxValues, stage: index)
-                .delay(interval, on: scheduler)
-                .doNext { _ in held.count -= 1 }
+        return countingHeld(by: stage, signal) { counted, held in
+            counted.delay(interval, on: scheduler).doNext { _ in held.count -= 1 }
         }
     }
 
@@ -40,16 +35,11 @@ extension StageCompiler {
         try stage.checkNoOtherArguments(["seconds"])
         let interval = try stage.seconds()
         let scheduler = self.scheduler
-        let maxValues = limits.maxBufferValues
-        let index = stage.index
-        return Signal.deferred {
-            let held = StageCounter()
-            return signal.counting(into: held, limit: maxValues, stage: index)
-                .buffer(withTime: interval, on: scheduler)
-                .map { messages in
-                    held.count -= messages.count
-                    return Message(label: messages[messages.count - 1].label, value: RawArray.of(messages.map(\.value)))
-                }
+        return countingHeld(by: stage, signal) { counted, held in
+            counted.buffer(withTime: interval, on: scheduler).map { messages in
+                held.count -= messages.count
+                return Message(label: messages[messages.count - 1].label, value: RawArray.of(messages.map(\.value)))
+            }
         }
     }
 

@@ -75,16 +75,11 @@ extension StageCompiler {
     /// `max_buffer_values` values end the subscription with "limit".
     func collect(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments([])
-        let maxValues = limits.maxBufferValues
         let label = defaultLabel
-        let index = stage.index
-        return Signal.deferred {
-            let held = StageCounter()
-            return signal.counting(into: held, limit: maxValues, stage: index)
-                .collect()
-                .map { messages in
-                    Message(label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)))
-                }
+        return countingHeld(by: stage, signal) { counted, _ in
+            counted.collect().map { messages in
+                Message(label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)))
+            }
         }
     }
 
