@@ -38,6 +38,13 @@ extension RunnelUVTests {
 
             var port: Int { listener.port }
 
+            /// Connects a client and waits for the server's side of it, the only one accepted.
+            func connectClient() throws -> (client: BlockingClient, connection: TCPConnection) {
+                let client = try BlockingClient(port: port)
+                try #require(eventually { accepted.current.count == 1 })
+                return (client, accepted.current[0])
+            }
+
             func stop() -> Int32? {
                 accepted.withLock { $0.removeAll() }
                 return loop.shutdown()
@@ -181,9 +188,7 @@ extension RunnelUVTests {
 
         @Test func pendingBytesCountsAcceptedUntilConfirmed() throws {
             let server = try Server { _ in nil }
-            let client = try BlockingClient(port: server.port)
-            #expect(eventually { server.accepted.current.count == 1 })
-            let connection = server.accepted.current[0]
+            let (client, connection) = try server.connectClient()
             let shared = ByteBuffer(Array("shared bytes\n".utf8))
             let pendingAfterWrites = onLoop(server.loop) { () -> Int in
                 let text = Array("copied\n".utf8)
@@ -204,9 +209,7 @@ extension RunnelUVTests {
         /// behind it. The peer reads every line, in order, whichever way each one went.
         @Test func outputStaysInOrderWhenTheKernelTakesOnlyPartOfATurn() throws {
             let server = try Server { _ in nil }
-            let client = try BlockingClient(port: server.port)
-            #expect(eventually { server.accepted.current.count == 1 })
-            let connection = server.accepted.current[0]
+            let (client, connection) = try server.connectClient()
             let turns = 200
             let linesPerTurn = 100
             // Mostly small lines, copied into chunks; every 25th is a segment of its own, so a
@@ -252,9 +255,7 @@ extension RunnelUVTests {
         /// brings it there.
         @Test func whenUnsentBytesFallToRunsOnceTheOutputHasDrainedThatFar() throws {
             let server = try Server { _ in nil }
-            let client = try BlockingClient(port: server.port)
-            #expect(eventually { server.accepted.current.count == 1 })
-            let connection = server.accepted.current[0]
+            let (client, connection) = try server.connectClient()
             let runs = Shared<[String]>([])
             let unsentAfterWrites = onLoop(server.loop) { () -> Int in
                 connection.whenUnsentBytes(fallTo: 0) { runs.withLock { $0.append("idle") } }
