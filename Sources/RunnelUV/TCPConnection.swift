@@ -389,7 +389,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// against it. Loop thread.
     public var unsentBytes: Int {
         let local = segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0)
-        return local + Int(uv_stream_get_write_queue_size(stream))
+        // The handle's documented read-only field, read in place: this runs once per delivery,
+        // and `uv_stream_get_write_queue_size` is a call into libuv to return it.
+        return local + Int(handle.pointee.write_queue_size)
     }
 
     /// Runs `action` once, on the loop thread, as soon as `unsentBytes` is at most `threshold`:

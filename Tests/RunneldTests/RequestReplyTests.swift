@@ -265,10 +265,49 @@ import Testing
         #expect(stats["subjects"] == 2)
         #expect(stats["timers"] == 0)
         #expect(stats["published"] == 3)
-        #expect((stats["delivered"]?.int ?? 0) >= 6)
+        #expect(stats["delivered"] == 6)
         #expect(stats["dropped"] == 0)
         #expect((stats["bytes_in"]?.int ?? 0) >= 200)
         #expect((stats["bytes_out"]?.int ?? 0) >= 200)
+    }
+
+    /// `delivered` and `bytes_out` are exact, whichever way a `next` line is written: a small
+    /// published value copied whole, a computed one, a large one (over 4 KiB) queued by
+    /// reference, and a pattern subscription's line that names the subject.
+    @Test func statsCountEveryDeliveryAndEveryByteWritten() throws {
+        let server = try RunneldProcess()
+        let subscriber = try server.connect()
+        let control = try server.connect()
+        var written = 0
+        func readCounted(_ client: TestClient) throws -> JSON {
+            guard let line = client.readLine() else { throw HarnessError.timeout("no line") }
+            written += line.utf8.count + 1
+            return try JSON.parse(line)
+        }
+        for request in [
+            #"{"op":"sub","subject":"sb.x","sid":"plain"}"#,
+            #"{"op":"sub","subject":"sb.x","sid":"mapped","ops":[{"op":"map","expr":"[.]"}]}"#,
+            #"{"op":"sub","subject":"sb.>","sid":"pattern"}"#,
+        ] {
+            try subscriber.send(request)
+            #expect(try readCounted(subscriber)["ok"] == true)
+        }
+        let large = String(repeating: "y", count: 6000)
+        for value in ["1", #""small""#, "\"\(large)\""] {
+            try control.send(#"{"op":"pub","subject":"sb.x","value":"# + value + "}")
+        }
+        var events: [String: Int] = [:]
+        for _ in 0..<9 {
+            let event = try readCounted(subscriber)
+            events[event["sid"]?.string ?? "?", default: 0] += 1
+        }
+        #expect(events == ["plain": 3, "mapped": 3, "pattern": 3])
+
+        // The stats reply's own bytes are counted after it is composed.
+        let stats = try control.request(#"{"op":"stats"}"#)
+        #expect(stats["published"] == 3)
+        #expect(stats["delivered"] == 9)
+        #expect(stats["bytes_out"]?.int == written, "\(stats)")
     }
 
     @Test func pingRepliesOk() throws {

@@ -12,7 +12,7 @@ public final class Server: @unchecked Sendable {
     public internal(set) var config: ServerConfig
     let logger: Logger
     let registry = SubjectRegistry()
-    var stats = ServerStats()
+    let stats = ServerStats()
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
     private let started = ContinuousClock.now

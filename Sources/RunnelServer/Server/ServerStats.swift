@@ -1,5 +1,10 @@
 /// The server's counters, as `stats` reports them. Loop thread only.
-struct ServerStats {
+///
+/// A class, shared by the server and each of its sessions (`Session.stats`): a session bumps
+/// the counters on every delivery through a `let` of its own, which needs no retain of the
+/// server around each update the way `server.stats.delivered &+= 1` did (two reference-count
+/// operations per delivery, measured at 10 subscribers, 64 B values).
+final class ServerStats {
     /// Subscriptions currently held by all connections.
     var subscriptions = 0
     var published: UInt64 = 0

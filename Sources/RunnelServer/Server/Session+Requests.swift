@@ -21,7 +21,7 @@ extension Session {
         case .error: try terminate(request, error: true)
         case .delete: try delete(request)
         case .list: try list(request)
-        case .stats: stats(request)
+        case .stats: writeStats(request)
         case .ping: writeOK(ref: request.ref)
         case .auth: try authenticate(request)
         }
@@ -35,7 +35,7 @@ extension Session {
         if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
         let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
         entry.published &+= 1
-        server.stats.published &+= 1
+        stats.published &+= 1
         entry.subject.sendNext(Message(label: entry.label, raw: value))
         if let ref = request.ref {
             writeOK(ref: ref) { line in
@@ -95,7 +95,7 @@ extension Session {
         let subscription = SessionSubscription(sid: sid, entry: entry, isPattern: pattern.isWildcard)
         subscriptions[sid] = subscription
         entry?.namedSubscriptions += 1
-        server.stats.subscriptions += 1
+        stats.subscriptions += 1
         // The reply goes out before any event of the subscription (replayed values included).
         writeOK(ref: request.ref) { line in
             line.key("sid")
@@ -211,8 +211,7 @@ extension Session {
         }
     }
 
-    private func stats(_ request: Request) {
-        let stats = server.stats
+    private func writeStats(_ request: Request) {
         let timers = server.scheduler.armedTimerCount
         let subjects = server.registry.count
         let connections = server.sessionCount

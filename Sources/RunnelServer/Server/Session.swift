@@ -14,6 +14,9 @@ final class Session: @unchecked Sendable {
     /// The server owns its sessions and outlives them; unowned(unsafe) avoids a refcount check
     /// on every access on the hot path.
     unowned(unsafe) let server: Server
+    /// The server's counters, held directly: updating them through `server` retains and
+    /// releases the server around every update, twice per delivery.
+    let stats: ServerStats
     let connection: TCPConnection
     var authenticated: Bool
     var subscriptions: [String: SessionSubscription] = [:]
@@ -29,6 +32,7 @@ final class Session: @unchecked Sendable {
     init(id: UInt64, server: Server, connection: TCPConnection) {
         self.id = id
         self.server = server
+        self.stats = server.stats
         self.connection = connection
         self.authenticated = server.config.authTokens.isEmpty
     }
@@ -37,7 +41,7 @@ final class Session: @unchecked Sendable {
 
     /// Handles one request line (without its newline), or holds it while replies pile up.
     func handleLine(_ line: UnsafeRawBufferPointer) {
-        server.stats.bytesIn &+= UInt64(line.count + 1)
+        stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
         if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
@@ -65,7 +69,7 @@ final class Session: @unchecked Sendable {
 
     /// A line over `max_line_bytes` was discarded as it arrived.
     func handleLongLine(byteCount: Int) {
-        server.stats.bytesIn &+= UInt64(byteCount)
+        stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
         if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
             held.append(longLine: byteCount)
@@ -140,7 +144,7 @@ final class Session: @unchecked Sendable {
         subscription.isFinished = true
         if subscriptions[subscription.sid] === subscription { subscriptions[subscription.sid] = nil }
         subscription.entry?.namedSubscriptions -= 1
-        server.stats.subscriptions -= 1
+        stats.subscriptions -= 1
     }
 
     /// Disposes every subscription: the connection is gone or going.
@@ -179,30 +183,43 @@ final class Session: @unchecked Sendable {
                 return
             case .drop:
                 subscription.dropped &+= 1
-                server.stats.dropped &+= 1
+                stats.dropped &+= 1
                 return
             }
         }
         if subscription.dropped > 0 { writeDropped(subscription) }
-        let value = message.value.raw.buffer
-        if !subscription.isPattern && value.count <= TCPConnection.copyThreshold {
-            // The common line, copied whole in one go: prefix, value, suffix.
-            let prefix = subscription.nextPrefix
-            server.stats.bytesOut &+= UInt64(prefix.count + value.count + 2)
-            Self.lineEnd.withUTF8Buffer { end in
-                _ = connection.write(copying: prefix.bytes, value.bytes, UnsafeRawBufferPointer(end))
-            }
-            server.stats.delivered &+= 1
+        let prefix = subscription.nextPrefix
+        // The common line: a small published value, its bytes borrowed (`message` holds the
+        // payload until this returns), copied whole with the prefix and suffix.
+        if !subscription.isPattern, let value = message.value.publishedBytes,
+            value.count <= TCPConnection.copyThreshold
+        {
+            writeNextLine(prefix, value)
             return
         }
-        write(subscription.nextPrefix)
+        let value = message.value.raw.buffer
+        if !subscription.isPattern && value.count <= TCPConnection.copyThreshold {
+            writeNextLine(prefix, value.bytes)
+            return
+        }
+        write(prefix)
         if subscription.isPattern {
             write(message.label.json)
             write(",\"value\":")
         }
-        write(message.value.raw.buffer)
+        write(value)
         write("}\n")
-        server.stats.delivered &+= 1
+        stats.delivered &+= 1
+    }
+
+    /// Copies `prefix`, a small value and the closing `}` into the output in one go.
+    @inline(__always)
+    private func writeNextLine(_ prefix: ByteBuffer, _ value: UnsafeRawBufferPointer) {
+        stats.bytesOut &+= UInt64(prefix.count + value.count + 2)
+        Self.lineEnd.withUTF8Buffer { end in
+            _ = connection.write(copying: prefix.bytes, value, UnsafeRawBufferPointer(end))
+        }
+        stats.delivered &+= 1
     }
 
     /// Writes a subscription's terminal event and forgets it.
@@ -297,18 +314,18 @@ final class Session: @unchecked Sendable {
 
     @inline(__always)
     private func write(_ literal: StaticString) {
-        server.stats.bytesOut &+= UInt64(literal.utf8CodeUnitCount)
+        stats.bytesOut &+= UInt64(literal.utf8CodeUnitCount)
         literal.withUTF8Buffer { _ = connection.write(copying: UnsafeRawBufferPointer($0)) }
     }
 
     @inline(__always)
     private func write(_ buffer: ByteBuffer) {
-        server.stats.bytesOut &+= UInt64(buffer.count)
+        stats.bytesOut &+= UInt64(buffer.count)
         connection.write(buffer)
     }
 
     private func write(_ line: JSONWriter) {
-        server.stats.bytesOut &+= UInt64(line.bytes.count)
+        stats.bytesOut &+= UInt64(line.bytes.count)
         line.bytes.withUnsafeBytes { _ = connection.write(copying: $0) }
     }
 }

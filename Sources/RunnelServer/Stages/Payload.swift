@@ -12,7 +12,11 @@
 /// loop thread (tests run a chain on one thread too), which is why this class can be
 /// `@unchecked Sendable` without a lock.
 public final class Payload: @unchecked Sendable {
-    private var rawCache: RawJSON?
+    /// The bytes a published value arrived with; nil for a computed value. A `let`, so the
+    /// delivery path borrows it where reading a cache (a `var`) would retain the buffer.
+    public let published: RawJSON?
+    /// A computed value's encoding, once made.
+    private var encodedCache: RawJSON?
     private var decodedCache: JSONValue?
     /// Outcomes of expressions that depend on the value alone, by source text and budget (two
     /// slots, for a `filter` + `map` chain): when many subscribers run the same chain, the first
@@ -35,27 +39,38 @@ public final class Payload: @unchecked Sendable {
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
-        rawCache = raw
+        published = raw
     }
 
     /// A value a stage computed; encoded when first written.
     public init(computed value: JSONValue) {
+        published = nil
         decodedCache = value
     }
 
     /// The bytes: the published ones, or the computed value's compact encoding (made once).
     public var raw: RawJSON {
-        if let rawCache { return rawCache }
+        if let published { return published }
+        if let encodedCache { return encodedCache }
         let encoded = RawJSON(encoding: decodedCache ?? .null)
-        rawCache = encoded
+        encodedCache = encoded
         return encoded
     }
+
+    /// The published bytes, for the delivery path: valid while this payload lives (the buffer is
+    /// a `let`, never replaced). Reading them costs no retain and release of the buffer, which
+    /// binding `published` around a call does.
+    @inline(__always)
+    var publishedBytes: UnsafeRawBufferPointer? { published?.buffer.bytes }
+
+    /// The bytes if they are at hand (published, or encoded already).
+    private var rawIfAny: RawJSON? { published ?? encodedCache }
 
     /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
     /// for a Double.
     public func decoded() throws(JSONError) -> JSONValue {
         if let decodedCache { return decodedCache }
-        let value = try (rawCache ?? .null).decoded()
+        let value = try (published ?? .null).decoded()
         decodedCache = value
         return value
     }
@@ -84,13 +99,13 @@ public final class Payload: @unchecked Sendable {
     var isDecoded: Bool { decodedCache != nil }
 
     /// Whether the bytes are at hand (published, or encoded already).
-    var isEncoded: Bool { rawCache != nil }
+    var isEncoded: Bool { rawIfAny != nil }
 
     /// Whether both hold the same JSON value: the same bytes, else structurally equal trees
     /// (`1.0` equals `1`). A value that cannot be decoded equals only identical bytes.
     public func isEquivalent(to other: Payload) -> Bool {
         if self === other { return true }
-        if let mine = rawCache, let theirs = other.rawCache, mine.hasSameBytes(as: theirs) { return true }
+        if let mine = rawIfAny, let theirs = other.rawIfAny, mine.hasSameBytes(as: theirs) { return true }
         guard let mine = try? decoded(), let theirs = try? other.decoded() else { return false }
         return mine == theirs
     }
