@@ -26,6 +26,38 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     }
 }
 
+@Suite struct TryFilterTests {
+    @Test func sendsOnlyIncludedValues() {
+        let (recorder, _) = record([1, 2, 3, 4].signal.tryFilter { $0.isMultiple(of: 2) })
+        #expect(recorder.values == [2, 4])
+        #expect(recorder.isCompleted)
+    }
+
+    @Test func thrownErrorIsSentInsteadAndDisposesTheSource() {
+        let source = ManualSource<Int>()
+        let (recorder, _) = record(
+            source.signal.tryFilter { value in
+                if value == 3 { throw SampleError(3) }
+                return value != 2
+            })
+        source.send(1, 2, 3, 4)
+        #expect(recorder.values == [1])
+        #expect(recorder.error as? SampleError == SampleError(3))
+        #expect(recorder.events.count == 2)
+        #expect(source.isDisposed)
+    }
+
+    @Test func passesTheError() {
+        let result = errorPath { $0.tryFilter { _ in true } }
+        #expect(result.values == [1])
+        #expect(result.error == SampleError(9))
+    }
+
+    @Test func disposingDisposesTheSource() {
+        expectDisposalReachesSource(sending: [1]) { $0.tryFilter { _ in true } }
+    }
+}
+
 @Suite struct IgnoreTests {
     @Test func dropsEqualValues() {
         let (recorder, _) = record([1, 2, 1, 3].signal.ignore(1))

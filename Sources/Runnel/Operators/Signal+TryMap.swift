@@ -6,9 +6,8 @@ extension Signal {
     /// - Error: the error thrown by `transform`, after which this signal is disposed and
     ///   nothing more is sent; or this signal's error.
     public func tryMap<U: Sendable>(_ transform: @escaping @Sendable (Value) throws -> U) -> Signal<U> {
-        let source = self
-        return Signal<U>.operatorSignal(name: "[\(source.name)] -tryMap:") { downstream in
-            source.subscribe(TryMapSink(downstream: downstream, transform: transform))
+        SinkSignal(name: SignalNames.enabled ? "[\(name)] -tryMap:" : "", source: self) { downstream in
+            TryMapSink(downstream: downstream, transform: transform)
         }
     }
 }

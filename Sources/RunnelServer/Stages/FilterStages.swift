@@ -6,7 +6,8 @@ import Runnel
 extension StageCompiler {
     func filter(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
-        return signal.tested(by: StageExpression(try stage.expression(), stage)).filter(\.passed).messages
+        let expression = StageExpression(try stage.expression(), stage)
+        return signal.tryFilter { try expression.test($0) }
     }
 
     /// Drops values structurally equal to the literal (`1.0` equals `1`).
