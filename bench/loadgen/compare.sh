@@ -2,7 +2,7 @@
 # Runnel against Redis pub/sub and NATS, side by side in one run, driven by the same load
 # generator (bench/loadgen/loadgen.c).
 #
-#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate]
+#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate] [--cross]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release) and
 # loadgen, starts the three servers on loopback ports, and runs the matrix K = 1, 10, 100
@@ -16,7 +16,9 @@
 # the same run. --quick runs one repetition with fewer messages (a smoke run). --same-rate runs
 # the latency part at one rate for every server, half of Redis's maximum, so that a faster
 # server is not measured at a higher load than its peers (the filter + map row, which has no
-# peer and sustains less than Redis at 64 bytes, stays at half of its own maximum).
+# peer and sustains less than Redis at 64 bytes, stays at half of its own maximum). --cross also
+# runs Runnel at half of Redis's maximum and Redis at half of Runnel's, so that the two are
+# compared at each of the two rates as well as each at its own.
 # The servers are stopped by PID at the end, whatever happens. Not part of CI: timings depend
 # on the machine and on whatever else it is doing.
 set -euo pipefail
@@ -27,6 +29,7 @@ deliveries=6000000
 with_stages=0
 baseline=
 same_rate=0
+cross=0
 while (($#)); do
     case $1 in
     --stages) with_stages=1 ;;
@@ -34,7 +37,8 @@ while (($#)); do
     --baseline) baseline=$(realpath "$2"); shift ;;
     --quick) reps=1; deliveries=300000 ;;
     --same-rate) same_rate=1 ;;
-    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate]" >&2; exit 2 ;;
+    --cross) cross=1 ;;
+    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate] [--cross]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -138,6 +142,16 @@ for rep in $(seq 1 "$reps"); do
             msgs=$((rate * 5 / 2))
             ((msgs < 2000)) && msgs=2000
             run "$server" "$k" "$b" half "$rep" "$msgs" "$rate" --warmup 0.5
+        done
+        ((cross)) || continue
+        # Each of the two at the other's half rate (modes "atredis" and "atrunnel").
+        for pair in "runnel redis" "redis runnel"; do
+            read -r server peer <<<"$pair"
+            rate=$(half_rate "$peer" "$k" "$b")
+            ((rate > 0)) || continue
+            msgs=$((rate * 5 / 2))
+            ((msgs < 2000)) && msgs=2000
+            run "$server" "$k" "$b" "at$peer" "$rep" "$msgs" "$rate" --warmup 0.5
         done
     done
 done

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Prints compare.sh's results as one table: medians per server and cell, and Runnel's ratios.
 
-Input: one tab-separated line per loadgen run: server, K, B, mode (max | half), repetition,
-and loadgen's key=value output. A run that lost deliveries is counted as failed and shown.
+Input: one tab-separated line per loadgen run: server, K, B, mode (max | half | atredis |
+atrunnel: at half of that server's maximum), repetition, and loadgen's key=value output. A run that lost deliveries is counted as failed and shown.
 """
 import statistics
 import sys
@@ -77,4 +77,18 @@ for k, b in cells:
             ours_cpu, their_cpu = cpu_ns("runnel", k, b), cpu_ns(peer, k, b)
             cpu_ratio = f", CPU/msg x{ours_cpu / their_cpu:.2f}" if ours_cpu and their_cpu else ""
             print(f"{'':>11} runnel / {names[peer]:<8} throughput x{ours / theirs:.2f}{p99_ratio}{cpu_ratio}")
+    # --cross: Runnel and Redis compared at each one's half rate (the other runs at it too).
+    for rate_of, mode in (("redis", "atredis"), ("runnel", "atrunnel")):
+        other = "runnel" if mode == "atredis" else "redis"
+        at_own = median("p99_us", rate_of, k, b, "half")
+        at_other = median("p99_us", other, k, b, mode)
+        rate = median("msgs_per_s", rate_of, k, b, "half")
+        lost = failed(other, k, b, mode)
+        if not runs[(other, k, b, mode)]:
+            continue
+        ours_p99, theirs_p99 = (at_other, at_own) if other == "runnel" else (at_own, at_other)
+        ratio = f" -> x{ours_p99 / theirs_p99:.2f}" if ours_p99 and theirs_p99 else ""
+        note = f" ({other}: {lost} run(s) lost messages)" if lost else ""
+        print(f"{'':>11} p99 at {names[rate_of]}'s half ({fmt(rate, ',.0f')} msgs/s): runnel {fmt(ours_p99, '.0f')} us, "
+              f"redis {fmt(theirs_p99, '.0f')} us{ratio}{note}")
     print()
