@@ -12,8 +12,8 @@
 /// loop thread (tests run a chain on one thread too), which is why this class can be
 /// `@unchecked Sendable` without a lock.
 public final class Payload: @unchecked Sendable {
-    /// The bytes a published value arrived with; nil for a computed value. A `let`, so the
-    /// delivery path borrows it where reading a cache (a `var`) would retain the buffer.
+    /// The bytes a published value arrived with; nil for a computed value. A `let`, never
+    /// replaced, so the delivery path can read its bytes without a retain (`publishedBytes`).
     public let published: RawJSON?
     /// A computed value's encoding, once made.
     private var encodedCache: RawJSON?
