@@ -275,6 +275,42 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// The cheap limit check agrees with `unsentBytes` in every state output passes through:
+        /// queued here, queued in libuv, and partly handed to the kernel from a write libuv still
+        /// holds (where `pendingBytes` runs ahead of `unsentBytes`).
+        @Test func hasUnsentBytesOverAgreesWithUnsentBytes() throws {
+            let server = try Server { _ in nil }
+            let (client, connection) = try server.connectClient()
+            let block = ByteBuffer(count: 1 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 42) }
+            var sawPendingAhead = false
+            /// `unsent`, `pending`, and the limits where the two checks disagree (on the loop).
+            func check() -> (unsent: Int, pending: Int, disagreeing: [Int]) {
+                onLoop(server.loop) {
+                    let unsent = connection.unsentBytes
+                    let pending = connection.pendingBytes
+                    let limits = [0, unsent - 1, unsent, unsent + 1, pending - 1, pending, pending + 1]
+                    let disagreeing = limits.filter { $0 >= 0 && connection.hasUnsentBytes(over: $0) != (unsent > $0) }
+                    return (unsent, pending, disagreeing)
+                }
+            }
+            // More than the socket buffers hold: the kernel takes part, libuv queues the rest.
+            onLoop(server.loop) { for _ in 0..<16 { connection.write(block) } }
+            #expect(check().unsent > 1 << 20)
+            var received = 0
+            for _ in 0..<16 {
+                let state = check()
+                #expect(state.pending >= state.unsent)
+                #expect(state.disagreeing == [], "unsent \(state.unsent), pending \(state.pending)")
+                if state.pending > state.unsent { sawPendingAhead = true }
+                received += client.receive(count: 1 << 20).count
+            }
+            #expect(received == 16 << 20)
+            #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
+            #expect(check().disagreeing == [])
+            #expect(sawPendingAhead, "never saw a write libuv had partly handed to the kernel")
+            #expect(server.stop() == 0)
+        }
+
         @Test func aPeerClosingMidWriteRunsTheCloseHookOnce() throws {
             let hookRuns = Shared(0)
             let recorder = RecordingDelegate()

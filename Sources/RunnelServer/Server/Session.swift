@@ -44,7 +44,7 @@ final class Session: @unchecked Sendable {
         stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
-        if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
+        if held.isActive || connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
             held.append(line: line)
             holdInput()
             return
@@ -71,7 +71,7 @@ final class Session: @unchecked Sendable {
     func handleLongLine(byteCount: Int) {
         stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
-        if held.isActive || connection.unsentBytes > server.config.maxPendingBytes {
+        if held.isActive || connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
             held.append(longLine: byteCount)
             holdInput()
             return
@@ -106,7 +106,7 @@ final class Session: @unchecked Sendable {
     private func resumeInput() {
         held.isWaiting = false
         while !isClosing, let next = held.first {
-            if connection.unsentBytes > server.config.maxPendingBytes {
+            if connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
                 holdInput()
                 return
             }
@@ -176,7 +176,7 @@ final class Session: @unchecked Sendable {
 
     func deliverNext(_ message: Message, to subscription: SessionSubscription) {
         guard !isClosing, !subscription.isFinished else { return }
-        if connection.unsentBytes > server.config.maxPendingBytes {
+        if connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
             switch server.config.slowConsumer {
             case .disconnect:
                 closeAsSlowConsumer()
