@@ -10,25 +10,35 @@
 /// buffer to every subscriber's connection; the transport points `uv_buf_t`s straight at it
 /// and keeps a reference until libuv's write callback has run, so the memory outlives every
 /// write that uses it. The bytes never change after `init`, so it may be read from any thread.
-public final class ByteBuffer: @unchecked Sendable {
-    private let base: UnsafeMutableRawPointer?
-    /// The number of bytes.
-    public let count: Int
+///
+/// A copy of a `ByteBuffer` is another reference to the same bytes. They live in one object's
+/// own allocation, after the count: one `malloc` and one `free` per buffer (a published value
+/// takes one buffer), where a class pointing at separately allocated bytes took two of each.
+public struct ByteBuffer: @unchecked Sendable {
+    /// The object holding the count and, in its tail, the bytes.
+    final class Storage: ManagedBuffer<Int, UInt8> {}
 
-    /// A buffer holding a copy of `bytes`.
-    public init(copying bytes: UnsafeRawBufferPointer) {
-        count = bytes.count
-        if count == 0 {
-            base = nil
-        } else {
-            let memory = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 1)
-            memory.copyMemory(from: bytes.baseAddress!, byteCount: count)
-            base = memory
+    /// The object that keeps the bytes alive (for a writer that must hold them).
+    let storage: Storage
+
+    /// A buffer of `count` bytes filled in by `initialize`, which must write all of them.
+    public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) -> Void) {
+        precondition(count >= 0)
+        storage = unsafeDowncast(Storage.create(minimumCapacity: count) { _ in count }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { elements in
+            initialize(UnsafeMutableRawBufferPointer(start: elements, count: count))
         }
     }
 
     /// A buffer holding a copy of `bytes`.
-    public convenience init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+    public init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count) { target in
+            if !bytes.isEmpty { target.copyMemory(from: bytes) }
+        }
+    }
+
+    /// A buffer holding a copy of `bytes`.
+    public init<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         let array = Array(bytes)
         // Copy inside `withUnsafeBytes`: the pointer it lends is not valid after it returns.
         self.init(count: array.count) { target in
@@ -36,30 +46,24 @@ public final class ByteBuffer: @unchecked Sendable {
         }
     }
 
-    /// A buffer of `count` bytes filled in by `initialize`, which must write all of them.
-    public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) -> Void) {
-        precondition(count >= 0)
-        self.count = count
-        if count == 0 {
-            base = nil
-        } else {
-            let memory = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 1)
-            initialize(UnsafeMutableRawBufferPointer(start: memory, count: count))
-            base = memory
-        }
+    /// The number of bytes.
+    public var count: Int { storage.header }
+
+    /// The bytes; valid for as long as this buffer (any copy of it) is alive: an object's
+    /// storage never moves.
+    public var bytes: UnsafeRawBufferPointer {
+        storage.withUnsafeMutablePointerToElements { UnsafeRawBufferPointer(start: $0, count: storage.header) }
     }
-
-    deinit { base?.deallocate() }
-
-    /// The bytes; valid for as long as this buffer is alive.
-    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
     /// The bytes as an array (a copy).
     public var array: [UInt8] { Array(bytes) }
 
+    /// Whether `other` is this very buffer (a copy of the reference), not just equal bytes.
+    public func isSameBuffer(as other: ByteBuffer) -> Bool { storage === other.storage }
+
     /// Whether `other` holds exactly these bytes.
     public func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
-        count == other.count && (count == 0 || memcmp(base!, other.baseAddress!, count) == 0)
+        count == other.count && (count == 0 || memcmp(bytes.baseAddress!, other.baseAddress!, count) == 0)
     }
 }
 

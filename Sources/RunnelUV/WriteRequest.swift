@@ -4,7 +4,7 @@ import CLibUV
 /// at, and how many bytes it carries.
 ///
 /// Thread rules: loop thread only. Lifetime rule: retained through `request->data` from
-/// `uv_write` until the write callback; it holds its owners (chunks, `ByteBuffer`s) until
+/// `uv_write` until the write callback; it holds its owners (chunks, `ByteBuffer` storage) until
 /// then, so the bytes stay valid while libuv may read them. A connection keeps a few spare
 /// requests for reuse; the `uv_write_t` memory is freed in `deinit`.
 final class WriteRequest {

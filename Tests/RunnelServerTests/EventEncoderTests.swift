@@ -81,15 +81,15 @@ import Testing
         let value = try RawJSON(validating: #"{"t":1.0,"s":"\u00e9"}"#)
         let line = EventEncoder.next(prefix, value: value)
         #expect(line.count == 3)
-        #expect(line[0] === prefix.head)
-        #expect(line[1] === value.buffer)
-        #expect(line[2] === NextEventLine.lineEnd)
+        #expect(line[0].isSameBuffer(as: prefix.head))
+        #expect(line[1].isSameBuffer(as: value.buffer))
+        #expect(line[2].isSameBuffer(as: NextEventLine.lineEnd))
         #expect(text(line.joined) == "{\"ev\":\"next\",\"sid\":\"abc\",\"value\":{\"t\":1.0,\"s\":\"\\u00e9\"}}\n")
         #expect(line.byteCount == line.joined.count)
         expectValidLine(line.joined)
         // Another subscriber's line for the same value shares the value buffer.
         let other = EventEncoder.next(NextEventPrefix(sid: "z"), value: value)
-        #expect(other[1] === line[1])
+        #expect(other[1].isSameBuffer(as: line[1]))
     }
 
     @Test func patternNextLineCarriesTheSubject() throws {
@@ -97,7 +97,7 @@ import Testing
         let subject = EncodedSubjectName("sensors.a.temp")
         let line = EventEncoder.next(prefix, subject: subject, value: try RawJSON(validating: "21.50"))
         #expect(line.count == 5)
-        #expect(line[1] === subject.quoted)
+        #expect(line[1].isSameBuffer(as: subject.quoted))
         #expect(
             text(line.joined)
                 == "{\"ev\":\"next\",\"sid\":\"p\u{E9}\",\"subject\":\"sensors.a.temp\",\"value\":21.50}\n")

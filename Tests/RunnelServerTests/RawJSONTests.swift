@@ -47,6 +47,6 @@ import Testing
     @Test func copiesShareOneBuffer() throws {
         let raw = try RawJSON(validating: "[1,2,3]")
         let copy = raw
-        #expect(copy.buffer === raw.buffer)
+        #expect(copy.buffer.isSameBuffer(as: raw.buffer))
     }
 }

@@ -16,7 +16,7 @@ import Testing
         let payload = Payload(computed: .array([.number(2), .string("x")]))
         let first = payload.raw
         #expect(first.description == #"[2,"x"]"#)
-        #expect(payload.raw.buffer === first.buffer)
+        #expect(payload.raw.buffer.isSameBuffer(as: first.buffer))
     }
 
     @Test func twoSubscribersShareOnePayload() throws {
