@@ -33,7 +33,9 @@
  *
  * Prints one line of key=value results: delivered, expected, seconds, msgs_per_s, p50_us,
  * p99_us, p999_us, peak_rss_kb, server_cpu_s (the watched process's CPU time during the
- * run, user + system). Exit status 0 when every expected delivery arrived, 3 otherwise.
+ * run, user + system), reader_cpu_s (the subscriber thread's own CPU time: close to `seconds`,
+ * it was the load generator, not the server, that set the pace). Exit status 0 when every
+ * expected delivery arrived, 3 otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +47,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +186,7 @@ static long expected;
 static atomic_long delivered;
 static atomic_int finished;
 static uint64_t first_send_ns, last_recv_ns;
+static double reader_cpu_s; /* the subscriber thread's own CPU time (user + system) */
 
 /* The publisher sleeps here while its window is full; the subscriber thread wakes it. */
 static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -259,6 +263,10 @@ static void *subscriber_thread(void *arg) {
             pthread_mutex_unlock(&window_lock);
         }
     }
+    struct rusage self;
+    if (getrusage(RUSAGE_THREAD, &self) == 0)
+        reader_cpu_s = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+                       (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
     atomic_store(&finished, 1);
     pthread_mutex_lock(&window_lock);
     pthread_cond_signal(&window_moved);
@@ -476,8 +484,8 @@ int main(int argc, char **argv) {
     double server_cpu = watch_pid ? read_cpu_s() - cpu_before : 0;
     double seconds = (double)(last_recv_ns - first_send_ns) / 1e9;
     long got = atomic_load(&delivered);
-    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f\n",
+    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f reader_cpu_s=%.2f\n",
            got, expected, seconds, seconds > 0 ? (double)got / seconds : 0, percentile(0.50, recorded),
-           percentile(0.99, recorded), percentile(0.999, recorded), peak_rss_kb, server_cpu);
+           percentile(0.99, recorded), percentile(0.999, recorded), peak_rss_kb, server_cpu, reader_cpu_s);
     return got == expected ? 0 : 3;
 }
