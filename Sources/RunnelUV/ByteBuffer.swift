@@ -69,7 +69,6 @@ public struct ByteBuffer: @unchecked Sendable {
 
 extension ByteBuffer: Equatable {
     public static func == (lhs: ByteBuffer, rhs: ByteBuffer) -> Bool {
-        lhs.count == rhs.count
-            && (lhs.count == 0 || memcmp(lhs.bytes.baseAddress!, rhs.bytes.baseAddress!, lhs.count) == 0)
+        lhs.hasSameBytes(as: rhs.bytes)
     }
 }

@@ -412,7 +412,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// again once the peer has read enough. Loop thread.
     public func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
         guard state == .open || state == .draining else { return }
-        if unsentBytes <= threshold {
+        if !hasUnsentBytes(over: threshold) {
             unsentWaiter = nil
             action()
         } else {
@@ -523,7 +523,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         } else if state == .draining {
             continueDrain()
         }
-        if let waiter = unsentWaiter, state == .open || state == .draining, unsentBytes <= waiter.threshold {
+        if let waiter = unsentWaiter, state == .open || state == .draining, !hasUnsentBytes(over: waiter.threshold) {
             unsentWaiter = nil
             waiter.action()
         }

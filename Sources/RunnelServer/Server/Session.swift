@@ -44,7 +44,7 @@ final class Session: @unchecked Sendable {
         stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
-        if held.isActive || connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
+        if held.isActive || isOverPendingLimit {
             held.append(line: line)
             holdInput()
             return
@@ -71,7 +71,7 @@ final class Session: @unchecked Sendable {
     func handleLongLine(byteCount: Int) {
         stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
-        if held.isActive || connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
+        if held.isActive || isOverPendingLimit {
             held.append(longLine: byteCount)
             holdInput()
             return
@@ -106,7 +106,7 @@ final class Session: @unchecked Sendable {
     private func resumeInput() {
         held.isWaiting = false
         while !isClosing, let next = held.first {
-            if connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
+            if isOverPendingLimit {
                 holdInput()
                 return
             }
@@ -121,6 +121,11 @@ final class Session: @unchecked Sendable {
         held.reset()
         if !isClosing { connection.startReading() }
     }
+
+    /// Whether the connection's unsent output is over `max_pending_bytes`: requests are held
+    /// (`holdInput`) and events are a slow consumer's (`deliverNext`) while it is.
+    @inline(__always)
+    private var isOverPendingLimit: Bool { connection.hasUnsentBytes(over: server.config.maxPendingBytes) }
 
     private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
         for byte in line where byte != 0x20 && byte != 0x09 && byte != 0x0D { return false }
@@ -176,7 +181,7 @@ final class Session: @unchecked Sendable {
 
     func deliverNext(_ message: Message, to subscription: SessionSubscription) {
         guard !isClosing, !subscription.isFinished else { return }
-        if connection.hasUnsentBytes(over: server.config.maxPendingBytes) {
+        if isOverPendingLimit {
             switch server.config.slowConsumer {
             case .disconnect:
                 closeAsSlowConsumer()
