@@ -39,7 +39,7 @@ let package = Package(
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
-        // The daemon as a library: JSON, expressions, protocol, registry, stages, config.
+        // The daemon as a library: JSON, expressions, protocol, transports, subject store, stages, config.
         .target(
             name: "RunnelServer",
             dependencies: [

@@ -88,8 +88,8 @@ public final class EventLoop: @unchecked Sendable {
     /// thread once every connection has closed. Call `shutdown()` after it for the rest.
     public func stopServing(flushingWithin timeout: Duration, completion: @escaping @Sendable () -> Void) {
         scheduler.execute { [scheduler] in
-            for listener in scheduler.openOwners(of: TCPListener.self) { listener.close() }
-            let connections = scheduler.openOwners(of: TCPConnection.self)
+            for listener in scheduler.handles.openOwners(of: TCPListener.self) { listener.close() }
+            let connections = scheduler.handles.openOwners(of: TCPConnection.self)
             guard !connections.isEmpty else {
                 completion()
                 return

@@ -8,7 +8,7 @@ import Synchronization
     import Musl
 #endif
 
-/// A `Scheduler` running work on one libuv loop, and the owner of that loop's state.
+/// A `Scheduler` running work on one libuv loop.
 ///
 /// Thread rules: `schedule`, `after` and every disposable they return may be used from any
 /// thread. Work runs on the loop thread, one block at a time, with `currentScheduler` set to
@@ -16,11 +16,16 @@ import Synchronization
 /// `schedule` puts work on one lock-protected FIFO queue, whichever thread calls it (the loop's
 /// own thread included), and wakes the loop with an `uv_async_t`: blocks scheduled by one
 /// thread run in the order it scheduled them, and never interleave out of order with blocks
-/// from the loop thread. Timers are `uv_timer_t` handles (see `LoopTimer`).
+/// from the loop thread. Timers are `uv_timer_t` handles (see `LoopTimer`). Entry points meant
+/// for the loop thread only call `assertOnLoopThread()`, checked in debug builds.
 ///
-/// Lifetime rule: the `uv_loop_t`, the wake-up `uv_async_t` and the flush `uv_check_t` are
-/// allocated here. The two handles are closed when the loop shuts down (their memory is freed
-/// in their close callbacks); the loop memory is freed in `deinit`, after `uv_loop_close`.
+/// Besides the queue it owns the loop's two other pieces of state: `handles`, the open handle
+/// owners that shutdown closes, and `io`, what the loop's connections share (read buffer,
+/// write chunks, the flush once per turn).
+///
+/// Lifetime rule: the `uv_loop_t` and the wake-up `uv_async_t` are allocated here, the check
+/// handle by `io`. The handles are closed when the loop shuts down (their memory is freed in
+/// their close callbacks); the loop memory is freed in `deinit`, after `uv_loop_close`.
 /// Handle owners (timers, connections, ...) hold this scheduler strongly, so it outlives them.
 public final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// One block on the queue; `cancel` is checked just before it runs.
@@ -31,7 +36,10 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
 
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    private let flushCheck: UnsafeMutablePointer<uv_check_t>
+    /// The loop's open handle owners and their counts.
+    let handles = LoopHandles()
+    /// What the loop's connections share.
+    let io: LoopIO
 
     // Guarded by `queueLock`.
     private let queueLock = Lock()
@@ -42,26 +50,10 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
 
     /// The id of the thread running the loop, or 0 while none does.
     private let loopThread = Atomic<UInt>(0)
-    private let armedTimers = Atomic<Int>(0)
-    private let liveOwners = Atomic<Int>(0)
 
     // Loop-thread state.
     /// The spare array the drain swaps with `queue`, so draining does not allocate.
     private var draining: [WorkItem] = []
-    /// Every open handle owner, so shutdown can close them all.
-    private var owners: [ObjectIdentifier: any HandleOwner] = [:]
-    /// Connections with queued output, flushed once per loop iteration by `flushCheck`.
-    var connectionsToFlush: [TCPConnection] = []
-    private var spareFlushList: [TCPConnection] = []
-    private var spareChunks: [WriteChunk] = []
-    /// Connections whose reading paused for the rest of this turn (their read budget is spent).
-    private var pausedReaders: [TCPConnection] = []
-    /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
-    private(set) var turn = 0
-    /// The one read buffer of the loop: libuv calls alloc and read back to back on this
-    /// thread, and a connection consumes the bytes before returning from its read callback.
-    let readBuffer: UnsafeMutableRawPointer
-    let readBufferSize = 256 * 1024
     /// Set once shutdown has begun: no new handle is opened after it.
     private(set) var isShuttingDown = false
     private var ownHandlesClosed = false
@@ -76,23 +68,13 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         uvLoop = .allocate(capacity: 1)
         let status = uv_loop_init(uvLoop)
         precondition(status == 0, "uv_loop_init failed: \(UVError(code: status, operation: "uv_loop_init"))")
-        readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
-
+        io = LoopIO(loop: uvLoop)
         wakeup = .allocate(capacity: 1)
-        flushCheck = .allocate(capacity: 1)
         uv_async_init(uvLoop, wakeup) { handle in
-            LoopScheduler.owner(of: runnel_async_as_handle(handle!)).drainQueue()
+            Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue().drainQueue()
         }
-        uv_check_init(uvLoop, flushCheck)
-        // The loop holds these two unretained: they are closed before the scheduler can die.
-        let opaque = Unmanaged.passUnretained(self).toOpaque()
-        wakeup.pointee.data = opaque
-        flushCheck.pointee.data = opaque
-        uv_check_start(flushCheck) { handle in
-            LoopScheduler.owner(of: runnel_check_as_handle(handle!)).flushConnections()
-        }
-        // Neither keeps the loop alive on its own: `run` keeps it alive until shutdown.
-        uv_unref(runnel_check_as_handle(flushCheck))
+        // The loop holds it unretained: it is closed before the scheduler can die.
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
 
     deinit {
@@ -104,11 +86,6 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
             precondition(status == 0, "uv_loop_close failed in deinit: \(status)")
         }
         uvLoop.deallocate()
-        readBuffer.deallocate()
-    }
-
-    private static func owner(of handle: UnsafeMutablePointer<uv_handle_t>) -> LoopScheduler {
-        Unmanaged<LoopScheduler>.fromOpaque(handle.pointee.data).takeUnretainedValue()
     }
 
     // MARK: Scheduler
@@ -141,23 +118,27 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
 
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.
-    public var armedTimerCount: Int { armedTimers.load(ordering: .relaxed) }
+    public var armedTimerCount: Int { handles.armedTimerCount }
 
     /// The number of handle-owning objects of this loop (timers, signal watchers, listeners,
     /// connections) now alive, open or not. Readable from any thread; after shutdown, and once
     /// no one holds them, it is 0.
-    public var liveHandleOwners: Int { liveOwners.load(ordering: .relaxed) }
-
-    func handleOwnerCreated() { liveOwners.add(1, ordering: .relaxed) }
-    func handleOwnerDestroyed() { liveOwners.subtract(1, ordering: .relaxed) }
-
-    func timerArmed() { armedTimers.add(1, ordering: .relaxed) }
-    func timerDisarmed() { armedTimers.subtract(1, ordering: .relaxed) }
+    public var liveHandleOwners: Int { handles.liveCount }
 
     // MARK: Loop thread
 
     /// Whether the calling thread is the one running this loop.
     public var isOnLoopThread: Bool { loopThread.load(ordering: .relaxed) == runnel_thread_self() }
+
+    /// Stops a debug build when called off the loop thread while the loop runs; nothing in a
+    /// release build. For the entry points whose state is the loop thread's alone: a call
+    /// from elsewhere is a data race (and a subscription made there would not run on the loop).
+    @inline(__always)
+    public func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(
+            loopThread.load(ordering: .relaxed) == 0 || isOnLoopThread,
+            "called off the loop thread", file: file, line: line)
+    }
 
     /// Runs `body` on the loop thread: at once when called there, otherwise through the
     /// queue. Dropped after shutdown.
@@ -229,20 +210,14 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// `uv_loop_close`'s result once the loop has finished, else nil.
     var finalStatus: Int32? { closeStatus.withLock { $0 } }
 
-    // MARK: Handle owners
-
-    func register(_ owner: any HandleOwner) { owners[ObjectIdentifier(owner)] = owner }
-    func unregister(_ owner: any HandleOwner) { owners[ObjectIdentifier(owner)] = nil }
-
-    /// The open handle owners of the given type (loop thread).
-    func openOwners<T>(of type: T.Type) -> [T] { owners.values.compactMap { $0 as? T } }
+    // MARK: Shutdown
 
     /// Begins shutdown (loop thread): stops the queue, closes every owner's handles and the
     /// loop's own; `uv_run` then returns once their close callbacks have run.
     func beginShutdown() {
         guard !isShuttingDown else { return }
         isShuttingDown = true
-        for owner in Array(owners.values) { owner.closeForShutdown() }
+        for owner in handles.allOpen { owner.closeForShutdown() }
         closeOwnHandles()
     }
 
@@ -255,49 +230,7 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         ownHandlesClosed = true
         // The handles' memory is freed only once libuv is done with them.
         uv_close(runnel_async_as_handle(wakeup)) { handle in handle!.deallocate() }
-        uv_close(runnel_check_as_handle(flushCheck)) { handle in handle!.deallocate() }
-    }
-
-    // MARK: Output flushing
-
-    /// A write chunk of at least `minimumCapacity` bytes, reused when one is spare.
-    func takeChunk(minimumCapacity: Int) -> WriteChunk {
-        if minimumCapacity <= TCPConnection.chunkSize, let chunk = spareChunks.popLast() { return chunk }
-        return WriteChunk(capacity: max(TCPConnection.chunkSize, minimumCapacity))
-    }
-
-    /// Takes back a chunk no write request points into any more.
-    func recycleChunk(_ chunk: WriteChunk) {
-        guard chunk.capacity == TCPConnection.chunkSize, spareChunks.count < 64 else { return }
-        chunk.used = 0
-        chunk.sealed = 0
-        spareChunks.append(chunk)
-    }
-
-    /// Asks for `connection`'s queued output to be written at the end of this loop iteration.
-    func needsFlush(_ connection: TCPConnection) {
-        connectionsToFlush.append(connection)
-    }
-
-    /// Asks for reading on `connection` to resume after this turn's output is flushed.
-    func resumeReadingNextTurn(_ connection: TCPConnection) {
-        pausedReaders.append(connection)
-    }
-
-    /// Writes every connection's queued output, one `uv_write` each (the check phase, after
-    /// this iteration's I/O callbacks), then resumes the readers that used up their budget.
-    private func flushConnections() {
-        while !connectionsToFlush.isEmpty {
-            swap(&connectionsToFlush, &spareFlushList)
-            for connection in spareFlushList { connection.flush() }
-            spareFlushList.removeAll(keepingCapacity: true)
-        }
-        turn &+= 1
-        if !pausedReaders.isEmpty {
-            swap(&pausedReaders, &spareFlushList)
-            for connection in spareFlushList { connection.resumeAfterTurn() }
-            spareFlushList.removeAll(keepingCapacity: true)
-        }
+        io.close()
     }
 }
 

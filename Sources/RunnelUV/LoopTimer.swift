@@ -33,13 +33,13 @@ final class LoopTimer: HandleOwner, @unchecked Sendable {
         self.interval = interval
         self.action = action
         handle = .allocate(capacity: 1)
-        loop.handleOwnerCreated()
+        loop.handles.ownerCreated()
     }
 
     deinit {
         // Freed here only if libuv never saw it; otherwise the close callback freed it.
         if state == .new { handle.deallocate() }
-        loop.handleOwnerDestroyed()
+        loop.handles.ownerDestroyed()
     }
 
     /// Arms the timer on the loop and returns the disposable that cancels it.
@@ -52,9 +52,9 @@ final class LoopTimer: HandleOwner, @unchecked Sendable {
         guard state == .new, !cancelled.load(ordering: .acquiring), !loop.isShuttingDown else { return }
         uv_timer_init(loop.uvLoop, handle)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
+        loop.handles.register(self)
         state = .armed
-        loop.timerArmed()
+        loop.handles.timerArmed()
         // libuv's deadline is `uv_now + timeout`; aim it at the deadline's millisecond, rounded up.
         let deadlineMilliseconds = UInt64(max(0, (deadline.nanoseconds + 999_999) / 1_000_000))
         let loopNow = uv_now(loop.uvLoop)
@@ -91,13 +91,13 @@ final class LoopTimer: HandleOwner, @unchecked Sendable {
     /// Stops and closes the handle (loop thread). Idempotent.
     private func close() {
         guard state == .armed else { return }
-        loop.timerDisarmed()
+        loop.handles.timerDisarmed()
         state = .closing
         uv_timer_stop(handle)
         uv_close(runnel_timer_as_handle(handle)) { handle in
             let timer = Unmanaged<LoopTimer>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             timer.state = .closed
-            timer.loop.unregister(timer)
+            timer.loop.handles.unregister(timer)
             handle!.deallocate()
         }
     }

@@ -23,12 +23,12 @@ final class SignalWatcher: HandleOwner {
         self.loop = loop
         self.report = report
         handle = .allocate(capacity: 1)
-        loop.handleOwnerCreated()
+        loop.handles.ownerCreated()
     }
 
     deinit {
         if !isOpen && report != nil { handle.deallocate() }
-        loop.handleOwnerDestroyed()
+        loop.handles.ownerDestroyed()
     }
 
     /// Starts watching `number`. Loop thread only.
@@ -43,7 +43,7 @@ final class SignalWatcher: HandleOwner {
         try UVError.check(uv_signal_init(loop.uvLoop, handle), "uv_signal_init")
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         isOpen = true
-        loop.register(self)
+        loop.handles.register(self)
         let status = uv_signal_start(
             handle,
             { handle, number in
@@ -65,7 +65,7 @@ final class SignalWatcher: HandleOwner {
         uv_close(runnel_signal_as_handle(handle)) { handle in
             let watcher = Unmanaged<SignalWatcher>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             watcher.isOpen = false
-            watcher.loop.unregister(watcher)
+            watcher.loop.handles.unregister(watcher)
             handle!.deallocate()
         }
     }

@@ -126,7 +126,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         framer = .allocate(capacity: 1)
         framer.initialize(to: LineFramer(maxLineLength: configuration.maxLineLength))
         handle = .allocate(capacity: 1)
-        loop.handleOwnerCreated()
+        loop.handles.ownerCreated()
         // No handle may open once shutdown has begun: nothing would close it.
         let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
@@ -135,7 +135,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             throw UVError(code: status, operation: "uv_tcp_init")
         }
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
+        loop.handles.register(self)
     }
 
     deinit {
@@ -143,7 +143,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         hot.deallocate()
         framer.deinitialize(count: 1)
         framer.deallocate()
-        loop.handleOwnerDestroyed()
+        loop.handles.ownerDestroyed()
     }
 
     var stream: UnsafeMutablePointer<uv_stream_t> { runnel_tcp_as_stream(handle) }
@@ -163,6 +163,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Starts delivering lines to `delegate` (loop thread).
     public func startReading() {
+        loop.assertOnLoopThread()
         guard state == .open || state == .draining, !isReading, !inputEnded else { return }
         if beginReading() < 0 {
             closeNow()
@@ -177,8 +178,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             { handle, _, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
                 buffer!.pointee = uv_buf_t(
-                    base: connection.loop.readBuffer.assumingMemoryBound(to: CChar.self),
-                    len: connection.loop.readBufferSize)
+                    base: connection.loop.io.readBuffer.assumingMemoryBound(to: CChar.self),
+                    len: connection.loop.io.readBufferSize)
             },
             { stream, count, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
@@ -193,6 +194,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Stops delivering lines until `startReading()` (loop thread).
     public func stopReading() {
+        loop.assertOnLoopThread()
         guard isReading else { return }
         uv_read_stop(stream)
         isReading = false
@@ -210,15 +212,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Counts a read against this turn's budget; past it, reading pauses until the loop's
     /// check phase has flushed this turn's output (`resumeAfterTurn`).
     private func chargeRead(_ count: Int) {
-        if readTurn != loop.turn {
-            readTurn = loop.turn
+        if readTurn != loop.io.turn {
+            readTurn = loop.io.turn
             readThisTurn = 0
         }
         readThisTurn += count
         guard readThisTurn >= Self.readBudgetPerTurn, isReading, !pausedForTurn else { return }
         uv_read_stop(stream)
         pausedForTurn = true
-        loop.resumeReadingNextTurn(self)
+        loop.io.resumeReadingNextTurn(self)
     }
 
     /// Resumes reading paused by `chargeRead` (the loop's check phase, after the flush).
@@ -271,6 +273,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// longer open. Loop thread.
     @discardableResult
     public func write(copying bytes: UnsafeRawBufferPointer) -> Bool {
+        loop.assertOnLoopThread()
         guard state == .open else { return false }
         append(bytes)
         requestFlush()
@@ -299,15 +302,17 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         return true
     }
 
-    /// Queues copies of `first`, `second` and `third`, back to back: one room check, one copy
-    /// each and one flush request where three `write(copying:)` calls would pay for each of
-    /// those three times (an event line is a prefix, a value and a suffix). Loop thread.
+    /// Queues copies of `first`, `second` and `third`, back to back, then a `\n`: one room
+    /// check, one copy each and one flush request where four `write(copying:)` calls would pay
+    /// for each of those four times (an event line is a prefix, a value and a suffix).
+    /// Loop thread.
     @discardableResult
-    public func write(
+    public func writeLine(
         copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
     ) -> Bool {
+        loop.assertOnLoopThread()
         guard state == .open else { return false }
-        let total = first.count + second.count + third.count
+        let total = first.count + second.count + third.count + 1
         if let chunk, chunk.capacity - chunk.used >= total {
             let target = chunk.base + chunk.used
             if first.count > 0 { target.copyMemory(from: first.baseAddress!, byteCount: first.count) }
@@ -317,12 +322,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             if third.count > 0 {
                 (target + first.count + second.count).copyMemory(from: third.baseAddress!, byteCount: third.count)
             }
+            target.storeBytes(of: 10, toByteOffset: total - 1, as: UInt8.self)
             chunk.used += total
             pendingBytes += total
         } else {
             append(first)
             append(second)
             append(third)
+            var newline: UInt8 = 10
+            withUnsafeBytes(of: &newline) { append($0) }
         }
         requestFlush()
         return true
@@ -332,6 +340,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Loop thread.
     @discardableResult
     public func write(_ buffer: ByteBuffer) -> Bool {
+        loop.assertOnLoopThread()
         guard state == .open else { return false }
         guard buffer.count > 0 else { return true }
         // A small buffer costs less to copy into the chunk than to carry as a segment of its own.
@@ -358,7 +367,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         while !rest.isEmpty {
             if chunk == nil || chunk!.available == 0 {
                 sealChunk()
-                chunk = loop.takeChunk(minimumCapacity: rest.count)
+                chunk = loop.io.takeChunk(minimumCapacity: rest.count)
             }
             let copied = chunk!.append(rest)
             rest = UnsafeRawBufferPointer(rebasing: rest[copied...])
@@ -411,6 +420,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// it lets a caller stop taking requests while their replies pile up unread, and take them
     /// again once the peer has read enough. Loop thread.
     public func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
+        loop.assertOnLoopThread()
         guard state == .open || state == .draining else { return }
         if !hasUnsentBytes(over: threshold) {
             unsentWaiter = nil
@@ -429,7 +439,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         }
         guard !isQueuedForFlush else { return }
         isQueuedForFlush = true
-        loop.needsFlush(self)
+        loop.io.needsFlush(self)
     }
 
     /// Writes everything queued (the loop's check phase). When libuv holds no earlier output
@@ -515,7 +525,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         pendingBytes -= byteCount
         if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&hot.pointee.chunk!) {
             // Idle: give the chunk back to the loop rather than pin one per connection.
-            loop.recycleChunk(chunk!)
+            loop.io.recycleChunk(chunk!)
             chunk = nil
         }
         if status < 0 {
@@ -633,7 +643,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         pendingBytes = 0
         unsentWaiter = nil
         framer.pointee.reset()
-        loop.unregister(self)
+        loop.handles.unregister(self)
         let toRun = hooks.withLock { hooks -> [@Sendable () -> Void] in
             defer { hooks = nil }
             return hooks ?? []

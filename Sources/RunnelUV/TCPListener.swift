@@ -37,7 +37,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         self.host = host
         self.connectionConfiguration = configuration
         handle = .allocate(capacity: 1)
-        loop.handleOwnerCreated()
+        loop.handles.ownerCreated()
         let status = loop.isShuttingDown ? UV_ECANCELED.rawValue : uv_tcp_init(loop.uvLoop, handle)
         if status < 0 {
             isOpen = false
@@ -45,10 +45,10 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
             throw UVError(code: status, operation: "uv_tcp_init")
         }
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        loop.register(self)
+        loop.handles.register(self)
     }
 
-    deinit { loop.handleOwnerDestroyed() }
+    deinit { loop.handles.ownerDestroyed() }
 
     /// Listens on `host` (a numeric IPv4 or IPv6 address; "::" or "0.0.0.0" for any) and
     /// `port` (0 for a free one; `port` then tells which).
@@ -125,7 +125,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         uv_close(runnel_tcp_as_handle(handle)) { handle in
             let listener = Unmanaged<TCPListener>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             handle!.deallocate()
-            listener.loop.unregister(listener)
+            listener.loop.handles.unregister(listener)
         }
         subject.sendCompleted()
     }

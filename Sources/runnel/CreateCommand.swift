@@ -6,13 +6,9 @@ struct CreateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create", abstract: "Create a subject (kind subject, replay or behavior).")
 
-    enum Kind: String, ExpressibleByArgument, CaseIterable {
-        case subject, replay, behavior
-    }
-
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The subject's name.") var subject: String
-    @Option(help: "subject, replay or behavior.") var kind: Kind = .subject
+    @Option(help: "subject, replay or behavior.") var kind: SubjectKind = .subject
     @Option(help: "How many values a replay subject keeps (default: the server's).") var capacity: Int?
     @Option(help: ArgumentHelp("A behavior subject's initial value (JSON).", valueName: "JSON")) var value: String?
 
@@ -36,3 +32,6 @@ struct CreateCommand: ParsableCommand {
         _ = try connection.connect().roundTrip(request)
     }
 }
+
+/// `--kind` takes the protocol's kind names.
+extension SubjectKind: ExpressibleByArgument {}

@@ -3,7 +3,7 @@ import RunnelServer
 /// One line from the server, classified: a reply (`ok`) or a stream event (`ev`).
 ///
 /// The line's bytes are kept so a `next` event's value can be printed exactly as the server
-/// sent it (`valueRange`). Parsing uses the server's own validating `RequestScanner`: the
+/// sent it (`valueRange`). Parsing uses the server's own validating `EnvelopeScanner`: the
 /// envelope's field ranges are found in one pass, nothing else is decoded. Immutable.
 struct ServerLine {
     enum Kind: Equatable {
@@ -34,7 +34,7 @@ struct ServerLine {
     init?(_ bytes: [UInt8]) {
         self.bytes = bytes
         let parsed = bytes.withUnsafeBytes { raw -> Parsed? in
-            guard let scanned = try? RequestScanner().scan(raw) else { return nil }
+            guard let scanned = try? EnvelopeScanner().scan(raw) else { return nil }
             return Parsed(scanned)
         }
         guard let parsed else { return nil }
@@ -71,7 +71,7 @@ struct ServerLine {
         var stage: Int?
         var count: Int?
 
-        init?(_ line: ScannedRequest) {
+        init?(_ line: ScannedEnvelope) {
             if let ok = line.field(named: "ok") {
                 guard let flag = line.bool(ok) else { return nil }
                 kind = .reply(ok: flag)
@@ -97,7 +97,7 @@ struct ServerLine {
             }
         }
 
-        private static func readFailure(_ line: ScannedRequest, into parsed: inout Parsed) {
+        private static func readFailure(_ line: ScannedEnvelope, into parsed: inout Parsed) {
             parsed.code = line.field(named: "code").flatMap { line.string($0) }
             parsed.message = line.message.flatMap { line.string($0) }
             parsed.stage = line.field(named: "stage").flatMap { line.number($0) }.flatMap { Int(exactly: $0) }

@@ -1,7 +1,7 @@
 import FuzzSupport
 import RunnelServer
 
-// The request decoder: `RequestScanner` on one line, then every field accessor.
+// The request decoder: `EnvelopeScanner` on one line, then every field accessor.
 //
 // Checked: the scanner accepts exactly the lines the JSON validator accepts whose value is an
 // object, and rejects every other line with `bad_json` and a precise message: the validator's
@@ -16,7 +16,7 @@ import RunnelServer
 public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let line = UnsafeRawBufferPointer(start: data, count: size)
     let maxDepth = size > 0 && data[0] == UInt8(ascii: " ") ? 3 : JSONLimits.defaultMaxDepth
-    let scanner = RequestScanner(maxDepth: maxDepth)
+    let scanner = EnvelopeScanner(maxDepth: maxDepth)
 
     var validatorError: JSONError?
     do throws(JSONError) {
@@ -26,8 +26,8 @@ public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int)
     }
     let tree = try? JSONParser(maxDepth: maxDepth).parse(line)
 
-    let request: ScannedRequest
-    do throws(RequestError) {
+    let request: ScannedEnvelope
+    do throws(ProtocolError) {
         request = try scanner.scan(line)
     } catch {
         require(error.code == .badJSON, "a rejected line must be bad_json: \(error)")
@@ -50,7 +50,7 @@ public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int)
         object = members
     }
 
-    for key in RequestKey.allCases {
+    for key in EnvelopeKey.allCases {
         check(request, request[key], name: key.name, object: object)
     }
     if let object {
@@ -61,7 +61,7 @@ public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int)
     }
 
     // Protocol reads: a value or `bad_request`, never a trap.
-    do throws(RequestError) {
+    do throws(ProtocolError) {
         let operation = try request.operation()
         guard let op = request.op, let name = request.string(op) else { fatalError("an operation without an op") }
         switch operation {
@@ -73,17 +73,17 @@ public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int)
         require(error.code == .badRequest, "operation threw \(error)")
         if let op = request.op { require(op.kind != .string, "a string op was refused: \(error)") }
     }
-    for key in RequestKey.allCases {
-        expectBadRequest { () throws(RequestError) in _ = try request.string(key) }
-        expectBadRequest { () throws(RequestError) in _ = try request.number(key) }
-        expectBadRequest { () throws(RequestError) in
+    for key in EnvelopeKey.allCases {
+        expectBadRequest { () throws(ProtocolError) in _ = try request.string(key) }
+        expectBadRequest { () throws(ProtocolError) in _ = try request.number(key) }
+        expectBadRequest { () throws(ProtocolError) in
             if let integer = try request.integer(key) {
                 require(request.number(request[key]!) == Double(integer), "integer differs from number")
             }
         }
         _ = request.rawJSON(key)
     }
-    expectBadRequest { () throws(RequestError) in
+    expectBadRequest { () throws(ProtocolError) in
         if let ref = try request.scalarRef() {
             require(ref.baseAddress == request.bytes(request.ref!).baseAddress, "ref is not the field's bytes")
         }
@@ -92,8 +92,8 @@ public func requestFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int)
 }
 
 /// Runs a protocol read: it may throw only `bad_request`.
-func expectBadRequest(_ read: () throws(RequestError) -> Void) {
-    do throws(RequestError) {
+func expectBadRequest(_ read: () throws(ProtocolError) -> Void) {
+    do throws(ProtocolError) {
         try read()
     } catch {
         require(error.code == .badRequest, "a field read threw \(error)")
@@ -101,7 +101,7 @@ func expectBadRequest(_ read: () throws(RequestError) -> Void) {
 }
 
 /// One top-level field against the last member of that name in the parsed object.
-func check(_ request: ScannedRequest, _ field: RequestField?, name: String, object: JSONObject?) {
+func check(_ request: ScannedEnvelope, _ field: EnvelopeField?, name: String, object: JSONObject?) {
     guard let field else {
         if let object { require(object[name] == nil, "field \(name) missed") }
         return

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Stands between a signal's body and the subscriber of one subscription (ReactiveCocoa's
 /// `RACPassthroughSubscriber`).
 ///
@@ -6,8 +8,6 @@
 /// released. With a `lock` (signals made by `Signal.create`, whose bodies may send from any
 /// thread) it also serialises events; operator signals pass none, because their upstream is
 /// already serialised.
-import Synchronization
-
 final class PassthroughSubscriber<Value: Sendable>: Subscriber, @unchecked Sendable {
     let downstream: any Subscriber<Value>
     let disposable: CompoundDisposable

@@ -2,9 +2,11 @@
 /// `RACBehaviorSubject`): it starts with an initial value and every value sent replaces it.
 /// After termination a late subscriber gets the last value and then the terminal event.
 public final class BehaviorSubject<Value: Sendable>: ReplaySubject<Value>, @unchecked Sendable {
-    /// A behavior subject whose current value starts as `initial`.
-    public init(_ initial: Value) {
-        super.init(capacity: 1, initial: [initial])
+    /// A behavior subject whose current value starts as `initial`; when `terminal` is given
+    /// (`error` or `completed`), already terminated by it, as a behavior subject is restored
+    /// from storage: a late subscriber gets `initial`, then the terminal event.
+    public init(_ initial: Value, terminal: Event<Value>? = nil) {
+        super.init(capacity: 1, retaining: CollectionOfOne(initial), terminal: terminal)
     }
 
     /// The current value.

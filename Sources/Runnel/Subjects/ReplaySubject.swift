@@ -15,9 +15,14 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
         super.init(historyCapacity: capacity)
     }
 
-    init(capacity: Int, initial: [Value]) {
+    /// A replay subject as it was left: keeping the last `capacity` of `values` (oldest first)
+    /// and, when `terminal` is given, terminated by it (`error` or `completed`), so a late
+    /// subscriber gets those values and then the terminal event. For restoring a subject kept
+    /// elsewhere, such as on disk.
+    public init(capacity: Int, retaining values: some Sequence<Value>, terminal: Event<Value>? = nil) {
+        precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
-        super.init(historyCapacity: capacity, initial: initial)
+        super.init(historyCapacity: capacity, initial: Array(values), terminal: terminal)
     }
 
     /// The values a new subscriber would be replayed now, oldest first.

@@ -63,14 +63,22 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         super.init(serializes: false, body: nil)
     }
 
-    /// A subject that keeps its last `capacity` values for late subscribers (for subclasses).
-    init(historyCapacity: Int, initial: [Value] = []) {
+    /// A subject that keeps its last `capacity` values for late subscribers, starting with the
+    /// last `capacity` of `initial` and, when `terminal` is given, already terminated by it
+    /// (for subclasses; `terminal` must be `error` or `completed`).
+    init(historyCapacity: Int, initial: [Value] = [], terminal: Event<Value>? = nil) {
+        precondition(terminal?.isTerminal ?? true, "a subject's terminal event must be error or completed")
         var history = RingBuffer<Value>(capacity: historyCapacity)
         for value in initial { history.append(value) }
         self.history = history
         keepsHistory = historyCapacity > 0
         makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
+        if let terminal {
+            self.terminal = terminal
+            core.pointee.terminated = true
+            disposable.dispose()
+        }
     }
 
     /// A subject dropped without terminating lets its subscribers go: their removal actions

@@ -190,10 +190,10 @@ struct TOMLConfigReader {
         if let problem = SubjectName.problem(withName: name) {
             throw error("\(prefix).name", "\(problem), got \(Self.quote(name))")
         }
-        var kind = SubjectDefinition.Kind.subject
+        var kind = SubjectKind.subject
         if let kindValue = fields["kind"] {
-            let names = SubjectDefinition.Kind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            guard let text = kindValue.string, let parsed = SubjectDefinition.Kind(rawValue: text) else {
+            let names = SubjectKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            guard let text = kindValue.string, let parsed = SubjectKind(rawValue: text) else {
                 throw error("\(prefix).kind", "must be one of \(names), got \(Self.describe(kindValue))")
             }
             kind = parsed

@@ -2,18 +2,8 @@
 ///
 /// Immutable value; `name` has passed `SubjectName.problem(withName:)`.
 public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
-    /// The protocol's subject kinds, as `create` names them.
-    public enum Kind: String, Sendable, Equatable, CaseIterable {
-        /// Delivers only what is published after subscribing.
-        case subject
-        /// First delivers its last `capacity` values.
-        case replay
-        /// First delivers its current value.
-        case behavior
-    }
-
     public let name: String
-    public let kind: Kind
+    public let kind: SubjectKind
     /// The replay buffer size; set only for `.replay` (the file's value or
     /// `default_replay_capacity`).
     public let capacity: Int?
@@ -21,7 +11,7 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     /// the other kinds.
     public let initialValueJSON: String?
 
-    public init(name: String, kind: Kind, capacity: Int? = nil, initialValueJSON: String? = nil) {
+    public init(name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil) {
         self.name = name
         self.kind = kind
         self.capacity = capacity

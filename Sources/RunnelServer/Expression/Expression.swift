@@ -10,7 +10,7 @@
 public typealias ExpressionClock = @Sendable () -> Double
 
 /// The protocol's expression language: compile once when a `sub` names it, then evaluate per
-/// value. See PROTOCOL.md "Expressions"; the choices it leaves open are documented on
+/// value. See docs/protocol.md, "Expressions"; the choices it leaves open are documented on
 /// `ExpressionEvaluator` (operators, paths), the node classes and `ExpressionFunction` (functions).
 ///
 /// ```swift

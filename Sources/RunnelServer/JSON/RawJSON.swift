@@ -11,7 +11,7 @@ import RunnelUV
 /// parses again, so a caller that needs the tree several times keeps it.
 public struct RawJSON: Sendable, CustomStringConvertible {
     /// The value's bytes: one JSON value, no surrounding whitespace when it came from
-    /// `RequestScanner` or `init(encoding:)`.
+    /// `EnvelopeScanner` or `init(encoding:)`.
     public let buffer: ByteBuffer
 
     /// Validates `bytes` (strictly, with the nesting limit) and keeps a copy.

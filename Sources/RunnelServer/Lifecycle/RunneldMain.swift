@@ -80,11 +80,11 @@ private final class Daemon: @unchecked Sendable {
             let listener = try TCPListener.bind(
                 host: config.listen.host, port: Int(config.listen.port),
                 configuration: .init(maxLineLength: config.maxLineBytes), on: loop)
-            listener.onAccept = { [server] connection in server.accept(connection) }
+            server.serve(listener)
             self.listener = listener
             let address =
                 config.listen.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
-            logger.notice("runneld listening on \(address)", metadata: ["subjects": "\(server.registry.count)"])
+            logger.notice("runneld listening on \(address)", metadata: ["subjects": "\(server.subjects.count)"])
         } catch {
             logger.critical("cannot start: \(error)", metadata: ["listen": "\(config.listen)"])
             exitStatus = 1

@@ -5,20 +5,16 @@ import RunnelUV
 /// It points into the connection's read buffer, so it lives only while its line is handled;
 /// `rawJSON` copies out what must outlive it (a published value, a `ref`).
 struct Request {
-    let scanned: ScannedRequest
+    let scanned: ScannedEnvelope
     /// The `ref` to echo in the reply: a copy of its exact bytes; nil when absent or unusable.
     let ref: RawJSON?
     /// Why `ref` is unusable (an array or object), reported once `op` is known.
-    private let refProblem: RequestError?
+    private let refProblem: ProtocolError?
 
     /// Scans `line`: anything that is not one valid JSON object is `bad_json`.
     init(parsing line: UnsafeRawBufferPointer, maxDepth: Int) throws(ProtocolError) {
-        do {
-            scanned = try RequestScanner(maxDepth: maxDepth).scan(line)
-        } catch {
-            throw ProtocolError(error)
-        }
-        do throws(RequestError) {
+        scanned = try EnvelopeScanner(maxDepth: maxDepth).scan(line)
+        do throws(ProtocolError) {
             ref = try scanned.scalarRef().map { RawJSON(validatedBuffer: ByteBuffer(copying: $0)) }
             refProblem = nil
         } catch {
@@ -29,31 +25,27 @@ struct Request {
 
     /// The operation: `bad_request` without a string `op` or with an array/object `ref`.
     func operation() throws(ProtocolError) -> RequestOperation {
-        if let refProblem { throw ProtocolError(refProblem) }
-        do {
-            return try scanned.operation()
-        } catch {
-            throw ProtocolError(error)
-        }
+        if let refProblem { throw refProblem }
+        return try scanned.operation()
     }
 
     /// The string in `key`; nil when absent; `bad_request` when not a string.
-    func string(_ key: RequestKey) throws(ProtocolError) -> String? {
-        do { return try scanned.string(key) } catch { throw ProtocolError(error) }
+    func string(_ key: EnvelopeKey) throws(ProtocolError) -> String? {
+        try scanned.string(key)
     }
 
     /// The string in `key`; `bad_request` when absent or not a string.
-    func requiredString(_ key: RequestKey) throws(ProtocolError) -> String {
-        do { return try scanned.requiredString(key) } catch { throw ProtocolError(error) }
+    func requiredString(_ key: EnvelopeKey) throws(ProtocolError) -> String {
+        try scanned.requiredString(key)
     }
 
     /// The integral number in `key`; nil when absent; `bad_request` otherwise.
-    func integer(_ key: RequestKey) throws(ProtocolError) -> Int? {
-        do { return try scanned.integer(key) } catch { throw ProtocolError(error) }
+    func integer(_ key: EnvelopeKey) throws(ProtocolError) -> Int? {
+        try scanned.integer(key)
     }
 
     /// The value in `key` as exact bytes that outlive the line; nil when absent.
-    func raw(_ key: RequestKey) -> RawJSON? { scanned.rawJSON(key) }
+    func raw(_ key: EnvelopeKey) -> RawJSON? { scanned.rawJSON(key) }
 
     /// `subject` as a plain subject name: `bad_request` when missing or not a valid name.
     func subjectName() throws(ProtocolError) -> String {
@@ -86,14 +78,5 @@ struct Request {
         }
         guard case .array(let stages) = decoded else { return [] }
         return stages
-    }
-}
-
-extension ProtocolError {
-    init(_ error: RequestError) {
-        switch error.code {
-        case .badJSON: self.init(.badJSON, error.message)
-        case .badRequest: self.init(.badRequest, error.message)
-        }
     }
 }

@@ -2,8 +2,8 @@ import Logging
 import Runnel
 import RunnelUV
 
-/// The daemon's protocol server: named subjects, client sessions and their subscriptions, on
-/// one libuv loop.
+/// The daemon's protocol server: the subject store, client sessions and their subscriptions,
+/// on one libuv loop. Transports (`TCPTransport`, ...) hand it their connections as sessions.
 ///
 /// Loop thread only, apart from `init`: every libuv callback, every subject send and every
 /// timer of every chain runs on the loop behind `scheduler`, which is `currentScheduler` there.
@@ -11,7 +11,7 @@ public final class Server: @unchecked Sendable {
     public let scheduler: LoopScheduler
     public internal(set) var config: ServerConfig
     let logger: Logger
-    let registry = SubjectRegistry()
+    let subjects: any SubjectStore
     let stats = ServerStats()
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
@@ -23,10 +23,15 @@ public final class Server: @unchecked Sendable {
     private var refusedSinceWarning = 0
     private var lastRefusalWarning: ContinuousClock.Instant?
 
-    public init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger) {
+    public convenience init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger) {
+        self.init(config: config, scheduler: scheduler, logger: logger, subjects: MemorySubjectStore())
+    }
+
+    init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore) {
         self.config = config
         self.scheduler = scheduler
         self.logger = logger
+        self.subjects = subjects
     }
 
     var sessionCount: Int { sessions.count }
@@ -34,67 +39,74 @@ public final class Server: @unchecked Sendable {
 
     // MARK: Subjects
 
-    /// Creates the subjects the configuration lists; they exist before anyone connects.
+    /// Creates the subjects the configuration lists that do not exist yet; they exist before
+    /// anyone connects. `max_subjects` does not apply to them.
     public func createConfiguredSubjects() throws {
-        for subject in config.subjects where registry[subject.name] == nil {
-            let kind = SubjectKind(rawValue: subject.kind.rawValue)!
+        scheduler.assertOnLoopThread()
+        for subject in config.subjects where subjects[subject.name] == nil {
             let initial = try subject.initialValueJSON.map { text -> RawJSON in
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
-            let capacity = kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
-            _ = registry.create(name: subject.name, kind: kind, capacity: capacity, initial: initial)
+            let capacity = subject.kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
+            _ = subjects.create(subject.name, kind: subject.kind, capacity: capacity, initial: initial)
         }
     }
 
-    /// The subject `name` for `pub` or `sub`: created as a plain subject when it does not
-    /// exist and `auto_create` is on.
+    /// The subject `name` for `pub`, `sub` or a stage that names it: created as a plain
+    /// subject when it does not exist and `auto_create` is on.
     func subjectForUse(_ name: String) throws(ProtocolError) -> SubjectEntry {
-        if let entry = registry[name] { return entry }
+        if let entry = subjects[name] { return entry }
         guard config.autoCreate else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
         }
         try checkSubjectLimit()
-        return registry.create(name: name, kind: .subject, capacity: nil, initial: nil)
+        return subjects.create(name, kind: .subject, capacity: nil, initial: nil)
     }
 
+    /// `limit` when the server holds `max_subjects` subjects.
     func checkSubjectLimit() throws(ProtocolError) {
-        guard registry.count < config.maxSubjects else {
-            throw ProtocolError(.limit, "the server holds \(registry.count) subjects (max_subjects)")
+        guard subjects.count < config.maxSubjects else {
+            throw ProtocolError(.limit, "the server holds \(subjects.count) subjects (max_subjects)")
         }
     }
 
     // MARK: Connections
 
-    /// Takes a newly accepted connection: refused with a `closing` line when the server is at
-    /// `max_connections`.
-    public func accept(_ connection: TCPConnection) {
+    /// Takes a new client connection as a session, or refuses it with a `closing` line when
+    /// the server is at `max_connections`.
+    func accept(_ transport: any SessionTransport) {
+        scheduler.assertOnLoopThread()
         guard sessions.count < config.maxConnections else {
-            refusedSinceWarning += 1
-            let now = ContinuousClock.now
-            if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
-                logger.warning(
-                    "refusing connections: at max_connections",
-                    metadata: [
-                        "peer": "\(connection.remoteAddress)", "max_connections": "\(config.maxConnections)",
-                        "refused": "\(refusedSinceWarning)",
-                    ])
-                refusedSinceWarning = 0
-                lastRefusalWarning = now
-            }
-            let line =
-                "{\"ev\":\"closing\",\"code\":\"limit\",\"message\":\"too many connections: the server is at "
-                + "max_connections (\(config.maxConnections)); try again later\"}\n"
-            Array(line.utf8).withUnsafeBytes { _ = connection.write(copying: $0) }
-            connection.closeAfterFlush(timeout: .seconds(1))
+            refuse(transport)
             return
         }
-        let session = Session(id: nextSessionID, server: self, connection: connection)
+        let session = Session(id: nextSessionID, server: self, transport: transport)
         nextSessionID += 1
         sessions[session.id] = session
-        connection.delegate = SessionConnectionDelegate(session: session)
-        connection.startReading()
+        transport.start(receiver: session)
         logger.debug(
-            "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(connection.remoteAddress)"])
+            "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
+    }
+
+    private func refuse(_ transport: any SessionTransport) {
+        refusedSinceWarning += 1
+        let now = ContinuousClock.now
+        if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
+            logger.warning(
+                "refusing connections: at max_connections",
+                metadata: [
+                    "peer": "\(transport.peerDescription)", "max_connections": "\(config.maxConnections)",
+                    "refused": "\(refusedSinceWarning)",
+                ])
+            refusedSinceWarning = 0
+            lastRefusalWarning = now
+        }
+        let reason = ProtocolError(
+            .limit,
+            "too many connections: the server is at max_connections (\(config.maxConnections)); try again later")
+        var line = ServerLineWriter.closing(reason)
+        line.finish().withUnsafeBytes { transport.writeLine($0) }
+        transport.closeAfterFlush(timeout: .seconds(1))
     }
 
     func sessionDidClose(_ session: Session) {
@@ -109,15 +121,13 @@ public final class Server: @unchecked Sendable {
     /// Flushes and closes every connection, waiting at most `timeout` for output to drain, then
     /// calls `completion` (at once if there are none).
     public func closeAllConnections(timeout: Duration, completion: @escaping () -> Void) {
+        scheduler.assertOnLoopThread()
         if sessions.isEmpty {
             completion()
             return
         }
         onDrained = completion
-        for session in sessions.values {
-            session.disposeAll()
-            session.connection.closeAfterFlush(timeout: timeout)
-        }
+        for session in sessions.values { session.close(flushingWithin: timeout) }
     }
 
     // MARK: Configuration
@@ -125,6 +135,7 @@ public final class Server: @unchecked Sendable {
     /// Applies what can change live from a re-read configuration; returns what changed.
     @discardableResult
     public func reload(_ newConfig: ServerConfig) -> [ConfigChange] {
+        scheduler.assertOnLoopThread()
         let changes = newConfig.changes(from: config)
         var applied = newConfig
         // The listening address is fixed for the life of the process.
@@ -150,29 +161,5 @@ public final class Server: @unchecked Sendable {
             scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label,
             lookup: { [unowned self] name throws(ProtocolError) in try subjectForUse(name).subject })
         return try compiler.compile(stages, source: source)
-    }
-}
-
-/// Routes a connection's callbacks to its session.
-final class SessionConnectionDelegate: TCPConnectionDelegate {
-    let session: Session
-    init(session: Session) { self.session = session }
-
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
-        session.handleLine(line)
-    }
-
-    func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {
-        session.handleLongLine(byteCount: byteCount)
-    }
-
-    /// End of input is the client going away (a close and a half-close look alike): its
-    /// subscriptions are disposed at once; replies already written still drain before the close.
-    func connectionDidEndInput(_ connection: TCPConnection) {
-        session.inputDidEnd()
-    }
-
-    func connectionDidClose(_ connection: TCPConnection) {
-        session.connectionDidClose()
     }
 }

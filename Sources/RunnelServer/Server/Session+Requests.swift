@@ -1,9 +1,11 @@
 import Runnel
 
 /// The protocol's requests. Each handler validates everything before it changes anything, and
-/// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply.
+/// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply. Every
+/// change to a subject goes through the server's subject store.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
+        server.scheduler.assertOnLoopThread()
         let operation = try request.operation()
         if !authenticated && operation != .known(.auth) {
             throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
@@ -34,14 +36,10 @@ extension Session {
         let value = request.raw(.value) ?? .null
         if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
         let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
-        entry.published &+= 1
         stats.published &+= 1
-        entry.subject.sendNext(Message(label: entry.label, raw: value))
+        server.subjects.publish(value, to: entry)
         if let ref = request.ref {
-            writeOK(ref: ref) { line in
-                line.key("receivers")
-                line.writeInteger(receivers)
-            }
+            writeOK(ref: ref) { $0.member("receivers", integer: receivers) }
         }
     }
 
@@ -58,7 +56,7 @@ extension Session {
         }
         let name = try request.requiredString(.subject)
         let entry: SubjectEntry
-        if let existing = server.registry[name] {
+        if let existing = server.subjects[name] {
             entry = existing
         } else {
             entry = try server.subjectForUse(try request.subjectName())
@@ -89,7 +87,7 @@ extension Session {
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
-        let source: Signal<Message> = entry?.subject ?? server.registry.patternSignal(pattern)
+        let source: Signal<Message> = entry?.subject ?? server.subjects.patternSignal(pattern)
         let chain = try server.compileChain(stages, source: source, label: entry?.label ?? SubjectLabel(target))
 
         let subscription = SessionSubscription(sid: sid, entry: entry, isPattern: pattern.isWildcard)
@@ -97,10 +95,7 @@ extension Session {
         entry?.namedSubscriptions += 1
         stats.subscriptions += 1
         // The reply goes out before any event of the subscription (replayed values included).
-        writeOK(ref: request.ref) { line in
-            line.key("sid")
-            line.append(raw: subscription.sidJSON)
-        }
+        writeOK(ref: request.ref) { $0.member("sid", encoded: subscription.sidJSON) }
         let disposable = chain.subscribe(EventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()
@@ -144,7 +139,7 @@ extension Session {
         if initial != nil && kind != .behavior {
             throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
         }
-        if let existing = server.registry[name] {
+        if let existing = server.subjects[name] {
             guard existing.kind == kind, existing.capacity == capacity else {
                 let has =
                     existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
@@ -152,7 +147,7 @@ extension Session {
             }
         } else {
             try server.checkSubjectLimit()
-            _ = server.registry.create(name: name, kind: kind, capacity: capacity, initial: initial)
+            _ = server.subjects.create(name, kind: kind, capacity: capacity, initial: initial)
         }
         writeOK(ref: request.ref)
     }
@@ -160,24 +155,20 @@ extension Session {
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
         let name = try request.subjectName()
         let message = error ? try request.requiredString(.message) : ""
-        guard let entry = server.registry[name] else {
+        guard let entry = server.subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
         if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
-        if error {
-            entry.subject.sendError(ProtocolError(.subjectError, message))
-        } else {
-            entry.subject.sendCompleted()
-        }
+        server.subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
         writeOK(ref: request.ref)
     }
 
     private func delete(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
-        guard let entry = server.registry[name] else {
+        guard let entry = server.subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
-        server.registry.delete(entry)
+        server.subjects.delete(entry)
         writeOK(ref: request.ref)
     }
 
@@ -185,58 +176,47 @@ extension Session {
 
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.string(.prefix) ?? ""
-        let entries = server.registry.list(prefix: prefix)
+        let entries = server.subjects.list(prefix: prefix)
         writeOK(ref: request.ref) { line in
-            line.key("subjects")
-            line.append("[")
-            for (index, entry) in entries.enumerated() {
-                if index > 0 { line.append(",") }
-                line.append("{\"subject\":")
-                line.append(raw: entry.label.json)
-                line.key("kind")
-                line.writeString(entry.kind.rawValue)
-                if let capacity = entry.capacity {
-                    line.key("capacity")
-                    line.writeInteger(capacity)
+            line.member("subjects") { json in
+                json.append("[")
+                for (index, entry) in entries.enumerated() {
+                    if index > 0 { json.append(",") }
+                    json.append("{\"subject\":")
+                    json.append(raw: entry.label.json)
+                    json.append(",\"kind\":")
+                    json.writeString(entry.kind.rawValue)
+                    if let capacity = entry.capacity {
+                        json.append(",\"capacity\":")
+                        json.writeInteger(capacity)
+                    }
+                    json.append(",\"subscribers\":")
+                    json.writeInteger(entry.namedSubscriptions)
+                    json.append(",\"published\":")
+                    json.writeInteger(entry.published)
+                    json.append(entry.isTerminated ? ",\"terminated\":true}" : ",\"terminated\":false}")
                 }
-                line.key("subscribers")
-                line.writeInteger(entry.namedSubscriptions)
-                line.key("published")
-                line.writeInteger(entry.published)
-                line.key("terminated")
-                line.append(entry.isTerminated ? "true" : "false")
-                line.append("}")
+                json.append("]")
             }
-            line.append("]")
         }
     }
 
     private func writeStats(_ request: Request) {
         let timers = server.scheduler.armedTimerCount
-        let subjects = server.registry.count
+        let subjects = server.subjects.count
         let connections = server.sessionCount
         let uptime = server.uptimeSeconds
         writeOK(ref: request.ref) { line in
-            line.key("connections")
-            line.writeInteger(connections)
-            line.key("subscriptions")
-            line.writeInteger(stats.subscriptions)
-            line.key("subjects")
-            line.writeInteger(subjects)
-            line.key("timers")
-            line.writeInteger(timers)
-            line.key("published")
-            line.writeInteger(stats.published)
-            line.key("delivered")
-            line.writeInteger(stats.delivered)
-            line.key("dropped")
-            line.writeInteger(stats.dropped)
-            line.key("bytes_in")
-            line.writeInteger(stats.bytesIn)
-            line.key("bytes_out")
-            line.writeInteger(stats.bytesOut)
-            line.key("uptime_s")
-            line.writeInteger(uptime)
+            line.member("connections", integer: connections)
+            line.member("subscriptions", integer: stats.subscriptions)
+            line.member("subjects", integer: subjects)
+            line.member("timers", integer: timers)
+            line.member("published", integer: stats.published)
+            line.member("delivered", integer: stats.delivered)
+            line.member("dropped", integer: stats.dropped)
+            line.member("bytes_in", integer: stats.bytesIn)
+            line.member("bytes_out", integer: stats.bytesOut)
+            line.member("uptime_s", integer: uptime)
         }
     }
 

@@ -10,7 +10,8 @@ final class SessionSubscription: @unchecked Sendable {
     let sid: String
     /// The named subject, for its subscription count; nil for a pattern subscription.
     let entry: SubjectEntry?
-    /// `{"ev":"next","sid":"S","value":` or, for a pattern, `{"ev":"next","sid":"S","subject":`.
+    /// `{"ev":"next","sid":"S","value":` or, for a pattern, `{"ev":"next","sid":"S","subject":`
+    /// (the subject's name and `valueKey` follow).
     let nextPrefix: ByteBuffer
     let isPattern: Bool
     /// `"S"`, the sid as a JSON string.
@@ -19,6 +20,9 @@ final class SessionSubscription: @unchecked Sendable {
     /// Events not delivered under the `drop` policy since the last one that was.
     var dropped: UInt64 = 0
     var isFinished = false
+
+    /// What comes between a pattern line's subject and its value.
+    static let valueKey: StaticString = ",\"value\":"
 
     init(sid: String, entry: SubjectEntry?, isPattern: Bool) {
         self.sid = sid
@@ -29,8 +33,12 @@ final class SessionSubscription: @unchecked Sendable {
         sidJSON = json.makeBuffer()
         var prefix = JSONWriter(reservingCapacity: 40 + sid.utf8.count)
         prefix.append("{\"ev\":\"next\",\"sid\":")
-        prefix.writeString(sid)
-        prefix.append(isPattern ? ",\"subject\":" : ",\"value\":")
+        prefix.append(raw: sidJSON)
+        if isPattern {
+            prefix.append(",\"subject\":")
+        } else {
+            prefix.append(Self.valueKey)
+        }
         nextPrefix = prefix.makeBuffer()
     }
 }

@@ -5,7 +5,7 @@ import Runnel
 /// when `auto_create` allows, else fails with `unknown_subject` (or `limit`).
 public typealias SubjectLookup = @Sendable (String) throws(ProtocolError) -> Signal<Message>
 
-/// Compiles a `sub`'s stage list (PROTOCOL.md "Stages") into one signal built from the
+/// Compiles a `sub`'s stage list (docs/protocol.md, "Stages") into one signal built from the
 /// `Runnel` library's operators, checking the whole list before anything is subscribed.
 ///
 /// Compile-time failures carry the stage's index: `bad_operator` (not an object, unknown name,

@@ -6,8 +6,8 @@ public enum JSONValueKind: Sendable, Equatable {
 /// Where one top-level member's value sits in a scanned request line.
 ///
 /// `range` covers the value's exact bytes (a string's quotes included, no surrounding
-/// whitespace). Read it through `ScannedRequest`, which holds the line.
-public struct RequestField: Sendable, Equatable {
+/// whitespace). Read it through `ScannedEnvelope`, which holds the line.
+public struct EnvelopeField: Sendable, Equatable {
     public let kind: JSONValueKind
     /// For a string: whether its content holds backslash escapes. For a number: whether it
     /// has neither fraction nor exponent.

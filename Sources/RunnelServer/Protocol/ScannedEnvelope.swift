@@ -1,20 +1,20 @@
 import RunnelUV
 
-/// A validated request line and where its top-level fields are, as `RequestScanner` found
-/// them.
+/// A validated protocol line (a request, or a server line) and where its top-level fields are,
+/// as `EnvelopeScanner` found them.
 ///
 /// It points into the caller's line buffer and is valid only while those bytes are (use it
 /// within the read callback that delivered the line; copy out what must outlive it, for
-/// instance with `rawJSON(_:)`). Field accessors come in two layers: by `RequestField`
-/// (type-checked reads that return nil on a type mismatch) and by `RequestKey` (protocol
+/// instance with `rawJSON(_:)`). Field accessors come in two layers: by `EnvelopeField`
+/// (type-checked reads that return nil on a type mismatch) and by `EnvelopeKey` (protocol
 /// reads that throw `badRequest` with a message naming the field).
-public struct ScannedRequest {
+public struct ScannedEnvelope {
     /// The whole line as scanned.
     public let line: UnsafeRawBufferPointer
     let maxDepth: Int
-    let fields: RequestFields
+    let fields: EnvelopeFields
 
-    init(line: UnsafeRawBufferPointer, maxDepth: Int, fields: RequestFields) {
+    init(line: UnsafeRawBufferPointer, maxDepth: Int, fields: EnvelopeFields) {
         self.line = line
         self.maxDepth = maxDepth
         self.fields = fields
@@ -23,27 +23,27 @@ public struct ScannedRequest {
     // MARK: - Where the fields are
 
     /// The last member named `key`, if any.
-    public subscript(key: RequestKey) -> RequestField? { fields[key] }
+    public subscript(key: EnvelopeKey) -> EnvelopeField? { fields[key] }
 
-    public var op: RequestField? { fields[.op] }
-    public var ref: RequestField? { fields[.ref] }
-    public var subject: RequestField? { fields[.subject] }
-    public var sid: RequestField? { fields[.sid] }
-    public var value: RequestField? { fields[.value] }
-    public var ops: RequestField? { fields[.ops] }
-    public var kind: RequestField? { fields[.kind] }
-    public var capacity: RequestField? { fields[.capacity] }
-    public var message: RequestField? { fields[.message] }
-    public var prefix: RequestField? { fields[.prefix] }
-    public var token: RequestField? { fields[.token] }
+    public var op: EnvelopeField? { fields[.op] }
+    public var ref: EnvelopeField? { fields[.ref] }
+    public var subject: EnvelopeField? { fields[.subject] }
+    public var sid: EnvelopeField? { fields[.sid] }
+    public var value: EnvelopeField? { fields[.value] }
+    public var ops: EnvelopeField? { fields[.ops] }
+    public var kind: EnvelopeField? { fields[.kind] }
+    public var capacity: EnvelopeField? { fields[.capacity] }
+    public var message: EnvelopeField? { fields[.message] }
+    public var prefix: EnvelopeField? { fields[.prefix] }
+    public var token: EnvelopeField? { fields[.token] }
 
     /// The last top-level member named `name`, well-known or not. Other names cost a second
     /// walk over the (already validated) line.
-    public func field(named name: String) -> RequestField? {
+    public func field(named name: String) -> EnvelopeField? {
         var name = name
-        return name.withUTF8 { utf8 -> RequestField? in
+        return name.withUTF8 { utf8 -> EnvelopeField? in
             let bytes = UnsafeRawBufferPointer(utf8)
-            if let key = RequestKey.matching(bytes) { return fields[key] }
+            if let key = EnvelopeKey.matching(bytes) { return fields[key] }
             var finder = TopLevelMemberCollector(input: line, matcher: NamedKeyMatcher(name: Array(bytes)))
             do throws(JSONError) {
                 try JSONScanner.scan(line, maxDepth: maxDepth, handler: &finder)
@@ -57,15 +57,15 @@ public struct ScannedRequest {
     // MARK: - Reading a field
 
     /// The field's exact bytes.
-    public func bytes(_ field: RequestField) -> UnsafeRawBufferPointer {
+    public func bytes(_ field: EnvelopeField) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: line[field.range])
     }
 
     /// The field's exact bytes, as text.
-    public func text(_ field: RequestField) -> String { String(decoding: bytes(field), as: UTF8.self) }
+    public func text(_ field: EnvelopeField) -> String { String(decoding: bytes(field), as: UTF8.self) }
 
     /// The unescaped string, or nil when the field is not a string.
-    public func string(_ field: RequestField) -> String? {
+    public func string(_ field: EnvelopeField) -> String? {
         guard field.kind == .string else { return nil }
         let content = UnsafeRawBufferPointer(
             rebasing: line[(field.range.lowerBound + 1)..<(field.range.upperBound - 1)])
@@ -73,24 +73,24 @@ public struct ScannedRequest {
     }
 
     /// The number, or nil when the field is not a number or is too large for a Double.
-    public func number(_ field: RequestField) -> Double? {
+    public func number(_ field: EnvelopeField) -> Double? {
         guard field.kind == .number else { return nil }
         return JSONNumberDecoding.double(bytes(field))
     }
 
     /// The boolean, or nil when the field is not `true` or `false`.
-    public func bool(_ field: RequestField) -> Bool? {
+    public func bool(_ field: EnvelopeField) -> Bool? {
         guard field.kind == .bool else { return nil }
         return line[field.range.lowerBound] == UInt8(ascii: "t")
     }
 
     /// A copy of the field's exact bytes that outlives the line: the value to store and fan out.
-    public func rawJSON(_ field: RequestField) -> RawJSON {
+    public func rawJSON(_ field: EnvelopeField) -> RawJSON {
         RawJSON(validatedBuffer: ByteBuffer(copying: bytes(field)))
     }
 
     /// The field decoded into a tree.
-    public func decoded(_ field: RequestField) throws(JSONError) -> JSONValue {
+    public func decoded(_ field: EnvelopeField) throws(JSONError) -> JSONValue {
         try JSONParser(maxDepth: .max).parse(bytes(field))
     }
 
@@ -99,9 +99,9 @@ public struct ScannedRequest {
     /// The `op` field: missing or not a string is `badRequest`; a string that names no
     /// operation of ours is `.unknown` (reply `unknown_op`). Matching allocates nothing
     /// unless the name is unknown or escaped.
-    public func operation() throws(RequestError) -> RequestOperation {
-        guard let field = fields[.op] else { throw RequestError(.badRequest, "missing field 'op'") }
-        guard field.kind == .string else { throw RequestError(.badRequest, "field 'op' must be a string") }
+    public func operation() throws(ProtocolError) -> RequestOperation {
+        guard let field = fields[.op] else { throw ProtocolError(.badRequest, "missing field 'op'") }
+        guard field.kind == .string else { throw ProtocolError(.badRequest, "field 'op' must be a string") }
         if !field.flag,
             let known = RequestOp.matching(
                 UnsafeRawBufferPointer(rebasing: line[(field.range.lowerBound + 1)..<(field.range.upperBound - 1)]))
@@ -114,49 +114,49 @@ public struct ScannedRequest {
     }
 
     /// The string in `key`; nil when absent; `badRequest` when not a string.
-    public func string(_ key: RequestKey) throws(RequestError) -> String? {
+    public func string(_ key: EnvelopeKey) throws(ProtocolError) -> String? {
         guard let field = fields[key] else { return nil }
         guard let string = string(field) else {
-            throw RequestError(.badRequest, "field '\(key.name)' must be a string")
+            throw ProtocolError(.badRequest, "field '\(key.name)' must be a string")
         }
         return string
     }
 
     /// The string in `key`; `badRequest` when absent or not a string.
-    public func requiredString(_ key: RequestKey) throws(RequestError) -> String {
-        guard let string = try string(key) else { throw RequestError(.badRequest, "missing field '\(key.name)'") }
+    public func requiredString(_ key: EnvelopeKey) throws(ProtocolError) -> String {
+        guard let string = try string(key) else { throw ProtocolError(.badRequest, "missing field '\(key.name)'") }
         return string
     }
 
     /// The number in `key`; nil when absent; `badRequest` when not a number (or beyond a Double).
-    public func number(_ key: RequestKey) throws(RequestError) -> Double? {
+    public func number(_ key: EnvelopeKey) throws(ProtocolError) -> Double? {
         guard let field = fields[key] else { return nil }
         guard let number = number(field) else {
-            throw RequestError(.badRequest, "field '\(key.name)' must be a number")
+            throw ProtocolError(.badRequest, "field '\(key.name)' must be a number")
         }
         return number
     }
 
     /// The integer in `key` (any integral number: `3`, `3.0`, `3e0`); nil when absent;
     /// `badRequest` when not an integral number that fits an `Int`. Ranges are the caller's.
-    public func integer(_ key: RequestKey) throws(RequestError) -> Int? {
+    public func integer(_ key: EnvelopeKey) throws(ProtocolError) -> Int? {
         guard let number = try number(key) else { return nil }
         guard number.magnitude < 9.2e18, let integer = Int(exactly: number) else {
-            throw RequestError(.badRequest, "field '\(key.name)' must be an integer")
+            throw ProtocolError(.badRequest, "field '\(key.name)' must be an integer")
         }
         return integer
     }
 
     /// The value in `key`, any JSON, as exact bytes that outlive the line; nil when absent.
-    public func rawJSON(_ key: RequestKey) -> RawJSON? {
+    public func rawJSON(_ key: EnvelopeKey) -> RawJSON? {
         fields[key].map { rawJSON($0) }
     }
 
     /// The exact bytes of `ref` to echo; nil when absent; `badRequest` when it is an array or
     /// object (the protocol allows any scalar).
-    public func scalarRef() throws(RequestError) -> UnsafeRawBufferPointer? {
+    public func scalarRef() throws(ProtocolError) -> UnsafeRawBufferPointer? {
         guard let field = fields[.ref] else { return nil }
-        guard field.isScalar else { throw RequestError(.badRequest, "field 'ref' must be a scalar") }
+        guard field.isScalar else { throw ProtocolError(.badRequest, "field 'ref' must be a scalar") }
         return bytes(field)
     }
 }

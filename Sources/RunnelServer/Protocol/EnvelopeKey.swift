@@ -1,6 +1,6 @@
 /// The top-level request fields the scanner picks out while it validates a line; any other
-/// field is reachable through `ScannedRequest.field(named:)`.
-public enum RequestKey: Int, CaseIterable, Sendable {
+/// field is reachable through `ScannedEnvelope.field(named:)`.
+public enum EnvelopeKey: Int, CaseIterable, Sendable {
     case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token
 
     /// The field's name on the wire.
@@ -22,7 +22,7 @@ public enum RequestKey: Int, CaseIterable, Sendable {
 
     /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
     /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
-    @inline(__always) static func matching(_ name: UnsafeRawBufferPointer) -> RequestKey? {
+    @inline(__always) static func matching(_ name: UnsafeRawBufferPointer) -> EnvelopeKey? {
         guard let packed = ByteMatch.packed(name) else { return nil }
         let count = name.count
         switch packed {

@@ -1,24 +1,43 @@
 import Runnel
 
-/// The server's named subjects and live pattern subscriptions. Loop thread only (it is
-/// `Sendable` only so loop-confined closures may capture it).
-final class SubjectRegistry: @unchecked Sendable {
-    private(set) var entries: [String: SubjectEntry] = [:]
+/// The subject store that keeps everything in memory: the named subjects by name, and the
+/// live pattern subscriptions indexed by their tokens so that a new subject joins the ones
+/// that match it. Loop thread only (it is `Sendable` only so loop-confined closures may
+/// capture it).
+final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
+    private var entries: [String: SubjectEntry] = [:]
     private let patterns = PatternIndex<PatternWatcher>()
 
     var count: Int { entries.count }
 
     subscript(name: String) -> SubjectEntry? { entries[name] }
 
-    /// Creates a subject; live pattern subscriptions that match join it at once.
-    func create(name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?) -> SubjectEntry {
+    func list(prefix: String) -> [SubjectEntry] {
+        entries.values.filter { $0.name.utf8.starts(with: prefix.utf8) }.sorted { $0.name < $1.name }
+    }
+
+    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?) -> SubjectEntry {
+        assert(entries[name] == nil, "subject '\(name)' exists")
         let entry = SubjectEntry(name: name, kind: kind, capacity: capacity, initial: initial)
         entries[name] = entry
         for watcher in patterns.matches(name) { watcher.attach(entry) }
         return entry
     }
 
-    /// Completes a subject's subscriptions and frees its name.
+    @inline(__always)
+    func publish(_ value: RawJSON, to entry: SubjectEntry) {
+        entry.published &+= 1
+        entry.subject.sendNext(Message(label: entry.label, raw: value))
+    }
+
+    func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+        if let error {
+            entry.subject.sendError(error)
+        } else {
+            entry.subject.sendCompleted()
+        }
+    }
+
     func delete(_ entry: SubjectEntry) {
         entries[entry.name] = nil
         entry.isDeleted = true
@@ -26,8 +45,6 @@ final class SubjectRegistry: @unchecked Sendable {
         entry.subject.sendCompleted()
     }
 
-    /// A signal of every value published to subjects matching `pattern`, present and future.
-    /// It never completes on its own; disposing it leaves every matching subject.
     func patternSignal(_ pattern: SubjectPattern) -> Signal<Message> {
         Signal.create { [self] subscriber in
             let watcher = PatternWatcher(pattern: pattern, downstream: subscriber)
@@ -38,10 +55,5 @@ final class SubjectRegistry: @unchecked Sendable {
                 watcher.disposeAll()
             }
         }
-    }
-
-    /// Subjects whose name starts with `prefix`, sorted by name.
-    func list(prefix: String) -> [SubjectEntry] {
-        entries.values.filter { $0.name.utf8.starts(with: prefix.utf8) }.sorted { $0.name < $1.name }
     }
 }

@@ -10,7 +10,7 @@ final class SubjectEntry {
     let subject: Subject<Message>
     /// Values accepted by `pub`.
     var published: UInt64 = 0
-    /// Set when the registry lets go of the subject (`delete`): whoever still holds the entry
+    /// Set when the store lets go of the subject (`delete`): whoever still holds the entry
     /// must look its name up again.
     var isDeleted = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).

@@ -1,14 +1,16 @@
-/// Reads a request line's envelope in one validating pass.
+/// Reads a protocol line's envelope in one validating pass: a request, as the server reads
+/// it, or a server line, as the `runnel` CLI reads it (the two share `ref`, `sid`, `value`,
+/// `subject` and `message`).
 ///
 /// `scan` walks the line exactly once with the strict grammar of `JSONValidator` (so a
 /// request whose `value` is invalid JSON is rejected as a whole) and records where the
 /// well-known top-level fields' values sit; nothing is decoded and nothing is allocated on
 /// the heap. A line that is not JSON, or is JSON but not an object, throws `badJSON`; what
-/// the fields must hold is the caller's business (`ScannedRequest`'s accessors throw
+/// the fields must hold is the caller's business (`ScannedEnvelope`'s accessors throw
 /// `badRequest`). When a key is repeated, the last member wins (as in `JSONObject`).
 /// Keys are compared after unescaping, so `"\u006fp"` is `op`. The line should not include
 /// its `\n`; a trailing `\r` is whitespace and is accepted. Stateless and thread-safe.
-public struct RequestScanner: Sendable {
+public struct EnvelopeScanner: Sendable {
     public let maxDepth: Int
 
     public init(maxDepth: Int = JSONLimits.defaultMaxDepth) {
@@ -17,24 +19,24 @@ public struct RequestScanner: Sendable {
 
     /// Validates `line` and returns its top-level fields. The result points into `line`
     /// and is valid only while those bytes are.
-    public func scan(_ line: UnsafeRawBufferPointer) throws(RequestError) -> ScannedRequest {
-        guard line.count < Int(UInt32.max) else { throw RequestError(.badJSON, "line too long") }
-        var collector = RequestFieldCollector(input: line)
+    public func scan(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ScannedEnvelope {
+        guard line.count < Int(UInt32.max) else { throw ProtocolError(.badJSON, "line too long") }
+        var collector = EnvelopeFieldCollector(input: line)
         do throws(JSONError) {
             try JSONScanner.scan(line, maxDepth: maxDepth, handler: &collector)
         } catch {
-            throw RequestError(.badJSON, "invalid JSON: \(error)")
+            throw ProtocolError(.badJSON, "invalid JSON: \(error)")
         }
-        guard collector.isObject else { throw RequestError(.badJSON, "a request must be a JSON object") }
-        return ScannedRequest(line: line, maxDepth: maxDepth, fields: collector.fields)
+        guard collector.isObject else { throw ProtocolError(.badJSON, "a request must be a JSON object") }
+        return ScannedEnvelope(line: line, maxDepth: maxDepth, fields: collector.fields)
     }
 }
 
-/// The fields `RequestScanner` records, one slot per `RequestKey`.
-struct RequestFields {
-    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token: RequestField?
+/// The fields `EnvelopeScanner` records, one slot per `EnvelopeKey`.
+struct EnvelopeFields {
+    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token: EnvelopeField?
 
-    subscript(key: RequestKey) -> RequestField? {
+    subscript(key: EnvelopeKey) -> EnvelopeField? {
         get {
             switch key {
             case .op: return op
@@ -81,7 +83,7 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
         self.matcher = matcher
     }
 
-    private mutating func store(_ field: RequestField) {
+    private mutating func store(_ field: EnvelopeField) {
         if let current { matcher.store(field, in: current) }
     }
 
@@ -90,7 +92,7 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     }
 
     mutating func endObject(end: Int, depth: Int) {
-        if depth == 1 { store(RequestField(kind: .object, range: containerStart..<end)) }
+        if depth == 1 { store(EnvelopeField(kind: .object, range: containerStart..<end)) }
     }
 
     mutating func beginArray(at offset: Int, depth: Int) {
@@ -98,7 +100,7 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     }
 
     mutating func endArray(end: Int, depth: Int) {
-        if depth == 1 { store(RequestField(kind: .array, range: containerStart..<end)) }
+        if depth == 1 { store(EnvelopeField(kind: .array, range: containerStart..<end)) }
     }
 
     mutating func key(_ token: JSONStringToken, depth: Int) {
@@ -114,15 +116,15 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     }
 
     mutating func string(_ token: JSONStringToken, depth: Int) {
-        if depth == 1 { store(RequestField(kind: .string, range: token.range, flag: token.hasEscapes)) }
+        if depth == 1 { store(EnvelopeField(kind: .string, range: token.range, flag: token.hasEscapes)) }
     }
 
     mutating func number(_ token: JSONNumberToken, depth: Int) {
-        if depth == 1 { store(RequestField(kind: .number, range: token.range, flag: token.isInteger)) }
+        if depth == 1 { store(EnvelopeField(kind: .number, range: token.range, flag: token.isInteger)) }
     }
 
     mutating func literal(_ literal: JSONLiteral, range: Range<Int>, depth: Int) {
-        if depth == 1 { store(RequestField(kind: literal == .null ? .null : .bool, range: range)) }
+        if depth == 1 { store(EnvelopeField(kind: literal == .null ? .null : .bool, range: range)) }
     }
 }
 
@@ -131,34 +133,34 @@ protocol TopLevelKeyMatcher {
     associatedtype Slot
     /// The slot for the unescaped key `name`, or nil to ignore the member.
     func slot(forKey name: UnsafeRawBufferPointer) -> Slot?
-    mutating func store(_ field: RequestField, in slot: Slot)
+    mutating func store(_ field: EnvelopeField, in slot: Slot)
 }
 
 /// Keeps the well-known request fields.
-struct RequestKeyMatcher: TopLevelKeyMatcher {
-    var fields = RequestFields()
+struct EnvelopeKeyMatcher: TopLevelKeyMatcher {
+    var fields = EnvelopeFields()
 
-    @inline(__always) func slot(forKey name: UnsafeRawBufferPointer) -> RequestKey? { RequestKey.matching(name) }
+    @inline(__always) func slot(forKey name: UnsafeRawBufferPointer) -> EnvelopeKey? { EnvelopeKey.matching(name) }
 
-    @inline(__always) mutating func store(_ field: RequestField, in slot: RequestKey) { fields[slot] = field }
+    @inline(__always) mutating func store(_ field: EnvelopeField, in slot: EnvelopeKey) { fields[slot] = field }
 }
 
 /// Keeps the member with one given name.
 struct NamedKeyMatcher: TopLevelKeyMatcher {
     let name: [UInt8]
-    var found: RequestField?
+    var found: EnvelopeField?
 
     func slot(forKey key: UnsafeRawBufferPointer) -> Void? {
         key.elementsEqual(name) ? () : nil
     }
 
-    mutating func store(_ field: RequestField, in slot: Void) { found = field }
+    mutating func store(_ field: EnvelopeField, in slot: Void) { found = field }
 }
 
-typealias RequestFieldCollector = TopLevelMemberCollector<RequestKeyMatcher>
+typealias EnvelopeFieldCollector = TopLevelMemberCollector<EnvelopeKeyMatcher>
 
-extension TopLevelMemberCollector where Matcher == RequestKeyMatcher {
-    init(input: UnsafeRawBufferPointer) { self.init(input: input, matcher: RequestKeyMatcher()) }
+extension TopLevelMemberCollector where Matcher == EnvelopeKeyMatcher {
+    init(input: UnsafeRawBufferPointer) { self.init(input: input, matcher: EnvelopeKeyMatcher()) }
 
-    var fields: RequestFields { matcher.fields }
+    var fields: EnvelopeFields { matcher.fields }
 }

@@ -3,7 +3,7 @@ public enum RequestOp: String, CaseIterable, Sendable {
     case pub, sub, unsub, create, complete, error, delete, list, stats, ping, auth
 
     /// The op spelled by the unescaped UTF-8 `name`, compared without allocating (see
-    /// `RequestKey.matching`).
+    /// `EnvelopeKey.matching`).
     static func matching(_ name: UnsafeRawBufferPointer) -> RequestOp? {
         guard let packed = ByteMatch.packed(name) else { return nil }
         let count = name.count

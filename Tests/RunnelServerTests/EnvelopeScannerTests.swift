@@ -2,17 +2,17 @@ import Testing
 
 @testable import RunnelServer
 
-@Suite struct RequestScannerTests {
+@Suite struct EnvelopeScannerTests {
     /// Scans `line` and hands the result to `body` while the line's bytes are alive.
-    func withRequest(_ line: String, _ body: (ScannedRequest) throws -> Void) throws {
+    func withRequest(_ line: String, _ body: (ScannedEnvelope) throws -> Void) throws {
         let bytes = Array(line.utf8)
-        try bytes.withUnsafeBytes { buffer in try body(try RequestScanner().scan(buffer)) }
+        try bytes.withUnsafeBytes { buffer in try body(try EnvelopeScanner().scan(buffer)) }
     }
 
-    func scanError(_ line: String) -> RequestError? {
-        Array(line.utf8).withUnsafeBytes { buffer -> RequestError? in
-            do throws(RequestError) {
-                _ = try RequestScanner().scan(buffer)
+    func scanError(_ line: String) -> ProtocolError? {
+        Array(line.utf8).withUnsafeBytes { buffer -> ProtocolError? in
+            do throws(ProtocolError) {
+                _ = try EnvelopeScanner().scan(buffer)
                 return nil
             } catch {
                 return error
@@ -165,26 +165,26 @@ import Testing
 
     @Test func missingOrWrongTypedFieldsAreBadRequest() throws {
         try withRequest(#"{"subject":"x"}"#) { request throws in
-            #expect(throws: RequestError(.badRequest, "missing field 'op'")) { try request.operation() }
+            #expect(throws: ProtocolError(.badRequest, "missing field 'op'")) { try request.operation() }
         }
         try withRequest(#"{"op":7}"#) { request throws in
-            #expect(throws: RequestError(.badRequest, "field 'op' must be a string")) { try request.operation() }
-            #expect(throws: RequestError(.badRequest, "missing field 'subject'")) {
+            #expect(throws: ProtocolError(.badRequest, "field 'op' must be a string")) { try request.operation() }
+            #expect(throws: ProtocolError(.badRequest, "missing field 'subject'")) {
                 try request.requiredString(.subject)
             }
         }
         try withRequest(#"{"op":"sub","subject":["a"],"sid":5,"capacity":2.5,"ref":{"a":1}}"#) { request throws in
-            #expect(throws: RequestError(.badRequest, "field 'subject' must be a string")) {
+            #expect(throws: ProtocolError(.badRequest, "field 'subject' must be a string")) {
                 try request.requiredString(.subject)
             }
-            #expect(throws: RequestError(.badRequest, "field 'sid' must be a string")) { try request.string(.sid) }
-            #expect(throws: RequestError(.badRequest, "field 'capacity' must be an integer")) {
+            #expect(throws: ProtocolError(.badRequest, "field 'sid' must be a string")) { try request.string(.sid) }
+            #expect(throws: ProtocolError(.badRequest, "field 'capacity' must be an integer")) {
                 try request.integer(.capacity)
             }
-            #expect(throws: RequestError(.badRequest, "field 'ref' must be a scalar")) { try request.scalarRef() }
+            #expect(throws: ProtocolError(.badRequest, "field 'ref' must be a scalar")) { try request.scalarRef() }
         }
         try withRequest(#"{"op":"create","capacity":"3"}"#) { request throws in
-            #expect(throws: RequestError(.badRequest, "field 'capacity' must be a number")) {
+            #expect(throws: ProtocolError(.badRequest, "field 'capacity' must be a number")) {
                 try request.integer(.capacity)
             }
         }
@@ -192,22 +192,22 @@ import Testing
             #expect(try request.integer(.capacity) == 3)
         }
         try withRequest(#"{"op":"create","capacity":1e30}"#) { request throws in
-            #expect(throws: RequestError.self) { try request.integer(.capacity) }
+            #expect(throws: ProtocolError.self) { try request.integer(.capacity) }
         }
     }
 }
 
-@Suite struct RequestNameMatchingTests {
+@Suite struct EnvelopeKeyMatchingTests {
     func match<T>(_ name: String, _ matcher: (UnsafeRawBufferPointer) -> T?) -> T? {
         Array(name.utf8).withUnsafeBytes { matcher($0) }
     }
 
     @Test func everyKeyAndOpMatchesItsOwnNameOnly() {
-        for key in RequestKey.allCases {
-            #expect(match(key.name, RequestKey.matching) == key)
-            #expect(match(key.name + "\u{0}", RequestKey.matching) == nil)
-            #expect(match(String(key.name.dropFirst()), RequestKey.matching) == nil)
-            #expect(match(key.name.uppercased(), RequestKey.matching) == nil)
+        for key in EnvelopeKey.allCases {
+            #expect(match(key.name, EnvelopeKey.matching) == key)
+            #expect(match(key.name + "\u{0}", EnvelopeKey.matching) == nil)
+            #expect(match(String(key.name.dropFirst()), EnvelopeKey.matching) == nil)
+            #expect(match(key.name.uppercased(), EnvelopeKey.matching) == nil)
         }
         for op in RequestOp.allCases {
             #expect(match(op.rawValue, RequestOp.matching) == op)

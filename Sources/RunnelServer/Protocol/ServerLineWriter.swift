@@ -1,0 +1,104 @@
+import RunnelUV
+
+/// Builds one server line (docs/protocol.md, "Two kinds of server lines"): a compact JSON
+/// object, member by member, without the line end, which is the transport's to add (TCP ends
+/// it with `\n`, a WebSocket sends it as one message).
+///
+/// The one encoder of every line the server writes apart from the `next` events' hot path,
+/// whose pieces (`SessionSubscription.nextPrefix`, the published bytes, `}`) it never
+/// encodes per value. Start with `reply(ok:ref:)`, `event(_:sid:)` or `closing(_:)`, add
+/// members, then take `finish()`. Keys are `StaticString`s written as they are, so they must
+/// be plain ASCII needing no escapes (all of the protocol's are); values are escaped or
+/// encoded. A value type used by one thread at a time.
+struct ServerLineWriter {
+    private var writer: JSONWriter
+
+    private init(_ start: StaticString) {
+        writer = JSONWriter(reservingCapacity: 96)
+        writer.append(start)
+    }
+
+    /// `{"ok":true` or `{"ok":false`, then `"ref":R` when the request had a ref: its exact
+    /// bytes, echoed unchanged.
+    static func reply(ok: Bool, ref: RawJSON?) -> ServerLineWriter {
+        var line = ServerLineWriter(ok ? "{\"ok\":true" : "{\"ok\":false")
+        if let ref { line.member("ref", raw: ref) }
+        return line
+    }
+
+    /// The reply to a request that failed: `{"ok":false,"ref":R,"code":C,"message":M,"stage":N}`.
+    static func failure(_ error: ProtocolError, ref: RawJSON?) -> ServerLineWriter {
+        var line = reply(ok: false, ref: ref)
+        line.members(of: error)
+        return line
+    }
+
+    /// `{"ev":"<event>","sid":S`, with the sid already encoded as a JSON string.
+    static func event(_ event: StaticString, sid: ByteBuffer) -> ServerLineWriter {
+        var line = ServerLineWriter("{\"ev\":\"")
+        line.writer.append(event)
+        line.writer.append("\",\"sid\":")
+        line.writer.append(raw: sid)
+        return line
+    }
+
+    /// `{"ev":"closing","code":C,"message":M}`: the last line of a connection the server ends.
+    static func closing(_ reason: ProtocolError) -> ServerLineWriter {
+        var line = ServerLineWriter("{\"ev\":\"closing\"")
+        line.member("code", string: reason.code.rawValue)
+        if !reason.message.isEmpty { line.member("message", string: reason.message) }
+        return line
+    }
+
+    private mutating func key(_ key: StaticString) {
+        writer.append(",\"")
+        writer.append(key)
+        writer.append("\":")
+    }
+
+    mutating func member(_ key: StaticString, string: String) {
+        self.key(key)
+        writer.writeString(string)
+    }
+
+    mutating func member<Integer: FixedWidthInteger>(_ key: StaticString, integer: Integer) {
+        self.key(key)
+        writer.writeInteger(integer)
+    }
+
+    mutating func member(_ key: StaticString, bool: Bool) {
+        self.key(key)
+        writer.append(bool ? "true" : "false")
+    }
+
+    /// A member whose value is written as its exact bytes.
+    mutating func member(_ key: StaticString, raw: RawJSON) {
+        self.key(key)
+        writer.write(raw)
+    }
+
+    /// A member whose value is already-encoded JSON (a pre-encoded sid or subject name).
+    mutating func member(_ key: StaticString, encoded: ByteBuffer) {
+        self.key(key)
+        writer.append(raw: encoded)
+    }
+
+    /// A member whose value `body` writes (an array of objects, for `list`).
+    mutating func member(_ key: StaticString, json body: (inout JSONWriter) -> Void) {
+        self.key(key)
+        body(&writer)
+    }
+
+    /// `"code":C,"message":M` and `"stage":N` where one raised it.
+    mutating func members(of error: ProtocolError) {
+        member("code", string: error.code.rawValue)
+        member("message", string: error.message)
+        if let stage = error.stage { member("stage", integer: stage) }
+    }
+
+    /// Closes the object: the line, without its line end.
+    mutating func finish() -> [UInt8] {
+        writer.append(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+}

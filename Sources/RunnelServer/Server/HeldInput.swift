@@ -1,0 +1,57 @@
+/// The input a session holds while its connection's output is over `max_pending_bytes`: the
+/// held lines back to back, each followed by its `\n` (so it costs what it took to send), and
+/// where in them a line over `max_line_bytes` still has to be answered (such a line took more
+/// than `max_line_bytes` to send, so there are few). Loop thread only.
+struct HeldInput {
+    enum Item {
+        /// A request line, as a range of `bytes`.
+        case line(Range<Int>)
+        /// A line over `max_line_bytes`, discarded as it arrived, still to be answered.
+        case longLine(Int)
+    }
+
+    private(set) var bytes: [UInt8] = []
+    /// Long lines: the offset in `bytes` they came at, and their length.
+    private var longLines: [(offset: Int, byteCount: Int)] = []
+    /// The offset in `bytes` and the index in `longLines` of the next item.
+    private var cursor = 0
+    private var nextLongLine = 0
+    /// Reading is stopped and a wake-up is registered with the connection.
+    var isWaiting = false
+
+    /// Whether input is being held: new lines must queue behind what is held.
+    var isActive: Bool { isWaiting || cursor < bytes.count || nextLongLine < longLines.count }
+
+    /// The next item to handle.
+    var first: Item? {
+        if nextLongLine < longLines.count && longLines[nextLongLine].offset == cursor {
+            return .longLine(longLines[nextLongLine].byteCount)
+        }
+        guard cursor < bytes.count else { return nil }
+        let end = bytes[cursor...].firstIndex(of: 10)!
+        return .line(cursor..<end)
+    }
+
+    /// Moves past `item`, which `first` returned.
+    mutating func remove(_ item: Item) {
+        switch item {
+        case .line(let range): cursor = range.upperBound + 1
+        case .longLine: nextLongLine += 1
+        }
+    }
+
+    mutating func append(line: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: line)
+        bytes.append(10)
+    }
+
+    mutating func append(longLine byteCount: Int) { longLines.append((bytes.count, byteCount)) }
+
+    /// Forgets everything held, giving the memory back.
+    mutating func reset() {
+        bytes = []
+        longLines = []
+        cursor = 0
+        nextLongLine = 0
+    }
+}

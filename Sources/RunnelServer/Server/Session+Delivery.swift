@@ -1,0 +1,111 @@
+import RunnelUV
+
+/// Events out: each subscription's events, written as they come, under the slow-consumer
+/// policy.
+extension Session {
+    /// The end of every `next` line: the value is the event's last member.
+    private static let nextEnd: StaticString = "}"
+
+    /// Values up to this size are handed to the transport to copy into the line; larger ones
+    /// by reference. Measured with 1 KiB values fanned out to 10 TCP subscribers: copying
+    /// costs the server 235 ns of CPU per delivery, a buffer of its own (one more iovec for
+    /// the kernel) 405 ns; at 64 bytes the two are alike.
+    static let copiedValueBytes = 4096
+
+    func deliverNext(_ message: Message, to subscription: SessionSubscription) {
+        guard !isClosing, !subscription.isFinished else { return }
+        if isOverPendingLimit {
+            switch server.config.slowConsumer {
+            case .disconnect:
+                closeAsSlowConsumer()
+                return
+            case .drop:
+                subscription.dropped &+= 1
+                stats.dropped &+= 1
+                return
+            }
+        }
+        if subscription.dropped > 0 { writeDropped(subscription) }
+        if subscription.isPattern {
+            writePatternNext(message, subscription)
+        } else {
+            writeNext(message, head: subscription.nextPrefix.bytes)
+        }
+        stats.delivered &+= 1
+    }
+
+    /// Writes `head`, the message's value and `}` as one `next` line. The common line, a small
+    /// published value, is copied straight from the published bytes (`message` holds the
+    /// payload until this returns), so nothing is retained or encoded for it.
+    @inline(__always)
+    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer) {
+        Self.nextEnd.withUTF8Buffer { end in
+            let tail = UnsafeRawBufferPointer(end)
+            if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
+                transport.writeNext(head: head, value: value, tail: tail)
+                return
+            }
+            let value = message.value.raw.buffer
+            if value.count <= Self.copiedValueBytes {
+                transport.writeNext(head: head, value: value.bytes, tail: tail)
+            } else {
+                transport.writeNext(head: head, sharedValue: value, tail: tail)
+            }
+        }
+    }
+
+    /// A pattern subscription's line names the value's subject: its head is the
+    /// subscription's prefix, the subject's encoded name and `,"value":`, put together on
+    /// the stack.
+    private func writePatternNext(_ message: Message, _ subscription: SessionSubscription) {
+        let prefix = subscription.nextPrefix.bytes
+        let subject = message.label.json.bytes
+        let valueKey = SessionSubscription.valueKey
+        let count = prefix.count + subject.count + valueKey.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { head in
+            head.copyMemory(from: prefix)
+            UnsafeMutableRawBufferPointer(rebasing: head[prefix.count...]).copyMemory(from: subject)
+            valueKey.withUTF8Buffer { key in
+                UnsafeMutableRawBufferPointer(rebasing: head[(prefix.count + subject.count)...])
+                    .copyMemory(from: UnsafeRawBufferPointer(key))
+            }
+            writeNext(message, head: UnsafeRawBufferPointer(head))
+        }
+    }
+
+    /// Writes a subscription's terminal event and forgets it.
+    func deliverTerminal(_ error: (any Error)?, to subscription: SessionSubscription) {
+        guard !subscription.isFinished else { return }
+        defer { forget(subscription) }
+        guard !isClosing else { return }
+        if subscription.dropped > 0 { writeDropped(subscription) }
+        if let error {
+            var line = ServerLineWriter.event("error", sid: subscription.sidJSON)
+            line.members(of: ProtocolError(wrapping: error))
+            write(line)
+        } else {
+            write(ServerLineWriter.event("completed", sid: subscription.sidJSON))
+        }
+    }
+
+    private func writeDropped(_ subscription: SessionSubscription) {
+        var line = ServerLineWriter.event("dropped", sid: subscription.sidJSON)
+        line.member("count", integer: subscription.dropped)
+        subscription.dropped = 0
+        write(line)
+    }
+
+    /// The slow-consumer policy `disconnect`: one last line, then close.
+    private func closeAsSlowConsumer() {
+        guard !isClosing else { return }
+        isClosing = true
+        server.logger.notice(
+            "closing slow consumer",
+            metadata: [
+                "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(transport.unsentBytes)",
+            ])
+        disposeAll()
+        write(ServerLineWriter.closing(ProtocolError(.slowConsumer, "")))
+        transport.closeAfterFlush(timeout: .seconds(2))
+    }
+}

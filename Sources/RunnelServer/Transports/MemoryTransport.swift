@@ -1,0 +1,112 @@
+import RunnelUV
+
+/// A transport in memory: requests are fed in by the owner, server lines are kept as
+/// strings, and the unsent output is whatever the owner says. For running sessions without
+/// sockets (tests, and tools that drive the protocol in-process).
+///
+/// Thread rules: the loop thread of the session's server, like every transport. Lifetime
+/// rule: holds its receiver until `close()` has told it `transportDidClose()`.
+final class MemoryTransport: SessionTransport {
+    /// The lines written so far, oldest first.
+    private(set) var lines: [String] = []
+    /// Whether the session asked to stop receiving requests.
+    private(set) var isInputPaused = false
+    private(set) var isClosed = false
+    /// Set once the session asked to close after flushing.
+    private(set) var closeRequested = false
+    /// What `hasUnsentBytes(over:)` and `unsentBytes` report; set it to play a slow consumer,
+    /// and `drain()` to play one that caught up.
+    var unsent = 0
+    let maxRequestBytes: Int
+    let peerDescription = "memory"
+    private var receiver: (any RequestReceiver)?
+    private var unsentWaiter: (threshold: Int, action: () -> Void)?
+
+    init(maxRequestBytes: Int = 1 << 20) {
+        self.maxRequestBytes = maxRequestBytes
+    }
+
+    func start(receiver: any RequestReceiver) { self.receiver = receiver }
+
+    /// Hands `request` to the session as the client would send it (over `maxRequestBytes`,
+    /// as a discarded long request).
+    func receive(_ request: String) {
+        guard !isClosed else { return }
+        precondition(!isInputPaused, "the session paused its input")
+        var request = request
+        request.withUTF8 { bytes in
+            if bytes.count > maxRequestBytes {
+                receiver?.transportDidDiscardLongRequest(byteCount: bytes.count)
+            } else {
+                receiver?.transportDidReceive(request: UnsafeRawBufferPointer(bytes))
+            }
+        }
+    }
+
+    /// Takes the lines written so far.
+    func takeLines() -> [String] {
+        defer { lines.removeAll() }
+        return lines
+    }
+
+    /// The client caught up: no output is unsent.
+    func drain() {
+        unsent = 0
+        if let waiter = unsentWaiter {
+            unsentWaiter = nil
+            waiter.action()
+        }
+    }
+
+    /// The client went away: end of input, then the close.
+    func close() {
+        guard !isClosed else { return }
+        receiver?.transportDidEndInput()
+        finishClosing()
+    }
+
+    private func finishClosing() {
+        isClosed = true
+        unsentWaiter = nil
+        let receiver = self.receiver
+        self.receiver = nil
+        receiver?.transportDidClose()
+    }
+
+    // MARK: SessionTransport
+
+    func writeLine(_ line: UnsafeRawBufferPointer) {
+        guard !isClosed, !closeRequested else { return }
+        lines.append(String(decoding: line, as: UTF8.self))
+    }
+
+    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+        guard !isClosed, !closeRequested else { return }
+        lines.append(String(decoding: Array(head) + Array(value) + Array(tail), as: UTF8.self))
+    }
+
+    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer) {
+        writeNext(head: head, value: value.bytes, tail: tail)
+    }
+
+    func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
+    var unsentBytes: Int { unsent }
+    func pauseInput() { isInputPaused = true }
+    func resumeInput() { isInputPaused = false }
+
+    func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
+        if unsent <= threshold {
+            unsentWaiter = nil
+            action()
+        } else {
+            unsentWaiter = (threshold, action)
+        }
+    }
+
+    /// Closes at once: nothing is queued in memory.
+    func closeAfterFlush(timeout: Duration) {
+        guard !closeRequested else { return }
+        closeRequested = true
+        finishClosing()
+    }
+}

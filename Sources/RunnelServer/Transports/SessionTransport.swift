@@ -1,0 +1,68 @@
+import RunnelUV
+
+/// What a session writes its lines to and controls its client through: one client
+/// connection, whatever carries it (TCP lines, and later WebSocket messages or an SSE stream).
+///
+/// A session hands over whole server lines, each a JSON object without a line end; the
+/// transport frames them (a `\n` on TCP). `next` events come through their own two calls, in
+/// pieces, so the hot path copies a small line once and writes a large value by reference,
+/// and so a transport that shapes events its own way can take the value without parsing the
+/// line.
+///
+/// Thread rules: loop thread only, like the session. Lifetime rule: the transport holds its
+/// session (`RequestReceiver`) until it has told it `transportDidClose()`; the session holds
+/// the transport for the rest of its life.
+protocol SessionTransport: AnyObject {
+    /// Starts handing requests to `receiver`, which it holds until `transportDidClose()`.
+    func start(receiver: any RequestReceiver)
+
+    /// Queues one server line (replies, terminal and `dropped` events, `closing`).
+    func writeLine(_ line: UnsafeRawBufferPointer)
+
+    /// Queues one `next` event line made of `head`, `value` and `tail`, all copied: small
+    /// values, the common case.
+    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer)
+
+    /// Queues one `next` event line whose `value` is large: written by reference where the
+    /// transport can, `head` and `tail` copied.
+    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer)
+
+    /// Whether the output not yet handed to the kernel is over `limit` bytes: asked once per
+    /// delivery, so it must be cheap.
+    func hasUnsentBytes(over limit: Int) -> Bool
+
+    /// The output not yet handed to the kernel, in bytes (for logs).
+    var unsentBytes: Int { get }
+
+    /// Stops handing over requests until `resumeInput()`; the peer is pushed back on.
+    func pauseInput()
+    func resumeInput()
+
+    /// Runs `action` once, as soon as the unsent output is at most `threshold` bytes (at once
+    /// if it is); a new call replaces a waiting one, and closing drops it.
+    func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void)
+
+    /// Refuses further output and input, writes what is queued, then closes; closes anyway
+    /// after `timeout`. The session then gets `transportDidClose()`.
+    func closeAfterFlush(timeout: Duration)
+
+    /// The longest request the transport hands over; longer ones are reported with
+    /// `transportDidDiscardLongRequest` (the `line_too_long` message names it).
+    var maxRequestBytes: Int { get }
+
+    /// Who is at the other end, for logs ("127.0.0.1:50312").
+    var peerDescription: String { get }
+}
+
+/// What a transport hands its client's requests to: a session. Every call is on the loop
+/// thread, in the order the client sent.
+protocol RequestReceiver: AnyObject {
+    /// One request, without its framing; its bytes are valid only during the call.
+    func transportDidReceive(request: UnsafeRawBufferPointer)
+    /// A request over `maxRequestBytes` was thrown away as it arrived.
+    func transportDidDiscardLongRequest(byteCount: Int)
+    /// The client sent its last request (or went away): nothing more will be delivered to it.
+    func transportDidEndInput()
+    /// The transport closed, from either side. Called once, last.
+    func transportDidClose()
+}

@@ -1,0 +1,100 @@
+import CLibUV
+
+/// The I/O state one loop's connections share: the read buffer, the pool of write chunks, the
+/// list of connections with output to flush, and the readers paused until the next turn.
+///
+/// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
+/// writes the output every connection queued during the iteration, then resumes the readers
+/// that spent their read budget. Connections ask for both (`needsFlush`,
+/// `resumeReadingNextTurn`); this type only calls back `TCPConnection.flush()` and
+/// `resumeAfterTurn()`.
+///
+/// Thread rules: loop thread only (every caller is a connection's libuv callback or write).
+/// Lifetime rule: made and owned by the loop's `LoopScheduler`; its `uv_check_t` is opened in
+/// `init` and closed by `close()` when the loop shuts down, its memory freed in the close
+/// callback. The handle holds this object unretained: the scheduler closes it before either
+/// can go.
+final class LoopIO {
+    /// The one read buffer of the loop: libuv calls alloc and read back to back on this
+    /// thread, and a connection consumes the bytes before returning from its read callback.
+    let readBuffer: UnsafeMutableRawPointer
+    let readBufferSize = 256 * 1024
+    /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
+    private(set) var turn = 0
+
+    private let flushCheck: UnsafeMutablePointer<uv_check_t>
+    private var isClosed = false
+    /// Connections with queued output, flushed once per loop iteration.
+    private var connectionsToFlush: [TCPConnection] = []
+    /// The list being walked, swapped with the two lists above so that walking them does not
+    /// allocate.
+    private var walking: [TCPConnection] = []
+    private var spareChunks: [WriteChunk] = []
+    /// Connections whose reading paused for the rest of this turn (their read budget is spent).
+    private var pausedReaders: [TCPConnection] = []
+
+    init(loop: UnsafeMutablePointer<uv_loop_t>) {
+        readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
+        flushCheck = .allocate(capacity: 1)
+        uv_check_init(loop, flushCheck)
+        flushCheck.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_check_start(flushCheck) { handle in
+            Unmanaged<LoopIO>.fromOpaque(handle!.pointee.data).takeUnretainedValue().checkPhase()
+        }
+        // It does not keep the loop alive on its own: the scheduler's wake-up handle does.
+        uv_unref(runnel_check_as_handle(flushCheck))
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Closes the check handle (loop shutdown). Idempotent.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        uv_close(runnel_check_as_handle(flushCheck)) { handle in handle!.deallocate() }
+    }
+
+    // MARK: Write chunks
+
+    /// A write chunk of at least `minimumCapacity` bytes, reused when one is spare.
+    func takeChunk(minimumCapacity: Int) -> WriteChunk {
+        if minimumCapacity <= TCPConnection.chunkSize, let chunk = spareChunks.popLast() { return chunk }
+        return WriteChunk(capacity: max(TCPConnection.chunkSize, minimumCapacity))
+    }
+
+    /// Takes back a chunk no write request points into any more.
+    func recycleChunk(_ chunk: WriteChunk) {
+        guard chunk.capacity == TCPConnection.chunkSize, spareChunks.count < 64 else { return }
+        chunk.used = 0
+        chunk.sealed = 0
+        spareChunks.append(chunk)
+    }
+
+    // MARK: Once per turn
+
+    /// Asks for `connection`'s queued output to be written at the end of this loop iteration.
+    func needsFlush(_ connection: TCPConnection) {
+        connectionsToFlush.append(connection)
+    }
+
+    /// Asks for reading on `connection` to resume after this turn's output is flushed.
+    func resumeReadingNextTurn(_ connection: TCPConnection) {
+        pausedReaders.append(connection)
+    }
+
+    /// Writes every connection's queued output, one `uv_write` each, then resumes the readers
+    /// that used up their budget.
+    private func checkPhase() {
+        while !connectionsToFlush.isEmpty {
+            swap(&connectionsToFlush, &walking)
+            for connection in walking { connection.flush() }
+            walking.removeAll(keepingCapacity: true)
+        }
+        turn &+= 1
+        if !pausedReaders.isEmpty {
+            swap(&pausedReaders, &walking)
+            for connection in walking { connection.resumeAfterTurn() }
+            walking.removeAll(keepingCapacity: true)
+        }
+    }
+}
