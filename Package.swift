@@ -60,12 +60,29 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "RunnelTests", dependencies: ["Runnel"], swiftSettings: strict),
-        .testTarget(name: "RunnelUVTests", dependencies: ["Runnel", "RunnelUV"], swiftSettings: strict),
-        .testTarget(name: "RunnelServerTests", dependencies: ["RunnelServer"], swiftSettings: strict),
+        // The helpers of the test targets, one of each: a test error, a recording subscriber,
+        // `eventually`, a blocking TCP client, a seeded random generator. A regular target, which
+        // `swift build -c release` builds too, so it uses only public API (no @testable import).
+        .target(
+            name: "RunnelTestSupport",
+            dependencies: ["Runnel"],
+            path: "Tests/RunnelTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "RunnelTests", dependencies: ["Runnel", "RunnelTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RunnelUVTests",
+            dependencies: ["Runnel", "RunnelUV", "RunnelTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "RunnelServerTests",
+            dependencies: ["RunnelServer", "RunnelTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "RunneldTests",
-            dependencies: ["RunnelServer", "runneld", "runnel"],
+            dependencies: ["RunnelServer", "runneld", "runnel", "RunnelTestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -1,4 +1,5 @@
 import RunnelServer
+import RunnelTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,21 +9,6 @@ import Testing
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-/// A small seeded generator (SplitMix64) so every fuzz run tests the same cases.
-struct ExpressionFuzzRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
 
 /// Random and mutated expressions over random JSON values: nothing may crash or hang, every
 /// error must be of the right kind with a position inside the source, and every result must
@@ -50,7 +36,7 @@ struct ExpressionFuzzTests {
 
     static let keys = ["a", "b", "items", "x", "s", "t", "k", "odd key", "", "host", "load"]
 
-    static func randomJSON(_ random: inout ExpressionFuzzRandom, depth: Int = 0) -> JSONValue {
+    static func randomJSON(_ random: inout SplitMix64, depth: Int = 0) -> JSONValue {
         switch Int.random(in: 0..<(depth >= 3 ? 4 : 6), using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
@@ -76,7 +62,7 @@ struct ExpressionFuzzTests {
         }
     }
 
-    static func randomSource(_ random: inout ExpressionFuzzRandom) -> String {
+    static func randomSource(_ random: inout SplitMix64) -> String {
         var scalars = Array(corpus.randomElement(using: &random)!.unicodeScalars)
         for _ in 0..<Int.random(in: 0...3, using: &random) {
             let at = Int.random(in: 0...scalars.count, using: &random)
@@ -117,7 +103,7 @@ struct ExpressionFuzzTests {
     }
 
     @Test func randomAndMutatedExpressionsNeverCrash() {
-        var random = ExpressionFuzzRandom(seed: 0x5EED_1234)
+        var random = SplitMix64(seed: 0x5EED_1234)
         let allVariables: Set<String> = ["acc", "index", "prev", "items"]
         var compiled = 0
         var evaluated = 0

@@ -1,4 +1,4 @@
-import Synchronization
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -93,8 +93,8 @@ import Testing
         let inner = ManualSource<Int>()
         let (recorder, _) = record(source.signal.bind { { _, _ in inner.signal } })
         source.send(1)
-        source.fail(SampleError(4))
-        #expect(recorder.error as? SampleError == SampleError(4))
+        source.fail(TestError(4))
+        #expect(recorder.error as? TestError == TestError(4))
         #expect(inner.isDisposed)
     }
 
@@ -104,8 +104,8 @@ import Testing
         let (recorder, _) = record(source.signal.bind { { _, _ in inner.signal } })
         source.send(1, 2)
         #expect(inner.liveCount == 2)
-        inner.fail(SampleError(2))
-        #expect(recorder.error as? SampleError == SampleError(2))
+        inner.fail(TestError(2))
+        #expect(recorder.error as? TestError == TestError(2))
         #expect(recorder.events.count == 1)
         #expect(source.isDisposed)
         #expect(inner.liveCount == 0)
@@ -142,9 +142,9 @@ import Testing
     @Test func innerEventsFromSeveralThreadsAreSerialised() async {
         let count = 5_000
         let subjects = [Subject<Int>(), Subject<Int>()]
-        let detector = OverlapDetector<Int>()
+        let output = OverlapRecorder<Int>()
         ImmediateScheduler.shared.performAsCurrent {
-            _ = Signal.from([0, 1]).bind { { index, _ in subjects[index] } }.subscribe(detector)
+            _ = Signal.from([0, 1]).bind { { index, _ in subjects[index] } }.subscribe(output)
         }
         await withTaskGroup(of: Void.self) { group in
             for part in 0..<2 {
@@ -153,34 +153,10 @@ import Testing
                 }
             }
         }
-        #expect(detector.overlaps == 0)
-        #expect(detector.recorder.values.count == 2 * count)
-        #expect(Set(detector.recorder.values).count == 2 * count)
+        #expect(output.overlaps == 0)
+        #expect(output.recorder.values.count == 2 * count)
+        #expect(Set(output.recorder.values).count == 2 * count)
     }
-}
-
-/// Counts events delivered while another was still being delivered (which serialisation
-/// forbids), and records them all.
-private final class OverlapDetector<Value: Sendable>: Subscriber {
-    let recorder = Recorder<Value>()
-    private let inside = Atomic<Int>(0)
-    private let overlapCount = Atomic<Int>(0)
-
-    var overlaps: Int { overlapCount.load(ordering: .relaxed) }
-
-    func sendNext(_ value: Value) {
-        if inside.add(1, ordering: .acquiringAndReleasing).newValue > 1 {
-            overlapCount.add(1, ordering: .relaxed)
-        }
-        // Linger a little so that an unserialised second thread would be caught inside.
-        for _ in 0..<50 { _ = inside.load(ordering: .relaxed) }
-        recorder.sendNext(value)
-        inside.subtract(1, ordering: .acquiringAndReleasing)
-    }
-
-    func sendError(_ error: any Error) { recorder.sendError(error) }
-    func sendCompleted() { recorder.sendCompleted() }
-    func didSubscribe(with disposable: CompoundDisposable) {}
 }
 
 @Suite struct ConcatTests {
@@ -200,15 +176,15 @@ private final class OverlapDetector<Value: Sendable>: Subscriber {
 
     @Test func errorOfSelfSkipsOther() {
         let second = ManualSource<Int>()
-        let (recorder, _) = record(Signal<Int>.error(SampleError(3)).concat(second.signal))
-        #expect(recorder.error as? SampleError == SampleError(3))
+        let (recorder, _) = record(Signal<Int>.error(TestError(3)).concat(second.signal))
+        #expect(recorder.error as? TestError == TestError(3))
         #expect(second.subscribeCount == 0)
     }
 
     @Test func errorOfOtherIsSent() {
-        let (recorder, _) = record(Signal.just(1).concat(Signal.error(SampleError(5))))
+        let (recorder, _) = record(Signal.just(1).concat(Signal.error(TestError(5))))
         #expect(recorder.values == [1])
-        #expect(recorder.error as? SampleError == SampleError(5))
+        #expect(recorder.error as? TestError == TestError(5))
     }
 
     @Test func disposingDisposesTheLiveSubscription() {

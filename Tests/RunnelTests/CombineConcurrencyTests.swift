@@ -1,29 +1,8 @@
 import Dispatch
-import Synchronization
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
-
-/// Records events and counts any that overlap, to check that an operator merging sources
-/// driven from several threads serialises what it sends.
-private final class OverlapRecorder<Value: Sendable>: Subscriber, @unchecked Sendable {
-    private let inside = Atomic<Int>(0)
-    let overlaps = Atomic<Int>(0)
-    let recorder = Recorder<Value>()
-
-    private func record(_ event: Event<Value>) {
-        if inside.add(1, ordering: .acquiringAndReleasing).newValue != 1 {
-            overlaps.add(1, ordering: .relaxed)
-        }
-        event.send(to: recorder)
-        inside.subtract(1, ordering: .acquiringAndReleasing)
-    }
-
-    func sendNext(_ value: Value) { record(.next(value)) }
-    func sendError(_ error: any Error) { record(.error(error)) }
-    func sendCompleted() { record(.completed) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
-}
 
 /// Drives `subjects` from one thread each: `count` values, then completion.
 private func drive(_ subjects: [Subject<Int>], count: Int) {
@@ -41,7 +20,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         let output = OverlapRecorder<Int>()
         _ = ImmediateScheduler.shared.performAsCurrent { Signal.merge(subjects).subscribe(output) }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         #expect(output.recorder.values.count == 4 * count)
         #expect(output.recorder.events.last.map { if case .completed = $0 { true } else { false } } == true)
         #expect(output.recorder.events.filter(\.isTerminal).count == 1)
@@ -52,7 +31,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         let output = OverlapRecorder<[Int]>()
         _ = ImmediateScheduler.shared.performAsCurrent { Signal.zip(subjects).subscribe(output) }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         #expect(output.recorder.values == (0..<count).map { Array(repeating: $0, count: 4) })
         #expect(output.recorder.isCompleted)
     }
@@ -62,7 +41,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         let output = OverlapRecorder<[Int]>()
         _ = ImmediateScheduler.shared.performAsCurrent { Signal.combineLatest(subjects).subscribe(output) }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         #expect(output.recorder.values.last == Array(repeating: count - 1, count: 4))
         #expect(output.recorder.events.filter(\.isTerminal).count == 1)
         #expect(output.recorder.isCompleted)
@@ -73,7 +52,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         let output = OverlapRecorder<Int>()
         _ = ImmediateScheduler.shared.performAsCurrent { subjects[0].sample(subjects[1]).subscribe(output) }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         #expect(output.recorder.events.filter(\.isTerminal).count == 1)
         #expect(output.recorder.events.last?.isTerminal == true)
     }
@@ -88,7 +67,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
             outer.sendCompleted()
         }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         #expect(output.recorder.values.count == 4 * count)
         #expect(output.recorder.events.filter(\.isTerminal).count == 1)
         #expect(output.recorder.isCompleted)
@@ -99,7 +78,7 @@ private func drive(_ subjects: [Subject<Int>], count: Int) {
         let output = OverlapRecorder<Int>()
         _ = ImmediateScheduler.shared.performAsCurrent { subjects[0].take(until: subjects[1]).subscribe(output) }
         drive(subjects, count: count)
-        #expect(output.overlaps.load(ordering: .relaxed) == 0)
+        #expect(output.overlaps == 0)
         let events = output.recorder.events
         #expect(events.filter(\.isTerminal).count == 1)
         #expect(events.last?.isTerminal == true)

@@ -1,11 +1,7 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
-
-/// Subscribes inline, so everything below is synchronous.
-private func inline(_ body: () -> Void) {
-    ImmediateScheduler.shared.performAsCurrent(body)
-}
 
 @Suite struct CombineLatestTests {
     @Test func pairsLatestValuesOnceBothHaveSent() {
@@ -48,8 +44,8 @@ private func inline(_ body: () -> Void) {
             let b = SignalProbe<Int>()
             let recorder = Recorder<(Int, Int)>()
             a.signal.combineLatest(with: b.signal).subscribe(recorder)
-            b.fail(ProbeError(7))
-            #expect(recorder.error as? ProbeError == ProbeError(7))
+            b.fail(TestError(7))
+            #expect(recorder.error as? TestError == TestError(7))
             #expect(!a.isSubscribed)
             a.send(1)
             #expect(recorder.events.count == 1)
@@ -154,8 +150,8 @@ private func inline(_ body: () -> Void) {
             let b = SignalProbe<Int>()
             let recorder = Recorder<(Int, Int)>()
             a.signal.zip(with: b.signal).subscribe(recorder)
-            a.fail(ProbeError(2))
-            #expect(recorder.error as? ProbeError == ProbeError(2))
+            a.fail(TestError(2))
+            #expect(recorder.error as? TestError == TestError(2))
             #expect(!b.isSubscribed)
         }
     }
@@ -219,8 +215,8 @@ private func inline(_ body: () -> Void) {
             let sources = (0..<3).map { _ in SignalProbe<Int>() }
             let recorder = Recorder<Int>()
             Signal.merge(sources.map(\.signal)).subscribe(recorder)
-            sources[1].fail(ProbeError(3))
-            #expect(recorder.error as? ProbeError == ProbeError(3))
+            sources[1].fail(TestError(3))
+            #expect(recorder.error as? TestError == TestError(3))
             #expect(sources.allSatisfy { !$0.isSubscribed })
             sources[0].send(1)
             #expect(recorder.events.count == 1)
@@ -231,9 +227,9 @@ private func inline(_ body: () -> Void) {
         inline {
             let later = SignalProbe<Int>()
             let recorder = Recorder<Int>()
-            Signal.merge([Signal.just(1), Signal.error(ProbeError(4)), later.signal]).subscribe(recorder)
+            Signal.merge([Signal.just(1), Signal.error(TestError(4)), later.signal]).subscribe(recorder)
             #expect(recorder.values == [1])
-            #expect(recorder.error as? ProbeError == ProbeError(4))
+            #expect(recorder.error as? TestError == TestError(4))
             #expect(later.subscriptions == 0)
         }
     }
@@ -287,9 +283,9 @@ private func inline(_ body: () -> Void) {
             let recorder = Recorder<Int>()
             a.signal.concat(b.signal).subscribe(recorder)
             a.send(1)
-            a.fail(ProbeError(5))
+            a.fail(TestError(5))
             #expect(recorder.values == [1])
-            #expect(recorder.error as? ProbeError == ProbeError(5))
+            #expect(recorder.error as? TestError == TestError(5))
             #expect(b.subscriptions == 0)
         }
     }
@@ -363,8 +359,8 @@ private func inline(_ body: () -> Void) {
             let sampler = SignalProbe<Void>()
             let recorder = Recorder<Int>()
             source.signal.sample(sampler.signal).subscribe(recorder)
-            sampler.fail(ProbeError(6))
-            #expect(recorder.error as? ProbeError == ProbeError(6))
+            sampler.fail(TestError(6))
+            #expect(recorder.error as? TestError == TestError(6))
             #expect(!source.isSubscribed)
         }
     }

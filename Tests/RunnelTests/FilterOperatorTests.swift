@@ -1,11 +1,12 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
 
-/// What `apply` sends when its source sends 1 and then fails with `SampleError(9)`.
-private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], error: SampleError?) {
-    let (recorder, _) = record(apply(Signal.just(1).concat(Signal.error(SampleError(9)))))
-    return (recorder.values, recorder.error as? SampleError)
+/// What `apply` sends when its source sends 1 and then fails with `TestError(9)`.
+private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], error: TestError?) {
+    let (recorder, _) = record(apply(Signal.just(1).concat(Signal.error(TestError(9)))))
+    return (recorder.values, recorder.error as? TestError)
 }
 
 @Suite struct FilterTests {
@@ -18,7 +19,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.filter { _ in true } }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -37,12 +38,12 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
         let source = ManualSource<Int>()
         let (recorder, _) = record(
             source.signal.tryFilter { value in
-                if value == 3 { throw SampleError(3) }
+                if value == 3 { throw TestError(3) }
                 return value != 2
             })
         source.send(1, 2, 3, 4)
         #expect(recorder.values == [1])
-        #expect(recorder.error as? SampleError == SampleError(3))
+        #expect(recorder.error as? TestError == TestError(3))
         #expect(recorder.events.count == 2)
         #expect(source.isDisposed)
     }
@@ -50,7 +51,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.tryFilter { _ in true } }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -68,7 +69,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.ignore(1) }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -86,7 +87,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.ignoreValues() }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -110,7 +111,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.distinctUntilChanged() }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -138,7 +139,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.skip(1) }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -181,7 +182,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.take(5) }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -215,7 +216,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func errorDropsTheValues() {
         let result = errorPath { $0.takeLast(2) }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -251,10 +252,10 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         var result = errorPath { $0.take(until: { _ in false }) }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
         result = errorPath { $0.take(while: { _ in true }) }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -279,10 +280,10 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         var result = errorPath { $0.skip(until: { _ in false }) }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
         result = errorPath { $0.skip(while: { _ in false }) }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -335,11 +336,11 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
 
     /// ReactiveCocoa 2.5 turns a source error into `false` for both.
     @Test func anErrorGivesFalse() {
-        let any = record(Signal<Int>.error(SampleError()).any())
+        let any = record(Signal<Int>.error(TestError()).any())
         #expect(any.0.values == [false])
         #expect(any.0.error == nil)
         #expect(any.0.isCompleted)
-        let all = record(Signal<Int>.error(SampleError()).all { _ in true })
+        let all = record(Signal<Int>.error(TestError()).all { _ in true })
         #expect(all.0.values == [false])
         #expect(all.0.error == nil)
         #expect(all.0.isCompleted)
@@ -362,10 +363,10 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
 
     @Test func thrownErrorIsSentAndDisposesTheSource() {
         let source = ManualSource<Int>()
-        let (recorder, _) = record(source.signal.try { if $0 == 2 { throw SampleError(2) } })
+        let (recorder, _) = record(source.signal.try { if $0 == 2 { throw TestError(2) } })
         source.send(1, 2, 3)
         #expect(recorder.values == [1])
-        #expect(recorder.error as? SampleError == SampleError(2))
+        #expect(recorder.error as? TestError == TestError(2))
         #expect(recorder.events.count == 2)
         #expect(source.isDisposed)
     }
@@ -373,7 +374,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheSourceError() {
         let result = errorPath { $0.try { _ in } }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {

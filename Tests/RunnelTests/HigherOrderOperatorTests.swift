@@ -1,11 +1,7 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
-
-/// Subscribes inline, so everything below is synchronous.
-private func inline(_ body: () -> Void) {
-    ImmediateScheduler.shared.performAsCurrent(body)
-}
 
 @Suite struct FlattenTests {
     @Test func flatMapSendsTheValuesOfEveryMappedSignal() {
@@ -49,8 +45,8 @@ private func inline(_ body: () -> Void) {
             outer.signal.flatMap { inners[$0].signal }.subscribe(recorder)
             outer.send(0)
             outer.send(1)
-            inners[1].fail(ProbeError(1))
-            #expect(recorder.error as? ProbeError == ProbeError(1))
+            inners[1].fail(TestError(1))
+            #expect(recorder.error as? TestError == TestError(1))
             #expect(!outer.isSubscribed && !inners[0].isSubscribed)
             inners[0].send(1)
             #expect(recorder.events.count == 1)
@@ -64,8 +60,8 @@ private func inline(_ body: () -> Void) {
             let recorder = Recorder<Int>()
             outer.signal.flatMap { _ in inner.signal }.subscribe(recorder)
             outer.send(0)
-            outer.fail(ProbeError(2))
-            #expect(recorder.error as? ProbeError == ProbeError(2))
+            outer.fail(TestError(2))
+            #expect(recorder.error as? TestError == TestError(2))
             #expect(!inner.isSubscribed)
         }
     }
@@ -208,8 +204,8 @@ private func inline(_ body: () -> Void) {
             let recorder = Recorder<Int>()
             outer.signal.switchToLatest().subscribe(recorder)
             outer.send(a.signal)
-            a.fail(ProbeError(3))
-            #expect(recorder.error as? ProbeError == ProbeError(3))
+            a.fail(TestError(3))
+            #expect(recorder.error as? TestError == TestError(3))
             #expect(!outer.isSubscribed)
         }
     }
@@ -291,8 +287,8 @@ private func inline(_ body: () -> Void) {
             yes.send("lost")
             no.send("n")
             #expect(recorder.values == ["y", "n"])
-            no.fail(ProbeError(4))
-            #expect(recorder.error as? ProbeError == ProbeError(4))
+            no.fail(TestError(4))
+            #expect(recorder.error as? TestError == TestError(4))
             #expect(!bools.isSubscribed)
             subscription.dispose()
         }
@@ -343,8 +339,8 @@ private func inline(_ body: () -> Void) {
                 calls.withLock { $0 += 1 }
                 return Signal.just(1)
             }.subscribe(recorder)
-            first.fail(ProbeError(5))
-            #expect(recorder.error as? ProbeError == ProbeError(5))
+            first.fail(TestError(5))
+            #expect(recorder.error as? TestError == TestError(5))
             #expect(calls.withLock { $0 } == 0)
         }
     }
@@ -378,11 +374,11 @@ private func inline(_ body: () -> Void) {
             let seen = Locked<[Int]>([])
             let recorder = Recorder<Int>()
             source.signal.catch { error in
-                seen.withLock { $0.append((error as? ProbeError)?.code ?? -1) }
+                seen.withLock { $0.append((error as? TestError)?.code ?? -1) }
                 return backup.signal
             }.subscribe(recorder)
             source.send(1)
-            source.fail(ProbeError(9))
+            source.fail(TestError(9))
             #expect(seen.withLock { $0 } == [9])
             backup.send(2)
             backup.complete()
@@ -403,8 +399,8 @@ private func inline(_ body: () -> Void) {
     @Test func errorOfTheReplacementIsSentOn() {
         inline {
             let recorder = Recorder<Int>()
-            Signal<Int>.error(ProbeError(1)).catchTo(Signal.error(ProbeError(2))).subscribe(recorder)
-            #expect(recorder.error as? ProbeError == ProbeError(2))
+            Signal<Int>.error(TestError(1)).catchTo(Signal.error(TestError(2))).subscribe(recorder)
+            #expect(recorder.error as? TestError == TestError(2))
         }
     }
 
@@ -415,7 +411,7 @@ private func inline(_ body: () -> Void) {
             let recorder = Recorder<Int>()
             let subscription = source.signal.catchTo(backup.signal).subscribe(recorder)
             #expect(source.isSubscribed)
-            source.fail(ProbeError())
+            source.fail(TestError())
             #expect(backup.isSubscribed)
             subscription.dispose()
             #expect(!backup.isSubscribed)
@@ -459,7 +455,7 @@ private func inline(_ body: () -> Void) {
             let trigger = SignalProbe<Void>()
             let recorder = Recorder<Int>()
             source.signal.take(until: trigger.signal).subscribe(recorder)
-            trigger.fail(ProbeError())
+            trigger.fail(TestError())
             source.send(1)
             source.complete()
             #expect(recorder.values == [1])
@@ -474,8 +470,8 @@ private func inline(_ body: () -> Void) {
             let trigger = SignalProbe<Void>()
             let recorder = Recorder<Int>()
             source.signal.take(until: trigger.signal).subscribe(recorder)
-            source.fail(ProbeError(8))
-            #expect(recorder.error as? ProbeError == ProbeError(8))
+            source.fail(TestError(8))
+            #expect(recorder.error as? TestError == TestError(8))
             #expect(!trigger.isSubscribed)
         }
     }
@@ -546,14 +542,14 @@ private func inline(_ body: () -> Void) {
             let replacement = SignalProbe<Int>()
             let recorder = Recorder<Int>()
             source.signal.take(untilReplacement: replacement.signal).subscribe(recorder)
-            source.fail(ProbeError(1))
-            #expect(recorder.error as? ProbeError == ProbeError(1))
+            source.fail(TestError(1))
+            #expect(recorder.error as? TestError == TestError(1))
             #expect(!replacement.isSubscribed)
 
             let source2 = SignalProbe<Int>()
             let recorder2 = Recorder<Int>()
-            source2.signal.take(untilReplacement: Signal.error(ProbeError(2))).subscribe(recorder2)
-            #expect(recorder2.error as? ProbeError == ProbeError(2))
+            source2.signal.take(untilReplacement: Signal.error(TestError(2))).subscribe(recorder2)
+            #expect(recorder2.error as? TestError == TestError(2))
             #expect(source2.subscriptions == 0)
         }
     }

@@ -1,11 +1,7 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
-
-/// Subscribes inline, so everything below is synchronous.
-private func inline(_ body: () -> Void) {
-    ImmediateScheduler.shared.performAsCurrent(body)
-}
 
 @Suite struct MulticastConnectionTests {
     @Test func connectSharesOneSubscriptionAmongSubscribers() {
@@ -39,9 +35,9 @@ private func inline(_ body: () -> Void) {
             connection.signal.subscribe(first)
             connection.signal.subscribe(second)
             connection.connect()
-            source.fail(ProbeError(3))
-            #expect(first.error as? ProbeError == ProbeError(3))
-            #expect(second.error as? ProbeError == ProbeError(3))
+            source.fail(TestError(3))
+            #expect(first.error as? TestError == TestError(3))
+            #expect(second.error as? TestError == TestError(3))
         }
     }
 
@@ -129,11 +125,11 @@ private func inline(_ body: () -> Void) {
 
     @Test func replayReplaysTheError() {
         inline {
-            let replayed = Signal.from([1]).concat(Signal.error(ProbeError(2))).replay()
+            let replayed = Signal.from([1]).concat(Signal.error(TestError(2))).replay()
             let recorder = Recorder<Int>()
             replayed.subscribe(recorder)
             #expect(recorder.values == [1])
-            #expect(recorder.error as? ProbeError == ProbeError(2))
+            #expect(recorder.error as? TestError == TestError(2))
         }
     }
 
@@ -215,12 +211,12 @@ private func inline(_ body: () -> Void) {
     @Test func startEagerlyReplaysTheError() {
         let scheduler = TestScheduler()
         let signal = scheduler.performAsCurrent {
-            Signal<Int>.startEagerly(on: scheduler) { $0.sendError(ProbeError(4)) }
+            Signal<Int>.startEagerly(on: scheduler) { $0.sendError(TestError(4)) }
         }
         scheduler.advance()
         let recorder = Recorder<Int>()
         _ = scheduler.performAsCurrent { signal.subscribe(recorder) }
-        #expect(recorder.error as? ProbeError == ProbeError(4))
+        #expect(recorder.error as? TestError == TestError(4))
     }
 
     @Test func startLazilyRunsTheBlockOnFirstSubscription() {

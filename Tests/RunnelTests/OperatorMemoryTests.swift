@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -33,7 +34,7 @@ private final class Token: Sendable {}
         disposable.dispose()
     }
     private static let byError: @Sendable (Subject<Token>, Disposable) -> Void = { subject, _ in
-        subject.sendError(SampleError())
+        subject.sendError(TestError())
     }
 
     @Test func collectReleasesItsValues() {

@@ -1,4 +1,5 @@
 import Dispatch
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -34,16 +35,16 @@ import Testing
 
     @Test func repeatPassesErrors() {
         let calls = Locked(0)
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: counting(fail: true, calls: calls).repeat()) }
-        #expect(recorder.events == ["next(1)", "error(TestError(1))"])
+        let recorder = Recorder<Int>()
+        inline { counting(fail: true, calls: calls).repeat().subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(1)", "error(TestError(1))"])
     }
 
     @Test func retryCountLimitsResubscriptions() {
         let calls = Locked(0)
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: counting(fail: true, calls: calls).retry(2)) }
-        #expect(recorder.events == ["next(1)", "next(2)", "next(3)", "error(TestError(3))"])
+        let recorder = Recorder<Int>()
+        inline { counting(fail: true, calls: calls).retry(2).subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(1)", "next(2)", "next(3)", "error(TestError(3))"])
     }
 
     @Test func retryForeverUntilSuccess() {
@@ -56,9 +57,9 @@ import Testing
             if call < 1_000 { subscriber.sendError(TestError(call)) } else { subscriber.sendCompleted() }
             return nil
         }
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: source.retry()) }
-        #expect(recorder.events == ["completed"])
+        let recorder = Recorder<Int>()
+        inline { source.retry().subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["completed"])
         #expect(calls.withLock { $0 } == 1_000)
     }
 
@@ -85,28 +86,28 @@ import Testing
         let signal = Signal<Int>.error(TestError(5))
             .doError { error in log.withLock { $0.append("doError \(error)") } }
             .finally { log.withLock { $0.append("finally") } }
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: signal) }
+        let recorder = Recorder<Int>()
+        inline { signal.subscribe(recorder) }
         #expect(log.withLock { $0 } == ["doError TestError(5)", "finally"])
-        #expect(recorder.events == ["error(TestError(5))"])
+        #expect(recorder.eventDescriptions == ["error(TestError(5))"])
     }
 
     @Test func logPassesEventsThrough() {
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: Signal.just(1).log().logNext().logError().logCompleted()) }
-        #expect(recorder.events == ["next(1)", "completed"])
+        let recorder = Recorder<Int>()
+        inline { Signal.just(1).log().logNext().logError().logCompleted().subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(1)", "completed"])
     }
 
     @Test func deliverOnSendsOnTheScheduler() {
         let scheduler = TestScheduler()
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         let onScheduler = Locked(true)
         inline {
             subject.deliver(on: scheduler).subscribe(
                 next: { value in
                     if currentScheduler !== scheduler { onScheduler.withLock { $0 = false } }
-                    recorder.subscribe(to: .just(value))
+                    Signal.just(value).subscribe(recorder)
                 })
         }
         subject.sendNext(1)
@@ -120,8 +121,8 @@ import Testing
     @Test func deliverOnDropsEventsAfterDispose() {
         let scheduler = TestScheduler()
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
-        let subscription = inline { recorder.subscribe(to: subject.deliver(on: scheduler)) }
+        let recorder = Recorder<Int>()
+        let subscription = inline { subject.deliver(on: scheduler).subscribe(recorder) }
         subject.sendNext(1)
         subscription.dispose()
         scheduler.run()
@@ -137,12 +138,12 @@ import Testing
             subscriber.sendCompleted()
             return nil
         }
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: source.subscribe(on: scheduler)) }
+        let recorder = Recorder<Int>()
+        inline { source.subscribe(on: scheduler).subscribe(recorder) }
         #expect(recorder.events.isEmpty)
         scheduler.run()
         #expect(ranOn.withLock { $0 } === scheduler)
-        #expect(recorder.events == ["next(1)", "completed"])
+        #expect(recorder.eventDescriptions == ["next(1)", "completed"])
     }
 
     @Test func subscribeOnCancelledBeforeItRuns() {

@@ -1,4 +1,5 @@
 import Dispatch
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -13,9 +14,9 @@ import Testing
             subscriber.sendNext(3)  // after the terminal event: dropped
             return Disposable { cleaned.withLock { $0 = true } }
         }
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: signal) }
-        #expect(recorder.events == ["next(1)", "next(2)", "completed"])
+        let recorder = Recorder<Int>()
+        inline { signal.subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(1)", "next(2)", "completed"])
         #expect(cleaned.withLock { $0 })
     }
 
@@ -25,34 +26,34 @@ import Testing
             held.withLock { $0 = subscriber }
             return nil
         }
-        let recorder = EventLog<Int>()
-        let subscription = inline { recorder.subscribe(to: signal) }
+        let recorder = Recorder<Int>()
+        let subscription = inline { signal.subscribe(recorder) }
         let subscriber = held.withLock { $0 }!
         subscriber.sendNext(1)
         subscription.dispose()
         subscriber.sendNext(2)
         subscriber.sendCompleted()
-        #expect(recorder.events == ["next(1)"])
+        #expect(recorder.eventDescriptions == ["next(1)"])
     }
 
     @Test func constructors() {
-        let just = EventLog<Int>()
-        let empty = EventLog<Int>()
-        let never = EventLog<Int>()
-        let failing = EventLog<Int>()
-        let sequence = EventLog<Int>()
+        let just = Recorder<Int>()
+        let empty = Recorder<Int>()
+        let never = Recorder<Int>()
+        let failing = Recorder<Int>()
+        let sequence = Recorder<Int>()
         inline {
-            just.subscribe(to: .just(7))
-            empty.subscribe(to: .empty)
-            never.subscribe(to: .never)
-            failing.subscribe(to: .error(TestError(3)))
-            sequence.subscribe(to: [1, 2, 3].signal)
+            Signal<Int>.just(7).subscribe(just)
+            Signal<Int>.empty.subscribe(empty)
+            Signal<Int>.never.subscribe(never)
+            Signal<Int>.error(TestError(3)).subscribe(failing)
+            [1, 2, 3].signal.subscribe(sequence)
         }
-        #expect(just.events == ["next(7)", "completed"])
-        #expect(empty.events == ["completed"])
+        #expect(just.eventDescriptions == ["next(7)", "completed"])
+        #expect(empty.eventDescriptions == ["completed"])
         #expect(never.events.isEmpty)
-        #expect(failing.events == ["error(TestError(3))"])
-        #expect(sequence.events == ["next(1)", "next(2)", "next(3)", "completed"])
+        #expect(failing.eventDescriptions == ["error(TestError(3))"])
+        #expect(sequence.eventDescriptions == ["next(1)", "next(2)", "next(3)", "completed"])
     }
 
     @Test func fromStopsOnceDisposed() {
@@ -78,11 +79,11 @@ import Testing
             return .just(call)
         }
         #expect(calls.withLock { $0 } == 0)
-        let first = EventLog<Int>()
-        let second = EventLog<Int>()
+        let first = Recorder<Int>()
+        let second = Recorder<Int>()
         inline {
-            first.subscribe(to: signal)
-            second.subscribe(to: signal)
+            signal.subscribe(first)
+            signal.subscribe(second)
         }
         #expect(first.values == [1])
         #expect(second.values == [2])

@@ -1,4 +1,5 @@
 import Dispatch
+import RunnelTestSupport
 import Synchronization
 import Testing
 
@@ -7,19 +8,19 @@ import Testing
 @Suite struct SubjectTests {
     @Test func plainSubjectSendsOnlyLaterEvents() {
         let subject = Subject<Int>()
-        let early = EventLog<Int>()
-        let late = EventLog<Int>()
+        let early = Recorder<Int>()
+        let late = Recorder<Int>()
         inline {
             subject.sendNext(0)
-            early.subscribe(to: subject)
+            subject.subscribe(early)
             subject.sendNext(1)
-            late.subscribe(to: subject)
+            subject.subscribe(late)
             subject.sendNext(2)
             subject.sendCompleted()
             subject.sendNext(3)
         }
-        #expect(early.events == ["next(1)", "next(2)", "completed"])
-        #expect(late.events == ["next(2)", "completed"])
+        #expect(early.eventDescriptions == ["next(1)", "next(2)", "completed"])
+        #expect(late.eventDescriptions == ["next(2)", "completed"])
         #expect(subject.subscriberCount == 0)
     }
 
@@ -28,77 +29,77 @@ import Testing
         let failed = Subject<Int>()
         completed.sendCompleted()
         failed.sendError(TestError(4))
-        let afterCompletion = EventLog<Int>()
-        let afterError = EventLog<Int>()
+        let afterCompletion = Recorder<Int>()
+        let afterError = Recorder<Int>()
         inline {
-            afterCompletion.subscribe(to: completed)
-            afterError.subscribe(to: failed)
+            completed.subscribe(afterCompletion)
+            failed.subscribe(afterError)
         }
-        #expect(afterCompletion.events == ["completed"])
-        #expect(afterError.events == ["error(TestError(4))"])
+        #expect(afterCompletion.eventDescriptions == ["completed"])
+        #expect(afterError.eventDescriptions == ["error(TestError(4))"])
         #expect(completed.isTerminated)
     }
 
     @Test func disposedSubscriberIsRemoved() {
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
-        let subscription = inline { recorder.subscribe(to: subject) }
+        let recorder = Recorder<Int>()
+        let subscription = inline { subject.subscribe(recorder) }
         subject.sendNext(1)
         #expect(subject.subscriberCount == 1)
         subscription.dispose()
         #expect(subject.subscriberCount == 0)
         subject.sendNext(2)
-        #expect(recorder.events == ["next(1)"])
+        #expect(recorder.eventDescriptions == ["next(1)"])
     }
 
     @Test func replaySubjectReplaysThenTerminates() {
         let subject = ReplaySubject<Int>()
         subject.sendNext(1)
         subject.sendNext(2)
-        let before = EventLog<Int>()
-        inline { before.subscribe(to: subject) }
+        let before = Recorder<Int>()
+        inline { subject.subscribe(before) }
         subject.sendNext(3)
         subject.sendCompleted()
-        let after = EventLog<Int>()
-        inline { after.subscribe(to: subject) }
-        #expect(before.events == ["next(1)", "next(2)", "next(3)", "completed"])
-        #expect(after.events == ["next(1)", "next(2)", "next(3)", "completed"])
+        let after = Recorder<Int>()
+        inline { subject.subscribe(after) }
+        #expect(before.eventDescriptions == ["next(1)", "next(2)", "next(3)", "completed"])
+        #expect(after.eventDescriptions == ["next(1)", "next(2)", "next(3)", "completed"])
     }
 
     @Test func replaySubjectKeepsItsCapacity() {
         let subject = ReplaySubject<Int>(capacity: 2)
         for i in 1...5 { subject.sendNext(i) }
         subject.sendError(TestError(2))
-        let recorder = EventLog<Int>()
-        inline { recorder.subscribe(to: subject) }
-        #expect(recorder.events == ["next(4)", "next(5)", "error(TestError(2))"])
+        let recorder = Recorder<Int>()
+        inline { subject.subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(4)", "next(5)", "error(TestError(2))"])
         #expect(subject.replayedValues == [4, 5])
     }
 
     @Test func behaviorSubjectSendsCurrentValue() {
         let subject = BehaviorSubject(10)
-        let first = EventLog<Int>()
-        inline { first.subscribe(to: subject) }
+        let first = Recorder<Int>()
+        inline { subject.subscribe(first) }
         subject.sendNext(11)
         #expect(subject.value == 11)
-        let second = EventLog<Int>()
-        inline { second.subscribe(to: subject) }
+        let second = Recorder<Int>()
+        inline { subject.subscribe(second) }
         subject.sendCompleted()
-        let late = EventLog<Int>()
-        inline { late.subscribe(to: subject) }
-        #expect(first.events == ["next(10)", "next(11)", "completed"])
-        #expect(second.events == ["next(11)", "completed"])
-        #expect(late.events == ["next(11)", "completed"])
+        let late = Recorder<Int>()
+        inline { subject.subscribe(late) }
+        #expect(first.eventDescriptions == ["next(10)", "next(11)", "completed"])
+        #expect(second.eventDescriptions == ["next(11)", "completed"])
+        #expect(late.eventDescriptions == ["next(11)", "completed"])
     }
 
     @Test func reentrantSendIsQueuedNotDeadlocked() {
         let subject = Subject<Int>()
-        let feeder = EventLog<Int>()
+        let feeder = Recorder<Int>()
         inline {
             subject.subscribe(next: { value in
                 if value < 3 { subject.sendNext(value + 1) }
             })
-            feeder.subscribe(to: subject)
+            subject.subscribe(feeder)
         }
         subject.sendNext(1)
         // Every subscriber sees 1 before 2: the re-entrant send waits for the current event.
@@ -108,10 +109,10 @@ import Testing
 
     @Test func reentrantSubscribeDuringDelivery() {
         let subject = ReplaySubject<Int>()
-        let inner = EventLog<Int>()
+        let inner = Recorder<Int>()
         inline {
             subject.subscribe(next: { value in
-                if value == 2 { inner.subscribe(to: subject) }
+                if value == 2 { subject.subscribe(inner) }
             })
         }
         subject.sendNext(1)
@@ -125,16 +126,16 @@ import Testing
     /// sees is exactly the recorded order, replay and live together.
     @Test func replayThenLiveKeepsRecordedOrder() {
         let subject = ReplaySubject<Int>()
-        let early = EventLog<Int>()
-        inline { early.subscribe(to: subject) }
-        let lateRecorders = (0..<4).map { _ in EventLog<Int>() }
+        let early = Recorder<Int>()
+        inline { subject.subscribe(early) }
+        let lateRecorders = (0..<4).map { _ in Recorder<Int>() }
         let group = DispatchGroup()
         for sender in 0..<4 {
             DispatchQueue.global().async(group: group) {
                 for i in 0..<2_000 {
                     subject.sendNext(sender * 10_000 + i)
                     if i == 400 * (sender + 1) {
-                        inline { lateRecorders[sender].subscribe(to: subject) }
+                        inline { subject.subscribe(lateRecorders[sender]) }
                     }
                 }
             }

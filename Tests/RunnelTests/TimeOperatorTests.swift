@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -17,9 +18,9 @@ struct TimeScenarios {
     func throttleDropsHeldValueForUnthrottled() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         perform {
-            recorder.subscribe(to: subject.throttle(.seconds(1), on: scheduler, valuesPassing: { $0 % 2 == 0 }))
+            subject.throttle(.seconds(1), on: scheduler, valuesPassing: { $0 % 2 == 0 }).subscribe(recorder)
             subject.sendNext(2)
             subject.sendNext(3)
         }
@@ -33,32 +34,32 @@ struct TimeScenarios {
             subject.sendNext(8)
             subject.sendCompleted()
         }
-        return recorder.events
+        return recorder.eventDescriptions
     }
 
     /// delay shifts values and completion but sends errors at once, cancelling the rest.
     func delayDoesNotDelayErrors() -> (beforeDeadline: [String], after: [String]) {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         perform {
-            recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler))
+            subject.delay(.seconds(1), on: scheduler).subscribe(recorder)
             subject.sendNext(1)
             subject.sendError(TestError(9))
         }
-        let before = recorder.events
+        let before = recorder.eventDescriptions
         advance(.seconds(2))
-        return (before, recorder.events)
+        return (before, recorder.eventDescriptions)
     }
 
     /// delay sends nothing once disposed.
     func delayCancelsOnDispose() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         let subscription = Locked<Disposable?>(nil)
         perform {
-            subscription.withLock { $0 = recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler)) }
+            subscription.withLock { $0 = subject.delay(.seconds(1), on: scheduler).subscribe(recorder) }
             subject.sendNext(1)
         }
         advance(.seconds(2))
@@ -68,44 +69,44 @@ struct TimeScenarios {
             subscription.withLock { $0 }?.dispose()
         }
         advance(.seconds(2))
-        return recorder.events
+        return recorder.eventDescriptions
     }
 
     /// timeout never fires after the subscription is disposed.
     func timeoutDoesNotFireAfterDispose() -> [String] {
         let scheduler = self.scheduler
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         let subscription = Locked<Disposable?>(nil)
         perform {
-            subscription.withLock { $0 = recorder.subscribe(to: Signal<Int>.never.timeout(.seconds(1), on: scheduler)) }
+            subscription.withLock { $0 = Signal<Int>.never.timeout(.seconds(1), on: scheduler).subscribe(recorder) }
         }
         advance(.milliseconds(500))
         subscription.withLock { $0 }?.dispose()
         advance(.seconds(2))
-        return recorder.events
+        return recorder.eventDescriptions
     }
 
     /// timeout fails a source that does not terminate in time.
     func timeoutFires() -> [String] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
+        let recorder = Recorder<Int>()
         perform {
-            recorder.subscribe(to: subject.timeout(.seconds(1), on: scheduler))
+            subject.timeout(.seconds(1), on: scheduler).subscribe(recorder)
             subject.sendNext(1)
         }
         advance(.seconds(2))
         perform { subject.sendNext(2) }
-        return recorder.events
+        return recorder.eventDescriptions
     }
 
     /// bufferWithTime sends a window per interval and flushes the open one on completion.
     func bufferFlushesOnCompletion() -> [[Int]] {
         let scheduler = self.scheduler
         let subject = Subject<Int>()
-        let recorder = EventLog<[Int]>()
+        let recorder = Recorder<[Int]>()
         perform {
-            recorder.subscribe(to: subject.buffer(withTime: .seconds(1), on: scheduler))
+            subject.buffer(withTime: .seconds(1), on: scheduler).subscribe(recorder)
             subject.sendNext(1)
             subject.sendNext(2)
         }
@@ -135,8 +136,8 @@ struct TimeScenarios {
 
     @Test func throttleSendsOnlyAfterQuietInterval() {
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
-        onTestScheduler(scheduler) { recorder.subscribe(to: subject.throttle(.seconds(1), on: scheduler)) }
+        let recorder = Recorder<Int>()
+        onTestScheduler(scheduler) { subject.throttle(.seconds(1), on: scheduler).subscribe(recorder) }
         subject.sendNext(1)
         scheduler.advance(by: .milliseconds(500))
         subject.sendNext(2)
@@ -147,7 +148,7 @@ struct TimeScenarios {
         subject.sendNext(3)
         subject.sendError(TestError())
         scheduler.run()
-        #expect(recorder.events == ["next(2)", "error(TestError(1))"])
+        #expect(recorder.eventDescriptions == ["next(2)", "error(TestError(1))"])
     }
 
     @Test func delayDoesNotDelayErrors() {
@@ -159,16 +160,16 @@ struct TimeScenarios {
 
     @Test func delayShiftsValuesAndCompletion() {
         let subject = Subject<Int>()
-        let recorder = EventLog<Int>()
-        onTestScheduler(scheduler) { recorder.subscribe(to: subject.delay(.seconds(1), on: scheduler)) }
+        let recorder = Recorder<Int>()
+        onTestScheduler(scheduler) { subject.delay(.seconds(1), on: scheduler).subscribe(recorder) }
         subject.sendNext(1)
         scheduler.advance(by: .milliseconds(500))
         subject.sendNext(2)
         subject.sendCompleted()
         scheduler.advance(by: .milliseconds(500))
-        #expect(recorder.events == ["next(1)"])
+        #expect(recorder.eventDescriptions == ["next(1)"])
         scheduler.advance(by: .milliseconds(500))
-        #expect(recorder.events == ["next(1)", "next(2)", "completed"])
+        #expect(recorder.eventDescriptions == ["next(1)", "next(2)", "completed"])
     }
 
     @Test func delayCancelsOnDispose() {
@@ -185,10 +186,10 @@ struct TimeScenarios {
     }
 
     @Test func timeoutPassesEarlyCompletion() {
-        let recorder = EventLog<Int>()
-        onTestScheduler(scheduler) { recorder.subscribe(to: Signal.just(5).timeout(.seconds(1), on: scheduler)) }
+        let recorder = Recorder<Int>()
+        onTestScheduler(scheduler) { Signal.just(5).timeout(.seconds(1), on: scheduler).subscribe(recorder) }
         scheduler.advance(by: .seconds(5))
-        #expect(recorder.events == ["next(5)", "completed"])
+        #expect(recorder.eventDescriptions == ["next(5)", "completed"])
         #expect(scheduler.pendingCount == 0)
     }
 
@@ -198,14 +199,14 @@ struct TimeScenarios {
 
     @Test func bufferSendsNoEmptyWindowAndDropsOnError() {
         let subject = Subject<Int>()
-        let recorder = EventLog<[Int]>()
-        onTestScheduler(scheduler) { recorder.subscribe(to: subject.buffer(withTime: .seconds(1), on: scheduler)) }
+        let recorder = Recorder<[Int]>()
+        onTestScheduler(scheduler) { subject.buffer(withTime: .seconds(1), on: scheduler).subscribe(recorder) }
         scheduler.advance(by: .seconds(3))
         #expect(recorder.events.isEmpty)
         subject.sendNext(1)
         scheduler.advance(by: .milliseconds(500))
         subject.sendError(TestError())
         scheduler.run()
-        #expect(recorder.events == ["error(TestError(1))"])
+        #expect(recorder.eventDescriptions == ["error(TestError(1))"])
     }
 }

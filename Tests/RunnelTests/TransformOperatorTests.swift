@@ -1,12 +1,13 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
 
-/// The error `apply` sends when its source sends 1 and then fails with `SampleError(9)`, and
+/// The error `apply` sends when its source sends 1 and then fails with `TestError(9)`, and
 /// the values sent before it.
-private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], error: SampleError?, events: Int) {
-    let (recorder, _) = record(apply(Signal.just(1).concat(Signal.error(SampleError(9)))))
-    return (recorder.values, recorder.error as? SampleError, recorder.events.count)
+private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], error: TestError?, events: Int) {
+    let (recorder, _) = record(apply(Signal.just(1).concat(Signal.error(TestError(9)))))
+    return (recorder.values, recorder.error as? TestError, recorder.events.count)
 }
 
 @Suite struct MapTests {
@@ -19,7 +20,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.map { $0 + 1 } }
         #expect(result.values == [2])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -37,7 +38,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.mapReplace(0) }
         #expect(result.values == [0])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -59,8 +60,8 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     }
 
     @Test func passesTheError() {
-        let (recorder, _) = record(Signal<(Int, Int)>.error(SampleError(2)).reduceEach { $0 + $1 })
-        #expect(recorder.error as? SampleError == SampleError(2))
+        let (recorder, _) = record(Signal<(Int, Int)>.error(TestError(2)).reduceEach { $0 + $1 })
+        #expect(recorder.error as? TestError == TestError(2))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -97,7 +98,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.scan(start: 1) { $0 + $1 } }
         #expect(result.values == [2])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -116,7 +117,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheError() {
         let result = errorPath { $0.combinePrevious(start: 0) { $0 + $1 } }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -134,7 +135,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func sendsTheValueBeforeAnError() {
         let result = errorPath { $0.startWith(0) }
         #expect(result.values == [0, 1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -185,7 +186,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
         ] {
             let result = errorPath(apply)
             #expect(result.values.isEmpty)
-            #expect(result.error == SampleError(9))
+            #expect(result.error == TestError(9))
         }
     }
 
@@ -216,7 +217,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func errorDropsTheValues() {
         let result = errorPath { $0.collect() }
         #expect(result.values.isEmpty)
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -232,9 +233,9 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     }
 
     @Test func sendsTheErrorAsAValueThenCompletes() {
-        let (recorder, _) = record(Signal.just(1).concat(Signal.error(SampleError(3))).materialize())
+        let (recorder, _) = record(Signal.just(1).concat(Signal.error(TestError(3))).materialize())
         #expect(recorder.values.count == 2)
-        #expect(recorder.values.last?.error as? SampleError == SampleError(3))
+        #expect(recorder.values.last?.error as? TestError == TestError(3))
         #expect(recorder.error == nil)
         #expect(recorder.isCompleted)
     }
@@ -263,16 +264,16 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func errorEventErrs() {
         let source = ManualSource<Event<Int>>()
         let (recorder, _) = record(source.signal.dematerialize())
-        source.send(.next(1), .error(SampleError(6)), .next(2))
+        source.send(.next(1), .error(TestError(6)), .next(2))
         #expect(recorder.values == [1])
-        #expect(recorder.error as? SampleError == SampleError(6))
+        #expect(recorder.error as? TestError == TestError(6))
         #expect(recorder.events.count == 2)
         #expect(source.isDisposed)
     }
 
     @Test func passesTheSourceError() {
-        let (recorder, _) = record(Signal<Event<Int>>.error(SampleError(8)).dematerialize())
-        #expect(recorder.error as? SampleError == SampleError(8))
+        let (recorder, _) = record(Signal<Event<Int>>.error(TestError(8)).dematerialize())
+        #expect(recorder.error as? TestError == TestError(8))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -300,9 +301,9 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     }
 
     @Test func passTheError() {
-        #expect(record(Signal<Bool>.error(SampleError(1)).not()).0.error as? SampleError == SampleError(1))
-        #expect(record(Signal<[Bool]>.error(SampleError(2)).and()).0.error as? SampleError == SampleError(2))
-        #expect(record(Signal<[Bool]>.error(SampleError(3)).or()).0.error as? SampleError == SampleError(3))
+        #expect(record(Signal<Bool>.error(TestError(1)).not()).0.error as? TestError == TestError(1))
+        #expect(record(Signal<[Bool]>.error(TestError(2)).and()).0.error as? TestError == TestError(2))
+        #expect(record(Signal<[Bool]>.error(TestError(3)).or()).0.error as? TestError == TestError(3))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -323,12 +324,12 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
         let source = ManualSource<Int>()
         let (recorder, _) = record(
             source.signal.tryMap { value in
-                if value == 2 { throw SampleError(2) }
+                if value == 2 { throw TestError(2) }
                 return value
             })
         source.send(1, 2, 3)
         #expect(recorder.values == [1])
-        #expect(recorder.error as? SampleError == SampleError(2))
+        #expect(recorder.error as? TestError == TestError(2))
         #expect(recorder.events.count == 2)
         #expect(source.isDisposed)
     }
@@ -336,7 +337,7 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
     @Test func passesTheSourceError() {
         let result = errorPath { $0.tryMap { $0 } }
         #expect(result.values == [1])
-        #expect(result.error == SampleError(9))
+        #expect(result.error == TestError(9))
     }
 
     @Test func disposingDisposesTheSource() {
@@ -388,10 +389,10 @@ private func errorPath<U>(_ apply: (Signal<Int>) -> Signal<U>) -> (values: [U], 
         let source = ManualSource<Int>()
         let (outer, groups, _) = recordGroups(source.signal.groupBy(key: { $0 > 0 }, transform: { "\($0)" }))
         source.send(1, -1)
-        source.fail(SampleError(4))
-        let errors = groups.withLock { $0.mapValues { $0.error as? SampleError } }
-        #expect(errors == [true: SampleError(4), false: SampleError(4)])
-        #expect(outer.error as? SampleError == SampleError(4))
+        source.fail(TestError(4))
+        let errors = groups.withLock { $0.mapValues { $0.error as? TestError } }
+        #expect(errors == [true: TestError(4), false: TestError(4)])
+        #expect(outer.error as? TestError == TestError(4))
     }
 
     @Test func groupByWithoutTransformSendsTheValues() {

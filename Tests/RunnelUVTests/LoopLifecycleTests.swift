@@ -1,4 +1,5 @@
 import Runnel
+import RunnelTestSupport
 import RunnelUV
 import Testing
 
@@ -35,7 +36,7 @@ extension RunnelUVTests {
                     // Queue output the peer never reads.
                     connection.write(ByteBuffer(count: 8 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 1) })
                 }
-                let clients = try (0..<3).map { _ in try BlockingClient(port: listener!.port) }
+                let clients = try (0..<3).map { _ in try BlockingTCPClient(port: listener!.port) }
                 #expect(eventually { weakConnections.current.count == 3 })
                 var timers: [Disposable?] = []
                 for index in 0..<5 { timers.append(scheduler.after(delay: .seconds(60 + index)) {}) }

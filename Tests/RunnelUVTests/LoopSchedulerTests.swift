@@ -1,5 +1,6 @@
 import Dispatch
 import Runnel
+import RunnelTestSupport
 import RunnelUV
 import Testing
 

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelTestSupport
 import RunnelUV
 import Testing
 
@@ -39,8 +40,8 @@ extension RunnelUVTests {
             var port: Int { listener.port }
 
             /// Connects a client and waits for the server's side of it, the only one accepted.
-            func connectClient() throws -> (client: BlockingClient, connection: TCPConnection) {
-                let client = try BlockingClient(port: port)
+            func connectClient() throws -> (client: BlockingTCPClient, connection: TCPConnection) {
+                let client = try BlockingTCPClient(port: port)
                 try #require(eventually { accepted.current.count == 1 })
                 return (client, accepted.current[0])
             }
@@ -55,9 +56,9 @@ extension RunnelUVTests {
             let recorder = RecordingDelegate(echo: true)
             let server = try Server { _ in recorder }
             #expect(server.port > 0)
-            let client = try BlockingClient(port: server.port)
-            try client.send("hello\r\nworld\n\nlast")
-            let echoed = client.receive(count: 13)
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("hello\r\nworld\n\nlast")
+            let echoed = client.readBytes(count: 13)
             #expect(String(decoding: echoed, as: UTF8.self) == "hello\nworld\n\n")
             #expect(recorder.lines == ["hello", "world", ""])
             let remote = server.accepted.current.first.map { connection in
@@ -75,9 +76,9 @@ extension RunnelUVTests {
             } catch let error as UVError where error.name == "EADDRNOTAVAIL" || error.name == "EAFNOSUPPORT" {
                 return  // no IPv6 loopback on this machine
             }
-            let client = try BlockingClient(host: "::1", port: server.port)
-            try client.send("six\n")
-            #expect(String(decoding: client.receive(count: 4), as: UTF8.self) == "six\n")
+            let client = try BlockingTCPClient(host: "::1", port: server.port)
+            try client.sendRaw("six\n")
+            #expect(String(decoding: client.readBytes(count: 4), as: UTF8.self) == "six\n")
             let remote = server.accepted.current.first.map { connection in
                 onLoop(server.loop) { connection.remoteAddress }
             }
@@ -92,8 +93,8 @@ extension RunnelUVTests {
                 recorder.withLock { $0 = delegate }
                 return delegate
             }
-            let client = try BlockingClient(port: server.port)
-            try client.send("one\n")
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("one\n")
             #expect(eventually { recorder.current?.lines == ["one"] })
             #expect(recorder.current?.record.current.sawLoopScheduler == true)
             #expect(server.stop() == 0)
@@ -102,13 +103,13 @@ extension RunnelUVTests {
         @Test func aLineSentOneByteAtATimeReassembles() throws {
             let recorder = RecordingDelegate()
             let server = try Server { _ in recorder }
-            let client = try BlockingClient(port: server.port)
+            let client = try BlockingTCPClient(port: server.port)
             let line = "a line sent byte by byte\r\n"
             for byte in line.utf8 {
-                try client.send([byte])
+                try client.sendRaw([byte])
                 usleep(200)  // pace the bytes so they arrive in separate reads
             }
-            try client.send("next\n")
+            try client.sendRaw("next\n")
             #expect(eventually { recorder.lines.count == 2 })
             #expect(recorder.lines == ["a line sent byte by byte", "next"])
             #expect(server.stop() == 0)
@@ -118,17 +119,17 @@ extension RunnelUVTests {
         /// remainder and force-unwrapped a line buffer that did not exist yet (a remote crash).
         @Test func readsWithoutADelegateThatEndOnANewlineAreDropped() throws {
             let server = try Server { _ in nil }
-            let client = try BlockingClient(port: server.port)
-            try client.send("dropped\n")
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("dropped\n")
             usleep(20_000)  // let the line arrive in a read of its own
-            try client.send("a split ")
+            try client.sendRaw("a split ")
             usleep(20_000)
-            try client.send("line\nand more\n")
+            try client.sendRaw("line\nand more\n")
             #expect(eventually { server.accepted.current.count == 1 })
             let connection = try #require(server.accepted.current.first)
             let recorder = RecordingDelegate()
             onLoop(server.loop) { connection.delegate = recorder }
-            try client.send("kept\n")
+            try client.sendRaw("kept\n")
             #expect(eventually { recorder.lines == ["kept"] })
             #expect(server.stop() == 0)
         }
@@ -136,7 +137,7 @@ extension RunnelUVTests {
         @Test func aBurstYieldsToTheLoopOnceItsReadBudgetIsSpent() throws {
             let counter = BurstCounter()
             let server = try Server(startsReading: false) { _ in counter }
-            let client = try BlockingClient(port: server.port)
+            let client = try BlockingTCPClient(port: server.port)
             // 1 MB of lines, all waiting in the kernel's buffers before the server reads any.
             let lineCount = 10_000
             var burst: [UInt8] = []
@@ -149,7 +150,7 @@ extension RunnelUVTests {
             let serverSide = try #require(peerDescriptor(of: client.descriptor))
             var size: Int32 = 4 << 20
             setsockopt(serverSide, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            try client.send(burst)
+            try client.sendRaw(burst)
             let connection = server.accepted.current[0]
             onLoop(server.loop) { connection.startReading() }
             #expect(eventually { counter.state.current.lines == lineCount })
@@ -165,10 +166,10 @@ extension RunnelUVTests {
         @Test func aTenMegabyteLineOverAOneMegabyteLimitIsDiscardedAndReported() throws {
             let recorder = RecordingDelegate()
             let server = try Server(configuration: .init(maxLineLength: 1 << 20)) { _ in recorder }
-            let client = try BlockingClient(port: server.port)
-            try client.send("before\n")
-            try client.send([UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20))
-            try client.send("\nafter\n")
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("before\n")
+            try client.sendRaw([UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20))
+            try client.sendRaw("\nafter\n")
             #expect(eventually { recorder.lines.count == 2 })
             #expect(recorder.lines == ["before", "after"])
             #expect(recorder.record.current.discarded == [10 << 20])
@@ -178,8 +179,8 @@ extension RunnelUVTests {
         @Test func aLineOfExactlyTheLimitIsKept() throws {
             let recorder = RecordingDelegate()
             let server = try Server(configuration: .init(maxLineLength: 8)) { _ in recorder }
-            let client = try BlockingClient(port: server.port)
-            try client.send("12345678\n123456789\nok\n")
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("12345678\n123456789\nok\n")
             #expect(eventually { recorder.lines.count == 2 })
             #expect(recorder.lines == ["12345678", "ok"])
             #expect(recorder.record.current.discarded == [9])
@@ -198,7 +199,7 @@ extension RunnelUVTests {
                 return connection.pendingBytes
             }
             #expect(pendingAfterWrites == 7 + 13 + 7)
-            let received = client.receive(count: 27)
+            let received = client.readBytes(count: 27)
             #expect(String(decoding: received, as: UTF8.self) == "copied\nshared bytes\ncopied\n")
             #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
             #expect(server.stop() == 0)
@@ -236,7 +237,7 @@ extension RunnelUVTests {
             // 10 MB against a peer that has not read yet: the kernel took only part of it.
             #expect(mostLeftOver > 0)
             let expected = lines.reduce(0) { $0 + $1.count }
-            let received = client.receive(count: expected)
+            let received = client.readBytes(count: expected)
             #expect(received.count == expected)
             var next = 0
             for line in received.split(separator: UInt8(ascii: "\n")) {
@@ -270,7 +271,7 @@ extension RunnelUVTests {
             #expect(runs.current == ["idle"])
             usleep(200_000)
             #expect(runs.current == ["idle"], "ran while the peer was not reading")
-            #expect(client.receive(count: 32 << 20).count == 32 << 20)
+            #expect(client.readBytes(count: 32 << 20).count == 32 << 20)
             #expect(eventually { runs.current == ["idle", "fell"] })
             #expect(server.stop() == 0)
         }
@@ -302,7 +303,7 @@ extension RunnelUVTests {
                 #expect(state.pending >= state.unsent)
                 #expect(state.disagreeing == [], "unsent \(state.unsent), pending \(state.pending)")
                 if state.pending > state.unsent { sawPendingAhead = true }
-                received += client.receive(count: 1 << 20).count
+                received += client.readBytes(count: 1 << 20).count
             }
             #expect(received == 16 << 20)
             #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
@@ -321,12 +322,9 @@ extension RunnelUVTests {
                 for _ in 0..<64 { connection.write(block) }
                 return recorder
             }
-            do {
-                let client = try BlockingClient(port: server.port)
-                #expect(client.receive(count: 100_000).count == 100_000)
-                var linger = linger(l_onoff: 1, l_linger: 0)  // close with a reset
-                setsockopt(client.descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
-            }
+            let client = try BlockingTCPClient(port: server.port)
+            #expect(client.readBytes(count: 100_000).count == 100_000)
+            client.resetAndClose()
             #expect(eventually { hookRuns.current == 1 })
             let connection = server.accepted.current[0]
             // Closing again from either side does nothing more.
@@ -350,10 +348,10 @@ extension RunnelUVTests {
                 connection.closeAfterFlush(timeout: .seconds(10))
                 return nil
             }
-            let client = try BlockingClient(port: server.port)
-            let (bytes, closed) = client.receiveUntilClosed()
-            #expect(closed)
-            #expect(bytes.count == payload.count)
+            let client = try BlockingTCPClient(port: server.port)
+            let bytes = client.readBytesUntilClosed()
+            #expect(client.streamEnd == .closed)
+            #expect(bytes?.count == payload.count)
             #expect(bytes == payload.array)
             #expect(server.stop() == 0)
         }
@@ -361,12 +359,12 @@ extension RunnelUVTests {
         @Test func endOfInputFlushesRepliesBeforeClosing() throws {
             let recorder = RecordingDelegate(echo: true)
             let server = try Server { _ in recorder }
-            let client = try BlockingClient(port: server.port)
-            try client.send("one\ntwo\n")
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("one\ntwo\n")
             client.shutdownWrite()
-            let (bytes, closed) = client.receiveUntilClosed()
-            #expect(closed)
-            #expect(String(decoding: bytes, as: UTF8.self) == "one\ntwo\n")
+            let bytes = client.readBytesUntilClosed()
+            #expect(client.streamEnd == .closed)
+            #expect(bytes.map { String(decoding: $0, as: UTF8.self) } == "one\ntwo\n")
             #expect(eventually { recorder.record.current.closes == 1 })
             #expect(server.stop() == 0)
         }
@@ -374,20 +372,20 @@ extension RunnelUVTests {
         @Test func stopServingClosesTheListenerAndFlushesConnections() throws {
             let recorder = RecordingDelegate(echo: true)
             let server = try Server { _ in recorder }
-            let client = try BlockingClient(port: server.port)
-            try client.send("ping\n")
-            #expect(client.receive(count: 5).count == 5)
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("ping\n")
+            #expect(client.readBytes(count: 5).count == 5)
             let stopped = Waiter()
             let completed = Shared(false)
             _ = server.listener.connections.subscribe(completed: { completed.withLock { $0 = true } })
             server.loop.stopServing(flushingWithin: .seconds(5)) { stopped.signal() }
             // The server sends its FIN; the client answers with its own and the close completes.
-            let (_, closed) = client.receiveUntilClosed()
-            #expect(closed)
+            _ = client.readBytesUntilClosed()
+            #expect(client.streamEnd == .closed)
             client.shutdownWrite()
             #expect(stopped.wait())
             #expect(completed.current)
-            #expect(throws: BlockingClient.ClientError.self) { try BlockingClient(port: server.port) }
+            #expect(throws: SystemCallError.self) { try BlockingTCPClient(port: server.port) }
             #expect(server.stop() == 0)
         }
     }

@@ -41,16 +41,6 @@ final class Waiter: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = DispatchTime.now() + .milliseconds(Int(seconds * 1000))
-    while DispatchTime.now() < deadline {
-        if condition() { return true }
-        usleep(1000)
-    }
-    return condition()
-}
-
 /// Runs `body` on the loop thread and waits for its result.
 func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) -> T {
     let result = Shared<T?>(nil)
@@ -62,93 +52,6 @@ func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T)
     }
     precondition(done.wait(), "the loop did not run the block")
     return result.current!
-}
-
-/// A blocking POSIX TCP client, independent of libuv, for driving a server under test.
-final class BlockingClient: @unchecked Sendable {
-    let descriptor: Int32
-
-    init(host: String = "127.0.0.1", port: Int) throws {
-        let isIPv6 = host.contains(":")
-        descriptor = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ClientError.failed("socket", errno) }
-        var one: Int32 = 1
-        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let status: Int32
-        if isIPv6 {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = UInt16(port).bigEndian
-            inet_pton(AF_INET6, host, &address.sin6_addr)
-            status = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
-        } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            inet_pton(AF_INET, host, &address.sin_addr)
-            status = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        }
-        guard status == 0 else {
-            let error = errno
-            Glibc.close(descriptor)
-            throw ClientError.failed("connect", error)
-        }
-    }
-
-    deinit { Glibc.close(descriptor) }
-
-    enum ClientError: Error { case failed(String, Int32) }
-
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress! + offset, bytes.count - offset, 0)
-            }
-            guard sent > 0 else { throw ClientError.failed("send", errno) }
-            offset += sent
-        }
-    }
-
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    /// Reads until `count` bytes have come, the peer closes, or the receive timeout passes.
-    func receive(count: Int) -> [UInt8] {
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while result.count < count {
-            let received = buffer.withUnsafeMutableBytes {
-                recv(descriptor, $0.baseAddress!, min($0.count, count - result.count), 0)
-            }
-            if received <= 0 { break }
-            result.append(contentsOf: buffer[0..<received])
-        }
-        return result
-    }
-
-    /// Reads until the peer closes; returns the bytes and whether it saw the end (not a timeout).
-    func receiveUntilClosed() -> (bytes: [UInt8], closed: Bool) {
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress!, $0.count, 0) }
-            if received == 0 { return (result, true) }
-            if received < 0 { return (result, false) }
-            result.append(contentsOf: buffer[0..<received])
-        }
-    }
-
-    func shutdownWrite() { shutdown(descriptor, Int32(SHUT_WR)) }
 }
 
 /// A delegate that records what a connection delivers (loop thread) for the test to read.

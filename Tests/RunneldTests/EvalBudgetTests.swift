@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// `max_eval_steps` and `max_eval_bytes` through a real daemon: one evaluation that would stall

@@ -1,11 +1,12 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// The harness's own checks; they need no daemon.
 @Suite struct HarnessTests {
     @Test func lineReaderSplitsChunksStripsCarriageReturnsAndTimesOut() throws {
         let listener = try LoopbackListener()
-        let client = try TestClient(port: listener.port)
+        let client = try BlockingTCPClient(port: listener.port)
         let server = try listener.accept()
         defer { close(server) }
 
@@ -28,7 +29,7 @@ import Testing
 
     @Test func clientSendsExactBytesAndLines() throws {
         let listener = try LoopbackListener()
-        let client = try TestClient(port: listener.port)
+        let client = try BlockingTCPClient(port: listener.port)
         let server = try listener.accept()
         defer { close(server) }
         try client.send(#"{"op":"ping"}"#)
@@ -49,7 +50,7 @@ import Testing
 
     @Test func pollReadableServesManyClients() throws {
         let listener = try LoopbackListener()
-        let clients = try (0..<20).map { _ in try TestClient(port: listener.port) }
+        let clients = try (0..<20).map { _ in try BlockingTCPClient(port: listener.port) }
         let servers = try clients.map { _ in try listener.accept() }
         defer { servers.forEach { close($0) } }
         for (index, fd) in servers.enumerated() where index % 2 == 0 { try writeAll(fd, "hello \(index)\n") }
@@ -135,12 +136,14 @@ import Testing
 /// A listening socket on an ephemeral loopback port, for the harness's own tests.
 final class LoopbackListener {
     let fd: Int32
-    let port: UInt16
+    let port: Int
 
     init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError.system("socket", errno) }
-        var address = sockaddr_in.loopback(port: 0)
+        guard fd >= 0 else { throw SystemCallError("socket", errno) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
@@ -149,17 +152,17 @@ final class LoopbackListener {
         }
         guard bound else {
             close(fd)
-            throw HarnessError.system("bind/listen", errno)
+            throw SystemCallError("bind/listen", errno)
         }
         self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
 
     deinit { close(fd) }
 
     func accept() throws -> Int32 {
         let connection = Glibc.accept(fd, nil, nil)
-        guard connection >= 0 else { throw HarnessError.system("accept", errno) }
+        guard connection >= 0 else { throw SystemCallError("accept", errno) }
         return connection
     }
 }
@@ -169,7 +172,7 @@ private func writeAll(_ fd: Int32, _ text: String) throws {
     var offset = 0
     while offset < bytes.count {
         let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written > 0 else { throw HarnessError.system("write", errno) }
+        guard written > 0 else { throw SystemCallError("write", errno) }
         offset += written
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RunnelTestSupport
 import Synchronization
 import Testing
 
@@ -123,7 +124,7 @@ import Testing
 
     /// One line of 2 GiB streamed in 4 MiB pieces: the server discards it as it arrives and
     /// answers `line_too_long`, then handles the next request on the same connection.
-    static func sendTwoGigabyteLine(_ client: TestClient, _ findings: Findings) throws {
+    static func sendTwoGigabyteLine(_ client: BlockingTCPClient, _ findings: Findings) throws {
         let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 4 << 20)
         try client.sendRaw(#"{"op":"pub","subject":"big","value":""#)
         for _ in 0..<512 { try client.sendRaw(piece) }
@@ -157,7 +158,7 @@ import Testing
 
     /// Never reads until the flood is over; then it must find its stream ended by the
     /// slow-consumer line.
-    static func expectClosedAsSlowConsumer(_ client: TestClient, _ findings: Findings, floodDone: Flag) throws {
+    static func expectClosedAsSlowConsumer(_ client: BlockingTCPClient, _ findings: Findings, floodDone: Flag) throws {
         floodDone.wait()
         guard let lines = client.readUntilClosed(timeout: .seconds(10)) else {
             findings.add("slow consumer: not closed")
@@ -171,15 +172,15 @@ import Testing
     /// Pipelines `list` requests (each reply ~100 times the request) and never reads: the
     /// server must stop reading this connection while its output is over `max_pending_bytes`,
     /// so the client's sends block, well before it has sent 4 MiB.
-    static func pipelineWithoutReading(_ client: TestClient, _ findings: Findings) throws {
+    static func pipelineWithoutReading(_ client: BlockingTCPClient, _ findings: Findings) throws {
         var size: Int32 = 65_536
-        setsockopt(client.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(client.descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         let request = Array((#"{"op":"list","prefix":"pad."}"# + "\n").utf8)
         let block = [UInt8]((0..<1000).flatMap { _ in request })
         var sent = 0
         var blockedSince: ContinuousClock.Instant?
         while sent < 4 << 20 {
-            let count = block.withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = block.withUnsafeBytes { send(client.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count > 0 {
                 sent += count
                 blockedSince = nil
@@ -202,7 +203,7 @@ import Testing
     /// 200 connections (50 per thread, 10 open at a time) sending random bytes; half of them
     /// read until the server closes, half reset the connection.
     static func sendRandomBytes(port: UInt16, thread: Int, _ findings: Findings) throws {
-        var generator = SplitMix(seed: UInt64(thread + 1))
+        var generator = SplitMix64(seed: UInt64(thread + 1))
         for group in 0..<5 {
             let clients = try (0..<10).map { _ in try connectRetrying(port: port) }
             for client in clients {
@@ -265,7 +266,7 @@ import Testing
     /// gets a `closing` line with code `limit` and is closed. Then lets them all go.
     static func fillConnections(port: UInt16, _ findings: Findings) throws {
         pollPause(.milliseconds(200))
-        var held: [TestClient] = []
+        var held: [BlockingTCPClient] = []
         var refusals = 0
         while refusals < 3 && held.count < 2 * maxConnections {
             let client = try connectRetrying(port: port)
@@ -287,11 +288,11 @@ import Testing
     }
 
     /// A connection to the daemon; retried while the connect itself fails (a full backlog).
-    static func connectRetrying(port: UInt16) throws -> TestClient {
+    static func connectRetrying(port: UInt16) throws -> BlockingTCPClient {
         var attempts = 0
         while true {
             do {
-                return try TestClient(port: port)
+                return try BlockingTCPClient(port: Int(port))
             } catch {
                 attempts += 1
                 if attempts > 100 { throw error }
@@ -319,17 +320,4 @@ final class Flag: Sendable {
 struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
-}
-
-/// A small seeded generator, so each thread's random bytes are reproducible.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// Signals: `SIGHUP` reloads the config, `SIGTERM` exits cleanly.

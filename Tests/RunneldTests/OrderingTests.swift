@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 /// Ordering guarantees and disposal when a connection closes.

@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// Replies count toward `max_pending_bytes` too: a client that pipelines requests and does not
@@ -11,7 +12,7 @@ import Testing
         let server = try RunneldProcess(config: config)
         let client = try server.connect(receiveBufferSize: 4096)
         var size: Int32 = 16_384
-        setsockopt(client.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(client.descriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
 
         // 20,000 pings whose replies echo a 1000-byte ref: 20 MB each way, far more than the
         // kernel's socket buffers on both sides can absorb while the server does not read.
@@ -26,7 +27,9 @@ import Testing
         var stalled = false
         var blockedSince: ContinuousClock.Instant?
         while sent < requests.count {
-            let n = requests[sent...].withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let n = requests[sent...].withUnsafeBytes {
+                send(client.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+            }
             if n > 0 {
                 sent += n
                 blockedSince = nil
@@ -49,7 +52,7 @@ import Testing
         while received < count && !deadline.hasPassed {
             if sent < requests.count {
                 let n = requests[sent...].withUnsafeBytes {
-                    send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+                    send(client.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
                 }
                 if n > 0 { sent += n }
             }

@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 /// Every request of the protocol and the exact shape of its reply.
@@ -279,7 +280,7 @@ import Testing
         let subscriber = try server.connect()
         let control = try server.connect()
         var written = 0
-        func readCounted(_ client: TestClient) throws -> JSON {
+        func readCounted(_ client: BlockingTCPClient) throws -> JSON {
             guard let line = client.readLine() else { throw HarnessError.timeout("no line") }
             written += line.utf8.count + 1
             return try JSON.parse(line)

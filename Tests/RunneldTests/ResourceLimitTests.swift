@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// Limits a hostile client runs into, seen on the wire: `max_connections` and the stages that

@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// The `runnel` command-line client against a real `runneld` on an ephemeral port: every
@@ -188,8 +189,8 @@ import Testing
         // Sent as raw text: the value's bytes (1.50) must come out unchanged.
         try publisher.send(#"{"op":"pub","subject":"s.a","value":{"k":[1.50,null]}}"#)
         try publisher.barrier()
-        #expect(try prefixed.waitForLines(3) == ["s.a 1", #"s.b "x y""#, #"s.a {"k":[1.50,null]}"#])
-        #expect(try plain.waitForLines(3) == ["1", #""x y""#, #"{"k":[1.50,null]}"#])
+        #expect(prefixed.waitForLines(3) == ["s.a 1", #"s.b "x y""#, #"s.a {"k":[1.50,null]}"#])
+        #expect(plain.waitForLines(3) == ["1", #""x y""#, #"{"k":[1.50,null]}"#])
         // A pattern subscription outlives its subjects; SIGINT ends it.
         prefixed.signal(SIGINT)
         plain.signal(SIGINT)
@@ -245,7 +246,7 @@ import Testing
         let subscriber = try CLIProcess(["sub", "live"] + at)
         #expect(try Self.waitForSubscriptions(1, on: server))
         try server.connect().publish("live", 7)
-        #expect(try subscriber.waitForLines(1) == ["7"])
+        #expect(subscriber.waitForLines(1) == ["7"])
         subscriber.signal(signal)
         #expect(try subscriber.waitForExit(timeout: .seconds(10)) == status)
         #expect(subscriber.stderr.isEmpty, "\(subscriber.stderr)")

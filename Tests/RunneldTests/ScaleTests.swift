@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 /// Many connections on one server, read from one thread with `poll()`.
@@ -9,7 +10,7 @@ import Testing
         let server = try RunneldProcess()
 
         // Connect and subscribe in batches so the listen backlog never overflows.
-        var clients: [TestClient] = []
+        var clients: [BlockingTCPClient] = []
         for batchStart in stride(from: 0, to: connections, by: 100) {
             let batch = try (batchStart..<batchStart + 100).map { _ in try server.connect() }
             for (offset, client) in batch.enumerated() {

@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 /// `max_pending_bytes` and both slow-consumer policies. A slow client shrinks its receive buffer
@@ -5,7 +6,7 @@ import Testing
 @Suite(.serialized) struct SlowConsumerTests {
     private static let closing: JSON = ["ev": "closing", "code": "slow_consumer"]
 
-    private func setUp(policy: String) throws -> (RunneldProcess, slow: TestClient, Flood) {
+    private func setUp(policy: String) throws -> (RunneldProcess, slow: BlockingTCPClient, Flood) {
         var config = RunneldConfig()
         config.maxPendingBytes = 65_536
         config.slowConsumer = policy

@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 import Testing
 
 /// Stage chains through a real `runneld` over a socket: one test per stage group, the
@@ -197,8 +198,8 @@ import Testing
     /// Opens `count` connections with the three chains each, checks their subscriptions and
     /// timers, closes them all and waits until the server shows none left. Returns the
     /// daemon's resident bytes while they were all open.
-    private func churn(_ count: Int, server: RunneldProcess, publisher: TestClient) throws -> Int? {
-        var clients: [TestClient] = []
+    private func churn(_ count: Int, server: RunneldProcess, publisher: BlockingTCPClient) throws -> Int? {
+        var clients: [BlockingTCPClient] = []
         for batchStart in stride(from: 0, to: count, by: 100) {
             let batch = try (batchStart..<min(batchStart + 100, count)).map { _ in try server.connect() }
             for client in batch {

@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 /// Every stage of the protocol's table through a real `runneld`, checking the exact lines on the

@@ -1,12 +1,7 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
-
-/// An error for tests to send and recognise.
-struct SampleError: Error, Equatable {
-    let code: Int
-    init(_ code: Int = 1) { self.code = code }
-}
 
 /// A cold source driven by hand: each subscription's subscriber is kept until it is disposed,
 /// and `send`/`complete`/`fail` reach every live subscriber. It counts subscriptions and
@@ -83,7 +78,7 @@ final class ManualSource<Value: Sendable>: Sendable {
         deliver { for subscriber in current { subscriber.sendCompleted() } }
     }
 
-    func fail(_ error: any Error = SampleError()) {
+    func fail(_ error: any Error = TestError()) {
         deliver { for subscriber in current { subscriber.sendError(error) } }
     }
 }

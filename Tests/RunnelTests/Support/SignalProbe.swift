@@ -30,9 +30,3 @@ final class SignalProbe<Value: Sendable>: @unchecked Sendable {
     func complete() { subject.sendCompleted() }
     func fail(_ error: any Error) { subject.sendError(error) }
 }
-
-/// The error the operator tests send.
-struct ProbeError: Error, Equatable {
-    let code: Int
-    init(_ code: Int = 1) { self.code = code }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Runnel
+import RunnelTestSupport
 
 /// What a finished `runnel` run left behind.
 struct CLIResult: CustomStringConvertible {
@@ -83,8 +84,8 @@ final class CLIProcess {
 
     /// Waits until stdout holds at least `count` complete lines; returns them, or nil at the
     /// deadline.
-    func waitForLines(_ count: Int, timeout: Duration = .seconds(10)) throws -> [String]? {
-        try eventually(timeout: timeout) {
+    func waitForLines(_ count: Int, timeout: Duration = .seconds(10)) -> [String]? {
+        eventually(timeout: timeout) {
             let lines = stdoutLines
             return lines.count >= count ? lines : nil
         }
@@ -174,7 +175,7 @@ final class CLIProcess {
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw HarnessError.system("posix_spawn \(executable)", result) }
+        guard result == 0 else { throw SystemCallError("posix_spawn \(executable)", result) }
         return pid
     }
 }

@@ -1,3 +1,5 @@
+import RunnelTestSupport
+
 /// Publishes numbered ~1 KiB values to one subject in small batches and checks that a fast
 /// subscriber receives every one of them, in order, after each batch.
 ///
@@ -7,8 +9,8 @@ struct Flood {
     static let payload = String(repeating: "x", count: 1000)
 
     let subject: String
-    let publisher: TestClient
-    let fast: TestClient
+    let publisher: BlockingTCPClient
+    let fast: BlockingTCPClient
     let fastSid: String
     /// How many values were published so far; value `n` is `[n, payload]`.
     private(set) var published = 0

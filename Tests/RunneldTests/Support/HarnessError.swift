@@ -6,8 +6,6 @@ enum HarnessError: Error, CustomStringConvertible {
     case closed(String)
     /// A server line that is not JSON.
     case badJSON(String)
-    /// A system call failed.
-    case system(String, Int32)
     /// The daemon could not be found, started, or did not report its address.
     case launch(String)
 
@@ -16,7 +14,6 @@ enum HarnessError: Error, CustomStringConvertible {
         case .timeout(let what): return "timed out: \(what)"
         case .closed(let what): return "connection closed: \(what)"
         case .badJSON(let line): return "not JSON: \(line)"
-        case .system(let call, let errno): return "\(call) failed: errno \(errno)"
         case .launch(let why): return "launch failed: \(why)"
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import RunnelTestSupport
 
 /// Drains a child's output pipe on a background thread and keeps its lines.
 ///

@@ -1,6 +1,45 @@
 import Foundation
+import RunnelTestSupport
 import Synchronization
 import Testing
+
+/// The protocol's framing on top of the shared client: requests as JSON values, and replies
+/// parsed as JSON or failing as a `HarnessError`.
+extension BlockingTCPClient {
+    /// Sends a request built from a JSON value, followed by `\n`.
+    func send(_ request: JSON) throws {
+        try send(request.text)
+    }
+
+    /// The next line parsed as JSON; throws on timeout, close, or a line that is not JSON.
+    func readJSON(timeout: Duration = BlockingTCPClient.defaultTimeout) throws -> JSON {
+        guard let line = readLine(timeout: timeout) else {
+            if isClosedByPeer { throw HarnessError.closed("waiting for a line") }
+            throw HarnessError.timeout("no line within \(timeout)")
+        }
+        return try JSON.parse(line)
+    }
+
+    /// Sends one request line and returns the very next line the server writes, whatever it is.
+    func request(_ line: String, timeout: Duration = BlockingTCPClient.defaultTimeout) throws -> JSON {
+        try send(line)
+        return try readJSON(timeout: timeout)
+    }
+
+    /// Sends a request built from a JSON value and returns the very next line.
+    func request(_ request: JSON, timeout: Duration = BlockingTCPClient.defaultTimeout) throws -> JSON {
+        try send(request)
+        return try readJSON(timeout: timeout)
+    }
+
+    /// Records an issue if any line arrives within `within`.
+    func expectNoLine(
+        within: Duration = .milliseconds(300), sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let line = readLine(timeout: within)
+        #expect(line == nil, "unexpected line: \(line ?? "")", sourceLocation: sourceLocation)
+    }
+}
 
 /// Unique `ref`s for helper requests, so a reply can always be matched to its request.
 private let refCounter = Atomic<Int>(0)
@@ -12,7 +51,7 @@ func nextRef(_ prefix: String = "r") -> JSON {
 /// Request helpers that keep each test to the protocol exchange it is about. Every helper reads
 /// the very next line and expects it to be its own reply, so an unexpected event in between fails
 /// the test rather than being skipped.
-extension TestClient {
+extension BlockingTCPClient {
     /// Sends `request` with a fresh `ref` added and returns the next line, which must carry that ref.
     @discardableResult
     func call(_ request: JSON, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSON {
@@ -112,7 +151,7 @@ func expectError(
         reply.keys.isSubset(of: ["ok", "ref", "code", "message", "stage"]), "\(reply)", sourceLocation: sourceLocation)
 }
 
-extension TestClient {
+extension BlockingTCPClient {
     /// Sends a raw request line carrying `ref` and checks that the reply is the error `code`.
     func expectFailure(
         _ line: String, code: String, ref: JSON?, stage: Int? = nil, checkRef: Bool = true,

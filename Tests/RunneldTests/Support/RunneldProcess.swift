@@ -1,5 +1,6 @@
 import Foundation
 import Runnel
+import RunnelTestSupport
 
 /// One `runneld` child process, listening on an ephemeral port of 127.0.0.1.
 ///
@@ -42,7 +43,7 @@ final class RunneldProcess {
         let spawned: pid_t = try RunneldProcess.spawnLock.withLock {
             // pipe2 is not visible from Swift here; the lock keeps a parallel test's spawn from
             // inheriting this pipe between pipe() and FD_CLOEXEC (which would delay our EOF).
-            guard pipe(&pipeFDs) == 0 else { throw HarnessError.system("pipe", errno) }
+            guard pipe(&pipeFDs) == 0 else { throw SystemCallError("pipe", errno) }
             _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
             _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
             do {
@@ -78,8 +79,8 @@ final class RunneldProcess {
     var stderrLines: [String] { output.allLines }
 
     /// Opens a new client connection to the daemon.
-    func connect(receiveBufferSize: Int32? = nil) throws -> TestClient {
-        try TestClient(port: port, receiveBufferSize: receiveBufferSize)
+    func connect(receiveBufferSize: Int32? = nil) throws -> BlockingTCPClient {
+        try BlockingTCPClient(port: Int(port), receiveBufferSize: receiveBufferSize)
     }
 
     /// Replaces the config file (atomically, so a reload never reads half a file).
@@ -163,7 +164,7 @@ final class RunneldProcess {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard result == 0 else { throw HarnessError.system("posix_spawn \(executable)", result) }
+        guard result == 0 else { throw SystemCallError("posix_spawn \(executable)", result) }
         return pid
     }
 }
