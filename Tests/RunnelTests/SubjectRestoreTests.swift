@@ -1,3 +1,4 @@
+import RunnelTestSupport
 import Testing
 
 @testable import Runnel
@@ -10,26 +11,26 @@ import Testing
         #expect(subject.replayedValues == [2, 3])
         #expect(!subject.isTerminated)
         subject.sendNext(4)
-        let log = EventLog<Int>()
-        inline { log.subscribe(to: subject) }
-        #expect(log.events == ["next(3)", "next(4)"])
+        let log = Recorder<Int>()
+        inline { subject.subscribe(log) }
+        #expect(log.eventDescriptions == ["next(3)", "next(4)"])
     }
 
     @Test func terminatedReplaySubjectReplaysThenTerminatesAndTakesNothingMore() {
         let subject = ReplaySubject(capacity: 5, retaining: [7, 8], terminal: .error(TestError(1)))
         #expect(subject.isTerminated)
         subject.sendNext(9)
-        let log = EventLog<Int>()
-        inline { log.subscribe(to: subject) }
-        #expect(log.events == ["next(7)", "next(8)", "error(TestError(1))"])
+        let log = Recorder<Int>()
+        inline { subject.subscribe(log) }
+        #expect(log.eventDescriptions == ["next(7)", "next(8)", "error(TestError(1))"])
     }
 
     @Test func completedBehaviorSubjectSendsItsValueThenCompletion() {
         let subject = BehaviorSubject(3, terminal: .completed)
         subject.sendNext(4)
-        let log = EventLog<Int>()
-        inline { log.subscribe(to: subject) }
-        #expect(log.events == ["next(3)", "completed"])
+        let log = Recorder<Int>()
+        inline { subject.subscribe(log) }
+        #expect(log.eventDescriptions == ["next(3)", "completed"])
         #expect(subject.value == 3)
     }
 }
