@@ -4,7 +4,7 @@
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 
 FROM ${SWIFT_IMAGE} AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev pkg-config \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift Package.resolved ./
@@ -15,12 +15,15 @@ COPY scripts/build-release.sh scripts/
 RUN scripts/build-release.sh
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1 \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --no-create-home --shell /usr/sbin/nologin runnel
+    && useradd --system --no-create-home --shell /usr/sbin/nologin runnel \
+    && install -d -o runnel -g runnel /var/lib/runnel
 COPY --from=build /src/.build/release/runneld /src/.build/release/runnel /usr/local/bin/
 COPY config/docker.toml /etc/runnel/runneld.toml
 USER runnel
+# Durable subjects (config/docker.toml's data_dir): mount a volume here to keep them.
+VOLUME /var/lib/runnel
 EXPOSE 7455
 HEALTHCHECK --interval=30s --timeout=5s --start-period=5s CMD ["runnel", "ping", "--timeout", "3"]
 ENTRYPOINT ["runneld"]

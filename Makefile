@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
-APT_PACKAGES = libuv1-dev pkg-config
+APT_PACKAGES = libuv1-dev libsqlite3-dev pkg-config
 
 .PHONY: deps build release run test lint install uninstall clean
 
@@ -37,7 +37,7 @@ lint:
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)
 	install -m 755 .build/release/runneld .build/release/runnel $(DESTDIR)$(PREFIX)/bin/
-	[ -f $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml ] || install -m 644 config/runneld.toml $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml
+	[ -f $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml ] || sed 's|^data_dir = "data"$$|data_dir = "/var/lib/runnel"|' config/runneld.toml > $(DESTDIR)$(SYSCONFDIR)/runnel/runneld.toml
 	sed 's|/usr/local/bin|$(PREFIX)/bin|g' systemd/runneld.service > $(DESTDIR)$(UNITDIR)/runneld.service
 	@echo "installed; enable with: systemctl daemon-reload && systemctl enable --now runneld"
 

@@ -36,6 +36,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // SQLite, linked from the system the same way, for durable subjects.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
@@ -43,7 +49,7 @@ let package = Package(
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV",
+                "Runnel", "RunnelUV", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],

@@ -15,7 +15,7 @@ public final class EventLoop: @unchecked Sendable {
     public let scheduler: LoopScheduler
 
     private struct State {
-        var thread: LoopThread?
+        var thread: NamedThread?
         var started = false
     }
     private let state = Locked(State())
@@ -37,7 +37,7 @@ public final class EventLoop: @unchecked Sendable {
         state.withLock { state in
             precondition(!state.started, "the loop was already started")
             state.started = true
-            state.thread = LoopThread(name: name) { [self] in _ = scheduler.runLoop() }
+            state.thread = NamedThread(name: name) { [self] in _ = scheduler.runLoop() }
         }
     }
 
@@ -70,7 +70,7 @@ public final class EventLoop: @unchecked Sendable {
     public func shutdown() -> Int32? {
         scheduler.execute { [scheduler] in scheduler.beginShutdown() }
         if scheduler.isOnLoopThread { return nil }
-        let thread: LoopThread? = state.withLock { state in
+        let thread: NamedThread? = state.withLock { state in
             defer { state.thread = nil }
             return state.thread
         }

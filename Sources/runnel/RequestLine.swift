@@ -16,6 +16,11 @@ struct RequestLine {
         writer.writeString(value)
     }
 
+    mutating func bool(_ key: StaticString, _ value: Bool) {
+        member(key)
+        writer.append(value ? "true" : "false")
+    }
+
     mutating func integer(_ key: StaticString, _ value: Int) {
         member(key)
         writer.writeInteger(value)

@@ -29,6 +29,10 @@ struct ServerLine {
     let stage: Int?
     /// For `dropped`: how many events were lost.
     let count: Int?
+    /// A `next` event's position (`EPOCH:SEQ`), when the subscription asked for positions.
+    let pos: String?
+    /// The `sub` reply's answer to `from`: whether the subscription resumed.
+    let resumed: Bool?
 
     /// Classifies `bytes`; nil when the line is not a JSON object with `ok` or `ev`.
     init?(_ bytes: [UInt8]) {
@@ -47,6 +51,8 @@ struct ServerLine {
         message = parsed.message
         stage = parsed.stage
         count = parsed.count
+        pos = parsed.pos
+        resumed = parsed.resumed
     }
 
     /// The line as text, for `--events` and `--json`.
@@ -70,6 +76,8 @@ struct ServerLine {
         var message: String?
         var stage: Int?
         var count: Int?
+        var pos: String?
+        var resumed: Bool?
 
         init?(_ line: ScannedEnvelope) {
             if let ok = line.field(named: "ok") {
@@ -78,6 +86,7 @@ struct ServerLine {
                 ref = line.ref.map { line.text($0) }
                 if !flag { Self.readFailure(line, into: &self) }
                 sid = line.sid.flatMap { line.string($0) }
+                resumed = line.field(named: "resumed").flatMap { line.bool($0) }
             } else if let ev = line.field(named: "ev"), let name = line.string(ev) {
                 kind = .event(name)
                 sid = line.sid.flatMap { line.string($0) }
@@ -85,6 +94,7 @@ struct ServerLine {
                 case "next":
                     valueRange = line.value?.range
                     subject = line.subject.flatMap { line.string($0) }
+                    pos = line.field(named: "pos").flatMap { line.string($0) }
                 case "error", "closing":
                     Self.readFailure(line, into: &self)
                 case "dropped":

@@ -9,7 +9,9 @@ struct SubscribeCommand: ParsableCommand {
         discussion: """
             Values are printed as the server sent them (compact JSON). --filter, --map, \
             --throttle and --take build a server-side chain in that order; --ops appends any \
-            stages (a JSON array). Exit status: 0 when the stream completes, 1 when it fails, \
+            stages (a JSON array). --from resumes right after a position that --positions \
+            printed (the server says when it cannot, and the subscription then starts afresh). \
+            Exit status: 0 when the stream completes, 1 when it fails, \
             130/143 after SIGINT/SIGTERM (the subscription is removed first).
             """)
 
@@ -24,6 +26,9 @@ struct SubscribeCommand: ParsableCommand {
     @Flag(name: .customLong("subject"), help: "Prefix each value with its source subject and a space (patterns).")
     var showSubject = false
     @Flag(help: "Print whole event lines as received instead of values.") var events = false
+    @Flag(help: "Prefix each value with its position (EPOCH:SEQ) and a space.") var positions = false
+    @Option(help: ArgumentHelp("Resume right after POS, a position --positions printed.", valueName: "POS"))
+    var from: String?
 
     func validate() throws {
         if let throttle, !(throttle > 0 && throttle.isFinite) { throw ValidationError("--throttle must be > 0") }
@@ -58,8 +63,15 @@ struct SubscribeCommand: ParsableCommand {
         var request = RequestLine(op: "sub")
         request.string("subject", subject)
         if !stages.isEmpty { request.json("ops", .array(stages)) }
+        if positions { request.bool("positions", true) }
+        if let from { request.string("from", from) }
         let reply = try session.roundTrip(request)
         guard let sid = reply.sid else { throw CLIFailure("the reply to sub carries no sid: \(reply.text)") }
-        try SubscriptionPrinter(session: session, sid: sid, showSubject: showSubject, events: events).run()
+        if from != nil && reply.resumed == false {
+            StandardError.write("runnel: cannot resume after \(from!): values may have been missed; starting afresh\n")
+        }
+        try SubscriptionPrinter(
+            session: session, sid: sid, showSubject: showSubject, showPositions: positions, events: events
+        ).run()
     }
 }

@@ -14,14 +14,16 @@ final class SubscriptionPrinter {
     /// The sid's UTF-8, compared with the raw sid of fast-path `next` lines.
     private let sidBytes: [UInt8]
     private let showSubject: Bool
+    private let showPositions: Bool
     private let events: Bool
     private let output = FileDescriptorWriter(fd: 1)
 
-    init(session: RunnelSession, sid: String, showSubject: Bool, events: Bool) {
+    init(session: RunnelSession, sid: String, showSubject: Bool, showPositions: Bool = false, events: Bool) {
         self.session = session
         self.sid = sid
         sidBytes = Array(sid.utf8)
         self.showSubject = showSubject
+        self.showPositions = showPositions
         self.events = events
     }
 
@@ -56,7 +58,7 @@ final class SubscriptionPrinter {
 
     /// Prints or acts on one line; true when the subscription has completed.
     private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
-        if !events, let next = NextEventShape.match(raw) {
+        if !events && !showPositions, let next = NextEventShape.match(raw) {
             if sidBytes.elementsEqual(raw[next.sid]) {
                 if showSubject, let subject = next.subject {
                     output.append(UnsafeRawBufferPointer(rebasing: raw[subject]))
@@ -86,6 +88,7 @@ final class SubscriptionPrinter {
         switch name {
         case "next":
             if !events, let range = line.valueRange {
+                if showPositions { output.append((line.pos ?? "-") + " ") }
                 if showSubject, let subject = line.subject { output.append(subject + " ") }
                 bytes.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[range])) }
                 output.append(byte: 0x0A)

@@ -119,6 +119,8 @@ struct ConfigChangesTests {
                 log_level = "error"
                 shutdown_timeout = 2
                 max_subjects = 2
+                data_dir = "/var/lib/elsewhere"
+                fsync = "always"
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))

@@ -152,9 +152,33 @@ struct ConfigParsingTests {
         #expect(parse(":7455") == nil)
     }
 
-    @Test func theShippedConfigFileParsesToTheDefaults() throws {
+    @Test func theShippedConfigFileParsesToTheDefaultsButForItsDataDirectory() throws {
         let config = try ServerConfig.load(path: Self.shippedConfigPath)
-        #expect(config == ServerConfig())
+        var expected = ServerConfig()
+        // `make run` keeps durable subjects in the working tree (`make install` rewrites it).
+        expected.dataDir = "data"
+        #expect(config == expected)
+    }
+
+    @Test func durableSettingsAndTheirErrors() throws {
+        let config = try ServerConfig.parse(
+            toml: """
+                data_dir = "/srv/runnel"
+                fsync = "always"
+                [[subjects]]
+                name = "kept"
+                kind = "replay"
+                durable = true
+                """)
+        #expect(config.dataDir == "/srv/runnel" && config.fsync == .always && config.subjects[0].durable)
+        #expect(throws: ConfigError.self) { try ServerConfig.parse(toml: #"fsync = "sometimes""#) }
+        #expect(throws: ConfigError.self) { try ServerConfig.parse(toml: #"data_dir = """#) }
+        #expect {
+            try ServerConfig.parse(toml: "[[subjects]]\nname = \"k\"\nkind = \"replay\"\ndurable = true")
+        } throws: { "\($0)".contains("needs data_dir") }
+        #expect {
+            try ServerConfig.parse(toml: "data_dir = \"d\"\n[[subjects]]\nname = \"k\"\ndurable = true")
+        } throws: { "\($0)".contains("only replay and behavior subjects can be durable") }
     }
 
     @Test func theShippedConfigDocumentsEveryKey() throws {

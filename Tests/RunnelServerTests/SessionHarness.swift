@@ -17,10 +17,20 @@ final class SessionHarness {
     init(_ configure: (inout ServerConfig) -> Void = { _ in }) {
         var config = ServerConfig()
         configure(&config)
+        server = Server(config: config, scheduler: loop.scheduler, logger: Self.logger)
+    }
+
+    /// A server on `makeStore`'s subject store (a durable one, say), made on this loop.
+    init(config: ServerConfig = ServerConfig(), store makeStore: (LoopScheduler) throws -> any SubjectStore) rethrows {
+        server = Server(
+            config: config, scheduler: loop.scheduler, logger: Self.logger, subjects: try makeStore(loop.scheduler))
+    }
+
+    static let logger: Logger = {
         var logger = Logger(label: "session-tests")
         logger.logLevel = .critical
-        server = Server(config: config, scheduler: loop.scheduler, logger: logger)
-    }
+        return logger
+    }()
 
     /// Runs `body` as the loop would run it.
     func run<T>(_ body: () throws -> T) rethrows -> T {

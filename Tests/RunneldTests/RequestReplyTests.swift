@@ -224,20 +224,30 @@ import Testing
         try control.publish("lst.s", 3)
         try control.expectOK(["op": "complete", "subject": "lst.b"])
 
-        // capacity belongs to replay subjects; ignore it elsewhere.
+        // capacity belongs to replay subjects; ignore it elsewhere. A position's epoch is the
+        // server's choice: only its seq is compared.
         let entries = try control.list(prefix: "lst.").map { entry -> JSON in
             guard var members = entry.object else { return entry }
             if members["kind"] != "replay" { members["capacity"] = nil }
+            members["pos"] = members["pos"]?.string.flatMap { $0.split(separator: ":").last }.map {
+                .string(String($0))
+            }
             return .object(members)
         }
         #expect(
             entries == [
-                ["subject": "lst.b", "kind": "behavior", "subscribers": 0, "published": 0, "terminated": true],
+                [
+                    "subject": "lst.b", "kind": "behavior", "subscribers": 0, "published": 0, "terminated": true,
+                    "pos": "0", "durable": false,
+                ],
                 [
                     "subject": "lst.r", "kind": "replay", "capacity": 3, "subscribers": 2, "published": 2,
-                    "terminated": false,
+                    "terminated": false, "pos": "2", "durable": false,
                 ],
-                ["subject": "lst.s", "kind": "subject", "subscribers": 1, "published": 1, "terminated": false],
+                [
+                    "subject": "lst.s", "kind": "subject", "subscribers": 1, "published": 1, "terminated": false,
+                    "pos": "1", "durable": false,
+                ],
             ])
         // The pattern subscription created nothing.
         #expect(try control.list().compactMap { $0["subject"]?.string } == ["lst.b", "lst.r", "lst.s", "lstx", "zzz"])

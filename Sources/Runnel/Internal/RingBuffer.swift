@@ -33,6 +33,9 @@ struct RingBuffer<Element> {
         head = 0
     }
 
+    /// The oldest element.
+    var first: Element? { head < storage.count ? storage[head] : nil }
+
     /// The elements, oldest first.
     var elements: [Element] { Array(storage[head...]) }
 

@@ -27,4 +27,7 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
 
     /// The values a new subscriber would be replayed now, oldest first.
     public var replayedValues: [Value] { roster.lock.withLock { history.elements } }
+
+    /// The oldest value a new subscriber would be replayed now, without copying the others.
+    public var oldestReplayedValue: Value? { roster.lock.withLock { history.first } }
 }

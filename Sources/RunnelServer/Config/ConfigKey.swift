@@ -22,6 +22,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case logLevel = "log_level"
     case shutdownTimeout = "shutdown_timeout"
     case maxSubjects = "max_subjects"
+    case dataDir = "data_dir"
+    case fsync
     case subjects
 
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
@@ -49,11 +51,11 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The longest `shutdown_timeout`, in seconds.
     public static let maxShutdownTimeoutSeconds = 3600.0
 
-    /// Whether a reload applies a changed value live. `listen` needs a restart; `subjects` is
-    /// decided per subject (new ones are created, others ignored).
+    /// Whether a reload applies a changed value live. `listen`, `data_dir` and `fsync` need a
+    /// restart; `subjects` is decided per subject (new ones are created, others ignored).
     public var isLive: Bool {
         switch self {
-        case .listen, .subjects: return false
+        case .listen, .dataDir, .fsync, .subjects: return false
         default: return true
         }
     }

@@ -22,6 +22,8 @@ extension ServerConfig {
         case .logLevel: return TOMLConfigReader.quote(logLevel.rawValue)
         case .shutdownTimeout: return Self.renderSeconds(shutdownTimeout)
         case .maxSubjects: return String(maxSubjects)
+        case .dataDir: return dataDir.map(TOMLConfigReader.quote) ?? "(none: no durable subjects)"
+        case .fsync: return TOMLConfigReader.quote(fsync.rawValue)
         case .subjects: return "\(subjects.count) subject(s)"
         }
     }

@@ -60,6 +60,9 @@ struct TOMLConfigReader {
         }
         if let value = values[.subjects] {
             config.subjects = try subjects(value, defaultCapacity: config.defaultReplayCapacity)
+            if let durable = config.subjects.first(where: \.durable), config.dataDir == nil {
+                throw error("subjects", "subject \"\(durable.name)\" is durable, which needs data_dir")
+            }
             if config.subjects.count > config.maxSubjects {
                 throw error(
                     "subjects",
@@ -132,6 +135,17 @@ struct TOMLConfigReader {
                     "must be a number of seconds between 0 and \(Int(limit)), got \(Self.describe(value))")
             }
             config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        case .dataDir:
+            guard let text = value.string, !text.isEmpty, !text.utf8.contains(0) else {
+                throw error(key.rawValue, "must be a directory's path, got \(Self.describe(value))")
+            }
+            config.dataDir = text
+        case .fsync:
+            let names = FsyncMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            guard let text = value.string, let mode = FsyncMode(rawValue: text) else {
+                throw error(key.rawValue, "must be one of \(names), got \(Self.describe(value))")
+            }
+            config.fsync = mode
         case .subjects:
             break  // Read by `read(_:)` after the limits it depends on.
         }
@@ -176,8 +190,9 @@ struct TOMLConfigReader {
     {
         var fields: [String: any TOMLValueConvertible] = [:]
         for (name, value) in table {
-            guard ["name", "kind", "capacity", "value"].contains(name) else {
-                throw error("\(prefix).\(name)", "unknown key (a subject takes name, kind, capacity, value)")
+            guard ["name", "kind", "capacity", "value", "durable"].contains(name) else {
+                throw error(
+                    "\(prefix).\(name)", "unknown key (a subject takes name, kind, capacity, value, durable)")
             }
             fields[name] = value
         }
@@ -226,7 +241,18 @@ struct TOMLConfigReader {
         } else if kind == .behavior {
             initialValue = "null"
         }
-        return SubjectDefinition(name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue)
+        var durable = false
+        if let durableValue = fields["durable"] {
+            guard durableValue.type == .bool, let flag = durableValue.bool else {
+                throw error("\(prefix).durable", "must be true or false, got \(Self.describe(durableValue))")
+            }
+            guard !flag || kind != .subject else {
+                throw error("\(prefix).durable", "only replay and behavior subjects can be durable")
+            }
+            durable = flag
+        }
+        return SubjectDefinition(
+            name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable)
     }
 
     private func error(_ key: String, _ problem: String) -> ConfigError {

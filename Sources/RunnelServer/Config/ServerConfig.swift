@@ -46,6 +46,10 @@ public struct ServerConfig: Sendable, Equatable {
     public var shutdownTimeout: Duration = .seconds(5)
     /// Subjects alive at once, protecting memory (`max_subjects`, default 100000).
     public var maxSubjects: Int = 100_000
+    /// Where durable subjects are kept (`data_dir`); nil: none can be created.
+    public var dataDir: String? = nil
+    /// When durable subjects' changes reach the disk (`fsync`, default `everysec`).
+    public var fsync: FsyncMode = .everysec
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
 

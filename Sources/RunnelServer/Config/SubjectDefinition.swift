@@ -10,8 +10,13 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     /// A behavior's initial value as JSON text (`null` when the file gives none); `nil` for
     /// the other kinds.
     public let initialValueJSON: String?
+    /// Kept in `data_dir` across restarts (replay and behavior only).
+    public let durable: Bool
 
-    public init(name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil) {
+    public init(
+        name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil, durable: Bool = false
+    ) {
+        self.durable = durable
         self.name = name
         self.kind = kind
         self.capacity = capacity
@@ -22,8 +27,8 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .subject: return "\(name) (subject)"
-        case .replay: return "\(name) (replay, capacity \(capacity ?? 0))"
-        case .behavior: return "\(name) (behavior, value \(initialValueJSON ?? "null"))"
+        case .replay: return "\(name) (replay, capacity \(capacity ?? 0)\(durable ? ", durable" : ""))"
+        case .behavior: return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : ""))"
         }
     }
 }

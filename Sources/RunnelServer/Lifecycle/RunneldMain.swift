@@ -20,10 +20,27 @@ public enum RunneldMain {
         StderrLogHandler.bootstrap(levelSetting: levelSetting)
         let logger = Logger(label: "runneld")
         let loop = EventLoop()
-        let server = Server(config: config, scheduler: loop.scheduler, logger: logger)
+        let subjects: any SubjectStore
+        if let dataDir = config.dataDir {
+            // Restored before the listener opens, so nobody sees the server without them.
+            do {
+                subjects = try DurableSubjectStore(
+                    directory: dataDir, fsync: config.fsync, scheduler: loop.scheduler, logger: logger)
+            } catch {
+                logger.critical("cannot start: durable subjects: \(error)", metadata: ["data_dir": "\(dataDir)"])
+                return 1
+            }
+            logger.info(
+                "durable subjects restored", metadata: ["data_dir": "\(dataDir)", "subjects": "\(subjects.count)"])
+        } else {
+            subjects = MemorySubjectStore()
+        }
+        let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
         let daemon = Daemon(loop: loop, server: server, logger: logger, levelSetting: levelSetting, reload: reload)
         loop.scheduler.schedule { daemon.start() }
         let closeStatus = loop.run()
+        // Every durable change accepted is written before the process ends.
+        subjects.close()
         if closeStatus != 0 {
             logger.warning("event loop closed with handles still open", metadata: ["status": "\(closeStatus)"])
         }

@@ -1,7 +1,7 @@
 /// The top-level request fields the scanner picks out while it validates a line; any other
 /// field is reachable through `ScannedEnvelope.field(named:)`.
 public enum EnvelopeKey: Int, CaseIterable, Sendable {
-    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token
+    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable, positions
 
     /// The field's name on the wire.
     public var name: String {
@@ -17,12 +17,17 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case .message: return "message"
         case .prefix: return "prefix"
         case .token: return "token"
+        case .from: return "from"
+        case .durable: return "durable"
+        case .positions: return "positions"
         }
     }
 
     /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
     /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
     @inline(__always) static func matching(_ name: UnsafeRawBufferPointer) -> EnvelopeKey? {
+        // The one name longer than eight bytes.
+        if name.count == 9 { return name.elementsEqual("positions".utf8) ? .positions : nil }
         guard let packed = ByteMatch.packed(name) else { return nil }
         let count = name.count
         switch packed {
@@ -33,6 +38,8 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case 0x646E_696B where count == 4: return .kind
         case 0x65_756C_6176 where count == 5: return .value
         case 0x6E_656B_6F74 where count == 5: return .token
+        case 0x6D6F_7266 where count == 4: return .from
+        case 0x65_6C62_6172_7564 where count == 7: return .durable
         case 0x7869_6665_7270 where count == 6: return .prefix
         case 0x74_6365_6A62_7573 where count == 7: return .subject
         case 0x65_6761_7373_656D where count == 7: return .message

@@ -34,7 +34,8 @@ public struct EnvelopeScanner: Sendable {
 
 /// The fields `EnvelopeScanner` records, one slot per `EnvelopeKey`.
 struct EnvelopeFields {
-    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token: EnvelopeField?
+    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable,
+        positions: EnvelopeField?
 
     subscript(key: EnvelopeKey) -> EnvelopeField? {
         get {
@@ -50,6 +51,9 @@ struct EnvelopeFields {
             case .message: return message
             case .prefix: return prefix
             case .token: return token
+            case .from: return from
+            case .durable: return durable
+            case .positions: return positions
             }
         }
         set {
@@ -65,6 +69,9 @@ struct EnvelopeFields {
             case .message: message = newValue
             case .prefix: prefix = newValue
             case .token: token = newValue
+            case .from: from = newValue
+            case .durable: durable = newValue
+            case .positions: positions = newValue
             }
         }
     }

@@ -16,6 +16,8 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case lineTooLong = "line_too_long"
     case slowConsumer = "slow_consumer"
     case subjectError = "subject_error"
+    /// An extension: durable subjects cannot be written now (a full disk, an I/O error).
+    case storage
 }
 
 /// A failure the server reports to a client: a reply `{"ok":false,...}` or a stream `error`

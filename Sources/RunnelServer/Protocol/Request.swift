@@ -44,6 +44,19 @@ struct Request {
         try scanned.integer(key)
     }
 
+    /// The boolean in `key`; nil when absent; `bad_request` when not a boolean.
+    func bool(_ key: EnvelopeKey) throws(ProtocolError) -> Bool? { try scanned.bool(key) }
+
+    /// `from` as a position; nil when absent; `bad_request` unless a string `EPOCH:SEQ`.
+    func fromPosition() throws(ProtocolError) -> Position? {
+        guard let text = try string(.from) else { return nil }
+        guard let position = Position(parsing: text) else {
+            throw ProtocolError(
+                .badRequest, "field 'from' must be a position EPOCH:SEQ (an epoch of 1 to 32 of A-Z a-z 0-9 _ -)")
+        }
+        return position
+    }
+
     /// The value in `key` as exact bytes that outlive the line; nil when absent.
     func raw(_ key: EnvelopeKey) -> RawJSON? { scanned.rawJSON(key) }
 

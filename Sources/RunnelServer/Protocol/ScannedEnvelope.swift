@@ -137,6 +137,15 @@ public struct ScannedEnvelope {
         return number
     }
 
+    /// The boolean in `key`; nil when absent; `badRequest` when not `true` or `false`.
+    public func bool(_ key: EnvelopeKey) throws(ProtocolError) -> Bool? {
+        guard let field = fields[key] else { return nil }
+        guard let flag = bool(field) else {
+            throw ProtocolError(.badRequest, "field '\(key.name)' must be true or false")
+        }
+        return flag
+    }
+
     /// The integer in `key` (any integral number: `3`, `3.0`, `3e0`); nil when absent;
     /// `badRequest` when not an integral number that fits an `Int`. Ranges are the caller's.
     public func integer(_ key: EnvelopeKey) throws(ProtocolError) -> Int? {

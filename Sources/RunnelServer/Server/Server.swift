@@ -40,15 +40,28 @@ public final class Server: @unchecked Sendable {
     // MARK: Subjects
 
     /// Creates the subjects the configuration lists that do not exist yet; they exist before
-    /// anyone connects. `max_subjects` does not apply to them.
+    /// anyone connects. `max_subjects` does not apply to them. A durable subject restored from
+    /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, durable).
     public func createConfiguredSubjects() throws {
         scheduler.assertOnLoopThread()
-        for subject in config.subjects where subjects[subject.name] == nil {
+        for subject in config.subjects {
+            let capacity = subject.kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
+            if let existing = subjects[subject.name] {
+                if (existing.isDurable || subject.durable)
+                    && (existing.kind != subject.kind || existing.capacity != capacity
+                        || existing.isDurable != subject.durable)
+                {
+                    throw SubjectConflict(
+                        "[[subjects]] \"\(subject.name)\" is \(subject), but the subject kept in data_dir is "
+                            + existing.shape)
+                }
+                continue
+            }
             let initial = try subject.initialValueJSON.map { text -> RawJSON in
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
-            let capacity = subject.kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
-            _ = subjects.create(subject.name, kind: subject.kind, capacity: capacity, initial: initial)
+            _ = subjects.create(
+                subject.name, kind: subject.kind, capacity: capacity, initial: initial, durable: subject.durable)
         }
     }
 
@@ -60,7 +73,7 @@ public final class Server: @unchecked Sendable {
             throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
         }
         try checkSubjectLimit()
-        return subjects.create(name, kind: .subject, capacity: nil, initial: nil)
+        return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
     }
 
     /// `limit` when the server holds `max_subjects` subjects.
@@ -162,4 +175,10 @@ public final class Server: @unchecked Sendable {
             lookup: { [unowned self] name throws(ProtocolError) in try subjectForUse(name).subject })
         return try compiler.compile(stages, source: source)
     }
+}
+
+/// A `[[subjects]]` entry that disagrees with the durable subject of that name.
+struct SubjectConflict: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -29,28 +29,57 @@ extension Session {
         if subscription.isPattern {
             writePatternNext(message, subscription)
         } else {
-            writeNext(message, head: subscription.nextPrefix.bytes)
+            writeNext(message, head: subscription.nextPrefix.bytes, subscription)
         }
         stats.delivered &+= 1
     }
 
-    /// Writes `head`, the message's value and `}` as one `next` line. The common line, a small
-    /// published value, is copied straight from the published bytes (`message` holds the
-    /// payload until this returns), so nothing is retained or encoded for it.
+    /// Writes `head`, the message's value and `}` (or, where the subscription sends
+    /// positions, `,"pos":"EPOCH:SEQ"}`) as one `next` line.
     @inline(__always)
-    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer) {
-        Self.nextEnd.withUTF8Buffer { end in
-            let tail = UnsafeRawBufferPointer(end)
-            if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
-                transport.writeNext(head: head, value: value, tail: tail)
-                return
+    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription) {
+        guard let (prefix, seq) = subscription.position(of: message) else {
+            Self.nextEnd.withUTF8Buffer { writeNext(message, head: head, tail: UnsafeRawBufferPointer($0)) }
+            return
+        }
+        // The prefix, up to 20 digits, `"}`.
+        withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
+            buffer.copyMemory(from: prefix.bytes)
+            var end = prefix.count
+            var count = 1
+            var rest = seq / 10
+            while rest > 0 {
+                count += 1
+                rest /= 10
             }
-            let value = message.value.raw.buffer
-            if value.count <= Self.copiedValueBytes {
-                transport.writeNext(head: head, value: value.bytes, tail: tail)
-            } else {
-                transport.writeNext(head: head, sharedValue: value, tail: tail)
+            var digits = seq
+            for index in stride(from: end + count - 1, through: end, by: -1) {
+                buffer[index] = UInt8(ascii: "0") + UInt8(digits % 10)
+                digits /= 10
             }
+            end += count
+            buffer[end] = UInt8(ascii: "\"")
+            buffer[end + 1] = UInt8(ascii: "}")
+            writeNext(message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<(end + 2)]))
+        }
+    }
+
+    /// Writes `head`, the message's value and `tail` as one `next` line. The common line, a
+    /// small published value, is copied straight from the published bytes (`message` holds
+    /// the payload until this returns), so nothing is retained or encoded for it.
+    @inline(__always)
+    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+        if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
+            stats.bytesOut &+= UInt64(head.count + value.count + tail.count + 1)
+            transport.writeNext(head: head, value: value, tail: tail)
+            return
+        }
+        let value = message.value.raw.buffer
+        stats.bytesOut &+= UInt64(head.count + value.count + tail.count + 1)
+        if value.count <= Self.copiedValueBytes {
+            transport.writeNext(head: head, value: value.bytes, tail: tail)
+        } else {
+            transport.writeNext(head: head, sharedValue: value, tail: tail)
         }
     }
 
@@ -69,7 +98,7 @@ extension Session {
                 UnsafeMutableRawBufferPointer(rebasing: head[(prefix.count + subject.count)...])
                     .copyMemory(from: UnsafeRawBufferPointer(key))
             }
-            writeNext(message, head: UnsafeRawBufferPointer(head))
+            writeNext(message, head: UnsafeRawBufferPointer(head), subscription)
         }
     }
 

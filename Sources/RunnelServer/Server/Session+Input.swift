@@ -3,6 +3,7 @@
 extension Session {
     /// Handles one request, or holds it while replies pile up.
     func transportDidReceive(request line: UnsafeRawBufferPointer) {
+        stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
         if held.isActive || isOverPendingLimit {
@@ -30,6 +31,7 @@ extension Session {
 
     /// A request over `max_line_bytes` was discarded as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int) {
+        stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
         if held.isActive || isOverPendingLimit {
             held.append(longLine: byteCount)

@@ -34,7 +34,16 @@ extension Session {
     private func publish(_ request: Request) throws(ProtocolError) {
         let entry = try publishTarget(request)
         let value = request.raw(.value) ?? .null
-        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        if entry.isDurable {
+            try server.subjects.checkDurableWrites()
+            stats.published &+= 1
+            server.subjects.publish(value, to: entry)
+            if let ref = request.ref {
+                replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
+            }
+            return
+        }
         let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
         stats.published &+= 1
         server.subjects.publish(value, to: entry)
@@ -81,21 +90,33 @@ extension Session {
             sid = freshSid()
         }
         let stages = try request.stages()
+        let from = try request.fromPosition()
+        if from != nil && pattern.isWildcard {
+            throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
+        }
+        let positions = try request.bool(.positions) ?? false || from != nil
         guard subscriptions.count < server.config.maxSubscriptionsPerConnection else {
             throw ProtocolError(
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
-        let source: Signal<Message> = entry?.subject ?? server.subjects.patternSignal(pattern)
+        var source: Signal<Message> = entry?.subject ?? server.subjects.patternSignal(pattern)
+        // Resuming: the subject's usual replay, less what the client had (seqs only grow).
+        let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
+        if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
         let chain = try server.compileChain(stages, source: source, label: entry?.label ?? SubjectLabel(target))
 
-        let subscription = SessionSubscription(sid: sid, entry: entry, isPattern: pattern.isWildcard)
+        let subscription = SessionSubscription(
+            sid: sid, entry: entry, isPattern: pattern.isWildcard, sendsPositions: positions)
         subscriptions[sid] = subscription
         entry?.namedSubscriptions += 1
         stats.subscriptions += 1
         // The reply goes out before any event of the subscription (replayed values included).
-        writeOK(ref: request.ref) { $0.member("sid", encoded: subscription.sidJSON) }
+        writeOK(ref: request.ref) { line in
+            line.member("sid", encoded: subscription.sidJSON)
+            if let resumed { line.member("resumed", bool: resumed) }
+        }
         let disposable = chain.subscribe(EventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()
@@ -139,17 +160,30 @@ extension Session {
         if initial != nil && kind != .behavior {
             throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
         }
-        if let existing = server.subjects[name] {
-            guard existing.kind == kind, existing.capacity == capacity else {
-                let has =
-                    existing.capacity.map { "\(existing.kind.rawValue) (capacity \($0))" } ?? existing.kind.rawValue
-                throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(has)")
+        let durable = try request.bool(.durable) ?? false
+        if durable {
+            guard kind != .subject else {
+                throw ProtocolError(.badRequest, "field 'durable' applies only to kinds 'replay' and 'behavior'")
             }
-        } else {
-            try server.checkSubjectLimit()
-            _ = server.subjects.create(name, kind: kind, capacity: capacity, initial: initial)
+            guard server.subjects.keepsDurableSubjects else {
+                throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
+            }
         }
-        writeOK(ref: request.ref)
+        if let existing = server.subjects[name] {
+            guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable else {
+                throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
+            }
+            writeOK(ref: request.ref)
+            return
+        }
+        try server.checkSubjectLimit()
+        if durable { try server.subjects.checkDurableWrites() }
+        _ = server.subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+        if durable {
+            replyWhenWritten(ref: request.ref)
+        } else {
+            writeOK(ref: request.ref)
+        }
     }
 
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
@@ -158,9 +192,14 @@ extension Session {
         guard let entry = server.subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
-        if entry.isTerminated { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
+        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
+        if entry.isDurable { try server.subjects.checkDurableWrites() }
         server.subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
-        writeOK(ref: request.ref)
+        if entry.isDurable {
+            replyWhenWritten(ref: request.ref)
+        } else {
+            writeOK(ref: request.ref)
+        }
     }
 
     private func delete(_ request: Request) throws(ProtocolError) {
@@ -168,8 +207,13 @@ extension Session {
         guard let entry = server.subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
+        if entry.isDurable { try server.subjects.checkDurableWrites() }
         server.subjects.delete(entry)
-        writeOK(ref: request.ref)
+        if entry.isDurable {
+            replyWhenWritten(ref: request.ref)
+        } else {
+            writeOK(ref: request.ref)
+        }
     }
 
     // MARK: list / stats / auth
@@ -194,6 +238,9 @@ extension Session {
                     json.writeInteger(entry.namedSubscriptions)
                     json.append(",\"published\":")
                     json.writeInteger(entry.published)
+                    json.append(",\"pos\":")
+                    json.writeString(entry.position.description)
+                    json.append(entry.isDurable ? ",\"durable\":true" : ",\"durable\":false")
                     json.append(entry.isTerminated ? ",\"terminated\":true}" : ",\"terminated\":false}")
                 }
                 json.append("]")
@@ -217,6 +264,19 @@ extension Session {
             line.member("bytes_in", integer: stats.bytesIn)
             line.member("bytes_out", integer: stats.bytesOut)
             line.member("uptime_s", integer: uptime)
+            if let journal = server.subjects.journalStatistics {
+                line.member("durable") { json in
+                    json.append("{\"queue\":")
+                    json.writeInteger(journal.queued)
+                    json.append(",\"batches\":")
+                    json.writeInteger(journal.batches)
+                    json.append(",\"commit_us\":")
+                    json.writeInteger(journal.lastCommitMicroseconds)
+                    json.append(",\"bytes\":")
+                    json.writeInteger(journal.bytesOnDisk)
+                    json.append(journal.failing ? ",\"failing\":true}" : ",\"failing\":false}")
+                }
+            }
         }
     }
 

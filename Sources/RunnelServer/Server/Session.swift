@@ -22,7 +22,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The server's counters, held directly: updating them through `server` retains and
     /// releases the server around every update, twice per delivery.
     let stats: ServerStats
-    let transport: any SessionTransport
+    /// What every line goes out through: the client's transport, or, while a reply waits for
+    /// the disk, a `CorkedTransport` around it.
+    private(set) var transport: any SessionTransport
+    /// What carries the client.
+    let clientTransport: any SessionTransport
     var authenticated: Bool
     var subscriptions: [String: SessionSubscription] = [:]
     private var nextSid: UInt64 = 1
@@ -39,6 +43,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.server = server
         self.stats = server.stats
         self.transport = transport
+        self.clientTransport = transport
         self.authenticated = server.config.authTokens.isEmpty
     }
 
@@ -109,7 +114,40 @@ final class Session: RequestReceiver, @unchecked Sendable {
     }
 
     func write(_ line: consuming ServerLineWriter) {
-        line.finish().withUnsafeBytes { transport.writeLine($0) }
+        line.finish().withUnsafeBytes { bytes in
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            transport.writeLine(bytes)
+        }
+    }
+
+    /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}` once the durable
+    /// changes made so far are on disk (at once unless replies wait for the disk), or the
+    /// error that kept them off it. Every line after it waits behind it, so nothing overtakes
+    /// the reply.
+    func replyWhenWritten(ref: RawJSON?, _ fields: @escaping (inout ServerLineWriter) -> Void = { _ in }) {
+        guard server.subjects.repliesWaitForDisk else {
+            writeOK(ref: ref, fields)
+            return
+        }
+        let cork: CorkedTransport
+        if let corked = transport as? CorkedTransport {
+            cork = corked
+        } else {
+            cork = CorkedTransport(wrapping: clientTransport)
+            transport = cork
+        }
+        let slot = cork.reserve()
+        server.subjects.whenWritten { [self] error in
+            var line: ServerLineWriter
+            if let error {
+                line = ServerLineWriter.failure(error, ref: ref)
+            } else {
+                line = ServerLineWriter.reply(ok: true, ref: ref)
+                fields(&line)
+            }
+            cork.fill(slot, with: line.finish())
+            if cork.isDrained && transport === cork { transport = clientTransport }
+        }
     }
 }
 

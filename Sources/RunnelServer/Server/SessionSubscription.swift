@@ -14,6 +14,8 @@ final class SessionSubscription: @unchecked Sendable {
     /// (the subject's name and `valueKey` follow).
     let nextPrefix: ByteBuffer
     let isPattern: Bool
+    /// Whether its `next` events carry `pos` (`"positions": true`, or `from`).
+    let sendsPositions: Bool
     /// `"S"`, the sid as a JSON string.
     let sidJSON: ByteBuffer
     var disposable: Disposable?
@@ -24,10 +26,11 @@ final class SessionSubscription: @unchecked Sendable {
     /// What comes between a pattern line's subject and its value.
     static let valueKey: StaticString = ",\"value\":"
 
-    init(sid: String, entry: SubjectEntry?, isPattern: Bool) {
+    init(sid: String, entry: SubjectEntry?, isPattern: Bool, sendsPositions: Bool = false) {
         self.sid = sid
         self.entry = entry
         self.isPattern = isPattern
+        self.sendsPositions = sendsPositions
         var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
         json.writeString(sid)
         sidJSON = json.makeBuffer()
@@ -40,6 +43,16 @@ final class SessionSubscription: @unchecked Sendable {
             prefix.append(Self.valueKey)
         }
         nextPrefix = prefix.makeBuffer()
+    }
+
+    /// The position a `next` event of this subscription carries for `message`: on a pattern,
+    /// the position in the message's own subject; on a subject, only a position in that
+    /// subject (values of other subjects, and values made from none, carry none).
+    @inline(__always)
+    func position(of message: Message) -> (prefix: ByteBuffer, seq: UInt64)? {
+        guard sendsPositions, let seq = message.seq, let prefix = message.label.positionPrefix else { return nil }
+        guard isPattern || message.label === entry?.label else { return nil }
+        return (prefix, seq)
     }
 }
 

@@ -39,22 +39,18 @@ extension StageCompiler {
     /// `true` at the first value (passing `expr`, when given), else `false` at completion.
     func any(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
-        let label = defaultLabel
-        let found: Signal<Bool>
-        if let compiled = try stage.optionalExpression() {
-            found = signal.tested(by: StageExpression(compiled, stage)).any(\.passed)
-        } else {
-            found = signal.any()
+        let expression = try stage.optionalExpression().map { StageExpression($0, stage) }
+        return keepingLabels(signal, { $0 }) { messages in
+            guard let expression else { return messages.any() }
+            return messages.tested(by: expression).any(\.passed)
         }
-        return found.map { Message(label: label, computed: .bool($0)) }
     }
 
     /// `false` at the first value failing `expr`, else `true` at completion.
     func all(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
-        let label = defaultLabel
         let expression = StageExpression(try stage.expression(), stage)
-        return signal.tested(by: expression).all(\.passed).map { Message(label: label, computed: .bool($0)) }
+        return keepingLabels(signal, { $0 }) { $0.tested(by: expression).all(\.passed) }
     }
 
     /// A value's array of booleans.
@@ -73,29 +69,32 @@ extension StageCompiler {
         return flags
     }
 
-    /// `operation` (a value-for-value library operator on `Input`) applied to what `extract`
-    /// reads from each message; each result keeps the subject of the message it came from.
+    /// `operation` (a library operator on `Input`) applied to what `extract` reads from each
+    /// message; each result keeps the subject and position of the newest message taken in
+    /// before it (the one it came from, for a value-for-value operator), or none before any.
     private func keepingLabels<Input: Sendable>(
         _ signal: Signal<Message>, _ extract: @escaping @Sendable (Message) throws -> Input,
         through operation: @escaping @Sendable (Signal<Input>) -> Signal<Bool>
     ) -> Signal<Message> {
         let label = defaultLabel
         return Signal.deferred {
-            let latest = LatestLabel(label)
+            let latest = LatestOrigin(label)
             return operation(
                 signal.tryMap { message in
                     latest.label = message.label
+                    latest.seq = message.seq
                     return try extract(message)
                 }
-            ).map { Message(label: latest.label, computed: .bool($0)) }
+            ).map { Message(label: latest.label, computed: .bool($0), seq: latest.seq) }
         }
     }
 }
 
-/// The subject of the message a one-for-one operator is turning into a result, read back
-/// when the result comes out (synchronously, in the same send). Loop thread only, one per
+/// The subject and seq of the newest message an operator took in, read back when its result
+/// comes out (synchronously, in the same send or at completion). Loop thread only, one per
 /// subscription.
-final class LatestLabel: @unchecked Sendable {
+final class LatestOrigin: @unchecked Sendable {
     var label: SubjectLabel
+    var seq: UInt64?
     init(_ label: SubjectLabel) { self.label = label }
 }

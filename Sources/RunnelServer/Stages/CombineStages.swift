@@ -56,6 +56,6 @@ extension StageCompiler {
     }
 
     @Sendable private static func pair(_ pair: (Message, Message)) -> Message {
-        Message(label: pair.0.label, value: RawArray.of([pair.0.value, pair.1.value]))
+        Message(madeFrom: pair.0, value: RawArray.of([pair.0.value, pair.1.value]))
     }
 }

@@ -15,7 +15,7 @@ extension StageCompiler {
                 writer.append("{\"event\":\"next\",\"value\":")
                 writer.write(message.value.raw)
                 writer.append("}")
-                return Message(label: message.label, value: Payload(raw: RawJSON(validatedBuffer: writer.makeBuffer())))
+                return Message(madeFrom: message, value: Payload(raw: RawJSON(validatedBuffer: writer.makeBuffer())))
             case .completed:
                 return Message(label: label, computed: .object(JSONObject([("event", .string("completed"))])))
             case .error(let error):
@@ -44,7 +44,7 @@ extension StageCompiler {
             }
             switch kind {
             case "next":
-                return .next(Message(label: message.label, computed: object["value"] ?? .null))
+                return .next(Message(madeFrom: message, computed: object["value"] ?? .null))
             case "completed":
                 return .completed
             case "error":

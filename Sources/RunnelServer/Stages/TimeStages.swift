@@ -38,7 +38,7 @@ extension StageCompiler {
         return countingHeld(by: stage, signal) { counted, held in
             counted.buffer(withTime: interval, on: scheduler).map { messages in
                 held.count -= messages.count
-                return Message(label: messages[messages.count - 1].label, value: RawArray.of(messages.map(\.value)))
+                return Message(madeFrom: messages[messages.count - 1], value: RawArray.of(messages.map(\.value)))
             }
         }
     }

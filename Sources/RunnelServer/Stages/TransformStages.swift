@@ -6,15 +6,14 @@ extension StageCompiler {
     func map(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
         let expression = StageExpression(try stage.expression(), stage)
-        return signal.tryMap { message in Message(label: message.label, value: try expression.evaluatedPayload(message))
-        }
+        return signal.tryMap { message in Message(madeFrom: message, value: try expression.evaluatedPayload(message)) }
     }
 
     /// Every value replaced by the literal, encoded once and shared; each keeps its subject.
     func mapReplace(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["value"])
         let replacement = Payload(raw: RawJSON(encoding: try stage.value("value")))
-        return signal.map { message in Message(label: message.label, value: replacement) }
+        return signal.map { message in Message(madeFrom: message, value: replacement) }
     }
 
     /// The library's `reduceEach` takes tuples of fixed arity; a JSON array has any length, so
@@ -29,7 +28,7 @@ extension StageCompiler {
                     "reduceEach needs an array, got \(value.typeName)", stage: expression.stage, name: expression.name)
             }
             let bindings = ExpressionBindings(items: items, subject: message.label.name)
-            return Message(label: message.label, computed: try expression.evaluateOutput(value, bindings))
+            return Message(madeFrom: message, computed: try expression.evaluateOutput(value, bindings))
         }
     }
 
@@ -56,19 +55,22 @@ extension StageCompiler {
         let expression = StageExpression(try stage.expression(variables: ["acc", "index"]), stage)
         let maxValues = limits.maxBufferValues
         let label = defaultLabel
-        return signal.scan(start: Accumulation(result: .success(start), label: label)) { running, message, index in
+        return signal.scan(start: Accumulation(result: .success(start), label: label, seq: nil)) {
+            running, message, index in
             guard case .success(let acc) = running.result else { return running }
             do throws(ProtocolError) {
                 let value = try expression.decoded(message)
                 let bindings = ExpressionBindings(acc: acc, index: index, subject: message.label.name)
                 let next = try expression.evaluateOutput(value, bindings)
                 if next.itemCount > maxValues { throw StageFailure.limit(stage: expression.stage) }
-                return Accumulation(result: .success(next), label: message.label)
+                return Accumulation(result: .success(next), label: message.label, seq: message.seq)
             } catch {
-                return Accumulation(result: .failure(error), label: message.label)
+                return Accumulation(result: .failure(error), label: message.label, seq: message.seq)
             }
         }
-        .tryMap { accumulation in Message(label: accumulation.label, computed: try accumulation.result.get()) }
+        .tryMap { accumulation in
+            Message(label: accumulation.label, computed: try accumulation.result.get(), seq: accumulation.seq)
+        }
     }
 
     /// All values as one array at completion, their bytes unchanged; more than
@@ -78,7 +80,9 @@ extension StageCompiler {
         let label = defaultLabel
         return countingHeld(by: stage, signal) { counted, _ in
             counted.collect().map { messages in
-                Message(label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)))
+                Message(
+                    label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)),
+                    seq: messages.last?.seq)
             }
         }
     }
@@ -93,7 +97,7 @@ extension StageCompiler {
                 let bindings = ExpressionBindings(
                     prev: try expression.decoded(previous), subject: current.label.name)
                 let value = try expression.evaluateOutput(try expression.decoded(current), bindings)
-                return .success(Message(label: current.label, computed: value))
+                return .success(Message(madeFrom: current, computed: value))
             } catch {
                 return .failure(error)
             }
@@ -112,6 +116,8 @@ extension StageCompiler {
 struct Accumulation: Sendable {
     let result: Result<JSONValue, ProtocolError>
     let label: SubjectLabel
+    /// The seq of the value it last took in, which the result is the newest of.
+    let seq: UInt64?
 }
 
 extension JSONValue {

@@ -16,21 +16,35 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         entries.values.filter { $0.name.utf8.starts(with: prefix.utf8) }.sorted { $0.name < $1.name }
     }
 
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?) -> SubjectEntry {
-        assert(entries[name] == nil, "subject '\(name)' exists")
+    let keepsDurableSubjects = false
+    let repliesWaitForDisk = false
+    let journalStatistics: JournalWriter.Statistics? = nil
+    func checkDurableWrites() throws(ProtocolError) {}
+    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
+    func close() {}
+
+    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+        precondition(!durable, "a memory store keeps no durable subject")
         let entry = SubjectEntry(name: name, kind: kind, capacity: capacity, initial: initial)
-        entries[name] = entry
-        for watcher in patterns.matches(name) { watcher.attach(entry) }
+        adopt(entry)
         return entry
+    }
+
+    /// Takes in `entry`, made elsewhere (a durable subject, new or restored), under its name.
+    func adopt(_ entry: SubjectEntry) {
+        assert(entries[entry.name] == nil, "subject '\(entry.name)' exists")
+        entries[entry.name] = entry
+        for watcher in patterns.matches(entry.name) { watcher.attach(entry) }
     }
 
     @inline(__always)
     func publish(_ value: RawJSON, to entry: SubjectEntry) {
         entry.published &+= 1
-        entry.subject.sendNext(Message(label: entry.label, raw: value))
+        entry.deliver(Message(label: entry.label, raw: value, seq: entry.nextSeq()))
     }
 
     func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+        entry.isEnding = true
         if let error {
             entry.subject.sendError(error)
         } else {
@@ -39,10 +53,17 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     }
 
     func delete(_ entry: SubjectEntry) {
+        forget(entry)
+        entry.subject.sendCompleted()
+    }
+
+    /// Frees `entry`'s name and takes it out of pattern subscriptions; its subscribers still
+    /// wait for the completion that `delete` sends.
+    func forget(_ entry: SubjectEntry) {
         entries[entry.name] = nil
         entry.isDeleted = true
+        entry.isEnding = true
         for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
-        entry.subject.sendCompleted()
     }
 
     func patternSignal(_ pattern: SubjectPattern) -> Signal<Message> {

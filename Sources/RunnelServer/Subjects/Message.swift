@@ -1,17 +1,30 @@
 import RunnelUV
 
 /// A subject's name with its JSON string form encoded once, shared by every event that
-/// names it (pattern subscriptions' `"subject"`, expressions' `$subject`). Immutable.
+/// names it (pattern subscriptions' `"subject"`, expressions' `$subject`), and, for a named
+/// subject, its epoch with the start of a `pos` member encoded once too. Immutable.
 public final class SubjectLabel: Sendable {
     public let name: String
     /// `"name"` as a JSON string, quotes included.
     public let json: ByteBuffer
+    /// The subject's epoch; nil for a label that names no subject (a pattern's text).
+    public let epoch: String?
+    /// `,"pos":"EPOCH:` for a subject's label: what comes before a value's seq in an event.
+    let positionPrefix: ByteBuffer?
 
-    public init(_ name: String) {
+    public init(_ name: String, epoch: String? = nil) {
         self.name = name
+        self.epoch = epoch
         var builder = JSONWriter()
         builder.writeString(name)
         self.json = builder.makeBuffer()
+        positionPrefix = epoch.map { epoch in
+            var prefix = JSONWriter(reservingCapacity: 10 + epoch.utf8.count)
+            prefix.append(",\"pos\":\"")
+            prefix.append(raw: ByteBuffer(Array(epoch.utf8)))
+            prefix.append(UInt8(ascii: ":"))
+            return prefix.makeBuffer()
+        }
     }
 }
 
@@ -22,20 +35,41 @@ public final class SubjectLabel: Sendable {
 public struct Message: Sendable {
     public let label: SubjectLabel
     public let value: Payload
+    /// The seq, in `label`'s subject, of the newest value of that subject this one was made
+    /// from (the value itself, when no stage changed it); nil for a value made from none, such
+    /// as `startWith`'s.
+    public let seq: UInt64?
 
-    public init(label: SubjectLabel, value: Payload) {
+    public init(label: SubjectLabel, value: Payload, seq: UInt64? = nil) {
         self.label = label
         self.value = value
+        self.seq = seq
     }
 
     /// A published value, kept as its exact bytes.
-    public init(label: SubjectLabel, raw: RawJSON) {
-        self.init(label: label, value: Payload(raw: raw))
+    public init(label: SubjectLabel, raw: RawJSON, seq: UInt64? = nil) {
+        self.init(label: label, value: Payload(raw: raw), seq: seq)
     }
 
     /// A value a stage computed.
-    public init(label: SubjectLabel, computed: JSONValue) {
-        self.init(label: label, value: Payload(computed: computed))
+    public init(label: SubjectLabel, computed: JSONValue, seq: UInt64? = nil) {
+        self.init(label: label, value: Payload(computed: computed), seq: seq)
+    }
+
+    /// A value a stage made from `source` alone: it keeps `source`'s subject and position.
+    public init(madeFrom source: Message, value: Payload) {
+        self.init(label: source.label, value: value, seq: source.seq)
+    }
+
+    /// A value a stage computed from `source` alone: it keeps `source`'s subject and position.
+    public init(madeFrom source: Message, computed: JSONValue) {
+        self.init(label: source.label, value: Payload(computed: computed), seq: source.seq)
+    }
+
+    /// The value's position in its subject, when it has one.
+    var position: Position? {
+        guard let epoch = label.epoch, let seq else { return nil }
+        return Position(epoch: epoch, seq: seq)
     }
 }
 

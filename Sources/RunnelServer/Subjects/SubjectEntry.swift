@@ -1,36 +1,105 @@
 import Runnel
 
 /// One named subject: the library subject that carries its values, and the server's
-/// bookkeeping about it. Loop thread only.
+/// bookkeeping about it (its position, its subscriptions). Loop thread only.
 final class SubjectEntry {
+    /// The name, and the epoch the subject's positions are counted in.
     let label: SubjectLabel
     let kind: SubjectKind
     /// Replay subjects only.
     let capacity: Int?
+    /// The subject's id in the durable journal; nil for a subject kept in memory only.
+    let durableID: Int64?
     let subject: Subject<Message>
-    /// Values accepted by `pub`.
+    /// The seq of the latest value subscribers got and the subject retains: 0 before any (a
+    /// behavior's initial value has seq 0).
+    private(set) var lastSeq: UInt64
+    /// The seq of the latest value published: ahead of `lastSeq` while values wait for the
+    /// disk (`fsync = always`).
+    private var assignedSeq: UInt64
+    /// Values accepted by `pub` since the server started.
     var published: UInt64 = 0
     /// Set when the store lets go of the subject (`delete`): whoever still holds the entry
     /// must look its name up again.
     var isDeleted = false
+    /// Set when a `complete`, `error` or `delete` was accepted, before the subject's
+    /// subscribers see it (it may wait for the disk): no value is accepted after it.
+    var isEnding = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
 
     var name: String { label.name }
+    var epoch: String { label.epoch! }
+    var isDurable: Bool { durableID != nil }
 
-    init(name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?) {
-        self.label = SubjectLabel(name)
-        self.kind = kind
-        self.capacity = kind == .replay ? capacity : nil
+    /// A new subject, in a new epoch.
+    convenience init(name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durableID: Int64? = nil) {
+        let label = SubjectLabel(name, epoch: Epoch.make())
+        let subject: Subject<Message>
         switch kind {
-        case .subject:
-            subject = Subject()
-        case .replay:
-            subject = ReplaySubject(capacity: capacity ?? 0)
-        case .behavior:
-            subject = BehaviorSubject(Message(label: label, raw: initial ?? .null))
+        case .subject: subject = Subject()
+        case .replay: subject = ReplaySubject(capacity: capacity ?? 0)
+        case .behavior: subject = BehaviorSubject(Message(label: label, raw: initial ?? .null, seq: 0))
         }
+        self.init(label: label, kind: kind, capacity: capacity, durableID: durableID, subject: subject, lastSeq: 0)
     }
 
+    /// A subject as it was left: `subject` holds the retained values (the newest with seq
+    /// `lastSeq`) and any terminal event, counted in `label`'s epoch.
+    init(
+        label: SubjectLabel, kind: SubjectKind, capacity: Int?, durableID: Int64?, subject: Subject<Message>,
+        lastSeq: UInt64
+    ) {
+        precondition(label.epoch != nil, "a subject's label carries its epoch")
+        self.label = label
+        self.kind = kind
+        self.capacity = kind == .replay ? capacity : nil
+        self.durableID = durableID
+        self.subject = subject
+        self.lastSeq = lastSeq
+        self.assignedSeq = lastSeq
+    }
+
+    /// Whether `pub` may send to it.
+    var acceptsValues: Bool { !isEnding && !subject.isTerminated }
+
     var isTerminated: Bool { subject.isTerminated }
+
+    /// The position of the latest value (`EPOCH:0` before any).
+    var position: Position { Position(epoch: epoch, seq: lastSeq) }
+
+    /// The seq of a newly published value.
+    func nextSeq() -> UInt64 {
+        assignedSeq += 1
+        return assignedSeq
+    }
+
+    /// Sends `message`, the value with seq `message.seq`, to the subject's subscribers.
+    func deliver(_ message: Message) {
+        lastSeq = message.seq!
+        subject.sendNext(message)
+    }
+
+    /// Whether a subscription can start right after `position` and be delivered exactly the
+    /// values after it: the same epoch, not beyond the latest value, and every value after it
+    /// still retained (for a plain subject: none was published after it).
+    func canResume(after position: Position) -> Bool {
+        guard position.epoch == epoch, position.seq <= lastSeq else { return false }
+        if position.seq == lastSeq { return true }
+        guard let replay = subject as? ReplaySubject<Message>, let oldest = replay.oldestReplayedValue?.seq else {
+            return false
+        }
+        return oldest <= position.seq + 1
+    }
+}
+
+extension SubjectEntry {
+    /// What the subject was created as, for `kind_mismatch` messages: "replay (capacity 5,
+    /// durable)".
+    var shape: String {
+        var details: [String] = []
+        if let capacity { details.append("capacity \(capacity)") }
+        if isDurable { details.append("durable") }
+        return details.isEmpty ? kind.rawValue : "\(kind.rawValue) (\(details.joined(separator: ", ")))"
+    }
 }

@@ -3,10 +3,11 @@ import Runnel
 /// The server's named subjects, and the one owner of every change to them: every creation,
 /// publish, termination and deletion passes through a store, whether it comes from a request,
 /// from the configuration's `[[subjects]]` or from a stage that names a subject. So a store
-/// sees every change in order, which is what a store that keeps subjects on disk needs; the
-/// rules about when a change is allowed (auto-creation, limits, kinds) are the callers'.
+/// sees every change in order, which is what keeping subjects on disk needs; the rules about
+/// when a change is allowed (auto-creation, limits, kinds) are the callers'.
 ///
-/// `MemorySubjectStore` keeps them in memory. Thread rules: loop thread only.
+/// `MemorySubjectStore` keeps them in memory; `DurableSubjectStore` also keeps durable
+/// subjects in an SQLite journal. Thread rules: loop thread only.
 protocol SubjectStore: AnyObject {
     /// How many subjects there are.
     var count: Int { get }
@@ -17,11 +18,21 @@ protocol SubjectStore: AnyObject {
     /// Subjects whose name starts with `prefix`, sorted by name.
     func list(prefix: String) -> [SubjectEntry]
 
-    /// Creates the subject `name`, which does not exist; live pattern subscriptions that match
-    /// join it at once.
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?) -> SubjectEntry
+    /// Whether it can keep durable subjects (the configuration names a `data_dir`).
+    var keepsDurableSubjects: Bool { get }
 
-    /// Publishes `value` to `entry`, which is not terminated.
+    /// Whether replies about durable subjects wait for the disk (`fsync = always`), so that
+    /// `whenWritten` may run its action later.
+    var repliesWaitForDisk: Bool { get }
+
+    /// `storage` while changes to durable subjects cannot be written.
+    func checkDurableWrites() throws(ProtocolError)
+
+    /// Creates the subject `name`, which does not exist (durable only where the store keeps
+    /// durable subjects); live pattern subscriptions that match join it at once.
+    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry
+
+    /// Publishes `value` to `entry`, which accepts values.
     func publish(_ value: RawJSON, to entry: SubjectEntry)
 
     /// Terminates `entry`: with `error`, or completed when it is nil.
@@ -30,7 +41,17 @@ protocol SubjectStore: AnyObject {
     /// Completes `entry`'s subscriptions and frees its name.
     func delete(_ entry: SubjectEntry)
 
+    /// Runs `action` once every change made so far is on disk, with the error when writing
+    /// failed; at once where nothing waits for the disk.
+    func whenWritten(_ action: @escaping (ProtocolError?) -> Void)
+
     /// Every value published to subjects matching `pattern`, present and future. It never
     /// completes on its own; disposing it leaves every matching subject.
     func patternSignal(_ pattern: SubjectPattern) -> Signal<Message>
+
+    /// The durable journal's figures, for `stats`; nil without one.
+    var journalStatistics: JournalWriter.Statistics? { get }
+
+    /// Writes what is not written yet and lets go of the disk (a clean stop). Blocks.
+    func close()
 }

@@ -9,6 +9,9 @@ import RunnelUV
 /// and so a transport that shapes events its own way can take the value without parsing the
 /// line.
 ///
+/// The session counts `bytes_in` and `bytes_out` as the protocol's lines, each with its line
+/// end: on TCP, the bytes on the wire.
+///
 /// Thread rules: loop thread only, like the session. Lifetime rule: the transport holds its
 /// session (`RequestReceiver`) until it has told it `transportDidClose()`; the session holds
 /// the transport for the rest of its life.

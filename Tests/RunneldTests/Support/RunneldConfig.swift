@@ -17,6 +17,10 @@ struct RunneldConfig {
     var maxSubscriptionsPerConnection: Int?
     var maxEvalSteps: Int?
     var maxEvalBytes: Int?
+    /// `data_dir`: where durable subjects are kept.
+    var dataDir: String?
+    /// `"always"`, `"everysec"` or `"no"`.
+    var fsync: String?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -38,6 +42,8 @@ struct RunneldConfig {
         if let v = maxSubscriptionsPerConnection { lines.append("max_subscriptions_per_connection = \(v)") }
         if let v = maxEvalSteps { lines.append("max_eval_steps = \(v)") }
         if let v = maxEvalBytes { lines.append("max_eval_bytes = \(v)") }
+        if let v = dataDir { lines.append("data_dir = \(RunneldConfig.quote(v))") }
+        if let v = fsync { lines.append("fsync = \(RunneldConfig.quote(v))") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")

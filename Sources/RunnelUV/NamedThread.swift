@@ -6,12 +6,13 @@ import CLibUV
     import Musl
 #endif
 
-/// A joinable POSIX thread running one block (the event loop's own thread).
-final class LoopThread: @unchecked Sendable {
+/// A joinable POSIX thread running one block: the event loop's own thread, and the durable
+/// journal's writer. Start it with `init`; `join` waits for the block to return.
+public final class NamedThread: @unchecked Sendable {
     private var thread: pthread_t
 
     /// Starts a thread named `name` (at most 15 bytes are kept) running `body`.
-    init(name: String, _ body: @escaping @Sendable () -> Void) {
+    public init(name: String, _ body: @escaping @Sendable () -> Void) {
         final class Start {
             let name: String
             let body: @Sendable () -> Void
@@ -35,7 +36,7 @@ final class LoopThread: @unchecked Sendable {
     }
 
     /// Waits for the thread to finish.
-    func join() {
+    public func join() {
         let status = pthread_join(thread, nil)
         precondition(status == 0, "pthread_join failed: \(status)")
     }

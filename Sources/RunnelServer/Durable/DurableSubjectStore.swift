@@ -1,0 +1,192 @@
+import Logging
+import Runnel
+import RunnelUV
+
+/// The subject store with a disk: every subject lives in memory (a `MemorySubjectStore`), and
+/// every change to a durable one is also appended, in order, to the SQLite journal that a
+/// `JournalWriter` commits in batches on its own thread.
+///
+/// With `fsync = always` a durable subject's values reach its subscribers and retention, and
+/// its terminal event and deletion reach its subscribers, only once their batch is on disk:
+/// the store keeps each such step, in order, until the writer reports the commit, and
+/// `whenWritten` holds replies the same way. With `everysec` and `no` everything happens at
+/// once and the journal follows. When the writer cannot write (a full disk) it says so;
+/// meanwhile `checkDurableWrites` refuses new durable changes with `storage`.
+///
+/// Thread rules: loop thread only; commit reports come through the loop's scheduler.
+/// Lifetime rule: `close()` drains and stops the writer.
+final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
+    let fsync: FsyncMode
+    private let memory = MemorySubjectStore()
+    private var writer: JournalWriter!
+    private var nextID: Int64
+    /// Changes appended to the journal, and how many of them the writer has reported.
+    private var appended: UInt64 = 0
+    private var committed: UInt64 = 0
+    /// Steps waiting for the disk, oldest first from `waitingHead`: each runs once the
+    /// change numbered `number` is committed.
+    private var waiting: [(number: UInt64, step: (ProtocolError?) -> Void)] = []
+    private var waitingHead = 0
+    /// Why durable changes are refused now, while the writer retries a failed batch.
+    private var failure: ProtocolError?
+    private let logger: Logger
+
+    /// Opens the journal in `directory`, restores every durable subject from it (with a new
+    /// epoch each when the last stop was not clean and `fsync` does not cover that), and
+    /// starts the writer. Runs on the loop thread before anyone is served.
+    init(directory: String, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger) throws(JournalError) {
+        self.fsync = fsync
+        self.logger = logger
+        var (database, stored, wasClean) = try JournalDatabase.open(directory: directory, fsync: fsync)
+        if !wasClean && fsync.losesOnCrash && !stored.isEmpty {
+            for index in stored.indices { stored[index].epoch = Epoch.make() }
+            do {
+                try database.renewEpochs(stored.map { ($0.id, $0.epoch) })
+            } catch {
+                throw JournalError(path: database.path, problem: "cannot record new epochs: \(error.message)")
+            }
+            logger.warning(
+                "the last stop was not clean: durable subjects take new epochs (fsync = \(fsync.rawValue))",
+                metadata: ["subjects": "\(stored.count)"])
+        }
+        nextID = (stored.map(\.id).max() ?? 0) + 1
+        for subject in stored { memory.adopt(Self.restore(subject)) }
+        writer = JournalWriter(database: database) { [weak self] report in
+            let store = self
+            scheduler.schedule { store?.didCommit(report) }
+        }
+    }
+
+    private static func restore(_ stored: StoredSubject) -> SubjectEntry {
+        let label = SubjectLabel(stored.name, epoch: stored.epoch)
+        let values = stored.values.map { Message(label: label, raw: $0.value, seq: $0.seq) }
+        let terminal: Event<Message>? = stored.terminal.map { message in
+            message.map { .error(ProtocolError(.subjectError, $0)) } ?? .completed
+        }
+        let subject: Subject<Message>
+        switch stored.kind {
+        case .behavior: subject = BehaviorSubject(values.last!, terminal: terminal)
+        default: subject = ReplaySubject(capacity: stored.capacity ?? 1, retaining: values, terminal: terminal)
+        }
+        return SubjectEntry(
+            label: label, kind: stored.kind, capacity: stored.capacity, durableID: stored.id, subject: subject,
+            lastSeq: stored.seq)
+    }
+
+    // MARK: SubjectStore
+
+    var count: Int { memory.count }
+    subscript(name: String) -> SubjectEntry? { memory[name] }
+    func list(prefix: String) -> [SubjectEntry] { memory.list(prefix: prefix) }
+    func patternSignal(_ pattern: SubjectPattern) -> Signal<Message> { memory.patternSignal(pattern) }
+    let keepsDurableSubjects = true
+    var repliesWaitForDisk: Bool { fsync == .always }
+    var journalStatistics: JournalWriter.Statistics? { writer.statisticsNow }
+
+    func checkDurableWrites() throws(ProtocolError) {
+        if let failure { throw failure }
+    }
+
+    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+        guard durable else {
+            return memory.create(name, kind: kind, capacity: capacity, initial: initial, durable: false)
+        }
+        let id = nextID
+        nextID += 1
+        let entry = SubjectEntry(name: name, kind: kind, capacity: capacity, initial: initial, durableID: id)
+        memory.adopt(entry)
+        append(
+            .create(
+                id: id, name: name, kind: kind, capacity: entry.capacity, epoch: entry.epoch,
+                initial: kind == .behavior ? (initial ?? .null).buffer : nil))
+        // A creation the disk refused is undone: its reply says so.
+        whenCommitted { [memory] error in
+            if error != nil && !entry.isDeleted { memory.delete(entry) }
+        }
+        return entry
+    }
+
+    func publish(_ value: RawJSON, to entry: SubjectEntry) {
+        guard let id = entry.durableID else {
+            memory.publish(value, to: entry)
+            return
+        }
+        entry.published &+= 1
+        let message = Message(label: entry.label, raw: value, seq: entry.nextSeq())
+        append(.publish(id: id, seq: message.seq!, value: value.buffer))
+        whenCommitted { error in
+            if error == nil { entry.deliver(message) }
+        }
+    }
+
+    func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+        guard let id = entry.durableID else {
+            memory.terminate(entry, error: error)
+            return
+        }
+        entry.isEnding = true
+        append(.terminate(id: id, errorMessage: error?.message))
+        whenCommitted { [memory] failure in
+            if failure == nil { memory.terminate(entry, error: error) }
+        }
+    }
+
+    func delete(_ entry: SubjectEntry) {
+        guard let id = entry.durableID else {
+            memory.delete(entry)
+            return
+        }
+        memory.forget(entry)
+        append(.delete(id: id))
+        whenCommitted { _ in entry.subject.sendCompleted() }
+    }
+
+    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
+        guard fsync == .always, committed < appended else {
+            action(nil)
+            return
+        }
+        waiting.append((appended, action))
+    }
+
+    func close() {
+        writer.stop()
+    }
+
+    // MARK: The journal
+
+    private func append(_ change: JournalChange) {
+        appended = writer.append(change)
+    }
+
+    /// Runs `step` when the last change appended is on disk (`always`), else at once.
+    private func whenCommitted(_ step: @escaping (ProtocolError?) -> Void) {
+        guard fsync == .always else {
+            step(nil)
+            return
+        }
+        waiting.append((appended, step))
+    }
+
+    /// A report from the writer (loop thread): runs the steps it allows, in order.
+    private func didCommit(_ report: JournalWriter.CommitReport) {
+        let error = report.error.map { error in
+            ProtocolError(.storage, "durable subjects cannot be written: \(error.message)")
+        }
+        if let failed = report.error { logger.error("journal write failed", metadata: ["error": "\(failed)"]) }
+        failure = report.isRetrying ? error : nil
+        committed = report.through
+        while waitingHead < waiting.count, waiting[waitingHead].number <= committed {
+            let step = waiting[waitingHead].step
+            waitingHead += 1
+            step(error)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead >= 1024 && waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+}

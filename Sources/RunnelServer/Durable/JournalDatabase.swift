@@ -1,0 +1,310 @@
+import RunnelUV
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The SQLite file that keeps durable subjects: its schema, reading it back at start, and
+/// applying batches of changes, one transaction each.
+///
+/// Tables: `subjects` (one row per durable subject: kind, capacity, epoch, seq counter,
+/// terminal event), `vals` (the retained values, by subject and seq: nothing else is kept,
+/// trimming is part of each batch) and `meta` (the schema version, and `open`, 1 while a
+/// runneld has the file open: found at start, it means the last stop was not clean).
+///
+/// Thread rules: one thread at a time; at start the loop thread before anyone is served,
+/// then the journal's writer thread only.
+final class JournalDatabase {
+    static let fileName = "runnel.db"
+    static let schemaVersion = "1"
+
+    let path: String
+    let fsync: FsyncMode
+    private let database: SQLiteDatabase
+    /// How many values each subject keeps: a replay's capacity, a behavior's 1.
+    private var retention: [Int64: Int] = [:]
+
+    /// Opens (creating when missing) the database in `directory`, checks it whole before
+    /// writing anything, and reads back every stored subject. `wasClean` tells whether the
+    /// last runneld to have it open stopped cleanly.
+    static func open(directory: String, fsync: FsyncMode) throws(JournalError) -> (
+        database: JournalDatabase, subjects: [StoredSubject], wasClean: Bool
+    ) {
+        try ensureDirectory(directory)
+        let path = directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
+        let exists = access(path, F_OK) == 0
+        let journal: JournalDatabase
+        do {
+            journal = JournalDatabase(
+                path: path, fsync: fsync, database: try SQLiteDatabase(path: path, create: !exists))
+        } catch {
+            throw JournalError(path: path, problem: "cannot open: \(error.message)")
+        }
+        var subjects: [StoredSubject] = []
+        var wasClean = true
+        do {
+            if exists {
+                // Reads only, until the file has been found sound.
+                let check = try journal.database.text("PRAGMA quick_check")
+                guard check == "ok" else { throw JournalError(path: path, problem: "corrupt: \(check ?? "no answer")") }
+                let version = try journal.database.text("SELECT value FROM meta WHERE key = 'schema'")
+                guard version == schemaVersion else {
+                    throw JournalError(path: path, problem: "unknown schema version \(version ?? "none")")
+                }
+                wasClean = try journal.database.text("SELECT value FROM meta WHERE key = 'open'") == "0"
+                subjects = try journal.load()
+            }
+            try journal.database.execute("PRAGMA journal_mode = WAL")
+            try journal.database.execute(fsync.pragma)
+            if !exists { try journal.createSchema() }
+            try journal.setOpen(true)
+        } catch let error as JournalError {
+            throw error
+        } catch let error as SQLiteError {
+            throw JournalError(path: path, problem: error.isCorrupt ? "corrupt: \(error.message)" : error.message)
+        } catch {
+            throw JournalError(path: path, problem: "\(error)")
+        }
+        for subject in subjects { journal.retention[subject.id] = subject.kind == .replay ? subject.capacity ?? 0 : 1 }
+        return (journal, subjects, wasClean)
+    }
+
+    private init(path: String, fsync: FsyncMode, database: SQLiteDatabase) {
+        self.path = path
+        self.fsync = fsync
+        self.database = database
+    }
+
+    /// Creates `directory` when it is missing and its parent exists; fails when it is not a
+    /// directory or cannot be written.
+    private static func ensureDirectory(_ directory: String) throws(JournalError) {
+        var status = stat()
+        if stat(directory, &status) != 0 {
+            guard errno == ENOENT else {
+                throw JournalError(path: directory, problem: String(cString: strerror(errno)))
+            }
+            guard mkdir(directory, 0o750) == 0 else {
+                throw JournalError(path: directory, problem: "cannot create: \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw JournalError(path: directory, problem: "not a directory")
+        }
+        guard access(directory, R_OK | W_OK | X_OK) == 0 else {
+            throw JournalError(path: directory, problem: "cannot read and write: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func createSchema() throws(SQLiteError) {
+        try database.execute(
+            """
+            BEGIN;
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            CREATE TABLE subjects(
+                id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, capacity INTEGER,
+                epoch TEXT NOT NULL, seq INTEGER NOT NULL, terminal TEXT, message TEXT);
+            CREATE TABLE vals(
+                subject INTEGER NOT NULL, seq INTEGER NOT NULL, value BLOB NOT NULL,
+                PRIMARY KEY (subject, seq)) WITHOUT ROWID;
+            INSERT INTO meta VALUES ('schema', '\(Self.schemaVersion)'), ('open', '0');
+            COMMIT;
+            """)
+    }
+
+    /// Marks the file cleanly closed, the last thing a clean stop does: first moves the
+    /// write-ahead log into the database file, so that the file alone holds everything.
+    func closeCleanly() throws(SQLiteError) {
+        try database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try setOpen(false)
+    }
+
+    /// Marks the file open (at start) or cleanly closed, on disk before it returns.
+    func setOpen(_ open: Bool) throws(SQLiteError) {
+        try durably { () throws(SQLiteError) in
+            let statement = try database.statement("UPDATE meta SET value = ? WHERE key = 'open'")
+            statement.bind(1, open ? "1" : "0")
+            try statement.run()
+        }
+    }
+
+    /// Runs `body` in a transaction committed with a full sync, whatever the `fsync` mode:
+    /// every earlier commit is on disk afterwards too (one sync of the write-ahead log).
+    func durably(_ body: () throws(SQLiteError) -> Void) throws(SQLiteError) {
+        try database.execute("PRAGMA synchronous = FULL; BEGIN IMMEDIATE")
+        defer { try? database.execute(fsync.pragma) }
+        do {
+            try body()
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Gives every subject a new epoch (after a stop its `fsync` mode does not cover).
+    func renewEpochs(_ epochs: [(id: Int64, epoch: String)]) throws(SQLiteError) {
+        try durably { () throws(SQLiteError) in
+            let statement = try database.statement("UPDATE subjects SET epoch = ? WHERE id = ?")
+            for (id, epoch) in epochs {
+                statement.bind(1, epoch)
+                statement.bind(2, id)
+                try statement.run()
+            }
+        }
+    }
+
+    /// Every stored subject, checked: a row that breaks the schema's rules is corruption.
+    private func load() throws -> [StoredSubject] {
+        var subjects: [StoredSubject] = []
+        let rows = try database.statement(
+            "SELECT id, name, kind, capacity, epoch, seq, terminal, message FROM subjects ORDER BY id")
+        defer { rows.reset() }
+        let values = try database.statement("SELECT seq, value FROM vals WHERE subject = ? ORDER BY seq")
+        while try rows.step() {
+            let id = rows.int64(0)
+            let name = rows.text(1) ?? ""
+            func corrupt(_ problem: String) -> JournalError {
+                JournalError(path: path, problem: "corrupt: subject '\(name)' (id \(id)): \(problem)")
+            }
+            guard SubjectName.isValidName(name) else { throw corrupt("bad name") }
+            guard let kind = rows.text(2).flatMap(SubjectKind.init(rawValue:)), kind != .subject else {
+                throw corrupt("bad kind \(rows.text(2) ?? "NULL")")
+            }
+            let capacity: Int? = rows.isNull(3) ? nil : Int(rows.int64(3))
+            if kind == .replay {
+                guard let capacity, capacity >= 1 else { throw corrupt("a replay subject without a capacity") }
+            }
+            guard let epoch = rows.text(4), Epoch.isValid(epoch.utf8) else { throw corrupt("bad epoch") }
+            guard rows.int64(5) >= 0 else { throw corrupt("negative seq") }
+            let seq = UInt64(rows.int64(5))
+            let terminal: String??
+            switch rows.text(6) {
+            case nil: terminal = nil
+            case "completed": terminal = .some(nil)
+            case "error": terminal = .some(rows.text(7) ?? "")
+            case let other?: throw corrupt("bad terminal event \(other)")
+            }
+            var kept: [(seq: UInt64, value: RawJSON)] = []
+            values.bind(1, id)
+            defer { values.reset() }
+            while try values.step() {
+                let valueSeq = values.int64(0)
+                guard valueSeq >= 0, UInt64(valueSeq) <= seq else { throw corrupt("a value with seq \(valueSeq)") }
+                let bytes = values.bytes(1)
+                guard let value = bytes.withUnsafeBytes({ try? RawJSON(validating: $0, maxDepth: .max) }) else {
+                    throw corrupt("value \(valueSeq) is not JSON")
+                }
+                kept.append((UInt64(valueSeq), value))
+            }
+            let limit = kind == .replay ? capacity! : 1
+            guard kept.count <= limit else { throw corrupt("\(kept.count) values kept, more than \(limit)") }
+            if kind == .behavior && kept.isEmpty { throw corrupt("a behavior subject without a value") }
+            subjects.append(
+                StoredSubject(
+                    id: id, name: name, kind: kind, capacity: kind == .replay ? capacity : nil, epoch: epoch, seq: seq,
+                    values: kept, terminal: terminal))
+        }
+        return subjects
+    }
+
+    // MARK: Batches
+
+    /// Applies `changes` in one transaction (synced as the `fsync` mode says).
+    func apply(_ changes: ArraySlice<JournalChange>) throws(SQLiteError) {
+        // The latest seq each subject reaches in this batch: values that the same batch trims
+        // are never written.
+        var latest: [Int64: UInt64] = [:]
+        for change in changes {
+            if case .publish(let id, let seq, _) = change { latest[id] = seq }
+        }
+        try database.execute("BEGIN IMMEDIATE")
+        do {
+            for change in changes { try apply(change, latest: latest) }
+            let setSeq = try database.statement("UPDATE subjects SET seq = ? WHERE id = ?")
+            let trim = try database.statement("DELETE FROM vals WHERE subject = ? AND seq <= ?")
+            for (id, seq) in latest {
+                guard let keep = retention[id] else { continue }
+                setSeq.bind(1, Int64(seq))
+                setSeq.bind(2, id)
+                try setSeq.run()
+                if seq >= UInt64(keep) {
+                    trim.bind(1, id)
+                    trim.bind(2, Int64(seq - UInt64(keep)))
+                    try trim.run()
+                }
+            }
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func apply(_ change: JournalChange, latest: [Int64: UInt64]) throws(SQLiteError) {
+        switch change {
+        case .create(let id, let name, let kind, let capacity, let epoch, let initial):
+            retention[id] = kind == .replay ? capacity ?? 0 : 1
+            let insert = try database.statement(
+                "INSERT INTO subjects (id, name, kind, capacity, epoch, seq) VALUES (?, ?, ?, ?, ?, 0)")
+            insert.bind(1, id)
+            insert.bind(2, name)
+            insert.bind(3, kind.rawValue)
+            if let capacity { insert.bind(4, Int64(capacity)) } else { insert.bind(4, nil as String?) }
+            insert.bind(5, epoch)
+            try insert.run()
+            if let initial { try insertValue(id: id, seq: 0, initial) }
+        case .publish(let id, let seq, let value):
+            guard let keep = retention[id], let newest = latest[id], seq + UInt64(keep) > newest else { return }
+            try insertValue(id: id, seq: seq, value)
+        case .terminate(let id, let errorMessage):
+            let update = try database.statement("UPDATE subjects SET terminal = ?, message = ? WHERE id = ?")
+            update.bind(1, errorMessage == nil ? "completed" : "error")
+            update.bind(2, errorMessage)
+            update.bind(3, id)
+            try update.run()
+        case .delete(let id):
+            retention[id] = nil
+            let values = try database.statement("DELETE FROM vals WHERE subject = ?")
+            values.bind(1, id)
+            try values.run()
+            let subject = try database.statement("DELETE FROM subjects WHERE id = ?")
+            subject.bind(1, id)
+            try subject.run()
+        }
+    }
+
+    private func insertValue(id: Int64, seq: UInt64, _ value: ByteBuffer) throws(SQLiteError) {
+        let insert = try database.statement("INSERT OR REPLACE INTO vals (subject, seq, value) VALUES (?, ?, ?)")
+        insert.bind(1, id)
+        insert.bind(2, Int64(seq))
+        insert.bind(3, bytes: value.bytes)
+        try insert.run()
+    }
+
+    /// A commit with a full sync: everything committed before it is on disk (`everysec`).
+    func sync() throws(SQLiteError) {
+        try durably { () throws(SQLiteError) in
+            try database.execute("UPDATE meta SET value = value WHERE key = 'open'")
+        }
+    }
+
+    /// The bytes the database and its write-ahead log take on disk.
+    var bytesOnDisk: Int {
+        var total = 0
+        for suffix in ["", "-wal", "-shm"] {
+            var status = stat()
+            if stat(path + suffix, &status) == 0 { total += Int(status.st_size) }
+        }
+        return total
+    }
+}
+
+/// Why the durable state cannot be used: the file (or directory) and the problem.
+struct JournalError: Error, Sendable, CustomStringConvertible {
+    let path: String
+    let problem: String
+    var description: String { "\(path): \(problem)" }
+}

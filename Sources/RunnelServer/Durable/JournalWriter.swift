@@ -1,0 +1,218 @@
+import Runnel
+import RunnelUV
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The durable journal's writer: a thread of its own that drains a queue of changes and
+/// commits them in batches, one transaction per batch (group commit), so the loop never
+/// touches SQLite and never waits for a disk.
+///
+/// The loop appends changes (`append`, cheap: a lock, an array append, a wake-up only when
+/// the writer sleeps) and learns what was committed through `onCommit`, which the writer hands
+/// to the loop's scheduler (a libuv async handle wakes the loop). Changes are counted from 1
+/// in the order appended; a commit report says how many are on disk (or failed) so far.
+///
+/// With `fsync = everysec` the writer also makes a fully synced commit about once a second
+/// while anything is unsynced. When a batch fails (a full disk, an I/O error) it is rolled
+/// back: under `always` it is given up (nothing of it was applied anywhere, and its waiters
+/// are told it failed); under `everysec` and `no` its values were already served, so it is
+/// kept and tried again every second until it succeeds, and the store refuses new durable
+/// changes meanwhile.
+///
+/// Thread rules: `append`, `statistics` and `stop` from the loop thread; everything else on
+/// the writer's thread. Lifetime rule: `stop()` drains the queue, marks the file cleanly
+/// closed and joins the thread; the database is the writer's from `init` on.
+final class JournalWriter: @unchecked Sendable {
+    /// A report to the loop: changes up to `through` committed, or failed with `error`.
+    struct CommitReport: Sendable {
+        let through: UInt64
+        let error: SQLiteError?
+        /// Whether the writer keeps retrying a failed batch (everysec, no): new durable
+        /// changes must be refused until a report without an error.
+        let isRetrying: Bool
+    }
+
+    /// What `stats` and the metrics report.
+    struct Statistics: Sendable {
+        var queued = 0
+        var batches: UInt64 = 0
+        var lastCommitMicroseconds: UInt64 = 0
+        var bytesOnDisk = 0
+        var failing = false
+    }
+
+    /// The most changes one transaction takes.
+    static let maxBatch = 4096
+
+    private let database: JournalDatabase
+    private let fsync: FsyncMode
+    private let onCommit: @Sendable (CommitReport) -> Void
+    private var thread: NamedThread?
+
+    // Guarded by `mutex`.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
+    private let wake: UnsafeMutablePointer<pthread_cond_t> = .allocate(capacity: 1)
+    private var queue: [JournalChange] = []
+    private var appended: UInt64 = 0
+    private var isWriterWaiting = false
+    private var isStopping = false
+    private var statistics = Statistics()
+
+    /// Starts the writer on `database`; `onCommit` runs on the writer thread and must hand
+    /// the report to the loop.
+    init(database: JournalDatabase, onCommit: @escaping @Sendable (CommitReport) -> Void) {
+        self.database = database
+        self.fsync = database.fsync
+        self.onCommit = onCommit
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(wake, &attributes)
+        pthread_condattr_destroy(&attributes)
+        statistics.bytesOnDisk = database.bytesOnDisk
+        thread = NamedThread(name: "runnel-journal") { [self] in run() }
+    }
+
+    deinit {
+        pthread_cond_destroy(wake)
+        pthread_mutex_destroy(mutex)
+        wake.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Queues `change`; returns its number (from 1).
+    @discardableResult
+    func append(_ change: JournalChange) -> UInt64 {
+        pthread_mutex_lock(mutex)
+        queue.append(change)
+        appended += 1
+        let number = appended
+        if isWriterWaiting { pthread_cond_signal(wake) }
+        pthread_mutex_unlock(mutex)
+        return number
+    }
+
+    var statisticsNow: Statistics {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        var now = statistics
+        now.queued = queue.count
+        return now
+    }
+
+    /// Writes everything queued, marks the file cleanly closed and ends the thread. Blocks
+    /// the caller until then.
+    func stop() {
+        pthread_mutex_lock(mutex)
+        isStopping = true
+        pthread_cond_signal(wake)
+        pthread_mutex_unlock(mutex)
+        thread?.join()
+        thread = nil
+    }
+
+    // MARK: The writer thread
+
+    private func run() {
+        var committed: UInt64 = 0
+        var lastSync = monotonicNanoseconds()
+        var unsynced = false
+        var retrying = false
+        while true {
+            pthread_mutex_lock(mutex)
+            while queue.isEmpty && !isStopping && !(unsynced && fsync == .everysec) {
+                isWriterWaiting = true
+                pthread_cond_wait(wake, mutex)
+                isWriterWaiting = false
+            }
+            if queue.isEmpty && isStopping {
+                pthread_mutex_unlock(mutex)
+                break
+            }
+            let batch = queue.prefix(Self.maxBatch)
+            pthread_mutex_unlock(mutex)
+
+            if fsync == .everysec && unsynced && monotonicNanoseconds() - lastSync >= 1_000_000_000 {
+                if (try? database.sync()) != nil {
+                    unsynced = false
+                    lastSync = monotonicNanoseconds()
+                }
+            }
+            guard !batch.isEmpty else {
+                if unsynced { sleep(until: lastSync + 1_000_000_000) }
+                continue
+            }
+            let started = monotonicNanoseconds()
+            do {
+                try database.apply(batch)
+                committed += UInt64(batch.count)
+                unsynced = fsync == .everysec
+                retrying = false
+                finish(batch.count, started: started)
+                onCommit(CommitReport(through: committed, error: nil, isRetrying: false))
+            } catch {
+                if fsync == .always {
+                    // Nothing of it was served: give it up and tell its waiters.
+                    committed += UInt64(batch.count)
+                    finish(batch.count, started: started, failed: true)
+                    onCommit(CommitReport(through: committed, error: error, isRetrying: false))
+                } else {
+                    if !retrying { onCommit(CommitReport(through: committed, error: error, isRetrying: true)) }
+                    retrying = true
+                    markFailing()
+                    if isStoppingNow { break }
+                    sleep(until: monotonicNanoseconds() + 1_000_000_000)
+                }
+            }
+        }
+        if fsync == .everysec && unsynced { try? database.sync() }
+        if !retrying { try? database.closeCleanly() }
+    }
+
+    private var isStoppingNow: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return isStopping
+    }
+
+    /// Takes a done batch off the queue and counts it.
+    private func finish(_ count: Int, started: UInt64, failed: Bool = false) {
+        let bytes = database.bytesOnDisk
+        pthread_mutex_lock(mutex)
+        queue.removeFirst(count)
+        if !failed { statistics.batches += 1 }
+        statistics.lastCommitMicroseconds = (monotonicNanoseconds() - started) / 1000
+        statistics.bytesOnDisk = bytes
+        statistics.failing = failed
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func markFailing() {
+        pthread_mutex_lock(mutex)
+        statistics.failing = true
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits until `deadline` (monotonic nanoseconds) or a wake-up.
+    private func sleep(until deadline: UInt64) {
+        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        pthread_mutex_lock(mutex)
+        if !isStopping {
+            isWriterWaiting = true
+            _ = pthread_cond_timedwait(wake, mutex, &time)
+            isWriterWaiting = false
+        }
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,92 @@
+import RunnelUV
+
+/// A session's output held back while a reply waits for the disk (durable subjects under
+/// `fsync = always`): the reply's place in the output is reserved, every line written after it
+/// is kept in order behind it, and once the reply is filled in, everything up to the next
+/// unfilled reply goes out. So replies stay in request order, a `sub` reply stays ahead of its
+/// events, and no event follows an `unsub` reply.
+///
+/// It wraps the session's real transport and forwards everything but the writes; held lines
+/// count as unsent output, so `max_pending_bytes` bounds them. Thread rules: loop thread only.
+final class CorkedTransport: SessionTransport {
+    let inner: any SessionTransport
+    /// Lines in output order; nil marks a reserved reply not filled in yet.
+    private var held: [[UInt8]?] = []
+    private var heldBytes = 0
+    /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
+    private var flushed = 0
+    /// A `whenUnsentBytes` waiting for held lines to go out.
+    private var waiter: (threshold: Int, action: () -> Void)?
+
+    init(wrapping inner: any SessionTransport) {
+        self.inner = inner
+    }
+
+    /// Whether nothing is held any more: the session can write to `inner` directly again.
+    var isDrained: Bool { held.isEmpty }
+
+    /// Reserves the next line's place; `fill` it with the line later.
+    func reserve() -> Int {
+        held.append(nil)
+        return flushed + held.count - 1
+    }
+
+    /// Fills the reserved place `slot` and writes every line that is now at the front.
+    func fill(_ slot: Int, with line: [UInt8]) {
+        held[slot - flushed] = line
+        heldBytes += line.count
+        var written = 0
+        while written < held.count, let next = held[written] {
+            next.withUnsafeBytes { inner.writeLine($0) }
+            heldBytes -= next.count
+            written += 1
+        }
+        held.removeFirst(written)
+        flushed += written
+        if let waiter, heldBytes <= waiter.threshold {
+            self.waiter = nil
+            inner.whenUnsentBytes(fallTo: waiter.threshold - heldBytes, waiter.action)
+        }
+    }
+
+    private func hold(_ line: [UInt8]) {
+        held.append(line)
+        heldBytes += line.count
+    }
+
+    // MARK: SessionTransport
+
+    func start(receiver: any RequestReceiver) { inner.start(receiver: receiver) }
+    func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
+
+    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+        var line: [UInt8] = []
+        line.reserveCapacity(head.count + value.count + tail.count)
+        line.append(contentsOf: head)
+        line.append(contentsOf: value)
+        line.append(contentsOf: tail)
+        hold(line)
+    }
+
+    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer) {
+        writeNext(head: head, value: value.bytes, tail: tail)
+    }
+
+    func hasUnsentBytes(over limit: Int) -> Bool { heldBytes > limit || inner.hasUnsentBytes(over: limit - heldBytes) }
+    var unsentBytes: Int { heldBytes + inner.unsentBytes }
+    func pauseInput() { inner.pauseInput() }
+    func resumeInput() { inner.resumeInput() }
+
+    func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
+        if heldBytes <= threshold {
+            waiter = nil
+            inner.whenUnsentBytes(fallTo: threshold - heldBytes, action)
+        } else {
+            waiter = (threshold, action)
+        }
+    }
+
+    func closeAfterFlush(timeout: Duration) { inner.closeAfterFlush(timeout: timeout) }
+    var maxRequestBytes: Int { inner.maxRequestBytes }
+    var peerDescription: String { inner.peerDescription }
+}
