@@ -11,11 +11,14 @@ struct CreateCommand: ParsableCommand {
     @Option(help: "subject, replay or behavior.") var kind: SubjectKind = .subject
     @Option(help: "How many values a replay subject keeps (default: the server's).") var capacity: Int?
     @Option(help: ArgumentHelp("A behavior subject's initial value (JSON).", valueName: "JSON")) var value: String?
+    @Flag(help: "Keep it on the server's disk across restarts (replay and behavior; needs data_dir).")
+    var durable = false
 
     func validate() throws {
         if let capacity, capacity < 0 { throw ValidationError("--capacity must be >= 0") }
         if capacity != nil && kind != .replay { throw ValidationError("--capacity applies only to --kind replay") }
         if value != nil && kind != .behavior { throw ValidationError("--value applies only to --kind behavior") }
+        if durable && kind == .subject { throw ValidationError("--durable applies only to --kind replay or behavior") }
     }
 
     func run() throws {
@@ -23,6 +26,7 @@ struct CreateCommand: ParsableCommand {
         request.string("subject", subject)
         request.string("kind", kind.rawValue)
         if let capacity { request.integer("capacity", capacity) }
+        if durable { request.bool("durable", true) }
         if let value {
             guard let raw = try? RawJSON(validating: value) else {
                 throw CLIFailure.usage("--value is not valid JSON: \(value)")

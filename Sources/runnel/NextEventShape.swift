@@ -1,6 +1,7 @@
 /// The fast path for the line `runneld` sends most: `{"ev":"next","sid":S,"value":V}` or, for
 /// a pattern subscription, `{"ev":"next","sid":S,"subject":N,"value":V}`, written by the
-/// server in exactly that member order and without whitespace.
+/// server in exactly that member order and without whitespace, and `,"pos":"EPOCH:SEQ"` after
+/// the value when the subscription asked for positions.
 ///
 /// `match` finds the sid, subject and value by position, without scanning the value: a
 /// subscriber printing hundreds of thousands of values a second must keep up with the server,
@@ -19,6 +20,8 @@ enum NextEventShape {
         var subject: Range<Int>?
         /// The value's exact bytes.
         var value: Range<Int>
+        /// The position's characters (without quotes), when the line carries one.
+        var position: Range<Int>?
     }
 
     static func match(_ line: UnsafeRawBufferPointer) -> Match? {
@@ -35,8 +38,36 @@ enum NextEventShape {
         }
         guard starts(line, at: position, with: valueKey), line[line.count - 1] == UInt8(ascii: "}") else { return nil }
         let valueStart = position + valueKey.count
-        guard valueStart < line.count - 1 else { return nil }
-        return Match(sid: sid, subject: subject, value: valueStart..<(line.count - 1))
+        let positionText = trailingPosition(line)
+        let valueEnd = positionText.map { $0.lowerBound - positionKey.count } ?? line.count - 1
+        guard valueStart < valueEnd else { return nil }
+        return Match(sid: sid, subject: subject, value: valueStart..<valueEnd, position: positionText)
+    }
+
+    static let positionKey = Array(#","pos":""#.utf8)
+
+    /// Where `EPOCH:SEQ` is when the line ends with `,"pos":"EPOCH:SEQ"}`. No value can end
+    /// that way: a string value cannot hold an unescaped quote, an array or object value ends
+    /// the line with `]}` or `}}`, and the other values hold no quotes.
+    private static func trailingPosition(_ line: UnsafeRawBufferPointer) -> Range<Int>? {
+        let end = line.count - 2
+        guard end > 0, line[end] == UInt8(ascii: "\"") else { return nil }
+        var index = end - 1
+        while index > 0 {
+            let byte = line[index]
+            let isPositionByte =
+                (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":")
+            if !isPositionByte { break }
+            index -= 1
+        }
+        let start = index + 1
+        guard start < end, index + 1 >= positionKey.count,
+            starts(line, at: start - positionKey.count, with: positionKey)
+        else { return nil }
+        return start..<end
     }
 
     private static func starts(_ line: UnsafeRawBufferPointer, at offset: Int, with prefix: [UInt8]) -> Bool {

@@ -58,8 +58,16 @@ final class SubscriptionPrinter {
 
     /// Prints or acts on one line; true when the subscription has completed.
     private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
-        if !events && !showPositions, let next = NextEventShape.match(raw) {
+        if !events, let next = NextEventShape.match(raw) {
             if sidBytes.elementsEqual(raw[next.sid]) {
+                if showPositions {
+                    if let position = next.position {
+                        output.append(UnsafeRawBufferPointer(rebasing: raw[position]))
+                    } else {
+                        output.append(byte: UInt8(ascii: "-"))
+                    }
+                    output.append(byte: UInt8(ascii: " "))
+                }
                 if showSubject, let subject = next.subject {
                     output.append(UnsafeRawBufferPointer(rebasing: raw[subject]))
                     output.append(byte: UInt8(ascii: " "))

@@ -149,6 +149,33 @@ import Testing
         #expect(subscriber.stdout == "30\n40\n")
     }
 
+    @Test func durableCreateAndSubWithPositionsAndFrom() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("runnel-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        var config = RunneldConfig()
+        config.dataDir = data.path
+        let (server, at) = try Self.start(config)
+        defer { withExtendedLifetime(server) {} }
+        #expect(
+            try CLIProcess.run(["create", "kept", "--kind", "replay", "--capacity", "5", "--durable"] + at).status == 0)
+        let plain = try CLIProcess.run(["create", "x", "--durable"] + at)
+        #expect(plain.status == 2 && plain.stderr.contains("--durable applies only to --kind replay or behavior"))
+        #expect(try server.connect().list(prefix: "kept").first?["durable"] == true)
+        for value in 1...3 { #expect(try CLIProcess.run(["pub", "kept", "\(value)"] + at).status == 0) }
+
+        let all = try CLIProcess.run(["sub", "kept", "--positions", "--take", "3"] + at)
+        #expect(all.status == 0, "\(all)")
+        let positions = all.stdoutLines.map { String($0.split(separator: " ")[0]) }
+        #expect(all.stdoutLines.map { $0.split(separator: " ")[1] } == ["1", "2", "3"])
+        #expect(positions.map { $0.split(separator: ":")[1] } == ["1", "2", "3"])
+
+        // Resuming after the first prints the rest; a position of another epoch says it cannot.
+        let resumed = try CLIProcess.run(["sub", "kept", "--from", positions[0], "--take", "2"] + at)
+        #expect(resumed.stdout == "2\n3\n" && resumed.stderr.isEmpty, "\(resumed)")
+        let stale = try CLIProcess.run(["sub", "kept", "--from", "gone:1", "--take", "3"] + at)
+        #expect(stale.stdout == "1\n2\n3\n" && stale.stderr.contains("cannot resume after gone:1"), "\(stale)")
+    }
+
     @Test func subOpsAreAppendedAfterShortcuts() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }

@@ -150,6 +150,12 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     }
 
     func close() {
+        let statistics = writer.statisticsNow
+        if statistics.failing {
+            logger.error(
+                "stopping while the journal cannot be written: durable changes not on disk are lost",
+                metadata: ["queued": "\(statistics.queued)"])
+        }
         writer.stop()
     }
 
