@@ -180,6 +180,28 @@ import Testing
         }
     }
 
+    /// A data directory its user cannot read: runneld runs as `nobody` (through `setpriv`),
+    /// the directory is root's with mode 0700. Needs root.
+    @Test(.enabled(if: geteuid() == 0)) func anUnreadableDataDirectoryStopsTheStart() throws {
+        let data = DataDirectory()
+        try FileManager.default.createDirectory(
+            atPath: data.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let configPath = data.path + ".toml"
+        defer { try? FileManager.default.removeItem(atPath: configPath) }
+        try config(data, fsync: "everysec").toml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: configPath)
+        #expect {
+            _ = try RunneldProcess(
+                executable: "/usr/bin/setpriv",
+                arguments: [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", try RunneldBinary.path(), "--listen",
+                    "127.0.0.1:0", "--config", configPath,
+                ])
+        } throws: { error in
+            "\(error)".contains("\(data.path): cannot read and write: Permission denied")
+        }
+    }
+
     /// A data directory on a tmpfs of 1 MiB that durable values fill: under `always` each
     /// refused value's reply says `storage`, what was acknowledged stays, and everything else
     /// goes on. Needs root, for `mount`.

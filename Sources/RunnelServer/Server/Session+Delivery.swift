@@ -3,47 +3,65 @@ import RunnelUV
 /// Events out: each subscription's events, written as they come, under the slow-consumer
 /// policy.
 extension Session {
-    /// The end of every `next` line: the value is the event's last member.
-    private static let nextEnd: StaticString = "}"
-
     /// Values up to this size are handed to the transport to copy into the line; larger ones
     /// by reference. Measured with 1 KiB values fanned out to 10 TCP subscribers: copying
     /// costs the server 235 ns of CPU per delivery, a buffer of its own (one more iovec for
     /// the kernel) 405 ns; at 64 bytes the two are alike.
     static let copiedValueBytes = 4096
 
-    func deliverNext(_ message: Message, to subscription: SessionSubscription) {
-        guard !isClosing, !subscription.isFinished else { return }
-        if isOverPendingLimit {
-            switch server.config.slowConsumer {
-            case .disconnect:
-                closeAsSlowConsumer()
-                return
-            case .drop:
-                subscription.dropped &+= 1
-                stats.dropped &+= 1
-                return
-            }
-        }
-        if subscription.dropped > 0 { writeDropped(subscription) }
-        if subscription.isPattern {
-            writePatternNext(message, subscription)
-        } else {
-            writeNext(message, head: subscription.nextPrefix.bytes, subscription)
-        }
-        stats.delivered &+= 1
+    /// The end of every `next` line without a position: the value is the event's last member.
+    /// A static string's bytes stay put.
+    private static var nextEnd: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: ("}" as StaticString).utf8Start, count: 1)
     }
 
-    /// Writes `head`, the message's value and `}` (or, where the subscription sends
-    /// positions, `,"pos":"EPOCH:SEQ"}`) as one `next` line.
-    @inline(__always)
-    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription) {
+    /// Writes a `next` event, unless the unsent output is over `max_pending_bytes`: then the
+    /// slow-consumer policy applies. The limit is checked by the same transport call that
+    /// writes (one call per delivery).
+    func deliverNext(_ message: Message, to subscription: SessionSubscription) {
+        guard !isClosing, !subscription.isFinished else { return }
+        let limit = server.config.maxPendingBytes
+        if subscription.dropped > 0 {
+            // The count of what was dropped goes first, so it needs room of its own.
+            guard !isOverPendingLimit else { return overLimit(subscription) }
+            writeDropped(subscription)
+        }
+        let written: Bool
+        if subscription.isPattern {
+            written = writePatternNext(message, subscription, limit: limit)
+        } else if subscription.sendsPositions {
+            written = writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit)
+        } else {
+            written = writeNext(message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit)
+        }
+        if written {
+            stats.delivered &+= 1
+        } else {
+            overLimit(subscription)
+        }
+    }
+
+    /// The slow-consumer policy, for an event that found the output over the limit.
+    private func overLimit(_ subscription: SessionSubscription) {
+        switch server.config.slowConsumer {
+        case .disconnect:
+            closeAsSlowConsumer()
+        case .drop:
+            subscription.dropped &+= 1
+            stats.dropped &+= 1
+        }
+    }
+
+    /// Writes `head`, the message's value and `}`, or `,"pos":"EPOCH:SEQ"}` when the
+    /// message has a position the subscription reports.
+    private func writeNext(
+        _ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription, limit: Int
+    ) -> Bool {
         guard let (prefix, seq) = subscription.position(of: message) else {
-            Self.nextEnd.withUTF8Buffer { writeNext(message, head: head, tail: UnsafeRawBufferPointer($0)) }
-            return
+            return writeNext(message, head: head, tail: Self.nextEnd, limit: limit)
         }
         // The prefix, up to 20 digits, `"}`.
-        withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
+        return withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
             buffer.copyMemory(from: prefix.bytes)
             var end = prefix.count
             var count = 1
@@ -60,45 +78,53 @@ extension Session {
             end += count
             buffer[end] = UInt8(ascii: "\"")
             buffer[end + 1] = UInt8(ascii: "}")
-            writeNext(message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<(end + 2)]))
+            return writeNext(
+                message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<(end + 2)]), limit: limit)
         }
     }
 
-    /// Writes `head`, the message's value and `tail` as one `next` line. The common line, a
-    /// small published value, is copied straight from the published bytes (`message` holds
-    /// the payload until this returns), so nothing is retained or encoded for it.
+    /// Writes `head`, the message's value and `tail` as one `next` line, unless the output is
+    /// over `limit`. The common line, a small published value, is copied straight from the
+    /// published bytes (`message` holds the payload until this returns), so nothing is
+    /// retained or encoded for it.
     @inline(__always)
-    private func writeNext(_ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+    private func writeNext(
+        _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int
+    ) -> Bool {
         if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
-            stats.bytesOut &+= UInt64(head.count + value.count + tail.count + 1)
-            transport.writeNext(head: head, value: value, tail: tail)
-            return
+            let written =
+                cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+                ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+            if written { stats.bytesOut &+= UInt64(head.count &+ value.count &+ tail.count &+ 1) }
+            return written
         }
         let value = message.value.raw.buffer
-        stats.bytesOut &+= UInt64(head.count + value.count + tail.count + 1)
-        if value.count <= Self.copiedValueBytes {
-            transport.writeNext(head: head, value: value.bytes, tail: tail)
+        let written: Bool
+        if value.count > Self.copiedValueBytes && cork == nil {
+            written = transport.writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
         } else {
-            transport.writeNext(head: head, sharedValue: value, tail: tail)
+            written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
         }
+        if written { stats.bytesOut &+= UInt64(head.count &+ value.count &+ tail.count &+ 1) }
+        return written
     }
 
     /// A pattern subscription's line names the value's subject: its head is the
     /// subscription's prefix, the subject's encoded name and `,"value":`, put together on
     /// the stack.
-    private func writePatternNext(_ message: Message, _ subscription: SessionSubscription) {
+    private func writePatternNext(_ message: Message, _ subscription: SessionSubscription, limit: Int) -> Bool {
         let prefix = subscription.nextPrefix.bytes
         let subject = message.label.json.bytes
         let valueKey = SessionSubscription.valueKey
         let count = prefix.count + subject.count + valueKey.utf8CodeUnitCount
-        withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { head in
+        return withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { head in
             head.copyMemory(from: prefix)
             UnsafeMutableRawBufferPointer(rebasing: head[prefix.count...]).copyMemory(from: subject)
             valueKey.withUTF8Buffer { key in
                 UnsafeMutableRawBufferPointer(rebasing: head[(prefix.count + subject.count)...])
                     .copyMemory(from: UnsafeRawBufferPointer(key))
             }
-            writeNext(message, head: UnsafeRawBufferPointer(head), subscription)
+            return writeNext(message, head: UnsafeRawBufferPointer(head), subscription, limit: limit)
         }
     }
 
@@ -131,10 +157,10 @@ extension Session {
         server.logger.notice(
             "closing slow consumer",
             metadata: [
-                "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(transport.unsentBytes)",
+                "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",
             ])
         disposeAll()
         write(ServerLineWriter.closing(ProtocolError(.slowConsumer, "")))
-        transport.closeAfterFlush(timeout: .seconds(2))
+        output.closeAfterFlush(timeout: .seconds(2))
     }
 }

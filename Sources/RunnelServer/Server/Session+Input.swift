@@ -62,7 +62,7 @@ extension Session {
         guard !held.isWaiting else { return }
         held.isWaiting = true
         transport.pauseInput()
-        transport.whenUnsentBytes(fallTo: server.config.maxPendingBytes) { [weak self] in self?.resumeInput() }
+        output.whenUnsentBytes(fallTo: server.config.maxPendingBytes) { [weak self] in self?.resumeInput() }
     }
 
     private func resumeInput() {
@@ -87,7 +87,10 @@ extension Session {
     /// Whether the unsent output is over `max_pending_bytes`: requests are held (`holdInput`)
     /// and events are a slow consumer's (`deliverNext`) while it is.
     @inline(__always)
-    var isOverPendingLimit: Bool { transport.hasUnsentBytes(over: server.config.maxPendingBytes) }
+    var isOverPendingLimit: Bool {
+        if let cork { return cork.hasUnsentBytes(over: server.config.maxPendingBytes) }
+        return transport.hasUnsentBytes(over: server.config.maxPendingBytes)
+    }
 
     private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
         for byte in line where byte != 0x20 && byte != 0x09 && byte != 0x0D { return false }

@@ -36,9 +36,9 @@ extension Session {
         let value = request.raw(.value) ?? .null
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
         if entry.isDurable {
-            try server.subjects.checkDurableWrites()
+            try subjects.checkDurableWrites()
             stats.published &+= 1
-            server.subjects.publish(value, to: entry)
+            subjects.publish(value, to: entry)
             if let ref = request.ref {
                 replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
             }
@@ -46,7 +46,7 @@ extension Session {
         }
         let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
         stats.published &+= 1
-        server.subjects.publish(value, to: entry)
+        subjects.publish(value, to: entry)
         if let ref = request.ref {
             writeOK(ref: ref) { $0.member("receivers", integer: receivers) }
         }
@@ -65,7 +65,7 @@ extension Session {
         }
         let name = try request.requiredString(.subject)
         let entry: SubjectEntry
-        if let existing = server.subjects[name] {
+        if let existing = subjects[name] {
             entry = existing
         } else {
             entry = try server.subjectForUse(try request.subjectName())
@@ -101,7 +101,7 @@ extension Session {
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
-        var source: Signal<Message> = entry?.subject ?? server.subjects.patternSignal(pattern)
+        var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
@@ -165,11 +165,11 @@ extension Session {
             guard kind != .subject else {
                 throw ProtocolError(.badRequest, "field 'durable' applies only to kinds 'replay' and 'behavior'")
             }
-            guard server.subjects.keepsDurableSubjects else {
+            guard subjects.keepsDurableSubjects else {
                 throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
             }
         }
-        if let existing = server.subjects[name] {
+        if let existing = subjects[name] {
             guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable else {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
@@ -177,8 +177,8 @@ extension Session {
             return
         }
         try server.checkSubjectLimit()
-        if durable { try server.subjects.checkDurableWrites() }
-        _ = server.subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+        if durable { try subjects.checkDurableWrites() }
+        _ = subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
         if durable {
             replyWhenWritten(ref: request.ref)
         } else {
@@ -189,12 +189,12 @@ extension Session {
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
         let name = try request.subjectName()
         let message = error ? try request.requiredString(.message) : ""
-        guard let entry = server.subjects[name] else {
+        guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
-        if entry.isDurable { try server.subjects.checkDurableWrites() }
-        server.subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
+        if entry.isDurable { try subjects.checkDurableWrites() }
+        subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
         if entry.isDurable {
             replyWhenWritten(ref: request.ref)
         } else {
@@ -204,11 +204,11 @@ extension Session {
 
     private func delete(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
-        guard let entry = server.subjects[name] else {
+        guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
-        if entry.isDurable { try server.subjects.checkDurableWrites() }
-        server.subjects.delete(entry)
+        if entry.isDurable { try subjects.checkDurableWrites() }
+        subjects.delete(entry)
         if entry.isDurable {
             replyWhenWritten(ref: request.ref)
         } else {
@@ -220,7 +220,7 @@ extension Session {
 
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.string(.prefix) ?? ""
-        let entries = server.subjects.list(prefix: prefix)
+        let entries = subjects.list(prefix: prefix)
         writeOK(ref: request.ref) { line in
             line.member("subjects") { json in
                 json.append("[")
@@ -250,13 +250,14 @@ extension Session {
 
     private func writeStats(_ request: Request) {
         let timers = server.scheduler.armedTimerCount
-        let subjects = server.subjects.count
+        let subjectCount = subjects.count
         let connections = server.sessionCount
         let uptime = server.uptimeSeconds
+        let turns = server.scheduler.turnLengths
         writeOK(ref: request.ref) { line in
             line.member("connections", integer: connections)
             line.member("subscriptions", integer: stats.subscriptions)
-            line.member("subjects", integer: subjects)
+            line.member("subjects", integer: subjectCount)
             line.member("timers", integer: timers)
             line.member("published", integer: stats.published)
             line.member("delivered", integer: stats.delivered)
@@ -264,7 +265,18 @@ extension Session {
             line.member("bytes_in", integer: stats.bytesIn)
             line.member("bytes_out", integer: stats.bytesOut)
             line.member("uptime_s", integer: uptime)
-            if let journal = server.subjects.journalStatistics {
+            line.member("loop") { json in
+                json.append("{\"turns\":")
+                json.writeInteger(turns.turns)
+                json.append(",\"turn_p50_us\":")
+                json.writeInteger(turns.quantileMicroseconds(0.5))
+                json.append(",\"turn_p99_us\":")
+                json.writeInteger(turns.quantileMicroseconds(0.99))
+                json.append(",\"turn_max_us\":")
+                json.writeInteger(turns.longestNanoseconds / 1000)
+                json.append("}")
+            }
+            if let journal = subjects.journalStatistics {
                 line.member("durable") { json in
                     json.append("{\"queue\":")
                     json.writeInteger(journal.queued)

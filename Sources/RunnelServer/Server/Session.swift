@@ -8,7 +8,8 @@ import RunnelUV
 /// The work is split by concern over files: requests in (`Session+Input`, with the
 /// backpressure that holds them while replies pile up), the ops (`Session+Requests`), events
 /// out (`Session+Delivery`, with the slow-consumer policy). Every line goes out through
-/// `transport`, encoded by `ServerLineWriter` or, for `next` events, from pieces encoded once.
+/// `transport` (or `cork`), encoded by `ServerLineWriter` or, for `next` events, from pieces
+/// encoded once.
 ///
 /// Loop thread only: transports call it from the loop, and every subject a session subscribes
 /// to is sent to from the loop. A session ends when its transport closes (either side); it
@@ -22,11 +23,14 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The server's counters, held directly: updating them through `server` retains and
     /// releases the server around every update, twice per delivery.
     let stats: ServerStats
-    /// What every line goes out through: the client's transport, or, while a reply waits for
-    /// the disk, a `CorkedTransport` around it.
-    private(set) var transport: any SessionTransport
-    /// What carries the client.
-    let clientTransport: any SessionTransport
+    /// The server's subject store, held directly for the same reason: a call through the
+    /// unowned `server` retains and releases the store around it, once per publish.
+    let subjects: any SubjectStore
+    /// What carries the client. A `let`: the delivery path reads it without retaining it.
+    let transport: any SessionTransport
+    /// While a reply waits for the disk, what every line goes out through instead of
+    /// `transport`: it holds them in order behind the reply.
+    private(set) var cork: CorkedTransport?
     var authenticated: Bool
     var subscriptions: [String: SessionSubscription] = [:]
     private var nextSid: UInt64 = 1
@@ -42,8 +46,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.id = id
         self.server = server
         self.stats = server.stats
+        self.subjects = server.subjects
         self.transport = transport
-        self.clientTransport = transport
         self.authenticated = server.config.authTokens.isEmpty
     }
 
@@ -116,28 +120,26 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func write(_ line: consuming ServerLineWriter) {
         line.finish().withUnsafeBytes { bytes in
             stats.bytesOut &+= UInt64(bytes.count + 1)
-            transport.writeLine(bytes)
+            output.writeLine(bytes)
         }
     }
+
+    /// Where lines go now: the transport, or the cork while there is one.
+    var output: any SessionTransport { cork ?? transport }
 
     /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}` once the durable
     /// changes made so far are on disk (at once unless replies wait for the disk), or the
     /// error that kept them off it. Every line after it waits behind it, so nothing overtakes
     /// the reply.
     func replyWhenWritten(ref: RawJSON?, _ fields: @escaping (inout ServerLineWriter) -> Void = { _ in }) {
-        guard server.subjects.repliesWaitForDisk else {
+        guard subjects.repliesWaitForDisk else {
             writeOK(ref: ref, fields)
             return
         }
-        let cork: CorkedTransport
-        if let corked = transport as? CorkedTransport {
-            cork = corked
-        } else {
-            cork = CorkedTransport(wrapping: clientTransport)
-            transport = cork
-        }
+        let cork = self.cork ?? CorkedTransport(wrapping: transport)
+        self.cork = cork
         let slot = cork.reserve()
-        server.subjects.whenWritten { [self] error in
+        subjects.whenWritten { [self] error in
             var line: ServerLineWriter
             if let error {
                 line = ServerLineWriter.failure(error, ref: ref)
@@ -146,7 +148,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
                 fields(&line)
             }
             cork.fill(slot, with: line.finish())
-            if cork.isDrained && transport === cork { transport = clientTransport }
+            if cork.isDrained && self.cork === cork { self.cork = nil }
         }
     }
 }

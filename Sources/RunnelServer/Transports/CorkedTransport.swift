@@ -59,17 +59,25 @@ final class CorkedTransport: SessionTransport {
     func start(receiver: any RequestReceiver) { inner.start(receiver: receiver) }
     func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
 
-    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard !hasUnsentBytes(over: limit) else { return false }
         var line: [UInt8] = []
         line.reserveCapacity(head.count + value.count + tail.count)
         line.append(contentsOf: head)
         line.append(contentsOf: value)
         line.append(contentsOf: tail)
         hold(line)
+        return true
     }
 
-    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer) {
-        writeNext(head: head, value: value.bytes, tail: tail)
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
     }
 
     func hasUnsentBytes(over limit: Int) -> Bool { heldBytes > limit || inner.hasUnsentBytes(over: limit - heldBytes) }

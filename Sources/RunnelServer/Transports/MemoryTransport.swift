@@ -80,13 +80,22 @@ final class MemoryTransport: SessionTransport {
         lines.append(String(decoding: line, as: UTF8.self))
     }
 
-    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
-        guard !isClosed, !closeRequested else { return }
-        lines.append(String(decoding: Array(head) + Array(value) + Array(tail), as: UTF8.self))
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard unsent <= limit else { return false }
+        if !isClosed && !closeRequested {
+            lines.append(String(decoding: Array(head) + Array(value) + Array(tail), as: UTF8.self))
+        }
+        return true
     }
 
-    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer) {
-        writeNext(head: head, value: value.bytes, tail: tail)
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
     }
 
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }

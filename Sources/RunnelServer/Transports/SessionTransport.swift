@@ -22,16 +22,23 @@ protocol SessionTransport: AnyObject {
     /// Queues one server line (replies, terminal and `dropped` events, `closing`).
     func writeLine(_ line: UnsafeRawBufferPointer)
 
-    /// Queues one `next` event line made of `head`, `value` and `tail`, all copied: small
-    /// values, the common case.
-    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer)
+    /// Queues one `next` event line made of `head`, `value` and `tail`, all copied (small
+    /// values, the common case), unless the output not yet handed to the kernel is over
+    /// `limit` bytes: then it writes nothing and returns false. One call per delivery, so the
+    /// check and the write cost one dispatch.
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool
 
-    /// Queues one `next` event line whose `value` is large: written by reference where the
-    /// transport can, `head` and `tail` copied.
-    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer)
+    /// The same for a `next` event line whose `value` is large: written by reference where
+    /// the transport can, `head` and `tail` copied.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool
 
-    /// Whether the output not yet handed to the kernel is over `limit` bytes: asked once per
-    /// delivery, so it must be cheap.
+    /// Whether the output not yet handed to the kernel is over `limit` bytes.
     func hasUnsentBytes(over limit: Int) -> Bool
 
     /// The output not yet handed to the kernel, in bytes (for logs).

@@ -15,14 +15,24 @@ extension TCPConnection: SessionTransport {
     func writeLine(_ line: UnsafeRawBufferPointer) { writeLine(copying: line) }
 
     @inline(__always)
-    func writeNext(head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer) {
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard !hasUnsentBytes(over: limit) else { return false }
         writeLine(copying: head, value, tail)
+        return true
     }
 
-    func writeNext(head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer) {
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard !hasUnsentBytes(over: limit) else { return false }
         write(copying: head)
         write(value)
         writeLine(copying: tail)
+        return true
     }
 
     func pauseInput() { stopReading() }
@@ -32,30 +42,30 @@ extension TCPConnection: SessionTransport {
 }
 
 /// Hands a connection's lines to its session as requests. Lifetime rule: the connection holds
-/// it as its delegate until it has closed; it holds the session until then.
+/// it as its delegate until it has closed and lets it go then, which lets the session go (the
+/// session holds the connection: the cycle ends there). `receiver` is a `let`, so a request
+/// reaches the session without a retain and release around the call.
 private final class TCPRequestReader: TCPConnectionDelegate {
-    private var receiver: (any RequestReceiver)?
+    private let receiver: any RequestReceiver
 
     init(receiver: any RequestReceiver) { self.receiver = receiver }
 
     func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
-        receiver?.transportDidReceive(request: line)
+        receiver.transportDidReceive(request: line)
     }
 
     func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {
-        receiver?.transportDidDiscardLongRequest(byteCount: byteCount)
+        receiver.transportDidDiscardLongRequest(byteCount: byteCount)
     }
 
     /// End of input is the client going away (a close and a half-close look alike): its
     /// subscriptions are disposed at once; replies already written still drain before the close.
     func connectionDidEndInput(_ connection: TCPConnection) {
-        receiver?.transportDidEndInput()
+        receiver.transportDidEndInput()
     }
 
     func connectionDidClose(_ connection: TCPConnection) {
-        let receiver = self.receiver
-        self.receiver = nil
-        receiver?.transportDidClose()
+        receiver.transportDidClose()
     }
 }
 
