@@ -304,16 +304,17 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Queues copies of `first`, `second` and `third`, back to back, then a `\n`: one room
     /// check, one copy each and one flush request where four `write(copying:)` calls would pay
-    /// for each of those four times (an event line is a prefix, a value and a suffix).
-    /// Loop thread.
+    /// for each of those four times (an event line is a prefix, a value and a suffix). Inlined
+    /// into its callers: it is the body of every delivery. Loop thread.
     @discardableResult
+    @inline(__always)
     public func writeLine(
         copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
     ) -> Bool {
         loop.assertOnLoopThread()
         guard state == .open else { return false }
-        let total = first.count + second.count + third.count + 1
-        if let chunk, chunk.capacity - chunk.used >= total {
+        let total = first.count &+ second.count &+ third.count &+ 1
+        if let chunk, chunk.capacity &- chunk.used >= total {
             let target = chunk.base + chunk.used
             if first.count > 0 { target.copyMemory(from: first.baseAddress!, byteCount: first.count) }
             if second.count > 0 {
@@ -322,18 +323,27 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
             if third.count > 0 {
                 (target + first.count + second.count).copyMemory(from: third.baseAddress!, byteCount: third.count)
             }
-            target.storeBytes(of: 10, toByteOffset: total - 1, as: UInt8.self)
-            chunk.used += total
-            pendingBytes += total
+            target.storeBytes(of: 10, toByteOffset: total &- 1, as: UInt8.self)
+            chunk.used &+= total
+            pendingBytes &+= total
+            requestFlush()
         } else {
-            append(first)
-            append(second)
-            append(third)
-            var newline: UInt8 = 10
-            withUnsafeBytes(of: &newline) { append($0) }
+            appendLine(first, second, third)
         }
-        requestFlush()
         return true
+    }
+
+    /// `writeLine(copying:_:_:)` when the open chunk has no room: the pieces may span chunks.
+    @inline(never)
+    private func appendLine(
+        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
+    ) {
+        append(first)
+        append(second)
+        append(third)
+        var newline: UInt8 = 10
+        withUnsafeBytes(of: &newline) { append($0) }
+        requestFlush()
     }
 
     /// Queues `buffer` itself, without copying its bytes; it is kept alive until written.

@@ -95,7 +95,7 @@ extension Session {
             let written =
                 cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
                 ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
-            if written { stats.bytesOut &+= UInt64(head.count &+ value.count &+ tail.count &+ 1) }
+            if written { stats.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1) }
             return written
         }
         let value = message.value.raw.buffer
@@ -105,7 +105,7 @@ extension Session {
         } else {
             written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
         }
-        if written { stats.bytesOut &+= UInt64(head.count &+ value.count &+ tail.count &+ 1) }
+        if written { stats.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1) }
         return written
     }
 
