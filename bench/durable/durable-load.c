@@ -5,10 +5,11 @@
  * the nearest Redis has to a replay subject kept in its append-only file).
  *
  *   durable-load --proto runnel|redis --port P [--conns N] [--window W] [--msgs M] [--size B]
- *                [--capacity C] [--ping-port P]
+ *                [--capacity C] [--ping-port P] [--rate R]
  *
  * N connections, each on a thread of its own, publish to a subject (a stream) of their own,
- * keeping at most W requests unacknowledged; M messages in all. With --ping-port, one more
+ * keeping at most W requests unacknowledged; M messages in all; with --rate, R messages a
+ * second in all, each publisher sending on schedule instead of as fast as it can. With --ping-port, one more
  * connection sends a `ping` (runnel) or `PING` (redis) every millisecond and times each round
  * trip: a loop that stalls (on a disk sync, a checkpoint) shows in its tail.
  *
@@ -39,6 +40,7 @@ static long msgs = 200000;
 static int size = 64;
 static int capacity = 100;
 static int ping_port = 0;
+static double rate = 0;
 static atomic_long failures;
 static atomic_int publishers_done;
 
@@ -132,10 +134,22 @@ static void *publish(void *argument) {
     payload[size] = 0;
     char request[size + 256];
     long sent = 0, acked = 0;
+    uint64_t started = now_ns();
+    double interval_ns = rate > 0 ? 1e9 * conns / rate : 0;
     while (acked < self->count) {
         char batch[1 << 16];
         size_t used = 0;
-        while (sent < self->count && sent - acked < window && used + sizeof request < sizeof batch) {
+        if (interval_ns > 0 && sent < self->count && sent - acked < window) {
+            /* On schedule: wait for the next message's time, unless replies are due first. */
+            uint64_t due = started + (uint64_t)(interval_ns * (double)sent);
+            uint64_t now = now_ns();
+            if (due > now && sent == acked) {
+                struct timespec pause = {(time_t)((due - now) / 1000000000ull), (long)((due - now) % 1000000000ull)};
+                nanosleep(&pause, NULL);
+            }
+        }
+        while (sent < self->count && sent - acked < window && used + sizeof request < sizeof batch
+               && (interval_ns == 0 || started + (uint64_t)(interval_ns * (double)sent) <= now_ns())) {
             int length;
             if (proto == RUNNEL)
                 length = snprintf(request, sizeof request,
@@ -151,7 +165,7 @@ static void *publish(void *argument) {
             sent++;
         }
         if (used > 0) send_all(r->fd, batch, used);
-        acked += read_replies(r);
+        if (sent > acked) acked += read_replies(r);
     }
     close(r->fd);
     free(r);
@@ -201,6 +215,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--capacity")) capacity = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ping-port")) ping_port = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rate")) rate = atof(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;

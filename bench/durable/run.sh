@@ -14,7 +14,9 @@
 # how long the server's loop kept a request waiting while the writes went on. runneld also
 # reports its loop's turn lengths (`stats`: the time each loop iteration worked, idle time
 # taken out): a checkpoint or disk sync that stalled the loop would show there. The control
-# row "runnel memory" is the same load on replay subjects that are not durable.
+# row "runnel memory" is the same load on replay subjects that are not durable. As fast as
+# possible every turn is long with the work itself, so the same three are also run at a fixed
+# 100,000 writes/s, where a turn is short unless something stalls it.
 # Not part of CI: timings depend on the machine and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -76,7 +78,8 @@ run_runnel() {
     for ((i = 0; i < conns; i++)); do
         printf '{"op":"create","subject":"durable.bench.%d","kind":"replay","capacity":100,"durable":%s}\n' "$i" "$durable"
     done | nc -q1 127.0.0.1 "$runnel_port" >/dev/null
-    .build/durable-load --proto runnel --port "$runnel_port" --ping-port "$runnel_port" "${load[@]}"
+    .build/durable-load --proto runnel --port "$runnel_port" --ping-port "$runnel_port" "${load[@]}" \
+        "${extra[@]}"
     local stats
     stats=$(echo '{"op":"stats"}' | nc -q1 127.0.0.1 "$runnel_port")
     kill -TERM "$server"
@@ -103,6 +106,7 @@ run_redis() {
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
+extra=()
 declare -A results
 for ((rep = 1; rep <= reps; rep++)); do
     line=$(run_runnel memory | tr '\n' ' ')
@@ -116,6 +120,15 @@ for mode in everysec always; do
             echo "  $name fsync=$mode #$rep $line" >&2
             results[$name.$mode]+="$line"$'\n'
         done
+    done
+done
+
+extra=(--rate 100000 --msgs 300000)
+for ((rep = 1; rep <= reps; rep++)); do
+    for mode in memory everysec always; do
+        line=$(run_runnel "$mode" | tr '\n' ' ')
+        echo "  runnel $mode at 100000/s #$rep $line" >&2
+        results[rate.$mode]+="$line"$'\n'
     done
 done
 
@@ -141,4 +154,14 @@ for mode in memory everysec always; do
     a=$(field acks_per_s <<<"${results[runnel.$mode]}" | median)
     b=$(field acks_per_s <<<"${results[redis.$mode]}" | median)
     awk -v a="$a" -v b="$b" -v m="$mode" 'BEGIN { printf "           runnel / redis (fsync %s): x%.2f\n", m, a / b }'
+done
+
+echo
+echo "runneld at 100,000 writes/s: how long the loop's turns and a ping took, in microseconds (medians of $reps)"
+printf '%-9s %12s %12s %12s %12s\n' fsync "turn p99" "turn max" "ping p99" "ping max"
+for mode in memory everysec always; do
+    runs=${results[rate.$mode]}
+    printf '%-9s %12s %12s %12s %12s\n' "$mode" "$(field turn_p99_us <<<"$runs" | median)" \
+        "$(field turn_max_us <<<"$runs" | median)" "$(field ping_p99_us <<<"$runs" | median)" \
+        "$(field ping_max_us <<<"$runs" | median)"
 done

@@ -45,9 +45,6 @@ final class JournalWriter: @unchecked Sendable {
         var failing = false
     }
 
-    /// The most changes one transaction takes.
-    static let maxBatch = 4096
-
     private let database: JournalDatabase
     private let fsync: FsyncMode
     private let onCommit: @Sendable (CommitReport) -> Void
@@ -57,6 +54,8 @@ final class JournalWriter: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
     private let wake: UnsafeMutablePointer<pthread_cond_t> = .allocate(capacity: 1)
     private var queue: [JournalChange] = []
+    /// How many changes the writer has taken from `queue` and not yet finished with.
+    private var inProgress = 0
     private var appended: UInt64 = 0
     private var isWriterWaiting = false
     private var isStopping = false
@@ -101,7 +100,7 @@ final class JournalWriter: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         var now = statistics
-        now.queued = queue.count
+        now.queued = queue.count + inProgress
         return now
     }
 
@@ -123,18 +122,24 @@ final class JournalWriter: @unchecked Sendable {
         var lastSync = monotonicNanoseconds()
         var unsynced = false
         var retrying = false
+        // The batch being written: everything queued when the writer last looked, taken by
+        // swapping arrays, so the loop never waits on the lock for more than an append.
+        var batch: [JournalChange] = []
         while true {
             pthread_mutex_lock(mutex)
-            while queue.isEmpty && !isStopping && !(unsynced && fsync == .everysec) {
+            while batch.isEmpty && queue.isEmpty && !isStopping && !(unsynced && fsync == .everysec) {
                 isWriterWaiting = true
                 pthread_cond_wait(wake, mutex)
                 isWriterWaiting = false
             }
-            if queue.isEmpty && isStopping {
+            if batch.isEmpty && queue.isEmpty && isStopping {
                 pthread_mutex_unlock(mutex)
                 break
             }
-            let batch = queue.prefix(Self.maxBatch)
+            if batch.isEmpty {
+                swap(&batch, &queue)
+                inProgress = batch.count
+            }
             pthread_mutex_unlock(mutex)
 
             if fsync == .everysec && unsynced && monotonicNanoseconds() - lastSync >= 1_000_000_000 {
@@ -149,17 +154,17 @@ final class JournalWriter: @unchecked Sendable {
             }
             let started = monotonicNanoseconds()
             do {
-                try database.apply(batch)
+                try database.apply(batch[...])
                 committed += UInt64(batch.count)
                 unsynced = fsync == .everysec
                 retrying = false
-                finish(batch.count, started: started)
+                finish(&batch, started: started)
                 onCommit(CommitReport(through: committed, error: nil, isRetrying: false))
             } catch {
                 if fsync == .always {
                     // Nothing of it was served: give it up and tell its waiters.
                     committed += UInt64(batch.count)
-                    finish(batch.count, started: started, failed: true)
+                    finish(&batch, started: started, failed: true)
                     onCommit(CommitReport(through: committed, error: error, isRetrying: false))
                 } else {
                     if !retrying { onCommit(CommitReport(through: committed, error: error, isRetrying: true)) }
@@ -180,11 +185,12 @@ final class JournalWriter: @unchecked Sendable {
         return isStopping
     }
 
-    /// Takes a done batch off the queue and counts it.
-    private func finish(_ count: Int, started: UInt64, failed: Bool = false) {
+    /// Counts a done batch and empties it (keeping its storage for the next swap).
+    private func finish(_ batch: inout [JournalChange], started: UInt64, failed: Bool = false) {
+        batch.removeAll(keepingCapacity: true)
         let bytes = database.bytesOnDisk
         pthread_mutex_lock(mutex)
-        queue.removeFirst(count)
+        inProgress = 0
         if !failed { statistics.batches += 1 }
         statistics.lastCommitMicroseconds = (monotonicNanoseconds() - started) / 1000
         statistics.bytesOnDisk = bytes
