@@ -27,7 +27,7 @@ public struct TurnLengths: Sendable {
     }
 
     /// The bound of the bucket that holds the `fraction` quantile (0.99: the 99th percentile),
-    /// in microseconds; the longest turn when it falls in the last bucket.
+    /// in microseconds, or the longest turn when that is shorter (or in the last bucket).
     public func quantileMicroseconds(_ fraction: Double) -> UInt64 {
         guard turns > 0 else { return 0 }
         let rank = UInt64((Double(turns) * fraction).rounded(.up))
@@ -35,8 +35,8 @@ public struct TurnLengths: Sendable {
         for (bucket, count) in counts.enumerated() {
             seen += count
             if seen >= rank {
-                return bucket < Self.boundsMicroseconds.count
-                    ? Self.boundsMicroseconds[bucket] : longestNanoseconds / 1000
+                let longest = longestNanoseconds / 1000
+                return bucket < Self.boundsMicroseconds.count ? min(Self.boundsMicroseconds[bucket], longest) : longest
             }
         }
         return longestNanoseconds / 1000

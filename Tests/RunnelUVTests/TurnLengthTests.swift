@@ -18,6 +18,10 @@ extension RunnelUVTests {
             #expect(lengths.quantileMicroseconds(1) == 3_000_000)
             #expect(lengths.longestNanoseconds == 3_000_000_000)
             #expect(lengths.counts[0] == 98 && lengths.counts.last == 1)
+            // A quantile is never reported longer than the longest turn.
+            var short = TurnLengths()
+            short.record(nanoseconds: 1_200_000)
+            #expect(short.quantileMicroseconds(0.99) == 1200)
         }
 
         /// A block that keeps the loop busy for 20 ms makes a turn at least that long; the
