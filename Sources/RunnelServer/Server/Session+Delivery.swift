@@ -15,10 +15,14 @@ extension Session {
         UnsafeRawBufferPointer(start: ("}" as StaticString).utf8Start, count: 1)
     }
 
-    /// Writes a `next` event, unless the unsent output is over `max_pending_bytes`: then the
-    /// slow-consumer policy applies. The limit is checked by the same transport call that
-    /// writes (one call per delivery).
-    func deliverNext(_ message: Message, to subscription: SessionSubscription) {
+    /// Writes a `next` event through `transport` (the session's own, typed as it is where the
+    /// caller knows it, so the writes are direct calls), unless the unsent output is over
+    /// `max_pending_bytes`: then the slow-consumer policy applies. The limit is checked by the
+    /// same transport call that writes (one call per delivery).
+    @inline(__always)
+    func deliverNext<Transport: SessionTransport>(
+        _ message: Message, to subscription: SessionSubscription, through transport: Transport
+    ) {
         guard !isClosing, !subscription.isFinished else { return }
         let limit = server.config.maxPendingBytes
         if subscription.dropped > 0 {
@@ -28,11 +32,12 @@ extension Session {
         }
         let written: Bool
         if subscription.isPattern {
-            written = writePatternNext(message, subscription, limit: limit)
+            written = writePatternNext(message, subscription, limit: limit, transport)
         } else if subscription.sendsPositions {
-            written = writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit)
+            written = writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit, transport)
         } else {
-            written = writeNext(message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit)
+            written = writeNext(
+                message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit, transport)
         }
         if written {
             stats.delivered &+= 1
@@ -54,11 +59,12 @@ extension Session {
 
     /// Writes `head`, the message's value and `}`, or `,"pos":"EPOCH:SEQ"}` when the
     /// message has a position the subscription reports.
-    private func writeNext(
-        _ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription, limit: Int
+    private func writeNext<Transport: SessionTransport>(
+        _ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription, limit: Int,
+        _ transport: Transport
     ) -> Bool {
         guard let (prefix, seq) = subscription.position(of: message) else {
-            return writeNext(message, head: head, tail: Self.nextEnd, limit: limit)
+            return writeNext(message, head: head, tail: Self.nextEnd, limit: limit, transport)
         }
         // The prefix, up to 20 digits, `"}`.
         return withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
@@ -79,7 +85,8 @@ extension Session {
             buffer[end] = UInt8(ascii: "\"")
             buffer[end + 1] = UInt8(ascii: "}")
             return writeNext(
-                message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<(end + 2)]), limit: limit)
+                message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<(end + 2)]), limit: limit,
+                transport)
         }
     }
 
@@ -88,8 +95,9 @@ extension Session {
     /// published bytes (`message` holds the payload until this returns), so nothing is
     /// retained or encoded for it.
     @inline(__always)
-    private func writeNext(
-        _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int
+    private func writeNext<Transport: SessionTransport>(
+        _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int,
+        _ transport: Transport
     ) -> Bool {
         if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
             let written =
@@ -112,7 +120,9 @@ extension Session {
     /// A pattern subscription's line names the value's subject: its head is the
     /// subscription's prefix, the subject's encoded name and `,"value":`, put together on
     /// the stack.
-    private func writePatternNext(_ message: Message, _ subscription: SessionSubscription, limit: Int) -> Bool {
+    private func writePatternNext<Transport: SessionTransport>(
+        _ message: Message, _ subscription: SessionSubscription, limit: Int, _ transport: Transport
+    ) -> Bool {
         let prefix = subscription.nextPrefix.bytes
         let subject = message.label.json.bytes
         let valueKey = SessionSubscription.valueKey
@@ -124,7 +134,7 @@ extension Session {
                 UnsafeMutableRawBufferPointer(rebasing: head[(prefix.count + subject.count)...])
                     .copyMemory(from: UnsafeRawBufferPointer(key))
             }
-            return writeNext(message, head: UnsafeRawBufferPointer(head), subscription, limit: limit)
+            return writeNext(message, head: UnsafeRawBufferPointer(head), subscription, limit: limit, transport)
         }
     }
 

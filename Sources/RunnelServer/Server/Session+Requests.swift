@@ -117,7 +117,7 @@ extension Session {
             line.member("sid", encoded: subscription.sidJSON)
             if let resumed { line.member("resumed", bool: resumed) }
         }
-        let disposable = chain.subscribe(EventSink(session: self, subscription: subscription))
+        let disposable = chain.subscribe(transport.makeEventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()
         } else {

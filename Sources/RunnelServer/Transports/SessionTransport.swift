@@ -1,3 +1,4 @@
+import Runnel
 import RunnelUV
 
 /// What a session writes its lines to and controls its client through: one client
@@ -18,6 +19,11 @@ import RunnelUV
 protocol SessionTransport: AnyObject {
     /// Starts handing requests to `receiver`, which it holds until `transportDidClose()`.
     func start(receiver: any RequestReceiver)
+
+    /// The subscriber at the end of `subscription`'s chain: it hands each event to `session`.
+    /// A transport may return one that knows its own type, so that each delivery writes through
+    /// direct calls rather than through this protocol (`TCPTransport.swift` does).
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
     /// Queues one server line (replies, terminal and `dropped` events, `closing`).
     func writeLine(_ line: UnsafeRawBufferPointer)
@@ -75,4 +81,10 @@ protocol RequestReceiver: AnyObject {
     func transportDidEndInput()
     /// The transport closed, from either side. Called once, last.
     func transportDidClose()
+}
+
+extension SessionTransport {
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
+        EventSink(session: session, subscription: subscription)
+    }
 }

@@ -1,3 +1,4 @@
+import Runnel
 import RunnelUV
 
 /// The line protocol over TCP: a `TCPConnection` is a session's transport as it is (requests
@@ -35,6 +36,10 @@ extension TCPConnection: SessionTransport {
         return true
     }
 
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
+        TCPEventSink(session: session, subscription: subscription, connection: self)
+    }
+
     func pauseInput() { stopReading() }
     func resumeInput() { startReading() }
     var maxRequestBytes: Int { configuration.maxLineLength }
@@ -67,6 +72,26 @@ private final class TCPRequestReader: TCPConnectionDelegate {
     func connectionDidClose(_ connection: TCPConnection) {
         receiver.transportDidClose()
     }
+}
+
+/// A subscription's events for a session on TCP: the delivery path specialised for
+/// `TCPConnection`, so a value reaches the socket's buffer through direct calls. Lifetime rule:
+/// holds the session (which holds the connection) until the subscription is disposed.
+private final class TCPEventSink: Subscriber, @unchecked Sendable {
+    let session: Session
+    let subscription: SessionSubscription
+    let connection: TCPConnection
+
+    init(session: Session, subscription: SessionSubscription, connection: TCPConnection) {
+        self.session = session
+        self.subscription = subscription
+        self.connection = connection
+    }
+
+    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
+    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
+    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
+    func didSubscribe(with disposable: CompoundDisposable) {}
 }
 
 extension Server {
