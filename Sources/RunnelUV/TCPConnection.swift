@@ -283,23 +283,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Queues a copy of `bytes` followed by a `\n`. Loop thread.
     @discardableResult
     public func writeLine(copying bytes: UnsafeRawBufferPointer) -> Bool {
-        guard state == .open else { return false }
-        let count = bytes.count
-        if let chunk, chunk.capacity - chunk.used > count {
-            // The common case: the line and its newline fit in the open chunk.
-            let used = chunk.used
-            if count > 0 { (chunk.base + used).copyMemory(from: bytes.baseAddress!, byteCount: count) }
-            chunk.base.storeBytes(of: 10, toByteOffset: used + count, as: UInt8.self)
-            chunk.used = used + count + 1
-            pendingBytes += count + 1
-            requestFlush()
-            return true
-        }
-        append(bytes)
-        var newline: UInt8 = 10
-        withUnsafeBytes(of: &newline) { append($0) }
-        requestFlush()
-        return true
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        return writeLine(copying: bytes, none, none)
     }
 
     /// Queues copies of `first`, `second` and `third`, back to back, then a `\n`: one room

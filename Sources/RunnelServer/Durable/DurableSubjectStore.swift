@@ -23,10 +23,9 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     /// Changes appended to the journal, and how many of them the writer has reported.
     private var appended: UInt64 = 0
     private var committed: UInt64 = 0
-    /// Steps waiting for the disk, oldest first from `waitingHead`: each runs once the
-    /// change numbered `number` is committed.
+    /// Steps waiting for the disk, oldest first: each runs once the change numbered `number`
+    /// is committed.
     private var waiting: [(number: UInt64, step: (ProtocolError?) -> Void)] = []
-    private var waitingHead = 0
     /// Why durable changes are refused now, while the writer retries a failed batch.
     private var failure: ProtocolError?
     private let logger: Logger
@@ -100,7 +99,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
                 id: id, name: name, kind: kind, capacity: entry.capacity, epoch: entry.epoch,
                 initial: kind == .behavior ? (initial ?? .null).buffer : nil))
         // A creation the disk refused is undone: its reply says so.
-        whenCommitted { [memory] error in
+        whenWritten { [memory] error in
             if error != nil && !entry.isDeleted { memory.delete(entry) }
         }
         return entry
@@ -114,7 +113,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         entry.published &+= 1
         let message = Message(label: entry.label, raw: value, seq: entry.nextSeq())
         append(.publish(id: id, seq: message.seq!, value: value.buffer))
-        whenCommitted { error in
+        whenWritten { error in
             if error == nil { entry.deliver(message) }
         }
     }
@@ -126,7 +125,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         entry.isEnding = true
         append(.terminate(id: id, errorMessage: error?.message))
-        whenCommitted { [memory] failure in
+        whenWritten { [memory] failure in
             if failure == nil { memory.terminate(entry, error: error) }
         }
     }
@@ -138,9 +137,11 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         memory.forget(entry)
         append(.delete(id: id))
-        whenCommitted { _ in entry.subject.sendCompleted() }
+        whenWritten { _ in entry.subject.sendCompleted() }
     }
 
+    /// Also how the store's own steps (a value's delivery, a termination) wait for the disk:
+    /// called right after an append, it waits for that change under `always`.
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
         guard fsync == .always, committed < appended else {
             action(nil)
@@ -165,15 +166,6 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         appended = writer.append(change)
     }
 
-    /// Runs `step` when the last change appended is on disk (`always`), else at once.
-    private func whenCommitted(_ step: @escaping (ProtocolError?) -> Void) {
-        guard fsync == .always else {
-            step(nil)
-            return
-        }
-        waiting.append((appended, step))
-    }
-
     /// A report from the writer (loop thread): runs the steps it allows, in order.
     private func didCommit(_ report: JournalWriter.CommitReport) {
         let error = report.error.map { error in
@@ -182,17 +174,10 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         if let failed = report.error { logger.error("journal write failed", metadata: ["error": "\(failed)"]) }
         failure = report.isRetrying ? error : nil
         committed = report.through
-        while waitingHead < waiting.count, waiting[waitingHead].number <= committed {
-            let step = waiting[waitingHead].step
-            waitingHead += 1
-            step(error)
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead >= 1024 && waitingHead * 2 >= waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        }
+        // The steps a report allows come first (numbers only grow); a step may add more.
+        let done = waiting.prefix { $0.number <= committed }.count
+        let steps = waiting[..<done].map(\.step)
+        waiting.removeFirst(done)
+        for step in steps { step(error) }
     }
 }

@@ -73,13 +73,6 @@ final class CorkedTransport: SessionTransport {
         return true
     }
 
-    func writeNext(
-        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
-        unlessUnsentOver limit: Int
-    ) -> Bool {
-        writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
-    }
-
     func hasUnsentBytes(over limit: Int) -> Bool { heldBytes > limit || inner.hasUnsentBytes(over: limit - heldBytes) }
     var unsentBytes: Int { heldBytes + inner.unsentBytes }
     func pauseInput() { inner.pauseInput() }

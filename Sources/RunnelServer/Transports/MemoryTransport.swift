@@ -91,13 +91,6 @@ final class MemoryTransport: SessionTransport {
         return true
     }
 
-    func writeNext(
-        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
-        unlessUnsentOver limit: Int
-    ) -> Bool {
-        writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
-    }
-
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
     var unsentBytes: Int { unsent }
     func pauseInput() { isInputPaused = true }

@@ -84,6 +84,14 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
+    /// For transports that copy every line: the large value is copied like a small one.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
+    }
+
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
         EventSink(session: session, subscription: subscription)
     }
