@@ -66,22 +66,16 @@ extension Session {
         guard let (prefix, seq) = subscription.position(of: message) else {
             return writeNext(message, head: head, tail: Self.nextEnd, limit: limit, transport)
         }
-        // The prefix, up to 20 digits, `"}`.
-        return withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
+        // The prefix, the seq's digits (a string of up to 15 bytes is stored inline, so this
+        // allocates nothing for any seq below 10^15), `"}`.
+        let digits = String(seq)
+        return withUnsafeTemporaryAllocation(byteCount: prefix.count + digits.utf8.count + 2, alignment: 1) { buffer in
             buffer.copyMemory(from: prefix.bytes)
             var end = prefix.count
-            var count = 1
-            var rest = seq / 10
-            while rest > 0 {
-                count += 1
-                rest /= 10
+            for byte in digits.utf8 {
+                buffer[end] = byte
+                end += 1
             }
-            var digits = seq
-            for index in stride(from: end + count - 1, through: end, by: -1) {
-                buffer[index] = UInt8(ascii: "0") + UInt8(digits % 10)
-                digits /= 10
-            }
-            end += count
             buffer[end] = UInt8(ascii: "\"")
             buffer[end + 1] = UInt8(ascii: "}")
             return writeNext(
