@@ -32,6 +32,4 @@ static inline const unsigned char *runnel_find_newline(const unsigned char *star
     return (const unsigned char *)memchr(start, '\n', length);
 }
 
-/* uv_loop_configure is variadic, which Swift cannot call: turns on the idle-time metric. */
-static inline int runnel_loop_measure_idle_time(uv_loop_t *loop) { return uv_loop_configure(loop, UV_METRICS_IDLE_TIME); }
 #endif

@@ -5,9 +5,9 @@ import CLibUV
 ///
 /// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
 /// writes the output every connection queued during the iteration, then resumes the readers
-/// that spent their read budget, and measures how long the turn worked (`turnLengths`).
-/// Connections ask for both (`needsFlush`, `resumeReadingNextTurn`); this type only calls
-/// back `TCPConnection.flush()` and `resumeAfterTurn()`.
+/// that spent their read budget. Connections ask for both (`needsFlush`,
+/// `resumeReadingNextTurn`); this type only calls back `TCPConnection.flush()` and
+/// `resumeAfterTurn()`.
 ///
 /// Thread rules: loop thread only (every caller is a connection's libuv callback or write).
 /// Lifetime rule: made and owned by the loop's `LoopScheduler`; its `uv_check_t` is opened in
@@ -21,12 +21,6 @@ final class LoopIO {
     let readBufferSize = 256 * 1024
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
-    /// How long the turns worked.
-    private(set) var turnLengths = TurnLengths()
-    private let uvLoop: UnsafeMutablePointer<uv_loop_t>
-    /// The monotonic time and the loop's idle time at the last check phase (nanoseconds).
-    private var lastCheck: UInt64 = 0
-    private var lastIdle: UInt64 = 0
 
     private let flushCheck: UnsafeMutablePointer<uv_check_t>
     private var isClosed = false
@@ -40,9 +34,6 @@ final class LoopIO {
     private var pausedReaders: [TCPConnection] = []
 
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
-        uvLoop = loop
-        // The idle time in the kernel's poll is what a turn's length leaves out.
-        _ = runnel_loop_measure_idle_time(loop)
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         flushCheck = .allocate(capacity: 1)
         uv_check_init(loop, flushCheck)
@@ -100,24 +91,10 @@ final class LoopIO {
             walking.removeAll(keepingCapacity: true)
         }
         turn &+= 1
-        measureTurn()
         if !pausedReaders.isEmpty {
             swap(&pausedReaders, &walking)
             for connection in walking { connection.resumeAfterTurn() }
             walking.removeAll(keepingCapacity: true)
         }
-    }
-
-    /// Records the time since the last check phase that the loop did not spend idle.
-    private func measureTurn() {
-        let now = uv_hrtime()
-        let idle = uv_metrics_idle_time(uvLoop)
-        if lastCheck != 0 {
-            let elapsed = now &- lastCheck
-            let waited = idle &- lastIdle
-            turnLengths.record(nanoseconds: elapsed > waited ? elapsed - waited : 0)
-        }
-        lastCheck = now
-        lastIdle = idle
     }
 }

@@ -116,9 +116,6 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         LoopTimer(loop: self, deadline: time, interval: interval, action: action).start()
     }
 
-    /// How long the loop's turns took so far (loop thread).
-    public var turnLengths: TurnLengths { io.turnLengths }
-
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.
     public var armedTimerCount: Int { handles.armedTimerCount }
