@@ -253,6 +253,7 @@ extension Session {
         let subjectCount = subjects.count
         let connections = server.sessionCount
         let uptime = server.uptimeSeconds
+        let turns = server.scheduler.turnLengths
         writeOK(ref: request.ref) { line in
             line.member("connections", integer: connections)
             line.member("subscriptions", integer: stats.subscriptions)
@@ -264,6 +265,17 @@ extension Session {
             line.member("bytes_in", integer: stats.bytesIn)
             line.member("bytes_out", integer: stats.bytesOut)
             line.member("uptime_s", integer: uptime)
+            line.member("loop") { json in
+                json.append("{\"turns\":")
+                json.writeInteger(turns.turns)
+                json.append(",\"turn_p50_us\":")
+                json.writeInteger(turns.quantileMicroseconds(0.5))
+                json.append(",\"turn_p99_us\":")
+                json.writeInteger(turns.quantileMicroseconds(0.99))
+                json.append(",\"turn_max_us\":")
+                json.writeInteger(turns.longestNanoseconds / 1000)
+                json.append("}")
+            }
             if let journal = subjects.journalStatistics {
                 line.member("durable") { json in
                     json.append("{\"queue\":")
