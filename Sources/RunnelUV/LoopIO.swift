@@ -121,7 +121,7 @@ final class LoopIO {
     // MARK: Turn lengths
 
     /// Marks the loop awake, once per turn: the callbacks libuv runs when its poll returns (a
-    /// read, the scheduler's wake-up, an accept, a signal) call this first, so a turn's length
+    /// read, a completed write, the scheduler's wake-up, an accept, a signal) call this first, so a turn's length
     /// counts from the wake-up.
     @inline(__always)
     func noteAwake() {

@@ -498,6 +498,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         let status = segments.withUnsafeBufferPointer { buffers in
             uv_write(request.request, stream, buffers.baseAddress, UInt32(buffers.count)) { request, status in
                 let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                // A completed write can resume a paused session's input: work of this turn.
+                write.connection!.loop.io.noteAwake()
                 write.connection!.writeCompleted(write, status: status)
             }
         }
