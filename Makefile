@@ -6,12 +6,20 @@ SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
 APT_PACKAGES = libuv1-dev libsqlite3-dev pkg-config
+# What the tests use besides: promtool, Prometheus's linter of the /metrics format.
+TEST_APT_PACKAGES = prometheus
 
-.PHONY: deps build release run test lint install uninstall clean
+.PHONY: deps test-deps apt-install build release run test lint install uninstall clean
 
 # Installs the system packages the build needs (Debian/Ubuntu; run as root or with sudo).
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+test-deps: deps
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_APT_PACKAGES)"
+
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -28,7 +36,7 @@ release: deps
 run: release
 	./.build/release/runneld --config config/runneld.toml
 
-test: deps
+test: test-deps
 	$(SWIFT) test
 
 lint:

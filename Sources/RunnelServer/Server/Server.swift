@@ -17,6 +17,8 @@ public final class Server: @unchecked Sendable {
     private var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
     private let started = ContinuousClock.now
+    /// When the server started, in seconds since the Unix epoch.
+    let startTimeUnixSeconds = ProcessStatistics.wallClockSeconds()
     /// Called once the last session has closed during a shutdown.
     private var onDrained: (() -> Void)?
     /// Connections refused at `max_connections` since the last warning about it, and when that
@@ -36,6 +38,12 @@ public final class Server: @unchecked Sendable {
     }
 
     var sessionCount: Int { sessions.count }
+    /// The open sessions by what carries them (`SessionTransport.transportName`).
+    var sessionCountsByTransport: [String: Int] {
+        var counts: [String: Int] = [:]
+        for session in sessions.values { counts[session.transport.transportName, default: 0] += 1 }
+        return counts
+    }
     var uptimeSeconds: Int { Int((ContinuousClock.now - started).components.seconds) }
 
     // MARK: Subjects
@@ -103,6 +111,7 @@ public final class Server: @unchecked Sendable {
     }
 
     private func refuse(_ transport: any SessionTransport) {
+        stats.refusedConnections &+= 1
         refusedSinceWarning += 1
         let now = ContinuousClock.now
         if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {

@@ -12,4 +12,14 @@ final class ServerStats {
     var dropped: UInt64 = 0
     var bytesIn: UInt64 = 0
     var bytesOut: UInt64 = 0
+    /// Sessions closed by the `disconnect` slow-consumer policy.
+    var slowConsumerDisconnects: UInt64 = 0
+    /// Connections refused because `max_connections` were open.
+    var refusedConnections: UInt64 = 0
+    /// Error replies to requests, by code (stream `error` events are not counted here).
+    private(set) var requestErrors: [ErrorCode: UInt64] = [:]
+
+    func countRequestError(_ code: ErrorCode) {
+        requestErrors[code, default: 0] &+= 1
+    }
 }

@@ -158,6 +158,7 @@ extension Session {
     private func closeAsSlowConsumer() {
         guard !isClosing else { return }
         isClosing = true
+        stats.slowConsumerDisconnects &+= 1
         server.logger.notice(
             "closing slow consumer",
             metadata: [

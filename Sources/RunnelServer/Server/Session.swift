@@ -107,7 +107,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     // MARK: Replies
 
     func writeReply(error: any Error, ref: RawJSON?) {
-        write(ServerLineWriter.failure(ProtocolError(wrapping: error), ref: ref))
+        let failure = ProtocolError(wrapping: error)
+        stats.countRequestError(failure.code)
+        write(ServerLineWriter.failure(failure, ref: ref))
     }
 
     /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}`.

@@ -90,4 +90,5 @@ final class CorkedTransport: SessionTransport {
     func closeAfterFlush(timeout: Duration) { inner.closeAfterFlush(timeout: timeout) }
     var maxRequestBytes: Int { inner.maxRequestBytes }
     var peerDescription: String { inner.peerDescription }
+    var transportName: String { inner.transportName }
 }

@@ -19,6 +19,7 @@ final class MemoryTransport: SessionTransport {
     var unsent = 0
     let maxRequestBytes: Int
     let peerDescription = "memory"
+    let transportName = "memory"
     private var receiver: (any RequestReceiver)?
     private var unsentWaiter: (threshold: Int, action: () -> Void)?
 

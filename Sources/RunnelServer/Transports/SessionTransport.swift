@@ -68,6 +68,9 @@ protocol SessionTransport: AnyObject {
 
     /// Who is at the other end, for logs ("127.0.0.1:50312").
     var peerDescription: String { get }
+
+    /// What carries the session, as metrics label connections: "tcp", "websocket", "sse".
+    var transportName: String { get }
 }
 
 /// What a transport hands its client's requests to: a session. Every call is on the loop

@@ -44,6 +44,7 @@ extension TCPConnection: SessionTransport {
     func resumeInput() { startReading() }
     var maxRequestBytes: Int { configuration.maxLineLength }
     var peerDescription: String { remoteAddress }
+    var transportName: String { "tcp" }
 }
 
 /// Hands a connection's lines to its session as requests. Lifetime rule: the connection holds

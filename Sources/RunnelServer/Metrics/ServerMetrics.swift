@@ -1,0 +1,98 @@
+import RunnelUV
+
+extension Server {
+    /// Every figure of the `stats` reply, and what a monitoring system also wants (connections
+    /// per transport, refusals, slow-consumer disconnects, error replies by code, the loop's
+    /// turn lengths as a histogram, the process's CPU, memory and descriptors), in the
+    /// Prometheus text format for `GET /metrics`. Loop thread.
+    func metricsExposition() -> String {
+        scheduler.assertOnLoopThread()
+        var metrics = PrometheusExposition()
+        let byTransport = sessionCountsByTransport
+        let transports = Self.transportNames + byTransport.keys.filter { !Self.transportNames.contains($0) }.sorted()
+        metrics.metric(
+            "runnel_connections", .gauge, help: "Client connections open now, by transport.", label: "transport",
+            transports.map { ($0, Double(byTransport[$0] ?? 0)) })
+        metrics.metric(
+            "runnel_connections_refused_total", .counter,
+            help: "Connections refused because max_connections were open.", Double(stats.refusedConnections))
+        metrics.metric(
+            "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
+            Double(stats.subscriptions))
+        metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
+        metrics.metric(
+            "runnel_timers", .gauge, help: "Timer handles armed now (time-based stages).",
+            Double(scheduler.armedTimerCount))
+        metrics.metric(
+            "runnel_published_total", .counter, help: "Values published into subjects.", Double(stats.published))
+        metrics.metric(
+            "runnel_delivered_total", .counter, help: "next events written to subscriptions.",
+            Double(stats.delivered))
+        metrics.metric(
+            "runnel_dropped_total", .counter,
+            help: "next events dropped for slow consumers (slow_consumer = drop).", Double(stats.dropped))
+        metrics.metric(
+            "runnel_slow_consumer_disconnects_total", .counter,
+            help: "Connections closed as slow consumers (slow_consumer = disconnect).",
+            Double(stats.slowConsumerDisconnects))
+        metrics.metric(
+            "runnel_received_bytes_total", .counter, help: "Protocol bytes received (request lines).",
+            Double(stats.bytesIn))
+        metrics.metric(
+            "runnel_sent_bytes_total", .counter, help: "Protocol bytes sent (reply and event lines).",
+            Double(stats.bytesOut))
+        let errors = stats.requestErrors
+        metrics.metric(
+            "runnel_request_errors_total", .counter, help: "Requests answered with an error, by error code.",
+            label: "code", ErrorCode.allCases.map { ($0.rawValue, Double(errors[$0] ?? 0)) })
+        let turns = scheduler.turnLengths
+        metrics.histogram(
+            "runnel_loop_turn_duration_seconds",
+            help: "How long each event loop iteration worked, from its wake-up to its next wait.",
+            upperBounds: TurnLengths.boundsMicroseconds.map { Double($0) / 1e6 }, counts: turns.counts,
+            sum: Double(turns.totalNanoseconds) / 1e9)
+        metrics.metric(
+            "runnel_loop_turn_max_seconds", .gauge, help: "The longest event loop iteration since start.",
+            Double(turns.longestNanoseconds) / 1e9)
+        if let journal = subjects.journalStatistics {
+            metrics.metric(
+                "runnel_journal_queue_changes", .gauge, help: "Changes waiting for the durable journal's writer.",
+                Double(journal.queued))
+            metrics.metric(
+                "runnel_journal_batches_total", .counter, help: "Batches the journal's writer committed.",
+                Double(journal.batches))
+            metrics.metric(
+                "runnel_journal_last_commit_seconds", .gauge, help: "How long the journal's last commit took.",
+                Double(journal.lastCommitMicroseconds) / 1e6)
+            metrics.metric(
+                "runnel_journal_size_bytes", .gauge, help: "Bytes of the durable journal on disk.",
+                Double(journal.bytesOnDisk))
+            metrics.metric(
+                "runnel_journal_failing", .gauge, help: "1 while durable writes fail (a full disk, an I/O error).",
+                journal.failing ? 1 : 0)
+        }
+        let process = ProcessStatistics.current()
+        metrics.metric(
+            "process_cpu_seconds_total", .counter, help: "User and system CPU time spent, in seconds.",
+            process.cpuSeconds)
+        if let resident = process.residentBytes {
+            metrics.metric("process_resident_memory_bytes", .gauge, help: "Resident memory size.", Double(resident))
+        }
+        if let open = process.openDescriptors {
+            metrics.metric("process_open_fds", .gauge, help: "Open file descriptors.", Double(open))
+        }
+        if let max = process.maxDescriptors {
+            metrics.metric("process_max_fds", .gauge, help: "The limit on open file descriptors.", Double(max))
+        }
+        metrics.metric(
+            "process_start_time_seconds", .gauge, help: "When the server started, in seconds since the Unix epoch.",
+            startTimeUnixSeconds)
+        metrics.metric(
+            "runnel_uptime_seconds", .gauge, help: "Seconds since the server started.", Double(uptimeSeconds))
+        return metrics.text
+    }
+
+    /// The transports `runnel_connections` always lists (so a dashboard's series exist at 0);
+    /// any other one with open connections is listed after them.
+    static let transportNames = ["tcp"]
+}
