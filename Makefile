@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
-APT_PACKAGES = libuv1-dev libsqlite3-dev pkg-config
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config
 
 .PHONY: deps build release run test lint install uninstall clean
 
