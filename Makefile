@@ -5,7 +5,8 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
-APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config
+# python3-httpx: the HTTP client of scripts/http-tests.py, which the test suite runs.
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config python3-httpx
 
 .PHONY: deps build release run test lint install uninstall clean
 
