@@ -6,8 +6,8 @@ import RunnelUV
 /// meanwhile). Keep-alive unless the client or an error says otherwise.
 ///
 /// Time limits (checked by the front door's sweep, `checkDeadline`): a request head must be
-/// complete within `headTimeout` of its first byte, and a kept-alive connection may be idle
-/// for `idleTimeout`; past either it is closed.
+/// complete within `headTimeout` of its first byte, and a kept-alive connection, or a body,
+/// may be idle for `idleTimeout`; past either it is closed.
 ///
 /// Thread rules: loop thread only (libuv calls it there). Lifetime rule: the `TCPConnection`
 /// holds this object as its delegate until it has closed; the front door holds it in its
@@ -34,7 +34,8 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     /// Input read after a request that is not answered yet (at most one read's worth).
     private var held: [UInt8] = []
     /// When the connection is closed unless something happens first: the head's limit while
-    /// one is read, the idle limit between requests; nil while a request is handled.
+    /// one is read, the idle limit between requests and between pieces of a body; nil while a
+    /// request's answer is on its way.
     private(set) var deadline: ContinuousClock.Instant?
 
     init(connection: TCPConnection, frontDoor: HTTPFrontDoor, scheduler: LoopScheduler, maxBodyBytes: Int) {
@@ -132,16 +133,18 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     }
 
     func parserDidReadHead(_ head: HTTPRequestHead) {
-        deadline = nil
+        deadline = head.hasBody ? .now + Self.idleTimeout : nil
         keepsAlive = head.keepsAlive && !head.isUpgrade
         (exchange, bodyReader) = frontDoor.begin(head, on: self)
     }
 
     func parserDidReadBody(_ bytes: UnsafeRawBufferPointer) {
+        deadline = .now + Self.idleTimeout
         bodyReader?.read(bytes)
     }
 
     func parserDidEndRequest() {
+        deadline = nil
         let reader = bodyReader
         bodyReader = nil
         reader?.finish()
