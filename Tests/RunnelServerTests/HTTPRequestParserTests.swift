@@ -136,10 +136,15 @@ import Testing
         #expect(byLength.failure?.status == .contentTooLarge)
         // Refused at the head: no body byte is read.
         #expect(!byLength.recorder.events.contains(where: { if case .body = $0 { true } else { false } }))
-        let chunked = parse(
-            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n",
-            maxBodyBytes: 10)
-        #expect(chunked.failure?.status == .contentTooLarge)
+        // The body up to the limit is handed over, however the input is cut (found by HTTPFuzzer:
+        // a whole read used to fail before handing over what fit, pieces after).
+        for piece in [Int.max, 1, 5] {
+            let chunked = parse(
+                "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n",
+                piece: piece, maxBodyBytes: 10)
+            #expect(chunked.failure?.status == .contentTooLarge)
+            #expect(chunked.recorder.events.last == .body("abcdefghij"), "piece \(piece)")
+        }
         #expect(parse("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", maxBodyBytes: 10).failure == nil)
     }
 

@@ -2,7 +2,7 @@ import CHTTPParser
 
 /// A request's method, as far as the front door tells methods apart; every other is `other`
 /// (a known path answers it `405`). An immutable value.
-enum HTTPMethod: Equatable, Sendable {
+public enum HTTPMethod: Equatable, Sendable {
     case get, head, post, put, delete, patch, options, other
 
     init(parserMethod raw: UInt32) {
@@ -19,7 +19,7 @@ enum HTTPMethod: Equatable, Sendable {
     }
 
     /// The method's token, for `Allow` headers.
-    var name: String {
+    public var name: String {
         switch self {
         case .get: return "GET"
         case .head: return "HEAD"

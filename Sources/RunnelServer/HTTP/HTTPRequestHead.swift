@@ -4,16 +4,16 @@
 /// The target and every field live in one byte array, with ranges into it, so a head costs
 /// two allocations however many fields it has; values become `String`s only when asked for.
 /// An immutable value once built.
-struct HTTPRequestHead {
-    let method: HTTPMethod
+public struct HTTPRequestHead {
+    public let method: HTTPMethod
     /// Whether the connection may carry another request after this one
     /// (`http_should_keep_alive`: HTTP/1.1 without `Connection: close`, or 1.0 with keep-alive).
-    let keepsAlive: Bool
+    public let keepsAlive: Bool
     /// Whether the client asked to switch protocols (`Upgrade`, or `CONNECT`): the parser stops
     /// after the head, and what follows is not HTTP.
-    let isUpgrade: Bool
+    public let isUpgrade: Bool
     /// Whether a body follows the head (a `Content-Length` over 0, or chunked).
-    let hasBody: Bool
+    public let hasBody: Bool
     private let bytes: [UInt8]
     private let targetRange: Range<Int>
     private let fields: [(name: Range<Int>, value: Range<Int>)]
@@ -32,17 +32,17 @@ struct HTTPRequestHead {
     }
 
     /// The request target's path, before any `?`, still percent-encoded.
-    var path: Substring {
+    public var path: Substring {
         let target = self.target
         return target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
     }
 
     /// The request target as sent.
-    var target: String { String(decoding: bytes[targetRange], as: UTF8.self) }
+    public var target: String { String(decoding: bytes[targetRange], as: UTF8.self) }
 
     /// The query's parameters, decoded (`+` is a space); nil when it is not valid
     /// percent-encoding of UTF-8.
-    func queryParameters() -> [String: String]? {
+    public func queryParameters() -> [String: String]? {
         let target = self.target
         guard let mark = target.firstIndex(of: "?") else { return [:] }
         var parameters: [String: String] = [:]
@@ -59,7 +59,7 @@ struct HTTPRequestHead {
     }
 
     /// The value of the first field named `name` (lower-case), without surrounding spaces.
-    func field(_ name: StaticString) -> String? {
+    public func field(_ name: StaticString) -> String? {
         let wanted = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         for field in fields where field.name.count == wanted.count {
             if bytes[field.name].elementsEqual(wanted) {

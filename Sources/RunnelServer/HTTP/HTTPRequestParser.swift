@@ -2,7 +2,7 @@ import CHTTPParser
 
 /// What an `HTTPRequestParser` reports, request by request, in order. Called during
 /// `consume(_:)`, on the thread that called it.
-protocol HTTPRequestParserDelegate: AnyObject {
+public protocol HTTPRequestParserDelegate: AnyObject {
     /// The first byte of a request arrived (the head's time limit starts).
     func parserDidBeginRequest()
     /// The head is complete and within the limits.
@@ -28,12 +28,12 @@ protocol HTTPRequestParserDelegate: AnyObject {
 ///
 /// Thread rules: one thread at a time (the loop thread in the server). The delegate is held
 /// unowned: its owner (the connection) owns the parser.
-final class HTTPRequestParser {
+public final class HTTPRequestParser {
     /// The longest request head (request line and header fields), in bytes.
-    static let maxHeadBytes = 16 * 1024
+    public static let maxHeadBytes = 16 * 1024
 
     /// What one `consume(_:)` call came to.
-    enum Outcome: Equatable {
+    public enum Outcome: Equatable {
         /// Every byte was taken; the request goes on in later input.
         case needsMore
         /// A request ended after the first `consumed` bytes; the rest is the next request's.
@@ -45,7 +45,7 @@ final class HTTPRequestParser {
         case failed(HTTPFailure)
     }
 
-    let maxBodyBytes: Int
+    public let maxBodyBytes: Int
     unowned let delegate: any HTTPRequestParserDelegate
     private let parser: UnsafeMutablePointer<http_parser>
     private let settings: UnsafeMutablePointer<http_parser_settings>
@@ -61,7 +61,7 @@ final class HTTPRequestParser {
     /// http_parser's head limit is one setting for the process; it is the contract's.
     private static let headLimitSet: Void = http_parser_set_max_header_size(UInt32(maxHeadBytes))
 
-    init(maxBodyBytes: Int, delegate: any HTTPRequestParserDelegate) {
+    public init(maxBodyBytes: Int, delegate: any HTTPRequestParserDelegate) {
         _ = Self.headLimitSet
         self.maxBodyBytes = maxBodyBytes
         self.delegate = delegate
@@ -79,7 +79,7 @@ final class HTTPRequestParser {
 
     /// Parses `bytes` up to the end of the next request (see `Outcome`). Never call it with
     /// no bytes.
-    func consume(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+    public func consume(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         precondition(!bytes.isEmpty)
         let errno = runnel_http_errno(parser)
         if errno == HPE_PAUSED { http_parser_pause(parser, 0) } else if errno != HPE_OK { return .failed(stuck) }
@@ -191,13 +191,17 @@ final class HTTPRequestParser {
         return 0
     }
 
+    /// Hands over the body up to the limit, then fails: the same bytes reach the delegate
+    /// however the input was cut into reads.
     private func readBody(_ data: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
-        bodyBytes += count
-        guard bodyBytes <= maxBodyBytes else {
+        let room = maxBodyBytes - bodyBytes
+        let piece = UnsafeRawBufferPointer(start: data, count: min(count, room))
+        bodyBytes += piece.count
+        if !piece.isEmpty { delegate.parserDidReadBody(piece) }
+        guard count <= room else {
             failure = Self.bodyTooLarge(maxBodyBytes)
             return -1
         }
-        delegate.parserDidReadBody(UnsafeRawBufferPointer(start: data, count: count))
         return 0
     }
 
@@ -207,7 +211,7 @@ final class HTTPRequestParser {
         return 0
     }
 
-    static func bodyTooLarge(_ limit: Int) -> HTTPFailure {
+    private static func bodyTooLarge(_ limit: Int) -> HTTPFailure {
         HTTPFailure(.limit, "the request body is over max_body_bytes (\(limit))")
     }
 }

@@ -1,8 +1,8 @@
 /// The HTTP statuses the front door answers with, and which status reports which of the
 /// protocol's error codes (docs/protocol.md, "The HTTP front door"). Immutable values.
-struct HTTPStatus: Equatable, Sendable {
-    let code: Int
-    let reason: StaticString
+public struct HTTPStatus: Equatable, Sendable {
+    public let code: Int
+    public let reason: StaticString
 
     static let ok = HTTPStatus(code: 200, reason: "OK")
     static let noContent = HTTPStatus(code: 204, reason: "No Content")
@@ -17,7 +17,7 @@ struct HTTPStatus: Equatable, Sendable {
     static let internalServerError = HTTPStatus(code: 500, reason: "Internal Server Error")
     static let serviceUnavailable = HTTPStatus(code: 503, reason: "Service Unavailable")
 
-    static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }
+    public static func == (lhs: HTTPStatus, rhs: HTTPStatus) -> Bool { lhs.code == rhs.code }
 
     /// The status that reports `code` when nothing more specific applies (a connection
     /// refused at `max_connections` is `503` with `limit`; a body over `max_body_bytes`, `413`).
@@ -42,9 +42,9 @@ struct HTTPStatus: Equatable, Sendable {
 }
 
 /// A request answered with an error: the status and the protocol error its body carries.
-struct HTTPFailure: Error, Equatable {
-    let status: HTTPStatus
-    let error: ProtocolError
+public struct HTTPFailure: Error, Equatable {
+    public let status: HTTPStatus
+    public let error: ProtocolError
 
     init(_ error: ProtocolError, status: HTTPStatus? = nil) {
         self.error = error

@@ -1,9 +1,9 @@
 /// RFC 3986 percent-decoding of request targets. Pure functions: safe from any thread.
-enum PercentDecoding {
+public enum PercentDecoding {
     /// `text` with each `%XX` replaced by its byte (and `+` by a space when `plusIsSpace`, as in
     /// query strings); nil when a `%` is not followed by two hex digits or the bytes are not
     /// UTF-8.
-    static func decode(_ text: Substring, plusIsSpace: Bool) -> String? {
+    public static func decode(_ text: Substring, plusIsSpace: Bool) -> String? {
         guard text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) })
         else { return String(text) }
         var bytes: [UInt8] = []
