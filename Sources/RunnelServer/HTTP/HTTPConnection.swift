@@ -76,6 +76,10 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     func connectionDidClose(_ connection: TCPConnection) {
         deadline = nil
         bodyReader = nil
+        // An unanswered exchange holds this connection: let it go (an answer still on its
+        // way, a durable publish's, then goes nowhere).
+        exchange = nil
+        held = []
         frontDoor.connectionDidClose(self)
     }
 
