@@ -14,6 +14,7 @@ static inline uv_handle_t *runnel_timer_as_handle(uv_timer_t *t) { return (uv_ha
 static inline uv_handle_t *runnel_async_as_handle(uv_async_t *a) { return (uv_handle_t *)a; }
 static inline uv_handle_t *runnel_signal_as_handle(uv_signal_t *s) { return (uv_handle_t *)s; }
 static inline uv_handle_t *runnel_check_as_handle(uv_check_t *c) { return (uv_handle_t *)c; }
+static inline uv_handle_t *runnel_prepare_as_handle(uv_prepare_t *p) { return (uv_handle_t *)p; }
 static inline const struct sockaddr *runnel_sockaddr_in_as_sockaddr(const struct sockaddr_in *a) { return (const struct sockaddr *)a; }
 static inline const struct sockaddr *runnel_sockaddr_in6_as_sockaddr(const struct sockaddr_in6 *a) { return (const struct sockaddr *)a; }
 static inline const struct sockaddr *runnel_storage_as_sockaddr(const struct sockaddr_storage *a) { return (const struct sockaddr *)a; }

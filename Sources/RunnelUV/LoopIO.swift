@@ -9,11 +9,17 @@ import CLibUV
 /// `resumeReadingNextTurn`); this type only calls back `TCPConnection.flush()` and
 /// `resumeAfterTurn()`.
 ///
+/// It also measures how long each turn works (`turnLengths`): from the loop's wake-up, which
+/// the first callback of the turn marks (`noteAwake()`; the check phase when no marked
+/// callback ran, as after a timer's timeout), to the prepare phase, where the loop is about to
+/// wait in the kernel again. Its own clock readings, two per turn, not libuv's idle-time
+/// metric, which in libuv 1.44 counted a busy turn as idle in one test run.
+///
 /// Thread rules: loop thread only (every caller is a connection's libuv callback or write).
-/// Lifetime rule: made and owned by the loop's `LoopScheduler`; its `uv_check_t` is opened in
-/// `init` and closed by `close()` when the loop shuts down, its memory freed in the close
-/// callback. The handle holds this object unretained: the scheduler closes it before either
-/// can go.
+/// Lifetime rule: made and owned by the loop's `LoopScheduler`; its `uv_check_t` and
+/// `uv_prepare_t` are opened in `init` and closed by `close()` when the loop shuts down, their
+/// memory freed in the close callbacks. The handles hold this object unretained: the scheduler
+/// closes them before either can go.
 final class LoopIO {
     /// The one read buffer of the loop: libuv calls alloc and read back to back on this
     /// thread, and a connection consumes the bytes before returning from its read callback.
@@ -21,8 +27,13 @@ final class LoopIO {
     let readBufferSize = 256 * 1024
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
+    /// How long the turns worked.
+    private(set) var turnLengths = TurnLengths()
+    /// When the loop woke for the turn under way (`uv_hrtime`, nanoseconds); 0 while it waits.
+    private var turnStart: UInt64 = 0
 
     private let flushCheck: UnsafeMutablePointer<uv_check_t>
+    private let turnEnd: UnsafeMutablePointer<uv_prepare_t>
     private var isClosed = false
     /// Connections with queued output, flushed once per loop iteration.
     private var connectionsToFlush: [TCPConnection] = []
@@ -36,13 +47,20 @@ final class LoopIO {
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
         flushCheck = .allocate(capacity: 1)
+        turnEnd = .allocate(capacity: 1)
         uv_check_init(loop, flushCheck)
         flushCheck.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_check_start(flushCheck) { handle in
             Unmanaged<LoopIO>.fromOpaque(handle!.pointee.data).takeUnretainedValue().checkPhase()
         }
-        // It does not keep the loop alive on its own: the scheduler's wake-up handle does.
+        uv_prepare_init(loop, turnEnd)
+        turnEnd.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_prepare_start(turnEnd) { handle in
+            Unmanaged<LoopIO>.fromOpaque(handle!.pointee.data).takeUnretainedValue().prepareToWait()
+        }
+        // Neither keeps the loop alive on its own: the scheduler's wake-up handle does.
         uv_unref(runnel_check_as_handle(flushCheck))
+        uv_unref(runnel_prepare_as_handle(turnEnd))
     }
 
     deinit { readBuffer.deallocate() }
@@ -52,6 +70,7 @@ final class LoopIO {
         guard !isClosed else { return }
         isClosed = true
         uv_close(runnel_check_as_handle(flushCheck)) { handle in handle!.deallocate() }
+        uv_close(runnel_prepare_as_handle(turnEnd)) { handle in handle!.deallocate() }
     }
 
     // MARK: Write chunks
@@ -85,6 +104,7 @@ final class LoopIO {
     /// Writes every connection's queued output, one `uv_write` each, then resumes the readers
     /// that used up their budget.
     private func checkPhase() {
+        noteAwake()
         while !connectionsToFlush.isEmpty {
             swap(&connectionsToFlush, &walking)
             for connection in walking { connection.flush() }
@@ -96,5 +116,22 @@ final class LoopIO {
             for connection in walking { connection.resumeAfterTurn() }
             walking.removeAll(keepingCapacity: true)
         }
+    }
+
+    // MARK: Turn lengths
+
+    /// Marks the loop awake, once per turn: the callbacks libuv runs when its poll returns (a
+    /// read, a completed write, the scheduler's wake-up, an accept, a signal) call this first, so a turn's length
+    /// counts from the wake-up.
+    @inline(__always)
+    func noteAwake() {
+        if turnStart == 0 { turnStart = uv_hrtime() }
+    }
+
+    /// The loop is about to wait in the kernel: the turn under way has ended.
+    private func prepareToWait() {
+        guard turnStart != 0 else { return }
+        turnLengths.record(nanoseconds: uv_hrtime() &- turnStart)
+        turnStart = 0
     }
 }

@@ -71,7 +71,9 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         io = LoopIO(loop: uvLoop)
         wakeup = .allocate(capacity: 1)
         uv_async_init(uvLoop, wakeup) { handle in
-            Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue().drainQueue()
+            let scheduler = Unmanaged<LoopScheduler>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            scheduler.io.noteAwake()
+            scheduler.drainQueue()
         }
         // The loop holds it unretained: it is closed before the scheduler can die.
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
@@ -115,6 +117,9 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     ) -> Disposable? {
         LoopTimer(loop: self, deadline: time, interval: interval, action: action).start()
     }
+
+    /// How long the loop's turns took so far (loop thread).
+    public var turnLengths: TurnLengths { io.turnLengths }
 
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.

@@ -47,7 +47,9 @@ final class SignalWatcher: HandleOwner {
         let status = uv_signal_start(
             handle,
             { handle, number in
-                Unmanaged<SignalWatcher>.fromOpaque(handle!.pointee.data).takeUnretainedValue().report?(number)
+                let watcher = Unmanaged<SignalWatcher>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+                watcher.loop.io.noteAwake()
+                watcher.report?(number)
             }, number)
         if status < 0 {
             close()

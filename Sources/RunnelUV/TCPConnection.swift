@@ -184,10 +184,11 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         uv_read_start(
             stream,
             { handle, _, buffer in
-                let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+                // libuv asks for a buffer right before each read: the turn's work starts here.
+                let io = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue().loop.io
+                io.noteAwake()
                 buffer!.pointee = uv_buf_t(
-                    base: connection.loop.io.readBuffer.assumingMemoryBound(to: CChar.self),
-                    len: connection.loop.io.readBufferSize)
+                    base: io.readBuffer.assumingMemoryBound(to: CChar.self), len: io.readBufferSize)
             },
             { stream, count, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
@@ -510,6 +511,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         let status = segments.withUnsafeBufferPointer { buffers in
             uv_write(request.request, stream, buffers.baseAddress, UInt32(buffers.count)) { request, status in
                 let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                // A completed write can resume a paused session's input: work of this turn.
+                write.connection!.loop.io.noteAwake()
                 write.connection!.writeCompleted(write, status: status)
             }
         }

@@ -91,6 +91,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         try UVError.check(
             uv_listen(runnel_tcp_as_stream(handle), backlog) { server, status in
                 let listener = Unmanaged<TCPListener>.fromOpaque(server!.pointee.data).takeUnretainedValue()
+                listener.loop.io.noteAwake()
                 if status >= 0 { listener.accept() }
             }, "uv_listen \(host):\(requested)")
         port = SocketAddress.of(handle, uv_tcp_getsockname).map(SocketAddress.port) ?? requested

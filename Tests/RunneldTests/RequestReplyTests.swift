@@ -280,6 +280,14 @@ import Testing
         #expect(stats["dropped"] == 0)
         #expect((stats["bytes_in"]?.int ?? 0) >= 200)
         #expect((stats["bytes_out"]?.int ?? 0) >= 200)
+        // The loop's turn lengths (an extension): the turns so far, quantiles no longer than
+        // the longest turn.
+        let loop = try #require(stats["loop"]?.object, "\(stats)")
+        #expect(Set(loop.keys) == ["turns", "turn_p50_us", "turn_p99_us", "turn_max_us"])
+        let turns = loop.compactMapValues(\.int)
+        #expect((turns["turns"] ?? 0) > 0)
+        #expect((turns["turn_p50_us"] ?? .max) <= (turns["turn_p99_us"] ?? 0))
+        #expect((turns["turn_p99_us"] ?? .max) <= (turns["turn_max_us"] ?? 0))
     }
 
     /// `delivered` and `bytes_out` are exact, whichever way a `next` line is written: a small

@@ -11,11 +11,12 @@
 # key MAXLEN = 100 * v VALUE`, the nearest Redis has to a replay subject that survives a
 # restart. Servers alternate (runnel redis runnel redis ...), N repetitions (3 by default); the
 # table gives medians. One more connection pings every millisecond during each run: its tail is
-# how long the server's loop kept a request waiting while the writes went on (a loop stalled by
-# a disk sync or a checkpoint would show there). The control row "runnel memory" is the same
-# load on replay subjects that are not durable. As fast as possible every ping waits behind the
-# work itself, so the three are also run at a fixed 100,000 writes/s, where a ping is answered
-# at once unless something stalls the loop.
+# how long the server's loop kept a request waiting while the writes went on. runneld also
+# reports its loop's turn lengths (`stats`: the time each loop iteration worked, from its
+# wake-up to its next wait): a checkpoint or disk sync that stalled the loop would show there. The control
+# row "runnel memory" is the same load on replay subjects that are not durable. As fast as
+# possible every turn is long with the work itself, so the same three are also run at a fixed
+# 100,000 writes/s, where a turn is short unless something stalls it.
 # Not part of CI: timings depend on the machine and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,7 +85,9 @@ run_runnel() {
     kill -TERM "$server"
     wait "$server"
     server=
-    echo "  stats: ${stats#*\"uptime_s\":}" >&2
+    echo "  stats: ${stats#*\"loop\":}" >&2
+    # The loop's turn lengths for the table: p99 and longest, in microseconds.
+    sed -n 's/.*"turn_p99_us":\([0-9]*\),"turn_max_us":\([0-9]*\).*/turn_p99_us=\1 turn_max_us=\2/p' <<<"$stats"
 }
 
 run_redis() {
@@ -131,14 +134,21 @@ done
 
 echo
 echo "durable writes acknowledged per second: $conns connections, window $window, $size-byte values, medians of $reps"
-printf '%-10s %-9s %12s %12s %12s %12s\n' server fsync "acks/s" "ping p50 us" "ping p99 us" "ping max us"
+printf '%-10s %-9s %12s %12s %12s %12s %14s %14s\n' server fsync "acks/s" "ping p50 us" "ping p99 us" \
+    "ping max us" "turn p99 us" "turn max us"
 for mode in memory everysec always; do
     for name in runnel redis; do
         runs=${results[$name.$mode]:-}
         [[ -n $runs ]] || continue
-        printf '%-10s %-9s %12s %12s %12s %12s\n' "$name" "$mode" \
+        turn_p99=-
+        turn_max=-
+        if [[ $name == runnel ]]; then
+            turn_p99=$(field turn_p99_us <<<"$runs" | median)
+            turn_max=$(field turn_max_us <<<"$runs" | median)
+        fi
+        printf '%-10s %-9s %12s %12s %12s %12s %14s %14s\n' "$name" "$mode" \
             "$(field acks_per_s <<<"$runs" | median)" "$(field ping_p50_us <<<"$runs" | median)" \
-            "$(field ping_p99_us <<<"$runs" | median)" "$(field ping_max_us <<<"$runs" | median)"
+            "$(field ping_p99_us <<<"$runs" | median)" "$(field ping_max_us <<<"$runs" | median)" "$turn_p99" "$turn_max"
     done
     [[ $mode == memory ]] && continue
     a=$(field acks_per_s <<<"${results[runnel.$mode]}" | median)
@@ -147,11 +157,11 @@ for mode in memory everysec always; do
 done
 
 echo
-echo "runneld at 100,000 writes/s: how long a ping took, in microseconds (medians of $reps)"
-printf '%-9s %12s %12s %12s\n' fsync "ping p50" "ping p99" "ping max"
+echo "runneld at 100,000 writes/s: how long the loop's turns and a ping took, in microseconds (medians of $reps)"
+printf '%-9s %12s %12s %12s %12s\n' fsync "turn p99" "turn max" "ping p99" "ping max"
 for mode in memory everysec always; do
     runs=${results[rate.$mode]}
-    printf '%-9s %12s %12s %12s\n' "$mode" "$(field ping_p50_us <<<"$runs" | median)" \
-        "$(field ping_p99_us <<<"$runs" | median)" \
+    printf '%-9s %12s %12s %12s %12s\n' "$mode" "$(field turn_p99_us <<<"$runs" | median)" \
+        "$(field turn_max_us <<<"$runs" | median)" "$(field ping_p99_us <<<"$runs" | median)" \
         "$(field ping_max_us <<<"$runs" | median)"
 done

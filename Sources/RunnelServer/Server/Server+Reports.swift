@@ -13,6 +13,18 @@ extension Server {
         line.member("bytes_in", integer: stats.bytesIn)
         line.member("bytes_out", integer: stats.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
+        let turns = scheduler.turnLengths
+        line.member("loop") { json in
+            json.append("{\"turns\":")
+            json.writeInteger(turns.turns)
+            json.append(",\"turn_p50_us\":")
+            json.writeInteger(turns.quantileMicroseconds(0.5))
+            json.append(",\"turn_p99_us\":")
+            json.writeInteger(turns.quantileMicroseconds(0.99))
+            json.append(",\"turn_max_us\":")
+            json.writeInteger(turns.longestNanoseconds / 1000)
+            json.append("}")
+        }
         if let journal = subjects.journalStatistics {
             line.member("durable") { json in
                 json.append("{\"queue\":")

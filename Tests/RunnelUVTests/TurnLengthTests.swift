@@ -1,0 +1,70 @@
+import Glibc
+import Runnel
+import Testing
+
+@testable import RunnelUV
+
+extension RunnelUVTests {
+    @Suite struct TurnLengthTests {
+        @Test func quantilesComeFromTheBucketBounds() {
+            var lengths = TurnLengths()
+            #expect(lengths.quantileMicroseconds(0.99) == 0)
+            for _ in 0..<98 { lengths.record(nanoseconds: 30_000) }
+            lengths.record(nanoseconds: 700_000)
+            lengths.record(nanoseconds: 3_000_000_000)
+            #expect(lengths.turns == 100)
+            #expect(lengths.quantileMicroseconds(0.5) == 50)
+            #expect(lengths.quantileMicroseconds(0.99) == 1000)
+            #expect(lengths.quantileMicroseconds(1) == 3_000_000)
+            #expect(lengths.longestNanoseconds == 3_000_000_000)
+            #expect(lengths.counts[0] == 98 && lengths.counts.last == 1)
+            // A quantile is never reported longer than the longest turn.
+            var short = TurnLengths()
+            short.record(nanoseconds: 1_200_000)
+            #expect(short.quantileMicroseconds(0.99) == 1200)
+        }
+
+        /// A block that keeps the loop busy for 20 ms makes a turn at least that long, whether
+        /// the loop woke for it through its queue or for a timer; waiting idle does not count.
+        @Test func aBusyTurnIsMeasuredAndIdleTimeIsNot() {
+            let loop = EventLoop.started()
+            defer { loop.shutdown() }
+            _ = onLoop(loop) { 0 }
+            usleep(50_000)  // the loop idles meanwhile
+            let idle = onLoop(loop) { loop.scheduler.turnLengths }
+            #expect(idle.longestNanoseconds < 20_000_000, "idle time counted: \(idle.longestNanoseconds) ns")
+
+            _ = onLoop(loop) { spin(milliseconds: 20) }
+            _ = onLoop(loop) { 0 }
+            let queued = onLoop(loop) { loop.scheduler.turnLengths }
+            #expect(queued.longestNanoseconds >= 20_000_000)
+            #expect(queued.quantileMicroseconds(1) >= 20_000)
+
+            let fired = Waiter()
+            _ = onLoop(loop) {
+                loop.scheduler.after(loop.scheduler.now.advanced(by: .milliseconds(5))) {
+                    spin(milliseconds: 30)
+                    fired.signal()
+                }
+            }
+            #expect(fired.wait())
+            _ = onLoop(loop) { 0 }
+            let timed = onLoop(loop) { loop.scheduler.turnLengths }
+            #expect(timed.longestNanoseconds >= 30_000_000, "the timer's turn: \(timed.longestNanoseconds) ns")
+        }
+    }
+}
+
+/// Keeps the calling thread busy for `milliseconds`.
+@discardableResult
+private func spin(milliseconds: Int) -> Int {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    let until = Int(spec.tv_sec) * 1_000_000_000 + spec.tv_nsec + milliseconds * 1_000_000
+    var rounds = 0
+    repeat {
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        rounds += 1
+    } while Int(spec.tv_sec) * 1_000_000_000 + spec.tv_nsec < until
+    return rounds
+}
