@@ -315,6 +315,17 @@ def check_keep_alive_and_pipelining(d):
         # Errors that read the whole request keep the connection too.
         expect_error(client.get(d.url + "/nowhere"), 404, "not_found")
         assert client.get(d.url + "/healthz").status_code == 200
+    # One socket, request after request, each answer read whole before the next is sent.
+    with socket.create_connection(("127.0.0.1", d.http_port), timeout=5) as raw:
+        for number in range(3):
+            raw.sendall(b"POST /pub/ka HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+                        + b"\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\n" + str(number).encode())
+            answer = b""
+            while not answer.endswith(b"}"):
+                chunk = raw.recv(4096)
+                assert chunk, f"the connection closed after {number} answers"
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 OK") and b"Connection: close" not in answer, answer
     request = (b"POST /pub/pipe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
                + b"\r\nContent-Length: 1\r\n\r\n1"
                + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
