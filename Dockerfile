@@ -1,10 +1,10 @@
-# Runnel server image.   docker build -t runnel . && docker run -p 7455:7455 runnel
+# Runnel server image.   docker build -t runnel . && docker run -p 7455:7455 -p 7456:7456 runnel
 # The build commands are in scripts/build-release.sh; scripts/docker-build-check.sh runs the
 # same script and checks config/docker.toml without Docker.
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 
 FROM ${SWIFT_IMAGE} AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev pkg-config \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift Package.resolved ./
@@ -15,7 +15,7 @@ COPY scripts/build-release.sh scripts/
 RUN scripts/build-release.sh
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libhttp-parser2.9 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --no-create-home --shell /usr/sbin/nologin runnel \
     && install -d -o runnel -g runnel /var/lib/runnel
@@ -24,7 +24,9 @@ COPY config/docker.toml /etc/runnel/runneld.toml
 USER runnel
 # Durable subjects (config/docker.toml's data_dir): mount a volume here to keep them.
 VOLUME /var/lib/runnel
+# The line protocol, then the HTTP front door.
 EXPOSE 7455
+EXPOSE 7456
 HEALTHCHECK --interval=30s --timeout=5s --start-period=5s CMD ["runnel", "ping", "--timeout", "3"]
 ENTRYPOINT ["runneld"]
 CMD ["--config", "/etc/runnel/runneld.toml"]

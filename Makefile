@@ -5,9 +5,10 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
-APT_PACKAGES = libuv1-dev libsqlite3-dev pkg-config
-# What the tests use besides: promtool, Prometheus's linter of the /metrics format.
-TEST_APT_PACKAGES = prometheus
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config
+# What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
+# python3-httpx (the HTTP client of scripts/http-tests.py, which the test suite runs).
+TEST_APT_PACKAGES = prometheus python3-httpx
 
 .PHONY: deps test-deps apt-install build release run test lint install uninstall clean
 

@@ -42,6 +42,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // Node's http_parser (Debian's libhttp-parser-dev ships no pkg-config file): HTTP request heads.
+        .systemLibrary(
+            name: "CHTTPParser",
+            providers: [.apt(["libhttp-parser-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
@@ -49,7 +54,7 @@ let package = Package(
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "CSQLite",
+                "Runnel", "RunnelUV", "CSQLite", "CHTTPParser",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],

@@ -40,5 +40,6 @@ let package = Package(
         fuzzer("JSONFuzzer", ["RunnelServer"]),
         fuzzer("RequestFuzzer", ["RunnelServer"]),
         fuzzer("ExpressionFuzzer", ["RunnelServer"]),
+        fuzzer("HTTPFuzzer", ["RunnelServer"]),
     ]
 )

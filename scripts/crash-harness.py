@@ -46,7 +46,7 @@ class Daemon:
 
     def __init__(self, binary, config_path):
         self.process = subprocess.Popen(
-            [binary, "--config", config_path, "--listen", "127.0.0.1:0"],
+            [binary, "--config", config_path, "--listen", "127.0.0.1:0", "--http-listen", ""],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 20
         self.port = None

@@ -3,7 +3,8 @@
 #   1. runs scripts/build-release.sh, the very script the image's RUN line runs;
 #   2. checks that the two binaries the image copies exist;
 #   3. checks that config/docker.toml, the image's /etc/runnel/runneld.toml, is a valid
-#      configuration listening on 0.0.0.0:7455 (`runneld --check-config`);
+#      configuration listening on 0.0.0.0:7455 and serving HTTP on 0.0.0.0:7456
+#      (`runneld --check-config`), both ports exposed;
 #   4. runs `runnel --help` (the HEALTHCHECK binary starts).
 # SWIFT selects the swift driver, as in build-release.sh (on the shared build machines:
 # SWIFT=/work/bin/sbuild).
@@ -25,7 +26,13 @@ if ! printf '%s\n' "$summary" | grep -q '0\.0\.0\.0:7455'; then
     echo "docker-build-check: config/docker.toml does not listen on 0.0.0.0:7455" >&2
     exit 1
 fi
-grep -q '^EXPOSE 7455$' Dockerfile || { echo "docker-build-check: Dockerfile does not EXPOSE 7455" >&2; exit 1; }
+if ! printf '%s\n' "$summary" | grep -q 'http_listen = "0\.0\.0\.0:7456"'; then
+    echo "docker-build-check: config/docker.toml does not serve HTTP on 0.0.0.0:7456" >&2
+    exit 1
+fi
+for port in 7455 7456; do
+    grep -q "^EXPOSE $port\$" Dockerfile || { echo "docker-build-check: Dockerfile does not EXPOSE $port" >&2; exit 1; }
+done
 grep -q '^RUN scripts/build-release.sh$' Dockerfile || {
     echo "docker-build-check: the Dockerfile no longer builds with scripts/build-release.sh" >&2
     exit 1

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the fuzz package (Fuzz/, with -sanitize=fuzzer,address) and runs its four libFuzzer
+# Builds the fuzz package (Fuzz/, with -sanitize=fuzzer,address) and runs its five libFuzzer
 # targets one after another, SECONDS_TOTAL split evenly between them (default 60).
 #
-#   scripts/fuzz.sh            # 60 s in all, 15 s per target
-#   scripts/fuzz.sh 2400       # 10 minutes per target
+#   scripts/fuzz.sh            # 60 s in all, 12 s per target
+#   scripts/fuzz.sh 3000       # 10 minutes per target
 #   SWIFT=/work/bin/sbuild scripts/fuzz.sh
 #
 # Each target starts from its seed corpus in Fuzz/Corpus/<target>/ (copied, so the checked-in
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-60}
 SWIFT=${SWIFT:-swift}
-targets=(LineFramerFuzzer JSONFuzzer RequestFuzzer ExpressionFuzzer)
+targets=(LineFramerFuzzer JSONFuzzer RequestFuzzer ExpressionFuzzer HTTPFuzzer)
 per=$((total / ${#targets[@]}))
 ((per >= 1)) || per=1
 

@@ -3,7 +3,8 @@ import Runnel
 
 /// One TCP connection on a loop: input framed into lines, output queued and batched.
 ///
-/// Reading: after `startReading()`, input is framed by a `LineFramer`: split on `\n` (a `\r`
+/// Reading: after `startReading()`, input is framed (or, with `framesLines` off, handed to
+/// `connection(_:didRead:)` as read) by a `LineFramer`: split on `\n` (a `\r`
 /// before it is stripped), each complete line going to `delegate` as a pointer valid only
 /// during the call, with no allocation per line: lines wholly inside one read point straight
 /// into the loop's read buffer; only a line split across reads is copied. A line longer than
@@ -36,12 +37,19 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         public var noDelay: Bool
         /// How long to keep flushing output after the peer's end of input before closing.
         public var lingerAfterEndOfInput: Duration
+        /// Whether input is framed into lines; when false, the delegate gets the bytes as they
+        /// are read (`connection(_:didRead:)`), for protocols that frame their own (HTTP).
+        public var framesLines: Bool
 
-        public init(maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5)) {
+        public init(
+            maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5),
+            framesLines: Bool = true
+        ) {
             precondition(maxLineLength > 0)
             self.maxLineLength = maxLineLength
             self.noDelay = noDelay
             self.lingerAfterEndOfInput = lingerAfterEndOfInput
+            self.framesLines = framesLines
         }
     }
 
@@ -237,6 +245,11 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private func consume(_ bytes: UnsafeRawBufferPointer) {
         guard let delegate else {
             framer.pointee.skipLines(bytes)
+            return
+        }
+        guard configuration.framesLines else {
+            // Unframed input is handled only while open, like a line (see below).
+            if state == .open { delegate.connection(self, didRead: bytes) }
             return
         }
         framer.pointee.consume(bytes) { piece in

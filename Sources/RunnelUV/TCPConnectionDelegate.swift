@@ -7,6 +7,9 @@
 public protocol TCPConnectionDelegate: AnyObject {
     /// One complete line arrived.
     func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer)
+    /// Bytes as read, for a connection whose configuration does not frame lines; valid only
+    /// during the call (they point into the loop's read buffer).
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer)
     /// A line longer than the connection's maximum was thrown away as it streamed in;
     /// `byteCount` is its length (without the `\n`).
     func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int)
@@ -19,6 +22,8 @@ public protocol TCPConnectionDelegate: AnyObject {
 }
 
 extension TCPConnectionDelegate {
+    /// A line protocol's delegate is never given unframed bytes.
+    public func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
     public func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {}
     public func connectionDidEndInput(_ connection: TCPConnection) {}
     public func connectionDidClose(_ connection: TCPConnection) {}

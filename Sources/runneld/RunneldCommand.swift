@@ -18,9 +18,9 @@ struct RunneldCommand: ParsableCommand {
         commandName: "runneld",
         abstract: "The Runnel server: reactive publish/subscribe over newline-delimited JSON.",
         discussion: """
-            Without --config, runneld uses its built-in defaults (listening on 127.0.0.1:7455). \
+            Without --config, runneld uses its built-in defaults (the protocol on 127.0.0.1:7455, HTTP on 127.0.0.1:7456). \
             Packages install the documented configuration as \(ServerConfig.packagedPath) and run \
-            `runneld --config \(ServerConfig.packagedPath)`. --listen and --log-level override the file. \
+            `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen and --log-level override the file. \
             Exit status 2 means the configuration or the command line is invalid.
             """)
 
@@ -42,6 +42,13 @@ struct RunneldCommand: ParsableCommand {
     var listen: String?
 
     @Option(
+        name: .customLong("http-listen"),
+        help: ArgumentHelp(
+            "Serve HTTP on HOST:PORT (\"\" turns it off), overriding the file. Default 127.0.0.1:7456.",
+            valueName: "HOST:PORT"))
+    var httpListen: String?
+
+    @Option(
         name: .customLong("log-level"),
         help: ArgumentHelp(
             "Least severe level logged: trace, debug, info, notice, warning, error or critical. Overrides the file.",
@@ -56,7 +63,8 @@ struct RunneldCommand: ParsableCommand {
     mutating func run() throws {
         let resolved: ServerConfig
         do {
-            resolved = try ServerConfig.resolve(configPath: config, listen: listen, logLevel: logLevel)
+            resolved = try ServerConfig.resolve(
+                configPath: config, listen: listen, httpListen: httpListen, logLevel: logLevel)
         } catch {
             Self.writeToStderr("runneld: \(error)\n")
             throw ExitCode(Self.configurationErrorStatus)
@@ -66,9 +74,9 @@ struct RunneldCommand: ParsableCommand {
             resolved.summaryLines.forEach { print("  \($0)") }
             return
         }
-        let (path, listen, logLevel) = (config, listen, logLevel)
+        let (path, listen, httpListen, logLevel) = (config, listen, httpListen, logLevel)
         let status = RunneldMain.run(config: resolved) {
-            try ServerConfig.resolve(configPath: path, listen: listen, logLevel: logLevel)
+            try ServerConfig.resolve(configPath: path, listen: listen, httpListen: httpListen, logLevel: logLevel)
         }
         if status != 0 { throw ExitCode(status) }
     }

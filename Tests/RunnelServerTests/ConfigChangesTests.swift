@@ -102,6 +102,9 @@ struct ConfigChangesTests {
         let new = try ServerConfig.parse(
             toml: """
                 listen = "127.0.0.1:1"
+                http_listen = ""
+                max_body_bytes = 4096
+                http_allowed_origins = ["https://a.example"]
                 max_line_bytes = 100
                 max_pending_bytes = 2000
                 max_expr_bytes = 20

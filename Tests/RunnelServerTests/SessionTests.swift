@@ -179,7 +179,7 @@ import Testing
         #expect(entry.namedSubscriptions == 0)
         #expect(harness.server.subjects["c"]!.subject.subscriberCount == 0)
         #expect(harness.server.stats.subscriptions == 0)
-        #expect(harness.server.sessionCount == 0)
+        #expect(harness.server.connectionCount == 0)
     }
 
     @Test func refusedAtMaxConnectionsWithAClosingLine() {
@@ -190,7 +190,7 @@ import Testing
             refused.lines().first?.hasPrefix(#"{"ev":"closing","code":"limit","message":"too many connections"#) == true
         )
         #expect(refused.transport.isClosed)
-        #expect(harness.server.sessionCount == 1)
+        #expect(harness.server.connectionCount == 1)
     }
 }
 

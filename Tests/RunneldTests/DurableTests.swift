@@ -199,7 +199,7 @@ import Testing
                 executable: "/usr/bin/setpriv",
                 arguments: [
                     "--reuid=65534", "--regid=65534", "--clear-groups", try RunneldBinary.path(), "--listen",
-                    "127.0.0.1:0", "--config", configPath,
+                    "127.0.0.1:0", "--http-listen", "", "--config", configPath,
                 ])
         } throws: { error in
             "\(error)".contains("\(data.path): cannot read and write: Permission denied")

@@ -72,7 +72,7 @@ run_runnel() {
     else
         printf 'data_dir = "%s"\nfsync = "%s"\nlog_level = "warning"\n' "$work/data" "$mode" >"$work/runneld.toml"
     fi
-    .build/release/runneld --config "$work/runneld.toml" --listen "127.0.0.1:$runnel_port" 2>"$work/runneld.log" &
+    .build/release/runneld --config "$work/runneld.toml" --listen "127.0.0.1:$runnel_port" --http-listen "" 2>"$work/runneld.log" &
     server=$!
     wait_for sh -c "echo '{\"op\":\"ping\"}' | nc -q1 127.0.0.1 $runnel_port | grep -q ok"
     for ((i = 0; i < conns; i++)); do

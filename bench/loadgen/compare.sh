@@ -60,7 +60,7 @@ trap stop_servers EXIT
 
 declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614)
 declare -A pid
-./.build/release/runneld --listen "127.0.0.1:${port[runnel]}" --log-level warning 2>"$work/runneld.log" &
+./.build/release/runneld --listen "127.0.0.1:${port[runnel]}" --http-listen "" --log-level warning 2>"$work/runneld.log" &
 pid[runnel]=$!
 redis-server --port "${port[redis]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
     --logfile "$work/redis.log" &

@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 port=7620
 for binary in "${binaries[@]}"; do
     strip -o "$work/runneld" "$binary"
-    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" \
+    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" --http-listen "" \
         --log-level warning 2>"$work/valgrind.log" &
     pid=$!
     for _ in $(seq 100); do

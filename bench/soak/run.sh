@@ -11,7 +11,7 @@ command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq 
 swift build -c release --product runneld >/dev/null
 cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
 log=$(mktemp)
-./.build/release/runneld --listen "127.0.0.1:$port" --log-level warning 2>"$log" &
+./.build/release/runneld --listen "127.0.0.1:$port" --http-listen "" --log-level warning 2>"$log" &
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 50); do nc -z 127.0.0.1 $port 2>/dev/null && break; sleep 0.1; done

@@ -5,6 +5,9 @@
 /// new key cannot be forgotten by one of them.
 public enum ConfigKey: String, Sendable, CaseIterable {
     case listen
+    case httpListen = "http_listen"
+    case maxBodyBytes = "max_body_bytes"
+    case httpAllowedOrigins = "http_allowed_origins"
     case maxLineBytes = "max_line_bytes"
     case maxPendingBytes = "max_pending_bytes"
     case maxExprBytes = "max_expr_bytes"
@@ -29,6 +32,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
     public var integerRange: ClosedRange<Int>? {
         switch self {
+        case .maxBodyBytes: return 1024...1_099_511_627_776
         case .maxLineBytes: return 64...1_073_741_824
         case .maxPendingBytes: return 1024...17_179_869_184
         case .maxExprBytes: return 16...1_048_576
@@ -51,11 +55,11 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The longest `shutdown_timeout`, in seconds.
     public static let maxShutdownTimeoutSeconds = 3600.0
 
-    /// Whether a reload applies a changed value live. `listen`, `data_dir` and `fsync` need a
-    /// restart; `subjects` is decided per subject (new ones are created, others ignored).
+    /// Whether a reload applies a changed value live. `listen`, `http_listen`, `data_dir` and
+    /// `fsync` need a restart; `subjects` is decided per subject (new ones are created, others ignored).
     public var isLive: Bool {
         switch self {
-        case .listen, .dataDir, .fsync, .subjects: return false
+        case .listen, .httpListen, .dataDir, .fsync, .subjects: return false
         default: return true
         }
     }

@@ -19,6 +19,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// The protocol's default: `127.0.0.1:7455`.
     public static let defaultAddress = ListenAddress(host: "127.0.0.1", port: 7455, isIPv6: false)
 
+    /// The HTTP front door's default: `127.0.0.1:7456`.
+    public static let defaultHTTPAddress = ListenAddress(host: "127.0.0.1", port: 7456, isIPv6: false)
+
     private init(host: String, port: UInt16, isIPv6: Bool) {
         self.host = host
         self.port = port
@@ -57,6 +60,11 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
             return .failure(ListenAddressError("the host must be a numeric \(family) address, got \"\(text)\""))
         }
         return .success(ListenAddress(host: String(host), port: UInt16(port), isIPv6: isIPv6))
+    }
+
+    /// Parses `host:port`, or `""` for no address (a listener turned off).
+    public static func parseOptional(_ text: String) -> Result<ListenAddress?, ListenAddressError> {
+        text.isEmpty ? .success(nil) : parse(text).map { $0 }
     }
 
     /// `host:port`, bracketing IPv6 hosts: the same text `parse` accepts.

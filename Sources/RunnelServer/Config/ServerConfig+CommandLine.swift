@@ -5,13 +5,15 @@ extension ServerConfig {
     public static let commandLineOrigin = "command line"
 
     /// The effective configuration for `runneld`'s options: the file at `configPath` (or the
-    /// built-in defaults when `nil`), then `--listen` and `--log-level`, which override it.
-    public static func resolve(configPath: String?, listen: String?, logLevel: String?) throws(ConfigError)
-        -> ServerConfig
-    {
+    /// built-in defaults when `nil`), then `--listen`, `--http-listen` and `--log-level`, which
+    /// override it.
+    public static func resolve(
+        configPath: String?, listen: String?, httpListen: String? = nil, logLevel: String?
+    ) throws(ConfigError) -> ServerConfig {
         var config = ServerConfig()
         if let configPath { config = try load(path: configPath) }
         if let listen { try config.overrideListen(listen) }
+        if let httpListen { try config.overrideHTTPListen(httpListen) }
         if let logLevel { try config.overrideLogLevel(logLevel) }
         return config
     }
@@ -22,6 +24,15 @@ extension ServerConfig {
         case .success(let address): listen = address
         case .failure(let problem):
             throw ConfigError(origin: Self.commandLineOrigin, key: "--listen", problem: problem.description)
+        }
+    }
+
+    /// Applies `--http-listen HOST:PORT` (`""` turns the HTTP front door off).
+    public mutating func overrideHTTPListen(_ text: String) throws(ConfigError) {
+        switch ListenAddress.parseOptional(text) {
+        case .success(let address): httpListen = address
+        case .failure(let problem):
+            throw ConfigError(origin: Self.commandLineOrigin, key: "--http-listen", problem: problem.description)
         }
     }
 

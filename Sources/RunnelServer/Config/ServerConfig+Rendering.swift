@@ -5,6 +5,9 @@ extension ServerConfig {
     public func renderedValue(of key: ConfigKey) -> String {
         switch key {
         case .listen: return TOMLConfigReader.quote(listen.description)
+        case .httpListen: return TOMLConfigReader.quote(httpListen?.description ?? "")
+        case .maxBodyBytes: return String(maxBodyBytes)
+        case .httpAllowedOrigins: return "[\(httpAllowedOrigins.map(TOMLConfigReader.quote).joined(separator: ", "))]"
         case .maxLineBytes: return String(maxLineBytes)
         case .maxPendingBytes: return String(maxPendingBytes)
         case .maxExprBytes: return String(maxExprBytes)

@@ -84,6 +84,31 @@ struct TOMLConfigReader {
             case .success(let address): config.listen = address
             case .failure(let problem): throw error(key.rawValue, problem.description)
             }
+        case .httpListen:
+            guard let text = value.string else {
+                throw error(key.rawValue, "must be a string HOST:PORT or \"\" (off), got \(Self.describe(value))")
+            }
+            switch ListenAddress.parseOptional(text) {
+            case .success(let address): config.httpListen = address
+            case .failure(let problem): throw error(key.rawValue, problem.description)
+            }
+        case .maxBodyBytes: config.maxBodyBytes = try integer(key, value)
+        case .httpAllowedOrigins:
+            guard value.type == .array, let array = value.array else {
+                throw error(
+                    key.rawValue,
+                    "must be an array of origins like \"https://example.com\", got \(Self.describe(value))")
+            }
+            var origins: [String] = []
+            for (index, element) in array.enumerated() {
+                guard let origin = element.string, HTTPOrigin.isWellFormed(origin) else {
+                    throw error(
+                        "\(key.rawValue)[\(index)]",
+                        "must be an origin SCHEME://HOST[:PORT] with no path, got \(Self.describe(element))")
+                }
+                origins.append(origin)
+            }
+            config.httpAllowedOrigins = origins
         case .maxLineBytes: config.maxLineBytes = try integer(key, value)
         case .maxPendingBytes: config.maxPendingBytes = try integer(key, value)
         case .maxExprBytes: config.maxExprBytes = try integer(key, value)

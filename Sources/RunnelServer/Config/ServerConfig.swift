@@ -9,6 +9,14 @@ import Logging
 public struct ServerConfig: Sendable, Equatable {
     /// Where to accept TCP connections (`listen`, default `127.0.0.1:7455`). Needs a restart.
     public var listen: ListenAddress = .defaultAddress
+    /// Where to serve HTTP (`http_listen`, default `127.0.0.1:7456`; `""` turns it off, nil
+    /// here). Needs a restart.
+    public var httpListen: ListenAddress? = .defaultHTTPAddress
+    /// Longest HTTP request body, in bytes (`max_body_bytes`, default 16 MiB).
+    public var maxBodyBytes: Int = 16_777_216
+    /// Web origins (`https://example.com`) whose pages may publish over HTTP and get CORS
+    /// headers (`http_allowed_origins`, default none).
+    public var httpAllowedOrigins: [String] = []
     /// Longest request line, in bytes (`max_line_bytes`, default 1 MiB).
     public var maxLineBytes: Int = 1_048_576
     /// Unsent output per connection before it is a slow consumer (`max_pending_bytes`, 8 MiB).

@@ -59,6 +59,7 @@ private final class Daemon: @unchecked Sendable {
     let reload: @Sendable () throws -> ServerConfig
     let notifier = SystemdNotifier.fromProcessEnvironment()
     var listener: TCPListener?
+    var httpListener: TCPListener?
     var signalSubscriptions = CompoundDisposable()
     var isStopping = false
     var exitStatus: Int32 = 0
@@ -94,22 +95,37 @@ private final class Daemon: @unchecked Sendable {
         let config = server.config
         do {
             try server.createConfiguredSubjects()
+            // HTTP first: once the protocol's "listening" line is out, both front doors are open.
+            if let address = config.httpListen {
+                let httpListener = try TCPListener.bind(
+                    host: address.host, port: Int(address.port), configuration: .init(framesLines: false), on: loop)
+                server.serveHTTP(httpListener)
+                self.httpListener = httpListener
+                logger.notice("runneld serving HTTP on \(Self.describe(httpListener, address))")
+            }
             let listener = try TCPListener.bind(
                 host: config.listen.host, port: Int(config.listen.port),
                 configuration: .init(maxLineLength: config.maxLineBytes), on: loop)
             server.serve(listener)
             self.listener = listener
-            let address =
-                config.listen.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
-            logger.notice("runneld listening on \(address)", metadata: ["subjects": "\(server.subjects.count)"])
+            logger.notice(
+                "runneld listening on \(Self.describe(listener, config.listen))",
+                metadata: ["subjects": "\(server.subjects.count)"])
         } catch {
-            logger.critical("cannot start: \(error)", metadata: ["listen": "\(config.listen)"])
+            logger.critical(
+                "cannot start: \(error)",
+                metadata: ["listen": "\(config.listen)", "http_listen": "\(config.httpListen?.description ?? "")"])
             exitStatus = 1
             signalSubscriptions.dispose()
             loop.shutdown()
             return
         }
         notify { try $0.ready(status: "listening") }
+    }
+
+    /// The address `listener` is bound to (the port chosen, for port 0), written as `address` is.
+    private static func describe(_ listener: TCPListener, _ address: ListenAddress) -> String {
+        address.isIPv6 ? "[\(listener.host)]:\(listener.port)" : "\(listener.host):\(listener.port)"
     }
 
     /// SIGTERM/SIGINT: stop accepting, flush and close every connection within
@@ -121,10 +137,12 @@ private final class Daemon: @unchecked Sendable {
             return
         }
         isStopping = true
-        logger.notice("stopping", metadata: ["signal": "\(number)", "connections": "\(server.sessionCount)"])
+        logger.notice("stopping", metadata: ["signal": "\(number)", "connections": "\(server.connectionCount)"])
         notify { try $0.stopping() }
         listener?.close()
         listener = nil
+        httpListener?.close()
+        httpListener = nil
         let timeout = server.config.shutdownTimeout
         server.closeAllConnections(timeout: timeout) { [self] in
             signalSubscriptions.dispose()

@@ -8,7 +8,7 @@ extension Server {
     func metricsExposition() -> String {
         scheduler.assertOnLoopThread()
         var metrics = PrometheusExposition()
-        let byTransport = sessionCountsByTransport
+        let byTransport = connectionCountsByTransport
         let transports = Self.transportNames + byTransport.keys.filter { !Self.transportNames.contains($0) }.sorted()
         metrics.metric(
             "runnel_connections", .gauge, help: "Client connections open now, by transport.", label: "transport",
@@ -45,6 +45,9 @@ extension Server {
         metrics.metric(
             "runnel_request_errors_total", .counter, help: "Requests answered with an error, by error code.",
             label: "code", ErrorCode.allCases.map { ($0.rawValue, Double(errors[$0] ?? 0)) })
+        metrics.metric(
+            "runnel_http_responses_total", .counter, help: "Answers of the HTTP front door, by status code.",
+            label: "status", stats.httpResponses.sorted { $0.key < $1.key }.map { (String($0.key), Double($0.value)) })
         let turns = scheduler.turnLengths
         metrics.histogram(
             "runnel_loop_turn_duration_seconds",
@@ -94,5 +97,5 @@ extension Server {
 
     /// The transports `runnel_connections` always lists (so a dashboard's series exist at 0);
     /// any other one with open connections is listed after them.
-    static let transportNames = ["tcp"]
+    static let transportNames = ["tcp", "http"]
 }

@@ -18,6 +18,12 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case subjectError = "subject_error"
     /// An extension: durable subjects cannot be written now (a full disk, an I/O error).
     case storage
+    /// HTTP only: no route has the request's path.
+    case notFound = "not_found"
+    /// HTTP only: the path's route does not answer the request's method.
+    case methodNotAllowed = "method_not_allowed"
+    /// HTTP only: a request from a web page of an origin the server does not allow.
+    case forbiddenOrigin = "forbidden_origin"
 }
 
 /// A failure the server reports to a client: a reply `{"ok":false,...}` or a stream `error`

@@ -63,9 +63,7 @@ struct Request {
     /// `subject` as a plain subject name: `bad_request` when missing or not a valid name.
     func subjectName() throws(ProtocolError) -> String {
         let name = try requiredString(.subject)
-        if let problem = SubjectName.problem(withName: name) {
-            throw ProtocolError(.badRequest, "bad subject name: \(problem)")
-        }
+        try SubjectName.check(name)
         return name
     }
 

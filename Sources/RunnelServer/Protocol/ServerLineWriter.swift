@@ -12,10 +12,20 @@ import RunnelUV
 /// encoded. A value type used by one thread at a time.
 struct ServerLineWriter {
     private var writer: JSONWriter
+    /// No member written yet after an opening `{` (`object()`): the next key takes no comma.
+    private var isEmptyObject = false
 
     private init(_ start: StaticString) {
         writer = JSONWriter(reservingCapacity: 96)
         writer.append(start)
+    }
+
+    /// `{`: an object of members only, not a line of the protocol (the HTTP front door's
+    /// `/stats` body).
+    static func object() -> ServerLineWriter {
+        var object = ServerLineWriter("{")
+        object.isEmptyObject = true
+        return object
     }
 
     /// `{"ok":true` or `{"ok":false`, then `"ref":R` when the request had a ref: its exact
@@ -51,7 +61,12 @@ struct ServerLineWriter {
     }
 
     private mutating func key(_ key: StaticString) {
-        writer.append(",\"")
+        if isEmptyObject {
+            isEmptyObject = false
+            writer.append("\"")
+        } else {
+            writer.append(",\"")
+        }
         writer.append(key)
         writer.append("\":")
     }

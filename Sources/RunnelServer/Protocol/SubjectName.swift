@@ -19,6 +19,13 @@ public enum SubjectName {
         problem(with: pattern, allowWildcards: true)
     }
 
+    /// Throws `bad_request` naming the problem when `name` is not a valid subject name.
+    static func check(_ name: String) throws(ProtocolError) {
+        if let problem = problem(withName: name) {
+            throw ProtocolError(.badRequest, "bad subject name: \(problem)")
+        }
+    }
+
     /// Whether `name` is a valid subject name (no wildcards).
     public static func isValidName(_ name: String) -> Bool { problem(withName: name) == nil }
 

@@ -15,6 +15,9 @@ public final class Server: @unchecked Sendable {
     let subjects: any SubjectStore
     let stats = ServerStats()
     private var sessions: [UInt64: Session] = [:]
+    /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
+    /// the sessions.
+    var httpFrontDoor: HTTPFrontDoor?
     private var nextSessionID: UInt64 = 1
     private let started = ContinuousClock.now
     /// When the server started, in seconds since the Unix epoch.
@@ -37,11 +40,15 @@ public final class Server: @unchecked Sendable {
         self.subjects = subjects
     }
 
-    var sessionCount: Int { sessions.count }
-    /// The open sessions by what carries them (`SessionTransport.transportName`).
-    var sessionCountsByTransport: [String: Int] {
+    /// Open client connections of every front door: what `max_connections` limits and
+    /// `stats.connections` reports.
+    var connectionCount: Int { sessions.count + (httpFrontDoor?.connectionCount ?? 0) }
+    /// The open connections by what carries them: sessions by `SessionTransport.transportName`,
+    /// and the HTTP front door's own as "http".
+    var connectionCountsByTransport: [String: Int] {
         var counts: [String: Int] = [:]
         for session in sessions.values { counts[session.transport.transportName, default: 0] += 1 }
+        if let httpFrontDoor { counts["http", default: 0] += httpFrontDoor.connectionCount }
         return counts
     }
     var uptimeSeconds: Int { Int((ContinuousClock.now - started).components.seconds) }
@@ -98,8 +105,10 @@ public final class Server: @unchecked Sendable {
     /// the server is at `max_connections`.
     func accept(_ transport: any SessionTransport) {
         scheduler.assertOnLoopThread()
-        guard sessions.count < config.maxConnections else {
-            refuse(transport)
+        guard admitsConnection(from: transport.peerDescription) else {
+            var line = ServerLineWriter.closing(connectionLimitReached)
+            line.finish().withUnsafeBytes { transport.writeLine($0) }
+            transport.closeAfterFlush(timeout: .seconds(1))
             return
         }
         let session = Session(id: nextSessionID, server: self, transport: transport)
@@ -110,7 +119,10 @@ public final class Server: @unchecked Sendable {
             "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
     }
 
-    private func refuse(_ transport: any SessionTransport) {
+    /// Whether one more connection, from `peer`, fits under `max_connections`; a refusal is
+    /// logged at most once a second.
+    func admitsConnection(from peer: String) -> Bool {
+        guard connectionCount >= config.maxConnections else { return true }
         stats.refusedConnections &+= 1
         refusedSinceWarning += 1
         let now = ContinuousClock.now
@@ -118,24 +130,31 @@ public final class Server: @unchecked Sendable {
             logger.warning(
                 "refusing connections: at max_connections",
                 metadata: [
-                    "peer": "\(transport.peerDescription)", "max_connections": "\(config.maxConnections)",
+                    "peer": "\(peer)", "max_connections": "\(config.maxConnections)",
                     "refused": "\(refusedSinceWarning)",
                 ])
             refusedSinceWarning = 0
             lastRefusalWarning = now
         }
-        let reason = ProtocolError(
+        return false
+    }
+
+    /// What a connection refused at `max_connections` is told.
+    var connectionLimitReached: ProtocolError {
+        ProtocolError(
             .limit,
             "too many connections: the server is at max_connections (\(config.maxConnections)); try again later")
-        var line = ServerLineWriter.closing(reason)
-        line.finish().withUnsafeBytes { transport.writeLine($0) }
-        transport.closeAfterFlush(timeout: .seconds(1))
     }
 
     func sessionDidClose(_ session: Session) {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
         logger.debug("connection closed", metadata: ["connection": "\(session.id)"])
-        if sessions.isEmpty, let onDrained {
+        reportIfDrained()
+    }
+
+    /// Calls the shutdown's completion once no connection of any front door is open.
+    func reportIfDrained() {
+        if connectionCount == 0, let onDrained {
             self.onDrained = nil
             onDrained()
         }
@@ -145,12 +164,13 @@ public final class Server: @unchecked Sendable {
     /// calls `completion` (at once if there are none).
     public func closeAllConnections(timeout: Duration, completion: @escaping () -> Void) {
         scheduler.assertOnLoopThread()
-        if sessions.isEmpty {
+        if connectionCount == 0 {
             completion()
             return
         }
         onDrained = completion
         for session in sessions.values { session.close(flushingWithin: timeout) }
+        httpFrontDoor?.closeAllConnections(flushingWithin: timeout)
     }
 
     // MARK: Configuration
@@ -161,8 +181,9 @@ public final class Server: @unchecked Sendable {
         scheduler.assertOnLoopThread()
         let changes = newConfig.changes(from: config)
         var applied = newConfig
-        // The listening address is fixed for the life of the process.
+        // The listening addresses are fixed for the life of the process.
         applied.listen = config.listen
+        applied.httpListen = config.httpListen
         config = applied
         do {
             try createConfiguredSubjects()

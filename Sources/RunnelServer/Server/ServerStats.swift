@@ -16,10 +16,17 @@ final class ServerStats {
     var slowConsumerDisconnects: UInt64 = 0
     /// Connections refused because `max_connections` were open.
     var refusedConnections: UInt64 = 0
-    /// Error replies to requests, by code (stream `error` events are not counted here).
+    /// Error replies to requests, by code, from every front door (stream `error` events are
+    /// not counted here).
     private(set) var requestErrors: [ErrorCode: UInt64] = [:]
+    /// Answers of the HTTP front door, by status code.
+    private(set) var httpResponses: [Int: UInt64] = [:]
 
     func countRequestError(_ code: ErrorCode) {
         requestErrors[code, default: 0] &+= 1
+    }
+
+    func countHTTPResponse(status: Int) {
+        httpResponses[status, default: 0] &+= 1
     }
 }

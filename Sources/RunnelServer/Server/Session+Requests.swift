@@ -34,20 +34,14 @@ extension Session {
     private func publish(_ request: Request) throws(ProtocolError) {
         let entry = try publishTarget(request)
         let value = request.raw(.value) ?? .null
-        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        // A plain subject's receivers are counted before the value goes out; a durable one's
+        // when the reply is written, after the disk.
+        let receivers = request.ref == nil || entry.isDurable ? 0 : entry.subject.subscriberCount
+        try subjects.publish(value, to: entry, counting: stats)
+        guard let ref = request.ref else { return }
         if entry.isDurable {
-            try subjects.checkDurableWrites()
-            stats.published &+= 1
-            subjects.publish(value, to: entry)
-            if let ref = request.ref {
-                replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
-            }
-            return
-        }
-        let receivers = request.ref == nil ? 0 : entry.subject.subscriberCount
-        stats.published &+= 1
-        subjects.publish(value, to: entry)
-        if let ref = request.ref {
+            replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
+        } else {
             writeOK(ref: ref) { $0.member("receivers", integer: receivers) }
         }
     }
@@ -63,13 +57,7 @@ extension Session {
         {
             return cached
         }
-        let name = try request.requiredString(.subject)
-        let entry: SubjectEntry
-        if let existing = subjects[name] {
-            entry = existing
-        } else {
-            entry = try server.subjectForUse(try request.subjectName())
-        }
+        let entry = try server.publishTarget(named: try request.requiredString(.subject))
         lastPublishTarget = entry
         return entry
     }
@@ -221,75 +209,11 @@ extension Session {
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.string(.prefix) ?? ""
         let entries = subjects.list(prefix: prefix)
-        writeOK(ref: request.ref) { line in
-            line.member("subjects") { json in
-                json.append("[")
-                for (index, entry) in entries.enumerated() {
-                    if index > 0 { json.append(",") }
-                    json.append("{\"subject\":")
-                    json.append(raw: entry.label.json)
-                    json.append(",\"kind\":")
-                    json.writeString(entry.kind.rawValue)
-                    if let capacity = entry.capacity {
-                        json.append(",\"capacity\":")
-                        json.writeInteger(capacity)
-                    }
-                    json.append(",\"subscribers\":")
-                    json.writeInteger(entry.namedSubscriptions)
-                    json.append(",\"published\":")
-                    json.writeInteger(entry.published)
-                    json.append(",\"pos\":")
-                    json.writeString(entry.position.description)
-                    json.append(entry.isDurable ? ",\"durable\":true" : ",\"durable\":false")
-                    json.append(entry.isTerminated ? ",\"terminated\":true}" : ",\"terminated\":false}")
-                }
-                json.append("]")
-            }
-        }
+        writeOK(ref: request.ref) { line in line.member("subjects") { $0.writeSubjectList(entries) } }
     }
 
     private func writeStats(_ request: Request) {
-        let timers = server.scheduler.armedTimerCount
-        let subjectCount = subjects.count
-        let connections = server.sessionCount
-        let uptime = server.uptimeSeconds
-        let turns = server.scheduler.turnLengths
-        writeOK(ref: request.ref) { line in
-            line.member("connections", integer: connections)
-            line.member("subscriptions", integer: stats.subscriptions)
-            line.member("subjects", integer: subjectCount)
-            line.member("timers", integer: timers)
-            line.member("published", integer: stats.published)
-            line.member("delivered", integer: stats.delivered)
-            line.member("dropped", integer: stats.dropped)
-            line.member("bytes_in", integer: stats.bytesIn)
-            line.member("bytes_out", integer: stats.bytesOut)
-            line.member("uptime_s", integer: uptime)
-            line.member("loop") { json in
-                json.append("{\"turns\":")
-                json.writeInteger(turns.turns)
-                json.append(",\"turn_p50_us\":")
-                json.writeInteger(turns.quantileMicroseconds(0.5))
-                json.append(",\"turn_p99_us\":")
-                json.writeInteger(turns.quantileMicroseconds(0.99))
-                json.append(",\"turn_max_us\":")
-                json.writeInteger(turns.longestNanoseconds / 1000)
-                json.append("}")
-            }
-            if let journal = subjects.journalStatistics {
-                line.member("durable") { json in
-                    json.append("{\"queue\":")
-                    json.writeInteger(journal.queued)
-                    json.append(",\"batches\":")
-                    json.writeInteger(journal.batches)
-                    json.append(",\"commit_us\":")
-                    json.writeInteger(journal.lastCommitMicroseconds)
-                    json.append(",\"bytes\":")
-                    json.writeInteger(journal.bytesOnDisk)
-                    json.append(journal.failing ? ",\"failing\":true}" : ",\"failing\":false}")
-                }
-            }
-        }
+        writeOK(ref: request.ref) { server.writeStatsMembers(into: &$0) }
     }
 
     private func authenticate(_ request: Request) throws(ProtocolError) {

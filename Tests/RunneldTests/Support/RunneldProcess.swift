@@ -5,8 +5,9 @@ import RunnelTestSupport
 /// One `runneld` child process, listening on an ephemeral port of 127.0.0.1.
 ///
 /// Owned by one test; not thread-safe. `init` writes the config to a fresh temporary directory,
-/// spawns the daemon with `--listen 127.0.0.1:0 --config <file>`, and waits for the log line
-/// `... listening on 127.0.0.1:PORT` (stdout and stderr are both collected). The process is
+/// spawns the daemon with `--listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --config <file>`, and
+/// waits for the log line `... listening on 127.0.0.1:PORT` (stdout and stderr are both
+/// collected); the HTTP front door's port is in the line before it. The process is
 /// killed and reaped on deinit, so no daemon outlives its test, and the directory is removed.
 final class RunneldProcess {
     static let startupTimeout: Duration = .seconds(15)
@@ -29,7 +30,8 @@ final class RunneldProcess {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let configPath = directory + "/runneld.toml"
         try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let arguments = ["--listen", "127.0.0.1:0", "--config", configPath] + extraArguments
+        let arguments =
+            ["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--config", configPath] + extraArguments
         try self.init(
             executable: try RunneldBinary.path(), arguments: arguments, configPath: configPath, directory: directory)
     }

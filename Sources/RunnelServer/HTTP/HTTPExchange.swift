@@ -1,0 +1,40 @@
+/// One request and its answer, as a route sees it: the head, its query parameters, and
+/// `answer(_:)`, called once, at any time after `HTTPRoute.start` (before the body has
+/// arrived, after it, or later still, once the disk has taken a durable value).
+///
+/// Thread rules: loop thread only. Lifetime rule: holds its connection until answered, so a
+/// route may keep the exchange past the connection's close (an answer then goes nowhere).
+final class HTTPExchange {
+    let head: HTTPRequestHead
+    let query: [String: String]
+    /// CORS fields every answer carries: set by the front door for an allowed origin.
+    let corsFields: [(name: StaticString, value: String)]
+    private var connection: HTTPConnection?
+
+    init(
+        head: HTTPRequestHead, query: [String: String], corsFields: [(name: StaticString, value: String)],
+        connection: HTTPConnection
+    ) {
+        self.head = head
+        self.query = query
+        self.corsFields = corsFields
+        self.connection = connection
+    }
+
+    var isAnswered: Bool { connection == nil }
+
+    /// Sends `response` (with the CORS fields), once; a second answer is a bug.
+    func answer(_ response: HTTPResponse) {
+        guard let connection else {
+            assertionFailure("an HTTP request answered twice")
+            return
+        }
+        self.connection = nil
+        var response = response
+        response.fields += corsFields
+        connection.send(response, for: self)
+    }
+
+    /// Answers `failure` as the error object.
+    func fail(_ failure: HTTPFailure) { answer(.failure(failure)) }
+}

@@ -1,0 +1,140 @@
+import Runnel
+import RunnelUV
+
+/// The HTTP/1.1 front door (docs/protocol.md, "The HTTP front door"): accepts connections
+/// from its listener, counts them with the server's sessions against `max_connections`,
+/// routes each request after the checks every path shares (authentication, `404`, `405`,
+/// CORS preflights, the origin of a change), and closes connections past their time limits.
+///
+/// The time limits are checked by one repeating timer, once a second, while any HTTP
+/// connection is open, rather than one timer per connection re-armed per request: a request
+/// then costs a clock reading, and a limit is enforced within a second of it.
+///
+/// Thread rules: loop thread only (the sweep's closure runs there). Lifetime rule: the
+/// server holds it for its life; it holds its open connections until they close.
+final class HTTPFrontDoor: @unchecked Sendable {
+    static let sweepInterval: Duration = .seconds(1)
+
+    private unowned let server: Server
+    private let router: HTTPRouter
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var sweep: Disposable?
+    /// False once the server is stopping: answers then close their connections.
+    private(set) var isOpen = true
+
+    init(server: Server) {
+        self.server = server
+        router = HTTPRouter(
+            exact: [
+                "/": IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
+                "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
+            ],
+            prefixes: [(PublishRoute.prefix, PublishRoute(server: server))])
+    }
+
+    var connectionCount: Int { connections.count }
+
+    /// Takes a new connection, or answers it `503` with `limit` and closes it when the server
+    /// is at `max_connections`.
+    func accept(_ connection: TCPConnection) {
+        server.scheduler.assertOnLoopThread()
+        guard isOpen, server.admitsConnection(from: connection.remoteAddress) else {
+            HTTPResponse.failure(HTTPFailure(server.connectionLimitReached, status: .serviceUnavailable))
+                .write(to: connection, closing: true)
+            connection.closeAfterFlush(timeout: .seconds(1))
+            return
+        }
+        let http = HTTPConnection(
+            connection: connection, frontDoor: self, scheduler: server.scheduler,
+            maxBodyBytes: server.config.maxBodyBytes)
+        connections[ObjectIdentifier(http)] = http
+        http.start()
+        if sweep == nil {
+            sweep = server.scheduler.after(
+                server.scheduler.now.advanced(by: Self.sweepInterval), repeatingEvery: Self.sweepInterval,
+                leeway: .zero
+            ) { [unowned self] in
+                let now = ContinuousClock.now
+                for connection in connections.values { connection.checkDeadline(now) }
+            }
+        }
+    }
+
+    /// Counts an answer for `/metrics`: by status, and an error answer by its code as a
+    /// request error.
+    func count(_ response: HTTPResponse) {
+        server.stats.countHTTPResponse(status: response.status.code)
+        if let code = response.errorCode { server.stats.countRequestError(code) }
+    }
+
+    func connectionDidClose(_ connection: HTTPConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        if connections.isEmpty {
+            sweep?.dispose()
+            sweep = nil
+        }
+        server.reportIfDrained()
+    }
+
+    /// The server is stopping: every connection closes once its queued output is written,
+    /// within `timeout`.
+    func closeAllConnections(flushingWithin timeout: Duration) {
+        isOpen = false
+        for connection in connections.values { connection.connection.closeAfterFlush(timeout: timeout) }
+    }
+
+    /// Starts answering the request whose head is `head`: the exchange, and what reads its
+    /// body (nil when nothing does: it is discarded).
+    func begin(_ head: HTTPRequestHead, on connection: HTTPConnection) -> (HTTPExchange, (any HTTPBodyReader)?) {
+        let access = HTTPAccess(tokens: server.config.authTokens, allowedOrigins: server.config.httpAllowedOrigins)
+        let query = head.queryParameters()
+        let exchange = HTTPExchange(
+            head: head, query: query ?? [:],
+            corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
+            connection: connection)
+        let path = head.path
+        guard query != nil else {
+            exchange.fail(HTTPFailure(.badRequest, "the query is not valid percent-encoded UTF-8"))
+            return (exchange, nil)
+        }
+        let isOpenToAll = head.method == .options || (head.method == .get && path == HealthRoute.path)
+        guard isOpenToAll || access.isAuthenticated(head, query: exchange.query) else {
+            exchange.fail(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token="))
+            return (exchange, nil)
+        }
+        guard let route = router.route(for: path) else {
+            exchange.fail(HTTPFailure(.notFound, "nothing at \(path)"))
+            return (exchange, nil)
+        }
+        if head.method == .options {
+            exchange.answer(access.preflightResponse(head, methods: route.methods))
+            return (exchange, nil)
+        }
+        guard route.methods.contains(head.method) else {
+            var response = HTTPResponse.failure(
+                HTTPFailure(.methodNotAllowed, "\(path) answers \(route.methods.map(\.name).joined(separator: ", "))"))
+            response.fields.append(("Allow", (route.methods + [.options]).map(\.name).joined(separator: ", ")))
+            exchange.answer(response)
+            return (exchange, nil)
+        }
+        guard head.method != .post || access.mayChange(head) else {
+            exchange.fail(
+                HTTPFailure(
+                    .forbiddenOrigin,
+                    "requests from this origin are not allowed (http_allowed_origins lists the origins that are)"))
+            return (exchange, nil)
+        }
+        return (exchange, route.start(exchange))
+    }
+}
+
+extension Server {
+    /// Serves the HTTP front door on `listener`, whose connections must not frame lines.
+    public func serveHTTP(_ listener: TCPListener) {
+        scheduler.assertOnLoopThread()
+        precondition(!listener.connectionConfiguration.framesLines)
+        let frontDoor = httpFrontDoor ?? HTTPFrontDoor(server: self)
+        httpFrontDoor = frontDoor
+        listener.onAccept = { connection in frontDoor.accept(connection) }
+    }
+}

@@ -1,0 +1,21 @@
+/// Web origins (`scheme://host[:port]`, RFC 6454) as browsers send them in `Origin`. Pure
+/// functions: safe from any thread.
+enum HTTPOrigin {
+    /// Whether `text` is an `http` or `https` origin with a host and no path: what
+    /// `http_allowed_origins` accepts.
+    static func isWellFormed(_ text: String) -> Bool {
+        for scheme in ["http://", "https://"] where text.hasPrefix(scheme) {
+            let authority = text.dropFirst(scheme.count)
+            return !authority.isEmpty
+                && !authority.contains(where: { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "@" })
+        }
+        return false
+    }
+
+    /// Whether `origin` names the server the request was sent to (`Host`): a page the server
+    /// itself served.
+    static func isSameOrigin(_ origin: String, host: String?) -> Bool {
+        guard let host else { return false }
+        return origin.lowercased() == "http://" + host.lowercased()
+    }
+}

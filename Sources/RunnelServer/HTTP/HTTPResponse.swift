@@ -1,0 +1,80 @@
+import RunnelUV
+
+/// One answer: a status, header fields and a whole body (every answer of the front door is
+/// small, or, like `/subjects`, as large as the `list` reply would be). An immutable value
+/// once built; `encodedHead(closing:)` writes the head the connection sends.
+struct HTTPResponse {
+    let status: HTTPStatus
+    let contentType: StaticString?
+    let body: [UInt8]
+    /// Fields beyond the ones every answer has (`Allow`, `WWW-Authenticate`, CORS).
+    var fields: [(name: StaticString, value: String)] = []
+    /// The protocol error the body reports, for an error answer (counted in `/metrics`).
+    private(set) var errorCode: ErrorCode?
+
+    init(status: HTTPStatus, contentType: StaticString?, body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+
+    /// A JSON body (a compact object or array, as the line protocol writes them).
+    static func json(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: body)
+    }
+
+    /// `text` as `text/plain`.
+    static func text(_ text: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
+    }
+
+    /// An error: `{"ok":false,"code":C,"message":M}` (with the members `extra` adds), under
+    /// its status.
+    static func failure(_ failure: HTTPFailure, _ extra: (inout ServerLineWriter) -> Void = { _ in }) -> HTTPResponse {
+        var line = ServerLineWriter.failure(failure.error, ref: nil)
+        extra(&line)
+        var response = json(line.finish(), status: failure.status)
+        response.errorCode = failure.error.code
+        switch failure.error.code {
+        case .unauthorized: response.fields.append(("WWW-Authenticate", "Bearer"))
+        default: break
+        }
+        return response
+    }
+
+    /// Queues the answer on `connection` (loop thread); `closing` says the connection closes
+    /// after it.
+    func write(to connection: TCPConnection, closing: Bool) {
+        encodedHead(closing: closing).withUnsafeBytes { _ = connection.write(copying: $0) }
+        if !body.isEmpty { body.withUnsafeBytes { _ = connection.write(copying: $0) } }
+    }
+
+    /// The status line and header fields, ending with the empty line; `Connection: close`
+    /// when the connection closes after this answer.
+    func encodedHead(closing: Bool) -> [UInt8] {
+        var head: [UInt8] = []
+        head.reserveCapacity(160)
+        head.append(contentsOf: "HTTP/1.1 \(status.code) ".utf8)
+        head.append(static: status.reason)
+        if let contentType {
+            head.append(contentsOf: "\r\nContent-Type: ".utf8)
+            head.append(static: contentType)
+        }
+        head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8)
+        if closing { head.append(contentsOf: "\r\nConnection: close".utf8) }
+        for field in fields {
+            head.append(contentsOf: "\r\n".utf8)
+            head.append(static: field.name)
+            head.append(contentsOf: ": ".utf8)
+            head.append(contentsOf: field.value.utf8)
+        }
+        head.append(contentsOf: "\r\n\r\n".utf8)
+        return head
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func append(static text: StaticString) {
+        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}

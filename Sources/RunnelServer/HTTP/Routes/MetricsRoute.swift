@@ -1,0 +1,17 @@
+/// `GET /metrics`: the server's figures in the Prometheus text exposition format, version
+/// 0.0.4 (`Server.metricsExposition`).
+final class MetricsRoute: HTTPRoute {
+    static let path = "/metrics"
+    let methods: [HTTPMethod] = [.get]
+    private unowned let server: Server
+
+    init(server: Server) { self.server = server }
+
+    func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
+        exchange.answer(
+            HTTPResponse(
+                status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                body: Array(server.metricsExposition().utf8)))
+        return nil
+    }
+}

@@ -1,0 +1,98 @@
+/// `POST /pub/SUBJECT`: publishes the body to SUBJECT (the rest of the path, percent-decoded),
+/// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,
+/// `SubjectStore.publish(_:to:counting:)`). The body is one JSON value
+/// (`application/json` or no `Content-Type`) or, with `application/x-ndjson`, one value per
+/// line, published as each line arrives.
+final class PublishRoute: HTTPRoute {
+    static let prefix = "/pub/"
+    let methods: [HTTPMethod] = [.post]
+    private unowned let server: Server
+
+    init(server: Server) { self.server = server }
+
+    func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
+        let publication: Publication
+        do throws(ProtocolError) {
+            guard let name = PercentDecoding.decode(exchange.head.path.dropFirst(Self.prefix.count), plusIsSpace: false)
+            else { throw ProtocolError(.badRequest, "the subject in the path is not valid percent-encoded UTF-8") }
+            publication = Publication(server: server, exchange: exchange, entry: try server.publishTarget(named: name))
+        } catch {
+            exchange.fail(HTTPFailure(error))
+            return nil
+        }
+        switch Self.mediaType(exchange.head.field("content-type")) {
+        case nil, "application/json":
+            return SingleValueBody(publication)
+        case "application/x-ndjson":
+            return NDJSONBody(publication, maxLineBytes: server.config.maxLineBytes)
+        default:
+            exchange.fail(
+                HTTPFailure(.badRequest, "Content-Type must be application/json or application/x-ndjson"))
+            return nil
+        }
+    }
+
+    /// The media type of a `Content-Type` value, lower-cased, without parameters.
+    private static func mediaType(_ contentType: String?) -> String? {
+        guard let contentType else { return nil }
+        let type = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        // A media type holds no spaces; any are the optional ones around it.
+        return type.filter { $0 != " " && $0 != "\t" }.lowercased()
+    }
+}
+
+/// One `POST /pub/SUBJECT` in progress: its subject, what it has published, and its answer,
+/// which for a durable subject waits for the disk as the line protocol's reply does (with
+/// `fsync = always`, once the values are on disk). Loop thread only.
+final class Publication {
+    let exchange: HTTPExchange
+    private unowned let server: Server
+    private let name: String
+    private var entry: SubjectEntry
+    private(set) var published = 0
+    /// Whether a durable value was published: the answer then waits for the disk.
+    private(set) var wroteDurable = false
+
+    init(server: Server, exchange: HTTPExchange, entry: SubjectEntry) {
+        self.server = server
+        self.exchange = exchange
+        self.entry = entry
+        self.name = entry.name
+    }
+
+    var maxDepth: Int { server.config.maxDepth }
+
+    /// Publishes one value; returns the subject's subscribers just before (its receivers).
+    @discardableResult
+    func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
+        // The subject may have been deleted (and re-created) while a long body streamed in.
+        if entry.isDeleted { entry = try server.publishTarget(named: name) }
+        let receivers = entry.subject.subscriberCount
+        try server.subjects.publish(value, to: entry, counting: server.stats)
+        published += 1
+        wroteDurable = wroteDurable || entry.isDurable
+        return receivers
+    }
+
+    /// The subject's subscribers now.
+    var subscriberCount: Int { entry.subject.subscriberCount }
+
+    /// Answers with `response()`, once what was published is on disk where answers wait for
+    /// it; the disk's error instead, if writing failed.
+    func answer(_ response: @escaping () -> HTTPResponse) {
+        guard wroteDurable, server.subjects.repliesWaitForDisk else {
+            exchange.answer(response())
+            return
+        }
+        let exchange = self.exchange
+        server.subjects.whenWritten { error in
+            exchange.answer(error.map { .failure(HTTPFailure($0)) } ?? response())
+        }
+    }
+
+    /// Answers `error`, with how many values were published before it.
+    func fail(_ error: ProtocolError) {
+        let published = self.published
+        answer { .failure(HTTPFailure(error)) { $0.member("published", integer: published) } }
+    }
+}

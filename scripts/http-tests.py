@@ -1,0 +1,584 @@
+#!/usr/bin/env python3
+"""The HTTP front door against a real runneld, with a real HTTP client no one here wrote
+(httpx) and, for what a well-behaved client never sends, raw sockets.
+
+    scripts/http-tests.py [--runneld PATH]
+
+Starts its own runneld processes on free loopback ports (the protocol and HTTP both), one per
+configuration, and checks docs/protocol.md's "The HTTP front door": every status the routes
+/healthz, /stats, /subjects and POST /pub/SUBJECT can answer, keep-alive and pipelining,
+chunked bodies, NDJSON published in order as it arrives, request smuggling refused, the head
+limits (431, 10 s to finish a head, slowloris), max_connections, authentication, origins and
+CORS, and /metrics, linted by promtool. Prints one line per check; exit status 0 when every
+check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: prometheus).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+
+TOKEN = "s3cret"
+ALLOWED = "https://dash.example"
+
+
+class Daemon:
+    """One runneld process with its own config file, on free loopback ports."""
+
+    def __init__(self, binary, toml):
+        self.directory = tempfile.mkdtemp(prefix="runneld-http-")
+        config = os.path.join(self.directory, "runneld.toml")
+        with open(config, "w") as file:
+            file.write(toml.replace("DATA_DIR", os.path.join(self.directory, "data")))
+        self.process = subprocess.Popen(
+            [binary, "--config", config, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.log = []
+        self.port = self.http_port = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and self.port is None:
+            line = self.process.stderr.readline()
+            if not line:
+                break
+            self.log.append(line.rstrip())
+            match = re.search(r"serving HTTP on 127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.http_port = int(match.group(1))
+            match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.port = int(match.group(1))
+        if self.port is None or self.http_port is None:
+            self.process.kill()
+            raise RuntimeError("runneld did not start:\n" + "\n".join(self.log[-20:]))
+        threading.Thread(target=self._drain, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http_port}"
+
+    def _drain(self):
+        for line in self.process.stderr:
+            self.log.append(line.rstrip())
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        status = self.process.wait(timeout=30)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        return status
+
+
+class LineClient:
+    """The line protocol over TCP: one JSON object per line each way."""
+
+    def __init__(self, port):
+        self.socket = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buffer = b""
+
+    def send(self, request):
+        self.socket.sendall(json.dumps(request).encode() + b"\n")
+
+    def line(self):
+        while b"\n" not in self.buffer:
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                raise EOFError("the server closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, request):
+        self.send(dict(request, ref=1))
+        while True:
+            line = self.line()
+            if line.get("ref") == 1:
+                return line
+
+    def next_value(self):
+        line = self.line()
+        assert line.get("ev") == "next", line
+        return line["value"]
+
+    def close(self):
+        self.socket.close()
+
+
+def raw_exchange(port, data, timeout=5):
+    """Sends `data` on a new socket and returns everything read until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        raw.sendall(data)
+        received = b""
+        while True:
+            chunk = raw.recv(65536)
+            if not chunk:
+                return received
+            received += chunk
+
+
+def status_of(response_bytes):
+    return int(response_bytes.split(b" ", 2)[1])
+
+
+def answers_in(response_bytes):
+    """How many answers (status lines) `response_bytes` holds."""
+    return len(re.findall(rb"HTTP/1\.1 \d{3} ", response_bytes))
+
+
+def expect_error(response, status, code):
+    assert response.status_code == status, (response.status_code, response.text)
+    body = response.json()
+    assert body["ok"] is False and body["code"] == code and isinstance(body["message"], str), body
+    return body
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+# Checks against the main daemon: tokens, allowed origin, small limits, a durable subject.
+
+def check_healthz_needs_no_token(d):
+    response = httpx.get(d.url + "/healthz")
+    assert response.status_code == 200 and response.text == "ok", response
+
+
+def check_index(d):
+    response = httpx.get(d.url + "/", headers=AUTH)
+    assert response.status_code == 200 and "POST /pub/SUBJECT" in response.text, response
+
+
+def check_auth(d):
+    expect_error(httpx.get(d.url + "/stats"), 401, "unauthorized")
+    response = expect_error(httpx.get(d.url + "/stats", headers={"Authorization": "Bearer wrong"}), 401,
+                            "unauthorized")
+    expect_error(httpx.get(d.url + "/stats?token=wrong"), 401, "unauthorized")
+    expect_error(httpx.post(d.url + "/pub/a", json=1), 401, "unauthorized")
+    # Authentication comes first: an unknown path without a token is 401 too.
+    expect_error(httpx.get(d.url + "/nowhere"), 401, "unauthorized")
+    assert httpx.get(d.url + "/stats", headers=AUTH).status_code == 200
+    assert httpx.get(d.url + "/stats", params={"token": TOKEN}).status_code == 200
+
+
+def check_stats_is_the_stats_reply(d):
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+    reply = tcp.request({"op": "stats"})
+    stats = httpx.get(d.url + "/stats", headers=AUTH).json()
+    assert set(stats) == set(reply) - {"ok", "ref"}, (stats, reply)
+    # The HTTP client's connection and this TCP one.
+    assert stats["connections"] >= 2, stats
+    tcp.close()
+
+
+def check_subjects_is_the_list_reply(d):
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+    for subject in ["list.a", "list.b", "other.c"]:
+        assert tcp.request({"op": "pub", "subject": subject, "value": 1})["ok"]
+    listed = httpx.get(d.url + "/subjects", params={"prefix": "list."}, headers=AUTH).json()
+    assert listed == tcp.request({"op": "list", "prefix": "list."})["subjects"], listed
+    assert [entry["subject"] for entry in listed] == ["list.a", "list.b"], listed
+    everything = httpx.get(d.url + "/subjects", headers=AUTH).json()
+    assert {"list.a", "list.b", "other.c"} <= {entry["subject"] for entry in everything}
+    tcp.close()
+
+
+def subscribe(d, subject):
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+    assert tcp.request({"op": "sub", "subject": subject})["ok"]
+    return tcp
+
+
+def check_publish_one_value(d):
+    tcp = subscribe(d, "one")
+    response = httpx.post(d.url + "/pub/one", json={"x": [1, 2]}, headers=AUTH)
+    assert response.status_code == 200 and response.json() == {"ok": True, "receivers": 1}, response.text
+    assert tcp.next_value() == {"x": [1, 2]}
+    # No Content-Type is JSON too; a pretty-printed value still travels as one line.
+    response = httpx.post(d.url + "/pub/one", content=b'{\n  "y": "a b"\n}\n', headers=AUTH)
+    assert response.json() == {"ok": True, "receivers": 1}, response.text
+    assert tcp.next_value() == {"y": "a b"}
+    tcp.close()
+
+
+def check_publish_percent_decoded_subject(d):
+    tcp = subscribe(d, "café.x")
+    response = httpx.post(d.url + "/pub/caf%C3%A9%2E%78", json=7, headers=AUTH)
+    assert response.json() == {"ok": True, "receivers": 1}, response.text
+    assert tcp.next_value() == 7
+    tcp.close()
+
+
+def check_publish_errors(d):
+    expect_error(httpx.post(d.url + "/pub/e", content=b"", headers=AUTH), 400, "bad_json")
+    expect_error(httpx.post(d.url + "/pub/e", content=b"{nope", headers=AUTH), 400, "bad_json")
+    expect_error(httpx.post(d.url + "/pub/e", content=b"1 2", headers=AUTH), 400, "bad_json")
+    expect_error(httpx.post(d.url + "/pub/a..b", json=1, headers=AUTH), 400, "bad_request")
+    expect_error(httpx.post(d.url + "/pub/e", content=b"1", headers=dict(AUTH, **{"Content-Type": "text/csv"})),
+                 400, "bad_request")
+    expect_error(httpx.post(d.url + "/pub/%ff", json=1, headers=AUTH), 400, "bad_request")
+
+
+def scrape(d):
+    """GET /metrics as Prometheus would: the samples by name and labels, after promtool (from
+    Debian's prometheus package) has found nothing to complain about."""
+    response = httpx.get(d.url + "/metrics", headers=AUTH)
+    assert response.status_code == 200, response
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4"), response.headers
+    lint = subprocess.run(["promtool", "check", "metrics"], input=response.content, capture_output=True)
+    assert lint.returncode == 0 and not lint.stdout and not lint.stderr, (lint, response.text)
+    samples = {}
+    for line in response.text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+def check_metrics(d):
+    before = scrape(d)
+    tcp = subscribe(d, "metrics.a")
+    expect_error(httpx.post(d.url + "/pub/metrics.a", content=b"{nope", headers=AUTH), 400, "bad_json")
+    assert httpx.post(d.url + "/pub/metrics.a", json=1, headers=AUTH).status_code == 200
+    assert tcp.next_value() == 1
+    assert tcp.request({"op": "frobnicate"})["code"] == "unknown_op"
+    after = scrape(d)
+    grew = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+    assert grew["runnel_published_total"] == 1 and grew["runnel_delivered_total"] == 1, grew
+    assert grew['runnel_request_errors_total{code="bad_json"}'] == 1, grew
+    assert grew['runnel_request_errors_total{code="unknown_op"}'] == 1, grew
+    assert grew['runnel_http_responses_total{status="400"}'] == 1, grew
+    # The POST and the first scrape, answered 200 between the two scrapes.
+    assert grew['runnel_http_responses_total{status="200"}'] == 2, grew
+    assert after['runnel_connections{transport="tcp"}'] >= 1, after
+    assert after['runnel_connections{transport="http"}'] >= 1, after
+    assert after["runnel_subscriptions"] >= 1 and after["process_resident_memory_bytes"] > 0, after
+    turns = after["runnel_loop_turn_duration_seconds_count"]
+    assert turns > 0 and after['runnel_loop_turn_duration_seconds_bucket{le="+Inf"}'] == turns, after
+    assert "runnel_journal_size_bytes" in after, "the config has a data_dir: the journal's figures are there"
+    tcp.close()
+
+
+def check_not_found_and_method_not_allowed(d):
+    expect_error(httpx.get(d.url + "/nowhere", headers=AUTH), 404, "not_found")
+    response = expect_error(httpx.get(d.url + "/pub/x", headers=AUTH), 405, "method_not_allowed")
+    assert response and "POST" in httpx.get(d.url + "/pub/x", headers=AUTH).headers["allow"]
+    expect_error(httpx.post(d.url + "/stats", headers=AUTH), 405, "method_not_allowed")
+    expect_error(httpx.delete(d.url + "/subjects", headers=AUTH), 405, "method_not_allowed")
+
+
+def check_body_limit(d):
+    # max_body_bytes = 4096 here: by Content-Length, and by a chunked body that grows past it.
+    response = httpx.post(d.url + "/pub/big", content=b"1" * 5000, headers=AUTH)
+    expect_error(response, 413, "limit")
+
+    def chunks():
+        yield b"["
+        for _ in range(10):
+            yield b"1," * 300
+        yield b"1]"
+
+    expect_error(httpx.post(d.url + "/pub/big", content=chunks(), headers=AUTH), 413, "limit")
+    # An NDJSON body too: its lines are short, the whole is not.
+    ndjson = dict(AUTH, **{"Content-Type": "application/x-ndjson"})
+    body = expect_error(httpx.post(d.url + "/pub/big", content=(b"1\n" for _ in range(3000)), headers=ndjson),
+                        413, "limit")
+    assert body["published"] == 2048, body
+
+
+def check_ndjson_streams_in_order(d):
+    tcp = subscribe(d, "nd")
+    received = []
+
+    def body():
+        # Each line is sent only once the previous one has reached the subscriber: the server
+        # publishes as lines arrive, not once the body is complete.
+        for number in range(1, 6):
+            yield json.dumps({"n": number}).encode() + b"\n"
+            received.append(tcp.next_value())
+            if number == 2:
+                yield b"\n   \n"  # blank lines are skipped
+
+    response = httpx.post(d.url + "/pub/nd", content=body(),
+                          headers=dict(AUTH, **{"Content-Type": "application/x-ndjson"}))
+    assert response.status_code == 200 and response.json() == {"ok": True, "published": 5}, response.text
+    assert received == [{"n": n} for n in range(1, 6)], received
+    # A last line without its newline counts; \r\n line ends work.
+    response = httpx.post(d.url + "/pub/nd", content=b'"a"\r\n"b"',
+                          headers=dict(AUTH, **{"Content-Type": "application/x-ndjson"}))
+    assert response.json() == {"ok": True, "published": 2}, response.text
+    assert [tcp.next_value(), tcp.next_value()] == ["a", "b"]
+    tcp.close()
+
+
+def check_ndjson_bad_line(d):
+    tcp = subscribe(d, "ndbad")
+    response = httpx.post(d.url + "/pub/ndbad", content=b"1\n2\n{bad\n4\n",
+                          headers=dict(AUTH, **{"Content-Type": "application/x-ndjson"}))
+    body = expect_error(response, 400, "bad_json")
+    assert body["published"] == 2, body
+    long_line = b"[" + b"0," * 100 + b"0]\n"  # over max_line_bytes = 128
+    response = httpx.post(d.url + "/pub/ndbad", content=b"3\n" + long_line + b"5\n",
+                          headers=dict(AUTH, **{"Content-Type": "application/x-ndjson"}))
+    body = expect_error(response, 413, "line_too_long")
+    assert body["published"] == 1, body
+    # Nothing after a bad line was published: the next value after 1, 2, 3 is the marker.
+    assert httpx.post(d.url + "/pub/ndbad", json="marker", headers=AUTH).status_code == 200
+    assert [tcp.next_value() for _ in range(4)] == [1, 2, 3, "marker"]
+    tcp.close()
+
+
+def check_durable_publish(d):
+    tcp = subscribe(d, "dur")
+    response = httpx.post(d.url + "/pub/dur", json={"kept": True}, headers=AUTH)
+    assert response.json() == {"ok": True, "receivers": 1}, response.text
+    assert tcp.next_value() == {"kept": True}
+    response = httpx.post(d.url + "/pub/dur", content=b"1\n2\n",
+                          headers=dict(AUTH, **{"Content-Type": "application/x-ndjson"}))
+    assert response.json() == {"ok": True, "published": 2}, response.text
+    listed = httpx.get(d.url + "/subjects", params={"prefix": "dur"}, headers=AUTH).json()
+    assert listed[0]["durable"] is True and listed[0]["published"] == 3, listed
+    tcp.close()
+
+
+def check_keep_alive_and_pipelining(d):
+    with httpx.Client(headers=AUTH) as client:
+        for _ in range(5):
+            assert client.get(d.url + "/healthz").status_code == 200
+            assert client.post(d.url + "/pub/ka", json=1).status_code == 200
+        # Errors that read the whole request keep the connection too.
+        expect_error(client.get(d.url + "/nowhere"), 404, "not_found")
+        assert client.get(d.url + "/healthz").status_code == 200
+    # One socket, request after request, each answer read whole before the next is sent.
+    with socket.create_connection(("127.0.0.1", d.http_port), timeout=5) as raw:
+        for number in range(3):
+            raw.sendall(b"POST /pub/ka HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+                        + b"\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\n" + str(number).encode())
+            answer = b""
+            while not answer.endswith(b"}"):
+                chunk = raw.recv(4096)
+                assert chunk, f"the connection closed after {number} answers"
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 OK") and b"Connection: close" not in answer, answer
+    request = (b"POST /pub/pipe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+               + b"\r\nContent-Length: 1\r\n\r\n1"
+               + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+               + b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    answer = raw_exchange(d.http_port, request)
+    assert answers_in(answer) == 3 and answer.count(b"HTTP/1.1 200 OK") == 3, answer
+    assert answer.index(b'{"ok":true,"receivers":0}') < answer.index(b"\r\n\r\nok"), answer
+
+
+def check_chunked_single_value(d):
+    def body():
+        yield b'{"chunked":'
+        yield b" true}"
+
+    response = httpx.post(d.url + "/pub/chunky", content=body(), headers=AUTH)
+    assert response.json() == {"ok": True, "receivers": 0}, response.text
+
+
+def check_smuggling_refused(d):
+    both = (b"POST /pub/s HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = raw_exchange(d.http_port, both)
+    assert status_of(answer) == 400 and answers_in(answer) == 1, answer
+    assert b"Connection: close" in answer
+    two_lengths = (b"POST /pub/s HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n12")
+    answer = raw_exchange(d.http_port, two_lengths)
+    assert status_of(answer) == 400 and answers_in(answer) == 1, answer
+    not_chunked = b"POST /pub/s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n1"
+    assert status_of(raw_exchange(d.http_port, not_chunked)) == 400
+    assert status_of(raw_exchange(d.http_port, b"NONSENSE\r\n\r\n")) == 400
+
+
+def check_head_over_16_kib(d):
+    answer = raw_exchange(d.http_port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 17000 + b"\r\n\r\n")
+    assert status_of(answer) == 431 and b'"code":"limit"' in answer, answer[:200]
+    # Just under the limit is fine.
+    answer = raw_exchange(d.http_port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: "
+                          + b"a" * 16000 + b"\r\n\r\n")
+    assert status_of(answer) == 200, answer[:200]
+
+
+def check_origins_and_cors(d):
+    evil = dict(AUTH, Origin="https://evil.example")
+    expect_error(httpx.post(d.url + "/pub/o", json=1, headers=evil), 403, "forbidden_origin")
+    # A GET from another origin is answered (its browser keeps the answer from the page).
+    response = httpx.get(d.url + "/stats", headers=evil)
+    assert response.status_code == 200 and "access-control-allow-origin" not in response.headers
+    response = httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin=ALLOWED))
+    assert response.status_code == 200, response.text
+    assert response.headers["access-control-allow-origin"] == ALLOWED, response.headers
+    # The server's own origin (a page it served).
+    response = httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin=d.url))
+    assert response.status_code == 200, response.text
+    # A preflight needs no token.
+    response = httpx.options(d.url + "/pub/o", headers={"Origin": ALLOWED, "Access-Control-Request-Method": "POST"})
+    assert response.status_code == 204, response
+    assert response.headers["access-control-allow-origin"] == ALLOWED
+    assert "POST" in response.headers["access-control-allow-methods"]
+    assert "Authorization" in response.headers["access-control-allow-headers"]
+    response = httpx.options(d.url + "/pub/o", headers={"Origin": "https://evil.example"})
+    assert response.status_code == 204 and "access-control-allow-origin" not in response.headers
+
+
+def check_slow_heads_are_closed(d):
+    """A head not finished within 10 s of its first byte is closed, however slowly it keeps
+    coming (slowloris); meanwhile and afterwards both front doors serve others."""
+    started = time.monotonic()
+    stalled = socket.create_connection(("127.0.0.1", d.http_port), timeout=20)
+    stalled.sendall(b"GET /healthz HTTP/1.1\r\n")
+    dribblers = [socket.create_connection(("127.0.0.1", d.http_port), timeout=20) for _ in range(20)]
+    for dribbler in dribblers:
+        dribbler.sendall(b"GET /healthz HTTP/1.1\r\nX-Slow: ")
+    closed = {}
+
+    def watch(name, sock):
+        try:
+            while sock.recv(1024):
+                pass
+        except OSError:
+            pass
+        closed[name] = time.monotonic() - started
+
+    watchers = [threading.Thread(target=watch, args=("stalled", stalled))]
+    watchers += [threading.Thread(target=watch, args=(index, s)) for index, s in enumerate(dribblers)]
+    for watcher in watchers:
+        watcher.start()
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+    while len(closed) < len(watchers) and time.monotonic() - started < 15:
+        for dribbler in dribblers:
+            try:
+                dribbler.sendall(b"a")
+            except OSError:
+                pass
+        assert tcp.request({"op": "ping"})["ok"]
+        assert httpx.get(d.url + "/healthz").status_code == 200
+        time.sleep(0.5)
+    for watcher in watchers:
+        watcher.join(timeout=5)
+    assert len(closed) == len(watchers), closed
+    assert all(9.5 <= seconds <= 12.5 for seconds in closed.values()), closed
+    assert tcp.request({"op": "ping"})["ok"]
+    assert httpx.get(d.url + "/stats", headers=AUTH).json()["connections"] == 2
+    tcp.close()
+
+
+MAIN_CHECKS = [
+    check_healthz_needs_no_token, check_index, check_auth, check_stats_is_the_stats_reply, check_metrics,
+    check_subjects_is_the_list_reply, check_publish_one_value, check_publish_percent_decoded_subject,
+    check_publish_errors, check_not_found_and_method_not_allowed, check_body_limit, check_ndjson_streams_in_order,
+    check_ndjson_bad_line, check_durable_publish, check_keep_alive_and_pipelining, check_chunked_single_value,
+    check_smuggling_refused, check_head_over_16_kib, check_origins_and_cors, check_slow_heads_are_closed,
+]
+
+MAIN_CONFIG = f"""
+auth_tokens = ["{TOKEN}"]
+http_allowed_origins = ["{ALLOWED}"]
+max_body_bytes = 4096
+max_line_bytes = 128
+data_dir = "DATA_DIR"
+fsync = "always"
+log_level = "info"
+
+[[subjects]]
+name = "dur"
+kind = "replay"
+capacity = 10
+durable = true
+"""
+
+
+# Checks against a second daemon: no auto_create, three connections at most, no tokens.
+
+def check_unknown_and_terminated_subjects(d):
+    expect_error(httpx.post(d.url + "/pub/absent", json=1), 404, "unknown_subject")
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "complete", "subject": "ended"})["ok"]
+    expect_error(httpx.post(d.url + "/pub/ended", json=1), 409, "terminated")
+    body = expect_error(httpx.post(d.url + "/pub/ended", content=b"1\n",
+                                   headers={"Content-Type": "application/x-ndjson"}), 409, "terminated")
+    assert body["published"] == 0, body
+    assert httpx.post(d.url + "/pub/known", json=1).json() == {"ok": True, "receivers": 0}
+    tcp.close()
+
+
+def check_max_connections(d):
+    # max_connections = 3: two idle HTTP connections and one TCP one fill it.
+    idle = [socket.create_connection(("127.0.0.1", d.http_port), timeout=5) for _ in range(2)]
+    tcp = LineClient(d.port)
+    assert tcp.request({"op": "ping"})["ok"]
+    answer = raw_exchange(d.http_port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status_of(answer) == 503 and b'"code":"limit"' in answer, answer
+    refused = LineClient(d.port)
+    assert refused.line()["ev"] == "closing"
+    refused.close()
+    idle[0].sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert b'"connections":3' in idle[0].recv(4096)
+    for sock in idle:
+        sock.close()
+    tcp.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        response = httpx.get(d.url + "/stats")
+        if response.status_code == 200 and response.json()["connections"] == 1:
+            break
+        time.sleep(0.05)
+    assert response.status_code == 200 and response.json()["connections"] == 1, response.text
+
+
+LIMITS_CHECKS = [check_unknown_and_terminated_subjects, check_max_connections]
+
+LIMITS_CONFIG = """
+auto_create = false
+max_connections = 3
+
+[[subjects]]
+name = "known"
+
+[[subjects]]
+name = "ended"
+"""
+
+
+def run(binary, config, checks):
+    daemon = Daemon(binary, config)
+    failed = 0
+    try:
+        for check in checks:
+            started = time.monotonic()
+            try:
+                check(daemon)
+                print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
+            except Exception as error:  # noqa: BLE001 - report every failure and go on
+                failed += 1
+                print(f"FAIL {check.__name__}: {error!r}", flush=True)
+    finally:
+        status = daemon.stop()
+        if status != 0:
+            failed += 1
+            print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(daemon.log[-20:]))
+    return failed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runneld", default=".build/debug/runneld")
+    arguments = parser.parse_args()
+    failed = run(arguments.runneld, MAIN_CONFIG, MAIN_CHECKS)
+    failed += run(arguments.runneld, LIMITS_CONFIG, LIMITS_CHECKS)
+    total = len(MAIN_CHECKS) + len(LIMITS_CHECKS)
+    print(f"{total - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
