@@ -43,8 +43,11 @@ for block in "$blocks"/*.sh; do
     # Every expected line must appear, in order.
     rest="$out"
     while IFS= read -r expected; do
-        expected="${expected#\#> }"
-        expected="${expected#\# }"
+        # `#> ` marks any text (a line that starts with `# ` too), `# ` a JSON line.
+        case $expected in
+        '#> '*) expected="${expected#\#> }" ;;
+        *) expected="${expected#\# }" ;;
+        esac
         if ! grep -qxF -- "$expected" <<<"$rest"; then
             echo "check-readme: block $(basename "$block") did not print: $expected"
             echo "--- block:"; cat "$block"; echo "--- output:"; echo "$out"
