@@ -13,10 +13,10 @@
 # table gives medians. One more connection pings every millisecond during each run: its tail is
 # how long the server's loop kept a request waiting while the writes went on. runneld also
 # reports its loop's turn lengths (`stats`: the time each loop iteration worked, from its
-# wake-up to its next wait): a checkpoint or disk sync that stalled the loop would show there. The control
-# row "runnel memory" is the same load on replay subjects that are not durable. As fast as
-# possible every turn is long with the work itself, so the same three are also run at a fixed
-# 100,000 writes/s, where a turn is short unless something stalls it.
+# wake-up to its next wait): a checkpoint or disk sync that stalled the loop would show
+# there. The control row "runnel memory" is the same load on replay subjects that are not
+# durable. As fast as possible every turn is long with the work itself, so the same three are
+# also run at a fixed 100,000 writes/s, where a turn is short unless something stalls it.
 # Not part of CI: timings depend on the machine and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

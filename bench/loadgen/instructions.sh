@@ -25,7 +25,10 @@ trap 'rm -rf "$work"' EXIT
 port=7620
 for binary in "${binaries[@]}"; do
     strip -o "$work/runneld" "$binary"
-    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" --http-listen "" \
+    # Builds with the HTTP front door get it turned off; earlier ones have no such flag.
+    http=()
+    "$binary" --help 2>&1 | grep -q -- --http-listen && http=(--http-listen "")
+    valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" "${http[@]}" \
         --log-level warning 2>"$work/valgrind.log" &
     pid=$!
     for _ in $(seq 100); do

@@ -33,12 +33,15 @@ extension Session {
 
     private func publish(_ request: Request) throws(ProtocolError) {
         let entry = try publishTarget(request)
-        let value = request.raw(.value) ?? .null
+        guard let ref = request.ref else {
+            // The common case, kept apart: no reply, nothing to count.
+            try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
+            return
+        }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
-        let receivers = request.ref == nil || entry.isDurable ? 0 : entry.subject.subscriberCount
-        try subjects.publish(value, to: entry, counting: stats)
-        guard let ref = request.ref else { return }
+        let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
+        try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {

@@ -1,6 +1,6 @@
 /// `POST /pub/SUBJECT`: publishes the body to SUBJECT (the rest of the path, percent-decoded),
 /// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,
-/// `SubjectStore.publish(_:to:counting:)`). The body is one JSON value
+/// `Publishing.publish(_:to:in:counting:)`). The body is one JSON value
 /// (`application/json` or no `Content-Type`) or, with `application/x-ndjson`, one value per
 /// line, published as each line arrives.
 final class PublishRoute: HTTPRoute {
@@ -68,7 +68,7 @@ final class Publication {
         // The subject may have been deleted (and re-created) while a long body streamed in.
         if entry.isDeleted { entry = try server.publishTarget(named: name) }
         let receivers = entry.subject.subscriberCount
-        try server.subjects.publish(value, to: entry, counting: server.stats)
+        try Publishing.publish(value, to: entry, in: server.subjects, counting: server.stats)
         published += 1
         wroteDurable = wroteDurable || entry.isDurable
         return receivers
