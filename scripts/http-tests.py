@@ -9,7 +9,8 @@ configuration, and checks docs/protocol.md's "The HTTP front door": every status
 /healthz, /stats, /subjects and POST /pub/SUBJECT can answer, keep-alive and pipelining,
 chunked bodies, NDJSON published in order as it arrives, request smuggling refused, the head
 limits (431, 10 s to finish a head, slowloris), max_connections, authentication, origins and
-CORS, and /metrics, linted by promtool. Prints one line per check; exit status 0 when every
+CORS, /metrics, linted by promtool, and GET /events (Server-Sent Events: ids, terminal and
+dropped events, resume, 204, bad queries, heartbeats, disposal on close). Prints one line per check; exit status 0 when every
 check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: prometheus).
 """
 
