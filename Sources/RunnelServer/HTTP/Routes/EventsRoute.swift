@@ -1,6 +1,6 @@
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
-/// one `sub` request, as `runnel sub` builds it: `filter`, `map`, `throttle`, `take` stages
-/// in that order, then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
+/// one `sub` request, as `runnel sub` builds it: the `StageShortcuts` (`filter`, `map`,
+/// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
 /// `positions` for a single subject, so events carry `id:`. A session over an `SSETransport`
 /// handles that request like any other, so subscribing, stages, resuming and the slow-consumer
 /// policy are the line protocol's own. Only the query's own rules are checked here, and one
@@ -13,7 +13,9 @@ final class EventsRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        guard let frontDoor = server.httpFrontDoor else { return nil }
+        guard let frontDoor = server.httpFrontDoor else {
+            preconditionFailure("a request reached a route of the HTTP front door without one")
+        }
         let request: [UInt8]
         do throws(ProtocolError) {
             request = try subscription(for: exchange)
@@ -53,24 +55,21 @@ final class EventsRoute: HTTPRoute {
         guard let subject = query["subject"] else {
             throw ProtocolError(.badRequest, "query parameter 'subject' is required")
         }
-        var stages: [JSONValue] = []
-        func stage(_ op: String, _ key: String, _ value: JSONValue) {
-            stages.append(.object(JSONObject([("op", .string(op)), (key, value)])))
-        }
-        if let filter = query["filter"] { stage("filter", "expr", .string(filter)) }
-        if let map = query["map"] { stage("map", "expr", .string(map)) }
-        if let throttle = query["throttle"] {
-            guard case .number(let seconds) = try? parse(throttle), seconds > 0, seconds.isFinite else {
+        var throttle: Double?
+        if let text = query["throttle"] {
+            guard case .number(let seconds) = try? parse(text), seconds > 0, seconds.isFinite else {
                 throw ProtocolError(.badRequest, "query parameter 'throttle' must be a number of seconds > 0")
             }
-            stage("throttle", "seconds", .number(seconds))
+            throttle = seconds
         }
-        if let take = query["take"] {
-            guard case .number(let count) = try? parse(take), count >= 0, count.rounded() == count else {
+        var take: Int?
+        if let text = query["take"] {
+            guard case .number(let count) = try? parse(text), count >= 0, let integer = Int(exactly: count) else {
                 throw ProtocolError(.badRequest, "query parameter 'take' must be an integer >= 0")
             }
-            stage("take", "count", .number(count))
+            take = integer
         }
+        var stages = StageShortcuts.stages(filter: query["filter"], map: query["map"], throttle: throttle, take: take)
         if let ops = query["ops"] {
             guard case .array(let extra) = try parse(ops) else {
                 throw ProtocolError(.badRequest, "query parameter 'ops' must be a JSON array of stage objects")
