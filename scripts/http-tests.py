@@ -141,6 +141,21 @@ def expect_error(response, status, code):
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
+def stats(d):
+    return httpx.get(d.url + "/stats", headers=AUTH).json()
+
+
+def wait_for_stats(d, predicate, what):
+    """Polls /stats (for up to 5 s) until `predicate` holds; returns those stats."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        current = stats(d)
+        if predicate(current):
+            return current
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: {current}")
+
+
 # Checks against the main daemon: tokens, allowed origin, small limits, a durable subject.
 
 def check_healthz_needs_no_token(d):
@@ -513,7 +528,9 @@ def check_unknown_and_terminated_subjects(d):
 
 
 def check_max_connections(d):
-    # max_connections = 3: two idle HTTP connections and one TCP one fill it.
+    # max_connections = 3: two idle HTTP connections and one TCP one fill it, once the server
+    # has seen the earlier checks' connections close.
+    wait_for_stats(d, lambda s: s["connections"] == 1, "only the /stats request is open")
     idle = [socket.create_connection(("127.0.0.1", d.http_port), timeout=5) for _ in range(2)]
     tcp = LineClient(d.port)
     assert tcp.request({"op": "ping"})["ok"]
@@ -527,13 +544,7 @@ def check_max_connections(d):
     for sock in idle:
         sock.close()
     tcp.close()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        response = httpx.get(d.url + "/stats")
-        if response.status_code == 200 and response.json()["connections"] == 1:
-            break
-        time.sleep(0.05)
-    assert response.status_code == 200 and response.json()["connections"] == 1, response.text
+    wait_for_stats(d, lambda s: s["connections"] == 1, "the connections closed")
 
 
 LIMITS_CHECKS = [check_unknown_and_terminated_subjects, check_max_connections]
@@ -585,20 +596,6 @@ class EventStream:
 
 def events_query(subject, **more):
     return dict(subject=subject, token=TOKEN, **more)
-
-
-def stats(d):
-    return httpx.get(d.url + "/stats", headers=AUTH).json()
-
-
-def wait_for_stats(d, predicate, what):
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        current = stats(d)
-        if predicate(current):
-            return current
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: {current}")
 
 
 def check_sse_events_carry_data_and_id(d):
