@@ -46,6 +46,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
     /// Whether anything was written since the last sweep, and how many sweeps found nothing.
     private var wroteSinceTick = false
     private var idleTicks = 0
+
     init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int) {
         state = .subscribing(exchange)
         self.frontDoor = frontDoor
@@ -54,8 +55,8 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
     }
 
     /// Hands the session its one request, the stream's `sub`; ends the session at once when
-    /// the reply was an error (after the answer), since nothing is left for it to do.
-    /// A request over `maxRequestBytes` is the line protocol's long line (`line_too_long`).
+    /// the reply was an error (after the answer), since nothing is left for it to do. A
+    /// request over `maxRequestBytes` is the line protocol's long line (`line_too_long`).
     func subscribe(_ request: [UInt8]) {
         if request.count > maxRequestBytes {
             receiver?.transportDidDiscardLongRequest(byteCount: request.count)
