@@ -613,6 +613,15 @@ def check_sse_events_carry_data_and_id(d):
         # The value's bytes as published (json.dumps's spaces included), on one line.
         assert second == {"id": first["id"][:-1] + "2", "data": '{"x": [1, "two"]}'}, second
         assert "event" not in first, first
+        # A value over 4 KiB is written by reference rather than copied: the same event.
+        large = "y" * 5000
+        assert tcp.request({"op": "pub", "subject": "sse.a", "value": large})["ok"]
+        assert stream.event() == {"id": first["id"][:-1] + "3", "data": json.dumps(large)}
+        # JSON allows a raw CR between tokens, and a TCP line may carry one: it becomes a space,
+        # since in SSE it would end the data line.
+        tcp.socket.sendall(b'{"op":"pub","subject":"sse.a","value":[1,\r2],"ref":2}\n')
+        assert tcp.line() == {"ok": True, "ref": 2, "receivers": 1}
+        assert stream.event() == {"id": first["id"][:-1] + "4", "data": "[1, 2]"}
         tcp.close()
     finally:
         stream.close()

@@ -136,34 +136,54 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         guard let connection else { return true }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         wroteSinceTick = true
-        if SSEFraming.hasLineBreak(value) {
-            SSEFraming.withoutLineBreaks(value).withUnsafeBytes { write(value: $0, tail: tail, to: connection) }
-        } else {
-            write(value: value, tail: tail, to: connection)
+        let newline = UnsafeRawBufferPointer(start: ("\n" as StaticString).utf8Start, count: 1)
+        withFields(before: tail) { fields in
+            if SSEFraming.hasLineBreak(value) {
+                SSEFraming.withoutLineBreaks(value).withUnsafeBytes {
+                    _ = connection.writeLine(copying: fields, $0, newline)
+                }
+            } else {
+                connection.writeLine(copying: fields, value, newline)
+            }
         }
         return true
     }
 
-    /// `id: POS` when the tail has a position, `data: VALUE`, the empty line: one write of
-    /// three pieces, the first put together on the stack.
+    /// A large value is written by reference, as on TCP.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard let connection, !SSEFraming.hasLineBreak(value.bytes) else {
+            return writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
+        }
+        guard !connection.hasUnsentBytes(over: limit) else { return false }
+        wroteSinceTick = true
+        withFields(before: tail) { _ = connection.write(copying: $0) }
+        connection.write(value)
+        connection.write(copying: UnsafeRawBufferPointer(start: ("\n\n" as StaticString).utf8Start, count: 2))
+        return true
+    }
+
+    /// Calls `body` with what goes before an event's value: `id: POS` and `data: ` when the
+    /// `next` line's tail has a position, else `data: `; put together on the stack.
     @inline(__always)
-    private func write(value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, to connection: TCPConnection) {
-        let newline = UnsafeRawBufferPointer(start: ("\n" as StaticString).utf8Start, count: 1)
+    private func withFields(before tail: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let dataField: StaticString = "data: "
         guard let position = SSEFraming.position(inTail: tail) else {
-            let data = UnsafeRawBufferPointer(start: ("data: " as StaticString).utf8Start, count: 6)
-            connection.writeLine(copying: data, value, newline)
-            return
+            return body(UnsafeRawBufferPointer(start: dataField.utf8Start, count: dataField.utf8CodeUnitCount))
         }
         let idField: StaticString = "id: "
-        let dataField: StaticString = "\ndata: "
-        let count = idField.utf8CodeUnitCount + position.count + dataField.utf8CodeUnitCount
+        let count = idField.utf8CodeUnitCount + position.count + 1 + dataField.utf8CodeUnitCount
         withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { start in
             let base = start.baseAddress!
             base.copyMemory(from: idField.utf8Start, byteCount: idField.utf8CodeUnitCount)
-            (base + idField.utf8CodeUnitCount).copyMemory(from: position.baseAddress!, byteCount: position.count)
-            (base + idField.utf8CodeUnitCount + position.count).copyMemory(
-                from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
-            connection.writeLine(copying: UnsafeRawBufferPointer(start), value, newline)
+            var end = idField.utf8CodeUnitCount
+            (base + end).copyMemory(from: position.baseAddress!, byteCount: position.count)
+            end += position.count
+            base.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: end, as: UInt8.self)
+            (base + end + 1).copyMemory(from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
+            body(UnsafeRawBufferPointer(start))
         }
     }
 
