@@ -9,7 +9,8 @@ configuration, and checks docs/protocol.md's "The HTTP front door": every status
 /healthz, /stats, /subjects and POST /pub/SUBJECT can answer, keep-alive and pipelining,
 chunked bodies, NDJSON published in order as it arrives, request smuggling refused, the head
 limits (431, 10 s to finish a head, slowloris), max_connections, authentication, origins and
-CORS, and /metrics, linted by promtool. Prints one line per check; exit status 0 when every
+CORS, /metrics, linted by promtool, and GET /events (Server-Sent Events: ids, terminal and
+dropped events, resume, 204, bad queries, heartbeats, disposal on close). Prints one line per check; exit status 0 when every
 check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: prometheus).
 """
 
@@ -138,6 +139,21 @@ def expect_error(response, status, code):
 
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def stats(d):
+    return httpx.get(d.url + "/stats", headers=AUTH).json()
+
+
+def wait_for_stats(d, predicate, what):
+    """Polls /stats (for up to 5 s) until `predicate` holds; returns those stats."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        current = stats(d)
+        if predicate(current):
+            return current
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: {current}")
 
 
 # Checks against the main daemon: tokens, allowed origin, small limits, a durable subject.
@@ -512,7 +528,9 @@ def check_unknown_and_terminated_subjects(d):
 
 
 def check_max_connections(d):
-    # max_connections = 3: two idle HTTP connections and one TCP one fill it.
+    # max_connections = 3: two idle HTTP connections and one TCP one fill it, once the server
+    # has seen the earlier checks' connections close.
+    wait_for_stats(d, lambda s: s["connections"] == 1, "only the /stats request is open")
     idle = [socket.create_connection(("127.0.0.1", d.http_port), timeout=5) for _ in range(2)]
     tcp = LineClient(d.port)
     assert tcp.request({"op": "ping"})["ok"]
@@ -526,13 +544,7 @@ def check_max_connections(d):
     for sock in idle:
         sock.close()
     tcp.close()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        response = httpx.get(d.url + "/stats")
-        if response.status_code == 200 and response.json()["connections"] == 1:
-            break
-        time.sleep(0.05)
-    assert response.status_code == 200 and response.json()["connections"] == 1, response.text
+    wait_for_stats(d, lambda s: s["connections"] == 1, "the connections closed")
 
 
 LIMITS_CHECKS = [check_unknown_and_terminated_subjects, check_max_connections]
@@ -546,6 +558,278 @@ name = "known"
 
 [[subjects]]
 name = "ended"
+"""
+
+
+# Checks of GET /events (Server-Sent Events) against a third daemon: tokens, the `drop`
+# slow-consumer policy with a small max_pending_bytes, a replay subject to resume from.
+
+class EventStream:
+    """One GET /events response read with httpx, event by event (comment lines kept apart)."""
+
+    def __init__(self, d, query, headers=None, timeout=10):
+        self.client = httpx.Client(timeout=timeout)
+        self.context = self.client.stream("GET", d.url + "/events", params=query, headers=headers or {})
+        self.response = self.context.__enter__()
+        self.lines = self.response.iter_lines()
+        self.comments = 0
+
+    def event(self):
+        """The next event as a dict of its fields; None once the response has ended."""
+        fields = {}
+        for line in self.lines:
+            if line == "":
+                if fields:
+                    return fields
+                continue
+            if line.startswith(":"):
+                self.comments += 1
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value[1:] if value.startswith(" ") else value
+        return fields or None
+
+    def close(self):
+        self.context.__exit__(None, None, None)
+        self.client.close()
+
+
+def events_query(subject, **more):
+    return dict(subject=subject, token=TOKEN, **more)
+
+
+def check_sse_events_carry_data_and_id(d):
+    stream = EventStream(d, events_query("sse.a"))
+    try:
+        assert stream.response.status_code == 200, stream.response.status_code
+        assert stream.response.headers["content-type"] == "text/event-stream", stream.response.headers
+        assert stream.response.headers["cache-control"] == "no-cache", stream.response.headers
+        tcp = LineClient(d.port)
+        tcp.send({"op": "auth", "token": TOKEN})
+        assert tcp.request({"op": "pub", "subject": "sse.a", "value": 1})["ok"]
+        assert tcp.request({"op": "pub", "subject": "sse.a", "value": {"x": [1, "two"]}})["ok"]
+        first, second = stream.event(), stream.event()
+        assert first["data"] == "1" and re.fullmatch(r"[A-Za-z0-9_-]+:1", first["id"]), first
+        # The value's bytes as published (json.dumps's spaces included), on one line.
+        assert second == {"id": first["id"][:-1] + "2", "data": '{"x": [1, "two"]}'}, second
+        assert "event" not in first, first
+        # A value over 4 KiB is written by reference rather than copied: the same event.
+        large = "y" * 5000
+        assert tcp.request({"op": "pub", "subject": "sse.a", "value": large})["ok"]
+        assert stream.event() == {"id": first["id"][:-1] + "3", "data": json.dumps(large)}
+        # JSON allows a raw CR between tokens, and a TCP line may carry one: it becomes a space,
+        # since in SSE it would end the data line.
+        tcp.socket.sendall(b'{"op":"pub","subject":"sse.a","value":[1,\r2],"ref":2}\n')
+        assert tcp.line() == {"ok": True, "ref": 2, "receivers": 1}
+        assert stream.event() == {"id": first["id"][:-1] + "4", "data": "[1, 2]"}
+        tcp.close()
+    finally:
+        stream.close()
+
+
+def check_sse_shortcuts_ops_and_take(d):
+    query = events_query("sse.b", filter=". > 1", map=". * 10", take="2", ops='[{"op":"map","expr":". + 1"}]')
+    stream = EventStream(d, query)
+    try:
+        assert stream.response.status_code == 200, stream.response.text
+        for value in [1, 2, 0, 3, 4]:
+            assert httpx.post(d.url + "/pub/sse.b", json=value, headers=AUTH).status_code == 200
+        assert stream.event()["data"] == "21"
+        assert stream.event()["data"] == "31"
+        assert stream.event() == {"event": "completed", "data": "{}"}
+        assert stream.event() is None  # the response ends after the terminal event
+    finally:
+        stream.close()
+
+
+def check_sse_error_event(d):
+    stream = EventStream(d, events_query("sse.err"))
+    try:
+        tcp = LineClient(d.port)
+        tcp.send({"op": "auth", "token": TOKEN})
+        assert tcp.request({"op": "error", "subject": "sse.err", "message": "boom"})["ok"]
+        event = stream.event()
+        assert event["event"] == "error", event
+        assert json.loads(event["data"]) == {"code": "subject_error", "message": "boom"}, event
+        assert stream.event() is None
+        tcp.close()
+    finally:
+        stream.close()
+
+
+def check_sse_resume_from_and_last_event_id(d):
+    tcp = LineClient(d.port)
+    tcp.send({"op": "auth", "token": TOKEN})
+    for value in [1, 2, 3]:
+        assert tcp.request({"op": "pub", "subject": "sse.rep", "value": value})["ok"]
+    epoch = next(s for s in tcp.request({"op": "list", "prefix": "sse.rep"})["subjects"])["pos"].split(":")[0]
+    stream = EventStream(d, events_query("sse.rep", take="2", **{"from": f"{epoch}:1"}))
+    try:
+        assert [stream.event(), stream.event()] == [
+            {"id": f"{epoch}:2", "data": "2"}, {"id": f"{epoch}:3", "data": "3"}]
+    finally:
+        stream.close()
+    # A reconnecting browser sends the original URL again and Last-Event-ID: the header wins.
+    stream = EventStream(d, events_query("sse.rep", take="1", **{"from": f"{epoch}:1"}),
+                         headers={"Last-Event-ID": f"{epoch}:2"})
+    try:
+        assert stream.event() == {"id": f"{epoch}:3", "data": "3"}
+    finally:
+        stream.close()
+    tcp.close()
+
+
+def check_sse_204_after_the_end(d):
+    tcp = LineClient(d.port)
+    tcp.send({"op": "auth", "token": TOKEN})
+    for value in [1, 2]:
+        assert tcp.request({"op": "pub", "subject": "sse.fin", "value": value})["ok"]
+    assert tcp.request({"op": "complete", "subject": "sse.fin"})["ok"]
+    last = tcp.request({"op": "list", "prefix": "sse.fin"})["subjects"][0]["pos"]
+    response = httpx.get(d.url + "/events", params=events_query("sse.fin", **{"from": last}))
+    assert response.status_code == 204 and response.content == b"", response
+    response = httpx.get(d.url + "/events", params=events_query("sse.fin"), headers={"Last-Event-ID": last})
+    assert response.status_code == 204, response
+    # From an earlier position, the rest and then the end.
+    epoch = last.split(":")[0]
+    stream = EventStream(d, events_query("sse.fin", **{"from": f"{epoch}:1"}))
+    try:
+        assert stream.event() == {"id": last, "data": "2"}
+        assert stream.event() == {"event": "completed", "data": "{}"}
+    finally:
+        stream.close()
+    tcp.close()
+
+
+def check_sse_bad_queries(d):
+    def bad(params, code, status=400):
+        response = httpx.get(d.url + "/events", params=dict(params, token=TOKEN))
+        expect_error(response, status, code)
+        assert "data:" not in response.text
+    bad({}, "bad_request")
+    bad({"subject": "x", "take": "-1"}, "bad_request")
+    bad({"subject": "x", "take": "1.5"}, "bad_request")
+    bad({"subject": "x", "take": "two"}, "bad_request")
+    bad({"subject": "x", "throttle": "0"}, "bad_request")
+    bad({"subject": "x", "throttle": "\"1\""}, "bad_request")
+    bad({"subject": "x", "ops": "[{"}, "bad_json")
+    bad({"subject": "x", "ops": "{}"}, "bad_request")
+    bad({"subject": "x", "ops": '[{"op":"nope"}]'}, "bad_operator")
+    bad({"subject": "x", "filter": ". >"}, "bad_expr")
+    bad({"subject": "bad..name"}, "bad_request")
+    bad({"subject": "x.*", "from": "e:1"}, "bad_request")
+    bad({"subject": "x", "from": "not a position"}, "bad_request")
+
+
+def check_sse_auth(d):
+    expect_error(httpx.get(d.url + "/events", params={"subject": "x"}), 401, "unauthorized")
+    expect_error(httpx.get(d.url + "/events", params={"subject": "x", "token": "wrong"}), 401, "unauthorized")
+    stream = EventStream(d, {"subject": "sse.auth"}, headers=AUTH)
+    try:
+        assert stream.response.status_code == 200
+    finally:
+        stream.close()
+
+
+def check_sse_pattern_without_ids(d):
+    stream = EventStream(d, events_query("sse.pat.*", map="[$subject, .]"))
+    try:
+        assert stream.response.status_code == 200, stream.response.text
+        for subject, value in [("sse.pat.a", 1), ("sse.pat.b", 2)]:
+            assert httpx.post(d.url + "/pub/" + subject, json=value, headers=AUTH).status_code == 200
+        assert [stream.event(), stream.event()] == [{"data": '["sse.pat.a",1]'}, {"data": '["sse.pat.b",2]'}]
+    finally:
+        stream.close()
+
+
+def check_sse_counts_once_and_disposes_on_close(d):
+    before = wait_for_stats(d, lambda s: s["connections"] == 1, "only the /stats request is open")
+    stream = EventStream(d, events_query("sse.close", throttle="30"))
+    try:
+        # The throttle's timer is armed by a value.
+        assert httpx.post(d.url + "/pub/sse.close", json=1, headers=AUTH).status_code == 200
+        during = stats(d)
+        assert during["connections"] == 2, during
+        assert during["subscriptions"] == before["subscriptions"] + 1, (before, during)
+        assert during["timers"] > before["timers"], (before, during)
+        metrics = httpx.get(d.url + "/metrics", headers=AUTH).text
+        assert 'runnel_connections{transport="sse"} 1' in metrics, metrics
+    finally:
+        stream.close()
+    wait_for_stats(d, lambda s: (s["connections"], s["subscriptions"], s["timers"])
+                   == (before["connections"], before["subscriptions"], before["timers"]),
+                   f"back to {before}")
+
+
+def check_sse_dropped_under_drop_policy(d):
+    # A client that does not read: values pile up past max_pending_bytes and are dropped; the
+    # count comes as `event: dropped` before the next event that fits.
+    raw = socket.create_connection(("127.0.0.1", d.http_port), timeout=10)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    raw.sendall(f"GET /events?subject=sse.slow&token={TOKEN} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += raw.recv(4096)
+    tcp = LineClient(d.port)
+    tcp.send({"op": "auth", "token": TOKEN})
+    value = "x" * 8000
+    for _ in range(1000):
+        tcp.send({"op": "pub", "subject": "sse.slow", "value": value})
+    assert tcp.request({"op": "ping"})["ok"]
+    wait_for_stats(d, lambda s: s["dropped"] > 0, "values dropped")
+    raw.settimeout(0.5)
+    try:
+        while raw.recv(1 << 20):  # what was queued before the drops: read and thrown away
+            pass
+    except socket.timeout:
+        pass
+    assert tcp.request({"op": "pub", "subject": "sse.slow", "value": "end"})["ok"]
+    raw.settimeout(5)
+    received = b""
+    while b'data: "end"\n\n' not in received:
+        chunk = raw.recv(1 << 20)
+        assert chunk, received[-200:]
+        received += chunk
+    match = re.search(rb'event: dropped\ndata: \{"count":(\d+)\}\n\n(id: [^\n]+\n)?data: "end"\n\n', received)
+    assert match and int(match.group(1)) > 0, received[-300:]
+    raw.close()
+    tcp.close()
+
+
+def check_sse_heartbeat(d):
+    stream = EventStream(d, events_query("sse.idle"), timeout=20)
+    try:
+        started = time.monotonic()
+        for line in stream.lines:
+            if line.startswith(":"):
+                break
+        waited = time.monotonic() - started
+        assert waited <= 16, waited  # 15 s, and a second for a loaded machine
+    finally:
+        stream.close()
+
+
+SSE_CHECKS = [
+    check_sse_events_carry_data_and_id, check_sse_shortcuts_ops_and_take, check_sse_error_event,
+    check_sse_resume_from_and_last_event_id, check_sse_204_after_the_end, check_sse_bad_queries, check_sse_auth,
+    check_sse_pattern_without_ids, check_sse_counts_once_and_disposes_on_close, check_sse_dropped_under_drop_policy,
+    check_sse_heartbeat,
+]
+
+SSE_CONFIG = f"""
+auth_tokens = ["{TOKEN}"]
+slow_consumer = "drop"
+max_pending_bytes = 65536
+
+[[subjects]]
+name = "sse.rep"
+kind = "replay"
+capacity = 10
+
+[[subjects]]
+name = "sse.fin"
+kind = "replay"
+capacity = 10
 """
 
 
@@ -575,7 +859,8 @@ def main():
     arguments = parser.parse_args()
     failed = run(arguments.runneld, MAIN_CONFIG, MAIN_CHECKS)
     failed += run(arguments.runneld, LIMITS_CONFIG, LIMITS_CHECKS)
-    total = len(MAIN_CHECKS) + len(LIMITS_CHECKS)
+    failed += run(arguments.runneld, SSE_CONFIG, SSE_CHECKS)
+    total = len(MAIN_CHECKS) + len(LIMITS_CHECKS) + len(SSE_CHECKS)
     print(f"{total - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -37,14 +37,7 @@ struct SubscribeCommand: ParsableCommand {
 
     /// The stage list: the shortcut options in their fixed order, then `--ops`.
     func stages() throws(CLIFailure) -> [JSONValue] {
-        var stages: [JSONValue] = []
-        func stage(_ op: String, _ key: String, _ value: JSONValue) {
-            stages.append(.object(JSONObject([("op", .string(op)), (key, value)])))
-        }
-        if let filter { stage("filter", "expr", .string(filter)) }
-        if let map { stage("map", "expr", .string(map)) }
-        if let throttle { stage("throttle", "seconds", .number(throttle)) }
-        if let take { stage("take", "count", .number(Double(take))) }
+        var stages = StageShortcuts.stages(filter: filter, map: map, throttle: throttle, take: take)
         if let ops {
             guard case .array(let extra) = try ValueArgument.parse(ops, option: "--ops"),
                 extra.allSatisfy({ if case .object = $0 { return true } else { return false } })

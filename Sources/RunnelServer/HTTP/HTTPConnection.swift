@@ -33,6 +33,8 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     private var isParsing = false
     /// Input read after a request that is not answered yet (at most one read's worth).
     private var held: [UInt8] = []
+    /// Set once a stream has taken the connection over (`handOver`): nothing more is parsed.
+    private var isHandedOver = false
     /// When the connection is closed unless something happens first: the head's limit while
     /// one is read, the idle limit between requests and between pieces of a body; nil while a
     /// request's answer is on its way.
@@ -89,11 +91,12 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
         isParsing = true
         defer { isParsing = false }
         var rest = bytes
-        while !rest.isEmpty && connection.isOpen {
+        while !rest.isEmpty && connection.isOpen && !isHandedOver {
             switch parser.consume(rest) {
             case .needsMore:
                 return
             case .requestEnded(let consumed):
+                if isHandedOver { return }
                 rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
                 if let exchange, !exchange.isAnswered {
                     awaitingAnswer = true
@@ -152,6 +155,22 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
         let reader = bodyReader
         bodyReader = nil
         reader?.finish()
+    }
+
+    /// Gives the connection to `stream`, which answers the current request with a body that
+    /// lasts as long as the connection: nothing more is parsed (what the client sends is the
+    /// stream's to ignore), no time limit applies, and the front door counts it no more (the
+    /// stream's session counts it). Returns the connection, or nil when it is closing already.
+    func handOver(to stream: SSETransport) -> TCPConnection? {
+        isHandedOver = true
+        deadline = nil
+        bodyReader = nil
+        exchange = nil
+        held = []
+        guard connection.isOpen else { return nil }
+        frontDoor.handOver(self, to: stream)
+        connection.delegate = stream
+        return connection
     }
 
     // MARK: Output

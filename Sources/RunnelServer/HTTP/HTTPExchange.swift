@@ -1,3 +1,5 @@
+import RunnelUV
+
 /// One request and its answer, as a route sees it: the head, its query parameters, and
 /// `answer(_:)`, called once, at any time after `HTTPRoute.start` (before the body has
 /// arrived, after it, or later still, once the disk has taken a durable value).
@@ -23,6 +25,9 @@ final class HTTPExchange {
 
     var isAnswered: Bool { connection == nil }
 
+    /// Who sent the request ("127.0.0.1:50312"), while it is not answered; for logs.
+    var peerDescription: String { connection?.connection.remoteAddress ?? "" }
+
     /// Sends `response` (with the CORS fields), once; a second answer is a bug.
     func answer(_ response: HTTPResponse) {
         guard let connection else {
@@ -33,6 +38,18 @@ final class HTTPExchange {
         var response = response
         response.fields += corsFields
         connection.send(response, for: self)
+    }
+
+    /// Takes the connection over for `stream`, in place of an answer (once, like one): the
+    /// connection leaves HTTP and is the stream's from now on (`HTTPConnection.handOver`).
+    /// Nil when the connection has closed meanwhile.
+    func takeOver(for stream: SSETransport) -> TCPConnection? {
+        guard let connection else {
+            assertionFailure("an HTTP request answered twice")
+            return nil
+        }
+        self.connection = nil
+        return connection.handOver(to: stream)
     }
 
     /// Answers `failure` as the error object.

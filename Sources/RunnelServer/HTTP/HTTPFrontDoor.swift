@@ -8,7 +8,12 @@ import RunnelUV
 ///
 /// The time limits are checked by one repeating timer, once a second, while any HTTP
 /// connection is open, rather than one timer per connection re-armed per request: a request
-/// then costs a clock reading, and a limit is enforced within a second of it.
+/// then costs a clock reading, and a limit is enforced within a second of it. The same timer
+/// ticks the event streams' heartbeats (`SSETransport.tick`), so an idle stream costs no
+/// timer of its own.
+///
+/// Counting: a connection is the front door's ("http" in metrics) until a stream takes it
+/// over (`GET /events`); from then on it is its session's ("sse"), never both.
 ///
 /// Thread rules: loop thread only (the sweep's closure runs there). Lifetime rule: the
 /// server holds it for its life; it holds its open connections until they close.
@@ -18,6 +23,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
     private unowned let server: Server
     private let router: HTTPRouter
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The event streams that took over a connection, for their heartbeats.
+    private var streams: [ObjectIdentifier: SSETransport] = [:]
     private var sweep: Disposable?
     /// False once the server is stopping: answers then close their connections.
     private(set) var isOpen = true
@@ -28,6 +35,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
             exact: [
                 "/": IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
                 "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
+                EventsRoute.path: EventsRoute(server: server),
             ],
             prefixes: [(PublishRoute.prefix, PublishRoute(server: server))])
     }
@@ -49,15 +57,24 @@ final class HTTPFrontDoor: @unchecked Sendable {
             maxBodyBytes: server.config.maxBodyBytes)
         connections[ObjectIdentifier(http)] = http
         http.start()
-        if sweep == nil {
-            sweep = server.scheduler.after(
-                server.scheduler.now.advanced(by: Self.sweepInterval), repeatingEvery: Self.sweepInterval,
-                leeway: .zero
-            ) { [unowned self] in
-                let now = ContinuousClock.now
-                for connection in connections.values { connection.checkDeadline(now) }
-            }
+        startSweep()
+    }
+
+    private func startSweep() {
+        guard sweep == nil else { return }
+        sweep = server.scheduler.after(
+            server.scheduler.now.advanced(by: Self.sweepInterval), repeatingEvery: Self.sweepInterval, leeway: .zero
+        ) { [unowned self] in
+            let now = ContinuousClock.now
+            for connection in connections.values { connection.checkDeadline(now) }
+            for stream in streams.values { stream.tick() }
         }
+    }
+
+    private func stopSweepIfIdle() {
+        guard connections.isEmpty && streams.isEmpty else { return }
+        sweep?.dispose()
+        sweep = nil
     }
 
     /// Counts an answer for `/metrics`: by status, and an error answer by its code as a
@@ -69,11 +86,19 @@ final class HTTPFrontDoor: @unchecked Sendable {
 
     func connectionDidClose(_ connection: HTTPConnection) {
         connections[ObjectIdentifier(connection)] = nil
-        if connections.isEmpty {
-            sweep?.dispose()
-            sweep = nil
-        }
+        stopSweepIfIdle()
         server.reportIfDrained()
+    }
+
+    /// `stream` has taken `connection` over: it is counted as the stream's session now.
+    func handOver(_ connection: HTTPConnection, to stream: SSETransport) {
+        streams[ObjectIdentifier(stream)] = stream
+        connections[ObjectIdentifier(connection)] = nil
+    }
+
+    func streamDidClose(_ stream: SSETransport) {
+        streams[ObjectIdentifier(stream)] = nil
+        stopSweepIfIdle()
     }
 
     /// The server is stopping: every connection closes once its queued output is written,

@@ -11,6 +11,9 @@ struct HTTPResponse {
     var fields: [(name: StaticString, value: String)] = []
     /// The protocol error the body reports, for an error answer (counted in `/metrics`).
     private(set) var errorCode: ErrorCode?
+    /// Whether the body is not `body` but a stream written after the head until the
+    /// connection closes (Server-Sent Events): the head then has no `Content-Length`.
+    private(set) var isStream = false
 
     init(status: HTTPStatus, contentType: StaticString?, body: [UInt8]) {
         self.status = status
@@ -21,6 +24,13 @@ struct HTTPResponse {
     /// A JSON body (a compact object or array, as the line protocol writes them).
     static func json(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: body)
+    }
+
+    /// The head of a body streamed until the connection closes, of `contentType`.
+    static func stream(contentType: StaticString) -> HTTPResponse {
+        var response = HTTPResponse(status: .ok, contentType: contentType, body: [])
+        response.isStream = true
+        return response
     }
 
     /// `text` as `text/plain`.
@@ -50,7 +60,7 @@ struct HTTPResponse {
     }
 
     /// The status line and header fields, ending with the empty line; `Connection: close`
-    /// when the connection closes after this answer.
+    /// when the connection closes after this answer (always, for a stream).
     func encodedHead(closing: Bool) -> [UInt8] {
         var head: [UInt8] = []
         head.reserveCapacity(160)
@@ -60,7 +70,8 @@ struct HTTPResponse {
             head.append(contentsOf: "\r\nContent-Type: ".utf8)
             head.append(static: contentType)
         }
-        head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8)
+        // A 204 has no body, so no length either (RFC 9110, 8.6).
+        if !isStream && status != .noContent { head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8) }
         if closing { head.append(contentsOf: "\r\nConnection: close".utf8) }
         for field in fields {
             head.append(contentsOf: "\r\n".utf8)

@@ -111,7 +111,16 @@ public final class Server: @unchecked Sendable {
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }
+        openSession(over: transport, authenticated: false)
+    }
+
+    /// Opens a session over `transport` without the `max_connections` check, for a connection
+    /// another front door admitted already (an HTTP request turned into a stream, which that
+    /// front door then stops counting); `authenticated` when that front door checked the token.
+    func openSession(over transport: any SessionTransport, authenticated: Bool) {
+        scheduler.assertOnLoopThread()
         let session = Session(id: nextSessionID, server: self, transport: transport)
+        if authenticated { session.authenticated = true }
         nextSessionID += 1
         sessions[session.id] = session
         transport.start(receiver: session)

@@ -1,0 +1,98 @@
+/// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
+/// one `sub` request, as `runnel sub` builds it: the `StageShortcuts` (`filter`, `map`,
+/// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
+/// `positions` for a single subject, so events carry `id:`. A session over an `SSETransport`
+/// handles that request like any other, so subscribing, stages, resuming and the slow-consumer
+/// policy are the line protocol's own. Only the query's own rules are checked here, and one
+/// answer is given here: `204` for a reconnect after the last value of an ended subject.
+final class EventsRoute: HTTPRoute {
+    static let path = "/events"
+    let methods: [HTTPMethod] = [.get]
+    private unowned let server: Server
+
+    init(server: Server) { self.server = server }
+
+    func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
+        guard let frontDoor = server.httpFrontDoor else {
+            preconditionFailure("a request reached a route of the HTTP front door without one")
+        }
+        let request: [UInt8]
+        do throws(ProtocolError) {
+            request = try subscription(for: exchange)
+        } catch {
+            exchange.fail(HTTPFailure(error))
+            return nil
+        }
+        if hasEnded(exchange) {
+            exchange.answer(HTTPResponse(status: .noContent, contentType: nil, body: []))
+            return nil
+        }
+        let stream = SSETransport(exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes)
+        // The front door checked the token (header or `?token=`).
+        server.openSession(over: stream, authenticated: true)
+        stream.subscribe(request)
+        return nil
+    }
+
+    /// Where the stream resumes: `Last-Event-ID` (a reconnecting browser's), else `from`.
+    private func from(_ exchange: HTTPExchange) -> String? {
+        if let lastEventID = exchange.head.field("last-event-id"), !lastEventID.isEmpty { return lastEventID }
+        return exchange.query["from"]
+    }
+
+    /// Whether the stream would resume right after the last value of a subject that has ended:
+    /// it would send nothing but the end, and a browser would reconnect for ever.
+    private func hasEnded(_ exchange: HTTPExchange) -> Bool {
+        guard let name = exchange.query["subject"], let from = from(exchange), let position = Position(parsing: from),
+            let entry = server.subjects[name]
+        else { return false }
+        return entry.hasEnded(at: position)
+    }
+
+    /// The `sub` request the query asks for.
+    private func subscription(for exchange: HTTPExchange) throws(ProtocolError) -> [UInt8] {
+        let query = exchange.query
+        guard let subject = query["subject"] else {
+            throw ProtocolError(.badRequest, "query parameter 'subject' is required")
+        }
+        var throttle: Double?
+        if let text = query["throttle"] {
+            guard case .number(let seconds) = try? parse(text), seconds > 0, seconds.isFinite else {
+                throw ProtocolError(.badRequest, "query parameter 'throttle' must be a number of seconds > 0")
+            }
+            throttle = seconds
+        }
+        var take: Int?
+        if let text = query["take"] {
+            guard case .number(let count) = try? parse(text), count >= 0, let integer = Int(exactly: count) else {
+                throw ProtocolError(.badRequest, "query parameter 'take' must be an integer >= 0")
+            }
+            take = integer
+        }
+        var stages = StageShortcuts.stages(filter: query["filter"], map: query["map"], throttle: throttle, take: take)
+        if let ops = query["ops"] {
+            guard case .array(let extra) = try parse(ops) else {
+                throw ProtocolError(.badRequest, "query parameter 'ops' must be a JSON array of stage objects")
+            }
+            stages += extra
+        }
+        var request = JSONObject([
+            ("op", .string("sub")), ("sid", .string(SSEFraming.sid)), ("subject", .string(subject)),
+        ])
+        if !stages.isEmpty { request.set("ops", .array(stages)) }
+        if !SubjectPattern(subject).isWildcard { request.set("positions", .bool(true)) }
+        if let from = from(exchange) { request.set("from", .string(from)) }
+        var writer = JSONWriter()
+        writer.write(.object(request))
+        return writer.bytes
+    }
+
+    /// A query parameter's JSON; `bad_json` when it is not JSON.
+    private func parse(_ text: String) throws(ProtocolError) -> JSONValue {
+        do {
+            return try JSONParser(maxDepth: server.config.maxDepth).parse(text)
+        } catch {
+            throw ProtocolError(.badJSON, "invalid JSON in the query: \(error)")
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import RunnelUV
+
+/// How a session's lines become Server-Sent Events (docs/protocol.md, "The HTTP front door"):
+/// the reply to the stream's one `sub`, its `completed`, `error` and `dropped` events, and
+/// the position in a `next` event's tail. The session writes these lines with
+/// `ServerLineWriter` for the subscription `sid`, so their shapes are fixed and each is read
+/// by its bytes, without parsing. Pure functions: safe from any thread.
+enum SSEFraming {
+    /// The sid of a stream's subscription, as a JSON string's contents.
+    static let sid = "sse"
+    /// The end of a `next` line's tail before the position: `,"pos":"`; `"}` follows it.
+    private static let positionStart = Array(",\"pos\":\"".utf8)
+    /// What comes after an event's name: `","sid":"sse"`.
+    private static let sidMember = Array("\",\"sid\":\"\(sid)\"".utf8)
+    private static let eventStart = Array("{\"ev\":\"".utf8)
+    private static let okReply = Array("{\"ok\":true".utf8)
+    private static let failureStart = Array("{\"ok\":false,\"code\":\"".utf8)
+
+    /// What the reply to the stream's `sub` says: nil when it succeeded, else the error's code
+    /// (the line is then the error object `{"ok":false,"code":C,"message":M}`, sent as the
+    /// HTTP answer's body).
+    static func failureCode(ofReply line: UnsafeRawBufferPointer) -> ErrorCode? {
+        if line.starts(with: okReply) { return nil }
+        guard line.starts(with: failureStart) else { return .eval }
+        let rest = line.dropFirst(failureStart.count)
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return .eval }
+        return ErrorCode(rawValue: String(decoding: rest[..<end], as: UTF8.self)) ?? .eval
+    }
+
+    /// The SSE event for one of the subscription's event lines, `{"ev":"NAME","sid":"sse"...}`:
+    /// `event: NAME` and `data:` the line's other members as an object (`{}` when none), then
+    /// the empty line; and whether it ends the stream (`completed`, `error`). Nil for a line
+    /// with no SSE form (`closing`, which the transport's close follows).
+    static func event(fromLine line: UnsafeRawBufferPointer) -> (bytes: [UInt8], isTerminal: Bool)? {
+        guard line.starts(with: eventStart) else { return nil }
+        let afterStart = line.dropFirst(eventStart.count)
+        guard let nameEnd = afterStart.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        let name = afterStart[..<nameEnd]
+        let afterName = afterStart[nameEnd...]
+        guard afterName.starts(with: sidMember) else { return nil }
+        let members = afterName.dropFirst(sidMember.count)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(line.count + 16)
+        bytes.append(contentsOf: "event: ".utf8)
+        bytes.append(contentsOf: name)
+        bytes.append(contentsOf: "\ndata: {".utf8)
+        // `}` alone, or `,` and the members then `}`.
+        bytes.append(contentsOf: members.dropFirst(members.first == UInt8(ascii: ",") ? 1 : 0))
+        bytes.append(contentsOf: "\n\n".utf8)
+        let isTerminal = name.elementsEqual("completed".utf8) || name.elementsEqual("error".utf8)
+        return (bytes, isTerminal)
+    }
+
+    /// The position `EPOCH:SEQ` in a `next` line's tail `,"pos":"EPOCH:SEQ"}`; nil for the
+    /// tail `}` of a value without one.
+    @inline(__always)
+    static func position(inTail tail: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard tail.count > positionStart.count + 2 else { return nil }
+        return UnsafeRawBufferPointer(rebasing: tail[positionStart.count..<(tail.count - 2)])
+    }
+
+    /// Whether `value` holds a line break: JSON allows a raw `\r` as whitespace between
+    /// tokens, and a line protocol client can publish one; in SSE it would end the `data:`
+    /// line.
+    @inline(__always)
+    static func hasLineBreak(_ value: UnsafeRawBufferPointer) -> Bool {
+        value.contains { $0 == 0x0A || $0 == 0x0D }
+    }
+
+    /// `value` with its line breaks, whitespace between tokens, turned into spaces.
+    static func withoutLineBreaks(_ value: UnsafeRawBufferPointer) -> [UInt8] {
+        value.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+    }
+}

@@ -1,0 +1,224 @@
+import RunnelUV
+
+/// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The
+/// HTTP front door"): the session gets one `sub` request (`EventsRoute` builds it) and its
+/// lines become the response. The reply decides the answer: an error reply is the HTTP error
+/// answer (the connection stays HTTP and the session ends); `{"ok":true...}` makes this
+/// transport take the connection over (`HTTPExchange.takeOver`) and write the
+/// `text/event-stream` head. Then each `next` is `id: POS` (when the line has a position) and
+/// `data: VALUE`, the value's bytes as published; `completed`, `error` and `dropped` are named
+/// events (`SSEFraming`), and after a terminal one the response ends with the connection.
+/// `closing` ends it too. What the client sends after its request is read and ignored, so
+/// its close is seen at once and disposes the subscription (`transportDidEndInput`).
+///
+/// Heartbeat: the front door's once-a-second sweep calls `tick()`; a stream that wrote
+/// nothing for `heartbeatTicks` ticks writes a comment line, so an idle stream sees one at
+/// least every `heartbeatInterval` without a timer of its own.
+///
+/// Thread rules: loop thread only. Lifetime rule: before the take-over, the route's call
+/// holds it; after, its `TCPConnection` holds it as delegate until it has closed, and it holds
+/// its session until it has told it `transportDidClose()`.
+final class SSETransport: SessionTransport, TCPConnectionDelegate {
+    static let heartbeatInterval: Duration = .seconds(15)
+    /// Idle sweeps before a heartbeat: one less than the interval's seconds, since the last
+    /// write may have come just after a sweep.
+    static let heartbeatTicks = Int(heartbeatInterval / HTTPFrontDoor.sweepInterval) - 1
+
+    private enum State {
+        /// The `sub` is being handled: its reply answers `exchange`.
+        case subscribing(HTTPExchange)
+        /// The `sub` failed (its error answered the request), or the connection closed before
+        /// its reply: the session is to end.
+        case abandoned
+        case streaming
+        /// A terminal event was written or the connection is closing: nothing more is.
+        case ended
+    }
+
+    private var state: State
+    /// The connection, once taken over.
+    private var connection: TCPConnection?
+    private unowned let frontDoor: HTTPFrontDoor
+    private var receiver: (any RequestReceiver)?
+    let maxRequestBytes: Int
+    let peerDescription: String
+    let transportName = "sse"
+    /// Whether anything was written since the last sweep, and how many sweeps found nothing.
+    private var wroteSinceTick = false
+    private var idleTicks = 0
+
+    init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int) {
+        state = .subscribing(exchange)
+        self.frontDoor = frontDoor
+        self.maxRequestBytes = maxRequestBytes
+        peerDescription = exchange.peerDescription
+    }
+
+    /// Hands the session its one request, the stream's `sub`; ends the session at once when
+    /// the reply was an error (after the answer), since nothing is left for it to do. A
+    /// request over `maxRequestBytes` is the line protocol's long line (`line_too_long`).
+    func subscribe(_ request: [UInt8]) {
+        if request.count > maxRequestBytes {
+            receiver?.transportDidDiscardLongRequest(byteCount: request.count)
+        } else {
+            request.withUnsafeBytes { receiver?.transportDidReceive(request: $0) }
+        }
+        guard case .abandoned = state else { return }
+        endSession()
+    }
+
+    private func endSession() {
+        let receiver = self.receiver
+        self.receiver = nil
+        receiver?.transportDidClose()
+    }
+
+    /// One sweep of the front door: a heartbeat when the stream has been idle long enough.
+    func tick() {
+        guard case .streaming = state, let connection else { return }
+        if wroteSinceTick {
+            wroteSinceTick = false
+            idleTicks = 0
+            return
+        }
+        idleTicks += 1
+        guard idleTicks >= Self.heartbeatTicks else { return }
+        idleTicks = 0
+        connection.writeLine(copying: UnsafeRawBufferPointer(start: (":" as StaticString).utf8Start, count: 1))
+    }
+
+    // MARK: SessionTransport
+
+    func start(receiver: any RequestReceiver) { self.receiver = receiver }
+
+    func writeLine(_ line: UnsafeRawBufferPointer) {
+        switch state {
+        case .subscribing(let exchange):
+            answer(exchange, reply: line)
+        case .streaming:
+            guard let connection, let (event, isTerminal) = SSEFraming.event(fromLine: line) else { return }
+            wroteSinceTick = true
+            event.withUnsafeBytes { _ = connection.write(copying: $0) }
+            if isTerminal {
+                state = .ended
+                connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+            }
+        case .abandoned, .ended:
+            return
+        }
+    }
+
+    /// The `sub` reply: the stream's head, or the error answer.
+    private func answer(_ exchange: HTTPExchange, reply: UnsafeRawBufferPointer) {
+        if let code = SSEFraming.failureCode(ofReply: reply) {
+            state = .abandoned
+            // The session counted the request error already; the answer counts by status.
+            exchange.answer(.json(Array(reply), status: HTTPStatus(reporting: code)))
+            return
+        }
+        var head = HTTPResponse.stream(contentType: "text/event-stream")
+        head.fields.append(("Cache-Control", "no-cache"))
+        head.fields += exchange.corsFields
+        guard let connection = exchange.takeOver(for: self) else {
+            state = .abandoned
+            return
+        }
+        self.connection = connection
+        state = .streaming
+        frontDoor.count(head)
+        head.write(to: connection, closing: true)
+    }
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard let connection else { return true }
+        guard !connection.hasUnsentBytes(over: limit) else { return false }
+        wroteSinceTick = true
+        let newline = UnsafeRawBufferPointer(start: ("\n" as StaticString).utf8Start, count: 1)
+        withFields(before: tail) { fields in
+            if SSEFraming.hasLineBreak(value) {
+                SSEFraming.withoutLineBreaks(value).withUnsafeBytes {
+                    _ = connection.writeLine(copying: fields, $0, newline)
+                }
+            } else {
+                connection.writeLine(copying: fields, value, newline)
+            }
+        }
+        return true
+    }
+
+    /// A large value is written by reference, as on TCP.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard let connection, !SSEFraming.hasLineBreak(value.bytes) else {
+            return writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
+        }
+        guard !connection.hasUnsentBytes(over: limit) else { return false }
+        wroteSinceTick = true
+        withFields(before: tail) { _ = connection.write(copying: $0) }
+        connection.write(value)
+        connection.write(copying: UnsafeRawBufferPointer(start: ("\n\n" as StaticString).utf8Start, count: 2))
+        return true
+    }
+
+    /// Calls `body` with what goes before an event's value: `id: POS` and `data: ` when the
+    /// `next` line's tail has a position, else `data: `; put together on the stack.
+    @inline(__always)
+    private func withFields(before tail: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let dataField: StaticString = "data: "
+        guard let position = SSEFraming.position(inTail: tail) else {
+            return body(UnsafeRawBufferPointer(start: dataField.utf8Start, count: dataField.utf8CodeUnitCount))
+        }
+        let idField: StaticString = "id: "
+        let count = idField.utf8CodeUnitCount + position.count + 1 + dataField.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { start in
+            let base = start.baseAddress!
+            base.copyMemory(from: idField.utf8Start, byteCount: idField.utf8CodeUnitCount)
+            var end = idField.utf8CodeUnitCount
+            (base + end).copyMemory(from: position.baseAddress!, byteCount: position.count)
+            end += position.count
+            base.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: end, as: UInt8.self)
+            (base + end + 1).copyMemory(from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
+            body(UnsafeRawBufferPointer(start))
+        }
+    }
+
+    func hasUnsentBytes(over limit: Int) -> Bool { connection?.hasUnsentBytes(over: limit) ?? false }
+    var unsentBytes: Int { connection?.unsentBytes ?? 0 }
+    func pauseInput() { connection?.stopReading() }
+    func resumeInput() { connection?.startReading() }
+
+    func whenUnsentBytes(fallTo threshold: Int, _ action: @escaping () -> Void) {
+        guard let connection else { return action() }
+        connection.whenUnsentBytes(fallTo: threshold, action)
+    }
+
+    func closeAfterFlush(timeout: Duration) {
+        state = .ended
+        guard let connection else {
+            // Not taken over: nothing of the session's is on the connection; the session ends.
+            return endSession()
+        }
+        connection.closeAfterFlush(timeout: timeout)
+    }
+
+    // MARK: TCPConnectionDelegate (after the take-over)
+
+    /// The line framing is off for HTTP connections, so no line ever arrives.
+    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {}
+
+    /// The client's bytes after its request mean nothing to the stream.
+    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
+
+    func connectionDidEndInput(_ connection: TCPConnection) { receiver?.transportDidEndInput() }
+
+    func connectionDidClose(_ connection: TCPConnection) {
+        state = .ended
+        frontDoor.streamDidClose(self)
+        endSession()
+    }
+}

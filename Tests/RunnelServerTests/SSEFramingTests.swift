@@ -1,0 +1,79 @@
+import Testing
+
+@testable import RunnelServer
+
+/// Server-Sent Events from a session's lines: the lines come from a real session (over a
+/// `MemoryTransport`) subscribed as an SSE stream subscribes, so the framing is checked
+/// against the shapes the session writes, not against copies of them.
+@Suite struct SSEFramingTests {
+    private func event(_ line: String) -> (text: String, isTerminal: Bool)? {
+        var line = line
+        return line.withUTF8 { bytes in
+            SSEFraming.event(fromLine: UnsafeRawBufferPointer(bytes)).map {
+                (String(decoding: $0.bytes, as: UTF8.self), $0.isTerminal)
+            }
+        }
+    }
+
+    private func failureCode(_ line: String) -> ErrorCode? {
+        var line = line
+        return line.withUTF8 { SSEFraming.failureCode(ofReply: UnsafeRawBufferPointer($0)) }
+    }
+
+    private func position(inTail tail: String) -> String? {
+        var tail = tail
+        return tail.withUTF8 { bytes in
+            SSEFraming.position(inTail: UnsafeRawBufferPointer(bytes)).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    @Test func terminalAndDroppedEventsBecomeNamedEventsWithTheirMembersAsData() {
+        let harness = SessionHarness()
+        let client = harness.connect()
+        let sub = #"{"op":"sub","sid":"\#(SSEFraming.sid)","subject":"SUBJECT"}"#
+        let reply = client.send(sub.replacingOccurrences(of: "SUBJECT", with: "a"))
+        #expect(reply.count == 1 && failureCode(reply[0]) == nil)
+        let completed = client.send(#"{"op":"complete","subject":"a"}"#).filter { $0.hasPrefix(#"{"ev""#) }
+        #expect(completed.count == 1 && event(completed[0])! == ("event: completed\ndata: {}\n\n", true))
+
+        client.send(sub.replacingOccurrences(of: "SUBJECT", with: "b"))
+        let failed = client.send(#"{"op":"error","subject":"b","message":"boom"}"#).filter { $0.hasPrefix(#"{"ev""#) }
+        #expect(
+            failed.count == 1
+                && event(failed[0])!
+                    == ("event: error\ndata: {\"code\":\"subject_error\",\"message\":\"boom\"}\n\n", true)
+        )
+
+        #expect(
+            event(#"{"ev":"dropped","sid":"sse","count":12}"#)! == ("event: dropped\ndata: {\"count\":12}\n\n", false))
+        // `closing` has no SSE form: the close that follows it ends the stream.
+        #expect(event(#"{"ev":"closing","code":"slow_consumer"}"#) == nil)
+    }
+
+    @Test func aFailedSubReplyGivesItsCode() {
+        let harness = SessionHarness()
+        let client = harness.connect()
+        let reply = client.send(#"{"op":"sub","sid":"sse","subject":"a","ops":[{"op":"nope"}]}"#)
+        #expect(reply.count == 1 && failureCode(reply[0]) == .badOperator)
+        let pattern = client.send(#"{"op":"sub","sid":"sse","subject":"a.*","from":"e:1"}"#)
+        #expect(pattern.count == 1 && failureCode(pattern[0]) == .badRequest)
+        #expect(failureCode(#"{"ok":true,"sid":"sse","resumed":false}"#) == nil)
+        #expect(failureCode("not a reply") == .eval)
+    }
+
+    @Test func thePositionIsReadFromANextTail() {
+        #expect(position(inTail: #","pos":"Ab_-9:42"}"#) == "Ab_-9:42")
+        #expect(position(inTail: "}") == nil)
+    }
+
+    @Test func lineBreaksInAValueBecomeSpaces() {
+        var value = "[1,\r\n2]"
+        value.withUTF8 { bytes in
+            let raw = UnsafeRawBufferPointer(bytes)
+            #expect(SSEFraming.hasLineBreak(raw))
+            #expect(String(decoding: SSEFraming.withoutLineBreaks(raw), as: UTF8.self) == "[1,  2]")
+        }
+        var plain = #"{"a":"b"}"#
+        plain.withUTF8 { #expect(!SSEFraming.hasLineBreak(UnsafeRawBufferPointer($0))) }
+    }
+}
