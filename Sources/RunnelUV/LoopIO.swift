@@ -12,8 +12,8 @@ import CLibUV
 /// It also measures how long each turn works (`turnLengths`): from the loop's wake-up, which
 /// the first callback of the turn marks (`noteAwake()`; the check phase when no marked
 /// callback ran, as after a timer's timeout), to the prepare phase, where the loop is about to
-/// wait in the kernel again. Its own clock readings, two per turn, not libuv's idle-time
-/// metric, which in libuv 1.44 counted a busy turn as idle in one test run.
+/// wait in the kernel again. Its own clock readings, two per turn, which depend on no libuv
+/// metric.
 ///
 /// Thread rules: loop thread only (every caller is a connection's libuv callback or write).
 /// Lifetime rule: made and owned by the loop's `LoopScheduler`; its `uv_check_t` and
