@@ -18,6 +18,9 @@ deps:
 
 test-deps: deps
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_APT_PACKAGES)"
+	@# Debian's python3-httpx serves /usr/bin/python3; another python3 on PATH (pyenv, a venv)
+	@# gets httpx from PyPI.
+	@python3 -c 'import httpx' 2>/dev/null || python3 -m pip install --quiet httpx
 
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
