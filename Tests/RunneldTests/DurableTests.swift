@@ -207,8 +207,8 @@ import Testing
     }
 
     /// A data directory on a tmpfs of 1 MiB that durable values fill: under `always` each
-    /// refused value's reply says `storage`, what was acknowledged stays, and everything else
-    /// goes on. Needs root, for `mount`.
+    /// refused value's reply says `storage` (an HTTP publish's answer `503` `storage`), what
+    /// was acknowledged stays, and everything else goes on. Needs root, for `mount`.
     @Test(.enabled(if: geteuid() == 0)) func aFullDiskRefusesDurableWritesAndServesTheRest() throws {
         let data = DataDirectory()
         try FileManager.default.createDirectory(atPath: data.path, withIntermediateDirectories: true)
@@ -231,6 +231,13 @@ import Testing
         }
         #expect(refusal?["code"] == "storage", "\(String(describing: refusal))")
         #expect(refusal?["message"]?.string?.contains("durable subjects cannot be written") == true)
+        // The HTTP front door says so too: 503 with the same code.
+        let http = try server.connectHTTP()
+        try http.sendRaw(
+            "POST /pub/f.r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\n\"v\"")
+        let answer = String(decoding: http.readBytesUntilClosed() ?? [], as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 503 "), "\(answer)")
+        #expect(answer.contains(#""code":"storage""#), "\(answer)")
         // The rest goes on.
         try client.barrier()
         try client.subscribe("plain.x", sid: "p")

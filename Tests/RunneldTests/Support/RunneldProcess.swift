@@ -85,6 +85,16 @@ final class RunneldProcess {
         try BlockingTCPClient(port: Int(port), receiveBufferSize: receiveBufferSize)
     }
 
+    /// A connection to the HTTP front door, whose port the line `serving HTTP on
+    /// 127.0.0.1:PORT` gave.
+    func connectHTTP() throws -> BlockingTCPClient {
+        let port = output.allLines.lazy.compactMap { line in
+            line.firstMatch(of: /serving HTTP on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }
+        }.first
+        guard let port else { throw HarnessError.launch("runneld did not say where it serves HTTP") }
+        return try BlockingTCPClient(port: port)
+    }
+
     /// Replaces the config file (atomically, so a reload never reads half a file).
     func rewriteConfig(_ config: RunneldConfig) throws {
         try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
