@@ -17,12 +17,12 @@ enum PublishedValue {
         } catch {
             throw ProtocolError(.badJSON, "invalid JSON: \(error)")
         }
-        guard value.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
+        guard value.contains(where: OneLineJSON.isLineBreak) else {
             return RawJSON(validatedBuffer: ByteBuffer(copying: value))
         }
         return RawJSON(
             validatedBuffer: ByteBuffer(count: value.count) { target in
-                for (index, byte) in value.enumerated() { target[index] = byte == 0x0A || byte == 0x0D ? 0x20 : byte }
+                for (index, byte) in value.enumerated() { target[index] = OneLineJSON.unbroken(byte) }
             })
     }
 }

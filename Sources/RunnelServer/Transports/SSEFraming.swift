@@ -64,11 +64,11 @@ enum SSEFraming {
     /// line.
     @inline(__always)
     static func hasLineBreak(_ value: UnsafeRawBufferPointer) -> Bool {
-        value.contains { $0 == 0x0A || $0 == 0x0D }
+        value.contains(where: OneLineJSON.isLineBreak)
     }
 
     /// `value` with its line breaks, whitespace between tokens, turned into spaces.
     static func withoutLineBreaks(_ value: UnsafeRawBufferPointer) -> [UInt8] {
-        value.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+        value.map(OneLineJSON.unbroken)
     }
 }
