@@ -3,8 +3,8 @@ import Runnel
 
 /// One TCP connection on a loop: input framed into lines, output queued and batched.
 ///
-/// Reading: after `startReading()`, input is framed (or, with `framesLines` off, handed to
-/// `connection(_:didRead:)` as read) by a `LineFramer`: split on `\n` (a `\r`
+/// Reading: after `startReading()`, input is framed by a `LineFramer` (or, with `framesLines`
+/// off, handed to `connection(_:didRead:)` as read): split on `\n` (a `\r`
 /// before it is stripped), each complete line going to `delegate` as a pointer valid only
 /// during the call, with no allocation per line: lines wholly inside one read point straight
 /// into the loop's read buffer; only a line split across reads is copied. A line longer than

@@ -1,3 +1,5 @@
+import RunnelUV
+
 /// One request's head as `HTTPRequestParser` read it: the method, the target (`/pub/a?x=1`,
 /// as sent) and the header fields, with names lower-cased.
 ///
@@ -60,7 +62,7 @@ public struct HTTPRequestHead {
 
     /// The value of the first field named `name` (lower-case), without surrounding spaces.
     public func field(_ name: StaticString) -> String? {
-        let wanted = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        let wanted = name.rawBytes
         for field in fields where field.name.count == wanted.count {
             if bytes[field.name].elementsEqual(wanted) {
                 return String(decoding: bytes[field.value], as: UTF8.self).trimmingSpaces()

@@ -86,6 +86,6 @@ struct HTTPResponse {
 
 extension [UInt8] {
     fileprivate mutating func append(static text: StaticString) {
-        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        append(contentsOf: text.rawBytes)
     }
 }

@@ -10,10 +10,7 @@ extension Session {
     static let copiedValueBytes = 4096
 
     /// The end of every `next` line without a position: the value is the event's last member.
-    /// A static string's bytes stay put.
-    private static var nextEnd: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: ("}" as StaticString).utf8Start, count: 1)
-    }
+    private static var nextEnd: UnsafeRawBufferPointer { ("}" as StaticString).rawBytes }
 
     /// Writes a `next` event through `transport` (the session's own, typed as it is where the
     /// caller knows it, so the writes are direct calls), unless the unsent output is over

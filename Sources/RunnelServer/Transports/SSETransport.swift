@@ -84,7 +84,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         idleTicks += 1
         guard idleTicks >= Self.heartbeatTicks else { return }
         idleTicks = 0
-        connection.writeLine(copying: UnsafeRawBufferPointer(start: (":" as StaticString).utf8Start, count: 1))
+        connection.writeLine(copying: (":" as StaticString).rawBytes)
     }
 
     // MARK: SessionTransport
@@ -136,7 +136,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         guard let connection else { return true }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         wroteSinceTick = true
-        let newline = UnsafeRawBufferPointer(start: ("\n" as StaticString).utf8Start, count: 1)
+        let newline = ("\n" as StaticString).rawBytes
         withFields(before: tail) { fields in
             if SSEFraming.hasLineBreak(value) {
                 SSEFraming.withoutLineBreaks(value).withUnsafeBytes {
@@ -161,7 +161,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         wroteSinceTick = true
         withFields(before: tail) { _ = connection.write(copying: $0) }
         connection.write(value)
-        connection.write(copying: UnsafeRawBufferPointer(start: ("\n\n" as StaticString).utf8Start, count: 2))
+        connection.write(copying: ("\n\n" as StaticString).rawBytes)
         return true
     }
 
@@ -171,7 +171,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
     private func withFields(before tail: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
         let dataField: StaticString = "data: "
         guard let position = SSEFraming.position(inTail: tail) else {
-            return body(UnsafeRawBufferPointer(start: dataField.utf8Start, count: dataField.utf8CodeUnitCount))
+            return body(dataField.rawBytes)
         }
         let idField: StaticString = "id: "
         let count = idField.utf8CodeUnitCount + position.count + 1 + dataField.utf8CodeUnitCount
