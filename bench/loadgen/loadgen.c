@@ -6,9 +6,25 @@
  * the requested size, so deliveries are counted and timed the same way whatever the protocol
  * wraps around them: the subscriber thread scans its sockets' bytes for markers.
  *
- *   loadgen --proto runnel|redis|nats --port P [--host 127.0.0.1] [--subs K] [--msgs N]
- *           [--size B] [--rate R] [--stages JSON] [--timeout S] [--subject NAME]
- *           [--window-bytes W] [--watch-pid PID] [--warmup S]
+ *   loadgen --proto runnel|redis|nats [--transport tcp|ws|sse] --port P [--host 127.0.0.1]
+ *           [--subs K] [--msgs N] [--size B] [--rate R] [--stages JSON] [--timeout S]
+ *           [--subject NAME] [--window-bytes W] [--watch-pid PID] [--warmup S]
+ *           [--path /ws] [--pub-port 7455]
+ *
+ * --transport says what carries the protocol (default tcp: the protocol's own socket):
+ *   ws   every connection, publisher and subscribers, is a WebSocket (RFC 6455) to --port:
+ *        runneld's HTTP front door (GET /ws, default port 7456) or nats-server's websocket
+ *        listener (path /). Each request is one masked text frame (for runnel one JSON
+ *        request without its newline; for nats the text protocol, CONNECT, SUB, PUB, as on
+ *        TCP); no extension (compression) is asked for. --path overrides the request path.
+ *   sse  runnel only: each subscriber is GET /events?subject=S on --port (the HTTP front
+ *        door, default 7456), a Server-Sent Events stream kept open; the publisher publishes
+ *        over TCP to --pub-port (default 7455), since an event stream is one-way.
+ * Server frames are taken apart (their headers skipped, pings answered) and only data frames'
+ * payload bytes are scanned: a server may split a message over frames (nats does), and a
+ * frame header landing inside a marker would otherwise lose it or make up a wrong one. SSE
+ * needs no such care: runneld writes the stream without chunked encoding (Connection: close),
+ * so the bytes read are the events themselves.
  *
  * All sockets are non-blocking; the subscribers' are driven by epoll(7), and the marker scan
  * skips padding with memchr, so the client spends little of the machine it shares with the
@@ -47,6 +63,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,10 +74,14 @@
 #include <unistd.h>
 
 enum proto { RUNNEL, REDIS, NATS };
+enum transport { TCP, WS, SSE };
 
 static enum proto proto = RUNNEL;
+static enum transport transport = TCP;
 static const char *host = "127.0.0.1";
-static int port = 7455;
+static int port = 0;           /* 0: 7455 over TCP, 7456 (runneld's HTTP front door) otherwise */
+static int pub_port = 7455;    /* --transport sse: the publisher's TCP port */
+static const char *path = NULL; /* --transport ws: the request path (/ws for runnel, / for nats) */
 static int subs = 1;
 static long msgs = 100000;
 static int size = 64;
@@ -88,10 +109,10 @@ static void die(const char *what) {
     exit(2);
 }
 
-static int connect_to(void) {
+static int connect_to(int to_port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) die("socket");
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)to_port)};
     if (inet_pton(AF_INET, host, &a.sin_addr) != 1) die("inet_pton");
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
     int one = 1;
@@ -148,6 +169,335 @@ static void wait_for(int fd, const char *needle) {
     exit(2);
 }
 
+/* The subscriber side's marker scanning state, per connection. */
+struct scan {
+    int state; /* 0 look for '~', 1 expect 'T', 2 digits */
+    uint64_t value;
+};
+
+/* WebSocket (RFC 6455), the client's side: the handshake, masked frames out, frames in. */
+
+/* Where a connection's reader is in the server's frames. */
+struct ws_in {
+    uint8_t head[14];      /* the frame header being read: 2 bytes, 2 or 8 of length */
+    int have, need;        /* header bytes read, and how many this header has */
+    int in_payload;        /* 0: reading a header */
+    uint64_t left;         /* payload bytes of the current frame still to come */
+    uint8_t opcode;
+    uint8_t control[125];  /* a control frame's payload (at most 125 bytes, 5.5) */
+    int control_have;
+};
+
+/* One connection: its socket, where it is in the server's frames, where in a marker. */
+struct conn {
+    int fd;
+    int index;
+    struct ws_in ws;
+    struct scan scan;
+};
+
+/* Masking keys: RFC 6455 wants them unpredictable (against a script in a browser steering the
+ * bytes a proxy sees), which a load generator has no use for; xorshift seeded by getrandom(2)
+ * gives a fresh key per frame for nothing. One state per thread: the publisher masks its
+ * publishes, the subscriber thread its pongs. */
+static __thread uint64_t mask_state;
+
+static uint32_t next_mask_key(void) {
+    if (!mask_state && (getrandom(&mask_state, sizeof mask_state, 0) != sizeof mask_state || !mask_state))
+        mask_state = now_ns() | 1;
+    mask_state ^= mask_state << 13;
+    mask_state ^= mask_state >> 7;
+    mask_state ^= mask_state << 17;
+    return (uint32_t)(mask_state >> 16);
+}
+
+/* XORs `p` with the 4-byte key as it is on the wire, 8 bytes at a time. */
+static void ws_mask(char *p, size_t n, const char *key) {
+    uint64_t k8;
+    memcpy(&k8, key, 4);
+    memcpy((char *)&k8 + 4, key, 4);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        v ^= k8;
+        memcpy(p + i, &v, 8);
+    }
+    for (; i < n; i++) p[i] ^= key[i & 3];
+}
+
+/* Writes a client frame's header for `n` payload bytes into `out`: FIN (one frame per
+ * message, never fragmented), `opcode`, the mask bit (a client MUST mask every frame, 5.3)
+ * and a fresh key, which ends the header. Returns its length, 6 to 14. */
+static size_t ws_head(char *out, int opcode, size_t n) {
+    uint8_t *h = (uint8_t *)out;
+    size_t k = 0;
+    h[k++] = (uint8_t)(0x80 | opcode);
+    if (n < 126) {
+        h[k++] = (uint8_t)(0x80 | n);
+    } else if (n < 65536) {
+        h[k++] = 0x80 | 126;
+        h[k++] = (uint8_t)(n >> 8);
+        h[k++] = (uint8_t)n;
+    } else {
+        h[k++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--) h[k++] = (uint8_t)((uint64_t)n >> (8 * i));
+    }
+    uint32_t key = next_mask_key();
+    memcpy(h + k, &key, 4);
+    return k + 4;
+}
+
+/* Sends one masked frame carrying `payload` (small: handshake-time requests and pongs). */
+static void ws_send(int fd, int opcode, const char *payload, size_t n) {
+    char frame[16384 + 14];
+    if (n > 16384) {
+        fprintf(stderr, "loadgen: request too long for one frame here\n");
+        exit(2);
+    }
+    size_t k = ws_head(frame, opcode, n);
+    memcpy(frame + k, payload, n);
+    ws_mask(frame + k, n, frame + k - 4);
+    send_all(fd, frame, k + n);
+}
+
+/* A control frame has arrived whole: a ping is answered with a pong carrying its payload
+ * (5.5.2, 5.5.3); a close is reported (the server closes the socket next). */
+static void ws_control(struct conn *c) {
+    struct ws_in *w = &c->ws;
+    if (w->opcode == 0x9) {
+        ws_send(c->fd, 0xA, (const char *)w->control, (size_t)w->control_have);
+    } else if (w->opcode == 0x8) {
+        int code = w->control_have >= 2 ? w->control[0] << 8 | w->control[1] : 0;
+        fprintf(stderr, "loadgen: connection %d: close frame from the server, code %d %.*s\n", c->index, code,
+                w->control_have > 2 ? w->control_have - 2 : 0, (const char *)w->control + 2);
+    }
+}
+
+/* Takes the frame headers in [*p, *p + *n) off and returns the length of the next run of a
+ * data frame's payload (*run points at it), moving *p past it; 0 when the bytes are used up.
+ * State carries over between calls, so a header or a payload may be split anywhere; control
+ * frames are handled here and never returned. A header costs a few byte moves per frame. */
+static size_t ws_payload(struct conn *c, const char **p, size_t *n, const char **run) {
+    struct ws_in *w = &c->ws;
+    while (*n > 0) {
+        if (!w->in_payload) {
+            if (w->need == 0) w->need = 2; /* a fresh (zeroed) state starts with a header */
+            w->head[w->have++] = (uint8_t)**p;
+            (*p)++;
+            (*n)--;
+            if (w->have == 2) {
+                /* A server MUST NOT mask (5.1); no extension was negotiated, so no RSV bit. */
+                if ((w->head[1] & 0x80) || (w->head[0] & 0x70)) {
+                    fprintf(stderr, "loadgen: connection %d: invalid frame header %02x %02x\n", c->index, w->head[0],
+                            w->head[1]);
+                    exit(2);
+                }
+                int len7 = w->head[1] & 0x7f;
+                w->need = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0);
+            }
+            if (w->have < w->need) continue;
+            uint64_t len = w->head[1] & 0x7f;
+            if (len >= 126) {
+                len = 0;
+                for (int i = 2; i < w->need; i++) len = len << 8 | w->head[i];
+            }
+            w->opcode = w->head[0] & 0x0f;
+            w->left = len;
+            w->have = w->need = 0;
+            w->control_have = 0;
+            w->in_payload = 1;
+            if ((w->opcode & 0x8) && len > sizeof w->control) {
+                fprintf(stderr, "loadgen: connection %d: control frame of %llu bytes\n", c->index, (unsigned long long)len);
+                exit(2);
+            }
+            if (len == 0) {
+                w->in_payload = 0;
+                if (w->opcode & 0x8) ws_control(c);
+            }
+            continue;
+        }
+        size_t take = *n < w->left ? *n : (size_t)w->left;
+        const char *at = *p;
+        *p += take;
+        *n -= take;
+        w->left -= take;
+        if (w->left == 0) w->in_payload = 0;
+        if (w->opcode & 0x8) {
+            memcpy(w->control + w->control_have, at, take);
+            w->control_have += (int)take;
+            if (w->left == 0) ws_control(c);
+            continue;
+        }
+        *run = at;
+        return take;
+    }
+    return 0;
+}
+
+/* SHA-1 (FIPS 180-4), for checking the server's Sec-WebSocket-Accept only. */
+static void sha1(const uint8_t *msg, size_t len, uint8_t out[20]) {
+    uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+    size_t blocks = (len + 9 + 63) / 64;
+    for (size_t b = 0; b < blocks; b++) {
+        uint8_t block[64];
+        for (size_t i = 0; i < 64; i++) {
+            size_t at = b * 64 + i;
+            block[i] = at < len ? msg[at] : at == len ? 0x80 : 0;
+        }
+        if (b == blocks - 1)
+            for (int i = 0; i < 8; i++) block[63 - i] = (uint8_t)((uint64_t)len * 8 >> (8 * i));
+        uint32_t w[80];
+        for (int i = 0; i < 16; i++)
+            w[i] = (uint32_t)block[4 * i] << 24 | (uint32_t)block[4 * i + 1] << 16 | (uint32_t)block[4 * i + 2] << 8 |
+                   block[4 * i + 3];
+        for (int i = 16; i < 80; i++) {
+            uint32_t x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16];
+            w[i] = x << 1 | x >> 31;
+        }
+        uint32_t a = h[0], bb = h[1], c = h[2], d = h[3], e = h[4];
+        for (int i = 0; i < 80; i++) {
+            uint32_t f = i < 20 ? (bb & c) | (~bb & d) : i < 40 ? bb ^ c ^ d : i < 60 ? (bb & c) | (bb & d) | (c & d) : bb ^ c ^ d;
+            uint32_t k = i < 20 ? 0x5A827999 : i < 40 ? 0x6ED9EBA1 : i < 60 ? 0x8F1BBCDC : 0xCA62C1D6;
+            uint32_t t = (a << 5 | a >> 27) + f + e + k + w[i];
+            e = d;
+            d = c;
+            c = bb << 30 | bb >> 2;
+            bb = a;
+            a = t;
+        }
+        h[0] += a, h[1] += bb, h[2] += c, h[3] += d, h[4] += e;
+    }
+    for (int i = 0; i < 20; i++) out[i] = (uint8_t)(h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+static void base64(const uint8_t *in, size_t n, char *out) {
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+        *out++ = t[v >> 18 & 63];
+        *out++ = t[v >> 12 & 63];
+        *out++ = i + 1 < n ? t[v >> 6 & 63] : '=';
+        *out++ = i + 2 < n ? t[v & 63] : '=';
+    }
+    *out = 0;
+}
+
+/* Reads an HTTP response head, up to its empty line, into `buf` (NUL-terminated at *have);
+ * returns the head's length. Bytes after it (the first frames, say) stay in buf. */
+static size_t read_head(int fd, char *buf, size_t cap, size_t *have) {
+    uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+    while (now_ns() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t r = recv(fd, buf + *have, cap - 1 - *have, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (r <= 0) die("recv (response head)");
+        *have += (size_t)r;
+        buf[*have] = 0;
+        char *end = strstr(buf, "\r\n\r\n");
+        if (end) return (size_t)(end - buf) + 4;
+        if (*have >= cap - 1) break;
+    }
+    fprintf(stderr, "loadgen: no complete response head within 10 s\n");
+    exit(2);
+}
+
+/* Whether header `name`'s value in `head` contains `token` (both case-insensitive); a header
+ * named but empty matches the token "". */
+static int header_has(const char *head, const char *name, const char *token) {
+    size_t len = strlen(name);
+    for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
+        if (strncasecmp(l + 2, name, len) || l[2 + len] != ':') continue;
+        const char *v = l + 3 + len, *e = strstr(v, "\r\n");
+        char value[512];
+        snprintf(value, sizeof value, "%.*s", (int)(e ? e - v : (long)strlen(v)), v);
+        if (strcasestr(value, token)) return 1;
+    }
+    return 0;
+}
+
+/* Bytes read after a handshake's response head (nats sends INFO at once): where the next
+ * wait begins. Setup only, one connection at a time. */
+static char after_head[16384];
+static size_t after_head_length;
+
+/* The opening handshake (4.1): GET with Upgrade, a random key, version 13; then the answer
+ * must be 101 with Upgrade: websocket, Connection: Upgrade and the key's accept value, and no
+ * extension (none was offered). */
+static void ws_handshake(struct conn *c) {
+    uint8_t nonce[16];
+    if (getrandom(nonce, sizeof nonce, 0) != sizeof nonce) die("getrandom");
+    char key[32], request[1024];
+    base64(nonce, sizeof nonce, key);
+    snprintf(request, sizeof request,
+             "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+             path, host, port, key);
+    send_all(c->fd, request, strlen(request));
+    char buf[16384];
+    size_t have = 0, head = read_head(c->fd, buf, sizeof buf, &have);
+    after_head_length = have - head;
+    memcpy(after_head, buf + head, after_head_length);
+    buf[head - 2] = 0; /* the head alone, ending with its last header's \r\n */
+    char joined[128], accept[32];
+    uint8_t digest[20];
+    int n = snprintf(joined, sizeof joined, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+    sha1((const uint8_t *)joined, (size_t)n, digest);
+    base64(digest, sizeof digest, accept);
+    const char *problem = strncmp(buf, "HTTP/1.1 101", 12) ? "not 101"
+                          : !header_has(buf, "upgrade", "websocket") ? "no Upgrade: websocket"
+                          : !header_has(buf, "connection", "upgrade") ? "no Connection: Upgrade"
+                          : !header_has(buf, "sec-websocket-accept", accept) ? "wrong or missing Sec-WebSocket-Accept"
+                          : header_has(buf, "sec-websocket-extensions", "") ? "an extension nobody asked for"
+                          : NULL;
+    if (problem) {
+        fprintf(stderr, "loadgen: WebSocket handshake on %s:%d%s failed (%s):\n%s\n", host, port, path, problem, buf);
+        exit(2);
+    }
+}
+
+/* wait_for over a WebSocket: the bytes go through the frame reader, the needle is looked for
+ * in the payloads. Every byte read passes through it, so the subscriber thread takes over the
+ * connection at a known place in its frames. */
+static void ws_wait_for(struct conn *c, const char *needle) {
+    static char raw[65536], text[65536];
+    size_t have = 0;
+    size_t pending = after_head_length;
+    memcpy(raw, after_head, pending);
+    after_head_length = 0;
+    uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+    while (now_ns() < deadline) {
+        ssize_t r = (ssize_t)pending;
+        pending = 0;
+        if (r == 0) {
+            struct pollfd p = {.fd = c->fd, .events = POLLIN};
+            if (poll(&p, 1, 100) <= 0) continue;
+            r = recv(c->fd, raw, sizeof raw, 0);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            if (r <= 0) die("recv (subscribe)");
+        }
+        const char *p = raw, *run;
+        size_t n = (size_t)r, k;
+        while ((k = ws_payload(c, &p, &n, &run)) > 0) {
+            if (have + k > sizeof text - 1) { /* keep the tail, where a needle may have begun */
+                memmove(text, text + have - 256, 256);
+                have = 256;
+            }
+            if (k > sizeof text - 1 - have) { /* more than fits: its end is what may hold the needle */
+                run += k - (sizeof text - 1 - have);
+                k = sizeof text - 1 - have;
+            }
+            memcpy(text + have, run, k);
+            have += k;
+        }
+        text[have] = 0;
+        if (strstr(text, needle)) return;
+    }
+    fprintf(stderr, "loadgen: no '%s' from the server within 10 s\n", needle);
+    exit(2);
+}
+
 /* Latency histogram: 64 linear sub-buckets per power of two of microseconds. */
 #define SUB 64
 #define POWERS 40
@@ -176,12 +526,6 @@ static double percentile(double q, uint64_t total) {
     return 0;
 }
 
-/* The subscriber side: marker scanning state per connection. */
-struct scan {
-    int state; /* 0 look for '~', 1 expect 'T', 2 digits */
-    uint64_t value;
-};
-
 static long expected;
 static atomic_long delivered;
 static atomic_int finished;
@@ -193,18 +537,52 @@ static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t window_moved = PTHREAD_COND_INITIALIZER;
 static atomic_int publisher_waiting;
 
+/* Scans `n` bytes of a connection's stream for markers, where it left off; returns how many
+ * ended in them, timing each against `t`, the instant the bytes were read. */
+static inline long scan(struct scan *s, const char *buf, size_t n, uint64_t t) {
+    long found = 0;
+    size_t k = 0;
+    while (k < n) {
+        if (s->state == 0) { /* the padding between markers: skip it with memchr */
+            const char *m = memchr(buf + k, '~', n - k);
+            if (!m) break;
+            k = (size_t)(m - buf) + 1;
+            s->state = 1;
+            continue;
+        }
+        char c = buf[k++];
+        if (s->state == 1) {
+            if (c == 'T') {
+                s->state = 2;
+                s->value = 0;
+            } else {
+                s->state = c == '~' ? 1 : 0;
+            }
+        } else if (c >= '0' && c <= '9') {
+            s->value = s->value * 10 + (uint64_t)(c - '0');
+        } else {
+            if (c == '~') {
+                found++;
+                if (t > s->value && s->value >= warmup_until_ns) record_latency(t - s->value);
+                last_recv_ns = t;
+            }
+            s->state = c == '~' ? 1 : 0;
+        }
+    }
+    return found;
+}
+
 static void *subscriber_thread(void *arg) {
-    int *fds = arg;
+    struct conn *conns = arg;
     /* epoll, not poll: with 100 subscribers a poll(2) of every socket per wakeup cost this
      * thread more CPU than the servers it measures spend, on a machine it shares with them. */
     int ep = epoll_create1(0);
     if (ep < 0) die("epoll_create1");
     for (int i = 0; i < subs; i++) {
         struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &e) < 0) die("epoll_ctl");
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, conns[i].fd, &e) < 0) die("epoll_ctl");
     }
     struct epoll_event *ready = calloc((size_t)subs, sizeof *ready);
-    struct scan *st = calloc((size_t)subs, sizeof *st);
     static char buf[1 << 18];
     uint64_t last_progress = now_ns();
     long seen = 0;
@@ -216,44 +594,22 @@ static void *subscriber_thread(void *arg) {
             continue;
         }
         for (int j = 0; j < n; j++) {
-            int i = (int)ready[j].data.u32;
-            ssize_t r = recv(fds[i], buf, sizeof buf, MSG_DONTWAIT);
+            struct conn *c = &conns[ready[j].data.u32];
+            ssize_t r = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
             if (r <= 0) {
                 if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-                fprintf(stderr, "loadgen: subscriber %d closed by the server\n", i);
-                epoll_ctl(ep, EPOLL_CTL_DEL, fds[i], NULL);
+                fprintf(stderr, "loadgen: subscriber %d closed by the server\n", c->index);
+                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
                 continue;
             }
             t = now_ns(); /* after recv: every byte read was sent before this instant */
             last_progress = t;
-            struct scan *s = &st[i];
-            ssize_t k = 0;
-            while (k < r) {
-                if (s->state == 0) { /* the padding between markers: skip it with memchr */
-                    const char *m = memchr(buf + k, '~', (size_t)(r - k));
-                    if (!m) break;
-                    k = m - buf + 1;
-                    s->state = 1;
-                    continue;
-                }
-                char c = buf[k++];
-                if (s->state == 1) {
-                    if (c == 'T') {
-                        s->state = 2;
-                        s->value = 0;
-                    } else {
-                        s->state = c == '~' ? 1 : 0;
-                    }
-                } else if (c >= '0' && c <= '9') {
-                    s->value = s->value * 10 + (uint64_t)(c - '0');
-                } else {
-                    if (c == '~') {
-                        seen++;
-                        if (t > s->value && s->value >= warmup_until_ns) record_latency(t - s->value);
-                        last_recv_ns = t;
-                    }
-                    s->state = c == '~' ? 1 : 0;
-                }
+            if (transport == WS) { /* only data frames' payload: a header may split a marker */
+                const char *p = buf, *run;
+                size_t n = (size_t)r, k;
+                while ((k = ws_payload(c, &p, &n, &run)) > 0) seen += scan(&c->scan, run, k, t);
+            } else {
+                seen += scan(&c->scan, buf, (size_t)r, t);
             }
         }
         atomic_store_explicit(&delivered, seen, memory_order_release);
@@ -272,7 +628,6 @@ static void *subscriber_thread(void *arg) {
     pthread_cond_signal(&window_moved);
     pthread_mutex_unlock(&window_lock);
     free(ready);
-    free(st);
     close(ep);
     return NULL;
 }
@@ -344,17 +699,55 @@ static void build_command(void) {
         w = sprintf(command, "PUB %s %d\r\n%s\r\n", subject, n, payload);
         break;
     }
+    if (transport == WS && proto == RUNNEL) w--; /* a message is one request, without the newline */
     command_length = (size_t)w;
     stamp_at = (size_t)(strstr(command, "~T") - command) + 2;
 }
 
+/* Over a WebSocket each publish is a frame of its own, masked after the stamp is written:
+ * the one copy of the payload in the send buffer is masked in place. */
 static size_t build_pub(char *out, uint64_t t) {
-    memcpy(out, command, command_length);
-    for (int d = 19; d >= 0; d--, t /= 10) out[stamp_at + (size_t)d] = (char)('0' + t % 10);
-    return command_length;
+    size_t head = transport == WS ? ws_head(out, 0x1, command_length) : 0;
+    char *p = out + head;
+    memcpy(p, command, command_length);
+    for (int d = 19; d >= 0; d--, t /= 10) p[stamp_at + (size_t)d] = (char)('0' + t % 10);
+    if (head) ws_mask(p, command_length, p - 4);
+    return head + command_length;
 }
 
-static void subscribe(int fd, int index) {
+/* Sends one of the protocol's requests, as a text frame over a WebSocket (a runnel request
+ * without its newline), and waits for `needle` in what comes back. */
+static void request(struct conn *c, const char *cmd, const char *needle) {
+    size_t n = strlen(cmd);
+    if (transport == WS) {
+        if (proto == RUNNEL && n > 0 && cmd[n - 1] == '\n') n--;
+        ws_send(c->fd, 0x1, cmd, n);
+        ws_wait_for(c, needle);
+    } else {
+        send_all(c->fd, cmd, n);
+        wait_for(c->fd, needle);
+    }
+}
+
+/* An SSE subscriber: GET /events?subject=S, answered 200 with the stream's head once the
+ * subscription is made; the socket then stays open for its events. */
+static void sse_subscribe(struct conn *c) {
+    char req[1024], buf[16384];
+    snprintf(req, sizeof req, "GET /events?subject=%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n\r\n",
+             subject, host, port);
+    send_all(c->fd, req, strlen(req));
+    size_t have = 0;
+    read_head(c->fd, buf, sizeof buf, &have);
+    if (strncmp(buf, "HTTP/1.1 200", 12) || !header_has(buf, "content-type", "text/event-stream")) {
+        fprintf(stderr, "loadgen: subscriber %d: GET /events answered:\n%s\n", c->index, buf);
+        exit(2);
+    }
+}
+
+static void subscribe(struct conn *c) {
+    int index = c->index;
+    if (transport == SSE) return sse_subscribe(c);
+    if (transport == WS) ws_handshake(c);
     char cmd[8192];
     switch (proto) {
     case RUNNEL:
@@ -362,18 +755,15 @@ static void subscribe(int fd, int index) {
             snprintf(cmd, sizeof cmd, "{\"op\":\"sub\",\"subject\":\"%s\",\"sid\":\"b%d\",\"ops\":%s}\n", subject, index, stages);
         else
             snprintf(cmd, sizeof cmd, "{\"op\":\"sub\",\"subject\":\"%s\",\"sid\":\"b%d\"}\n", subject, index);
-        send_all(fd, cmd, strlen(cmd));
-        wait_for(fd, "\"ok\":true");
+        request(c, cmd, "\"ok\":true");
         break;
     case REDIS:
         snprintf(cmd, sizeof cmd, "*2\r\n$9\r\nSUBSCRIBE\r\n$%zu\r\n%s\r\n", strlen(subject), subject);
-        send_all(fd, cmd, strlen(cmd));
-        wait_for(fd, "subscribe");
+        request(c, cmd, "subscribe");
         break;
     case NATS:
         snprintf(cmd, sizeof cmd, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB %s %d\r\nPING\r\n", subject, index + 1);
-        send_all(fd, cmd, strlen(cmd));
-        wait_for(fd, "PONG");
+        request(c, cmd, "PONG");
         break;
     }
 }
@@ -402,6 +792,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--proto")) proto = !strcmp(v, "redis") ? REDIS : !strcmp(v, "nats") ? NATS : RUNNEL;
+        else if (!strcmp(k, "--transport")) transport = !strcmp(v, "ws") ? WS : !strcmp(v, "sse") ? SSE : TCP;
+        else if (!strcmp(k, "--path")) path = v;
+        else if (!strcmp(k, "--pub-port")) pub_port = atoi(v);
         else if (!strcmp(k, "--host")) host = v;
         else if (!strcmp(k, "--port")) port = atoi(v);
         else if (!strcmp(k, "--subs")) subs = atoi(v);
@@ -423,22 +816,41 @@ int main(int argc, char **argv) {
         fprintf(stderr, "loadgen: need --size 24..60000, --subs >= 1, --msgs >= 1, --window-bytes >= size\n");
         return 2;
     }
+    if ((transport == WS && proto == REDIS) || (transport == SSE && (proto != RUNNEL || stages))) {
+        fprintf(stderr, "loadgen: --transport ws is for runnel and nats, sse for runnel without --stages\n");
+        return 2;
+    }
+    if (!port) port = transport == TCP ? 7455 : 7456;
+    if (!path) path = proto == NATS ? "/" : "/ws";
+    /* One descriptor per subscriber: 10,000 SSE streams need more than the usual soft limit
+     * of 1024, so take what the hard limit allows. */
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && (rlim_t)subs + 16 > files.rlim_cur) {
+        fprintf(stderr, "loadgen: %d subscribers need more open files than the limit, %llu (ulimit -n)\n", subs,
+                (unsigned long long)files.rlim_cur);
+        return 2;
+    }
     build_command();
-    int *fds = calloc((size_t)subs, sizeof *fds);
+    struct conn *conns = calloc((size_t)subs, sizeof *conns);
     for (int i = 0; i < subs; i++) {
-        fds[i] = connect_to();
-        subscribe(fds[i], i);
+        conns[i].index = i;
+        conns[i].fd = connect_to(port);
+        subscribe(&conns[i]);
     }
-    int pub = connect_to();
-    if (proto == NATS) {
-        const char *c = "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nPING\r\n";
-        send_all(pub, c, strlen(c));
-        wait_for(pub, "PONG");
-    }
+    /* The publisher: over SSE the protocol's TCP connection (an event stream is one-way). */
+    struct conn publisher = {.index = -1};
+    publisher.fd = connect_to(transport == SSE ? pub_port : port);
+    int pub = publisher.fd;
+    if (transport == WS) ws_handshake(&publisher);
+    if (proto == NATS) request(&publisher, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nPING\r\n", "PONG");
     expected = msgs * subs;
     pthread_t reader, sampler;
     warmup_until_ns = now_ns() + (uint64_t)(warmup_s * 1e9);
-    pthread_create(&reader, NULL, subscriber_thread, fds);
+    pthread_create(&reader, NULL, subscriber_thread, conns);
     if (watch_pid) pthread_create(&sampler, NULL, rss_thread, NULL);
 
     /* The publisher: batches of commands in one send, up to 64 KiB or the window's edge. */
