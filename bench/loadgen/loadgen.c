@@ -894,6 +894,13 @@ int main(int argc, char **argv) {
     atomic_store(&finished, 1);
     if (watch_pid) pthread_join(sampler, NULL);
     double server_cpu = watch_pid ? read_cpu_s() - cpu_before : 0;
+    /* Close WebSockets with a close frame (1000, normal), so a server logs no abnormal end;
+     * its answering close is not waited for. */
+    if (transport == WS) {
+        const char normal[2] = {0x03, (char)0xE8};
+        for (int c = 0; c < subs; c++) ws_send(conns[c].fd, 0x8, normal, 2);
+        ws_send(pub, 0x8, normal, 2);
+    }
     double seconds = (double)(last_recv_ns - first_send_ns) / 1e9;
     long got = atomic_load(&delivered);
     printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f reader_cpu_s=%.2f\n",
