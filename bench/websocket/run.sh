@@ -60,6 +60,9 @@ if [[ -z $runneld ]]; then
     # One Swift build at a time on this machine (shared with other work).
     flock /tmp/runnel-build.lock swift build -c release --product runneld >/dev/null
     runneld=$PWD/.build/release/runneld
+    built="built from $(git rev-parse --short HEAD)"
+else
+    built="$runneld, given ($(stat -c %y "$runneld" | cut -d. -f1))"
 fi
 mkdir -p .build
 cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
@@ -113,7 +116,7 @@ stop_pid() {
 }
 
 nats_version=$(nats-server --version | awk '{print $NF}')
-echo "runneld $(git rev-parse --short HEAD) ($runneld), nats-server $nats_version"
+echo "runneld $built, nats-server $nats_version"
 echo "$(nproc) cores, $(uname -r); $reps repetitions, interleaved; medians"
 results=$work/results.tsv
 : >"$results"
