@@ -310,38 +310,68 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     public func writeLine(
         copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
     ) -> Bool {
+        write(copying: first, second, third, UnsafeRawBufferPointer(start: nil, count: 0), lineEnd: true)
+    }
+
+    /// Queues copies of the four pieces, back to back, as `writeLine(copying:_:_:)` does, with
+    /// no line end (a WebSocket frame: its head, then an event line's three pieces). Loop thread.
+    @discardableResult
+    @inline(__always)
+    public func write(
+        copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
+        _ fourth: UnsafeRawBufferPointer
+    ) -> Bool {
+        write(copying: first, second, third, fourth, lineEnd: false)
+    }
+
+    @inline(__always)
+    private func write(
+        copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
+        _ fourth: UnsafeRawBufferPointer, lineEnd: Bool
+    ) -> Bool {
         loop.assertOnLoopThread()
         guard state == .open else { return false }
-        let total = first.count &+ second.count &+ third.count &+ 1
+        let total = first.count &+ second.count &+ third.count &+ fourth.count &+ (lineEnd ? 1 : 0)
         if let chunk, chunk.capacity &- chunk.used >= total {
-            let target = chunk.base + chunk.used
-            if first.count > 0 { target.copyMemory(from: first.baseAddress!, byteCount: first.count) }
+            var target = chunk.base + chunk.used
+            if first.count > 0 {
+                target.copyMemory(from: first.baseAddress!, byteCount: first.count)
+                target += first.count
+            }
             if second.count > 0 {
-                (target + first.count).copyMemory(from: second.baseAddress!, byteCount: second.count)
+                target.copyMemory(from: second.baseAddress!, byteCount: second.count)
+                target += second.count
             }
             if third.count > 0 {
-                (target + first.count + second.count).copyMemory(from: third.baseAddress!, byteCount: third.count)
+                target.copyMemory(from: third.baseAddress!, byteCount: third.count)
+                target += third.count
             }
-            target.storeBytes(of: 10, toByteOffset: total &- 1, as: UInt8.self)
+            if fourth.count > 0 { target.copyMemory(from: fourth.baseAddress!, byteCount: fourth.count) }
+            if lineEnd { chunk.base.storeBytes(of: 10, toByteOffset: chunk.used &+ total &- 1, as: UInt8.self) }
             chunk.used &+= total
             pendingBytes &+= total
             requestFlush()
         } else {
-            appendLine(first, second, third)
+            appendPieces(first, second, third, fourth, lineEnd: lineEnd)
         }
         return true
     }
 
-    /// `writeLine(copying:_:_:)` when the open chunk has no room: the pieces may span chunks.
+    /// `write(copying:_:_:_:lineEnd:)` when the open chunk has no room: the pieces may span
+    /// chunks.
     @inline(never)
-    private func appendLine(
-        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer
+    private func appendPieces(
+        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
+        _ fourth: UnsafeRawBufferPointer, lineEnd: Bool
     ) {
         append(first)
         append(second)
         append(third)
-        var newline: UInt8 = 10
-        withUnsafeBytes(of: &newline) { append($0) }
+        append(fourth)
+        if lineEnd {
+            var newline: UInt8 = 10
+            withUnsafeBytes(of: &newline) { append($0) }
+        }
         requestFlush()
     }
 
