@@ -5,9 +5,11 @@ PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
-APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev pkg-config
+SHELL := /bin/bash
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
-# python3-httpx (the HTTP client of scripts/http-tests.py, which the test suite runs).
+# python3-httpx (the HTTP client of scripts/http-tests.py and scripts/websocket-tests.py,
+# which the test suite runs); websockets comes from PyPI (test-deps).
 TEST_APT_PACKAGES = prometheus python3-httpx
 
 .PHONY: deps test-deps apt-install build release run test lint install uninstall clean
@@ -21,6 +23,10 @@ test-deps: deps
 	@# Debian's python3-httpx serves /usr/bin/python3; another python3 on PATH (pyenv, a venv)
 	@# gets httpx from PyPI.
 	@python3 -c 'import httpx' 2>/dev/null || python3 -m pip install --quiet httpx
+	@# Python's websockets (scripts/websocket-tests.py) from PyPI: 13 or later has the client it
+	@# uses, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
+	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
+		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
 
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -40,8 +46,15 @@ release: deps
 run: release
 	./.build/release/runneld --config config/runneld.toml
 
+# The whole output is kept in .build/test-output.log; on a failure its failing lines are
+# printed again at the end, since Swift Testing reports a failure where it happens, among
+# hundreds of lines of tests running in parallel.
 test: test-deps
-	$(SWIFT) test
+	@mkdir -p .build
+	@set -o pipefail; $(SWIFT) test 2>&1 | tee .build/test-output.log || { \
+		echo; echo "=== what failed (all of it in .build/test-output.log):"; \
+		grep -aE -A 15 '✘ Test .*(recorded an issue|failed)|error:|Fatal error|Assertion failed' .build/test-output.log | tail -n 150; \
+		exit 1; }
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz
