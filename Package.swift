@@ -47,6 +47,12 @@ let package = Package(
             name: "CHTTPParser",
             providers: [.apt(["libhttp-parser-dev"])]
         ),
+        // OpenSSL's libcrypto: the WebSocket handshake's SHA-1 and Base64.
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
@@ -54,7 +60,7 @@ let package = Package(
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "CSQLite", "CHTTPParser",
+                "Runnel", "RunnelUV", "CSQLite", "CHTTPParser", "CLibCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],

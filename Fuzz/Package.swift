@@ -41,5 +41,6 @@ let package = Package(
         fuzzer("RequestFuzzer", ["RunnelServer"]),
         fuzzer("ExpressionFuzzer", ["RunnelServer"]),
         fuzzer("HTTPFuzzer", ["RunnelServer"]),
+        fuzzer("WebSocketFuzzer", ["RunnelServer"]),
     ]
 )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the fuzz package (Fuzz/, with -sanitize=fuzzer,address) and runs its five libFuzzer
+# Builds the fuzz package (Fuzz/, with -sanitize=fuzzer,address) and runs its six libFuzzer
 # targets one after another, SECONDS_TOTAL split evenly between them (default 60).
 #
 #   scripts/fuzz.sh            # 60 s in all, 12 s per target
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-60}
 SWIFT=${SWIFT:-swift}
-targets=(LineFramerFuzzer JSONFuzzer RequestFuzzer ExpressionFuzzer HTTPFuzzer)
+targets=(LineFramerFuzzer JSONFuzzer RequestFuzzer ExpressionFuzzer HTTPFuzzer WebSocketFuzzer)
 per=$((total / ${#targets[@]}))
 ((per >= 1)) || per=1
 

@@ -281,6 +281,24 @@ def check_metrics(d):
     tcp.close()
 
 
+def check_head(d):
+    # HEAD answers as GET would, without the body; a stream (or a publish) is GET or POST only.
+    with socket.create_connection(("127.0.0.1", d.http_port), timeout=5) as sock:
+        sock.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while received.count(b"HTTP/1.1 200") < 2 or not received.endswith(b"ok"):
+            chunk = sock.recv(4096)
+            assert chunk, received
+            received += chunk
+        head_answer, get_answer = received.split(b"HTTP/1.1 200")[1:]
+        assert head_answer.endswith(b"\r\n\r\n") and b"Content-Length: 2\r\n" in head_answer, received
+        assert get_answer.endswith(b"\r\n\r\nok"), received
+    response = httpx.head(d.url + "/stats", headers=AUTH)
+    assert response.status_code == 200 and response.content == b"", response
+    assert int(response.headers["content-length"]) > 2, response.headers
+    assert httpx.head(d.url + "/events?subject=x", headers=AUTH).status_code == 405
+
+
 def check_not_found_and_method_not_allowed(d):
     expect_error(httpx.get(d.url + "/nowhere", headers=AUTH), 404, "not_found")
     response = expect_error(httpx.get(d.url + "/pub/x", headers=AUTH), 405, "method_not_allowed")
@@ -361,6 +379,23 @@ def check_durable_publish(d):
     listed = httpx.get(d.url + "/subjects", params={"prefix": "dur"}, headers=AUTH).json()
     assert listed[0]["durable"] is True and listed[0]["published"] == 3, listed
     tcp.close()
+
+
+def check_half_close_is_answered(d):
+    # A client that sends its requests and half-closes (printf ... | nc) gets every answer,
+    # one that waits for the disk (fsync = "always") too, then the connection closes.
+    body = b'{"half":"closed"}'
+    request = (b"POST /pub/dur HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+               + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+               + b"\r\n\r\n" + body)
+    with socket.create_connection(("127.0.0.1", d.http_port), timeout=5) as sock:
+        sock.sendall(request + request.replace(b'"closed"', b'"again!"'))
+        sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(4096):
+            received += chunk
+    answers = received.count(b'{"ok":true,"receivers":0}')
+    assert received.startswith(b"HTTP/1.1 200") and answers == 2, received
 
 
 def check_keep_alive_and_pipelining(d):
@@ -491,8 +526,8 @@ def check_slow_heads_are_closed(d):
 MAIN_CHECKS = [
     check_healthz_needs_no_token, check_index, check_auth, check_stats_is_the_stats_reply, check_metrics,
     check_subjects_is_the_list_reply, check_publish_one_value, check_publish_percent_decoded_subject,
-    check_publish_errors, check_not_found_and_method_not_allowed, check_body_limit, check_ndjson_streams_in_order,
-    check_ndjson_bad_line, check_durable_publish, check_keep_alive_and_pipelining, check_chunked_single_value,
+    check_publish_errors, check_head, check_not_found_and_method_not_allowed, check_body_limit, check_ndjson_streams_in_order,
+    check_ndjson_bad_line, check_durable_publish, check_half_close_is_answered, check_keep_alive_and_pipelining, check_chunked_single_value,
     check_smuggling_refused, check_head_over_16_kib, check_origins_and_cors, check_slow_heads_are_closed,
 ]
 

@@ -1,15 +1,26 @@
 import Foundation
 import Testing
 
-/// The HTTP front door against real runneld processes, driven by `scripts/http-tests.py`
-/// with httpx, an HTTP client no one here wrote (and raw sockets for what no well-behaved
-/// client sends). The script starts its own daemons, on free ports, with the configurations it
-/// needs; one of its checks waits out the 10-second head limit.
+/// The HTTP front door against real runneld processes, driven by scripts with clients no one
+/// here wrote: `scripts/http-tests.py` with httpx, `scripts/websocket-tests.py` with Python's
+/// `websockets` (and raw sockets for what no well-behaved client sends). Each script starts
+/// its own daemons, on free ports, with the configurations it needs; one of the HTTP checks
+/// waits out the 10-second head limit.
 @Suite struct HTTPFrontDoorTests {
-    @Test(.timeLimit(.minutes(2))) func theContractsChecksPass() throws {
+    @Test(.timeLimit(.minutes(2))) func theContractsHTTPChecksPass() throws {
+        try runScript("scripts/http-tests.py")
+    }
+
+    @Test(.timeLimit(.minutes(2))) func theContractsWebSocketChecksPass() throws {
+        try runScript("scripts/websocket-tests.py")
+    }
+
+    /// Runs `script` (a path in the repository) against the runneld under test; its whole
+    /// output is the failure's message.
+    private func runScript(_ script: String) throws {
         var root = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { root.deleteLastPathComponent() }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("http-tests-\(UUID().uuidString)")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("front-door-\(UUID().uuidString)")
         #expect(FileManager.default.createFile(atPath: output.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: output) }
         let handle = try FileHandle(forWritingTo: output)
@@ -17,7 +28,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "python3", root.appendingPathComponent("scripts/http-tests.py").path, "--runneld", try RunneldBinary.path(),
+            "python3", root.appendingPathComponent(script).path, "--runneld", try RunneldBinary.path(),
         ]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = handle
@@ -25,6 +36,6 @@ import Testing
         try process.run()
         process.waitUntilExit()
         let report = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        #expect(process.terminationStatus == 0, "scripts/http-tests.py:\n\(report)")
+        #expect(process.terminationStatus == 0, "\(script):\n\(report)")
     }
 }

@@ -6,15 +6,29 @@ struct HTTPAccess {
     let tokens: [String]
     let allowedOrigins: [String]
 
-    /// Whether the request carries an accepted token (always, when no tokens are configured),
-    /// compared in constant time as the line protocol's `auth` is.
-    func isAuthenticated(_ head: HTTPRequestHead, query: [String: String]) -> Bool {
-        guard !tokens.isEmpty else { return true }
+    /// What a request's token says of it.
+    enum Credential {
+        /// An accepted token, or none is configured.
+        case accepted
+        /// A token that is not one of the configured ones.
+        case refused
+        /// No token, where tokens are configured.
+        case absent
+    }
+
+    /// The request's token (`Authorization: Bearer` wins over `?token=`), compared in constant
+    /// time as the line protocol's `auth` is.
+    func credential(of head: HTTPRequestHead, query: [String: String]) -> Credential {
+        guard !tokens.isEmpty else { return .accepted }
         let bearer = "bearer "
+        let token: String?
         if let authorization = head.field("authorization"), authorization.lowercased().hasPrefix(bearer) {
-            return ConstantTime.matchesAny(String(authorization.dropFirst(bearer.count)), tokens)
+            token = String(authorization.dropFirst(bearer.count))
+        } else {
+            token = query["token"]
         }
-        return query["token"].map { ConstantTime.matchesAny($0, tokens) } ?? false
+        guard let token else { return .absent }
+        return ConstantTime.matchesAny(token, tokens) ? .accepted : .refused
     }
 
     /// The request's `Origin` when it is one the server allows to read its answers: listed in

@@ -35,6 +35,9 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     private var held: [UInt8] = []
     /// Set once a stream has taken the connection over (`handOver`): nothing more is parsed.
     private var isHandedOver = false
+    /// The stream that took the connection over, until the bytes after its request's head are
+    /// handed to it (a WebSocket's first frames may come with its upgrade request).
+    private var stream: (any HTTPStream)?
     /// When the connection is closed unless something happens first: the head's limit while
     /// one is read, the idle limit between requests and between pieces of a body; nil while a
     /// request's answer is on its way.
@@ -105,10 +108,13 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
                     return
                 }
                 endExchange()
-            case .upgraded:
-                // No route switches protocols yet: the upgrade request is answered as any other
-                // and, since what follows its head is not HTTP, the answer closes the connection
-                // (`keepsAlive` is off for it).
+            case .upgraded(let consumed):
+                // A route that switched protocols has the connection, and what follows the head
+                // is its. A refused upgrade was answered as any request, and since what follows
+                // its head is not HTTP, the answer closes the connection (`keepsAlive` is off).
+                let rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
+                if let stream, !rest.isEmpty { stream.connection(connection, didRead: rest) }
+                stream = nil
                 return
             case .failed(let failure):
                 keepsAlive = false
@@ -157,20 +163,23 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
         reader?.finish()
     }
 
-    /// Gives the connection to `stream`, which answers the current request with a body that
-    /// lasts as long as the connection: nothing more is parsed (what the client sends is the
-    /// stream's to ignore), no time limit applies, and the front door counts it no more (the
-    /// stream's session counts it). Returns the connection, or nil when it is closing already.
-    func handOver(to stream: SSETransport) -> TCPConnection? {
+    /// Gives the connection to the stream `makeStream` makes of it, which answers the current
+    /// request for as long as the connection lasts: nothing more is parsed (what the client
+    /// sends next is the stream's), no time limit applies, and the front door counts it no
+    /// more (the stream's session counts it). Returns the stream, or nil when the connection
+    /// is closing already.
+    func handOver<Stream: HTTPStream>(to makeStream: (TCPConnection) -> Stream) -> Stream? {
         isHandedOver = true
         deadline = nil
         bodyReader = nil
         exchange = nil
         held = []
         guard connection.isOpen else { return nil }
+        let stream = makeStream(connection)
+        self.stream = stream
         frontDoor.handOver(self, to: stream)
         connection.delegate = stream
-        return connection
+        return stream
     }
 
     // MARK: Output
@@ -182,7 +191,7 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
         guard connection.isOpen else { return }
         let closing = !keepsAlive || exchange == nil || !frontDoor.isOpen
         frontDoor.count(response)
-        response.write(to: connection, closing: closing)
+        response.write(to: connection, closing: closing, withBody: exchange?.head.method != .head)
         if closing {
             connection.closeAfterFlush(timeout: Self.closeTimeout)
             return

@@ -11,15 +11,18 @@ final class HTTPExchange {
     let query: [String: String]
     /// CORS fields every answer carries: set by the front door for an allowed origin.
     let corsFields: [(name: StaticString, value: String)]
+    /// Whether the request carried an accepted token (or none is configured).
+    let isAuthenticated: Bool
     private var connection: HTTPConnection?
 
     init(
         head: HTTPRequestHead, query: [String: String], corsFields: [(name: StaticString, value: String)],
-        connection: HTTPConnection
+        isAuthenticated: Bool, connection: HTTPConnection
     ) {
         self.head = head
         self.query = query
         self.corsFields = corsFields
+        self.isAuthenticated = isAuthenticated
         self.connection = connection
     }
 
@@ -40,16 +43,17 @@ final class HTTPExchange {
         connection.send(response, for: self)
     }
 
-    /// Takes the connection over for `stream`, in place of an answer (once, like one): the
-    /// connection leaves HTTP and is the stream's from now on (`HTTPConnection.handOver`).
-    /// Nil when the connection has closed meanwhile.
-    func takeOver(for stream: SSETransport) -> TCPConnection? {
+    /// Takes the connection over for the stream `makeStream` returns, given the connection, in
+    /// place of an answer (once, like one): the connection leaves HTTP and is the stream's
+    /// from now on (`HTTPConnection.handOver`). Nil when the connection has closed meanwhile
+    /// (`makeStream` is then not called).
+    func takeOver<Stream: HTTPStream>(_ makeStream: (TCPConnection) -> Stream) -> Stream? {
         guard let connection else {
             assertionFailure("an HTTP request answered twice")
             return nil
         }
         self.connection = nil
-        return connection.handOver(to: stream)
+        return connection.handOver(to: makeStream)
     }
 
     /// Answers `failure` as the error object.

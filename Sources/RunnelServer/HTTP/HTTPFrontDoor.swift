@@ -23,8 +23,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
     private unowned let server: Server
     private let router: HTTPRouter
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
-    /// The event streams that took over a connection, for their heartbeats.
-    private var streams: [ObjectIdentifier: SSETransport] = [:]
+    /// The streams that took over a connection, for their heartbeats.
+    private var streams: [ObjectIdentifier: any HTTPStream] = [:]
     private var sweep: Disposable?
     /// False once the server is stopping: answers then close their connections.
     private(set) var isOpen = true
@@ -35,7 +35,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
             exact: [
                 "/": IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
                 "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
-                EventsRoute.path: EventsRoute(server: server),
+                EventsRoute.path: EventsRoute(server: server), WebSocketRoute.path: WebSocketRoute(server: server),
             ],
             prefixes: [(PublishRoute.prefix, PublishRoute(server: server))])
     }
@@ -91,14 +91,21 @@ final class HTTPFrontDoor: @unchecked Sendable {
     }
 
     /// `stream` has taken `connection` over: it is counted as the stream's session now.
-    func handOver(_ connection: HTTPConnection, to stream: SSETransport) {
+    func handOver(_ connection: HTTPConnection, to stream: any HTTPStream) {
         streams[ObjectIdentifier(stream)] = stream
         connections[ObjectIdentifier(connection)] = nil
     }
 
-    func streamDidClose(_ stream: SSETransport) {
+    func streamDidClose(_ stream: any HTTPStream) {
         streams[ObjectIdentifier(stream)] = nil
         stopSweepIfIdle()
+    }
+
+    /// A WebSocket client broke the protocol (its connection closes with `code`): logged at
+    /// debug level, as the line protocol's bad requests are.
+    func webSocketDidFail(code: WebSocketCloseCode, reason: String, peer: String) {
+        server.logger.debug(
+            "websocket protocol error", metadata: ["peer": "\(peer)", "close_code": "\(code)", "reason": "\(reason)"])
     }
 
     /// The server is stopping: every connection closes once its queued output is written,
@@ -113,17 +120,20 @@ final class HTTPFrontDoor: @unchecked Sendable {
     func begin(_ head: HTTPRequestHead, on connection: HTTPConnection) -> (HTTPExchange, (any HTTPBodyReader)?) {
         let access = HTTPAccess(tokens: server.config.authTokens, allowedOrigins: server.config.httpAllowedOrigins)
         let query = head.queryParameters()
+        let credential = access.credential(of: head, query: query ?? [:])
         let exchange = HTTPExchange(
             head: head, query: query ?? [:],
             corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
-            connection: connection)
+            isAuthenticated: credential == .accepted, connection: connection)
         let path = head.path
         guard query != nil else {
             exchange.fail(HTTPFailure(.badRequest, "the query is not valid percent-encoded UTF-8"))
             return (exchange, nil)
         }
-        let isOpenToAll = head.method == .options || (head.method == .get && path == HealthRoute.path)
-        guard isOpenToAll || access.isAuthenticated(head, query: exchange.query) else {
+        let isOpenToAll = head.method == .options || ([.get, .head].contains(head.method) && path == HealthRoute.path)
+        // A WebSocket without a token may send `auth` as its first message, as on TCP.
+        let mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path && credential == .absent
+        guard isOpenToAll || mayAuthenticateLater || credential == .accepted else {
             exchange.fail(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token="))
             return (exchange, nil)
         }
@@ -142,7 +152,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
             exchange.answer(response)
             return (exchange, nil)
         }
-        guard head.method != .post || access.mayChange(head) else {
+        // A WebSocket can change things as a POST can.
+        guard (head.method != .post && !head.isUpgrade) || access.mayChange(head) else {
             exchange.fail(
                 HTTPFailure(
                     .forbiddenOrigin,

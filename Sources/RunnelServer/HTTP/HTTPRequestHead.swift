@@ -70,6 +70,13 @@ public struct HTTPRequestHead {
         }
         return nil
     }
+
+    /// Whether the field named `name` lists `token` (lower-case) among its comma-separated
+    /// values, in any case (`Connection: keep-alive, Upgrade` lists `upgrade`).
+    public func field(_ name: StaticString, hasToken token: String) -> Bool {
+        guard let value = field(name) else { return false }
+        return value.split(separator: ",").contains { String($0).trimmingSpaces().lowercased() == token }
+    }
 }
 
 extension String {

@@ -53,10 +53,11 @@ struct HTTPResponse {
     }
 
     /// Queues the answer on `connection` (loop thread); `closing` says the connection closes
-    /// after it.
-    func write(to connection: TCPConnection, closing: Bool) {
+    /// after it. The answer to a `HEAD` request is the head alone (its `Content-Length` is the
+    /// body's, as for `GET`).
+    func write(to connection: TCPConnection, closing: Bool, withBody: Bool = true) {
         encodedHead(closing: closing).withUnsafeBytes { _ = connection.write(copying: $0) }
-        if !body.isEmpty { body.withUnsafeBytes { _ = connection.write(copying: $0) } }
+        if withBody && !body.isEmpty { body.withUnsafeBytes { _ = connection.write(copying: $0) } }
     }
 
     /// The status line and header fields, ending with the empty line; `Connection: close`
@@ -70,8 +71,10 @@ struct HTTPResponse {
             head.append(contentsOf: "\r\nContent-Type: ".utf8)
             head.append(static: contentType)
         }
-        // A 204 has no body, so no length either (RFC 9110, 8.6).
-        if !isStream && status != .noContent { head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8) }
+        // A 1xx or 204 has no body, so no length either (RFC 9110, 8.6).
+        if !isStream && status.code >= 200 && status != .noContent {
+            head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8)
+        }
         if closing { head.append(contentsOf: "\r\nConnection: close".utf8) }
         for field in fields {
             head.append(contentsOf: "\r\n".utf8)

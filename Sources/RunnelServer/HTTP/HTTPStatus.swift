@@ -4,6 +4,7 @@ public struct HTTPStatus: Equatable, Sendable {
     public let code: Int
     public let reason: StaticString
 
+    static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     static let ok = HTTPStatus(code: 200, reason: "OK")
     static let noContent = HTTPStatus(code: 204, reason: "No Content")
     static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
@@ -13,6 +14,7 @@ public struct HTTPStatus: Equatable, Sendable {
     static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
     static let conflict = HTTPStatus(code: 409, reason: "Conflict")
     static let contentTooLarge = HTTPStatus(code: 413, reason: "Content Too Large")
+    static let upgradeRequired = HTTPStatus(code: 426, reason: "Upgrade Required")
     static let headerFieldsTooLarge = HTTPStatus(code: 431, reason: "Request Header Fields Too Large")
     static let internalServerError = HTTPStatus(code: 500, reason: "Internal Server Error")
     static let serviceUnavailable = HTTPStatus(code: 503, reason: "Service Unavailable")

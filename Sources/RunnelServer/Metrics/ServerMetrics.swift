@@ -97,5 +97,5 @@ extension Server {
 
     /// The transports `runnel_connections` always lists (so a dashboard's series exist at 0);
     /// any other one with open connections is listed after them.
-    static let transportNames = ["tcp", "http", "sse"]
+    static let transportNames = ["tcp", "http", "sse", "websocket"]
 }

@@ -54,11 +54,16 @@ struct ServerLineWriter {
 
     /// `{"ev":"closing","code":C,"message":M}`: the last line of a connection the server ends.
     static func closing(_ reason: ProtocolError) -> ServerLineWriter {
-        var line = ServerLineWriter("{\"ev\":\"closing\"")
+        var line = ServerLineWriter(closingStart)
         line.member("code", string: reason.code.rawValue)
         if !reason.message.isEmpty { line.member("message", string: reason.message) }
         return line
     }
+
+    private static let closingStart: StaticString = "{\"ev\":\"closing\""
+
+    /// Whether `line` is a `closing` line.
+    static func isClosing(_ line: UnsafeRawBufferPointer) -> Bool { line.starts(with: closingStart.rawBytes) }
 
     private mutating func key(_ key: StaticString) {
         if isEmptyObject {

@@ -1,3 +1,4 @@
+import Runnel
 import RunnelUV
 
 /// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The
@@ -11,19 +12,12 @@ import RunnelUV
 /// `closing` ends it too. What the client sends after its request is read and ignored, so
 /// its close is seen at once and disposes the subscription (`transportDidEndInput`).
 ///
-/// Heartbeat: the front door's once-a-second sweep calls `tick()`; a stream that wrote
-/// nothing for `heartbeatTicks` ticks writes a comment line, so an idle stream sees one at
-/// least every `heartbeatInterval` without a timer of its own.
+/// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
 ///
 /// Thread rules: loop thread only. Lifetime rule: before the take-over, the route's call
 /// holds it; after, its `TCPConnection` holds it as delegate until it has closed, and it holds
 /// its session until it has told it `transportDidClose()`.
-final class SSETransport: SessionTransport, TCPConnectionDelegate {
-    static let heartbeatInterval: Duration = .seconds(15)
-    /// Idle sweeps before a heartbeat: one less than the interval's seconds, since the last
-    /// write may have come just after a sweep.
-    static let heartbeatTicks = Int(heartbeatInterval / HTTPFrontDoor.sweepInterval) - 1
-
+final class SSETransport: SessionTransport, HTTPStream {
     private enum State {
         /// The `sub` is being handled: its reply answers `exchange`.
         case subscribing(HTTPExchange)
@@ -43,9 +37,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
     let maxRequestBytes: Int
     let peerDescription: String
     let transportName = "sse"
-    /// Whether anything was written since the last sweep, and how many sweeps found nothing.
-    private var wroteSinceTick = false
-    private var idleTicks = 0
+    private var heartbeat = StreamHeartbeat()
 
     init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int) {
         state = .subscribing(exchange)
@@ -75,15 +67,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
 
     /// One sweep of the front door: a heartbeat when the stream has been idle long enough.
     func tick() {
-        guard case .streaming = state, let connection else { return }
-        if wroteSinceTick {
-            wroteSinceTick = false
-            idleTicks = 0
-            return
-        }
-        idleTicks += 1
-        guard idleTicks >= Self.heartbeatTicks else { return }
-        idleTicks = 0
+        guard case .streaming = state, let connection, heartbeat.tick() else { return }
         connection.writeLine(copying: (":" as StaticString).rawBytes)
     }
 
@@ -91,13 +75,17 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
 
     func start(receiver: any RequestReceiver) { self.receiver = receiver }
 
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
+        SSEEventSink(session: session, subscription: subscription, transport: self)
+    }
+
     func writeLine(_ line: UnsafeRawBufferPointer) {
         switch state {
         case .subscribing(let exchange):
             answer(exchange, reply: line)
         case .streaming:
             guard let connection, let (event, isTerminal) = SSEFraming.event(fromLine: line) else { return }
-            wroteSinceTick = true
+            heartbeat.noteOutput()
             event.withUnsafeBytes { _ = connection.write(copying: $0) }
             if isTerminal {
                 state = .ended
@@ -119,11 +107,14 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         var head = HTTPResponse.stream(contentType: "text/event-stream")
         head.fields.append(("Cache-Control", "no-cache"))
         head.fields += exchange.corsFields
-        guard let connection = exchange.takeOver(for: self) else {
+        let taken = exchange.takeOver { connection in
+            self.connection = connection
+            return self
+        }
+        guard let connection = taken?.connection else {
             state = .abandoned
             return
         }
-        self.connection = connection
         state = .streaming
         frontDoor.count(head)
         head.write(to: connection, closing: true)
@@ -135,7 +126,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
     ) -> Bool {
         guard let connection else { return true }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
-        wroteSinceTick = true
+        heartbeat.noteOutput()
         let newline = ("\n" as StaticString).rawBytes
         withFields(before: tail) { fields in
             if SSEFraming.hasLineBreak(value) {
@@ -158,7 +149,7 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
             return writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
         }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
-        wroteSinceTick = true
+        heartbeat.noteOutput()
         withFields(before: tail) { _ = connection.write(copying: $0) }
         connection.write(value)
         connection.write(copying: ("\n\n" as StaticString).rawBytes)
@@ -221,4 +212,25 @@ final class SSETransport: SessionTransport, TCPConnectionDelegate {
         frontDoor.streamDidClose(self)
         endSession()
     }
+}
+
+/// A subscription's events for a session on an event stream: the delivery path specialised
+/// for `SSETransport` (as `TCPEventSink` is for TCP), which matters when one value goes to
+/// thousands of streams. Lifetime rule: holds the session (which holds the transport) until
+/// the subscription is disposed.
+private final class SSEEventSink: Subscriber, @unchecked Sendable {
+    let session: Session
+    let subscription: SessionSubscription
+    let transport: SSETransport
+
+    init(session: Session, subscription: SessionSubscription, transport: SSETransport) {
+        self.session = session
+        self.subscription = subscription
+        self.transport = transport
+    }
+
+    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: transport) }
+    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
+    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
+    func didSubscribe(with disposable: CompoundDisposable) {}
 }

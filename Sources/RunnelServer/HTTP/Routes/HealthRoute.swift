@@ -2,7 +2,7 @@
 /// its listener). The one path open without a token, for load balancers and health checks.
 final class HealthRoute: HTTPRoute {
     static let path = "/healthz"
-    let methods: [HTTPMethod] = [.get]
+    let methods: [HTTPMethod] = [.get, .head]
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         exchange.answer(.text("ok"))

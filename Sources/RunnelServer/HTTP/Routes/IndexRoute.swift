@@ -1,6 +1,6 @@
 /// `GET /`: a short text naming the front door's paths (the dashboard page comes later).
 final class IndexRoute: HTTPRoute {
-    let methods: [HTTPMethod] = [.get]
+    let methods: [HTTPMethod] = [.get, .head]
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         exchange.answer(

@@ -2,7 +2,7 @@
 /// 0.0.4 (`Server.metricsExposition`).
 final class MetricsRoute: HTTPRoute {
     static let path = "/metrics"
-    let methods: [HTTPMethod] = [.get]
+    let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
 
     init(server: Server) { self.server = server }

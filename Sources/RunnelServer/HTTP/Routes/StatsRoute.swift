@@ -1,6 +1,6 @@
 /// `GET /stats`: the `stats` reply's members as one object (`{"connections":N,...}`).
 final class StatsRoute: HTTPRoute {
-    let methods: [HTTPMethod] = [.get]
+    let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
 
     init(server: Server) { self.server = server }

@@ -1,6 +1,6 @@
 /// `GET /subjects?prefix=P`: the `list` reply's `subjects` array.
 final class SubjectsRoute: HTTPRoute {
-    let methods: [HTTPMethod] = [.get]
+    let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
 
     init(server: Server) { self.server = server }
