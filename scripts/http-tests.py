@@ -16,98 +16,18 @@ check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: promethe
 
 import argparse
 import json
-import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import httpx
+from runneld_process import Daemon, LineClient
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
-
-
-class Daemon:
-    """One runneld process with its own config file, on free loopback ports."""
-
-    def __init__(self, binary, toml):
-        self.directory = tempfile.mkdtemp(prefix="runneld-http-")
-        config = os.path.join(self.directory, "runneld.toml")
-        with open(config, "w") as file:
-            file.write(toml.replace("DATA_DIR", os.path.join(self.directory, "data")))
-        self.process = subprocess.Popen(
-            [binary, "--config", config, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.log = []
-        self.port = self.http_port = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and self.port is None:
-            line = self.process.stderr.readline()
-            if not line:
-                break
-            self.log.append(line.rstrip())
-            match = re.search(r"serving HTTP on 127\.0\.0\.1:(\d+)", line)
-            if match:
-                self.http_port = int(match.group(1))
-            match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-            if match:
-                self.port = int(match.group(1))
-        if self.port is None or self.http_port is None:
-            self.process.kill()
-            raise RuntimeError("runneld did not start:\n" + "\n".join(self.log[-20:]))
-        threading.Thread(target=self._drain, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http_port}"
-
-    def _drain(self):
-        for line in self.process.stderr:
-            self.log.append(line.rstrip())
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(timeout=30)
-        shutil.rmtree(self.directory, ignore_errors=True)
-        return status
-
-
-class LineClient:
-    """The line protocol over TCP: one JSON object per line each way."""
-
-    def __init__(self, port):
-        self.socket = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buffer = b""
-
-    def send(self, request):
-        self.socket.sendall(json.dumps(request).encode() + b"\n")
-
-    def line(self):
-        while b"\n" not in self.buffer:
-            chunk = self.socket.recv(65536)
-            if not chunk:
-                raise EOFError("the server closed the connection")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    def request(self, request):
-        self.send(dict(request, ref=1))
-        while True:
-            line = self.line()
-            if line.get("ref") == 1:
-                return line
-
-    def next_value(self):
-        line = self.line()
-        assert line.get("ev") == "next", line
-        return line["value"]
-
-    def close(self):
-        self.socket.close()
 
 
 def raw_exchange(port, data, timeout=5):
