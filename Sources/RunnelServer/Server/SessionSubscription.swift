@@ -45,14 +45,13 @@ final class SessionSubscription: @unchecked Sendable {
         nextPrefix = prefix.makeBuffer()
     }
 
-    /// The position a `next` event of this subscription carries for `message`: on a pattern,
-    /// the position in the message's own subject; on a subject, only a position in that
-    /// subject (values of other subjects, and values made from none, carry none).
+    /// Whether a `next` event of this subscription carries `message`'s position (when it has
+    /// one): on a pattern, the position in the message's own subject; on a subject, only a
+    /// position in that subject (values of other subjects, and values made from none, carry
+    /// none).
     @inline(__always)
-    func position(of message: Message) -> (prefix: ByteBuffer, seq: UInt64)? {
-        guard sendsPositions, let seq = message.seq, let prefix = message.label.positionPrefix else { return nil }
-        guard isPattern || message.label === entry?.label else { return nil }
-        return (prefix, seq)
+    func sendsPosition(of message: Message) -> Bool {
+        sendsPositions && (isPattern || message.label === entry?.label)
     }
 }
 
