@@ -65,17 +65,22 @@ extension Session {
         else {
             return writeNext(message, head: head, tail: Self.nextEnd, limit: limit, transport)
         }
-        // The prefix, the seq's digits (at most 20), `"}`, put together on the stack.
-        return withUnsafeTemporaryAllocation(byteCount: prefix.count + 22, alignment: 1) { buffer in
+        // The prefix (`,"pos":"` and an epoch of at most 32 bytes, `Epoch.isValid`), the seq's
+        // digits (at most 20) and `"}`: 63 bytes at most, put together in a buffer on the stack.
+        precondition(prefix.count <= 41, "an epoch longer than 32 bytes")
+        var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        let count = withUnsafeMutableBytes(of: &storage) { buffer in
             buffer.copyMemory(from: prefix)
-            var end =
+            let end =
                 prefix.count
                 + Self.writeDecimal(seq, into: UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]))
             buffer[end] = UInt8(ascii: "\"")
             buffer[end + 1] = UInt8(ascii: "}")
-            end += 2
-            return writeNext(
-                message, head: head, tail: UnsafeRawBufferPointer(rebasing: buffer[..<end]), limit: limit, transport)
+            return end + 2
+        }
+        return withUnsafeBytes(of: &storage) { tail in
+            writeNext(
+                message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]), limit: limit, transport)
         }
     }
 
