@@ -186,7 +186,7 @@ def check_filter_map_throttle_are_applied_by_the_server(run):
     wait_until(lambda: len(logged(run.driver, panel)) >= 2, "a second value", timeout=3)
     time.sleep(0.5)
     assert logged(run.driver, panel) == [80, 100], logged(run.driver, panel)
-    # The server holds the chain: its own subscription count and the copied command line agree.
+    # The panel's "Copy command" gives the runnel sub command line with the same chain.
     panel.find_element(By.CSS_SELECTOR, "button.copy").click()
     command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
     assert command == "runnel sub dash.f --filter '.v % 2 == 0' --map '.v * 10' --throttle 0.3", command
@@ -198,6 +198,9 @@ def check_bad_expression_shows_the_servers_message(run):
     assert reply["code"] == "bad_expr", reply
     error = wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error")
     assert reply["message"] in error and error.startswith("bad_expr"), (error, reply)
+    # The server's "(at byte 4)", pointed at under the expression.
+    caret = panel.find_element(By.CSS_SELECTOR, ".panel-error pre.caret").get_attribute("textContent")
+    assert caret == ".v >\n    ^", (caret, reply)
     assert panel_state(panel) == "refused"
 
 

@@ -63,6 +63,7 @@ enum DashboardPage {
           .panel-error { color: var(--bad); background: #fdecec; border: 1px solid #f1b5b7; border-radius: 4px; padding: .4rem;
             font-size: .85rem; overflow-wrap: anywhere; }
           .panel-error[hidden], .gap-note[hidden], .command[hidden] { display: none; }
+          .panel-error pre.caret { margin: .3rem 0 0; font-size: .8rem; white-space: pre; overflow-x: auto; }
           .gap-note { color: var(--warn); font-size: .82rem; }
           .command { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .78rem; }
           .view { min-height: 12rem; }
@@ -544,10 +545,18 @@ enum DashboardPage {
             this.dirty = false;
             this.stateNode.textContent = this.state;
             this.stateNode.dataset.state = this.state;
-            this.countNode.textContent = `${this.count} values` + (this.skipped ? `, ${this.skipped} not drawn (not numbers)` : "");
+            this.countNode.textContent = `${this.count} values` + (this.skipped ? `, ${this.skipped} not drawn (not numbers, or past ${COLORS.length} series)` : "");
             if (this.error) {
-              const stage = this.error.stage !== undefined ? ` (stage ${this.error.stage}: ${this.ops()[this.error.stage]?.op ?? "?"})` : "";
-              this.errorNode.textContent = `${this.error.code}: ${this.error.message}${stage}`;
+              const { code, message, stage } = this.error;
+              const op = stage !== undefined ? this.ops()[stage] : undefined;
+              const where = stage !== undefined && !/\bstage\b/.test(message) ? ` (stage ${stage}: ${op ? op.op : "?"})` : "";
+              this.errorNode.replaceChildren(el("div", { text: `${code}: ${message}${where}` }));
+              // The server names the byte where an expression went wrong: point at it.
+              const at = /\(at byte (\d+)\)/.exec(message);
+              if (op && typeof op.expr === "string" && at) {
+                const column = charIndexOfByte(op.expr, Number(at[1]));
+                this.errorNode.append(el("pre", { class: "caret", text: op.expr + "\n" + " ".repeat(column) + "^" }));
+              }
               this.errorNode.hidden = false;
             } else {
               this.errorNode.hidden = true;
@@ -694,6 +703,18 @@ enum DashboardPage {
             }
             ctx.restore();
           }
+        }
+
+        // The index in `text` of the character at UTF-8 byte offset `byte`.
+        function charIndexOfByte(text, byte) {
+          const encoder = new TextEncoder();
+          let bytes = 0, index = 0;
+          for (const character of text) {
+            if (bytes >= byte) break;
+            bytes += encoder.encode(character).length;
+            index += 1;
+          }
+          return index;
         }
 
         function splitPos(pos) {
