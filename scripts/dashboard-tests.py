@@ -248,8 +248,12 @@ def check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gap
     driver = run.driver
     replay = add_panel(driver, "dash.rep", "log")
     small = add_panel(driver, "dash.small", "log")
+    pattern = add_panel(driver, "dash.pat.*", "log")
     wait_live(replay)
     wait_live(small)
+    wait_live(pattern)
+    publish(run.tcp, "dash.pat.a", ["before"])
+    wait_until(lambda: logged(driver, pattern) == ["before"], "a value in the pattern panel")
     publish(run.tcp, "dash.rep", list(range(1, 6)))
     publish(run.tcp, "dash.small", list(range(1, 6)))
     wait_until(lambda: logged(driver, replay) == [1, 2, 3, 4, 5], "1..5 in dash.rep")
@@ -267,6 +271,7 @@ def check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gap
     other = LineClient(meanwhile.port)
     publish(other, "dash.rep", list(range(6, 11)))
     publish(other, "dash.small", list(range(6, 16)))
+    publish(other, "dash.pat.a", ["missed"])
     other.close()
     assert meanwhile.stop(keep_directory=True) == 0
     run.daemon = Daemon(run.binary, CONFIG, port=port, http_port=http_port, directory=directory)
@@ -280,6 +285,11 @@ def check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gap
     wait_until(lambda: gap_lines(small), "a gap line in dash.small")
     assert small.find_element(By.CSS_SELECTOR, ".gap-note").is_displayed()
     wait_until(lambda: logged(driver, small) == small_before + [13, 14, 15], "13..15 after the gap")
+    # A pattern cannot resume: its panel says so too.
+    wait_live(pattern)
+    publish(run.tcp, "dash.pat.a", ["after"])
+    wait_until(lambda: logged(driver, pattern) == ["before", "after"], "the value after the restart")
+    assert len(gap_lines(pattern)) == 1
     # The gap line sits between the values before and after it (the log shows newest first).
     items = driver.execute_script(
         "return [...arguments[0].querySelectorAll('.log li')].map(e => e.className).reverse()", small)

@@ -363,6 +363,7 @@ enum DashboardPage {
             this.state = "waiting for the connection";
             this.error = null;
             this.ended = null;
+            this.wasLive = false;     // a subscription of this panel has been live before
             this.build();
           }
 
@@ -456,7 +457,11 @@ enum DashboardPage {
                 this.state = "live";
                 if (from && reply.resumed === false) {
                   this.addGap("gap: values may have been missed while disconnected (could not resume after " + from + ")");
+                } else if (!from && this.wasLive) {
+                  // A pattern (or a subject with no value shown yet) cannot resume: say so.
+                  this.addGap("gap: values published while disconnected were not resumed");
                 }
+                this.wasLive = true;
               }
               this.markDirty();
             });
