@@ -9,8 +9,9 @@ SHELL := /bin/bash
 APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
 # python3-httpx (the HTTP client of scripts/http-tests.py and scripts/websocket-tests.py,
-# which the test suite runs); websockets comes from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx
+# which the test suite runs), chromium and chromium-driver (the headless browser of
+# scripts/dashboard-tests.py); websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver
 
 .PHONY: deps test-deps apt-install build release run test lint install uninstall clean
 
@@ -27,6 +28,9 @@ test-deps: deps
 	@# uses, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
+	@# selenium (scripts/dashboard-tests.py) drives Debian's chromium through chromium-driver.
+	@python3 -c 'import selenium.webdriver' 2>/dev/null || python3 -m pip install --quiet selenium \
+		|| python3 -m pip install --quiet --break-system-packages selenium
 
 apt-install:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

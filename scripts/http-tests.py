@@ -84,8 +84,16 @@ def check_healthz_needs_no_token(d):
 
 
 def check_index(d):
-    response = httpx.get(d.url + "/", headers=AUTH)
-    assert response.status_code == 200 and "POST /pub/SUBJECT" in response.text, response
+    # The dashboard page holds no data: it needs no token (it asks for one over /ws).
+    response = httpx.get(d.url + "/")
+    assert response.status_code == 200, response
+    assert response.headers["content-type"] == "text/html; charset=utf-8", response.headers
+    assert response.text.startswith("<!doctype html>") and '"/ws"' in response.text, response.text[:200]
+    head = httpx.head(d.url + "/")
+    assert head.status_code == 200 and head.content == b"", head
+    assert head.headers["content-length"] == str(len(response.content)), head.headers
+    # Only GET and HEAD: a POST to / still needs the token.
+    expect_error(httpx.post(d.url + "/", json=1), 401, "unauthorized")
 
 
 def check_auth(d):

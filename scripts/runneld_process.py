@@ -1,4 +1,4 @@
-"""What the front door's test scripts (http-tests.py, websocket-tests.py) share: a runneld
+"""What the front door's test scripts (http-tests.py, websocket-tests.py, dashboard-tests.py) share: a runneld
 process of their own on free loopback ports, and a line-protocol client over TCP."""
 
 import json
@@ -14,15 +14,17 @@ import time
 
 
 class Daemon:
-    """One runneld process with its own config file, on free loopback ports."""
+    """One runneld process with its own config file, on free loopback ports; or, to restart one,
+    on given ports (`port`, `http_port`) in a given directory (`directory`, an earlier daemon's,
+    which then has to be stopped with `keep_directory=True`)."""
 
-    def __init__(self, binary, toml):
-        self.directory = tempfile.mkdtemp(prefix="runneld-test-")
+    def __init__(self, binary, toml, port=0, http_port=0, directory=None):
+        self.directory = directory or tempfile.mkdtemp(prefix="runneld-test-")
         config = os.path.join(self.directory, "runneld.toml")
         with open(config, "w") as file:
             file.write(toml.replace("DATA_DIR", os.path.join(self.directory, "data")))
         self.process = subprocess.Popen(
-            [binary, "--config", config, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"],
+            [binary, "--config", config, "--listen", f"127.0.0.1:{port}", "--http-listen", f"127.0.0.1:{http_port}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         self.port = self.http_port = None
@@ -59,9 +61,10 @@ class Daemon:
                     return int(line.split()[1]) * 1024
         raise AssertionError("no VmRSS")
 
-    def stop(self):
+    def stop(self, keep_directory=False):
         """SIGTERM, and the exit status; a daemon that has not exited after 30 s is killed (and
-        the timeout raised), so a hung daemon never outlives its test."""
+        the timeout raised), so a hung daemon never outlives its test. Its directory (config and
+        data) is removed unless `keep_directory`."""
         self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout=30)
@@ -70,7 +73,8 @@ class Daemon:
             self.process.wait()
             raise
         finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            if not keep_directory:
+                shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class LineClient:

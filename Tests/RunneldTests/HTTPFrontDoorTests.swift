@@ -3,7 +3,8 @@ import Testing
 
 /// The HTTP front door against real runneld processes, driven by scripts with clients no one
 /// here wrote: `scripts/http-tests.py` with httpx, `scripts/websocket-tests.py` with Python's
-/// `websockets` (and raw sockets for what no well-behaved client sends). Each script starts
+/// `websockets` (and raw sockets for what no well-behaved client sends),
+/// `scripts/dashboard-tests.py` with headless Chromium driven by selenium. Each script starts
 /// its own daemons, on free ports, with the configurations it needs; one of the HTTP checks
 /// waits out the 10-second head limit.
 @Suite struct HTTPFrontDoorTests {
@@ -13,6 +14,10 @@ import Testing
 
     @Test(.timeLimit(.minutes(2))) func theContractsWebSocketChecksPass() throws {
         try runScript("scripts/websocket-tests.py")
+    }
+
+    @Test(.timeLimit(.minutes(2))) func theDashboardChecksPass() throws {
+        try runScript("scripts/dashboard-tests.py")
     }
 
     /// Runs `script` (a path in the repository) against the runneld under test; its whole

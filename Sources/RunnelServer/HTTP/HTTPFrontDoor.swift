@@ -33,7 +33,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
         self.server = server
         router = HTTPRouter(
             exact: [
-                "/": IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
+                IndexRoute.path: IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
                 "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
                 EventsRoute.path: EventsRoute(server: server), WebSocketRoute.path: WebSocketRoute(server: server),
             ],
@@ -130,7 +130,10 @@ final class HTTPFrontDoor: @unchecked Sendable {
             exchange.fail(HTTPFailure(.badRequest, "the query is not valid percent-encoded UTF-8"))
             return (exchange, nil)
         }
-        let isOpenToAll = head.method == .options || ([.get, .head].contains(head.method) && path == HealthRoute.path)
+        // The dashboard page holds no data (it asks for a token itself, over `/ws`), like `/healthz`.
+        let isOpenToAll =
+            head.method == .options
+            || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
         // A WebSocket without a token may send `auth` as its first message, as on TCP.
         let mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path && credential == .absent
         guard isOpenToAll || mayAuthenticateLater || credential == .accepted else {

@@ -38,6 +38,11 @@ struct HTTPResponse {
         HTTPResponse(status: status, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
     }
 
+    /// `html` as `text/html` (the dashboard page).
+    static func html(_ html: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
+    }
+
     /// An error: `{"ok":false,"code":C,"message":M}` (with the members `extra` adds), under
     /// its status.
     static func failure(_ failure: HTTPFailure, _ extra: (inout ServerLineWriter) -> Void = { _ in }) -> HTTPResponse {

@@ -1,12 +1,12 @@
-/// `GET /`: a short text naming the front door's paths (the dashboard page comes later).
+/// `GET /`: the live dashboard page (`DashboardPage`), one self-contained document that talks
+/// to runneld over `GET /ws`. It holds no data, so it needs no token.
 final class IndexRoute: HTTPRoute {
+    static let path = "/"
     let methods: [HTTPMethod] = [.get, .head]
+    private let page = HTTPResponse.html(DashboardPage.html)
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        exchange.answer(
-            .text(
-                "runneld: GET /healthz, GET /stats, GET /subjects?prefix=P, POST /pub/SUBJECT"
-                    + " (docs/protocol.md, \"The HTTP front door\")\n"))
+        exchange.answer(page)
         return nil
     }
 }

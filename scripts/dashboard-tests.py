@@ -1,0 +1,453 @@
+#!/usr/bin/env python3
+"""The dashboard page (GET /) in a real browser: headless Chromium driven by selenium.
+
+    scripts/dashboard-tests.py [--runneld PATH] [--screenshots DIR] [--perf]
+
+Starts its own runneld on free loopback ports and checks issue #18's acceptance: the page loads
+without a token and without console errors; a panel created through the form shows a value
+published over TCP within a second; filter, map and throttle typed into the form are applied by
+the server; a bad expression shows the server's `bad_expr` message; removing a panel
+unsubscribes; the URL restores the panels in a fresh browser; after the daemon restarts (same
+ports, same data directory) the page reconnects, resumes a durable replay subject with every
+value once, and marks a gap where values were lost (`resumed: false`); with tokens configured
+the page asks for one. With --screenshots DIR it saves the dashboard with a chart, a table and a
+log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
+1,000 values/s into one chart panel (Chromium's Performance.getMetrics). Prints one line per
+check; exit status 0 when every check passed. Needs selenium (PyPI) and Debian's chromium and
+chromium-driver.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import threading
+import time
+from urllib.parse import quote
+
+from runneld_process import Daemon, LineClient
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+TOKEN = "s3cret"
+
+CONFIG = """
+data_dir = "DATA_DIR"
+
+[[subjects]]
+name = "dash.rep"
+kind = "replay"
+capacity = 100
+durable = true
+
+[[subjects]]
+name = "dash.small"
+kind = "replay"
+capacity = 3
+durable = true
+"""
+
+AUTH_CONFIG = f"""
+auth_tokens = ["{TOKEN}"]
+"""
+
+
+def chromium(width=1280, height=800):
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--disable-extensions", f"--window-size={width},{height}"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+def wait_until(predicate, what, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def conn_state(driver):
+    return driver.find_element(By.ID, "conn-state").get_attribute("data-state")
+
+
+def open_page(driver, url):
+    driver.get(url)
+    wait_until(lambda: conn_state(driver) in ("connected", "token"), "the page to connect")
+
+
+def type_into(driver, element_id, text):
+    field = driver.find_element(By.ID, element_id)
+    field.clear()
+    if text:
+        field.send_keys(text)
+
+
+def add_panel(driver, subject, view, filter="", map="", throttle=""):
+    """Fills the new-panel form and submits it with the keyboard; returns the new panel."""
+    before = len(driver.find_elements(By.CSS_SELECTOR, ".panel"))
+    type_into(driver, "new-filter", filter)
+    type_into(driver, "new-map", map)
+    type_into(driver, "new-throttle", throttle)
+    Select(driver.find_element(By.ID, "new-view")).select_by_value(view)
+    type_into(driver, "new-subject", subject)
+    driver.find_element(By.ID, "new-subject").submit()
+    wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, ".panel")) == before + 1, "the new panel")
+    return driver.find_elements(By.CSS_SELECTOR, ".panel")[-1]
+
+
+def panel_for(driver, subject):
+    return driver.find_element(By.CSS_SELECTOR, f'.panel[data-subject="{subject}"]')
+
+
+def panel_state(panel):
+    return panel.find_element(By.CSS_SELECTOR, ".state").text
+
+
+def wait_live(panel, timeout=5.0):
+    wait_until(lambda: panel_state(panel) == "live", "the panel to be live", timeout)
+
+
+def logged(driver, panel):
+    """The values in a log panel, oldest first (the page shows the newest first)."""
+    texts = driver.execute_script(
+        "return [...arguments[0].querySelectorAll('.log-entry .value')].map(e => e.textContent).reverse()", panel)
+    return [json.loads(text) for text in texts]
+
+
+def gap_lines(panel):
+    return panel.find_elements(By.CSS_SELECTOR, ".log li.gap")
+
+
+def severe_console_entries(driver):
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def publish(tcp, subject, values):
+    for value in values:
+        reply = tcp.request({"op": "pub", "subject": subject, "value": value})
+        assert reply["ok"], reply
+
+
+class Run:
+    """The daemon, the browser and a TCP client the checks share, in order."""
+
+    def __init__(self, binary, screenshots):
+        self.binary = binary
+        self.screenshots = screenshots
+        self.daemon = Daemon(binary, CONFIG)
+        self.tcp = LineClient(self.daemon.port)
+        self.driver = chromium()
+
+    def close(self):
+        try:
+            self.driver.quit()
+        finally:
+            self.tcp.close()
+
+
+def check_page_needs_no_token_and_loads_without_console_errors(run):
+    open_page(run.driver, run.daemon.url + "/")
+    assert conn_state(run.driver) == "connected"
+    wait_until(lambda: "subjects" in run.driver.find_element(By.ID, "subjects-status").text, "the subjects list")
+    listed = run.driver.find_elements(By.CSS_SELECTOR, "#subjects tbody tr")
+    assert any("dash.rep" in row.text for row in listed), [row.text for row in listed]
+    errors = severe_console_entries(run.driver)
+    assert not errors, errors
+
+
+def check_panel_shows_tcp_values_within_a_second(run):
+    panel = add_panel(run.driver, "dash.live", "log")
+    wait_live(panel)
+    started = time.monotonic()
+    publish(run.tcp, "dash.live", [{"n": 1}])
+    wait_until(lambda: logged(run.driver, panel) == [{"n": 1}], "the value in the panel", timeout=1.0)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.0, elapsed
+
+
+def check_filter_map_throttle_are_applied_by_the_server(run):
+    panel = add_panel(run.driver, "dash.f", "log", filter=".v % 2 == 0", map=".v * 10", throttle="0.3")
+    wait_live(panel)
+    # A burst: the filter keeps 2, 4, 6, 8; throttle sends only the newest, 8, after 0.3 s.
+    publish(run.tcp, "dash.f", [{"v": v} for v in range(1, 10)])
+    wait_until(lambda: logged(run.driver, panel) == [80], "80", timeout=3)
+    publish(run.tcp, "dash.f", [{"v": 10}, {"v": 11}])
+    wait_until(lambda: len(logged(run.driver, panel)) >= 2, "a second value", timeout=3)
+    time.sleep(0.5)
+    assert logged(run.driver, panel) == [80, 100], logged(run.driver, panel)
+    # The panel's "Copy command" gives the runnel sub command line with the same chain.
+    panel.find_element(By.CSS_SELECTOR, "button.copy").click()
+    command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
+    assert command == "runnel sub dash.f --filter '.v % 2 == 0' --map '.v * 10' --throttle 0.3", command
+
+
+def check_bad_expression_shows_the_servers_message(run):
+    panel = add_panel(run.driver, "dash.bad", "chart", filter=".v >")
+    reply = run.tcp.request({"op": "sub", "subject": "dash.bad", "ops": [{"op": "filter", "expr": ".v >"}]})
+    assert reply["code"] == "bad_expr", reply
+    error = wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error")
+    assert reply["message"] in error and error.startswith("bad_expr"), (error, reply)
+    # The server's "(at byte 4)", pointed at under the expression.
+    caret = panel.find_element(By.CSS_SELECTOR, ".panel-error pre.caret").get_attribute("textContent")
+    assert caret == ".v >\n    ^", (caret, reply)
+    assert panel_state(panel) == "refused"
+
+
+def subscribers(tcp, subject):
+    reply = tcp.request({"op": "list", "prefix": subject})
+    return next(entry["subscribers"] for entry in reply["subjects"] if entry["subject"] == subject)
+
+
+def check_removing_a_panel_unsubscribes(run):
+    assert subscribers(run.tcp, "dash.live") == 1
+    panel_for(run.driver, "dash.live").find_element(By.CSS_SELECTOR, "button.remove").click()
+    wait_until(lambda: subscribers(run.tcp, "dash.live") == 0, "no subscriber of dash.live")
+    assert not run.driver.find_elements(By.CSS_SELECTOR, '.panel[data-subject="dash.live"]')
+
+
+def panel_specs(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.panel')].map(p => [p.dataset.subject, p.dataset.view,"
+        " p.querySelector('.exprs').textContent])")
+
+
+def check_the_url_restores_the_panels_in_a_fresh_browser(run):
+    url = run.driver.current_url
+    assert "#" in url, url
+    expected = panel_specs(run.driver)
+    assert [spec[0] for spec in expected] == ["dash.f", "dash.bad"], expected
+    fresh = chromium()
+    try:
+        open_page(fresh, url)
+        wait_until(lambda: panel_specs(fresh) == expected, "the same panels")
+        panel = panel_for(fresh, "dash.f")
+        wait_live(panel)
+        publish(run.tcp, "dash.f", [{"v": 20}])
+        wait_until(lambda: logged(fresh, panel) == [200], "200 in the restored panel", timeout=3)
+        assert reply_message_shown(panel_for(fresh, "dash.bad"))
+    finally:
+        fresh.quit()
+
+
+def reply_message_shown(panel):
+    return wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error again")
+
+
+def check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gaps(run):
+    driver = run.driver
+    replay = add_panel(driver, "dash.rep", "log")
+    small = add_panel(driver, "dash.small", "log")
+    pattern = add_panel(driver, "dash.pat.*", "log")
+    wait_live(replay)
+    wait_live(small)
+    wait_live(pattern)
+    publish(run.tcp, "dash.pat.a", ["before"])
+    wait_until(lambda: logged(driver, pattern) == ["before"], "a value in the pattern panel")
+    publish(run.tcp, "dash.rep", list(range(1, 6)))
+    publish(run.tcp, "dash.small", list(range(1, 6)))
+    wait_until(lambda: logged(driver, replay) == [1, 2, 3, 4, 5], "1..5 in dash.rep")
+    # dash.small keeps 3: the page saw 3, 4, 5 on subscribing... or 1..5 if it subscribed first.
+    wait_until(lambda: logged(driver, small)[-1:] == [5], "5 in dash.small")
+    small_before = logged(driver, small)
+
+    port, http_port, directory = run.daemon.port, run.daemon.http_port, run.daemon.directory
+    run.tcp.close()
+    assert run.daemon.stop(keep_directory=True) == 0
+    wait_until(lambda: conn_state(driver) != "connected", "the page to notice")
+    # While the page cannot connect, another runneld on the same data publishes more: 5 more
+    # values for dash.rep (kept), 10 more for dash.small (whose capacity is 3: values lost).
+    meanwhile = Daemon(run.binary, CONFIG, directory=directory)
+    other = LineClient(meanwhile.port)
+    publish(other, "dash.rep", list(range(6, 11)))
+    publish(other, "dash.small", list(range(6, 16)))
+    publish(other, "dash.pat.a", ["missed"])
+    other.close()
+    assert meanwhile.stop(keep_directory=True) == 0
+    run.daemon = Daemon(run.binary, CONFIG, port=port, http_port=http_port, directory=directory)
+    run.tcp = LineClient(run.daemon.port)
+    wait_until(lambda: conn_state(driver) == "connected", "the page to reconnect", timeout=10)
+    wait_live(replay)
+    publish(run.tcp, "dash.rep", [11, 12])
+    wait_until(lambda: logged(driver, replay)[-1:] == [12], "12 in dash.rep")
+    assert logged(driver, replay) == list(range(1, 13)), logged(driver, replay)
+    assert not gap_lines(replay), "a gap where none was"
+    wait_until(lambda: gap_lines(small), "a gap line in dash.small")
+    assert small.find_element(By.CSS_SELECTOR, ".gap-note").is_displayed()
+    wait_until(lambda: logged(driver, small) == small_before + [13, 14, 15], "13..15 after the gap")
+    # A pattern cannot resume: its panel says so too.
+    wait_live(pattern)
+    publish(run.tcp, "dash.pat.a", ["after"])
+    wait_until(lambda: logged(driver, pattern) == ["before", "after"], "the value after the restart")
+    assert len(gap_lines(pattern)) == 1
+    # The gap line sits between the values before and after it (the log shows newest first).
+    items = driver.execute_script(
+        "return [...arguments[0].querySelectorAll('.log li')].map(e => e.className).reverse()", small)
+    assert items == ["log-entry"] * len(small_before) + ["gap"] + ["log-entry"] * 3, items
+
+
+def check_asks_for_a_token_and_keeps_it_for_the_session(run):
+    daemon = Daemon(run.binary, AUTH_CONFIG)
+    driver = chromium()
+    try:
+        panels = "#" + quote(json.dumps({"panels": [{"subject": "auth.a", "view": "log"}]}))
+        open_page(driver, daemon.url + "/" + panels)
+        wait_until(lambda: conn_state(driver) == "token", "the token prompt")
+        assert driver.find_element(By.ID, "token-input").is_displayed()
+        type_into(driver, "token-input", "wrong")
+        driver.find_element(By.ID, "token-input").submit()
+        wait_until(lambda: driver.find_element(By.ID, "token-status").text, "the refusal")
+        type_into(driver, "token-input", TOKEN)
+        driver.find_element(By.ID, "token-input").submit()
+        wait_until(lambda: conn_state(driver) == "connected", "connected after the token")
+        panel = panel_for(driver, "auth.a")
+        wait_live(panel)
+        tcp = LineClient(daemon.port)
+        assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+        publish(tcp, "auth.a", ["hello"])
+        tcp.close()
+        wait_until(lambda: logged(driver, panel) == ["hello"], "the value after auth")
+        stored = driver.execute_script("return [sessionStorage.getItem('runnel.token'), localStorage.length]")
+        assert stored == [TOKEN, 0], stored
+    finally:
+        driver.quit()
+        daemon.stop()
+
+
+def set_viewport(driver, width, height, mobile):
+    """The page's viewport exactly (the window's size includes what headless Chromium keeps for
+    its own frame)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+
+
+def sensor_feed(port, stop, rate=20):
+    """Publishes readings of three rooms and some orders until `stop` is set."""
+    tcp = LineClient(port)
+    step = 0
+    while not stop.is_set():
+        for index, room in enumerate(["kitchen", "hall", "attic"]):
+            value = round(20 + 3 * math.sin(step / 15 + index) + index, 2)
+            tcp.send({"op": "pub", "subject": f"sensors.{room}.temp", "value": value})
+        if step % 7 == 0:
+            tcp.send({"op": "pub", "subject": "orders.new",
+                      "value": {"id": 1000 + step, "total": round(5 + (step * 37 % 90) / 3, 2), "items": step % 4 + 1}})
+        step += 1
+        time.sleep(1 / rate)
+    tcp.close()
+
+
+def check_screenshots(run):
+    state = {"prefix": "sensors.", "panels": [
+        {"subject": "sensors.kitchen.temp", "view": "chart"},
+        {"subject": "sensors.*.temp", "view": "table"},
+        {"subject": "orders.new", "view": "log", "filter": ".total > 10", "map": "{\"id\": .id, \"total\": .total}"},
+    ]}
+    stop = threading.Event()
+    feed = threading.Thread(target=sensor_feed, args=(run.daemon.port, stop), daemon=True)
+    feed.start()
+    driver = chromium(1280, 800)
+    try:
+        set_viewport(driver, 1280, 800, False)
+        open_page(driver, run.daemon.url + "/#" + quote(json.dumps(state)))
+        time.sleep(4)
+        os.makedirs(run.screenshots, exist_ok=True)
+        assert driver.save_screenshot(os.path.join(run.screenshots, "dashboard-desktop.png"))
+        set_viewport(driver, 390, 844, True)
+        time.sleep(1.5)
+        assert driver.save_screenshot(os.path.join(run.screenshots, "dashboard-phone.png"))
+        errors = severe_console_entries(driver)
+        assert not errors, errors
+    finally:
+        stop.set()
+        feed.join()
+        driver.quit()
+
+
+def check_performance_at_1000_values_per_second(run):
+    driver = chromium()
+    try:
+        open_page(driver, run.daemon.url + "/#" + quote(json.dumps({"panels": [{"subject": "perf.x", "view": "chart"}]})))
+        panel = panel_for(driver, "perf.x")
+        wait_live(panel)
+        driver.execute_cdp_cmd("Performance.enable", {})
+        tcp = LineClient(run.daemon.port)
+
+        def metrics():
+            return {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
+
+        before, started = metrics(), time.monotonic()
+        seconds, total = 10, 0
+        for tick in range(seconds * 100):
+            lines = b"".join(json.dumps({"op": "pub", "subject": "perf.x", "value": math.sin((total + i) / 50)}).encode()
+                             + b"\n" for i in range(10))
+            tcp.socket.sendall(lines)
+            total += 10
+            delay = started + (tick + 1) / 100 - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".count").text.startswith(f"{total} values"),
+                   f"{total} values counted", timeout=10)
+        after, elapsed = metrics(), time.monotonic() - started
+        tcp.close()
+        busy = {name: (after[name] - before[name]) / elapsed for name in
+                ["TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration"]}
+        print("     page CPU at 1,000 values/s: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in busy.items())
+              + f"; {total} published, {total} counted, JS heap {after['JSHeapUsedSize'] / 1e6:.1f} MB", flush=True)
+    finally:
+        driver.quit()
+
+
+CHECKS = [
+    check_page_needs_no_token_and_loads_without_console_errors, check_panel_shows_tcp_values_within_a_second,
+    check_filter_map_throttle_are_applied_by_the_server, check_bad_expression_shows_the_servers_message,
+    check_removing_a_panel_unsubscribes, check_the_url_restores_the_panels_in_a_fresh_browser,
+    check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gaps,
+    check_asks_for_a_token_and_keeps_it_for_the_session,
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runneld", default=".build/debug/runneld")
+    parser.add_argument("--screenshots", metavar="DIR", help="save the dashboard's screenshots in DIR")
+    parser.add_argument("--perf", action="store_true", help="measure the page's CPU at 1,000 values/s")
+    arguments = parser.parse_args()
+    checks = list(CHECKS)
+    if arguments.screenshots:
+        checks.append(check_screenshots)
+    if arguments.perf:
+        checks.append(check_performance_at_1000_values_per_second)
+    run = Run(arguments.runneld, arguments.screenshots)
+    failed = 0
+    try:
+        for check in checks:
+            started = time.monotonic()
+            try:
+                check(run)
+                print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
+            except Exception as error:  # noqa: BLE001 - report every failure and go on
+                failed += 1
+                print(f"FAIL {check.__name__}: {error!r}", flush=True)
+    finally:
+        run.close()
+        status = run.daemon.stop()
+        if status != 0:
+            failed += 1
+            print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(run.daemon.log[-20:]))
+    print(f"{len(checks) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
