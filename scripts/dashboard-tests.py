@@ -26,7 +26,7 @@ import threading
 import time
 from urllib.parse import quote
 
-from runneld_process import Daemon, LineClient
+from runneld_process import Daemon, LineClient, run_checks, stop_and_report
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -429,22 +429,11 @@ def main():
     if arguments.perf:
         checks.append(check_performance_at_1000_values_per_second)
     run = Run(arguments.runneld, arguments.screenshots)
-    failed = 0
     try:
-        for check in checks:
-            started = time.monotonic()
-            try:
-                check(run)
-                print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
-            except Exception as error:  # noqa: BLE001 - report every failure and go on
-                failed += 1
-                print(f"FAIL {check.__name__}: {error!r}", flush=True)
+        failed = run_checks(checks, run)
     finally:
         run.close()
-        status = run.daemon.stop()
-        if status != 0:
-            failed += 1
-            print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(run.daemon.log[-20:]))
+        failed += stop_and_report(run.daemon)
     print(f"{len(checks) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -14,17 +14,15 @@ dropped events, resume, 204, bad queries, heartbeats, disposal on close). Prints
 check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: prometheus).
 """
 
-import argparse
 import json
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import httpx
-from runneld_process import Daemon, LineClient
+from runneld_process import LineClient, main
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -813,37 +811,5 @@ capacity = 10
 """
 
 
-def run(binary, config, checks):
-    daemon = Daemon(binary, config)
-    failed = 0
-    try:
-        for check in checks:
-            started = time.monotonic()
-            try:
-                check(daemon)
-                print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
-            except Exception as error:  # noqa: BLE001 - report every failure and go on
-                failed += 1
-                print(f"FAIL {check.__name__}: {error!r}", flush=True)
-    finally:
-        status = daemon.stop()
-        if status != 0:
-            failed += 1
-            print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(daemon.log[-20:]))
-    return failed
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runneld", default=".build/debug/runneld")
-    arguments = parser.parse_args()
-    failed = run(arguments.runneld, MAIN_CONFIG, MAIN_CHECKS)
-    failed += run(arguments.runneld, LIMITS_CONFIG, LIMITS_CHECKS)
-    failed += run(arguments.runneld, SSE_CONFIG, SSE_CHECKS)
-    total = len(MAIN_CHECKS) + len(LIMITS_CHECKS) + len(SSE_CHECKS)
-    print(f"{total - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__.splitlines()[0], [(MAIN_CONFIG, MAIN_CHECKS), (LIMITS_CONFIG, LIMITS_CHECKS), (SSE_CONFIG, SSE_CHECKS)])

@@ -1,6 +1,7 @@
 """What the front door's test scripts (http-tests.py, websocket-tests.py, dashboard-tests.py) share: a runneld
 process of their own on free loopback ports, and a line-protocol client over TCP."""
 
+import argparse
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -110,3 +112,44 @@ class LineClient:
 
     def close(self):
         self.socket.close()
+
+
+def run_checks(checks, argument):
+    """Runs each check with `argument`, printing one line for each; returns how many failed."""
+    failed = 0
+    for check in checks:
+        started = time.monotonic()
+        try:
+            check(argument)
+            print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
+        except Exception as error:  # noqa: BLE001 - report every failure and go on
+            failed += 1
+            print(f"FAIL {check.__name__}: {error!r}", flush=True)
+    return failed
+
+
+def stop_and_report(daemon):
+    """Stops `daemon`: 0, or 1 (with the tail of its log printed) when it did not exit with 0."""
+    status = daemon.stop()
+    if status == 0:
+        return 0
+    print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(daemon.log[-20:]))
+    return 1
+
+
+def main(description, suites):
+    """The scripts' command line (`--runneld PATH`): each (config, checks) of `suites` against a
+    daemon of its own; one line per check, a total, exit status 0 when every check passed."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runneld", default=".build/debug/runneld")
+    arguments = parser.parse_args()
+    failed = 0
+    for config, checks in suites:
+        daemon = Daemon(arguments.runneld, config)
+        try:
+            failed += run_checks(checks, daemon)
+        finally:
+            failed += stop_and_report(daemon)
+    total = sum(len(checks) for _, checks in suites)
+    print(f"{total - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

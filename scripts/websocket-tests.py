@@ -22,7 +22,6 @@ version 13 or later: Debian 12's python3-websockets is 10.4; `make test` install
 (Debian: python3-httpx).
 """
 
-import argparse
 import base64
 import hashlib
 import json
@@ -31,11 +30,10 @@ import random
 import resource
 import socket
 import struct
-import sys
 import time
 
 import httpx
-from runneld_process import Daemon, LineClient
+from runneld_process import LineClient, main
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -1317,37 +1315,5 @@ log_level = "notice"
 """
 
 
-def run(binary, config, checks):
-    daemon = Daemon(binary, config)
-    failed = 0
-    try:
-        for check in checks:
-            started = time.monotonic()
-            try:
-                check(daemon)
-                print(f"ok   {check.__name__} ({time.monotonic() - started:.1f}s)", flush=True)
-            except Exception as error:  # noqa: BLE001 - report every failure and go on
-                failed += 1
-                print(f"FAIL {check.__name__}: {error!r}", flush=True)
-    finally:
-        status = daemon.stop()
-        if status != 0:
-            failed += 1
-            print(f"FAIL runneld stopped with status {status}:\n" + "\n".join(daemon.log[-20:]))
-    return failed
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runneld", default=".build/debug/runneld")
-    arguments = parser.parse_args()
-    failed = run(arguments.runneld, MAIN_CONFIG, MAIN_CHECKS)
-    failed += run(arguments.runneld, AUTH_CONFIG, AUTH_CHECKS)
-    failed += run(arguments.runneld, HOSTILE_CONFIG, HOSTILE_CHECKS)
-    total = len(MAIN_CHECKS) + len(AUTH_CHECKS) + len(HOSTILE_CHECKS)
-    print(f"{total - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__.splitlines()[0], [(MAIN_CONFIG, MAIN_CHECKS), (AUTH_CONFIG, AUTH_CHECKS), (HOSTILE_CONFIG, HOSTILE_CHECKS)])
