@@ -15,7 +15,7 @@ import Testing
     @Test(arguments: [0, 7, 9, 10, 99, 100, 12_345, 999_999_999_999, UInt64.max] as [UInt64])
     func sequenceNumbersAreWrittenInDecimal(seq: UInt64) {
         let written = withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { buffer in
-            String(decoding: buffer[..<Session.writeDecimal(seq, into: buffer)], as: UTF8.self)
+            String(decoding: buffer[..<JSONWriter.writeDecimal(seq, into: buffer)], as: UTF8.self)
         }
         #expect(written == String(seq))
     }

@@ -73,7 +73,7 @@ extension Session {
             buffer.copyMemory(from: prefix)
             let end =
                 prefix.count
-                + Self.writeDecimal(seq, into: UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]))
+                + JSONWriter.writeDecimal(seq, into: UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]))
             buffer[end] = UInt8(ascii: "\"")
             buffer[end + 1] = UInt8(ascii: "}")
             return end + 2
@@ -82,24 +82,6 @@ extension Session {
             writeNext(
                 message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]), limit: limit, transport)
         }
-    }
-
-    /// Writes `value` in decimal at the start of `target` (room for 20 digits); returns how many
-    /// digits. `String(value)` costs ten times as much, and runs once per delivery here.
-    @inline(__always)
-    static func writeDecimal(_ value: UInt64, into target: UnsafeMutableRawBufferPointer) -> Int {
-        var count = 1
-        var rest = value / 10
-        while rest > 0 {
-            count += 1
-            rest /= 10
-        }
-        var remaining = value
-        for index in stride(from: count - 1, through: 0, by: -1) {
-            target[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
-            remaining /= 10
-        }
-        return count
     }
 
     /// Writes `head`, the message's value and `tail` as one `next` line, unless the output is
