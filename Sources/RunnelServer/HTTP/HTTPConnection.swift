@@ -35,8 +35,8 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     private var held: [UInt8] = []
     /// Set once a stream has taken the connection over (`handOver`): nothing more is parsed.
     private var isHandedOver = false
-    /// The stream that took the connection over, until the bytes after its request's head are
-    /// handed to it (a WebSocket's first frames may come with its upgrade request).
+    /// The stream that took the connection over: after an upgrade request's head, the bytes
+    /// that came with it are the stream's (a WebSocket's first frames may).
     private var stream: (any HTTPStream)?
     /// When the connection is closed unless something happens first: the head's limit while
     /// one is read, the idle limit between requests and between pieces of a body; nil while a

@@ -66,9 +66,6 @@ public final class WebSocketFrameReader {
         head.reserveCapacity(14)
     }
 
-    /// Whether a close or a failure has been read: the rest of the input is ignored.
-    public var hasFinished: Bool { isFinished }
-
     /// Reads the next bytes from the client. While paused they are kept, unread.
     public func read(_ bytes: UnsafeRawBufferPointer) {
         guard !isFinished else { return }
@@ -122,9 +119,10 @@ public final class WebSocketFrameReader {
                 return beginFrame(head: UnsafeRawBufferPointer(rebasing: input[..<length]))
             }
         }
-        while head.count < 2 || head.count < Self.headLength(secondByte: head[1]) {
-            guard !input.isEmpty else { return false }
+        while true {
             let wanted = head.count < 2 ? 2 : Self.headLength(secondByte: head[1])
+            guard head.count < wanted else { break }
+            guard !input.isEmpty else { return false }
             let count = min(wanted - head.count, input.count)
             head.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<count]))
             input = UnsafeRawBufferPointer(rebasing: input[count...])
