@@ -124,6 +124,11 @@ struct ConfigChangesTests {
                 max_subjects = 2
                 data_dir = "/var/lib/elsewhere"
                 fsync = "always"
+                login_timeout = 5
+                max_connections_per_address = 3
+                max_subscription_bytes = 4096
+                max_replay_bytes = 4096
+                max_retained_bytes = 8192
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))

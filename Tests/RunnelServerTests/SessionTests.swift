@@ -182,6 +182,26 @@ import Testing
         #expect(harness.server.connectionCount == 0)
     }
 
+    @Test func refusedPastMaxConnectionsPerAddressWithAClosingLine() {
+        let harness = SessionHarness { $0.maxConnectionsPerAddress = 1 }
+        let first = harness.connect()
+        let refused = harness.connect()
+        #expect(
+            refused.lines() == [
+                #"{"ev":"closing","code":"limit","message":"too many connections from memory: the server allows 1 per address (max_connections_per_address); try again later"}"#
+            ])
+        #expect(refused.transport.isClosed)
+        first.close()
+        let next = harness.connect()
+        #expect(next.send(#"{"op":"ping","ref":1}"#) == [#"{"ok":true,"ref":1}"#])
+    }
+
+    @Test func anAddressIsItsPeerWithoutThePort() {
+        #expect(AddressCounts.host(of: "192.0.2.7:50312") == "192.0.2.7")
+        #expect(AddressCounts.host(of: "[2001:db8::1]:80") == "[2001:db8::1]")
+        #expect(AddressCounts.host(of: "memory") == "memory")
+    }
+
     @Test func refusedAtMaxConnectionsWithAClosingLine() {
         let harness = SessionHarness { $0.maxConnections = 1 }
         _ = harness.connect()

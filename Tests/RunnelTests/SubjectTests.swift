@@ -76,6 +76,37 @@ import Testing
         #expect(subject.replayedValues == [4, 5])
     }
 
+    /// Bounded by weight as well as by count: the oldest values go until the rest fit, the
+    /// newest stays whatever it weighs, and `retainedWeight` follows both kinds of eviction.
+    @Test func replaySubjectKeepsWhatFitsItsMaxWeight() {
+        let subject = ReplaySubject<Int>(capacity: 4, maxWeight: 10, weight: { $0 })
+        for value in [3, 3, 3] { subject.sendNext(value) }
+        #expect(subject.replayedValues == [3, 3, 3])
+        #expect(subject.retainedWeight == 9)
+        subject.sendNext(4)  // 13 > 10: the first 3 goes
+        #expect(subject.replayedValues == [3, 3, 4])
+        #expect(subject.retainedWeight == 10)
+        for value in [1, 1, 1] { subject.sendNext(value) }  // the count evicts 3, 3 and then 4
+        #expect(subject.replayedValues == [4, 1, 1, 1])
+        #expect(subject.retainedWeight == 7)
+        subject.sendNext(50)  // heavier than the bound alone: kept, and nothing else
+        #expect(subject.replayedValues == [50])
+        #expect(subject.retainedWeight == 50)
+        let recorder = Recorder<Int>()
+        inline { subject.subscribe(recorder) }
+        #expect(recorder.eventDescriptions == ["next(50)"])
+    }
+
+    @Test func restoredReplaySubjectIsTrimmedToItsMaxWeight() {
+        let subject = ReplaySubject<Int>(capacity: 10, retaining: [5, 5, 5, 2], maxWeight: 8, weight: { $0 })
+        #expect(subject.replayedValues == [5, 2])
+        #expect(subject.retainedWeight == 7)
+        let behavior = BehaviorSubject(6, weight: { $0 })
+        #expect(behavior.retainedWeight == 6)
+        behavior.sendNext(2)
+        #expect(behavior.retainedWeight == 2)
+    }
+
     @Test func behaviorSubjectSendsCurrentValue() {
         let subject = BehaviorSubject(10)
         let first = Recorder<Int>()

@@ -4,9 +4,10 @@
 public final class BehaviorSubject<Value: Sendable>: ReplaySubject<Value>, @unchecked Sendable {
     /// A behavior subject whose current value starts as `initial`; when `terminal` is given
     /// (`error` or `completed`), already terminated by it, as a behavior subject is restored
-    /// from storage: a late subscriber gets `initial`, then the terminal event.
-    public init(_ initial: Value, terminal: Event<Value>? = nil) {
-        super.init(capacity: 1, retaining: CollectionOfOne(initial), terminal: terminal)
+    /// from storage: a late subscriber gets `initial`, then the terminal event. With `weight`,
+    /// `retainedWeight` is what the current value weighs.
+    public init(_ initial: Value, terminal: Event<Value>? = nil, weight: (@Sendable (Value) -> Int)? = nil) {
+        super.init(capacity: 1, retaining: CollectionOfOne(initial), terminal: terminal, weight: weight)
     }
 
     /// The current value.

@@ -15,15 +15,32 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
         super.init(historyCapacity: capacity)
     }
 
-    /// A replay subject as it was left: keeping the last `capacity` of `values` (oldest first)
-    /// and, when `terminal` is given, terminated by it (`error` or `completed`), so a late
-    /// subscriber gets those values and then the terminal event. For restoring a subject kept
-    /// elsewhere, such as on disk.
-    public init(capacity: Int, retaining values: some Sequence<Value>, terminal: Event<Value>? = nil) {
+    /// A replay subject keeping the last `capacity` values, and of those only as many of the
+    /// newest as `weight` says weigh at most `maxWeight` together (their size in bytes, say):
+    /// older ones are dropped first. The newest value is kept whatever it weighs.
+    public init(capacity: Int, maxWeight: Int, weight: @escaping @Sendable (Value) -> Int) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
-        super.init(historyCapacity: capacity, initial: Array(values), terminal: terminal)
+        super.init(historyCapacity: capacity, maxWeight: maxWeight, weigh: weight)
     }
+
+    /// A replay subject as it was left: keeping the last `capacity` of `values` (oldest first),
+    /// bounded by `maxWeight` as above when `weight` is given, and, when `terminal` is given,
+    /// terminated by it (`error` or `completed`), so a late subscriber gets those values and
+    /// then the terminal event. For restoring a subject kept elsewhere, such as on disk.
+    public init(
+        capacity: Int, retaining values: some Sequence<Value>, terminal: Event<Value>? = nil,
+        maxWeight: Int = .max, weight: (@Sendable (Value) -> Int)? = nil
+    ) {
+        precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
+        self.capacity = capacity
+        super.init(
+            historyCapacity: capacity, initial: Array(values), terminal: terminal, maxWeight: maxWeight, weigh: weight)
+    }
+
+    /// What the values a new subscriber would be replayed weigh together, by the `weight` the
+    /// subject was made with (0 without one).
+    public var retainedWeight: Int { roster.lock.withLock { historyWeight } }
 
     /// The values a new subscriber would be replayed now, oldest first.
     public var replayedValues: [Value] { roster.lock.withLock { history.elements } }

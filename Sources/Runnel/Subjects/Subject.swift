@@ -47,6 +47,13 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// Guarded: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
     private let keepsHistory: Bool
+    /// What a kept value weighs (its size in bytes, say), for a subject whose history is
+    /// bounded by weight as well as by count; nil when it is bounded by count only.
+    private let weigh: (@Sendable (Value) -> Int)?
+    /// The most the kept values may weigh together; the newest is kept whatever it weighs.
+    private let maxHistoryWeight: Int
+    /// Guarded: what the kept values weigh together (0 without `weigh`).
+    var historyWeight = 0
     /// Makes a subscriber's entry. Made by the initialiser, which callers usually have
     /// specialised for their `Value`: the entry's generic type is then not looked up in the
     /// runtime's metadata cache on every subscribe, as the unspecialised `subscribe` would.
@@ -59,21 +66,29 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     public init() {
         history = RingBuffer(capacity: 0)
         keepsHistory = false
+        weigh = nil
+        maxHistoryWeight = .max
         makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
     }
 
     /// A subject that keeps its last `capacity` values for late subscribers, starting with the
     /// last `capacity` of `initial` and, when `terminal` is given, already terminated by it
-    /// (for subclasses; `terminal` must be `error` or `completed`).
-    init(historyCapacity: Int, initial: [Value] = [], terminal: Event<Value>? = nil) {
+    /// (for subclasses; `terminal` must be `error` or `completed`). With `weigh`, it also
+    /// keeps no more of the oldest values than fit, with the newer ones, in `maxWeight`.
+    init(
+        historyCapacity: Int, initial: [Value] = [], terminal: Event<Value>? = nil,
+        maxWeight: Int = .max, weigh: (@Sendable (Value) -> Int)? = nil
+    ) {
         precondition(terminal?.isTerminal ?? true, "a subject's terminal event must be error or completed")
-        var history = RingBuffer<Value>(capacity: historyCapacity)
-        for value in initial { history.append(value) }
-        self.history = history
+        precondition(maxWeight >= 0, "a subject's history weight must be >= 0")
+        self.history = RingBuffer<Value>(capacity: historyCapacity)
         keepsHistory = historyCapacity > 0
+        self.weigh = weigh
+        maxHistoryWeight = maxWeight
         makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
+        for value in initial { record(value) }
         if let terminal {
             self.terminal = terminal
             core.pointee.terminated = true
@@ -161,7 +176,18 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // The generic-typed work of `sendNext` sits in functions of its own, so that the runtime
     // metadata it needs is not looked up on the path that does not use it.
     @inline(never)
-    private func record(_ value: Value) { history.append(value) }
+    private func record(_ value: Value) {
+        guard let weigh else {
+            history.append(value)
+            return
+        }
+        if history.count == history.capacity, let oldest = history.first { historyWeight -= weigh(oldest) }
+        history.append(value)
+        historyWeight += weigh(value)
+        while historyWeight > maxHistoryWeight && history.count > 1 {
+            historyWeight -= weigh(history.popFirst()!)
+        }
+    }
 
     /// Returns whether this thread must now drain (the delivering one went idle meanwhile).
     @inline(never)

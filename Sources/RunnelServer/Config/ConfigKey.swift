@@ -27,6 +27,13 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubjects = "max_subjects"
     case dataDir = "data_dir"
     case fsync
+    // Abuse limits (#19): a silent or unauthenticated connection, one address, what a
+    // connection's subscriptions pin, and the values subjects retain.
+    case loginTimeout = "login_timeout"
+    case maxConnectionsPerAddress = "max_connections_per_address"
+    case maxSubscriptionBytes = "max_subscription_bytes"
+    case maxReplayBytes = "max_replay_bytes"
+    case maxRetainedBytes = "max_retained_bytes"
     case subjects
 
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
@@ -45,6 +52,10 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxEvalSteps: return 100...10_000_000_000
         case .maxEvalBytes: return 1024...17_179_869_184
         case .maxSubjects: return 1...100_000_000
+        case .maxConnectionsPerAddress: return 0...1_000_000
+        case .maxSubscriptionBytes: return 1024...17_179_869_184
+        case .maxReplayBytes: return 1024...1_099_511_627_776
+        case .maxRetainedBytes: return 1024...1_099_511_627_776
         default: return nil
         }
     }
@@ -52,8 +63,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The largest replay capacity, for `default_replay_capacity` and `[[subjects]]`.
     public static let maxReplayCapacity = 10_000_000
 
-    /// The longest `shutdown_timeout`, in seconds.
-    public static let maxShutdownTimeoutSeconds = 3600.0
+    /// The longest `shutdown_timeout` and `login_timeout`, in seconds.
+    public static let maxTimeoutSeconds = 3600.0
 
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `data_dir` and
     /// `fsync` need a restart; `subjects` is decided per subject (new ones are created, others ignored).

@@ -27,6 +27,11 @@ extension ServerConfig {
         case .maxSubjects: return String(maxSubjects)
         case .dataDir: return dataDir.map(TOMLConfigReader.quote) ?? "(none: no durable subjects)"
         case .fsync: return TOMLConfigReader.quote(fsync.rawValue)
+        case .loginTimeout: return Self.renderSeconds(loginTimeout)
+        case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
+        case .maxSubscriptionBytes: return String(maxSubscriptionBytes)
+        case .maxReplayBytes: return String(maxReplayBytes)
+        case .maxRetainedBytes: return String(maxRetainedBytes)
         case .subjects: return "\(subjects.count) subject(s)"
         }
     }

@@ -150,16 +150,12 @@ struct TOMLConfigReader {
                 throw error(key.rawValue, "must be one of \(LogLevelNames.list), got \(Self.describe(value))")
             }
             config.logLevel = level
-        case .shutdownTimeout:
-            let seconds: Double? =
-                value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
-            let limit = ConfigKey.maxShutdownTimeoutSeconds
-            guard let seconds, seconds >= 0, seconds <= limit else {
-                throw error(
-                    key.rawValue,
-                    "must be a number of seconds between 0 and \(Int(limit)), got \(Self.describe(value))")
-            }
-            config.shutdownTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
+        case .shutdownTimeout: config.shutdownTimeout = try duration(key, value)
+        case .loginTimeout: config.loginTimeout = try duration(key, value)
+        case .maxConnectionsPerAddress: config.maxConnectionsPerAddress = try integer(key, value)
+        case .maxSubscriptionBytes: config.maxSubscriptionBytes = try integer(key, value)
+        case .maxReplayBytes: config.maxReplayBytes = try integer(key, value)
+        case .maxRetainedBytes: config.maxRetainedBytes = try integer(key, value)
         case .dataDir:
             guard let text = value.string, !text.isEmpty, !text.utf8.contains(0) else {
                 throw error(key.rawValue, "must be a directory's path, got \(Self.describe(value))")
@@ -184,6 +180,18 @@ struct TOMLConfigReader {
                 "must be an integer between \(range.lowerBound) and \(range.upperBound), got \(Self.describe(value))")
         }
         return number
+    }
+
+    /// A number of seconds between 0 and `ConfigKey.maxTimeoutSeconds`, to the millisecond.
+    private func duration(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Duration {
+        let seconds: Double? =
+            value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
+        let limit = ConfigKey.maxTimeoutSeconds
+        guard let seconds, seconds >= 0, seconds <= limit else {
+            throw error(
+                key.rawValue, "must be a number of seconds between 0 and \(Int(limit)), got \(Self.describe(value))")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
     private func subjects(_ value: any TOMLValueConvertible, defaultCapacity: Int) throws(ConfigError)

@@ -58,6 +58,22 @@ public struct ServerConfig: Sendable, Equatable {
     public var dataDir: String? = nil
     /// When durable subjects' changes reach the disk (`fsync`, default `everysec`).
     public var fsync: FsyncMode = .everysec
+    /// How long a new connection may go without sending a request, or, when tokens are
+    /// configured, without authenticating, before it is closed (`login_timeout`, default 30 s;
+    /// zero: never).
+    public var loginTimeout: Duration = .seconds(30)
+    /// Open connections from one IP address at once, over every listener (
+    /// `max_connections_per_address`, default 0: no limit beyond `max_connections`).
+    public var maxConnectionsPerAddress: Int = 0
+    /// Bytes of `sid`s and stage lists one connection's subscriptions may hold together
+    /// (`max_subscription_bytes`, default 16 MiB).
+    public var maxSubscriptionBytes: Int = 16_777_216
+    /// Bytes of values one replay subject keeps; past it its oldest go (`max_replay_bytes`,
+    /// default 64 MiB). Applies to subjects created after it is set.
+    public var maxReplayBytes: Int = 67_108_864
+    /// Bytes of values every replay and behavior subject keep together; past it, values for
+    /// them are refused with `limit` (`max_retained_bytes`, default 1 GiB).
+    public var maxRetainedBytes: Int = 1_073_741_824
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
 

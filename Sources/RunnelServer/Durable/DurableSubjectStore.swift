@@ -17,7 +17,7 @@ import RunnelUV
 /// Lifetime rule: `close()` drains and stops the writer.
 final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let fsync: FsyncMode
-    private let memory = MemorySubjectStore()
+    private let memory: MemorySubjectStore
     private var writer: JournalWriter!
     private var nextID: Int64
     /// Changes appended to the journal, and how many of them the writer has reported.
@@ -32,9 +32,14 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     /// Opens the journal in `directory`, restores every durable subject from it (with a new
     /// epoch each when the last stop was not clean and `fsync` does not cover that), and
-    /// starts the writer. Runs on the loop thread before anyone is served.
-    init(directory: String, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger) throws(JournalError) {
+    /// starts the writer; restored subjects count in `retained`, replay ones bounded by its
+    /// `maxReplayBytes`. Runs on the loop thread before anyone is served.
+    init(
+        directory: String, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger,
+        retained: RetainedValues = RetainedValues()
+    ) throws(JournalError) {
         self.fsync = fsync
+        memory = MemorySubjectStore(retained: retained)
         self.logger = logger
         var (database, stored, wasClean) = try JournalDatabase.open(directory: directory, fsync: fsync)
         if !wasClean && fsync.losesOnCrash && !stored.isEmpty {
@@ -49,14 +54,14 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
                 metadata: ["subjects": "\(stored.count)"])
         }
         nextID = (stored.map(\.id).max() ?? 0) + 1
-        for subject in stored { memory.adopt(Self.restore(subject)) }
+        for subject in stored { memory.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
         writer = JournalWriter(database: database) { [weak self] report in
             let store = self
             scheduler.schedule { store?.didCommit(report) }
         }
     }
 
-    private static func restore(_ stored: StoredSubject) -> SubjectEntry {
+    private static func restore(_ stored: StoredSubject, maxReplayBytes: Int) -> SubjectEntry {
         let label = SubjectLabel(stored.name, epoch: stored.epoch)
         let values = stored.values.map { Message(label: label, raw: $0.value, seq: $0.seq) }
         let terminal: Event<Message>? = stored.terminal.map { message in
@@ -64,8 +69,11 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         let subject: Subject<Message>
         switch stored.kind {
-        case .behavior: subject = BehaviorSubject(values.last!, terminal: terminal)
-        default: subject = ReplaySubject(capacity: stored.capacity ?? 1, retaining: values, terminal: terminal)
+        case .behavior: subject = BehaviorSubject(values.last!, terminal: terminal, weight: RetainedValues.weight)
+        default:
+            subject = ReplaySubject(
+                capacity: stored.capacity ?? 1, retaining: values, terminal: terminal, maxWeight: maxReplayBytes,
+                weight: RetainedValues.weight)
         }
         return SubjectEntry(
             label: label, kind: stored.kind, capacity: stored.capacity, durableID: stored.id, subject: subject,
@@ -81,6 +89,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let keepsDurableSubjects = true
     var repliesWaitForDisk: Bool { fsync == .always }
     var journalStatistics: JournalWriter.Statistics? { writer.statisticsNow }
+    var retained: RetainedValues { memory.retained }
 
     func checkDurableWrites() throws(ProtocolError) {
         if let failure { throw failure }
@@ -92,7 +101,9 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         let id = nextID
         nextID += 1
-        let entry = SubjectEntry(name: name, kind: kind, capacity: capacity, initial: initial, durableID: id)
+        let entry = SubjectEntry(
+            name: name, kind: kind, capacity: capacity, initial: initial, maxReplayBytes: retained.maxReplayBytes,
+            durableID: id)
         memory.adopt(entry)
         append(
             .create(

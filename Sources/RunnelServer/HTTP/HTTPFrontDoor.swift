@@ -43,15 +43,22 @@ final class HTTPFrontDoor: @unchecked Sendable {
     var connectionCount: Int { connections.count }
 
     /// Takes a new connection, or answers it `503` with `limit` and closes it when the server
-    /// is at `max_connections`.
+    /// is at `max_connections` or the client's address at `max_connections_per_address`. An
+    /// admitted connection counts against its address until it closes, whatever it becomes.
     func accept(_ connection: TCPConnection) {
         server.scheduler.assertOnLoopThread()
-        guard isOpen, server.admitsConnection(from: connection.remoteAddress) else {
-            HTTPResponse.failure(HTTPFailure(server.connectionLimitReached, status: .serviceUnavailable))
+        let refusal =
+            isOpen ? server.refusal(ofConnectionFrom: connection.remoteAddress) : server.connectionLimitReached
+        if let refusal {
+            HTTPResponse.failure(HTTPFailure(refusal, status: .serviceUnavailable))
                 .write(to: connection, closing: true)
             connection.closeAfterFlush(timeout: .seconds(1))
             return
         }
+        let host = AddressCounts.host(of: connection.remoteAddress)
+        let addresses = server.addresses
+        addresses.open(host)
+        connection.onClose { addresses.close(host) }
         let http = HTTPConnection(
             connection: connection, frontDoor: self, scheduler: server.scheduler,
             maxBodyBytes: server.config.maxBodyBytes)

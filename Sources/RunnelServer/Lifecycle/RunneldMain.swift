@@ -21,11 +21,13 @@ public enum RunneldMain {
         let logger = Logger(label: "runneld")
         let loop = EventLoop()
         let subjects: any SubjectStore
+        let retained = RetainedValues(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
         if let dataDir = config.dataDir {
             // Restored before the listener opens, so nobody sees the server without them.
             do {
                 subjects = try DurableSubjectStore(
-                    directory: dataDir, fsync: config.fsync, scheduler: loop.scheduler, logger: logger)
+                    directory: dataDir, fsync: config.fsync, scheduler: loop.scheduler, logger: logger,
+                    retained: retained)
             } catch {
                 logger.critical("cannot start: durable subjects: \(error)", metadata: ["data_dir": "\(dataDir)"])
                 return 1
@@ -33,7 +35,7 @@ public enum RunneldMain {
             logger.info(
                 "durable subjects restored", metadata: ["data_dir": "\(dataDir)", "subjects": "\(subjects.count)"])
         } else {
-            subjects = MemorySubjectStore()
+            subjects = MemorySubjectStore(retained: retained)
         }
         let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
         let daemon = Daemon(loop: loop, server: server, logger: logger, levelSetting: levelSetting, reload: reload)

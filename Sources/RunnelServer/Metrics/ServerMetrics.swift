@@ -15,7 +15,15 @@ extension Server {
             transports.map { ($0, Double(byTransport[$0] ?? 0)) })
         metrics.metric(
             "runnel_connections_refused_total", .counter,
-            help: "Connections refused because max_connections were open.", Double(stats.refusedConnections))
+            help: "Connections refused at max_connections or max_connections_per_address.",
+            Double(stats.refusedConnections))
+        metrics.metric(
+            "runnel_login_timeouts_total", .counter,
+            help: "Connections closed for not sending a request, or not authenticating, within login_timeout.",
+            Double(stats.loginTimeouts))
+        metrics.metric(
+            "runnel_retained_bytes", .gauge, help: "Bytes of values kept by replay and behavior subjects.",
+            Double(subjects.retained.bytes))
         metrics.metric(
             "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
             Double(stats.subscriptions))

@@ -78,6 +78,9 @@ struct Request {
 
     /// The stage list in `ops`: absent or `[]` is no stages; anything but an array of
     /// objects is `bad_request`.
+    /// The length of the `ops` field's JSON text (0 without one): what its stages can pin.
+    var stagesByteCount: Int { scanned.ops?.range.count ?? 0 }
+
     func stages() throws(ProtocolError) -> [JSONValue] {
         guard let field = scanned.ops else { return [] }
         guard field.kind == .array else { throw ProtocolError(.badRequest, "field 'ops' must be an array of stages") }

@@ -2,7 +2,8 @@
 /// an HTTP `POST /pub/SUBJECT`), written once. Loop thread only.
 enum Publishing {
     /// Publishes `value` to `entry` in `store` and counts it: `terminated` when the subject has
-    /// ended, `storage` when a durable subject cannot be written now. A durable value is on
+    /// ended, `limit` when the subject keeps values and the store's retained bytes have no room
+    /// for it, `storage` when a durable subject cannot be written now. A durable value is on
     /// disk once `whenWritten` runs. (A function of the store as a value, not a protocol
     /// extension: a generic one costs a `pub` ~100 instructions of value witnesses.)
     @inline(__always)
@@ -10,6 +11,7 @@ enum Publishing {
         _ value: RawJSON, to entry: SubjectEntry, in store: any SubjectStore, counting stats: ServerStats
     ) throws(ProtocolError) {
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        if entry.retainsValues { try store.retained.checkRoom(for: value, in: entry.name) }
         if entry.isDurable { try store.checkDurableWrites() }
         stats.published &+= 1
         store.publish(value, to: entry)

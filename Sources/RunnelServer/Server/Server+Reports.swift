@@ -13,6 +13,7 @@ extension Server {
         line.member("bytes_in", integer: stats.bytesIn)
         line.member("bytes_out", integer: stats.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
+        line.member("retained_bytes", integer: subjects.retained.bytes)
         let turns = scheduler.turnLengths
         line.member("loop") { json in
             json.append("{\"turns\":")

@@ -15,6 +15,8 @@ public final class Server: @unchecked Sendable {
     let subjects: any SubjectStore
     let stats = ServerStats()
     private var sessions: [UInt64: Session] = [:]
+    /// Open connections by address, for `max_connections_per_address`.
+    let addresses = AddressCounts()
     /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
     /// the sessions.
     var httpFrontDoor: HTTPFrontDoor?
@@ -38,6 +40,7 @@ public final class Server: @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
+        applyRetentionLimits()
     }
 
     /// Open client connections of every front door: what `max_connections` limits and
@@ -102,50 +105,67 @@ public final class Server: @unchecked Sendable {
     // MARK: Connections
 
     /// Takes a new client connection as a session, or refuses it with a `closing` line when
-    /// the server is at `max_connections`.
+    /// the server is at `max_connections` or its address at `max_connections_per_address`.
     func accept(_ transport: any SessionTransport) {
         scheduler.assertOnLoopThread()
-        guard admitsConnection(from: transport.peerDescription) else {
-            var line = ServerLineWriter.closing(connectionLimitReached)
+        if let refusal = refusal(ofConnectionFrom: transport.peerDescription) {
+            var line = ServerLineWriter.closing(refusal)
             line.finish().withUnsafeBytes { transport.writeLine($0) }
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }
-        openSession(over: transport, authenticated: false)
+        let host = AddressCounts.host(of: transport.peerDescription)
+        addresses.open(host)
+        openSession(over: transport, authenticated: false).countedHost = host
     }
 
-    /// Opens a session over `transport` without the `max_connections` check, for a connection
+    /// Opens a session over `transport` without the connection limits, for a connection
     /// another front door admitted already (an HTTP request turned into a stream, which that
-    /// front door then stops counting); `authenticated` when that front door checked the token.
-    func openSession(over transport: any SessionTransport, authenticated: Bool) {
+    /// front door then stops counting); `authenticated` when that front door checked the token
+    /// (else `login_timeout` applies).
+    @discardableResult
+    func openSession(over transport: any SessionTransport, authenticated: Bool) -> Session {
         scheduler.assertOnLoopThread()
         let session = Session(id: nextSessionID, server: self, transport: transport)
         if authenticated { session.authenticated = true }
         nextSessionID += 1
         sessions[session.id] = session
+        // A stream the front door opened with the token has sent its request already.
+        if !authenticated { session.startLoginWait() }
         transport.start(receiver: session)
         logger.debug(
             "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
+        return session
     }
 
-    /// Whether one more connection, from `peer`, fits under `max_connections`; a refusal is
-    /// logged at most once a second.
-    func admitsConnection(from peer: String) -> Bool {
-        guard connectionCount >= config.maxConnections else { return true }
+    /// Why one more connection, from `peer`, is refused now: `max_connections`, or
+    /// `max_connections_per_address` for its address; nil when it fits. A refusal is counted,
+    /// and logged at most once a second. An admitted connection is the caller's to count in
+    /// `addresses` for as long as it is open.
+    func refusal(ofConnectionFrom peer: String) -> ProtocolError? {
+        let refusal: ProtocolError
+        let limit = config.maxConnectionsPerAddress
+        if connectionCount >= config.maxConnections {
+            refusal = connectionLimitReached
+        } else if limit > 0, case let host = AddressCounts.host(of: peer), addresses.count(host) >= limit {
+            refusal = ProtocolError(
+                .limit,
+                "too many connections from \(host): the server allows \(limit) per address "
+                    + "(max_connections_per_address); try again later")
+        } else {
+            return nil
+        }
         stats.refusedConnections &+= 1
         refusedSinceWarning += 1
         let now = ContinuousClock.now
         if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
             logger.warning(
-                "refusing connections: at max_connections",
-                metadata: [
-                    "peer": "\(peer)", "max_connections": "\(config.maxConnections)",
-                    "refused": "\(refusedSinceWarning)",
-                ])
+                "refusing connections",
+                metadata: ["peer": "\(peer)", "reason": "\(refusal.message)", "refused": "\(refusedSinceWarning)"])
             refusedSinceWarning = 0
             lastRefusalWarning = now
         }
-        return false
+        return refusal
     }
 
     /// What a connection refused at `max_connections` is told.
@@ -157,6 +177,7 @@ public final class Server: @unchecked Sendable {
 
     func sessionDidClose(_ session: Session) {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
+        if let host = session.countedHost { addresses.close(host) }
         logger.debug("connection closed", metadata: ["connection": "\(session.id)"])
         reportIfDrained()
     }
@@ -194,12 +215,19 @@ public final class Server: @unchecked Sendable {
         applied.listen = config.listen
         applied.httpListen = config.httpListen
         config = applied
+        applyRetentionLimits()
         do {
             try createConfiguredSubjects()
         } catch {
             logger.error("reload: cannot create a configured subject", metadata: ["error": "\(error)"])
         }
         return changes
+    }
+
+    /// `max_retained_bytes` and `max_replay_bytes` as the subject store applies them.
+    private func applyRetentionLimits() {
+        subjects.retained.maxBytes = config.maxRetainedBytes
+        subjects.retained.maxReplayBytes = config.maxReplayBytes
     }
 
     // MARK: Stages

@@ -14,8 +14,11 @@ final class ServerStats {
     var bytesOut: UInt64 = 0
     /// Sessions closed by the `disconnect` slow-consumer policy.
     var slowConsumerDisconnects: UInt64 = 0
-    /// Connections refused because `max_connections` were open.
+    /// Connections refused because `max_connections` were open, or
+    /// `max_connections_per_address` from the client's address.
     var refusedConnections: UInt64 = 0
+    /// Connections closed by `login_timeout`.
+    var loginTimeouts: UInt64 = 0
     /// Error replies to requests, by code, from every front door (stream `error` events are
     /// not counted here).
     private(set) var requestErrors: [ErrorCode: UInt64] = [:]

@@ -15,6 +15,7 @@ extension Session {
     }
 
     private func process(_ line: UnsafeRawBufferPointer) {
+        defer { noteRequestForLogin() }
         let request: Request
         do {
             request = try Request(parsing: line, maxDepth: server.config.maxDepth)

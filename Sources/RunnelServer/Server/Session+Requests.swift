@@ -91,6 +91,13 @@ extension Session {
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
+        let pinned = SessionSubscription.pinnedBytes(sid: sid, stagesByteCount: request.stagesByteCount)
+        guard subscriptionBytes + pinned <= server.config.maxSubscriptionBytes else {
+            throw ProtocolError(
+                .limit,
+                "connection's subscriptions hold \(subscriptionBytes) bytes of sids and stages; this one's \(pinned) "
+                    + "would pass max_subscription_bytes (\(server.config.maxSubscriptionBytes))")
+        }
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
@@ -100,6 +107,8 @@ extension Session {
 
         let subscription = SessionSubscription(
             sid: sid, entry: entry, isPattern: pattern.isWildcard, sendsPositions: positions)
+        subscription.pinnedBytes = pinned
+        subscriptionBytes += pinned
         subscriptions[sid] = subscription
         entry?.namedSubscriptions += 1
         stats.subscriptions += 1
@@ -168,6 +177,7 @@ extension Session {
             return
         }
         try server.checkSubjectLimit()
+        if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
         _ = subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
         if durable {

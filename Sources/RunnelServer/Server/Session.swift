@@ -41,6 +41,15 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// Requests read while the unsent output was over `max_pending_bytes`, kept until it
     /// falls (`Session+Input`).
     var held = HeldInput()
+    /// The address this session counts against in `max_connections_per_address`, when it
+    /// was admitted as a connection of its own (not handed over by the HTTP front door).
+    var countedHost: String?
+    /// Until the client has sent a request and authenticated: what closes it at
+    /// `login_timeout` (`Session+Login`).
+    var loginTimer: Disposable?
+    /// Bytes of sids and stage lists this session's subscriptions hold, against
+    /// `max_subscription_bytes`.
+    var subscriptionBytes = 0
 
     init(id: UInt64, server: Server, transport: any SessionTransport) {
         self.id = id
@@ -68,6 +77,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         subscription.isFinished = true
         if subscriptions[subscription.sid] === subscription { subscriptions[subscription.sid] = nil }
         subscription.entry?.namedSubscriptions -= 1
+        subscriptionBytes -= subscription.pinnedBytes
         stats.subscriptions -= 1
     }
 
@@ -100,6 +110,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func transportDidClose() {
         server.scheduler.assertOnLoopThread()
         isClosing = true
+        cancelLoginWait()
         disposeAll()
         server.sessionDidClose(self)
     }

@@ -22,6 +22,14 @@ final class SessionSubscription: @unchecked Sendable {
     /// Events not delivered under the `drop` policy since the last one that was.
     var dropped: UInt64 = 0
     var isFinished = false
+    /// What the subscription counts against `max_subscription_bytes` (see `pinnedBytes(sid:stages:)`).
+    var pinnedBytes = 0
+
+    /// The bytes a subscription holds for as long as it lives, bounded per connection by
+    /// `max_subscription_bytes`: its sid three times (as given, as JSON, in the prefix of its
+    /// event lines) and its stage list's JSON text, an upper bound on its expressions' and
+    /// literals' size in memory up to a small factor.
+    static func pinnedBytes(sid: String, stagesByteCount: Int) -> Int { 3 * sid.utf8.count + stagesByteCount }
 
     /// What comes between a pattern line's subject and its value.
     static let valueKey: StaticString = ",\"value\":"

@@ -7,6 +7,9 @@ import Runnel
 final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     private var entries: [String: SubjectEntry] = [:]
     private let patterns = PatternIndex<PatternWatcher>()
+    let retained: RetainedValues
+
+    init(retained: RetainedValues = RetainedValues()) { self.retained = retained }
 
     var count: Int { entries.count }
 
@@ -25,7 +28,8 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
 
     func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")
-        let entry = SubjectEntry(name: name, kind: kind, capacity: capacity, initial: initial)
+        let entry = SubjectEntry(
+            name: name, kind: kind, capacity: capacity, initial: initial, maxReplayBytes: retained.maxReplayBytes)
         adopt(entry)
         return entry
     }
@@ -34,6 +38,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     func adopt(_ entry: SubjectEntry) {
         assert(entries[entry.name] == nil, "subject '\(entry.name)' exists")
         entries[entry.name] = entry
+        entry.countRetained(in: retained)
         for watcher in patterns.matches(entry.name) { watcher.attach(entry) }
     }
 
@@ -61,6 +66,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     /// wait for the completion that `delete` sends.
     func forget(_ entry: SubjectEntry) {
         entries[entry.name] = nil
+        entry.stopCountingRetained()
         entry.isDeleted = true
         entry.isEnding = true
         for watcher in patterns.matches(entry.name) { watcher.detach(entry) }

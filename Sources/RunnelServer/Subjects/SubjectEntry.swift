@@ -27,19 +27,29 @@ final class SubjectEntry {
     var isEnding = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
+    /// The store's retained-bytes ledger, while the store holds the entry and the subject
+    /// keeps values (replay and behavior subjects).
+    private var ledger: RetainedValues?
+    /// The bytes of the values the subject keeps now, as counted in `ledger`.
+    private(set) var retainedBytes = 0
 
     var name: String { label.name }
     var epoch: String { label.epoch! }
     var isDurable: Bool { durableID != nil }
 
-    /// A new subject, in a new epoch.
-    convenience init(name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durableID: Int64? = nil) {
+    /// A new subject, in a new epoch; a replay subject keeps at most `maxReplayBytes` of values.
+    convenience init(
+        name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, maxReplayBytes: Int, durableID: Int64? = nil
+    ) {
         let label = SubjectLabel(name, epoch: Epoch.make())
         let subject: Subject<Message>
         switch kind {
         case .subject: subject = Subject()
-        case .replay: subject = ReplaySubject(capacity: capacity ?? 0)
-        case .behavior: subject = BehaviorSubject(Message(label: label, raw: initial ?? .null, seq: 0))
+        case .replay:
+            subject = ReplaySubject(capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight)
+        case .behavior:
+            subject = BehaviorSubject(
+                Message(label: label, raw: initial ?? .null, seq: 0), weight: RetainedValues.weight)
         }
         self.init(label: label, kind: kind, capacity: capacity, durableID: durableID, subject: subject, lastSeq: 0)
     }
@@ -82,6 +92,31 @@ final class SubjectEntry {
     func deliver(_ message: Message) {
         lastSeq = message.seq!
         subject.sendNext(message)
+        if ledger != nil { recountRetained() }
+    }
+
+    /// Whether the subject keeps values for late subscribers, which `max_retained_bytes` bounds.
+    var retainsValues: Bool { kind != .subject }
+
+    /// Starts counting the subject's retained values in `ledger` (the store took the entry in).
+    func countRetained(in ledger: RetainedValues) {
+        guard retainsValues else { return }
+        self.ledger = ledger
+        recountRetained()
+    }
+
+    /// Stops counting them (the store let the entry go).
+    func stopCountingRetained() {
+        ledger?.add(-retainedBytes)
+        ledger = nil
+        retainedBytes = 0
+    }
+
+    private func recountRetained() {
+        guard let replay = subject as? ReplaySubject<Message> else { return }
+        let now = replay.retainedWeight
+        ledger?.add(now - retainedBytes)
+        retainedBytes = now
     }
 
     /// Whether a subscription can start right after `position` and be delivered exactly the

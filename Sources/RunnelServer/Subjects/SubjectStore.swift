@@ -49,6 +49,8 @@ protocol SubjectStore: AnyObject {
     /// completes on its own; disposing it leaves every matching subject.
     func patternSignal(_ pattern: SubjectPattern) -> Signal<Message>
 
+    /// The bytes of values the subjects keep, and their bounds.
+    var retained: RetainedValues { get }
     /// The durable journal's figures, for `stats`; nil without one.
     var journalStatistics: JournalWriter.Statistics? { get }
 

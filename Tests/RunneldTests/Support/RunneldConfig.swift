@@ -21,6 +21,12 @@ struct RunneldConfig {
     var dataDir: String?
     /// `"always"`, `"everysec"` or `"no"`.
     var fsync: String?
+    /// Seconds; `0` turns it off.
+    var loginTimeout: Double?
+    var maxConnectionsPerAddress: Int?
+    var maxSubscriptionBytes: Int?
+    var maxReplayBytes: Int?
+    var maxRetainedBytes: Int?
     /// `info` by default so the daemon logs the address it listens on.
     var logLevel: String? = "info"
     /// `[[subjects]]` tables, each a list of `key = value` pairs with values already in TOML.
@@ -44,6 +50,11 @@ struct RunneldConfig {
         if let v = maxEvalBytes { lines.append("max_eval_bytes = \(v)") }
         if let v = dataDir { lines.append("data_dir = \(RunneldConfig.quote(v))") }
         if let v = fsync { lines.append("fsync = \(RunneldConfig.quote(v))") }
+        if let v = loginTimeout { lines.append("login_timeout = \(v)") }
+        if let v = maxConnectionsPerAddress { lines.append("max_connections_per_address = \(v)") }
+        if let v = maxSubscriptionBytes { lines.append("max_subscription_bytes = \(v)") }
+        if let v = maxReplayBytes { lines.append("max_replay_bytes = \(v)") }
+        if let v = maxRetainedBytes { lines.append("max_retained_bytes = \(v)") }
         if let v = logLevel { lines.append("log_level = \(RunneldConfig.quote(v))") }
         for table in subjects {
             lines.append("")

@@ -1,0 +1,42 @@
+/// The bytes of values the subjects keep for late subscribers (a replay subject's history, a
+/// behavior subject's current value), all subjects together, against `max_retained_bytes`;
+/// and the per-subject bound new replay subjects get (`max_replay_bytes`).
+///
+/// A subject store owns one; each `SubjectEntry` that retains values reports its changes to
+/// it while the store holds the entry. Loop thread only.
+final class RetainedValues {
+    /// The bytes retained now, by every subject of the store.
+    private(set) var bytes = 0
+    /// The most bytes all subjects may retain together (`max_retained_bytes`).
+    var maxBytes: Int
+    /// The most bytes a new replay subject keeps (`max_replay_bytes`): past it, its oldest
+    /// values are dropped, as past its capacity.
+    var maxReplayBytes: Int
+
+    init(maxBytes: Int = ServerConfig().maxRetainedBytes, maxReplayBytes: Int = ServerConfig().maxReplayBytes) {
+        self.maxBytes = maxBytes
+        self.maxReplayBytes = maxReplayBytes
+    }
+
+    /// What a value weighs in a subject's history: its JSON text.
+    static let weight: @Sendable (Message) -> Int = { $0.value.raw.buffer.count }
+
+    /// `limit` when keeping `value` too would take the retained bytes past `maxBytes`. The
+    /// check is made before the subject drops an older value for it, so a full server refuses
+    /// values for retaining subjects until subjects are deleted or the limit is raised, the
+    /// way Redis's `maxmemory` with `noeviction` refuses writes.
+    func checkRoom(for value: RawJSON, in subject: String) throws(ProtocolError) {
+        let count = value.buffer.count
+        guard bytes + count > maxBytes else { return }
+        throw ProtocolError(
+            .limit,
+            "subject '\(subject)' keeps its values, and the subjects keep \(bytes) bytes of values: "
+                + "\(count) more would pass max_retained_bytes (\(maxBytes))")
+    }
+
+    /// A subject's retained bytes changed by `delta`.
+    func add(_ delta: Int) {
+        bytes += delta
+        assert(bytes >= 0, "retained bytes went negative")
+    }
+}
