@@ -28,6 +28,7 @@ extension ServerConfig {
         case .dataDir: return dataDir.map(TOMLConfigReader.quote) ?? "(none: no durable subjects)"
         case .fsync: return TOMLConfigReader.quote(fsync.rawValue)
         case .subjects: return "\(subjects.count) subject(s)"
+        case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"
         }
     }
 
