@@ -124,6 +124,8 @@ struct ConfigChangesTests {
                 max_subjects = 2
                 data_dir = "/var/lib/elsewhere"
                 fsync = "always"
+                [[tokens]]
+                token = "y"
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))

@@ -50,7 +50,10 @@ import Testing
         #expect(
             event(#"{"ev":"closing","code":"unauthorized","message":"m"}"#)!
                 == ("event: closing\ndata: {\"code\":\"unauthorized\",\"message\":\"m\"}\n\n", true))
-        #expect(event(#"{"ev":"closing","code":"slow_consumer"}"#)! == ("event: closing\ndata: {\"code\":\"slow_consumer\"}\n\n", true))
+        #expect(
+            event(#"{"ev":"closing","code":"slow_consumer"}"#)! == (
+                "event: closing\ndata: {\"code\":\"slow_consumer\"}\n\n", true
+            ))
     }
 
     @Test func aFailedSubReplyGivesItsCode() {

@@ -9,7 +9,8 @@ final class SubjectsRoute: HTTPRoute {
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         var json = JSONWriter()
         let grant = exchange.checkedGrant
-        json.writeSubjectList(server.subjects.list(prefix: exchange.query["prefix"] ?? "").filter { grant.mayList($0.name) })
+        json.writeSubjectList(
+            server.subjects.list(prefix: exchange.query["prefix"] ?? "").filter { grant.mayList($0.name) })
         exchange.answer(.json(json.bytes))
         return nil
     }
