@@ -205,6 +205,28 @@ import Testing
         #expect(admin.send(#"{"op":"ping"}"#) == [#"{"ok":true}"#])
     }
 
+    @Test func aPatternTheOldRightsCoveredIsFilteredByTheNewOnes() throws {
+        let harness = try harness()
+        let admin = client(harness, token: "admin")
+        let reader = client(harness, token: "reader")
+        reader.send(#"{"op":"sub","subject":"sensors.*","sid":"p"}"#)
+        admin.send(#"{"op":"pub","subject":"sensors.a","value":1}"#)
+        #expect(reader.lines() == [#"{"ev":"next","sid":"p","subject":"sensors.a","value":1}"#])
+        let narrower = "[[tokens]]\ntoken = \"reader\"\nsubscribe = [\"sensors.a\", \"sensors.b\"]"
+        harness.run { _ = harness.server.reload(try! ServerConfig.parse(toml: narrower + "\n" + Self.admin)) }
+        // Nothing it joined is forbidden now, so it goes on; subjects created later are filtered.
+        admin.send(
+            #"{"op":"pub","subject":"sensors.c","value":2}"#, #"{"op":"pub","subject":"sensors.b","value":3}"#,
+            #"{"op":"pub","subject":"sensors.a","value":4}"#)
+        #expect(
+            reader.lines() == [
+                #"{"ev":"next","sid":"p","subject":"sensors.b","value":3}"#,
+                #"{"ev":"next","sid":"p","subject":"sensors.a","value":4}"#,
+            ])
+    }
+
+    private static let admin = "[[tokens]]\ntoken = \"admin\"\npublish = [\">\"]\nsubscribe = [\">\"]\nmanage = true"
+
     @Test func tokensAddedToAnOpenServerCloseAnonymousConnections() throws {
         let harness = SessionHarness()
         let anonymous = harness.connect()

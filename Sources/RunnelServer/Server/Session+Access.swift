@@ -7,20 +7,19 @@ import Runnel
 /// Nothing here runs per delivered value: a pattern subscription is filtered when it meets a
 /// subject (`PatternWatcher`), a stage when it looks a subject up.
 extension Session {
-    /// Checks that the token may subscribe to `pattern`, a subject or a pattern. For a pattern
-    /// its rights cover only in part, the filter a pattern subscription applies to each
-    /// subject it meets (nil: every matching subject is allowed).
+    /// Checks that the token may subscribe to `pattern`, a subject or a pattern (some subject
+    /// it matches). For a pattern, the filter its subscription applies to each subject it
+    /// meets: the session's grant at that time, since a reload may narrow rights that covered
+    /// the whole pattern when it was subscribed. Nil for a subject.
     func subscribableSource(_ pattern: SubjectPattern) throws(ProtocolError) -> (@Sendable (String) -> Bool)? {
         guard let grant else { preconditionFailure("a sub handled before authentication") }
         guard pattern.isWildcard else {
             try grant.checkSubscribe(to: pattern.text)
             return nil
         }
-        if grant.subscribe.covers(pattern) { return nil }
         guard grant.subscribe.overlaps(pattern) else {
             throw ProtocolError(.unauthorized, "token may not subscribe to any subject matching \(pattern.text)")
         }
-        // The session's grant then, not now: a reload may have changed it.
         return { [weak self] name in self?.grant?.subscribe.permits(name) ?? false }
     }
 
@@ -29,8 +28,8 @@ extension Session {
     /// `subscription.reached`. A refusal is `unauthorized`; at run time it ends the
     /// subscription with that code and the stage's index.
     func stageLookup(for subscription: SessionSubscription) -> SubjectLookup {
-        { [weak self] name throws(ProtocolError) in
-            guard let self, let grant = self.grant else {
+        { [weak self, weak subscription] name throws(ProtocolError) in
+            guard let self, let subscription, let grant = self.grant else {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
             try grant.checkSubscribe(to: name)
