@@ -14,6 +14,12 @@ struct HTTPAccess {
         case refused
         /// No token, where tokens are configured.
         case absent
+
+        /// The accepted token's grant; nil when refused or absent.
+        var grant: TokenGrant? {
+            guard case .accepted(let grant) = self else { return nil }
+            return grant
+        }
     }
 
     /// The request's token (`Authorization: Bearer` wins over `?token=`), compared in constant

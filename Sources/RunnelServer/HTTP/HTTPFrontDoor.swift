@@ -121,8 +121,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
         let access = HTTPAccess(tokens: server.access, allowedOrigins: server.config.httpAllowedOrigins)
         let query = head.queryParameters()
         let credential = access.credential(of: head, query: query ?? [:])
-        var grant: TokenGrant?
-        if case .accepted(let accepted) = credential { grant = accepted }
+        let grant = credential.grant
         let exchange = HTTPExchange(
             head: head, query: query ?? [:],
             corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
@@ -137,9 +136,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
             head.method == .options
             || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
         // A WebSocket without a token may send `auth` as its first message, as on TCP.
-        var isAbsent = false
-        if case .absent = credential { isAbsent = true }
-        let mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path && isAbsent
+        var mayAuthenticateLater = false
+        if case .absent = credential { mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path }
         guard isOpenToAll || mayAuthenticateLater || grant != nil else {
             exchange.fail(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token="))
             return (exchange, nil)

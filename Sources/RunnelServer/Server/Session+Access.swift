@@ -11,7 +11,7 @@ extension Session {
     /// it matches). For a pattern, the filter its subscription applies to each subject it
     /// meets: the session's grant at that time, since a reload may narrow rights that covered
     /// the whole pattern when it was subscribed. Nil for a subject.
-    func subscribableSource(_ pattern: SubjectPattern) throws(ProtocolError) -> (@Sendable (String) -> Bool)? {
+    func subjectFilter(checking pattern: SubjectPattern) throws(ProtocolError) -> (@Sendable (String) -> Bool)? {
         guard let grant else { preconditionFailure("a sub handled before authentication") }
         guard pattern.isWildcard else {
             try grant.checkSubscribe(to: pattern.text)

@@ -3,7 +3,8 @@ import Runnel
 /// The protocol's requests. Each handler validates everything before it changes anything, and
 /// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply. Every
 /// change to a subject goes through the server's subject store. The token's rights are checked
-/// before anything else of a request is done: a refusal is `unauthorized` naming the missing right.
+/// before a request reads, creates or changes anything: a refusal is `unauthorized` naming the
+/// missing right.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
         server.scheduler.assertOnLoopThread()
@@ -110,7 +111,7 @@ extension Session {
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
-        let admitted = try subscribableSource(pattern)
+        let admitted = try subjectFilter(checking: pattern)
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
