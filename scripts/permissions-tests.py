@@ -13,8 +13,9 @@ subjects they may not read, present and created later; stages that reach a forbi
 at `sub` time (`merge`, `zipWith`) and at run time (`flattenMap`, `switchToLatest`), which ends
 only that subscription; hashed tokens (the token works, its digest does not, a bad table is a
 config error naming its index); then a SIGHUP reload that grants and revokes, seen by
-connections already open on each transport (`error` events, and a removed token's `closing`
-line: a WebSocket then closes with 1008, an event stream ends with `event: closing`).
+connections already open on each transport (`error` events, an event stream's `event: error`,
+and a removed token's `closing` line: a WebSocket then closes with 1008, an event stream ends
+with `event: closing`).
 Prints one line per check; exit status 0 when every check passed. Needs websockets (13 or later)
 and httpx, as websocket-tests.py does.
 """
@@ -117,9 +118,9 @@ def publish_as_admin(d, subject, value):
 class EventStream:
     """One GET /events response, event by event."""
 
-    def __init__(self, d, subject, token):
+    def __init__(self, d, subject, token, **query):
         self.client = httpx.Client(timeout=10)
-        self.context = self.client.stream("GET", d.url + "/events", params={"subject": subject, "token": token})
+        self.context = self.client.stream("GET", d.url + "/events", params=dict(subject=subject, token=token, **query))
         self.response = self.context.__enter__()
         assert self.response.status_code == 200, self.response.status_code
         self.lines = self.response.iter_lines()
@@ -306,6 +307,15 @@ def check_sse_subscribe_right(d):
         assert stream.event() == {"data": "3"}
     finally:
         stream.close()
+    # A stage that reaches a forbidden subject at run time ends the stream with `event: error`.
+    stream = EventStream(d, "sensors.sse.names", "reader", ops='[{"op":"switchToLatest"}]')
+    try:
+        publish_as_admin(d, "sensors.sse.names", "orders.s")
+        assert stream.event() == {"event": "error", "data": json.dumps(
+            refused("token may not subscribe to orders.s", 0), separators=(",", ":"))}
+        assert stream.event() is None
+    finally:
+        stream.close()
 
 
 def check_http_publish_and_reading_rights(d):
@@ -355,6 +365,8 @@ def check_reload_grants_and_revokes_on_open_connections(d):
         assert ws_request(doomed_ws, {"op": "sub", "subject": "x", "sid": "x"})["ok"]
         doomed_sse = EventStream(d, "doomed.s", "doomed")
         wait_for_stream(d, "doomed.s")
+        narrowed_sse = EventStream(d, "sensors.b", "reader")
+        wait_for_stream(d, "sensors.b", 2)
         bystander = tcp(d, "admin")
 
         reload(d, RELOADED)
@@ -381,6 +393,10 @@ def check_reload_grants_and_revokes_on_open_connections(d):
             {"code": "unauthorized", "message": "the token was removed from the configuration"}, separators=(",", ":"))}
         assert doomed_sse.event() is None
         doomed_sse.close()
+        assert narrowed_sse.event() == {"event": "error", "data": json.dumps(
+            refused(f"token may no longer subscribe to sensors.b {reason}"), separators=(",", ":"))}
+        assert narrowed_sse.event() is None
+        narrowed_sse.close()
         # Granted: the writer may publish to alerts now, and the reader's kept subscriptions get it.
         assert writer.request({"op": "pub", "subject": "alerts", "value": 5}) == {"ok": True, "ref": 1, "receivers": 1}
         assert reader.line() == {"ev": "next", "sid": "al", "value": 5}
