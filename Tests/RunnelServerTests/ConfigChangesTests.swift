@@ -129,6 +129,8 @@ struct ConfigChangesTests {
                 max_subscription_bytes = 4096
                 max_replay_bytes = 4096
                 max_retained_bytes = 8192
+                [[tokens]]
+                token = "y"
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))

@@ -46,8 +46,14 @@ import Testing
 
         #expect(
             event(#"{"ev":"dropped","sid":"sse","count":12}"#)! == ("event: dropped\ndata: {\"count\":12}\n\n", false))
-        // `closing` has no SSE form: the close that follows it ends the stream.
-        #expect(event(#"{"ev":"closing","code":"slow_consumer"}"#) == nil)
+        // `closing` (no sid) is a terminal event: the close follows it.
+        #expect(
+            event(#"{"ev":"closing","code":"unauthorized","message":"m"}"#)!
+                == ("event: closing\ndata: {\"code\":\"unauthorized\",\"message\":\"m\"}\n\n", true))
+        #expect(
+            event(#"{"ev":"closing","code":"slow_consumer"}"#)! == (
+                "event: closing\ndata: {\"code\":\"slow_consumer\"}\n\n", true
+            ))
     }
 
     @Test func aFailedSubReplyGivesItsCode() {

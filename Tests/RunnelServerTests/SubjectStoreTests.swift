@@ -32,7 +32,7 @@ import Testing
         let store = MemorySubjectStore()
         let early = store.create("x.early", kind: .subject, capacity: nil, initial: nil, durable: false)
         let values = Values()
-        let subscription = record(store.patternSignal(SubjectPattern("x.*")), into: values)
+        let subscription = record(store.patternSignal(SubjectPattern("x.*"), admitting: nil), into: values)
         let late = store.create("x.late", kind: .subject, capacity: nil, initial: nil, durable: false)
         _ = store.create("y.other", kind: .subject, capacity: nil, initial: nil, durable: false)
         store.publish(.null, to: early)

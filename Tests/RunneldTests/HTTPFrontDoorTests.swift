@@ -20,6 +20,10 @@ import Testing
         try runScript("scripts/dashboard-tests.py")
     }
 
+    @Test(.timeLimit(.minutes(2))) func thePermissionChecksPass() throws {
+        try runScript("scripts/permissions-tests.py")
+    }
+
     /// Runs `script` (a path in the repository) against the runneld under test; its whole
     /// output is the failure's message.
     private func runScript(_ script: String) throws {

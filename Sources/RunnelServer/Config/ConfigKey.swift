@@ -35,6 +35,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxReplayBytes = "max_replay_bytes"
     case maxRetainedBytes = "max_retained_bytes"
     case subjects
+    case tokens
 
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
     public var integerRange: ClosedRange<Int>? {
@@ -68,6 +69,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
 
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `data_dir` and
     /// `fsync` need a restart; `subjects` is decided per subject (new ones are created, others ignored).
+    /// `tokens` is live: open connections move to their token's new rights, or are closed when it is gone.
     public var isLive: Bool {
         switch self {
         case .listen, .httpListen, .dataDir, .fsync, .subjects: return false

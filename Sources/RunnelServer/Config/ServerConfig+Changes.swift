@@ -11,7 +11,12 @@ extension ServerConfig {
             let before = old.renderedValue(of: key)
             let after = renderedValue(of: key)
             // Tokens render hidden, so compare them directly.
-            let differs = key == .authTokens ? old.authTokens != authTokens : before != after
+            let differs =
+                switch key {
+                case .authTokens: old.authTokens != authTokens
+                case .tokens: old.tokens != tokens
+                default: before != after
+                }
             guard differs else { continue }
             changes.append(
                 ConfigChange(

@@ -33,6 +33,7 @@ extension ServerConfig {
         case .maxReplayBytes: return String(maxReplayBytes)
         case .maxRetainedBytes: return String(maxRetainedBytes)
         case .subjects: return "\(subjects.count) subject(s)"
+        case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"
         }
     }
 

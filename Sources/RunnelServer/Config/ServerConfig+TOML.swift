@@ -54,7 +54,8 @@ struct TOMLConfigReader {
         }
         var config = ServerConfig()
         // Subjects last: a replay subject's default capacity is `default_replay_capacity`.
-        for key in ConfigKey.allCases where key != .subjects {
+        // Tokens after `auth_tokens`, whose tokens they must not repeat.
+        for key in ConfigKey.allCases where key != .subjects && key != .tokens {
             guard let value = values[key] else { continue }
             try apply(key, value, to: &config)
         }
@@ -69,6 +70,7 @@ struct TOMLConfigReader {
                     "\(config.subjects.count) subjects exceed max_subjects (\(config.maxSubjects))")
             }
         }
+        if let value = values[.tokens] { config.tokens = try tokens(value, authTokens: config.authTokens) }
         return config
     }
 
@@ -167,8 +169,8 @@ struct TOMLConfigReader {
                 throw error(key.rawValue, "must be one of \(names), got \(Self.describe(value))")
             }
             config.fsync = mode
-        case .subjects:
-            break  // Read by `read(_:)` after the limits it depends on.
+        case .subjects, .tokens:
+            break  // Read by `read(_:)` after the keys they depend on.
         }
     }
 
@@ -288,7 +290,7 @@ struct TOMLConfigReader {
             name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable)
     }
 
-    private func error(_ key: String, _ problem: String) -> ConfigError {
+    func error(_ key: String, _ problem: String) -> ConfigError {
         ConfigError(origin: origin, key: key, problem: problem)
     }
 

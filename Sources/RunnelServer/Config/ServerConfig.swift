@@ -76,6 +76,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var maxRetainedBytes: Int = 1_073_741_824
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
+    /// Tokens with their own rights (`[[tokens]]`), beside `auth_tokens`, which may do everything.
+    public var tokens: [TokenDefinition] = []
 
     /// The built-in defaults, used when no config file is given.
     public init() {}

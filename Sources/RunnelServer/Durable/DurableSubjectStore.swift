@@ -85,7 +85,9 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     var count: Int { memory.count }
     subscript(name: String) -> SubjectEntry? { memory[name] }
     func list(prefix: String) -> [SubjectEntry] { memory.list(prefix: prefix) }
-    func patternSignal(_ pattern: SubjectPattern) -> Signal<Message> { memory.patternSignal(pattern) }
+    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+        memory.patternSignal(pattern, admitting: admitting)
+    }
     let keepsDurableSubjects = true
     var repliesWaitForDisk: Bool { fsync == .always }
     var journalStatistics: JournalWriter.Statistics? { writer.statisticsNow }

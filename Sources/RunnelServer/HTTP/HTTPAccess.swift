@@ -1,25 +1,31 @@
 /// Who may use the front door (docs/protocol.md, "The HTTP front door"): authentication by
 /// `Authorization: Bearer TOKEN` or `?token=`, and the origin rules for requests from web
 /// pages, with the CORS fields allowed origins get. Reads the server's live configuration
-/// (`auth_tokens` and `http_allowed_origins` change on reload). Loop thread only.
+/// (the tokens and `http_allowed_origins` change on reload). Loop thread only.
 struct HTTPAccess {
-    let tokens: [String]
+    let tokens: AccessList
     let allowedOrigins: [String]
 
     /// What a request's token says of it.
     enum Credential {
-        /// An accepted token, or none is configured.
-        case accepted
+        /// An accepted token with its rights, or the open grant when none is configured.
+        case accepted(TokenGrant)
         /// A token that is not one of the configured ones.
         case refused
         /// No token, where tokens are configured.
         case absent
+
+        /// The accepted token's grant; nil when refused or absent.
+        var grant: TokenGrant? {
+            guard case .accepted(let grant) = self else { return nil }
+            return grant
+        }
     }
 
     /// The request's token (`Authorization: Bearer` wins over `?token=`), compared in constant
-    /// time as the line protocol's `auth` is.
+    /// time as the line protocol's `auth` is (`AccessList.grant(for:)`).
     func credential(of head: HTTPRequestHead, query: [String: String]) -> Credential {
-        guard !tokens.isEmpty else { return .accepted }
+        if let openGrant = tokens.openGrant { return .accepted(openGrant) }
         let bearer = "bearer "
         let token: String?
         if let authorization = head.field("authorization"), authorization.lowercased().hasPrefix(bearer) {
@@ -28,7 +34,7 @@ struct HTTPAccess {
             token = query["token"]
         }
         guard let token else { return .absent }
-        return ConstantTime.matchesAny(token, tokens) ? .accepted : .refused
+        return tokens.grant(for: token).map(Credential.accepted) ?? .refused
     }
 
     /// The request's `Origin` when it is one the server allows to read its answers: listed in

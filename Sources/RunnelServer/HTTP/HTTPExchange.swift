@@ -11,22 +11,30 @@ final class HTTPExchange {
     let query: [String: String]
     /// CORS fields every answer carries: set by the front door for an allowed origin.
     let corsFields: [(name: StaticString, value: String)]
-    /// Whether the request carried an accepted token (or none is configured).
-    let isAuthenticated: Bool
+    /// The rights of the request's token (the open grant when none is configured); nil when it
+    /// carried none, which only the paths open to all and a WebSocket (which may send `auth`) accept.
+    let grant: TokenGrant?
     private var connection: HTTPConnection?
 
     init(
         head: HTTPRequestHead, query: [String: String], corsFields: [(name: StaticString, value: String)],
-        isAuthenticated: Bool, connection: HTTPConnection
+        grant: TokenGrant?, connection: HTTPConnection
     ) {
         self.head = head
         self.query = query
         self.corsFields = corsFields
-        self.isAuthenticated = isAuthenticated
+        self.grant = grant
         self.connection = connection
     }
 
     var isAnswered: Bool { connection == nil }
+
+    /// The grant of a request the front door let through only with a token: every route's but
+    /// those of the paths open to all and of `/ws`.
+    var checkedGrant: TokenGrant {
+        guard let grant else { preconditionFailure("the front door let \(head.path) through without a token") }
+        return grant
+    }
 
     /// Who sent the request ("127.0.0.1:50312"), while it is not answered; for logs.
     var peerDescription: String { connection?.connection.remoteAddress ?? "" }

@@ -125,13 +125,14 @@ final class HTTPFrontDoor: @unchecked Sendable {
     /// Starts answering the request whose head is `head`: the exchange, and what reads its
     /// body (nil when nothing does: it is discarded).
     func begin(_ head: HTTPRequestHead, on connection: HTTPConnection) -> (HTTPExchange, (any HTTPBodyReader)?) {
-        let access = HTTPAccess(tokens: server.config.authTokens, allowedOrigins: server.config.httpAllowedOrigins)
+        let access = HTTPAccess(tokens: server.access, allowedOrigins: server.config.httpAllowedOrigins)
         let query = head.queryParameters()
         let credential = access.credential(of: head, query: query ?? [:])
+        let grant = credential.grant
         let exchange = HTTPExchange(
             head: head, query: query ?? [:],
             corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
-            isAuthenticated: credential == .accepted, connection: connection)
+            grant: grant, connection: connection)
         let path = head.path
         guard query != nil else {
             exchange.fail(HTTPFailure(.badRequest, "the query is not valid percent-encoded UTF-8"))
@@ -142,8 +143,9 @@ final class HTTPFrontDoor: @unchecked Sendable {
             head.method == .options
             || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
         // A WebSocket without a token may send `auth` as its first message, as on TCP.
-        let mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path && credential == .absent
-        guard isOpenToAll || mayAuthenticateLater || credential == .accepted else {
+        var mayAuthenticateLater = false
+        if case .absent = credential { mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path }
+        guard isOpenToAll || mayAuthenticateLater || grant != nil else {
             exchange.fail(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token="))
             return (exchange, nil)
         }

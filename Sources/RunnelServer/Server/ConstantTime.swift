@@ -21,15 +21,4 @@ enum ConstantTime {
         }
         return difference == 0
     }
-
-    /// Whether `given` equals any of `secrets`, comparing it with every one of them.
-    static func matchesAny(_ given: String, _ secrets: [String]) -> Bool {
-        let guess = Array(given.utf8)
-        var matches = 0
-        for secret in secrets {
-            let equal = equals(guess, Array(secret.utf8))
-            matches |= equal ? 1 : 0
-        }
-        return matches != 0
-    }
 }

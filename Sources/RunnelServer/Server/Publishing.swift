@@ -19,11 +19,16 @@ enum Publishing {
 }
 
 extension Server {
-    /// The subject `pub` names: an existing one as it is (its name was checked when it was
-    /// created), else a valid name, created when `auto_create` is on.
-    func publishTarget(named name: String) throws(ProtocolError) -> SubjectEntry {
-        if let entry = subjects[name] { return entry }
+    /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
+    /// name was checked when it was created), else a valid name, created when `auto_create` is
+    /// on. A refusal creates nothing.
+    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+        if let entry = subjects[name] {
+            try grant.checkPublish(to: name)
+            return entry
+        }
         try SubjectName.check(name)
+        try grant.checkPublish(to: name)
         return try subjectForUse(name)
     }
 }

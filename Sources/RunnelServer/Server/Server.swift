@@ -11,6 +11,8 @@ import RunnelUV
 public final class Server: @unchecked Sendable {
     public let scheduler: LoopScheduler
     public internal(set) var config: ServerConfig
+    /// The tokens `config` accepts and their rights; rebuilt on reload.
+    private(set) var access: AccessList
     let logger: Logger
     let subjects: any SubjectStore
     let stats = ServerStats()
@@ -37,6 +39,7 @@ public final class Server: @unchecked Sendable {
 
     init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore) {
         self.config = config
+        self.access = AccessList(config: config)
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
@@ -116,22 +119,22 @@ public final class Server: @unchecked Sendable {
         }
         let host = AddressCounts.host(of: transport.peerDescription)
         addresses.open(host)
-        openSession(over: transport, authenticated: false).countedHost = host
+        openSession(over: transport, grant: nil).countedHost = host
     }
 
     /// Opens a session over `transport` without the connection limits, for a connection
     /// another front door admitted already (an HTTP request turned into a stream, which that
-    /// front door then stops counting); `authenticated` when that front door checked the token
-    /// (else `login_timeout` applies).
+    /// front door then stops counting); `grant` when that front door checked the token (else
+    /// `login_timeout` applies).
     @discardableResult
-    func openSession(over transport: any SessionTransport, authenticated: Bool) -> Session {
+    func openSession(over transport: any SessionTransport, grant: TokenGrant?) -> Session {
         scheduler.assertOnLoopThread()
         let session = Session(id: nextSessionID, server: self, transport: transport)
-        if authenticated { session.authenticated = true }
+        if let grant { session.grant = grant }
         nextSessionID += 1
         sessions[session.id] = session
         // A stream the front door opened with the token has sent its request already.
-        if !authenticated { session.startLoginWait() }
+        if grant == nil { session.startLoginWait() }
         transport.start(receiver: session)
         logger.debug(
             "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
@@ -214,8 +217,13 @@ public final class Server: @unchecked Sendable {
         // The listening addresses are fixed for the life of the process.
         applied.listen = config.listen
         applied.httpListen = config.httpListen
+        let tokensChanged = applied.authTokens != config.authTokens || applied.tokens != config.tokens
         config = applied
         applyRetentionLimits()
+        if tokensChanged {
+            access = AccessList(config: applied)
+            for session in Array(sessions.values) { session.accessDidChange(to: access) }
+        }
         do {
             try createConfiguredSubjects()
         } catch {
@@ -233,14 +241,14 @@ public final class Server: @unchecked Sendable {
     // MARK: Stages
 
     /// The subscription's signal: `source` through the stage list, compiled whole before
-    /// anything is subscribed. `label` names the subscription's subject or pattern.
-    func compileChain(_ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel) throws(ProtocolError)
-        -> Signal<Message>
-    {
+    /// anything is subscribed. `label` names the subscription's subject or pattern; `lookup`
+    /// finds the subjects stages name (`Session.stageLookup`, which checks the token's rights).
+    func compileChain(
+        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, lookup: @escaping SubjectLookup
+    ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label,
-            lookup: { [unowned self] name throws(ProtocolError) in try subjectForUse(name).subject })
+            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, lookup: lookup)
         return try compiler.compile(stages, source: source)
     }
 }

@@ -18,7 +18,7 @@ extension Session {
     /// A request was handled: the wait ends once the session is also authenticated.
     @inline(__always)
     func noteRequestForLogin() {
-        guard loginTimer != nil, authenticated else { return }
+        guard loginTimer != nil, grant != nil else { return }
         loginTimer?.dispose()
         loginTimer = nil
     }
@@ -35,7 +35,7 @@ extension Session {
         isClosing = true
         let seconds = ServerConfig.renderSeconds(timeout)
         let reason =
-            server.config.authTokens.isEmpty || authenticated
+            grant != nil
             ? ProtocolError(.limit, "no request within login_timeout (\(seconds) s)")
             : ProtocolError(.unauthorized, "not authenticated within login_timeout (\(seconds) s)")
         stats.loginTimeouts &+= 1

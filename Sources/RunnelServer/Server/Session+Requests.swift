@@ -2,12 +2,14 @@ import Runnel
 
 /// The protocol's requests. Each handler validates everything before it changes anything, and
 /// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply. Every
-/// change to a subject goes through the server's subject store.
+/// change to a subject goes through the server's subject store. The token's rights are checked
+/// before a request reads, creates or changes anything: a refusal is `unauthorized` naming the
+/// missing right.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
         server.scheduler.assertOnLoopThread()
         let operation = try request.operation()
-        if !authenticated && operation != .known(.auth) {
+        if grant == nil && operation != .known(.auth) {
             throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
         }
         guard case .known(let op) = operation else {
@@ -18,15 +20,32 @@ extension Session {
         case .pub: try publish(request)
         case .sub: try subscribe(request)
         case .unsub: try unsubscribe(request)
-        case .create: try create(request)
-        case .complete: try terminate(request, error: false)
-        case .error: try terminate(request, error: true)
-        case .delete: try delete(request)
+        case .create:
+            try rights.checkManage("create subjects")
+            try create(request)
+        case .complete:
+            try rights.checkManage("complete subjects")
+            try terminate(request, error: false)
+        case .error:
+            try rights.checkManage("error subjects")
+            try terminate(request, error: true)
+        case .delete:
+            try rights.checkManage("delete subjects")
+            try delete(request)
         case .list: try list(request)
-        case .stats: writeStats(request)
+        case .stats:
+            try rights.checkManage("read the server's stats")
+            writeStats(request)
         case .ping: writeOK(ref: request.ref)
         case .auth: try authenticate(request)
         }
+    }
+
+    /// The grant of an authenticated session: `handle` refuses every request but `auth`
+    /// before there is one.
+    private var rights: TokenGrant {
+        guard let grant else { preconditionFailure("a request other than auth handled before authentication") }
+        return grant
     }
 
     // MARK: pub
@@ -52,15 +71,16 @@ extension Session {
     /// The subject a `pub` names. A publisher usually sends to the same subject line after
     /// line: when the field's bytes are exactly the last one's (its JSON string as the server
     /// encodes it), that entry is used without decoding the name into a `String` and hashing
-    /// it. A name already registered was validated when it was created, so the slow path
-    /// validates only names it may create.
+    /// it, nor checking the token's rights again (the cache is cleared when they change). A name
+    /// already registered was validated when it was created, so the slow path validates only
+    /// names it may create.
     private func publishTarget(_ request: Request) throws(ProtocolError) -> SubjectEntry {
         if let cached = lastPublishTarget, !cached.isDeleted, let field = request.scanned.subject,
             cached.label.json.hasSameBytes(as: request.scanned.bytes(field))
         {
             return cached
         }
-        let entry = try server.publishTarget(named: try request.requiredString(.subject))
+        let entry = try server.publishTarget(named: try request.requiredString(.subject), for: rights)
         lastPublishTarget = entry
         return entry
     }
@@ -98,15 +118,17 @@ extension Session {
                 "connection's subscriptions hold \(subscriptionBytes) bytes of sids and stages; this one's \(pinned) "
                     + "would pass max_subscription_bytes (\(server.config.maxSubscriptionBytes))")
         }
+        let admitted = try subjectFilter(checking: pattern)
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
-        var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern)
+        var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
-        let chain = try server.compileChain(stages, source: source, label: entry?.label ?? SubjectLabel(target))
-
         let subscription = SessionSubscription(
-            sid: sid, entry: entry, isPattern: pattern.isWildcard, sendsPositions: positions)
+            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions)
+        let chain = try server.compileChain(
+            stages, source: source, label: entry?.label ?? SubjectLabel(target), lookup: stageLookup(for: subscription))
+
         subscription.pinnedBytes = pinned
         subscriptionBytes += pinned
         subscriptions[sid] = subscription
@@ -219,9 +241,11 @@ extension Session {
 
     // MARK: list / stats / auth
 
+    /// Only the subjects the token may subscribe or publish to.
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.string(.prefix) ?? ""
-        let entries = subjects.list(prefix: prefix)
+        let grant = rights
+        let entries = subjects.list(prefix: prefix).filter { grant.mayList($0.name) }
         writeOK(ref: request.ref) { line in line.member("subjects") { $0.writeSubjectList(entries) } }
     }
 
@@ -229,14 +253,15 @@ extension Session {
         writeOK(ref: request.ref) { server.writeStatsMembers(into: &$0) }
     }
 
+    /// Takes the token's grant (compared in constant time, see `AccessList`); a second `auth`
+    /// replaces the first one's grant for later requests.
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
-        let tokens = server.config.authTokens
-        // In constant time: see `ConstantTime.equals`.
-        guard tokens.isEmpty || ConstantTime.matchesAny(token, tokens) else {
+        guard let found = server.access.grant(for: token) else {
             throw ProtocolError(.unauthorized, "invalid token")
         }
-        authenticated = true
+        if found !== grant { lastPublishTarget = nil }
+        grant = found
         writeOK(ref: request.ref)
     }
 }

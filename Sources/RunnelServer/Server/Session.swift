@@ -31,10 +31,13 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// While a reply waits for the disk, what every line goes out through instead of
     /// `transport`: it holds them in order behind the reply.
     private(set) var cork: CorkedTransport?
-    var authenticated: Bool
+    /// What the session may do: its token's grant, or the open grant of a server without
+    /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`).
+    var grant: TokenGrant?
     var subscriptions: [String: SessionSubscription] = [:]
     private var nextSid: UInt64 = 1
-    /// The subject of this connection's last `pub` (see `publishTarget`).
+    /// The subject of this connection's last `pub` (see `publishTarget`), which `grant` may
+    /// publish to; cleared when the grant changes.
     var lastPublishTarget: SubjectEntry?
     /// Set once the session stops delivering: closed, or closing as a slow consumer.
     var isClosing = false
@@ -57,7 +60,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.stats = server.stats
         self.subjects = server.subjects
         self.transport = transport
-        self.authenticated = server.config.authTokens.isEmpty
+        self.grant = server.access.openGrant
     }
 
     // MARK: Subscriptions

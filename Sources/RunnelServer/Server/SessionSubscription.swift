@@ -14,6 +14,12 @@ final class SessionSubscription: @unchecked Sendable {
     /// (the subject's name and `valueKey` follow).
     let nextPrefix: ByteBuffer
     let isPattern: Bool
+    /// What `sub` named: the subject, or the pattern. For rechecking the token's rights on reload.
+    let pattern: SubjectPattern
+    /// The subjects its stages have reached (named at `sub` time or at run time, as
+    /// `flattenMap` does), each once: what a reload rechecks besides `pattern`. Grows only
+    /// when a stage reaches a subject not reached before, never per delivered value.
+    var reached: Set<String> = []
     /// Whether its `next` events carry `pos` (`"positions": true`, or `from`).
     let sendsPositions: Bool
     /// `"S"`, the sid as a JSON string.
@@ -34,10 +40,11 @@ final class SessionSubscription: @unchecked Sendable {
     /// What comes between a pattern line's subject and its value.
     static let valueKey: StaticString = ",\"value\":"
 
-    init(sid: String, entry: SubjectEntry?, isPattern: Bool, sendsPositions: Bool = false) {
+    init(sid: String, entry: SubjectEntry?, pattern: SubjectPattern, sendsPositions: Bool = false) {
         self.sid = sid
         self.entry = entry
-        self.isPattern = isPattern
+        self.pattern = pattern
+        self.isPattern = pattern.isWildcard
         self.sendsPositions = sendsPositions
         var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
         json.writeString(sid)

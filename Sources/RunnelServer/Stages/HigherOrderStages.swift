@@ -29,7 +29,8 @@ extension StageCompiler {
 
     /// The signal of the subject a message names (its value, or `expression` on it): a
     /// signal that fails with `eval` naming the stage when the name is not a string, not a
-    /// valid subject name, or cannot be looked up.
+    /// valid subject name, or cannot be looked up; with `unauthorized` when the token may not
+    /// subscribe to it.
     private func subjectNaming(_ expression: StageExpression?, _ stage: StageArguments)
         -> @Sendable (Message) -> Signal<Message>
     {
@@ -54,6 +55,12 @@ extension StageCompiler {
                 do throws(ProtocolError) {
                     return try lookup(subject)
                 } catch {
+                    // A subject the token may not read keeps its code, so the client learns why.
+                    guard error.code != .unauthorized else {
+                        var refusal = error
+                        refusal.stage = index
+                        throw refusal
+                    }
                     throw StageFailure.eval(error.message, stage: index, name: name)
                 }
             } catch {

@@ -72,9 +72,9 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
     }
 
-    func patternSignal(_ pattern: SubjectPattern) -> Signal<Message> {
+    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
         Signal.create { [self] subscriber in
-            let watcher = PatternWatcher(pattern: pattern, downstream: subscriber)
+            let watcher = PatternWatcher(pattern: pattern, downstream: subscriber, admits: admitting)
             patterns.insert(watcher, for: pattern)
             for entry in entries.values where pattern.matches(entry.name) { watcher.attach(entry) }
             return Disposable { [self] in

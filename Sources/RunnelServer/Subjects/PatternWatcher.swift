@@ -3,20 +3,26 @@ import Runnel
 /// The live side of one pattern subscription: subscribed to every subject whose name matches,
 /// forwarding their values (never their terminal events, which do not end a pattern
 /// subscription) into one downstream subscriber. Loop thread only.
+///
+/// `admits`, when set, decides once per matching subject, as the watcher meets it, whether it
+/// joins (a token's rights over part of the pattern); nothing is checked per value.
 final class PatternWatcher: @unchecked Sendable {
     let pattern: SubjectPattern
     private let downstream: any Subscriber<Message>
+    private let admits: (@Sendable (String) -> Bool)?
     private var attached: [ObjectIdentifier: Disposable] = [:]
 
-    init(pattern: SubjectPattern, downstream: any Subscriber<Message>) {
+    init(pattern: SubjectPattern, downstream: any Subscriber<Message>, admits: (@Sendable (String) -> Bool)?) {
         self.pattern = pattern
         self.downstream = downstream
+        self.admits = admits
     }
 
-    /// Subscribes to `entry`'s subject (a replay or behavior subject replays to it first).
+    /// Subscribes to `entry`'s subject (a replay or behavior subject replays to it first),
+    /// when `admits` lets it join.
     func attach(_ entry: SubjectEntry) {
         let key = ObjectIdentifier(entry)
-        guard attached[key] == nil else { return }
+        guard attached[key] == nil, admits?(entry.name) ?? true else { return }
         attached[key] = entry.subject.subscribe(NextForwarder(downstream))
     }
 

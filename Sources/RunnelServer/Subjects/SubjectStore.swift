@@ -45,9 +45,10 @@ protocol SubjectStore: AnyObject {
     /// failed; at once where nothing waits for the disk.
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void)
 
-    /// Every value published to subjects matching `pattern`, present and future. It never
-    /// completes on its own; disposing it leaves every matching subject.
-    func patternSignal(_ pattern: SubjectPattern) -> Signal<Message>
+    /// Every value published to subjects matching `pattern`, present and future, of the
+    /// subjects `admitting` accepts (all when nil), asked once per subject as it is met. It
+    /// never completes on its own; disposing it leaves every matching subject.
+    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message>
 
     /// The bytes of values the subjects keep, and their bounds.
     var retained: RetainedValues { get }

@@ -27,18 +27,21 @@ enum SSEFraming {
         return ErrorCode(rawValue: String(decoding: rest[..<end], as: UTF8.self)) ?? .eval
     }
 
-    /// The SSE event for one of the subscription's event lines, `{"ev":"NAME","sid":"sse"...}`:
-    /// `event: NAME` and `data:` the line's other members as an object (`{}` when none), then
-    /// the empty line; and whether it ends the stream (`completed`, `error`). Nil for a line
-    /// with no SSE form (`closing`, which the transport's close follows).
+    /// The SSE event for one of the subscription's event lines, `{"ev":"NAME","sid":"sse"...}`,
+    /// or the connection's `closing` line, `{"ev":"closing",...}`: `event: NAME` and `data:`
+    /// the line's other members as an object (`{}` when none), then the empty line; and
+    /// whether it ends the stream (`completed`, `error`, `closing`). Nil for any other line.
     static func event(fromLine line: UnsafeRawBufferPointer) -> (bytes: [UInt8], isTerminal: Bool)? {
         guard line.starts(with: eventStart) else { return nil }
         let afterStart = line.dropFirst(eventStart.count)
         guard let nameEnd = afterStart.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
         let name = afterStart[..<nameEnd]
         let afterName = afterStart[nameEnd...]
-        guard afterName.starts(with: sidMember) else { return nil }
-        let members = afterName.dropFirst(sidMember.count)
+        let isClosing = name.elementsEqual("closing".utf8)
+        // A `closing` line has no sid: its members follow the name's closing quote.
+        let memberStart = isClosing ? 1 : sidMember.count
+        guard isClosing || afterName.starts(with: sidMember) else { return nil }
+        let members = afterName.dropFirst(memberStart)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(line.count + 16)
         bytes.append(contentsOf: "event: ".utf8)
@@ -47,7 +50,7 @@ enum SSEFraming {
         // `}` alone, or `,` and the members then `}`.
         bytes.append(contentsOf: members.dropFirst(members.first == UInt8(ascii: ",") ? 1 : 0))
         bytes.append(contentsOf: "\n\n".utf8)
-        let isTerminal = name.elementsEqual("completed".utf8) || name.elementsEqual("error".utf8)
+        let isTerminal = isClosing || name.elementsEqual("completed".utf8) || name.elementsEqual("error".utf8)
         return (bytes, isTerminal)
     }
 

@@ -28,8 +28,8 @@ final class EventsRoute: HTTPRoute {
             return nil
         }
         let stream = SSETransport(exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes)
-        // The front door checked the token (header or `?token=`).
-        server.openSession(over: stream, authenticated: true)
+        // The front door checked the token (header or `?token=`); the `sub` checks its rights.
+        server.openSession(over: stream, grant: exchange.checkedGrant)
         stream.subscribe(request)
         return nil
     }

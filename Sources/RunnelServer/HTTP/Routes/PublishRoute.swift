@@ -15,7 +15,9 @@ final class PublishRoute: HTTPRoute {
         do throws(ProtocolError) {
             guard let name = PercentDecoding.decode(exchange.head.path.dropFirst(Self.prefix.count), plusIsSpace: false)
             else { throw ProtocolError(.badRequest, "the subject in the path is not valid percent-encoded UTF-8") }
-            publication = Publication(server: server, exchange: exchange, entry: try server.publishTarget(named: name))
+            publication = Publication(
+                server: server, exchange: exchange, grant: exchange.checkedGrant,
+                entry: try server.publishTarget(named: name, for: exchange.checkedGrant))
         } catch {
             exchange.fail(HTTPFailure(error))
             return nil
@@ -48,13 +50,16 @@ final class Publication {
     let exchange: HTTPExchange
     private unowned let server: Server
     private let name: String
+    /// The rights of the request's token, checked again when the subject is looked up again.
+    private let grant: TokenGrant
     private var entry: SubjectEntry
     private(set) var published = 0
     /// Whether a durable value was published: the answer then waits for the disk.
     private(set) var wroteDurable = false
 
-    init(server: Server, exchange: HTTPExchange, entry: SubjectEntry) {
+    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry) {
         self.server = server
+        self.grant = grant
         self.exchange = exchange
         self.entry = entry
         self.name = entry.name
@@ -66,7 +71,7 @@ final class Publication {
     @discardableResult
     func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
         // The subject may have been deleted (and re-created) while a long body streamed in.
-        if entry.isDeleted { entry = try server.publishTarget(named: name) }
+        if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant) }
         let receivers = entry.subject.subscriberCount
         try Publishing.publish(value, to: entry, in: server.subjects, counting: server.stats)
         published += 1

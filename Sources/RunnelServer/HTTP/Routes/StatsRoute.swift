@@ -1,4 +1,5 @@
-/// `GET /stats`: the `stats` reply's members as one object (`{"connections":N,...}`).
+/// `GET /stats`: the `stats` reply's members as one object (`{"connections":N,...}`), for a
+/// token that may manage, as `stats` is.
 final class StatsRoute: HTTPRoute {
     let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
@@ -6,6 +7,12 @@ final class StatsRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
+        do throws(ProtocolError) {
+            try exchange.checkedGrant.checkManage("read the server's stats")
+        } catch {
+            exchange.fail(HTTPFailure(error))
+            return nil
+        }
         var object = ServerLineWriter.object()
         server.writeStatsMembers(into: &object)
         exchange.answer(.json(object.finish()))

@@ -1,4 +1,5 @@
-/// `GET /subjects?prefix=P`: the `list` reply's `subjects` array.
+/// `GET /subjects?prefix=P`: the `list` reply's `subjects` array: only the subjects the
+/// token may subscribe or publish to, as in `list`.
 final class SubjectsRoute: HTTPRoute {
     let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
@@ -7,7 +8,9 @@ final class SubjectsRoute: HTTPRoute {
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         var json = JSONWriter()
-        json.writeSubjectList(server.subjects.list(prefix: exchange.query["prefix"] ?? ""))
+        let grant = exchange.checkedGrant
+        json.writeSubjectList(
+            server.subjects.list(prefix: exchange.query["prefix"] ?? "").filter { grant.mayList($0.name) })
         exchange.answer(.json(json.bytes))
         return nil
     }

@@ -38,7 +38,7 @@ final class WebSocketRoute: HTTPRoute {
             return WebSocketTransport(
                 connection: connection, frontDoor: frontDoor, maxMessageBytes: server.config.maxLineBytes)
         }
-        if let transport { server.openSession(over: transport, authenticated: exchange.isAuthenticated) }
+        if let transport { server.openSession(over: transport, grant: exchange.grant) }
         return nil
     }
 }

@@ -1,0 +1,110 @@
+import Runnel
+
+/// The token's rights over what a session reads: at `sub` (its subject or pattern, and the
+/// subjects its stages reach, at `sub` time and at run time), and again when a reload changes
+/// them (docs/protocol.md, "Permissions per token").
+///
+/// Nothing here runs per delivered value: a pattern subscription is filtered when it meets a
+/// subject (`PatternWatcher`), a stage when it looks a subject up.
+extension Session {
+    /// Checks that the token may subscribe to `pattern`, a subject or a pattern (some subject
+    /// it matches). For a pattern, the filter its subscription applies to each subject it
+    /// meets: the session's grant at that time, since a reload may narrow rights that covered
+    /// the whole pattern when it was subscribed. Nil for a subject.
+    func subjectFilter(checking pattern: SubjectPattern) throws(ProtocolError) -> (@Sendable (String) -> Bool)? {
+        guard let grant else { preconditionFailure("a sub handled before authentication") }
+        guard pattern.isWildcard else {
+            try grant.checkSubscribe(to: pattern.text)
+            return nil
+        }
+        guard grant.subscribe.overlaps(pattern) else {
+            throw ProtocolError(.unauthorized, "token may not subscribe to any subject matching \(pattern.text)")
+        }
+        return { [weak self] name in self?.grant?.subscribe.permits(name) ?? false }
+    }
+
+    /// How `subscription`'s stages find the subjects they name: only those the token may
+    /// subscribe to (its grant at the time of the lookup), each recorded in
+    /// `subscription.reached`. A refusal is `unauthorized`; at run time it ends the
+    /// subscription with that code and the stage's index.
+    func stageLookup(for subscription: SessionSubscription) -> SubjectLookup {
+        { [weak self, weak subscription] name throws(ProtocolError) in
+            guard let self, let subscription, let grant = self.grant else {
+                throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
+            }
+            try grant.checkSubscribe(to: name)
+            let entry = try server.subjectForUse(name)
+            subscription.reached.insert(name)
+            return entry.subject
+        }
+    }
+
+    /// A reload rebuilt the server's tokens: the session moves to its token's new grant. When
+    /// the token is gone, the connection is closed with a `closing` line `unauthorized`; when
+    /// its rights changed, every subscription reading a subject they no longer allow ends
+    /// with an `error` event `unauthorized`, and later requests use the new rights.
+    func accessDidChange(to access: AccessList) {
+        guard !isClosing else { return }
+        guard let old = grant else {
+            // Not authenticated yet: a server that no longer has tokens lets it in.
+            grant = access.openGrant
+            return
+        }
+        guard let new = access.successor(of: old) else {
+            let reason =
+                old.digest == nil
+                ? "the server now requires a token (configuration reloaded)"
+                : "the token was removed from the configuration"
+            return closeAsUnauthorized(reason)
+        }
+        grant = new
+        guard !new.hasSameRights(as: old) else { return }
+        lastPublishTarget = nil
+        for subscription in Array(subscriptions.values) {
+            guard let name = forbiddenSubject(of: subscription, before: old, after: new) else { continue }
+            end(
+                subscription,
+                with: ProtocolError(
+                    .unauthorized, "token may no longer subscribe to \(name) (permissions changed by a reload)"))
+        }
+    }
+
+    /// A subject `subscription` reads that `after` forbids: its own, one its stages reached,
+    /// or, for a pattern, a subject it was let into under `before`. Nil when it may go on.
+    private func forbiddenSubject(of subscription: SessionSubscription, before: TokenGrant, after: TokenGrant)
+        -> String?
+    {
+        let pattern = subscription.pattern
+        if !pattern.isWildcard {
+            if !after.subscribe.permits(pattern.text) { return pattern.text }
+        } else if !after.subscribe.covers(pattern) {
+            guard after.subscribe.overlaps(pattern) else { return pattern.text }
+            // Subjects it joined under the old rights (those created later are filtered as they come).
+            for entry in subjects.list(prefix: pattern.literalPrefix)
+            where pattern.matches(entry.name) && before.subscribe.permits(entry.name)
+                && !after.subscribe.permits(entry.name)
+            {
+                return entry.name
+            }
+        }
+        return subscription.reached.first { !after.subscribe.permits($0) }
+    }
+
+    /// Ends `subscription` with `error`, as its own error event would.
+    private func end(_ subscription: SessionSubscription, with error: ProtocolError) {
+        let disposable = subscription.disposable
+        deliverTerminal(error, to: subscription)
+        disposable?.dispose()
+    }
+
+    /// Ends the connection: one last `closing` line with code `unauthorized` and `reason`.
+    private func closeAsUnauthorized(_ reason: String) {
+        isClosing = true
+        server.logger.notice(
+            "closing connection: token no longer valid",
+            metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason)"])
+        disposeAll()
+        write(ServerLineWriter.closing(ProtocolError(.unauthorized, reason)))
+        output.closeAfterFlush(timeout: .seconds(2))
+    }
+}
