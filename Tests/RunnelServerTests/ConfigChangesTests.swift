@@ -124,6 +124,12 @@ struct ConfigChangesTests {
                 max_subjects = 2
                 data_dir = "/var/lib/elsewhere"
                 fsync = "always"
+                tls_listen = "127.0.0.1:3"
+                https_listen = "127.0.0.1:4"
+                tls_cert_file = "/c.pem"
+                tls_key_file = "/k.pem"
+                tls_ca_file = "/ca.pem"
+                tls_min_version = "1.3"
                 """)
         let keys = new.changes(from: ServerConfig()).map(\.key)
         #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))

@@ -27,6 +27,12 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubjects = "max_subjects"
     case dataDir = "data_dir"
     case fsync
+    case tlsListen = "tls_listen"
+    case httpsListen = "https_listen"
+    case tlsCertFile = "tls_cert_file"
+    case tlsKeyFile = "tls_key_file"
+    case tlsCAFile = "tls_ca_file"
+    case tlsMinVersion = "tls_min_version"
     case subjects
 
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
@@ -55,11 +61,13 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The longest `shutdown_timeout`, in seconds.
     public static let maxShutdownTimeoutSeconds = 3600.0
 
-    /// Whether a reload applies a changed value live. `listen`, `http_listen`, `data_dir` and
-    /// `fsync` need a restart; `subjects` is decided per subject (new ones are created, others ignored).
+    /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,
+    /// `https_listen`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
+    /// (new ones are created, others ignored). The TLS files and version apply to connections
+    /// accepted after the reload.
     public var isLive: Bool {
         switch self {
-        case .listen, .httpListen, .dataDir, .fsync, .subjects: return false
+        case .listen, .httpListen, .tlsListen, .httpsListen, .dataDir, .fsync, .subjects: return false
         default: return true
         }
     }

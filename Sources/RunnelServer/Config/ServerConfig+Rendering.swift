@@ -27,6 +27,12 @@ extension ServerConfig {
         case .maxSubjects: return String(maxSubjects)
         case .dataDir: return dataDir.map(TOMLConfigReader.quote) ?? "(none: no durable subjects)"
         case .fsync: return TOMLConfigReader.quote(fsync.rawValue)
+        case .tlsListen: return TOMLConfigReader.quote(tlsListen?.description ?? "")
+        case .httpsListen: return TOMLConfigReader.quote(httpsListen?.description ?? "")
+        case .tlsCertFile: return TOMLConfigReader.quote(tlsCertFile ?? "")
+        case .tlsKeyFile: return TOMLConfigReader.quote(tlsKeyFile ?? "")
+        case .tlsCAFile: return TOMLConfigReader.quote(tlsCAFile ?? "")
+        case .tlsMinVersion: return TOMLConfigReader.quote(tlsMinVersion.rawValue)
         case .subjects: return "\(subjects.count) subject(s)"
         }
     }

@@ -69,6 +69,7 @@ struct TOMLConfigReader {
                     "\(config.subjects.count) subjects exceed max_subjects (\(config.maxSubjects))")
             }
         }
+        if let problem = config.tlsProblem { throw error(problem.key, problem.text) }
         return config
     }
 
@@ -171,6 +172,8 @@ struct TOMLConfigReader {
                 throw error(key.rawValue, "must be one of \(names), got \(Self.describe(value))")
             }
             config.fsync = mode
+        case .tlsListen, .httpsListen, .tlsCertFile, .tlsKeyFile, .tlsCAFile, .tlsMinVersion:
+            try applyTLS(key, value, to: &config)
         case .subjects:
             break  // Read by `read(_:)` after the limits it depends on.
         }
@@ -280,7 +283,7 @@ struct TOMLConfigReader {
             name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable)
     }
 
-    private func error(_ key: String, _ problem: String) -> ConfigError {
+    func error(_ key: String, _ problem: String) -> ConfigError {
         ConfigError(origin: origin, key: key, problem: problem)
     }
 

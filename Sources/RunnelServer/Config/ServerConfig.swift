@@ -1,4 +1,5 @@
 import Logging
+import RunnelTLS
 
 /// Everything `runneld` can be configured with, each field holding its documented default.
 ///
@@ -58,6 +59,22 @@ public struct ServerConfig: Sendable, Equatable {
     public var dataDir: String? = nil
     /// When durable subjects' changes reach the disk (`fsync`, default `everysec`).
     public var fsync: FsyncMode = .everysec
+    /// Where to accept the line protocol over TLS (`tls_listen`; default none, off). Needs a
+    /// restart.
+    public var tlsListen: ListenAddress? = nil
+    /// Where to serve HTTP over TLS (`https_listen`; default none, off). Needs a restart.
+    public var httpsListen: ListenAddress? = nil
+    /// The TLS certificate chain, PEM, the server's certificate first (`tls_cert_file`); needed
+    /// by `tls_listen` and `https_listen`. Re-read on every reload.
+    public var tlsCertFile: String? = nil
+    /// The certificate's private key, PEM (`tls_key_file`). Re-read on every reload.
+    public var tlsKeyFile: String? = nil
+    /// CA certificates, PEM (`tls_ca_file`): when set, TLS clients must present a certificate
+    /// signed by one of them. Re-read on every reload.
+    public var tlsCAFile: String? = nil
+    /// The oldest TLS version accepted (`tls_min_version`, `1.2` or `1.3`, default `1.2`).
+    public var tlsMinVersion: TLSVersion = .tls12
+
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
 

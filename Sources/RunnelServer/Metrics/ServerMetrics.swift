@@ -17,6 +17,9 @@ extension Server {
             "runnel_connections_refused_total", .counter,
             help: "Connections refused because max_connections were open.", Double(stats.refusedConnections))
         metrics.metric(
+            "runnel_tls_failures_total", .counter,
+            help: "TLS connections that failed or did not finish their handshake.", Double(stats.tlsFailures))
+        metrics.metric(
             "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
             Double(stats.subscriptions))
         metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
