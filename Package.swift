@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "RunnelTests", dependencies: ["Runnel", "RunnelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "RunnelUVTests",
-            dependencies: ["Runnel", "RunnelUV", "RunnelTestSupport"],
+            dependencies: ["Runnel", "RunnelUV", "RunnelTLS", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -20,10 +20,16 @@ import RunnelUV
 /// `SSL_free` frees both BIOs and drops the session's reference to the `SSL_CTX`.
 public final class TLSSession: ConnectionFilter {
     private let ssl: OpaquePointer
-    /// The BIO that OpenSSL reads ciphertext from (the peer's bytes).
-    private let input: OpaquePointer
-    /// The BIO that OpenSSL writes ciphertext to (bytes for the peer).
-    private let output: OpaquePointer
+    /// The BIO that OpenSSL reads ciphertext from (the peer's bytes); replaced like `output`.
+    private var input: OpaquePointer
+    /// Bytes written into `input` since it was made.
+    private var receivedSinceFreshInput = 0
+    /// The BIO that OpenSSL writes ciphertext to (bytes for the peer); replaced by a fresh one
+    /// once drained after it held much (see `releaseLargeOutputBuffer`).
+    private var output: OpaquePointer
+    /// Bytes sealed into `output` since it was made: a bound on the memory it holds, since a
+    /// memory BIO keeps its largest allocation however much is read from it.
+    private var sealedSinceFreshOutput = 0
     private let context: TLSContext
     public private(set) var isEstablished = false
     /// Set once a failure has been reported.
@@ -77,6 +83,8 @@ public final class TLSSession: ConnectionFilter {
             guard written > 0 else { return fail("cannot buffer TLS input") }
             offset += Int(written)
         }
+        receivedSinceFreshInput += bytes.count
+        defer { releaseLargeInputBuffer() }
         ERR_clear_error()
         if !isEstablished {
             let status = SSL_do_handshake(ssl)
@@ -124,6 +132,7 @@ public final class TLSSession: ConnectionFilter {
             }
             offset += Int(written)
         }
+        sealedSinceFreshOutput += bytes.count
         return true
     }
 
@@ -138,7 +147,34 @@ public final class TLSSession: ConnectionFilter {
 
     public func takeOutput(into target: UnsafeMutableRawBufferPointer) -> Int {
         guard !target.isEmpty else { return 0 }
-        return max(0, Int(BIO_read(output, target.baseAddress, Int32(clamping: target.count))))
+        let count = max(0, Int(BIO_read(output, target.baseAddress, Int32(clamping: target.count))))
+        if sealedSinceFreshOutput > Self.retainedBufferLimit && pendingOutputCount == 0 { releaseLargeOutputBuffer() }
+        return count
+    }
+
+    /// Bytes through a memory BIO past which its allocation may have grown beyond what an idle
+    /// connection should keep.
+    private static let retainedBufferLimit = 64 * 1024
+
+    /// Swaps the input BIO for a new one once OpenSSL has taken all of it after it held much
+    /// (a read can put up to the loop's whole read buffer there at once).
+    private func releaseLargeInputBuffer() {
+        guard receivedSinceFreshInput > Self.retainedBufferLimit, BIO_ctrl_pending(input) == 0,
+            let fresh = BIO_new(BIO_s_mem())
+        else { return }
+        SSL_set0_rbio(ssl, fresh)
+        input = fresh
+        receivedSinceFreshInput = 0
+    }
+
+    /// Swaps the drained output BIO for a new, empty one (`SSL_set0_wbio` frees the old), so a
+    /// connection that once sent a burst (a replay, a large value) does not keep a buffer of
+    /// its size for the rest of its life, as the plaintext path keeps none.
+    private func releaseLargeOutputBuffer() {
+        guard let fresh = BIO_new(BIO_s_mem()) else { return }
+        SSL_set0_wbio(ssl, fresh)
+        output = fresh
+        sealedSinceFreshOutput = 0
     }
 
     /// The negotiated protocol version ("TLSv1.3"), for tests and logs.

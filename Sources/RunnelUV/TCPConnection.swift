@@ -202,6 +202,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         handshakeTimer = loop.after(delay: filter.handshakeTimeout) { [self] in
             if self.filter?.isEstablished == false { closeNow() }
         }
+        // A client's filter speaks first (a TLS ClientHello).
+        if filter.pendingOutputCount > 0 { queueForFlush() }
     }
 
     /// `consume` for a filtered connection: the filter decrypts into the loop's read buffer
