@@ -271,6 +271,11 @@ def check_s_client_negotiates_tls_1_3(d):
     # The default floor is 1.2: a 1.2-only client gets in too.
     status, output = s_client(d.tls_port, "-tls1_2")
     assert status == 0 and "Protocol version: TLSv1.2" in output, output
+    assert "Ciphersuite: ECDHE-ECDSA-AES256-GCM-SHA384" in output, output
+    # TLS 1.2 without forward secrecy or with CBC is not offered.
+    for suite in ("AES128-SHA", "ECDHE-ECDSA-AES128-SHA"):
+        status, output = s_client(d.tls_port, "-tls1_2", "-cipher", suite)
+        assert status != 0 and "handshake failure" in output, output
 
 
 def closes_within(sock, seconds):

@@ -29,7 +29,7 @@ done
 
 command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 flock /tmp/runnel-build.lock swift build -c release --product runneld >/dev/null
-cc -O2 -Wall -Wextra -o .build/loadgen-tls bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
 
 work=$(mktemp -d)
 pids=()
@@ -82,7 +82,7 @@ for rep in $(seq 1 "$reps"); do
         for server in "${servers[@]}"; do
             tls=()
             [[ $server == *-tls ]] && tls=(--tls-ca "$work/ca.pem")
-            line=$(.build/loadgen-tls --proto "${server%-tls}" --port "${port[$server]}" --subs "$k" --size "$b" \
+            line=$(.build/loadgen --proto "${server%-tls}" --port "${port[$server]}" --subs "$k" --size "$b" \
                 --msgs "$msgs" --subject "bench.$server.$k.$b.$rep" --watch-pid "${pid[$server]}" --timeout 10 \
                 "${tls[@]}") || true
             printf '%s\t%s\t%s\t%s\t%s\n' "$server" "$k" "$b" "$rep" "$line" >>"$results"
