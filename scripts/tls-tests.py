@@ -490,12 +490,16 @@ class Pinger:
             self.failure = error
 
     def stop(self):
+        """The worst round trip; fails when a ping failed or one waited over half a second (the server answers in
+        a few ms here while attacked; the bound leaves room for this Python thread sharing the GIL with the
+        attackers' on a busy machine)."""
         self.running = False
         self.thread.join(10)
         for client in self.clients:
             client.close()
         assert self.failure is None, f"a ping failed: {self.failure!r}"
         assert self.count >= 2, self.count
+        assert self.worst < 0.5, f"a ping waited {self.worst * 1000:.0f} ms"
         return self.worst
 
 
@@ -574,7 +578,6 @@ def check_two_thousand_handshakes_opened_and_dropped(d):
     growth = (rss_after - rss_before) / 2**20
     print(f"     2,000 handshakes dropped: worst ping {worst * 1000:.1f} ms, RSS {rss_before / 2**20:.1f} -> "
           f"{rss_after / 2**20:.1f} MiB", flush=True)
-    assert worst < 1.0, f"a ping waited {worst * 1000:.0f} ms"
     assert growth < 40, f"RSS grew by {growth:.1f} MiB"
     assert TLSLineClient(d.tls_port).request({"op": "ping"})["ok"]
     with httpx.Client(verify=client_context(), timeout=10) as client:
