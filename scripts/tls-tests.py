@@ -249,6 +249,13 @@ def check_https_healthz_pub_and_events(d):
         assert received.get(timeout=1) == {"n": 7}
         metrics = client.get(d.https_url + "/metrics").text
         assert "runnel_tls_failures_total" in metrics
+        # The dashboard over HTTPS, and its own https:// origin may publish; another origin may not.
+        page = client.get(d.https_url + "/")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"], page.status_code
+        own = f"https://127.0.0.1:{d.https_port}"
+        assert client.post(d.https_url + "/pub/tls.origin", json=1, headers={"Origin": own}).status_code < 300
+        assert client.post(d.https_url + "/pub/tls.origin", json=1,
+                           headers={"Origin": "https://evil.example"}).status_code == 403
 
 
 def check_wss_subscribe_and_receive(d):
