@@ -32,7 +32,7 @@ final class TLSListeners {
         if let address = config.httpsListen {
             let listener = try TCPListener.bind(
                 host: address.host, port: Int(address.port), configuration: .init(framesLines: false), on: loop)
-            listener.makeFilter = { [unowned self] in try context.makeSession() }
+            listener.makeFilter = makeSession
             server.serveHTTP(listener)
             httpListener = listener
             logger.notice("runneld serving HTTPS on \(Self.describe(listener, address))")
@@ -41,7 +41,7 @@ final class TLSListeners {
             let listener = try TCPListener.bind(
                 host: address.host, port: Int(address.port), configuration: .init(maxLineLength: config.maxLineBytes),
                 on: loop)
-            listener.makeFilter = { [unowned self] in try context.makeSession() }
+            listener.makeFilter = makeSession
             server.serve(listener)
             lineListener = listener
             logger.notice("runneld listening with TLS on \(Self.describe(listener, address))")
@@ -57,6 +57,14 @@ final class TLSListeners {
             logger.notice("TLS certificate and key reloaded for new connections")
         } catch {
             logger.error("TLS reload failed, keeping the running certificate and key: \(error)")
+        }
+    }
+
+    /// A session from the context current now, for a listener's `makeFilter`.
+    private var makeSession: () throws -> any ConnectionFilter {
+        { [weak self] in
+            guard let self else { throw TLSError("the TLS listeners have stopped") }
+            return try context.makeSession()
         }
     }
 
