@@ -9,9 +9,11 @@ SHELL := /bin/bash
 APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
 # python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py and
-# scripts/permissions-tests.py, which the test suite runs), chromium and chromium-driver (the headless browser of
-# scripts/dashboard-tests.py); websockets and selenium come from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver
+# scripts/permissions-tests.py, which the test suite runs), chromium and chromium-driver (the
+# headless browser of scripts/dashboard-tests.py), openssl (the command that makes
+# scripts/tls-tests.py's certificates and its s_client checks); websockets and selenium come
+# from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl
 
 .PHONY: deps test-deps apt-install build release run test lint install uninstall clean
 

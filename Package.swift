@@ -53,14 +53,25 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // OpenSSL's libssl: TLS for the listeners and the CLI.
+        .systemLibrary(
+            name: "CLibSSL",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
+
+        // TLS over memory BIOs (a `ConnectionFilter` for RunnelUV's connections) and over a
+        // blocking socket (the CLI): the only module that touches libssl, so RunnelUV and its
+        // users that need no TLS do not link it.
+        .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: strict),
 
         // The daemon as a library: JSON, expressions, protocol, transports, subject store, stages, config.
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "CSQLite", "CHTTPParser", "CLibCrypto",
+                "Runnel", "RunnelUV", "RunnelTLS", "CSQLite", "CHTTPParser", "CLibCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -73,7 +84,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "runnel",
-            dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "RunnelServer", "RunnelTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict
         ),
 
@@ -89,7 +102,7 @@ let package = Package(
         .testTarget(name: "RunnelTests", dependencies: ["Runnel", "RunnelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "RunnelUVTests",
-            dependencies: ["Runnel", "RunnelUV", "RunnelTestSupport"],
+            dependencies: ["Runnel", "RunnelUV", "RunnelTLS", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

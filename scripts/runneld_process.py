@@ -1,5 +1,5 @@
-"""What the front door's test scripts (http-tests.py, websocket-tests.py, dashboard-tests.py) share: a runneld
-process of their own on free loopback ports, and a line-protocol client over TCP."""
+"""What the front door's test scripts (http-tests.py, websocket-tests.py, dashboard-tests.py, tls-tests.py) share: a
+runneld process of their own on free loopback ports, and a line-protocol client over TCP."""
 
 import argparse
 import json
@@ -18,7 +18,8 @@ import time
 class Daemon:
     """One runneld process with its own config file, on free loopback ports; or, to restart one,
     on given ports (`port`, `http_port`) in a given directory (`directory`, an earlier daemon's,
-    which then has to be stopped with `keep_directory=True`)."""
+    which then has to be stopped with `keep_directory=True`). A config with `tls_listen` or `https_listen` on port 0
+    gets the ports chosen as `tls_port` and `https_port` (None when off)."""
 
     def __init__(self, binary, toml, port=0, http_port=0, directory=None):
         self.directory = directory or tempfile.mkdtemp(prefix="runneld-test-")
@@ -29,7 +30,7 @@ class Daemon:
             [binary, "--config", config, "--listen", f"127.0.0.1:{port}", "--http-listen", f"127.0.0.1:{http_port}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
-        self.port = self.http_port = None
+        self.port = self.http_port = self.tls_port = self.https_port = None
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and self.port is None:
             line = self.process.stderr.readline()
@@ -39,6 +40,12 @@ class Daemon:
             match = re.search(r"serving HTTP on 127\.0\.0\.1:(\d+)", line)
             if match:
                 self.http_port = int(match.group(1))
+            match = re.search(r"serving HTTPS on 127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.https_port = int(match.group(1))
+            match = re.search(r"listening with TLS on 127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.tls_port = int(match.group(1))
             match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
             if match:
                 self.port = int(match.group(1))
@@ -48,6 +55,7 @@ class Daemon:
         threading.Thread(target=self._drain, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.ws_url = f"ws://127.0.0.1:{self.http_port}/ws"
+        self.https_url = f"https://127.0.0.1:{self.https_port}"
 
     def _drain(self):
         for line in self.process.stderr:

@@ -21,6 +21,13 @@ import Runnel
 /// Closing: `close()`, an error, or the end of `closeAfterFlush`, whichever comes first, closes
 /// the handle once; then the `onClose` hooks run (once each) and `connectionDidClose` is sent.
 ///
+/// Filtering: a connection given a `ConnectionFilter` (TLS) before it reads passes each read
+/// through it before framing, and each flush's queued output through it before the socket;
+/// the delegate and the writers see only application bytes. Until the filter's handshake
+/// finishes, queued output waits; a handshake not finished within the filter's timeout, or a
+/// filter failure, closes the connection; `closeAfterFlush` sends the filter's goodbye
+/// (close_notify) before the FIN.
+///
 /// Thread rules: `close()`, `closeAfterFlush(timeout:)` and `onClose(_:)` may be called from
 /// any thread; everything else (writes, `delegate`, `startReading`, `pendingBytes`) only on
 /// the loop thread (delegate calls and accepted connections are delivered there).
@@ -40,16 +47,22 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         /// Whether input is framed into lines; when false, the delegate gets the bytes as they
         /// are read (`connection(_:didRead:)`), for protocols that frame their own (HTTP).
         public var framesLines: Bool
+        /// Whether a first read that starts like a TLS handshake (byte 0x16, which no text
+        /// line starts with) goes to the delegate at once as one line, instead of waiting for a
+        /// `\n` a TLS client never sends: a plaintext line protocol then answers it (an error
+        /// the client's TLS library reports at once) instead of leaving the client hanging.
+        public var deliversTLSHelloAsLine: Bool
 
         public init(
             maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5),
-            framesLines: Bool = true
+            framesLines: Bool = true, deliversTLSHelloAsLine: Bool = false
         ) {
             precondition(maxLineLength > 0)
             self.maxLineLength = maxLineLength
             self.noDelay = noDelay
             self.lingerAfterEndOfInput = lingerAfterEndOfInput
             self.framesLines = framesLines
+            self.deliversTLSHelloAsLine = deliversTLSHelloAsLine
         }
     }
 
@@ -107,6 +120,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private var readThisTurn = 0
     private var readTurn = 0
     private var inputEnded = false
+    /// Nothing has been read yet (see `Configuration.deliversTLSHelloAsLine`).
+    private var awaitsFirstRead = true
     /// A `uv_tcp_connect` is in progress (client connections).
     var isConnecting = false
 
@@ -118,6 +133,13 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private var segmentOwners: [AnyObject] = []
     private var segmentBytes = 0
     private var spareRequests: [WriteRequest] = []
+
+    /// The byte-stream filter (TLS), if any; set once, before reading starts.
+    private var filter: (any ConnectionFilter)?
+    /// Closes the connection if the filter's handshake has not finished in time.
+    private var handshakeTimer: Disposable?
+    /// The filter's goodbye has been queued (graceful close).
+    private var filterFinished = false
 
     /// What `whenUnsentBytes(fallTo:_:)` waits for: the threshold and the action.
     private var unsentWaiter: (threshold: Int, action: () -> Void)?
@@ -166,6 +188,115 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Whether the connection is open for writing (not closing, closed, or draining).
     public var isOpen: Bool { state == .open }
+
+    // MARK: Filtering
+
+    /// Puts `filter` between the socket and everything above it: the delegate then reads, and
+    /// writers write, the filter's application bytes. Loop thread, before anything was read
+    /// or written; starts the handshake's timeout.
+    public func attach(filter: any ConnectionFilter) {
+        loop.assertOnLoopThread()
+        precondition(self.filter == nil && !isReading && pendingBytes == 0, "a filter goes on a fresh connection")
+        guard state == .open else { return }
+        self.filter = filter
+        handshakeTimer = loop.after(delay: filter.handshakeTimeout) { [self] in
+            if self.filter?.isEstablished == false { closeNow() }
+        }
+        // A client's filter speaks first (a TLS ClientHello).
+        if filter.pendingOutputCount > 0 { queueForFlush() }
+    }
+
+    /// `consume` for a filtered connection: the filter decrypts into the loop's read buffer
+    /// (which the ciphertext has left once the filter took it), and the application bytes are
+    /// framed as usual; what the filter has for the peer (handshake, alerts) is flushed.
+    @inline(never)
+    private func consumeFiltered(_ bytes: UnsafeRawBufferPointer, through filter: any ConnectionFilter) {
+        let wasEstablished = filter.isEstablished
+        let scratch = UnsafeMutableRawBufferPointer(start: loop.io.readBuffer, count: loop.io.readBufferSize)
+        let outcome = filter.receive(bytes, scratch: scratch) { plaintext in
+            consumeFramed(plaintext)
+            return state == .open || state == .draining
+        }
+        if !wasEstablished && filter.isEstablished {
+            handshakeTimer?.dispose()
+            handshakeTimer = nil
+        }
+        switch outcome {
+        case .open:
+            // Handshake messages to answer, or output that waited for the handshake.
+            if filter.pendingOutputCount > 0 || (filter.isEstablished && !wasEstablished && pendingBytes > 0) {
+                queueForFlush()
+            }
+        case .ended:
+            readEnded(UV_EOF.rawValue)
+        case .failed:
+            sendFilterOutputAndClose(filter)
+        }
+    }
+
+    /// A failed filter's last words (a TLS alert) are offered to the kernel once, without
+    /// waiting, then the connection closes.
+    private func sendFilterOutputAndClose(_ filter: any ConnectionFilter) {
+        if state == .open || state == .draining, filter.pendingOutputCount > 0, handle.pointee.write_queue_size == 0 {
+            let scratch = UnsafeMutableRawBufferPointer(start: loop.io.readBuffer, count: loop.io.readBufferSize)
+            let count = filter.takeOutput(into: scratch)
+            var buffer = uv_buf_t(base: scratch.baseAddress!.assumingMemoryBound(to: CChar.self), len: count)
+            _ = uv_try_write(stream, &buffer, 1)
+        }
+        closeNow()
+    }
+
+    /// Passes the queued output through the filter, at flush time. Once the handshake is done,
+    /// the queued application bytes are sealed and replaced by the filter's output, and the
+    /// caller writes `segments` as usual (returns true). Before, the application bytes stay
+    /// queued, the filter's own output (the handshake) goes out with a write of its own, and
+    /// the caller writes nothing more (returns false).
+    @inline(never)
+    private func passThrough(_ filter: any ConnectionFilter) -> Bool {
+        guard filter.isEstablished else {
+            guard filter.pendingOutputCount > 0 else { return false }
+            var held = ([uv_buf_t](), [AnyObject](), 0)
+            swap(&held.0, &segments)
+            swap(&held.1, &segmentOwners)
+            swap(&held.2, &segmentBytes)
+            appendFilterOutput(filter)
+            writeSegments()
+            swap(&held.0, &segments)
+            swap(&held.1, &segmentOwners)
+            swap(&held.2, &segmentBytes)
+            return false
+        }
+        if !segments.isEmpty {
+            for segment in segments where !filter.seal(UnsafeRawBufferPointer(start: segment.base, count: segment.len))
+            {
+                sendFilterOutputAndClose(filter)
+                return false
+            }
+            pendingBytes -= segmentBytes
+            segments.removeAll(keepingCapacity: true)
+            segmentOwners.removeAll(keepingCapacity: true)
+            segmentBytes = 0
+        }
+        appendFilterOutput(filter)
+        return true
+    }
+
+    /// Moves the filter's output into write chunks, queued as segments.
+    private func appendFilterOutput(_ filter: any ConnectionFilter) {
+        while filter.pendingOutputCount > 0 {
+            if chunk == nil || chunk!.available == 0 {
+                sealChunk()
+                chunk = loop.io.takeChunk(minimumCapacity: 0)
+            }
+            let target = chunk!
+            let count = filter.takeOutput(
+                into: UnsafeMutableRawBufferPointer(start: target.base + target.used, count: target.available))
+            guard count > 0 else { break }
+            target.used += count
+            pendingBytes += count
+        }
+        sealChunk()
+    }
 
     // MARK: Reading
 
@@ -240,9 +371,33 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if beginReading() < 0 { closeNow() }
     }
 
+    /// Hands what was read to the filter, if any, else straight to the framing: one branch
+    /// per read.
+    @inline(__always)
+    private func consume(_ bytes: UnsafeRawBufferPointer) {
+        if let filter {
+            consumeFiltered(bytes, through: filter)
+        } else {
+            if awaitsFirstRead && deliversFirstReadAsTLSHello(bytes) { return }
+            consumeFramed(bytes)
+        }
+    }
+
+    /// The first read's check (`Configuration.deliversTLSHelloAsLine`): true when `bytes` went
+    /// to the delegate as one line.
+    @inline(never)
+    private func deliversFirstReadAsTLSHello(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        awaitsFirstRead = false
+        guard configuration.deliversTLSHelloAsLine, configuration.framesLines, bytes.first == 0x16,
+            state == .open, let delegate
+        else { return false }
+        delegate.connection(self, didReadLine: bytes)
+        return true
+    }
+
     /// Frames `bytes` into lines for the delegate. With no delegate, lines are dropped; a split
     /// line is still tracked, so the next delegate starts at a line boundary.
-    private func consume(_ bytes: UnsafeRawBufferPointer) {
+    private func consumeFramed(_ bytes: UnsafeRawBufferPointer) {
         guard let delegate else {
             framer.pointee.skipLines(bytes)
             return
@@ -473,9 +628,16 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private func requestFlush() {
         if segmentBytes + (chunk.map { $0.used - $0.sealed } ?? 0) >= Self.eagerFlushBytes {
             sealChunk()
+            if let filter, !passThrough(filter) { return }
             writeSegments()
             return
         }
+        queueForFlush()
+    }
+
+    /// Asks for a flush in this turn's check phase.
+    @inline(__always)
+    private func queueForFlush() {
         guard !isQueuedForFlush else { return }
         isQueuedForFlush = true
         loop.io.needsFlush(self)
@@ -492,6 +654,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         isQueuedForFlush = false
         guard state == .open || state == .draining else { return }
         sealChunk()
+        if let filter, !passThrough(filter) { return }
         guard !segments.isEmpty else { return }
         // UV_EAGAIN while libuv still queues earlier bytes, so output stays in order; any other
         // error is left to `uv_write`, which reports it the usual way.
@@ -629,6 +792,15 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     private func continueDrain() {
         guard state == .draining, pendingBytes == 0 else { return }
+        if let filter, !filterFinished, filter.isEstablished {
+            // The goodbye goes out before the FIN; its write's completion comes back here.
+            filterFinished = true
+            filter.finish()
+            if filter.pendingOutputCount > 0 {
+                flush()
+                return
+            }
+        }
         if inputEnded {
             closeNow()
             return
@@ -663,6 +835,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         state = .closing
         drainTimer?.dispose()
         drainTimer = nil
+        handshakeTimer?.dispose()
+        handshakeTimer = nil
         if isReading {
             uv_read_stop(stream)
             isReading = false
@@ -683,6 +857,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         chunk = nil
         pendingBytes = 0
         unsentWaiter = nil
+        filter = nil
         framer.pointee.reset()
         loop.handles.unregister(self)
         let toRun = hooks.withLock { hooks -> [@Sendable () -> Void] in

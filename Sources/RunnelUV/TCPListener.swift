@@ -25,6 +25,11 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
     public let host: String
     public private(set) var port = 0
 
+    /// Makes the filter (TLS) each accepted connection gets before anyone sees it; nil for
+    /// none. A throw closes the connection. Set and called on the loop thread; a change applies
+    /// to the connections accepted after it (a reloaded certificate).
+    public var makeFilter: (() throws -> any ConnectionFilter)?
+
     /// Called on the loop thread with each accepted connection, instead of `connections`.
     public var onAccept: ((TCPConnection) -> Void)?
 
@@ -105,6 +110,14 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
             return
         }
         connection.didConnect()
+        if let makeFilter {
+            do {
+                connection.attach(filter: try makeFilter())
+            } catch {
+                connection.close()
+                return
+            }
+        }
         if let onAccept {
             onAccept(connection)
         } else if subject.subscriberCount > 0 {

@@ -20,6 +20,34 @@ struct ConnectionOptions: ParsableArguments {
         help: ArgumentHelp("Seconds to wait for connecting and for each reply.", valueName: "SECONDS"))
     var timeout: Double = 10
 
+    @Flag(name: .long, help: "Connect with TLS (runneld's tls_listen), checking the server's certificate.")
+    var tls = false
+
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in FILE (PEM) for --tls, instead of the system's.", valueName: "FILE"))
+    var caFile: String?
+
+    @Option(
+        name: .customLong("server-name"),
+        help: ArgumentHelp(
+            "The name the server's certificate must be valid for with --tls (default: the host of --server).",
+            valueName: "NAME"))
+    var serverName: String?
+
+    @Option(
+        name: .customLong("cert-file"),
+        help: ArgumentHelp(
+            "Present the client certificate in FILE (PEM) with --tls, for a server with tls_ca_file.",
+            valueName: "FILE"))
+    var certFile: String?
+
+    @Option(
+        name: .customLong("key-file"),
+        help: ArgumentHelp("The private key of --cert-file (PEM).", valueName: "FILE"))
+    var keyFile: String?
+
     /// The flag, else the environment, else the default.
     func address() throws(CLIFailure) -> ServerAddress {
         let text = server ?? Self.environment(ServerAddress.environmentName) ?? ServerAddress.defaultText
@@ -37,12 +65,19 @@ struct ConnectionOptions: ParsableArguments {
 
     func validate() throws {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number") }
+        if !tls && (caFile != nil || serverName != nil || certFile != nil || keyFile != nil) {
+            throw ValidationError("--ca-file, --server-name, --cert-file and --key-file need --tls")
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            throw ValidationError("--cert-file and --key-file go together")
+        }
     }
 
     /// Connects, authenticates when a token is set, and returns the ready session.
     func connect() throws(CLIFailure) -> RunnelSession {
         let session = RunnelSession(
-            connection: try ServerConnection(address: try address(), timeoutMilliseconds: timeoutMilliseconds),
+            connection: try ServerConnection(
+                address: try address(), timeoutMilliseconds: timeoutMilliseconds, tls: tlsOptions),
             replyTimeoutMilliseconds: timeoutMilliseconds)
         if let token = effectiveToken {
             var auth = RequestLine(op: "auth")
@@ -50,6 +85,12 @@ struct ConnectionOptions: ParsableArguments {
             _ = try session.roundTrip(auth)
         }
         return session
+    }
+
+    /// The TLS settings of `--tls` and its companions; nil without `--tls`.
+    var tlsOptions: TLSOptions? {
+        guard tls else { return nil }
+        return TLSOptions(caFile: caFile, serverName: serverName, certificateFile: certFile, keyFile: keyFile)
     }
 
     private static func environment(_ name: String) -> String? {

@@ -1,15 +1,19 @@
 import Glibc
+import RunnelTLS
 
 /// A blocking TCP connection to `runneld` that sends bytes and hands back whole lines.
 ///
 /// Connecting tries every address `getaddrinfo` returns, each bounded by the timeout (a
 /// non-blocking `connect` finished with `poll`). Reads go through `poll` with a timeout so
 /// callers can wake up for signals and deadlines; `recv` fills a buffer from which complete
-/// lines (without `\n` or a trailing `\r`) are taken. Sends use `MSG_NOSIGNAL`. One thread
-/// only; the socket is closed on deinit.
+/// lines (without `\n` or a trailing `\r`) are taken. Sends use `MSG_NOSIGNAL`. With TLS
+/// options, a TLS handshake follows the connect and every byte goes through `TLSSocketClient`.
+/// One thread only; the socket is closed on deinit.
 final class ServerConnection {
     let address: ServerAddress
     private let fd: Int32
+    /// The TLS session, when connected with TLS.
+    private let tls: TLSSocketClient?
     private var buffer: [UInt8] = []
     /// Where unread bytes start in `buffer`.
     private var readStart = 0
@@ -19,14 +23,28 @@ final class ServerConnection {
     /// Where `recv` writes; its bytes are then appended to `buffer`.
     private let chunk: UnsafeMutableRawBufferPointer
 
-    init(address: ServerAddress, timeoutMilliseconds: Int32) throws(CLIFailure) {
+    init(address: ServerAddress, timeoutMilliseconds: Int32, tls options: TLSOptions? = nil) throws(CLIFailure) {
         self.address = address
-        fd = try ServerConnection.open(address, timeoutMilliseconds: timeoutMilliseconds)
+        let fd = try ServerConnection.open(address, timeoutMilliseconds: timeoutMilliseconds)
+        if let options {
+            do {
+                tls = try TLSSocketClient(
+                    fd: fd, context: try options.makeContext(), serverName: options.serverName ?? address.host,
+                    timeoutMilliseconds: timeoutMilliseconds)
+            } catch {
+                Glibc.close(fd)
+                throw CLIFailure("TLS with \(address): \(error)")
+            }
+        } else {
+            tls = nil
+        }
+        self.fd = fd
         chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         buffer.reserveCapacity(128 * 1024)
     }
 
     deinit {
+        tls?.shutdown()
         Glibc.close(fd)
         chunk.deallocate()
     }
@@ -35,6 +53,14 @@ final class ServerConnection {
 
     /// Sends every byte, blocking while the socket is full.
     func send(_ bytes: UnsafeRawBufferPointer) throws(CLIFailure) {
+        if let tls {
+            do {
+                try tls.write(bytes)
+            } catch {
+                throw CLIFailure("lost connection to \(address): \(error)")
+            }
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
@@ -86,15 +112,27 @@ final class ServerConnection {
     /// Returns false on timeout or when a signal interrupted the wait; throws when the server
     /// closed the connection or it failed.
     func receive(timeoutMilliseconds: Int32) throws(CLIFailure) -> Bool {
-        var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&pollFD, 1, timeoutMilliseconds)
-        if ready < 0 {
-            if errno == EINTR { return false }
-            throw CLIFailure("poll failed: \(ServerConnection.describe(errno))")
+        if tls?.hasBufferedInput != true {
+            var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pollFD, 1, timeoutMilliseconds)
+            if ready < 0 {
+                if errno == EINTR { return false }
+                throw CLIFailure("poll failed: \(ServerConnection.describe(errno))")
+            }
+            if ready == 0 { return false }
         }
-        if ready == 0 { return false }
         compact()
-        let received = recv(fd, chunk.baseAddress, chunk.count, 0)
+        let received: Int
+        if let tls {
+            do {
+                guard let count = try tls.read(into: chunk) else { return false }
+                received = count
+            } catch {
+                throw CLIFailure("lost connection to \(address): \(error)")
+            }
+        } else {
+            received = recv(fd, chunk.baseAddress, chunk.count, 0)
+        }
         if received < 0 {
             if errno == EINTR || errno == EAGAIN { return false }
             throw CLIFailure("lost connection to \(address): \(ServerConnection.describe(errno))")
@@ -109,6 +147,7 @@ final class ServerConnection {
 
     /// Whether bytes are waiting to be read right now.
     var hasPendingInput: Bool {
+        if tls?.hasBufferedInput == true { return true }
         var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&pollFD, 1, 0) > 0
     }

@@ -20,7 +20,8 @@ struct RunneldCommand: ParsableCommand {
         discussion: """
             Without --config, runneld uses its built-in defaults (the protocol on 127.0.0.1:7455, HTTP on 127.0.0.1:7456). \
             Packages install the documented configuration as \(ServerConfig.packagedPath) and run \
-            `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen and --log-level override the file. \
+            `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen, --tls-listen, --https-listen and \
+            --log-level override the file (the TLS listeners take their certificate from it). \
             Exit status 2 means the configuration or the command line is invalid.
             """)
 
@@ -49,6 +50,20 @@ struct RunneldCommand: ParsableCommand {
     var httpListen: String?
 
     @Option(
+        name: .customLong("tls-listen"),
+        help: ArgumentHelp(
+            "Serve the protocol over TLS on HOST:PORT (\"\" turns it off), overriding the file; needs tls_cert_file and tls_key_file. Default off.",
+            valueName: "HOST:PORT"))
+    var tlsListen: String?
+
+    @Option(
+        name: .customLong("https-listen"),
+        help: ArgumentHelp(
+            "Serve HTTPS on HOST:PORT (\"\" turns it off), overriding the file; needs tls_cert_file and tls_key_file. Default off.",
+            valueName: "HOST:PORT"))
+    var httpsListen: String?
+
+    @Option(
         name: .customLong("log-level"),
         help: ArgumentHelp(
             "Least severe level logged: trace, debug, info, notice, warning, error or critical. Overrides the file.",
@@ -64,19 +79,32 @@ struct RunneldCommand: ParsableCommand {
         let resolved: ServerConfig
         do {
             resolved = try ServerConfig.resolve(
-                configPath: config, listen: listen, httpListen: httpListen, logLevel: logLevel)
+                configPath: config, listen: listen, httpListen: httpListen, tlsListen: tlsListen,
+                httpsListen: httpsListen, logLevel: logLevel)
         } catch {
             Self.writeToStderr("runneld: \(error)\n")
             throw ExitCode(Self.configurationErrorStatus)
         }
         if checkConfig {
+            if resolved.servesTLS {
+                do {
+                    _ = try resolved.makeTLSContext()
+                } catch {
+                    Self.writeToStderr("runneld: \(config.map { "config \($0)" } ?? "config"): \(error)\n")
+                    throw ExitCode(Self.configurationErrorStatus)
+                }
+            }
             print("runneld: configuration is valid (\(config.map { "config \($0)" } ?? "built-in defaults"))")
             resolved.summaryLines.forEach { print("  \($0)") }
             return
         }
-        let (path, listen, httpListen, logLevel) = (config, listen, httpListen, logLevel)
+        let (path, listen, httpListen, tlsListen, httpsListen, logLevel) = (
+            config, listen, httpListen, tlsListen, httpsListen, logLevel
+        )
         let status = RunneldMain.run(config: resolved) {
-            try ServerConfig.resolve(configPath: path, listen: listen, httpListen: httpListen, logLevel: logLevel)
+            try ServerConfig.resolve(
+                configPath: path, listen: listen, httpListen: httpListen, tlsListen: tlsListen,
+                httpsListen: httpsListen, logLevel: logLevel)
         }
         if status != 0 { throw ExitCode(status) }
     }

@@ -129,6 +129,12 @@ struct ConfigChangesTests {
                 max_subscription_bytes = 4096
                 max_replay_bytes = 4096
                 max_retained_bytes = 8192
+                tls_listen = "127.0.0.1:3"
+                https_listen = "127.0.0.1:4"
+                tls_cert_file = "/c.pem"
+                tls_key_file = "/k.pem"
+                tls_ca_file = "/ca.pem"
+                tls_min_version = "1.3"
                 [[tokens]]
                 token = "y"
                 """)

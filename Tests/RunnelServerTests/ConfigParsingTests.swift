@@ -181,6 +181,37 @@ struct ConfigParsingTests {
         } throws: { "\($0)".contains("only replay and behavior subjects can be durable") }
     }
 
+    @Test func tlsKeysParseAndAListenerNeedsACertificate() throws {
+        let config = try ServerConfig.parse(
+            toml: """
+                tls_listen = "0.0.0.0:7443"
+                https_listen = "[::]:7444"
+                tls_cert_file = "/etc/runnel/tls/server.pem"
+                tls_key_file = "/etc/runnel/tls/server.key"
+                tls_ca_file = ""
+                tls_min_version = "1.3"
+                """)
+        #expect(config.tlsListen?.description == "0.0.0.0:7443" && config.httpsListen?.description == "[::]:7444")
+        #expect(config.tlsCertFile == "/etc/runnel/tls/server.pem" && config.tlsKeyFile == "/etc/runnel/tls/server.key")
+        #expect(config.tlsCAFile == nil && config.tlsMinVersion == .tls13 && config.servesTLS)
+        #expect(ServerConfig().tlsListen == nil && ServerConfig().httpsListen == nil && !ServerConfig().servesTLS)
+        #expect {
+            try ServerConfig.parse(toml: #"tls_listen = "127.0.0.1:7443""#)
+        } throws: {
+            "\($0)"
+                == "config: key 'tls_listen': a TLS listener needs tls_cert_file and tls_key_file (PEM certificate chain and key)"
+        }
+        #expect {
+            try ServerConfig.parse(toml: "https_listen = \"127.0.0.1:7444\"\ntls_cert_file = \"/c.pem\"")
+        } throws: { "\($0)".contains("key 'https_listen': a TLS listener needs") }
+        #expect {
+            try ServerConfig.parse(toml: #"tls_min_version = "1.1""#)
+        } throws: { "\($0)" == #"config: key 'tls_min_version': must be "1.2" or "1.3", got the string "1.1""# }
+        #expect {
+            try ServerConfig.resolve(configPath: nil, listen: nil, tlsListen: "127.0.0.1:0", logLevel: nil)
+        } throws: { "\($0)".contains("a TLS listener needs tls_cert_file") }
+    }
+
     @Test func theShippedConfigDocumentsEveryKey() throws {
         let text = try #require(try? ConfigFileReader.readText(path: Self.shippedConfigPath).get())
         for key in ConfigKey.allCases {

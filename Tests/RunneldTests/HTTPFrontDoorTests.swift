@@ -4,7 +4,8 @@ import Testing
 /// The HTTP front door against real runneld processes, driven by scripts with clients no one
 /// here wrote: `scripts/http-tests.py` with httpx, `scripts/websocket-tests.py` with Python's
 /// `websockets` (and raw sockets for what no well-behaved client sends),
-/// `scripts/dashboard-tests.py` with headless Chromium driven by selenium. Each script starts
+/// `scripts/dashboard-tests.py` with headless Chromium driven by selenium, `scripts/tls-tests.py`
+/// with Python's `ssl`, `openssl s_client` and the runnel CLI. Each script starts
 /// its own daemons, on free ports, with the configurations it needs; one of the HTTP checks
 /// waits out the 10-second head limit.
 @Suite struct HTTPFrontDoorTests {
@@ -22,6 +23,13 @@ import Testing
 
     @Test(.timeLimit(.minutes(2))) func thePermissionChecksPass() throws {
         try runScript("scripts/permissions-tests.py")
+    }
+
+    /// TLS on both listeners (scripts/tls-tests.py): certificates made by `openssl` at test
+    /// time; Python's `ssl`, httpx, websockets, `openssl s_client` and the runnel CLI; the
+    /// hostile TLS suite waits out the 10-second handshake limit once.
+    @Test(.timeLimit(.minutes(3))) func theTLSChecksPass() throws {
+        try runScript("scripts/tls-tests.py")
     }
 
     /// Runs `script` (a path in the repository) against the runneld under test; its whole

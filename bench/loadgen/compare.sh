@@ -47,7 +47,7 @@ if ! command -v redis-server >/dev/null || ! command -v nats-server >/dev/null; 
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server
 fi
 swift build -c release --product runneld >/dev/null
-cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
 
 work=$(mktemp -d)
 pids=()

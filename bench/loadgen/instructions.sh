@@ -19,7 +19,7 @@ load=("$@")
 ((${#load[@]})) || load=(--subs 10 --size 64 --msgs 20000)
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 command -v nc >/dev/null || { apt-get update -qq && apt-get install -y -qq netcat-openbsd; }
-cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 port=7620

@@ -9,7 +9,7 @@
  *   loadgen --proto runnel|redis|nats [--transport tcp|ws|sse] --port P [--host 127.0.0.1]
  *           [--subs K] [--msgs N] [--size B] [--rate R] [--stages JSON] [--timeout S]
  *           [--subject NAME] [--window-bytes W] [--watch-pid PID] [--warmup S]
- *           [--path /ws] [--pub-port 7455]
+ *           [--path /ws] [--pub-port 7455] [--tls-ca CA.pem]
  *
  * --transport says what carries the protocol (default tcp: the protocol's own socket):
  *   ws   every connection, publisher and subscribers, is a WebSocket (RFC 6455) to --port:
@@ -43,6 +43,12 @@
  * time it used: on a two-core machine shared with the client, CPU per delivered message is
  * the steadier measure of a server's cost.
  *
+ * --tls-ca FILE wraps every connection (tcp or ws) in TLS (OpenSSL), checking the server's
+ * certificate against the CA in FILE: runneld's tls_listen or https_listen, Redis's tls-port.
+ * The handshake is done while the socket is still blocking; afterwards reads and writes go
+ * through SSL_read / SSL_write on the non-blocking socket (io_recv / io_send below), and a
+ * subscriber reads every record that has arrived before going back to epoll.
+ *
  * --warmup S leaves messages sent in the first S seconds out of the latency percentiles (they
  * are still delivered and counted): fresh connections start with small TCP windows and cold
  * buffers, and in a run of a couple of seconds that start-up alone can set the p99.
@@ -72,6 +78,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 enum proto { RUNNEL, REDIS, NATS };
 enum transport { TCP, WS, SSE };
@@ -92,6 +100,10 @@ static double warmup_s = 0;
 static const char *subject = "bench.load";
 static long window_bytes = 2 << 20;
 static int watch_pid = 0;
+static const char *tls_ca = NULL;
+static SSL_CTX *tls_context;
+/* Each connection's TLS session, by descriptor (NULL: plaintext). */
+static SSL *tls_of_fd[1 << 16];
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -112,27 +124,61 @@ static void die(const char *what) {
 static int connect_to(int to_port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) die("socket");
+    if (fd >= (int)(sizeof tls_of_fd / sizeof *tls_of_fd)) die("too many descriptors");
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)to_port)};
     if (inet_pton(AF_INET, host, &a.sin_addr) != 1) die("inet_pton");
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) die("connect");
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (tls_context) {
+        SSL *ssl = SSL_new(tls_context);
+        if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_set1_host(ssl, host) != 1) die("SSL_new");
+        if (SSL_connect(ssl) != 1) {
+            fprintf(stderr, "loadgen: TLS handshake with %s:%d failed:\n", host, to_port);
+            ERR_print_errors_fp(stderr);
+            exit(2);
+        }
+        tls_of_fd[fd] = ssl;
+    }
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl");
     return fd;
+}
+
+/* recv(2) and send(2), through the connection's TLS session when it has one: the same
+ * results, with EAGAIN for OpenSSL's "want read/write". (Non-blocking sockets only.) */
+static ssize_t io_recv(int fd, void *buf, size_t n) {
+    SSL *ssl = tls_of_fd[fd];
+    if (!ssl) return recv(fd, buf, n, MSG_DONTWAIT);
+    int r = SSL_read(ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (r > 0) return r;
+    int e = SSL_get_error(ssl, r);
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;
+    errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+    return -1;
+}
+
+static ssize_t io_send(int fd, const void *p, size_t n) {
+    SSL *ssl = tls_of_fd[fd];
+    if (!ssl) return send(fd, p, n, MSG_NOSIGNAL);
+    int w = SSL_write(ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (w > 0) return w;
+    int e = SSL_get_error(ssl, w);
+    errno = (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) ? EAGAIN : EIO;
+    return -1;
 }
 
 /* A Redis publisher gets a reply per PUBLISH and must read them, or its replies pile up in
  * the server; the other protocols send the publisher nothing worth keeping. */
 static void drain_replies(int fd) {
     static char sink[1 << 16];
-    while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+    while (io_recv(fd, sink, sizeof sink) > 0) {}
 }
 
 /* Writes all of `p` to a non-blocking socket, waiting in poll(2) while the kernel's buffer is
  * full and draining replies meanwhile. */
 static void send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t w = io_send(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) die("send");
@@ -154,7 +200,7 @@ static void wait_for(int fd, const char *needle) {
     while (now_ns() < deadline) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0) continue;
-        ssize_t r = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+        ssize_t r = io_recv(fd, buf + have, sizeof buf - 1 - have);
         if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (r <= 0) die("recv (subscribe)");
         have += (size_t)r;
@@ -390,7 +436,7 @@ static size_t read_head(int fd, char *buf, size_t cap, size_t *have) {
     while (now_ns() < deadline) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0) continue;
-        ssize_t r = recv(fd, buf + *have, cap - 1 - *have, 0);
+        ssize_t r = io_recv(fd, buf + *have, cap - 1 - *have);
         if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (r <= 0) die("recv (response head)");
         *have += (size_t)r;
@@ -473,7 +519,7 @@ static void ws_wait_for(struct conn *c, const char *needle) {
         if (r == 0) {
             struct pollfd p = {.fd = c->fd, .events = POLLIN};
             if (poll(&p, 1, 100) <= 0) continue;
-            r = recv(c->fd, raw, sizeof raw, 0);
+            r = io_recv(c->fd, raw, sizeof raw);
             if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
             if (r <= 0) die("recv (subscribe)");
         }
@@ -595,21 +641,25 @@ static void *subscriber_thread(void *arg) {
         }
         for (int j = 0; j < n; j++) {
             struct conn *c = &conns[ready[j].data.u32];
-            ssize_t r = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (r <= 0) {
-                if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-                fprintf(stderr, "loadgen: subscriber %d closed by the server\n", c->index);
-                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-                continue;
-            }
-            t = now_ns(); /* after recv: every byte read was sent before this instant */
-            last_progress = t;
-            if (transport == WS) { /* only data frames' payload: a header may split a marker */
-                const char *p = buf, *run;
-                size_t n = (size_t)r, k;
-                while ((k = ws_payload(c, &p, &n, &run)) > 0) seen += scan(&c->scan, run, k, t);
-            } else {
-                seen += scan(&c->scan, buf, (size_t)r, t);
+            /* Over TLS a read returns one record (16 KiB at most): take every one there is. */
+            for (int reads = 0; reads < 64; reads++) {
+                ssize_t r = io_recv(c->fd, buf, sizeof buf);
+                if (r <= 0) {
+                    if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
+                    fprintf(stderr, "loadgen: subscriber %d closed by the server\n", c->index);
+                    epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                    break;
+                }
+                t = now_ns(); /* after recv: every byte read was sent before this instant */
+                last_progress = t;
+                if (transport == WS) { /* only data frames' payload: a header may split a marker */
+                    const char *p = buf, *run;
+                    size_t n = (size_t)r, k;
+                    while ((k = ws_payload(c, &p, &n, &run)) > 0) seen += scan(&c->scan, run, k, t);
+                } else {
+                    seen += scan(&c->scan, buf, (size_t)r, t);
+                }
+                if (!tls_of_fd[c->fd]) break;
             }
         }
         atomic_store_explicit(&delivered, seen, memory_order_release);
@@ -807,6 +857,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--subject")) subject = v;
         else if (!strcmp(k, "--window-bytes")) window_bytes = atol(v);
         else if (!strcmp(k, "--watch-pid")) watch_pid = atoi(v);
+        else if (!strcmp(k, "--tls-ca")) tls_ca = v;
         else {
             fprintf(stderr, "loadgen: unknown option %s\n", k);
             return 2;
@@ -833,6 +884,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "loadgen: %d subscribers need more open files than the limit, %llu (ulimit -n)\n", subs,
                 (unsigned long long)files.rlim_cur);
         return 2;
+    }
+    if (tls_ca) {
+        if (transport == SSE) {
+            fprintf(stderr, "loadgen: --tls-ca is for --transport tcp and ws\n");
+            return 2;
+        }
+        tls_context = SSL_CTX_new(TLS_client_method());
+        if (!tls_context || SSL_CTX_load_verify_locations(tls_context, tls_ca, NULL) != 1) die("--tls-ca");
+        SSL_CTX_set_verify(tls_context, SSL_VERIFY_PEER, NULL);
+        SSL_CTX_set_mode(tls_context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     }
     build_command();
     struct conn *conns = calloc((size_t)subs, sizeof *conns);

@@ -9,7 +9,7 @@ minutes=${1:-30}
 port=7620
 command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3; }
 swift build -c release --product runneld >/dev/null
-cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
 log=$(mktemp)
 ./.build/release/runneld --listen "127.0.0.1:$port" --http-listen "" --log-level warning 2>"$log" &
 server=$!

@@ -65,7 +65,7 @@ else
     built="$runneld, given ($(stat -c %y "$runneld" | cut -d. -f1))"
 fi
 mkdir -p .build
-cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread
+cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
 
 # Each SSE subscriber is a descriptor in loadgen and one in runneld (both inherit this limit).
 ulimit -n "$(ulimit -Hn)"

@@ -34,6 +34,12 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubscriptionBytes = "max_subscription_bytes"
     case maxReplayBytes = "max_replay_bytes"
     case maxRetainedBytes = "max_retained_bytes"
+    case tlsListen = "tls_listen"
+    case httpsListen = "https_listen"
+    case tlsCertFile = "tls_cert_file"
+    case tlsKeyFile = "tls_key_file"
+    case tlsCAFile = "tls_ca_file"
+    case tlsMinVersion = "tls_min_version"
     case subjects
     case tokens
 
@@ -67,12 +73,14 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The longest `shutdown_timeout` and `login_timeout`, in seconds.
     public static let maxTimeoutSeconds = 3600.0
 
-    /// Whether a reload applies a changed value live. `listen`, `http_listen`, `data_dir` and
-    /// `fsync` need a restart; `subjects` is decided per subject (new ones are created, others ignored).
-    /// `tokens` is live: open connections move to their token's new rights, or are closed when it is gone.
+    /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,
+    /// `https_listen`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
+    /// (new ones are created, others ignored). The TLS files and version apply to connections
+    /// accepted after the reload. `tokens` is live: open connections move to their token's new
+    /// rights, or are closed when it is gone.
     public var isLive: Bool {
         switch self {
-        case .listen, .httpListen, .dataDir, .fsync, .subjects: return false
+        case .listen, .httpListen, .tlsListen, .httpsListen, .dataDir, .fsync, .subjects: return false
         default: return true
         }
     }

@@ -5,16 +5,23 @@ extension ServerConfig {
     public static let commandLineOrigin = "command line"
 
     /// The effective configuration for `runneld`'s options: the file at `configPath` (or the
-    /// built-in defaults when `nil`), then `--listen`, `--http-listen` and `--log-level`, which
-    /// override it.
+    /// built-in defaults when `nil`), then `--listen`, `--http-listen`, `--tls-listen`,
+    /// `--https-listen` and `--log-level`, which override it.
     public static func resolve(
-        configPath: String?, listen: String?, httpListen: String? = nil, logLevel: String?
+        configPath: String?, listen: String?, httpListen: String? = nil, tlsListen: String? = nil,
+        httpsListen: String? = nil, logLevel: String?
     ) throws(ConfigError) -> ServerConfig {
         var config = ServerConfig()
         if let configPath { config = try load(path: configPath) }
         if let listen { try config.overrideListen(listen) }
         if let httpListen { try config.overrideHTTPListen(httpListen) }
+        if let tlsListen { try config.overrideTLSListen(tlsListen, option: "--tls-listen", \.tlsListen) }
+        if let httpsListen { try config.overrideTLSListen(httpsListen, option: "--https-listen", \.httpsListen) }
         if let logLevel { try config.overrideLogLevel(logLevel) }
+        if tlsListen != nil || httpsListen != nil, let problem = config.tlsProblem {
+            throw ConfigError(
+                origin: configPath.map { "config \($0)" } ?? "config", key: problem.key, problem: problem.text)
+        }
         return config
     }
 

@@ -32,6 +32,12 @@ extension ServerConfig {
         case .maxSubscriptionBytes: return String(maxSubscriptionBytes)
         case .maxReplayBytes: return String(maxReplayBytes)
         case .maxRetainedBytes: return String(maxRetainedBytes)
+        case .tlsListen: return TOMLConfigReader.quote(tlsListen?.description ?? "")
+        case .httpsListen: return TOMLConfigReader.quote(httpsListen?.description ?? "")
+        case .tlsCertFile: return TOMLConfigReader.quote(tlsCertFile ?? "")
+        case .tlsKeyFile: return TOMLConfigReader.quote(tlsKeyFile ?? "")
+        case .tlsCAFile: return TOMLConfigReader.quote(tlsCAFile ?? "")
+        case .tlsMinVersion: return TOMLConfigReader.quote(tlsMinVersion.rawValue)
         case .subjects: return "\(subjects.count) subject(s)"
         case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"
         }

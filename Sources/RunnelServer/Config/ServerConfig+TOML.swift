@@ -71,6 +71,7 @@ struct TOMLConfigReader {
             }
         }
         if let value = values[.tokens] { config.tokens = try tokens(value, authTokens: config.authTokens) }
+        if let problem = config.tlsProblem { throw error(problem.key, problem.text) }
         return config
     }
 
@@ -169,6 +170,8 @@ struct TOMLConfigReader {
                 throw error(key.rawValue, "must be one of \(names), got \(Self.describe(value))")
             }
             config.fsync = mode
+        case .tlsListen, .httpsListen, .tlsCertFile, .tlsKeyFile, .tlsCAFile, .tlsMinVersion:
+            try applyTLS(key, value, to: &config)
         case .subjects, .tokens:
             break  // Read by `read(_:)` after the keys they depend on.
         }

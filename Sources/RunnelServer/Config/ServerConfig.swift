@@ -1,4 +1,5 @@
 import Logging
+import RunnelTLS
 
 /// Everything `runneld` can be configured with, each field holding its documented default.
 ///
@@ -74,6 +75,22 @@ public struct ServerConfig: Sendable, Equatable {
     /// Bytes of values every replay and behavior subject keep together; past it, values for
     /// them are refused with `limit` (`max_retained_bytes`, default 1 GiB).
     public var maxRetainedBytes: Int = 1_073_741_824
+    /// Where to accept the line protocol over TLS (`tls_listen`; default none, off). Needs a
+    /// restart.
+    public var tlsListen: ListenAddress? = nil
+    /// Where to serve HTTP over TLS (`https_listen`; default none, off). Needs a restart.
+    public var httpsListen: ListenAddress? = nil
+    /// The TLS certificate chain, PEM, the server's certificate first (`tls_cert_file`); needed
+    /// by `tls_listen` and `https_listen`. Re-read on every reload.
+    public var tlsCertFile: String? = nil
+    /// The certificate's private key, PEM (`tls_key_file`). Re-read on every reload.
+    public var tlsKeyFile: String? = nil
+    /// CA certificates, PEM (`tls_ca_file`): when set, TLS clients must present a certificate
+    /// signed by one of them. Re-read on every reload.
+    public var tlsCAFile: String? = nil
+    /// The oldest TLS version accepted (`tls_min_version`, `1.2` or `1.3`, default `1.2`).
+    public var tlsMinVersion: TLSVersion = .tls12
+
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
     /// Tokens with their own rights (`[[tokens]]`), beside `auth_tokens`, which may do everything.

@@ -13,9 +13,12 @@ enum HTTPOrigin {
     }
 
     /// Whether `origin` names the server the request was sent to (`Host`): a page the server
-    /// itself served.
+    /// itself served, over `http_listen` or `https_listen`. Either scheme is accepted: a
+    /// host and port serve one of the two, so a page at that host and port with the other
+    /// scheme cannot exist.
     static func isSameOrigin(_ origin: String, host: String?) -> Bool {
-        guard let host else { return false }
-        return origin.lowercased() == "http://" + host.lowercased()
+        guard let host = host?.lowercased() else { return false }
+        let origin = origin.lowercased()
+        return origin == "http://" + host || origin == "https://" + host
     }
 }

@@ -62,6 +62,7 @@ private final class Daemon: @unchecked Sendable {
     let notifier = SystemdNotifier.fromProcessEnvironment()
     var listener: TCPListener?
     var httpListener: TCPListener?
+    var tlsListeners: TLSListeners?
     var signalSubscriptions = CompoundDisposable()
     var isStopping = false
     var exitStatus: Int32 = 0
@@ -105,9 +106,14 @@ private final class Daemon: @unchecked Sendable {
                 self.httpListener = httpListener
                 logger.notice("runneld serving HTTP on \(Self.describe(httpListener, address))")
             }
+            if config.servesTLS {
+                let tlsListeners = try TLSListeners(config: config, server: server, logger: logger)
+                self.tlsListeners = tlsListeners
+                try tlsListeners.open(config: config, on: loop)
+            }
             let listener = try TCPListener.bind(
                 host: config.listen.host, port: Int(config.listen.port),
-                configuration: .init(maxLineLength: config.maxLineBytes), on: loop)
+                configuration: .init(maxLineLength: config.maxLineBytes, deliversTLSHelloAsLine: true), on: loop)
             server.serve(listener)
             self.listener = listener
             logger.notice(
@@ -145,6 +151,7 @@ private final class Daemon: @unchecked Sendable {
         listener = nil
         httpListener?.close()
         httpListener = nil
+        tlsListeners?.close()
         let timeout = server.config.shutdownTimeout
         server.closeAllConnections(timeout: timeout) { [self] in
             signalSubscriptions.dispose()
@@ -167,6 +174,7 @@ private final class Daemon: @unchecked Sendable {
         levelSetting.level = server.config.logLevel
         // Connections opened from now on; an open connection keeps the limit it was opened with.
         listener?.connectionConfiguration.maxLineLength = server.config.maxLineBytes
+        tlsListeners?.reload(server.config)
         if changes.isEmpty {
             logger.notice("configuration reloaded: nothing changed")
         }

@@ -25,6 +25,9 @@ extension Server {
             "runnel_retained_bytes", .gauge, help: "Bytes of values kept by replay and behavior subjects.",
             Double(subjects.retained.bytes))
         metrics.metric(
+            "runnel_tls_failures_total", .counter,
+            help: "TLS connections that failed or did not finish their handshake.", Double(stats.tlsFailures))
+        metrics.metric(
             "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
             Double(stats.subscriptions))
         metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))

@@ -19,6 +19,8 @@ final class ServerStats {
     var refusedConnections: UInt64 = 0
     /// Connections closed by `login_timeout`.
     var loginTimeouts: UInt64 = 0
+    /// TLS sessions that failed or never finished their handshake.
+    var tlsFailures: UInt64 = 0
     /// Error replies to requests, by code, from every front door (stream `error` events are
     /// not counted here).
     private(set) var requestErrors: [ErrorCode: UInt64] = [:]

@@ -1,0 +1,134 @@
+import Foundation
+import Runnel
+import RunnelTLS
+import RunnelTestSupport
+import RunnelUV
+import Testing
+
+extension RunnelUVTests {
+    /// `TCPConnection` with a `TLSSession` as its filter at both ends (RunnelTLS's client and
+    /// server roles), over a real loopback socket: what the upper layers write and read is the
+    /// plaintext, whatever happens underneath.
+    @Suite struct TLSFilterTests {
+        @Test func linesWrittenBeforeAndAfterTheHandshakeArriveInOrderAndEchoBack() throws {
+            let certificates = try TestCertificates()
+            let server = try TLSContext.server(
+                certificateFile: certificates.path("server.pem"), keyFile: certificates.path("server.key"))
+            let client = try TLSContext.client(caFile: certificates.path("ca.pem"))
+            let loop = EventLoop.started()
+            let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
+            let echo = RecordingDelegate(echo: true)
+            onLoop(loop) {
+                listener.makeFilter = { try server.makeSession() }
+                listener.onAccept = { connection in
+                    connection.delegate = echo
+                    connection.startReading()
+                }
+            }
+            let received = RecordingDelegate()
+            // A line past the early-flush threshold, sealed into many records each way.
+            let big = String(repeating: "x", count: 300_000)
+            let lines = (0..<1000).map { "line \($0)" } + [big, "last"]
+            let connected = Waiter()
+            let clientConnection = Shared<TCPConnection?>(nil)
+            loop.scheduler.performAsCurrent {
+                _ = TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).subscribeNext {
+                    connection in
+                    // Written at once: they wait for the handshake, queued, not lost.
+                    connection.attach(filter: try! client.makeSession(serverName: "localhost"))
+                    connection.delegate = received
+                    connection.startReading()
+                    for line in lines {
+                        _ = Array(line.utf8).withUnsafeBytes { connection.writeLine(copying: $0) }
+                    }
+                    clientConnection.withLock { $0 = connection }
+                    connected.signal()
+                }
+            }
+            #expect(connected.wait())
+            #expect(eventually(timeout: .seconds(20)) { received.record.current.lines.count == lines.count })
+            #expect(echo.lines == lines)
+            #expect(received.lines == lines)
+            // An orderly close from the client: close_notify, then the server ends too.
+            clientConnection.current?.closeAfterFlush(timeout: .seconds(5))
+            #expect(eventually { echo.record.current.closes == 1 && received.record.current.closes == 1 })
+            clientConnection.withLock { $0 = nil }
+            listener.close()
+            #expect(loop.shutdown() == 0)
+        }
+
+        @Test func aClientThatDoesNotTrustTheServerIsClosedWithoutDeliveringAnything() throws {
+            let certificates = try TestCertificates()
+            let server = try TLSContext.server(
+                certificateFile: certificates.path("server.pem"), keyFile: certificates.path("server.key"))
+            // The client trusts an unrelated CA only.
+            let client = try TLSContext.client(caFile: certificates.path("other-ca.pem"))
+            let loop = EventLoop.started()
+            let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
+            let serverSide = RecordingDelegate()
+            onLoop(loop) {
+                listener.makeFilter = { try server.makeSession() }
+                listener.onAccept = { connection in
+                    connection.delegate = serverSide
+                    connection.startReading()
+                }
+            }
+            let clientSide = RecordingDelegate()
+            loop.scheduler.performAsCurrent {
+                _ = TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).subscribeNext {
+                    connection in
+                    connection.attach(filter: try! client.makeSession(serverName: "localhost"))
+                    connection.delegate = clientSide
+                    connection.startReading()
+                    _ = Array("secret".utf8).withUnsafeBytes { connection.writeLine(copying: $0) }
+                }
+            }
+            #expect(eventually { clientSide.record.current.closes == 1 && serverSide.record.current.closes == 1 })
+            #expect(serverSide.lines.isEmpty && clientSide.lines.isEmpty)
+            listener.close()
+            #expect(loop.shutdown() == 0)
+        }
+    }
+}
+
+/// A CA, a server certificate for localhost signed by it, and an unrelated CA, made by `openssl`
+/// in a temporary directory that is removed with this value.
+final class TestCertificates {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("runnel-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"]
+        for name in ["ca", "other-ca"] {
+            try openssl(
+                ["req", "-x509"] + curve + ["-subj", "/CN=\(name)", "-keyout", "\(name).key", "-out", "\(name).pem"])
+        }
+        try openssl(
+            ["req", "-x509"] + curve + [
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                "-addext", "basicConstraints=CA:FALSE", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-keyout", "server.key", "-out", "server.pem",
+            ])
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    private func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestCertificateError(arguments: arguments) }
+    }
+}
+
+struct TestCertificateError: Error {
+    let arguments: [String]
+}
