@@ -14,6 +14,8 @@ public final class Server: @unchecked Sendable {
     let logger: Logger
     let subjects: any SubjectStore
     let stats = ServerStats()
+    /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
+    let publishEvaluationBound: PublishEvaluationBound
     private var sessions: [UInt64: Session] = [:]
     /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
     /// the sessions.
@@ -38,6 +40,7 @@ public final class Server: @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
+        self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
     }
 
     /// Open client connections of every front door: what `max_connections` limits and
@@ -194,6 +197,7 @@ public final class Server: @unchecked Sendable {
         applied.listen = config.listen
         applied.httpListen = config.httpListen
         config = applied
+        applyEvaluationLimits()
         do {
             try createConfiguredSubjects()
         } catch {
@@ -205,15 +209,26 @@ public final class Server: @unchecked Sendable {
     // MARK: Stages
 
     /// The subscription's signal: `source` through the stage list, compiled whole before
-    /// anything is subscribed. `label` names the subscription's subject or pattern.
-    func compileChain(_ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel) throws(ProtocolError)
-        -> Signal<Message>
-    {
+    /// anything is subscribed, its evaluations charged to `account`. `label` names the
+    /// subscription's subject or pattern.
+    func compileChain(
+        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount
+    ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label,
+            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, account: account,
             lookup: { [unowned self] name throws(ProtocolError) in try subjectForUse(name).subject })
         return try compiler.compile(stages, source: source)
+    }
+
+    /// Gives the publish bound and every connection's evaluation budget the configuration's
+    /// values (a reload): they apply at once, to subscriptions made before too.
+    private func applyEvaluationLimits() {
+        publishEvaluationBound.configure(milliseconds: config.maxPublishEvalMs)
+        for session in sessions.values {
+            session.evaluationAccount.connection.configure(
+                stepsPerSecond: config.maxEvalStepsPerSecond, burstSteps: config.maxEvalStepsBurst)
+        }
     }
 }
 

@@ -35,13 +35,15 @@ extension Session {
         let entry = try publishTarget(request)
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count.
-            try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
+            try Publishing.publish(
+                request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
-        try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
+        try Publishing.publish(
+            request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {
@@ -96,7 +98,8 @@ extension Session {
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
-        let chain = try server.compileChain(stages, source: source, label: entry?.label ?? SubjectLabel(target))
+        let chain = try server.compileChain(
+            stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount)
 
         let subscription = SessionSubscription(
             sid: sid, entry: entry, isPattern: pattern.isWildcard, sendsPositions: positions)
