@@ -4,8 +4,10 @@ import Runnel
 /// it on a message decodes the message (once, through its shared `Payload`), binds
 /// `$subject`, turns an evaluation error into the subscription's `eval` error naming the
 /// stage, and charges the work to the connection's `EvaluationAccount` (which may refuse it:
-/// `eval` / "limit"). Immutable and `Sendable`; evaluated on the loop thread.
-struct StageExpression: Sendable {
+/// `eval` / "limit"). Immutable and `Sendable`; evaluated on the loop thread. A class: the
+/// chain's closures hold one reference and call it per value without copying (and retaining)
+/// its fields, which a struct's call did, twice per stage per delivery.
+final class StageExpression: Sendable {
     let compiled: CompiledExpression
     let stage: Int
     let name: String
