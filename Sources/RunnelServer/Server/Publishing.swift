@@ -14,9 +14,7 @@ enum Publishing {
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
         if entry.isDurable { try store.checkDurableWrites() }
         stats.published &+= 1
-        bound.beginPublish()
-        store.publish(value, to: entry)
-        bound.endPublish()
+        store.publish(value, to: entry, bounding: bound)
     }
 }
 

@@ -5,8 +5,9 @@ import Runnel
 /// evaluating its own expression, could otherwise stall every connection for seconds even
 /// when each connection stays within its own `EvaluationBudget`.
 ///
-/// `Publishing.publish` opens a window around the fan-out (`beginPublish`, `endPublish`: a
-/// store each, no clock). The first evaluation in it reads the clock and sets the deadline;
+/// The subject store opens a window around each value's fan-out (`beginPublish`,
+/// `endPublish`: a store each, no clock), as it publishes or, for a durable subject, once the
+/// value is on disk. The first evaluation in it reads the clock and sets the deadline;
 /// from then on the steps evaluations use are added up and the clock is read again every
 /// `clockReadSteps` of them (an evaluation counts at least `stepsPerEvaluation`, for the work
 /// around it). Once the deadline has passed, every further evaluation of that publish is
