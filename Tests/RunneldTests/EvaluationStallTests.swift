@@ -112,6 +112,45 @@ extension HostileClientTests {
     }
 }
 
+extension HostileClientTests {
+    /// A durable subject's value is delivered once it is on disk: with `fsync = "always"`, in
+    /// the callback that reports the commit, not in the `pub`. Its fan-out is held to
+    /// `max_publish_eval_ms` there too.
+    @Test(.timeLimit(.minutes(1)))
+    func aDurableSubjectsFanOutIsBoundedOnceOnDisk() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("runnel-data-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        var config = RunneldConfig()
+        config.dataDir = data.path
+        config.fsync = "always"
+        config.maxPublishEvalMs = 1
+        let server = try RunneldProcess(config: config)
+        let client = try server.connect()
+        try client.expectOK(["op": "create", "subject": "dur", "kind": "replay", "capacity": 1, "durable": true])
+        // 300 evaluations of 12,500 steps each (`str` of 200,000 bytes): far more than 1 ms.
+        let count = 300
+        try client.sendRaw(
+            (0..<count).map {
+                #"{"op":"sub","subject":"dur","sid":"d\#($0)","ops":[{"op":"map","expr":"len(str(.)) + \#($0)"}]}"#
+                    + "\n"
+            }.joined())
+        for _ in 0..<count { #expect(try client.readJSON()["ok"] == true) }
+        let publisher = try server.connect()
+        let value = "\"" + String(repeating: "y", count: 200_000) + "\""
+        try publisher.send(#"{"op":"pub","subject":"dur","ref":1,"value":"# + value + "}")
+        #expect(try publisher.readJSON(timeout: .seconds(30))["ok"] == true)
+        var ended = 0
+        for _ in 0..<count {
+            let event = try client.readJSON(timeout: .seconds(30))
+            guard event["ev"] == "error" else { continue }
+            #expect(event["code"] == "eval" && event["message"] == "limit" && event["stage"] == 0, "\(event)")
+            ended += 1
+        }
+        #expect(ended > 0 && ended < count)
+        #expect(try publisher.stats()["eval_refused"] == ["connection": 0, "publish": .number(Double(ended))])
+    }
+}
+
 /// How many pings were answered and the longest any waited; written by the pinging thread.
 final class PingLog: Sendable {
     private let state = Mutex((count: 0, worst: Duration.zero))
