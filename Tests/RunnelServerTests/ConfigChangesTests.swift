@@ -119,6 +119,9 @@ struct ConfigChangesTests {
                 max_buffer_values = 2
                 max_eval_steps = 200
                 max_eval_bytes = 2048
+                max_eval_steps_per_second = 5000
+                max_eval_steps_burst = 6000
+                max_publish_eval_ms = 7
                 log_level = "error"
                 shutdown_timeout = 2
                 max_subjects = 2

@@ -22,6 +22,9 @@ struct ConfigParsingTests {
         #expect(config.maxBufferValues == 100_000)
         #expect(config.maxEvalSteps == 1_000_000)
         #expect(config.maxEvalBytes == 16 * 1024 * 1024)
+        #expect(config.maxEvalStepsPerSecond == 10_000_000)
+        #expect(config.maxEvalStepsBurst == 2_000_000)
+        #expect(config.maxPublishEvalMs == 20)
         #expect(StageLimits(config: config).evalBudget == ExpressionBudget.standard)
         #expect(config.logLevel == .info)
         #expect(config.shutdownTimeout == .seconds(5))
@@ -52,6 +55,9 @@ struct ConfigParsingTests {
                 max_buffer_values = 6
                 max_eval_steps = 7000
                 max_eval_bytes = 8192
+                max_eval_steps_per_second = 9000
+                max_eval_steps_burst = 10000
+                max_publish_eval_ms = 11
                 log_level = "debug"
                 shutdown_timeout = 1.5
                 max_subjects = 8
@@ -95,6 +101,9 @@ struct ConfigParsingTests {
         #expect(config.maxBufferValues == 6)
         #expect(config.maxEvalSteps == 7000)
         #expect(config.maxEvalBytes == 8192)
+        #expect(config.maxEvalStepsPerSecond == 9000)
+        #expect(config.maxEvalStepsBurst == 10000)
+        #expect(config.maxPublishEvalMs == 11)
         #expect(StageLimits(config: config).evalBudget == ExpressionBudget(maxSteps: 7000, maxBytes: 8192))
         #expect(config.logLevel == .debug)
         #expect(config.shutdownTimeout == .milliseconds(1500))

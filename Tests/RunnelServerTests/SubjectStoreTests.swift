@@ -4,6 +4,9 @@ import Testing
 @testable import RunnelServer
 
 @Suite struct MemorySubjectStoreTests {
+    /// No stages run here: any bound will do.
+    let bound = PublishEvaluationBound(milliseconds: 20, clock: TestScheduler())
+
     /// The values a signal sends, as text, while subscribed inline.
     private final class Values: @unchecked Sendable {
         var texts: [String] = []
@@ -21,7 +24,7 @@ import Testing
     @Test func publishCountsAndDelivers() throws {
         let store = MemorySubjectStore()
         let entry = store.create("a", kind: .replay, capacity: 2, initial: nil, durable: false)
-        for text in ["1", "2", "3"] { store.publish(try RawJSON(validating: text), to: entry) }
+        for text in ["1", "2", "3"] { store.publish(try RawJSON(validating: text), to: entry, bounding: bound) }
         #expect(entry.published == 3)
         let values = Values()
         _ = record(entry.subject, into: values)
@@ -35,8 +38,8 @@ import Testing
         let subscription = record(store.patternSignal(SubjectPattern("x.*"), admitting: nil), into: values)
         let late = store.create("x.late", kind: .subject, capacity: nil, initial: nil, durable: false)
         _ = store.create("y.other", kind: .subject, capacity: nil, initial: nil, durable: false)
-        store.publish(.null, to: early)
-        store.publish(.null, to: late)
+        store.publish(.null, to: early, bounding: bound)
+        store.publish(.null, to: late, bounding: bound)
         #expect(values.texts == ["x.early=null", "x.late=null"])
         store.delete(late)
         #expect(late.isDeleted && store["x.late"] == nil && late.isTerminated)

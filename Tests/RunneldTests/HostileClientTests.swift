@@ -313,7 +313,8 @@ final class Findings: Sendable {
 final class Flag: Sendable {
     private let isSet = Mutex(false)
     func set() { isSet.withLock { $0 = true } }
-    func wait() { while !isSet.withLock({ $0 }) { pollPause(.milliseconds(10)) } }
+    var isRaised: Bool { isSet.withLock { $0 } }
+    func wait() { while !isRaised { pollPause(.milliseconds(10)) } }
 }
 
 /// Hands a value made on one thread to the one thread that uses it from then on.

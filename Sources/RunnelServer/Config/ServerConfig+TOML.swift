@@ -123,6 +123,9 @@ struct TOMLConfigReader {
         case .maxBufferValues: config.maxBufferValues = try integer(key, value)
         case .maxEvalSteps: config.maxEvalSteps = try integer(key, value)
         case .maxEvalBytes: config.maxEvalBytes = try integer(key, value)
+        case .maxEvalStepsPerSecond: config.maxEvalStepsPerSecond = try integer(key, value)
+        case .maxEvalStepsBurst: config.maxEvalStepsBurst = try integer(key, value)
+        case .maxPublishEvalMs: config.maxPublishEvalMs = try integer(key, value)
         case .maxSubjects: config.maxSubjects = try integer(key, value)
         case .slowConsumer:
             let names = SlowConsumerPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")

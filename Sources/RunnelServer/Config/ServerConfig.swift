@@ -49,6 +49,15 @@ public struct ServerConfig: Sendable, Equatable {
     /// Bytes of values one evaluation of a stage's expression may build (`max_eval_bytes`,
     /// default 16 MiB).
     public var maxEvalBytes: Int = ExpressionBudget.defaultMaxBytes
+    /// Steps of stage evaluation one connection may spend per second, sustained
+    /// (`max_eval_steps_per_second`, default 10000000; see `EvaluationBudget`).
+    public var maxEvalStepsPerSecond: Int = 10_000_000
+    /// Steps of stage evaluation one connection may spend at once, from a full budget
+    /// (`max_eval_steps_burst`, default 2000000).
+    public var maxEvalStepsBurst: Int = 2_000_000
+    /// Milliseconds the stage evaluations of one publish may hold the loop
+    /// (`max_publish_eval_ms`, default 20; see `PublishEvaluationBound`).
+    public var maxPublishEvalMs: Int = 20
     /// Least severe level logged (`log_level`, default `info`).
     public var logLevel: Logger.Level = .info
     /// How long SIGTERM waits for pending output to flush (`shutdown_timeout`, default 5 s).

@@ -118,16 +118,19 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func publish(_ value: RawJSON, to entry: SubjectEntry) {
+    func publish(_ value: RawJSON, to entry: SubjectEntry, bounding bound: PublishEvaluationBound) {
         guard let id = entry.durableID else {
-            memory.publish(value, to: entry)
+            memory.publish(value, to: entry, bounding: bound)
             return
         }
         entry.published &+= 1
         let message = Message(label: entry.label, raw: value, seq: entry.nextSeq())
         append(.publish(id: id, seq: message.seq!, value: value.buffer))
         whenWritten { error in
-            if error == nil { entry.deliver(message) }
+            guard error == nil else { return }
+            bound.beginPublish()
+            entry.deliver(message)
+            bound.endPublish()
         }
     }
 

@@ -82,7 +82,7 @@ public final class CompiledExpression: Sendable {
         throws(ExpressionError) -> JSONValue
     {
         var meter = ExpressionMeter(budget)
-        return try root.evaluate(value, bindings, &meter)
+        return try evaluate(value, bindings, output: false, on: &meter)
     }
 
     /// The expression's value for a stage that sends it on as a message: as `evaluate`, and
@@ -93,8 +93,17 @@ public final class CompiledExpression: Sendable {
         throws(ExpressionError) -> JSONValue
     {
         var meter = ExpressionMeter(budget)
+        return try evaluate(value, bindings, output: true, on: &meter)
+    }
+
+    /// `evaluate`, or `evaluateOutput` when `output`, on a meter the caller holds: it can read
+    /// the steps used whether the evaluation succeeds or fails (`EvaluationAccount`).
+    @inline(__always)
+    func evaluate(_ value: JSONValue, _ bindings: ExpressionBindings, output: Bool, on meter: inout ExpressionMeter)
+        throws(ExpressionError) -> JSONValue
+    {
         let result = try root.evaluate(value, bindings, &meter)
-        try meter.chargeOutput(result)
+        if output { try meter.chargeOutput(result) }
         return result
     }
 
@@ -103,8 +112,7 @@ public final class CompiledExpression: Sendable {
         _ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings(), output: Bool = false
     ) throws(ExpressionError) -> (value: JSONValue, steps: Int, bytes: Int) {
         var meter = ExpressionMeter(budget)
-        let result = try root.evaluate(value, bindings, &meter)
-        if output { try meter.chargeOutput(result) }
+        let result = try evaluate(value, bindings, output: output, on: &meter)
         return (result, meter.stepsUsed, meter.bytesUsed)
     }
 

@@ -47,6 +47,15 @@ extension Server {
             help: "Connections closed as slow consumers (slow_consumer = disconnect).",
             Double(stats.slowConsumerDisconnects))
         metrics.metric(
+            "runnel_stage_evaluations_refused_total", .counter,
+            help: "Stage evaluations refused, each ending its subscription with eval/limit, by the bound that "
+                + "refused it: the connection's max_eval_steps_per_second budget, or max_publish_eval_ms.",
+            label: "bound",
+            [
+                ("connection", Double(stats.evaluationsRefusedByConnectionBudget)),
+                ("publish", Double(stats.evaluationsRefusedByPublishBound)),
+            ])
+        metrics.metric(
             "runnel_received_bytes_total", .counter, help: "Protocol bytes received (request lines).",
             Double(stats.bytesIn))
         metrics.metric(

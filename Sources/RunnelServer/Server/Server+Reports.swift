@@ -14,6 +14,13 @@ extension Server {
         line.member("bytes_out", integer: stats.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
         line.member("retained_bytes", integer: subjects.retained.bytes)
+        line.member("eval_refused") { json in
+            json.append("{\"connection\":")
+            json.writeInteger(stats.evaluationsRefusedByConnectionBudget)
+            json.append(",\"publish\":")
+            json.writeInteger(stats.evaluationsRefusedByPublishBound)
+            json.append("}")
+        }
         let turns = scheduler.turnLengths
         line.member("loop") { json in
             json.append("{\"turns\":")

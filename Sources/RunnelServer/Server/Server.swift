@@ -16,6 +16,8 @@ public final class Server: @unchecked Sendable {
     let logger: Logger
     let subjects: any SubjectStore
     let stats = ServerStats()
+    /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
+    let publishEvaluationBound: PublishEvaluationBound
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
@@ -43,6 +45,7 @@ public final class Server: @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
+        self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         applyRetentionLimits()
     }
 
@@ -224,6 +227,7 @@ public final class Server: @unchecked Sendable {
             access = AccessList(config: applied)
             for session in Array(sessions.values) { session.accessDidChange(to: access) }
         }
+        applyEvaluationLimits()
         do {
             try createConfiguredSubjects()
         } catch {
@@ -241,15 +245,28 @@ public final class Server: @unchecked Sendable {
     // MARK: Stages
 
     /// The subscription's signal: `source` through the stage list, compiled whole before
-    /// anything is subscribed. `label` names the subscription's subject or pattern; `lookup`
-    /// finds the subjects stages name (`Session.stageLookup`, which checks the token's rights).
+    /// anything is subscribed, its evaluations charged to `account`. `label` names the
+    /// subscription's subject or pattern; `lookup` finds the subjects stages name
+    /// (`Session.stageLookup`, which checks the token's rights).
     func compileChain(
-        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, lookup: @escaping SubjectLookup
+        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
+        lookup: @escaping SubjectLookup
     ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, lookup: lookup)
+            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, account: account,
+            lookup: lookup)
         return try compiler.compile(stages, source: source)
+    }
+
+    /// Gives the publish bound and every connection's evaluation budget the configuration's
+    /// values (a reload): they apply at once, to subscriptions made before too.
+    private func applyEvaluationLimits() {
+        publishEvaluationBound.configure(milliseconds: config.maxPublishEvalMs)
+        for session in sessions.values {
+            session.evaluationAccount.connection.configure(
+                stepsPerSecond: config.maxEvalStepsPerSecond, burstSteps: config.maxEvalStepsBurst)
+        }
     }
 }
 

@@ -21,6 +21,12 @@ final class ServerStats {
     var loginTimeouts: UInt64 = 0
     /// TLS sessions that failed or never finished their handshake.
     var tlsFailures: UInt64 = 0
+    /// Stage evaluations refused because their connection had spent its
+    /// `max_eval_steps_per_second` budget; each ended its subscription with `eval` / "limit".
+    var evaluationsRefusedByConnectionBudget: UInt64 = 0
+    /// Stage evaluations refused because the publish being fanned out had spent
+    /// `max_publish_eval_ms`; each ended its subscription with `eval` / "limit".
+    var evaluationsRefusedByPublishBound: UInt64 = 0
     /// Error replies to requests, by code, from every front door (stream `error` events are
     /// not counted here).
     private(set) var requestErrors: [ErrorCode: UInt64] = [:]

@@ -54,13 +54,15 @@ extension Session {
         let entry = try publishTarget(request)
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count.
-            try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
+            try Publishing.publish(
+                request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
-        try Publishing.publish(request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats)
+        try Publishing.publish(
+            request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {
@@ -127,7 +129,8 @@ extension Session {
         let subscription = SessionSubscription(
             sid: sid, entry: entry, pattern: pattern, sendsPositions: positions)
         let chain = try server.compileChain(
-            stages, source: source, label: entry?.label ?? SubjectLabel(target), lookup: stageLookup(for: subscription))
+            stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
+            lookup: stageLookup(for: subscription))
 
         subscription.pinnedBytes = pinned
         subscriptionBytes += pinned

@@ -26,6 +26,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The server's subject store, held directly for the same reason: a call through the
     /// unowned `server` retains and releases the store around it, once per publish.
     let subjects: any SubjectStore
+    /// The server's bound on one publish's stage evaluations, held directly for the same reason.
+    let publishBound: PublishEvaluationBound
+    /// What this connection's stage evaluations are charged to: its own budget of steps
+    /// (`max_eval_steps_per_second`, `max_eval_steps_burst`) and the publish bound.
+    let evaluationAccount: EvaluationAccount
     /// What carries the client. A `let`: the delivery path reads it without retaining it.
     let transport: any SessionTransport
     /// While a reply waits for the disk, what every line goes out through instead of
@@ -59,6 +64,12 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.server = server
         self.stats = server.stats
         self.subjects = server.subjects
+        self.publishBound = server.publishEvaluationBound
+        self.evaluationAccount = EvaluationAccount(
+            connection: EvaluationBudget(
+                stepsPerSecond: server.config.maxEvalStepsPerSecond, burstSteps: server.config.maxEvalStepsBurst,
+                clock: server.scheduler),
+            publish: server.publishEvaluationBound, stats: server.stats)
         self.transport = transport
         self.grant = server.access.openGrant
     }

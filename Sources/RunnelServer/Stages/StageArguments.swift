@@ -12,13 +12,16 @@ struct StageArguments {
     let name: String
     private let members: JSONObject
     private let limits: StageLimits
+    /// What the stage's expressions charge their evaluations to (`StageCompiler.account`).
+    let account: EvaluationAccount?
 
     /// The shortest and longest `seconds` accepted.
     static let secondsRange: ClosedRange<Double> = 0.001...86_400
 
-    init(_ stage: JSONValue, index: Int, limits: StageLimits) throws(ProtocolError) {
+    init(_ stage: JSONValue, index: Int, limits: StageLimits, account: EvaluationAccount?) throws(ProtocolError) {
         self.index = index
         self.limits = limits
+        self.account = account
         guard case .object(let members) = stage else {
             throw ProtocolError(.badOperator, "stage \(index) must be an object {\"op\": NAME, ...}", stage: index)
         }

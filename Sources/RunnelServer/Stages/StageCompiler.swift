@@ -24,14 +24,25 @@ public struct StageCompiler: Sendable {
     /// `[]`, `any`): the subscription's subject or pattern.
     public let defaultLabel: SubjectLabel
     let lookup: SubjectLookup
+    /// What the chain's expression evaluations are charged to, and refused by: the
+    /// subscribing connection's (see `EvaluationAccount`); nil charges no one.
+    let account: EvaluationAccount?
 
     public init(
         scheduler: any Scheduler, limits: StageLimits, defaultLabel: SubjectLabel,
         lookup: @escaping SubjectLookup
     ) {
+        self.init(scheduler: scheduler, limits: limits, defaultLabel: defaultLabel, account: nil, lookup: lookup)
+    }
+
+    init(
+        scheduler: any Scheduler, limits: StageLimits, defaultLabel: SubjectLabel, account: EvaluationAccount?,
+        lookup: @escaping SubjectLookup
+    ) {
         self.scheduler = scheduler
         self.limits = limits
         self.defaultLabel = defaultLabel
+        self.account = account
         self.lookup = lookup
     }
 
@@ -42,7 +53,7 @@ public struct StageCompiler: Sendable {
         }
         var signal = source
         for (index, stage) in stages.enumerated() {
-            signal = try apply(StageArguments(stage, index: index, limits: limits), to: signal)
+            signal = try apply(StageArguments(stage, index: index, limits: limits, account: account), to: signal)
         }
         return signal
     }

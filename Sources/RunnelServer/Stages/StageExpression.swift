@@ -2,35 +2,55 @@ import Runnel
 
 /// A stage's compiled expression together with the stage it belongs to, so that evaluating
 /// it on a message decodes the message (once, through its shared `Payload`), binds
-/// `$subject`, and turns an evaluation error into the subscription's `eval` error naming the
-/// stage. Immutable and `Sendable`.
-struct StageExpression: Sendable {
+/// `$subject`, turns an evaluation error into the subscription's `eval` error naming the
+/// stage, and charges the work to the connection's `EvaluationAccount` (which may refuse it:
+/// `eval` / "limit"). Immutable and `Sendable`; evaluated on the loop thread. A class: the
+/// chain's closures hold one reference and call it per value without copying (and retaining)
+/// its fields, which a struct's call did, twice per stage per delivery.
+final class StageExpression: Sendable {
     let compiled: CompiledExpression
     let stage: Int
     let name: String
+    /// What evaluations are charged to; nil: no one (a chain compiled outside a server).
+    let account: EvaluationAccount?
 
     init(_ compiled: CompiledExpression, _ arguments: StageArguments) {
         self.compiled = compiled
         self.stage = arguments.index
         self.name = arguments.name
+        self.account = arguments.account
     }
 
     /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
     func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        do {
-            return try compiled.evaluate(input, bindings)
-        } catch {
-            throw failure(error)
-        }
+        try value(of: metered(input, bindings, output: false))
     }
 
     /// The expression's value on `input` when the stage sends it on as a message: the cost of
     /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
     func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        do {
-            return try compiled.evaluateOutput(input, bindings)
-        } catch {
-            throw failure(error)
+        try value(of: metered(input, bindings, output: true))
+    }
+
+    /// One evaluation, admitted by the account and charged to it with the steps it used; the
+    /// account's refusal is thrown, the evaluation's own outcome returned.
+    @inline(__always)
+    private func metered(_ input: JSONValue, _ bindings: ExpressionBindings, output: Bool) throws(ProtocolError)
+        -> Result<JSONValue, ExpressionError>
+    {
+        try account?.admit(stage: stage)
+        var meter = ExpressionMeter(compiled.budget)
+        let outcome = Result { () throws(ExpressionError) in
+            try compiled.evaluate(input, bindings, output: output, on: &meter)
+        }
+        account?.charge(meter.stepsUsed)
+        return outcome
+    }
+
+    private func value(of outcome: Result<JSONValue, ExpressionError>) throws(ProtocolError) -> JSONValue {
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error): throw failure(error)
         }
     }
 
@@ -50,16 +70,12 @@ struct StageExpression: Sendable {
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
     /// whose chain evaluates the same expression under the same budget on the same value (see
     /// `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
-    /// or otherwise, fails for each of them alike without being run again.
+    /// or otherwise, fails for each of them alike without being run again. (A refusal by the
+    /// account is thrown, not kept: it is the connection's, not the value's.)
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
         let outcome = try message.value.memoized(compiled) {
             () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
-            let input = try decoded(message)
-            do throws(ExpressionError) {
-                return .success(try compiled.evaluateOutput(input, ExpressionBindings(subject: message.label.name)))
-            } catch {
-                return .failure(error)
-            }
+            try metered(decoded(message), ExpressionBindings(subject: message.label.name), output: true)
         }
         switch outcome {
         case .success(let payload): return payload

@@ -43,9 +43,11 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     }
 
     @inline(__always)
-    func publish(_ value: RawJSON, to entry: SubjectEntry) {
+    func publish(_ value: RawJSON, to entry: SubjectEntry, bounding bound: PublishEvaluationBound) {
         entry.published &+= 1
+        bound.beginPublish()
         entry.deliver(Message(label: entry.label, raw: value, seq: entry.nextSeq()))
+        bound.endPublish()
     }
 
     func terminate(_ entry: SubjectEntry, error: ProtocolError?) {

@@ -17,6 +17,7 @@ struct RunneldConfig {
     var maxSubscriptionsPerConnection: Int?
     var maxEvalSteps: Int?
     var maxEvalBytes: Int?
+    var maxPublishEvalMs: Int?
     /// `data_dir`: where durable subjects are kept.
     var dataDir: String?
     /// `"always"`, `"everysec"` or `"no"`.
@@ -48,6 +49,7 @@ struct RunneldConfig {
         if let v = maxSubscriptionsPerConnection { lines.append("max_subscriptions_per_connection = \(v)") }
         if let v = maxEvalSteps { lines.append("max_eval_steps = \(v)") }
         if let v = maxEvalBytes { lines.append("max_eval_bytes = \(v)") }
+        if let v = maxPublishEvalMs { lines.append("max_publish_eval_ms = \(v)") }
         if let v = dataDir { lines.append("data_dir = \(RunneldConfig.quote(v))") }
         if let v = fsync { lines.append("fsync = \(RunneldConfig.quote(v))") }
         if let v = loginTimeout { lines.append("login_timeout = \(v)") }

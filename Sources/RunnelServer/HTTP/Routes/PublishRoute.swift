@@ -73,7 +73,8 @@ final class Publication {
         // The subject may have been deleted (and re-created) while a long body streamed in.
         if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant) }
         let receivers = entry.subject.subscriberCount
-        try Publishing.publish(value, to: entry, in: server.subjects, counting: server.stats)
+        try Publishing.publish(
+            value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound)
         published += 1
         wroteDurable = wroteDurable || entry.isDurable
         return receivers

@@ -1,0 +1,129 @@
+import Runnel
+import Testing
+
+@testable import RunnelServer
+
+/// `EvaluationBudget` (a connection's token bucket of steps) and `PublishEvaluationBound` (one
+/// publish's evaluations held to a time), on a virtual clock.
+struct EvaluationBudgetTests {
+    let clock = TestScheduler()
+
+    func advance(milliseconds: Int64) { clock.advance(by: .milliseconds(milliseconds)) }
+
+    @Test func aFullBudgetAdmitsUntilItsStepsAreSpent() {
+        let budget = EvaluationBudget(stepsPerSecond: 1000, burstSteps: 5000, clock: clock)
+        for _ in 0..<5 {
+            #expect(budget.admits())
+            budget.charge(1000)
+        }
+        #expect(budget.balance == 0)
+        #expect(!budget.admits())
+    }
+
+    @Test func oneEvaluationMayOverdrawWhatIsLeftAndThenWaitsForIt() {
+        let budget = EvaluationBudget(stepsPerSecond: 1000, burstSteps: 5000, clock: clock)
+        #expect(budget.admits())
+        budget.charge(8000)
+        #expect(budget.balance == -3000)
+        advance(milliseconds: 2999)
+        #expect(!budget.admits(), "2,999 steps put back, the balance is still below zero")
+        advance(milliseconds: 2)
+        #expect(budget.admits())
+        #expect(budget.balance == 1)
+    }
+
+    @Test func timeRefillsAtTheRateUpToTheBurstOnly() {
+        let budget = EvaluationBudget(stepsPerSecond: 10_000, burstSteps: 5000, clock: clock)
+        budget.charge(5000)
+        advance(milliseconds: 100)
+        #expect(budget.admits())
+        #expect(budget.balance == 1000)
+        // Counted when the steps run out: a minute earns 600,000 steps, the burst holds 5,000.
+        advance(milliseconds: 60_000)
+        budget.charge(1000)
+        #expect(budget.admits())
+        #expect(budget.balance == 5000)
+    }
+
+    /// The time a budget sits full earns nothing: spending starts the refill's count, so a
+    /// connection idle for an hour still gets one burst, not two.
+    @Test func timeSpentFullIsNotBankedForLater() {
+        let budget = EvaluationBudget(stepsPerSecond: 1000, burstSteps: 5000, clock: clock)
+        advance(milliseconds: 3_600_000)
+        #expect(budget.admits())
+        budget.charge(5000)
+        #expect(!budget.admits())
+        advance(milliseconds: 1)
+        #expect(budget.admits())
+        #expect(budget.balance == 1)
+    }
+
+    @Test func aReloadKeepsWhatWasSpentWithinTheNewBurst() {
+        let budget = EvaluationBudget(stepsPerSecond: 1000, burstSteps: 5000, clock: clock)
+        budget.charge(1000)
+        budget.configure(stepsPerSecond: 1000, burstSteps: 2000)
+        #expect(budget.balance == 2000)
+        budget.charge(2000)
+        budget.configure(stepsPerSecond: 1_000_000, burstSteps: 100_000)
+        #expect(budget.balance == 0)
+        #expect(!budget.admits())
+        advance(milliseconds: 1)
+        #expect(budget.admits())
+        #expect(budget.balance == 1000)
+    }
+
+    @Test func outsideAPublishEveryEvaluationIsAdmitted() {
+        let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        for _ in 0..<10 {
+            #expect(bound.admits())
+            advance(milliseconds: 10)
+            bound.charge(1_000_000)
+        }
+    }
+
+    @Test func aPublishPastItsBoundRefusesTheRestOfItsEvaluations() {
+        let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        bound.beginPublish()
+        // The deadline counts from the first evaluation, not from the publish.
+        advance(milliseconds: 100)
+        #expect(bound.admits())
+        advance(milliseconds: 4)
+        bound.charge(PublishEvaluationBound.clockReadSteps)
+        #expect(bound.admits())
+        advance(milliseconds: 1)
+        bound.charge(1)
+        #expect(bound.admits(), "the clock is read only every clockReadSteps steps")
+        bound.charge(PublishEvaluationBound.clockReadSteps)
+        #expect(!bound.admits())
+        bound.endPublish()
+        #expect(bound.admits(), "outside a publish")
+        bound.beginPublish()
+        #expect(bound.admits(), "the next publish has a deadline of its own")
+        bound.endPublish()
+    }
+
+    @Test func everyEvaluationCountsForAFewStepsAtLeast() {
+        let bound = PublishEvaluationBound(milliseconds: 1, clock: clock)
+        bound.beginPublish()
+        #expect(bound.admits())
+        advance(milliseconds: 2)
+        let cheapEvaluations = PublishEvaluationBound.clockReadSteps / PublishEvaluationBound.stepsPerEvaluation
+        for _ in 0..<cheapEvaluations { bound.charge(1) }
+        #expect(!bound.admits())
+        bound.endPublish()
+    }
+
+    @Test func aReloadChangesTheBoundOfTheNextPublish() {
+        let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        bound.configure(milliseconds: 50)
+        bound.beginPublish()
+        #expect(bound.admits())
+        advance(milliseconds: 40)
+        bound.charge(PublishEvaluationBound.clockReadSteps)
+        #expect(bound.admits())
+        advance(milliseconds: 10)
+        bound.charge(PublishEvaluationBound.clockReadSteps)
+        #expect(!bound.admits())
+        bound.endPublish()
+    }
+}
