@@ -127,6 +127,8 @@ struct ConfigChangesTests {
                 max_subjects = 2
                 data_dir = "/var/lib/elsewhere"
                 fsync = "always"
+                token_eval_steps_per_second = 5000
+                token_eval_steps_burst = 5000
                 login_timeout = 5
                 max_connections_per_address = 3
                 max_subscription_bytes = 4096

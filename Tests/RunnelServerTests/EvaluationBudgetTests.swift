@@ -74,56 +74,87 @@ struct EvaluationBudgetTests {
 
     @Test func outsideAPublishEveryEvaluationIsAdmitted() {
         let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        var tally = PublishEvaluationBound.Tally()
         for _ in 0..<10 {
-            #expect(bound.admits())
+            #expect(bound.admits(tally))
             advance(milliseconds: 10)
-            bound.charge(1_000_000)
+            bound.charge(1_000_000, to: &tally)
         }
     }
 
     @Test func aPublishPastItsBoundRefusesTheRestOfItsEvaluations() {
         let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        var tally = PublishEvaluationBound.Tally()
         bound.beginPublish()
         // The deadline counts from the first evaluation, not from the publish.
         advance(milliseconds: 100)
-        #expect(bound.admits())
+        #expect(bound.admits(tally))
         advance(milliseconds: 4)
-        bound.charge(PublishEvaluationBound.clockReadSteps)
-        #expect(bound.admits())
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        #expect(bound.admits(tally))
         advance(milliseconds: 1)
-        bound.charge(1)
-        #expect(bound.admits(), "the clock is read only every clockReadSteps steps")
-        bound.charge(PublishEvaluationBound.clockReadSteps)
-        #expect(!bound.admits())
+        bound.charge(1, to: &tally)
+        #expect(bound.admits(tally), "the clock is read only every clockReadSteps steps")
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        #expect(!bound.admits(tally))
         bound.endPublish()
-        #expect(bound.admits(), "outside a publish")
+        #expect(bound.admits(tally), "outside a publish")
         bound.beginPublish()
-        #expect(bound.admits(), "the next publish has a deadline of its own")
+        #expect(bound.admits(tally), "the next publish has a deadline of its own")
         bound.endPublish()
     }
 
     @Test func everyEvaluationCountsForAFewStepsAtLeast() {
         let bound = PublishEvaluationBound(milliseconds: 1, clock: clock)
+        var tally = PublishEvaluationBound.Tally()
         bound.beginPublish()
-        #expect(bound.admits())
+        #expect(bound.admits(tally))
         advance(milliseconds: 2)
         let cheapEvaluations = PublishEvaluationBound.clockReadSteps / PublishEvaluationBound.stepsPerEvaluation
-        for _ in 0..<cheapEvaluations { bound.charge(1) }
-        #expect(!bound.admits())
+        for _ in 0..<cheapEvaluations { bound.charge(1, to: &tally) }
+        #expect(!bound.admits(tally))
         bound.endPublish()
     }
 
     @Test func aReloadChangesTheBoundOfTheNextPublish() {
         let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
+        var tally = PublishEvaluationBound.Tally()
         bound.configure(milliseconds: 50)
         bound.beginPublish()
-        #expect(bound.admits())
+        #expect(bound.admits(tally))
         advance(milliseconds: 40)
-        bound.charge(PublishEvaluationBound.clockReadSteps)
-        #expect(bound.admits())
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        #expect(bound.admits(tally))
         advance(milliseconds: 10)
-        bound.charge(PublishEvaluationBound.clockReadSteps)
-        #expect(!bound.admits())
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        #expect(!bound.admits(tally))
+        bound.endPublish()
+    }
+
+    /// Past the deadline, the connections that made the publish expensive are refused and a
+    /// cheap one reached later still evaluates, until half the bound again has passed.
+    @Test func pastItsBoundAPublishRefusesTheConnectionsThatSpentMostFirst() {
+        let bound = PublishEvaluationBound(milliseconds: 10, clock: clock)
+        var attacker = PublishEvaluationBound.Tally()
+        var other = PublishEvaluationBound.Tally()
+        var cheap = PublishEvaluationBound.Tally()
+        bound.beginPublish()
+        #expect(bound.admits(attacker))
+        advance(milliseconds: 10)
+        bound.charge(PublishEvaluationBound.clockReadSteps * 3, to: &attacker)
+        #expect(bound.admits(other), "a connection with nothing spent in this publish")
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &other)
+        #expect(!bound.admits(attacker), "30,000 steps of 40,000 over two connections: above the average")
+        #expect(bound.admits(other), "10,000 steps of 40,000 over two connections: below the average")
+        #expect(bound.admits(cheap))
+        bound.charge(1, to: &cheap)
+        #expect(bound.admits(cheap), "16 steps, far below the average")
+        advance(milliseconds: 5)
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &cheap)
+        #expect(!bound.admits(cheap), "half the bound again has passed: nobody evaluates")
+        bound.endPublish()
+        bound.beginPublish()
+        #expect(bound.admits(attacker), "a new publish starts every connection afresh")
         bound.endPublish()
     }
 }

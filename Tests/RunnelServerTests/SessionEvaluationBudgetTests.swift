@@ -20,12 +20,43 @@ struct SessionEvaluationBudgetTests {
     }
 
     /// `stats`' `eval_refused` member.
-    static func refused(_ harness: SessionHarness) -> String? {
-        let stats = harness.stats()
+    static func refused(_ harness: SessionHarness) -> String? { refused(inStats: harness.stats()) }
+
+    static func refused(inStats stats: String) -> String? {
         guard let start = stats.range(of: #""eval_refused":"#)?.upperBound,
             let end = stats[start...].firstIndex(of: "}")
         else { return nil }
         return String(stats[start...end])
+    }
+
+    /// Connections of one token share its budget: a second connection does not bring a
+    /// fresh one. A connection of another token, or of the same token after a refill, evaluates.
+    @Test func theConnectionsOfOneTokenShareItsBudget() {
+        let harness = SessionHarness { config in
+            config.authTokens = ["t1", "t2"]
+            config.tokenEvalStepsPerSecond = 1000
+            config.tokenEvalStepsBurst = 1000
+        }
+        func client(_ token: String) -> SessionClient {
+            let client = harness.connect()
+            #expect(client.send(#"{"op":"auth","token":"\#(token)","ref":1}"#) == [#"{"ok":true,"ref":1}"#])
+            return client
+        }
+        let first = client("t1")
+        let second = client("t1")
+        let other = client("t2")
+        first.send(Self.sub("f", map: "len(str(.))"))
+        second.send(Self.sub("s", map: "len(str(.)) + 1"))
+        other.send(Self.sub("o", map: "len(str(.)) + 2"))
+        for connection in [first, second, other] { _ = connection.lines() }
+
+        client("t2").send(#"{"op":"pub","subject":"v","value":"# + Self.bigString + "}")
+        // `first` overdraws the token's 1,000 steps; `second` finds none left.
+        #expect(first.lines() == [#"{"ev":"next","sid":"f","value":32000}"#])
+        #expect(second.lines() == [Self.limitError("s")])
+        #expect(other.lines() == [#"{"ev":"next","sid":"o","value":32002}"#])
+        let stats = other.send(#"{"op":"stats"}"#).first ?? ""
+        #expect(Self.refused(inStats: stats) == #"{"connection":0,"token":1,"publish":0}"#)
     }
 
     @Test func aConnectionOverItsBudgetHasItsStageSubscriptionsEndedAndOthersGoOn() {
@@ -50,14 +81,14 @@ struct SessionEvaluationBudgetTests {
         #expect(lines.count == 21)
         // Another connection has a budget of its own.
         #expect(bystander.lines() == [#"{"ev":"next","sid":"b","value":32000}"#])
-        #expect(Self.refused(harness) == #"{"connection":19,"publish":0}"#)
+        #expect(Self.refused(harness) == #"{"connection":19,"token":0,"publish":0}"#)
         // The next value ends the subscription that overdrew the budget too; the connection
         // goes on: its subscription without stages, and new requests.
         harness.connect().send(#"{"op":"pub","subject":"v","value":1}"#)
         #expect(attacker.lines() == [Self.limitError("a0"), #"{"ev":"next","sid":"plain","value":1}"#])
         // The bystander's one evaluation overdrew its own budget of 1,000 the same way.
         #expect(bystander.lines() == [Self.limitError("b")])
-        #expect(Self.refused(harness) == #"{"connection":21,"publish":0}"#)
+        #expect(Self.refused(harness) == #"{"connection":21,"token":0,"publish":0}"#)
         #expect(attacker.send(#"{"op":"ping","ref":1}"#) == [#"{"ok":true,"ref":1}"#])
     }
 
@@ -98,7 +129,7 @@ struct SessionEvaluationBudgetTests {
         #expect(delivered >= 1)
         #expect(ended.count > 0)
         #expect(delivered + ended.count == 300)
-        #expect(Self.refused(harness) == #"{"connection":0,"publish":\#(ended.count)}"#)
+        #expect(Self.refused(harness) == #"{"connection":0,"token":0,"publish":\#(ended.count)}"#)
         #expect(plain.lines() == [#"{"ev":"next","sid":"p","value":"# + value + "}"])
 
         // The next publish has a bound of its own: the subscriptions left all receive.

@@ -24,6 +24,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxEvalBytes = "max_eval_bytes"
     case maxEvalStepsPerSecond = "max_eval_steps_per_second"
     case maxEvalStepsBurst = "max_eval_steps_burst"
+    case tokenEvalStepsPerSecond = "token_eval_steps_per_second"
+    case tokenEvalStepsBurst = "token_eval_steps_burst"
     case maxPublishEvalMs = "max_publish_eval_ms"
     case logLevel = "log_level"
     case shutdownTimeout = "shutdown_timeout"
@@ -63,6 +65,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxEvalBytes: return 1024...17_179_869_184
         case .maxEvalStepsPerSecond: return 1000...1_000_000_000_000
         case .maxEvalStepsBurst: return 1000...1_000_000_000_000
+        case .tokenEvalStepsPerSecond: return 1000...1_000_000_000_000
+        case .tokenEvalStepsBurst: return 1000...1_000_000_000_000
         case .maxPublishEvalMs: return 1...60_000
         case .maxSubjects: return 1...100_000_000
         case .maxConnectionsPerAddress: return 0...1_000_000

@@ -24,6 +24,8 @@ extension ServerConfig {
         case .maxEvalBytes: return String(maxEvalBytes)
         case .maxEvalStepsPerSecond: return String(maxEvalStepsPerSecond)
         case .maxEvalStepsBurst: return String(maxEvalStepsBurst)
+        case .tokenEvalStepsPerSecond: return String(tokenEvalStepsPerSecond)
+        case .tokenEvalStepsBurst: return String(tokenEvalStepsBurst)
         case .maxPublishEvalMs: return String(maxPublishEvalMs)
         case .logLevel: return TOMLConfigReader.quote(logLevel.rawValue)
         case .shutdownTimeout: return Self.renderSeconds(shutdownTimeout)

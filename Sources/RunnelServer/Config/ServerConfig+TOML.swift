@@ -125,6 +125,8 @@ struct TOMLConfigReader {
         case .maxEvalBytes: config.maxEvalBytes = try integer(key, value)
         case .maxEvalStepsPerSecond: config.maxEvalStepsPerSecond = try integer(key, value)
         case .maxEvalStepsBurst: config.maxEvalStepsBurst = try integer(key, value)
+        case .tokenEvalStepsPerSecond: config.tokenEvalStepsPerSecond = try integer(key, value)
+        case .tokenEvalStepsBurst: config.tokenEvalStepsBurst = try integer(key, value)
         case .maxPublishEvalMs: config.maxPublishEvalMs = try integer(key, value)
         case .maxSubjects: config.maxSubjects = try integer(key, value)
         case .slowConsumer:

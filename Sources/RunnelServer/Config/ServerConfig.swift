@@ -55,6 +55,11 @@ public struct ServerConfig: Sendable, Equatable {
     /// Steps of stage evaluation one connection may spend at once, from a full budget
     /// (`max_eval_steps_burst`, default 2000000).
     public var maxEvalStepsBurst: Int = 2_000_000
+    /// The same for all connections of one configured token together (`token_eval_steps_per_second`,
+    /// default 40000000, and `token_eval_steps_burst`, default 8000000): a client that opens
+    /// many connections with one token gets one token's budget. Not applied without tokens.
+    public var tokenEvalStepsPerSecond: Int = 40_000_000
+    public var tokenEvalStepsBurst: Int = 8_000_000
     /// Milliseconds the stage evaluations of one publish may hold the loop
     /// (`max_publish_eval_ms`, default 20; see `PublishEvaluationBound`).
     public var maxPublishEvalMs: Int = 20

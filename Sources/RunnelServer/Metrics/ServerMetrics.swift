@@ -49,10 +49,12 @@ extension Server {
         metrics.metric(
             "runnel_stage_evaluations_refused_total", .counter,
             help: "Stage evaluations refused, each ending its subscription with eval/limit, by the bound that "
-                + "refused it: the connection's max_eval_steps_per_second budget, or max_publish_eval_ms.",
+                + "refused it: the connection's max_eval_steps_per_second budget, its token's "
+                + "token_eval_steps_per_second budget, or max_publish_eval_ms.",
             label: "bound",
             [
                 ("connection", Double(stats.evaluationsRefusedByConnectionBudget)),
+                ("token", Double(stats.evaluationsRefusedByTokenBudget)),
                 ("publish", Double(stats.evaluationsRefusedByPublishBound)),
             ])
         metrics.metric(

@@ -17,6 +17,8 @@ extension Server {
         line.member("eval_refused") { json in
             json.append("{\"connection\":")
             json.writeInteger(stats.evaluationsRefusedByConnectionBudget)
+            json.append(",\"token\":")
+            json.writeInteger(stats.evaluationsRefusedByTokenBudget)
             json.append(",\"publish\":")
             json.writeInteger(stats.evaluationsRefusedByPublishBound)
             json.append("}")

@@ -21,6 +21,8 @@ public final class Server: @unchecked Sendable {
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
+    /// Each configured token's evaluation budget, by the token's digest (`tokenEvaluationBudget`).
+    private var tokenEvaluationBudgets: [[UInt8]: EvaluationBudget] = [:]
     /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
     /// the sessions.
     var httpFrontDoor: HTTPFrontDoor?
@@ -259,14 +261,32 @@ public final class Server: @unchecked Sendable {
         return try compiler.compile(stages, source: source)
     }
 
-    /// Gives the publish bound and every connection's evaluation budget the configuration's
-    /// values (a reload): they apply at once, to subscriptions made before too.
+    /// Gives the publish bound and every connection's and token's evaluation budget the
+    /// configuration's values (a reload): they apply at once, to subscriptions made before too.
+    /// The budgets of tokens no longer configured go (their connections are closed).
     private func applyEvaluationLimits() {
         publishEvaluationBound.configure(milliseconds: config.maxPublishEvalMs)
         for session in sessions.values {
             session.evaluationAccount.connection.configure(
                 stepsPerSecond: config.maxEvalStepsPerSecond, burstSteps: config.maxEvalStepsBurst)
         }
+        let configured = Set(access.grants.compactMap(\.digest))
+        tokenEvaluationBudgets = tokenEvaluationBudgets.filter { configured.contains($0.key) }
+        for budget in tokenEvaluationBudgets.values {
+            budget.configure(stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst)
+        }
+    }
+
+    /// The evaluation budget all connections of `grant`'s token share, made when the first of
+    /// them authenticates; nil for the grant of a server without tokens, whose connections
+    /// have nothing in common.
+    func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget? {
+        guard let digest = grant?.digest else { return nil }
+        if let budget = tokenEvaluationBudgets[digest] { return budget }
+        let budget = EvaluationBudget(
+            stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst, clock: scheduler)
+        tokenEvaluationBudgets[digest] = budget
+        return budget
     }
 }
 

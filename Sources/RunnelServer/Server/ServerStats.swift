@@ -27,6 +27,9 @@ final class ServerStats {
     /// Stage evaluations refused because the publish being fanned out had spent
     /// `max_publish_eval_ms`; each ended its subscription with `eval` / "limit".
     var evaluationsRefusedByPublishBound: UInt64 = 0
+    /// Stage evaluations refused because the connection's token had spent its
+    /// `token_eval_steps_per_second` budget, over all its connections.
+    var evaluationsRefusedByTokenBudget: UInt64 = 0
     /// Error replies to requests, by code, from every front door (stream `error` events are
     /// not counted here).
     private(set) var requestErrors: [ErrorCode: UInt64] = [:]

@@ -38,7 +38,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     private(set) var cork: CorkedTransport?
     /// What the session may do: its token's grant, or the open grant of a server without
     /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`).
-    var grant: TokenGrant?
+    var grant: TokenGrant? {
+        didSet { evaluationAccount.token = server.tokenEvaluationBudget(for: grant) }
+    }
     var subscriptions: [String: SessionSubscription] = [:]
     private var nextSid: UInt64 = 1
     /// The subject of this connection's last `pub` (see `publishTarget`), which `grant` may

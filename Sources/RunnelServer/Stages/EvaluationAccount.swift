@@ -14,9 +14,14 @@
 final class EvaluationAccount: @unchecked Sendable {
     /// The connection's budget.
     let connection: EvaluationBudget
+    /// The budget of the connection's token, shared by all its connections; nil without a
+    /// configured token.
+    var token: EvaluationBudget?
     /// The server's bound on one publish's evaluations.
     let publish: PublishEvaluationBound
     private let stats: ServerStats
+    /// The connection's steps in the publish being fanned out.
+    private var publishTally = PublishEvaluationBound.Tally()
 
     init(connection: EvaluationBudget, publish: PublishEvaluationBound, stats: ServerStats) {
         self.connection = connection
@@ -25,14 +30,18 @@ final class EvaluationAccount: @unchecked Sendable {
     }
 
     /// Throws `eval` / "limit" for stage `stage` when the connection has no steps left or the
-    /// publish being fanned out has passed its bound.
+    /// publish being fanned out has passed its bound and this connection has spent its share of it.
     @inline(__always)
     func admit(stage: Int) throws(ProtocolError) {
         guard connection.admits() else {
             stats.evaluationsRefusedByConnectionBudget &+= 1
             throw StageFailure.limit(stage: stage)
         }
-        guard publish.admits() else {
+        if let token, !token.admits() {
+            stats.evaluationsRefusedByTokenBudget &+= 1
+            throw StageFailure.limit(stage: stage)
+        }
+        guard publish.admits(publishTally) else {
             stats.evaluationsRefusedByPublishBound &+= 1
             throw StageFailure.limit(stage: stage)
         }
@@ -42,6 +51,7 @@ final class EvaluationAccount: @unchecked Sendable {
     @inline(__always)
     func charge(_ steps: Int) {
         connection.charge(steps)
-        publish.charge(steps)
+        token?.charge(steps)
+        publish.charge(steps, to: &publishTally)
     }
 }

@@ -1,28 +1,44 @@
 import Runnel
 
-/// How long the stage evaluations of one publish may hold the loop (`max_publish_eval_ms`),
-/// whoever's subscriptions they are: one value fanned out to thousands of subscriptions, each
-/// evaluating its own expression, could otherwise stall every connection for seconds even
-/// when each connection stays within its own `EvaluationBudget`.
+/// How long the stage evaluations of one publish may hold the loop (`max_publish_eval_ms`):
+/// one value fanned out to thousands of subscriptions, each evaluating its own expression,
+/// could otherwise stall every connection for seconds even when each connection stays within
+/// its own `EvaluationBudget`.
 ///
-/// The subject store opens a window around each value's fan-out (`beginPublish`,
-/// `endPublish`: a store each, no clock), as it publishes or, for a durable subject, once the
-/// value is on disk. The first evaluation in it reads the clock and sets the deadline;
+/// `Publishing.publish` opens a window around the fan-out (`beginPublish`, `endPublish`: a
+/// few stores, no clock). The first evaluation in it reads the clock and sets the deadline;
 /// from then on the steps evaluations use are added up and the clock is read again every
 /// `clockReadSteps` of them (an evaluation counts at least `stepsPerEvaluation`, for the work
-/// around it). Once the deadline has passed, every further evaluation of that publish is
-/// refused, and its subscription ends with `eval` / "limit": so one publish holds the loop for
-/// evaluations at most the bound, plus what was evaluated since the last clock reading, plus
-/// one evaluation (at most `max_eval_steps`). Evaluations outside a publish (timers, the
-/// replay a `sub` starts with) are bounded by their connection's budget alone.
+/// around it). Each connection keeps a `Tally` of its own steps in the publish.
+///
+/// Past the deadline, an evaluation is refused (its subscription ends with `eval` / "limit")
+/// when its connection has spent at least the average of the connections that evaluated in
+/// this publish: the connections that made the publish expensive lose their stage
+/// subscriptions, and a cheap filter of someone else's, reached later in the fan-out, still
+/// runs. Past half the bound again, every further evaluation is refused. So one publish holds
+/// the loop for evaluations at most 1.5 times the bound, plus what was evaluated since the
+/// last clock reading, plus one evaluation (at most `max_eval_steps`). Evaluations outside a
+/// publish (timers, the replay a `sub` starts with) are bounded by their connection's budget
+/// alone.
 ///
 /// Loop thread only; one per server, shared by every session.
 final class PublishEvaluationBound {
+    /// One connection's steps in the publish being fanned out (`EvaluationAccount` holds it).
+    struct Tally {
+        fileprivate var publish: UInt64 = 0
+        fileprivate var steps = 0
+    }
+
     /// The bound, in nanoseconds.
     private(set) var nanoseconds: Int64
     private var state = State.idle
     /// Steps counted since the clock was last read.
     private var stepsSinceClockRead = 0
+    /// Which publish is fanning out: a tally of another is stale.
+    private var publish: UInt64 = 0
+    /// Steps counted in this publish, and how many connections they came from.
+    private var publishSteps = 0
+    private var connections = 0
     private let clock: any Scheduler
 
     /// Steps between two clock readings: at tens of nanoseconds a step, well under a millisecond.
@@ -38,8 +54,11 @@ final class PublishEvaluationBound {
         case opened
         /// Evaluations are running; the deadline, in the clock's nanoseconds.
         case running(deadline: Int64)
-        /// The deadline passed: the rest of the publish's evaluations are refused.
-        case passed
+        /// The deadline passed: only connections that spent less than the average evaluate,
+        /// until `last`.
+        case passed(last: Int64)
+        /// `last` passed too: the rest of the publish's evaluations are refused.
+        case closed
     }
 
     init(milliseconds: Int, clock: any Scheduler) {
@@ -54,33 +73,58 @@ final class PublishEvaluationBound {
 
     /// A publish starts fanning out.
     @inline(__always)
-    func beginPublish() { state = .opened }
+    func beginPublish() {
+        state = .opened
+        publish &+= 1
+        publishSteps = 0
+        connections = 0
+    }
 
     /// The publish's fan-out is over.
     @inline(__always)
     func endPublish() { state = .idle }
 
-    /// Whether an evaluation may start: always outside a publish, and within one until its
-    /// deadline has passed.
+    /// Whether an evaluation of the connection whose tally is `tally` may start: always
+    /// outside a publish and within one until its deadline; past the deadline, while the
+    /// connection has spent less than the average (see the type's comment).
     @inline(__always)
-    func admits() -> Bool {
+    func admits(_ tally: Tally) -> Bool {
         switch state {
         case .idle, .running: return true
         case .opened:
             state = .running(deadline: clock.now.nanoseconds &+ nanoseconds)
             stepsSinceClockRead = 0
             return true
-        case .passed: return false
+        case .passed:
+            let spent = tally.publish == publish ? tally.steps : 0
+            return spent &* connections < publishSteps
+        case .closed: return false
         }
     }
 
-    /// Counts an evaluation of `steps` steps; reads the clock when enough have added up.
+    /// Counts an evaluation of `steps` steps to `tally`; reads the clock when enough have
+    /// added up.
     @inline(__always)
-    func charge(_ steps: Int) {
-        guard case .running(let deadline) = state else { return }
-        stepsSinceClockRead &+= Swift.max(steps, Self.stepsPerEvaluation)
+    func charge(_ steps: Int, to tally: inout Tally) {
+        switch state {
+        case .running, .passed: break
+        case .idle, .opened, .closed: return
+        }
+        let counted = Swift.max(steps, Self.stepsPerEvaluation)
+        if tally.publish != publish {
+            tally = Tally(publish: publish, steps: 0)
+            connections &+= 1
+        }
+        tally.steps &+= counted
+        publishSteps &+= counted
+        stepsSinceClockRead &+= counted
         guard stepsSinceClockRead >= Self.clockReadSteps else { return }
         stepsSinceClockRead = 0
-        if clock.now.nanoseconds >= deadline { state = .passed }
+        let now = clock.now.nanoseconds
+        switch state {
+        case .running(let deadline) where now >= deadline: state = .passed(last: deadline &+ nanoseconds / 2)
+        case .passed(let last) where now >= last: state = .closed
+        default: break
+        }
     }
 }
