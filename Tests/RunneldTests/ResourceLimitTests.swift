@@ -24,12 +24,7 @@ import Testing
 
         // A slot freed is a slot for the next client.
         second.close()
-        let next = try #require(
-            try eventually {
-                let client = try server.connect()
-                try? client.send(#"{"op":"ping","ref":"again"}"#)
-                return try? client.readJSON() == ["ok": true, "ref": "again"] ? client : nil
-            })
+        let next = try #require(try server.connectOnceAdmitted())
         try next.barrier()
         #expect(try first.stats()["connections"] == 2)
     }

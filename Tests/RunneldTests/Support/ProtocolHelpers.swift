@@ -171,3 +171,15 @@ func raiseOpenFileLimit(to wanted: rlim_t) {
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }
+
+extension RunneldProcess {
+    /// A new connection once the server admits one again (after a connection limit refused
+    /// some): retried until a `ping` on it is answered, or nil after `eventually`'s time.
+    func connectOnceAdmitted() throws -> BlockingTCPClient? {
+        try eventually {
+            let client = try connect()
+            try? client.send(#"{"op":"ping","ref":"admitted"}"#)
+            return try? client.readJSON() == ["ok": true, "ref": "admitted"] ? client : nil
+        }
+    }
+}
