@@ -101,7 +101,7 @@ extension HostileClientTests {
         #expect(ended == count - live.count)
         let stats = try publisher.stats()
         #expect(stats["subscriptions"] == .number(Double(2 + live.count)))
-        let refused = (stats["eval_refused"]?["connection"]?.int ?? 0) + (stats["eval_refused"]?["publish"]?.int ?? 0)
+        let refused = ["connection", "token", "publish"].reduce(0) { $0 + (stats["eval_refused"]?[$1]?.int ?? 0) }
         #expect(refused == ended)
         let (pings, worst) = pingLog.summary
         print(
@@ -147,7 +147,8 @@ extension HostileClientTests {
             ended += 1
         }
         #expect(ended > 0 && ended < count)
-        #expect(try publisher.stats()["eval_refused"] == ["connection": 0, "publish": .number(Double(ended))])
+        #expect(
+            try publisher.stats()["eval_refused"] == ["connection": 0, "token": 0, "publish": .number(Double(ended))])
     }
 }
 
