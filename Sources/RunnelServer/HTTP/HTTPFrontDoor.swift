@@ -47,15 +47,14 @@ final class HTTPFrontDoor: @unchecked Sendable {
     /// admitted connection counts against its address until it closes, whatever it becomes.
     func accept(_ connection: TCPConnection) {
         server.scheduler.assertOnLoopThread()
-        let refusal =
-            isOpen ? server.refusal(ofConnectionFrom: connection.remoteAddress) : server.connectionLimitReached
+        let host = AddressCounts.host(of: connection.remoteAddress)
+        let refusal = isOpen ? server.refusal(ofConnectionFrom: host) : server.connectionLimitReached
         if let refusal {
             HTTPResponse.failure(HTTPFailure(refusal, status: .serviceUnavailable))
                 .write(to: connection, closing: true)
             connection.closeAfterFlush(timeout: .seconds(1))
             return
         }
-        let host = AddressCounts.host(of: connection.remoteAddress)
         let addresses = server.addresses
         addresses.open(host)
         connection.onClose { addresses.close(host) }
@@ -177,6 +176,14 @@ final class HTTPFrontDoor: @unchecked Sendable {
 }
 
 extension Server {
+    /// The front door, for a route: a request reaches a route only through it.
+    var servingFrontDoor: HTTPFrontDoor {
+        guard let httpFrontDoor else {
+            preconditionFailure("a request reached a route of the HTTP front door without one")
+        }
+        return httpFrontDoor
+    }
+
     /// Serves the HTTP front door on `listener`, whose connections must not frame lines.
     public func serveHTTP(_ listener: TCPListener) {
         scheduler.assertOnLoopThread()

@@ -116,13 +116,13 @@ public final class Server: @unchecked Sendable {
     /// the server is at `max_connections` or its address at `max_connections_per_address`.
     func accept(_ transport: any SessionTransport) {
         scheduler.assertOnLoopThread()
-        if let refusal = refusal(ofConnectionFrom: transport.peerDescription) {
+        let host = AddressCounts.host(of: transport.peerDescription)
+        if let refusal = refusal(ofConnectionFrom: host) {
             var line = ServerLineWriter.closing(refusal)
             line.finish().withUnsafeBytes { transport.writeLine($0) }
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }
-        let host = AddressCounts.host(of: transport.peerDescription)
         addresses.open(host)
         openSession(over: transport, grant: nil).countedHost = host
     }
@@ -146,16 +146,16 @@ public final class Server: @unchecked Sendable {
         return session
     }
 
-    /// Why one more connection, from `peer`, is refused now: `max_connections`, or
-    /// `max_connections_per_address` for its address; nil when it fits. A refusal is counted,
+    /// Why one more connection, from the address `host` (`AddressCounts.host(of:)`), is refused
+    /// now: `max_connections`, or `max_connections_per_address`; nil when it fits. A refusal is counted,
     /// and logged at most once a second. An admitted connection is the caller's to count in
     /// `addresses` for as long as it is open.
-    func refusal(ofConnectionFrom peer: String) -> ProtocolError? {
+    func refusal(ofConnectionFrom host: String) -> ProtocolError? {
         let refusal: ProtocolError
         let limit = config.maxConnectionsPerAddress
         if connectionCount >= config.maxConnections {
             refusal = connectionLimitReached
-        } else if limit > 0, case let host = AddressCounts.host(of: peer), addresses.count(host) >= limit {
+        } else if limit > 0, addresses.count(host) >= limit {
             refusal = ProtocolError(
                 .limit,
                 "too many connections from \(host): the server allows \(limit) per address "
@@ -169,7 +169,7 @@ public final class Server: @unchecked Sendable {
         if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
             logger.warning(
                 "refusing connections",
-                metadata: ["peer": "\(peer)", "reason": "\(refusal.message)", "refused": "\(refusedSinceWarning)"])
+                metadata: ["peer": "\(host)", "reason": "\(refusal.message)", "refused": "\(refusedSinceWarning)"])
             refusedSinceWarning = 0
             lastRefusalWarning = now
         }

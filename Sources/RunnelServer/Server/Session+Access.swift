@@ -99,12 +99,9 @@ extension Session {
 
     /// Ends the connection: one last `closing` line with code `unauthorized` and `reason`.
     private func closeAsUnauthorized(_ reason: String) {
-        isClosing = true
         server.logger.notice(
             "closing connection: token no longer valid",
             metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason)"])
-        disposeAll()
-        write(ServerLineWriter.closing(ProtocolError(.unauthorized, reason)))
-        output.closeAfterFlush(timeout: .seconds(2))
+        close(saying: ProtocolError(.unauthorized, reason), flushingWithin: .seconds(2))
     }
 }

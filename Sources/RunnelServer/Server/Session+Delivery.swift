@@ -157,15 +157,12 @@ extension Session {
     /// The slow-consumer policy `disconnect`: one last line, then close.
     private func closeAsSlowConsumer() {
         guard !isClosing else { return }
-        isClosing = true
         stats.slowConsumerDisconnects &+= 1
         server.logger.notice(
             "closing slow consumer",
             metadata: [
                 "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",
             ])
-        disposeAll()
-        write(ServerLineWriter.closing(ProtocolError(.slowConsumer, "")))
-        output.closeAfterFlush(timeout: .seconds(2))
+        close(saying: ProtocolError(.slowConsumer, ""), flushingWithin: .seconds(2))
     }
 }

@@ -32,7 +32,6 @@ extension Session {
     private func loginTimedOut(after timeout: Duration) {
         loginTimer = nil
         guard !isClosing else { return }
-        isClosing = true
         let seconds = ServerConfig.renderSeconds(timeout)
         let reason =
             grant != nil
@@ -42,8 +41,6 @@ extension Session {
         server.logger.info(
             "closing a connection that did not log in",
             metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason.message)"])
-        disposeAll()
-        write(ServerLineWriter.closing(reason))
-        output.closeAfterFlush(timeout: .seconds(1))
+        close(saying: reason, flushingWithin: .seconds(1))
     }
 }

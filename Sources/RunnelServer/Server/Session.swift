@@ -115,6 +115,16 @@ final class Session: RequestReceiver, @unchecked Sendable {
         transport.closeAfterFlush(timeout: timeout)
     }
 
+    /// Ends the session from the server's side: nothing more is delivered, every subscription
+    /// goes, one last `closing` line says why, and the transport closes once that is written
+    /// (or after `timeout`).
+    func close(saying reason: ProtocolError, flushingWithin timeout: Duration) {
+        isClosing = true
+        disposeAll()
+        write(ServerLineWriter.closing(reason))
+        output.closeAfterFlush(timeout: timeout)
+    }
+
     /// The client sent its last request: nothing more is delivered, every subscription goes now.
     func transportDidEndInput() {
         server.scheduler.assertOnLoopThread()

@@ -27,10 +27,11 @@ final class SubjectEntry {
     var isEnding = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
-    /// The store's retained-bytes ledger, while the store holds the entry and the subject
-    /// keeps values (replay and behavior subjects).
-    private var ledger: RetainedValues?
-    /// The bytes of the values the subject keeps now, as counted in `ledger`.
+    /// While the store holds the entry and the subject keeps values (replay and behavior
+    /// subjects): the subject as the replay subject it is, cast once, and the store's
+    /// retained-bytes ledger its values are counted in.
+    private var retention: (subject: ReplaySubject<Message>, ledger: RetainedValues)?
+    /// The bytes of the values the subject keeps now, as counted in the ledger.
     private(set) var retainedBytes = 0
 
     var name: String { label.name }
@@ -92,7 +93,7 @@ final class SubjectEntry {
     func deliver(_ message: Message) {
         lastSeq = message.seq!
         subject.sendNext(message)
-        if ledger != nil { recountRetained() }
+        if let retention { recountRetained(retention) }
     }
 
     /// Whether the subject keeps values for late subscribers, which `max_retained_bytes` bounds.
@@ -100,22 +101,22 @@ final class SubjectEntry {
 
     /// Starts counting the subject's retained values in `ledger` (the store took the entry in).
     func countRetained(in ledger: RetainedValues) {
-        guard retainsValues else { return }
-        self.ledger = ledger
-        recountRetained()
+        guard retainsValues, let replay = subject as? ReplaySubject<Message> else { return }
+        let retention = (subject: replay, ledger: ledger)
+        self.retention = retention
+        recountRetained(retention)
     }
 
     /// Stops counting them (the store let the entry go).
     func stopCountingRetained() {
-        ledger?.add(-retainedBytes)
-        ledger = nil
+        retention?.ledger.add(-retainedBytes)
+        retention = nil
         retainedBytes = 0
     }
 
-    private func recountRetained() {
-        guard let replay = subject as? ReplaySubject<Message> else { return }
-        let now = replay.retainedWeight
-        ledger?.add(now - retainedBytes)
+    private func recountRetained(_ retention: (subject: ReplaySubject<Message>, ledger: RetainedValues)) {
+        let now = retention.subject.retainedWeight
+        retention.ledger.add(now - retainedBytes)
         retainedBytes = now
     }
 

@@ -13,9 +13,7 @@ final class EventsRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        guard let frontDoor = server.httpFrontDoor else {
-            preconditionFailure("a request reached a route of the HTTP front door without one")
-        }
+        let frontDoor = server.servingFrontDoor
         let request: [UInt8]
         do throws(ProtocolError) {
             request = try subscription(for: exchange)

@@ -12,9 +12,7 @@ final class WebSocketRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        guard let frontDoor = server.httpFrontDoor else {
-            preconditionFailure("a request reached a route of the HTTP front door without one")
-        }
+        let frontDoor = server.servingFrontDoor
         let key: String
         do throws(HTTPFailure) {
             key = try WebSocketHandshake.key(of: exchange.head)
