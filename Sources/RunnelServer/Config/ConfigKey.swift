@@ -39,6 +39,9 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubscriptionBytes = "max_subscription_bytes"
     case maxReplayBytes = "max_replay_bytes"
     case maxRetainedBytes = "max_retained_bytes"
+    // Slow consumers (#20): the soft limit and its grace (`max_pending_bytes` is the hard one).
+    case softPendingBytes = "soft_pending_bytes"
+    case softPendingSeconds = "soft_pending_seconds"
     case tlsListen = "tls_listen"
     case httpsListen = "https_listen"
     case tlsCertFile = "tls_cert_file"
@@ -73,6 +76,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxSubscriptionBytes: return 1024...17_179_869_184
         case .maxReplayBytes: return 1024...1_099_511_627_776
         case .maxRetainedBytes: return 1024...1_099_511_627_776
+        case .softPendingBytes: return 1024...17_179_869_184
         default: return nil
         }
     }
@@ -80,7 +84,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The largest replay capacity, for `default_replay_capacity` and `[[subjects]]`.
     public static let maxReplayCapacity = 10_000_000
 
-    /// The longest `shutdown_timeout` and `login_timeout`, in seconds.
+    /// The longest `shutdown_timeout`, `login_timeout` and `soft_pending_seconds`, in seconds.
     public static let maxTimeoutSeconds = 3600.0
 
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,

@@ -3,7 +3,8 @@ extension ServerConfig {
     /// added, removed or redefined subject. Empty when nothing differs.
     ///
     /// `listen` needs a restart; every other top-level key is live. New subjects are created
-    /// live (`addedSubjects(since:)` lists them); removed or changed ones are reported as
+    /// live (`addedSubjects(since:)` lists them); a subject whose `slow_consumer` alone
+    /// changed gets the new policy live; removed or otherwise changed ones are reported as
     /// ignored, because subjects and their values outlive the config that declared them.
     public func changes(from old: ServerConfig) -> [ConfigChange] {
         var changes: [ConfigChange] = []
@@ -32,7 +33,7 @@ extension ServerConfig {
                     changes.append(
                         ConfigChange(
                             key: key, oldValue: previous.description, newValue: subject.description,
-                            applicability: .ignored))
+                            applicability: subject.differsOnlyInSlowConsumer(from: previous) ? .live : .ignored))
                 }
             } else {
                 changes.append(

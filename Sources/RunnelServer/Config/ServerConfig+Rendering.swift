@@ -37,6 +37,10 @@ extension ServerConfig {
         case .maxSubscriptionBytes: return String(maxSubscriptionBytes)
         case .maxReplayBytes: return String(maxReplayBytes)
         case .maxRetainedBytes: return String(maxRetainedBytes)
+        case .softPendingBytes:
+            return softPendingBytes > maxPendingBytes
+                ? "\(softPendingBytes) (applies as \(softPendingLimit): max_pending_bytes)" : String(softPendingBytes)
+        case .softPendingSeconds: return Self.renderSeconds(softPendingSeconds)
         case .tlsListen: return TOMLConfigReader.quote(tlsListen?.description ?? "")
         case .httpsListen: return TOMLConfigReader.quote(httpsListen?.description ?? "")
         case .tlsCertFile: return TOMLConfigReader.quote(tlsCertFile ?? "")

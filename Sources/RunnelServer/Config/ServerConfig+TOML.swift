@@ -130,9 +130,8 @@ struct TOMLConfigReader {
         case .maxPublishEvalMs: config.maxPublishEvalMs = try integer(key, value)
         case .maxSubjects: config.maxSubjects = try integer(key, value)
         case .slowConsumer:
-            let names = SlowConsumerPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
             guard let text = value.string, let policy = SlowConsumerPolicy(rawValue: text) else {
-                throw error(key.rawValue, "must be \(names), got \(Self.describe(value))")
+                throw error(key.rawValue, "must be \(SlowConsumerPolicy.namesForErrors), got \(Self.describe(value))")
             }
             config.slowConsumer = policy
         case .autoCreate:
@@ -164,6 +163,8 @@ struct TOMLConfigReader {
         case .maxSubscriptionBytes: config.maxSubscriptionBytes = try integer(key, value)
         case .maxReplayBytes: config.maxReplayBytes = try integer(key, value)
         case .maxRetainedBytes: config.maxRetainedBytes = try integer(key, value)
+        case .softPendingBytes: config.softPendingBytes = try integer(key, value)
+        case .softPendingSeconds: config.softPendingSeconds = try duration(key, value)
         case .dataDir:
             guard let text = value.string, !text.isEmpty, !text.utf8.contains(0) else {
                 throw error(key.rawValue, "must be a directory's path, got \(Self.describe(value))")
@@ -233,9 +234,10 @@ struct TOMLConfigReader {
     {
         var fields: [String: any TOMLValueConvertible] = [:]
         for (name, value) in table {
-            guard ["name", "kind", "capacity", "value", "durable"].contains(name) else {
+            guard ["name", "kind", "capacity", "value", "durable", "slow_consumer"].contains(name) else {
                 throw error(
-                    "\(prefix).\(name)", "unknown key (a subject takes name, kind, capacity, value, durable)")
+                    "\(prefix).\(name)",
+                    "unknown key (a subject takes name, kind, capacity, value, durable, slow_consumer)")
             }
             fields[name] = value
         }
@@ -294,8 +296,18 @@ struct TOMLConfigReader {
             }
             durable = flag
         }
+        var slowConsumer: SlowConsumerPolicy? = nil
+        if let policyValue = fields["slow_consumer"] {
+            guard let text = policyValue.string, let policy = SlowConsumerPolicy(rawValue: text) else {
+                throw error(
+                    "\(prefix).slow_consumer",
+                    "must be \(SlowConsumerPolicy.namesForErrors), got \(Self.describe(policyValue))")
+            }
+            slowConsumer = policy
+        }
         return SubjectDefinition(
-            name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable)
+            name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable,
+            slowConsumer: slowConsumer)
     }
 
     func error(_ key: String, _ problem: String) -> ConfigError {

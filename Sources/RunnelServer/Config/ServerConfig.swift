@@ -20,8 +20,9 @@ public struct ServerConfig: Sendable, Equatable {
     public var httpAllowedOrigins: [String] = []
     /// Longest request line, in bytes (`max_line_bytes`, default 1 MiB).
     public var maxLineBytes: Int = 1_048_576
-    /// Unsent output per connection before it is a slow consumer (`max_pending_bytes`, 8 MiB).
-    public var maxPendingBytes: Int = 8_388_608
+    /// Unsent output per connection past which it is a slow consumer at once: the hard limit
+    /// (`max_pending_bytes`, default 64 MiB, NATS's `max_pending`).
+    public var maxPendingBytes: Int = 67_108_864
     /// Longest expression in a stage, in bytes (`max_expr_bytes`, default 4096).
     public var maxExprBytes: Int = 4096
     /// Deepest JSON nesting accepted in a request (`max_depth`, default 128).
@@ -30,7 +31,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var maxConnections: Int = 10_000
     /// Subscriptions one connection may hold (`max_subscriptions_per_connection`, 10000).
     public var maxSubscriptionsPerConnection: Int = 10_000
-    /// What to do with a slow consumer (`slow_consumer`, default `disconnect`).
+    /// What to do with a slow consumer (`slow_consumer`, default `disconnect`); a subject may
+    /// name its own (`create`, `[[subjects]]`).
     public var slowConsumer: SlowConsumerPolicy = .disconnect
     /// Whether `pub`/`sub` on an unknown subject creates it (`auto_create`, default true).
     public var autoCreate: Bool = true
@@ -89,6 +91,14 @@ public struct ServerConfig: Sendable, Equatable {
     /// Bytes of values every replay and behavior subject keep together; past it, values for
     /// them are refused with `limit` (`max_retained_bytes`, default 1 GiB).
     public var maxRetainedBytes: Int = 1_073_741_824
+    /// Unsent output per connection past which the grace runs, replies are held and, under
+    /// `backpressure`, publishers are paused: the soft limit (`soft_pending_bytes`, default
+    /// 8 MiB, Redis's pub/sub soft limit; clamped to `max_pending_bytes`, see
+    /// `softPendingLimit`).
+    public var softPendingBytes: Int = 8_388_608
+    /// How long a connection may stay over the soft limit before it is a slow consumer
+    /// (`soft_pending_seconds`, default 10 s, NATS's `write_deadline`; zero: at once).
+    public var softPendingSeconds: Duration = .seconds(10)
     /// Where to accept the line protocol over TLS (`tls_listen`; default none, off). Needs a
     /// restart.
     public var tlsListen: ListenAddress? = nil
@@ -109,6 +119,10 @@ public struct ServerConfig: Sendable, Equatable {
     public var subjects: [SubjectDefinition] = []
     /// Tokens with their own rights (`[[tokens]]`), beside `auth_tokens`, which may do everything.
     public var tokens: [TokenDefinition] = []
+
+    /// The soft limit as it applies: `soft_pending_bytes`, at most `max_pending_bytes` (so a
+    /// configured `max_pending_bytes` alone keeps its meaning of a limit passed at once).
+    public var softPendingLimit: Int { min(softPendingBytes, maxPendingBytes) }
 
     /// The built-in defaults, used when no config file is given.
     public init() {}

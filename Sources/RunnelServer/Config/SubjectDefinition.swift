@@ -12,23 +12,39 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     public let initialValueJSON: String?
     /// Kept in `data_dir` across restarts (replay and behavior only).
     public let durable: Bool
+    /// The subject's own slow-consumer policy (`slow_consumer`); nil: the global one. Unlike
+    /// the rest, a reload applies a new one to the existing subject.
+    public let slowConsumer: SlowConsumerPolicy?
 
     public init(
-        name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil, durable: Bool = false
+        name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil, durable: Bool = false,
+        slowConsumer: SlowConsumerPolicy? = nil
     ) {
         self.durable = durable
+        self.slowConsumer = slowConsumer
         self.name = name
         self.kind = kind
         self.capacity = capacity
         self.initialValueJSON = initialValueJSON
     }
 
-    /// `name (kind, capacity N | value V)`, for logs and config summaries.
+    /// `name (kind, capacity N | value V[, durable][, slow_consumer P])`, for logs and config
+    /// summaries.
     public var description: String {
+        let policy = slowConsumer.map { ", slow_consumer \($0.rawValue)" } ?? ""
         switch kind {
-        case .subject: return "\(name) (subject)"
-        case .replay: return "\(name) (replay, capacity \(capacity ?? 0)\(durable ? ", durable" : ""))"
-        case .behavior: return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : ""))"
+        case .subject: return "\(name) (subject\(policy))"
+        case .replay: return "\(name) (replay, capacity \(capacity ?? 0)\(durable ? ", durable" : "")\(policy))"
+        case .behavior:
+            return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : "")\(policy))"
         }
+    }
+
+    /// Whether `other` declares the same subject but for its slow-consumer policy: what a
+    /// reload can apply to the existing subject.
+    func differsOnlyInSlowConsumer(from other: SubjectDefinition) -> Bool {
+        name == other.name && kind == other.kind && capacity == other.capacity
+            && initialValueJSON == other.initialValueJSON && durable == other.durable
+            && slowConsumer != other.slowConsumer
     }
 }

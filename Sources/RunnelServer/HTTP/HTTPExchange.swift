@@ -64,6 +64,13 @@ final class HTTPExchange {
         return connection.handOver(to: makeStream)
     }
 
+    /// Stops reading the request's connection (a body's route cannot take more now) until
+    /// `resumeInput()`; what was read already still arrives. Nothing once answered.
+    func pauseInput() { connection?.connection.stopReading() }
+
+    /// Reads the connection again, after `pauseInput()`.
+    func resumeInput() { connection?.connection.startReading() }
+
     /// Answers `failure` as the error object.
     func fail(_ failure: HTTPFailure) { answer(.failure(failure)) }
 }

@@ -44,8 +44,20 @@ extension Server {
             help: "next events dropped for slow consumers (slow_consumer = drop).", Double(stats.dropped))
         metrics.metric(
             "runnel_slow_consumer_disconnects_total", .counter,
-            help: "Connections closed as slow consumers (slow_consumer = disconnect).",
+            help: "Connections closed as slow consumers (slow_consumer = disconnect or backpressure).",
             Double(stats.slowConsumerDisconnects))
+        metrics.metric(
+            "runnel_publish_pauses_total", .counter,
+            help: "Times a publisher was paused because a subscriber its value reached lagged "
+                + "(slow_consumer = backpressure).",
+            Double(publisherPauses.pauses))
+        metrics.metric(
+            "runnel_publishers_paused", .gauge, help: "Publishers paused now (slow_consumer = backpressure).",
+            Double(publisherPauses.pausedNow))
+        metrics.metric(
+            "runnel_publish_paused_seconds_total", .counter,
+            help: "Seconds publishers have spent paused (slow_consumer = backpressure).",
+            publisherPauses.pausedSeconds)
         metrics.metric(
             "runnel_stage_evaluations_refused_total", .counter,
             help: "Stage evaluations refused, each ending its subscription with eval/limit, by the bound that "

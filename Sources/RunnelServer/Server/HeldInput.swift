@@ -1,5 +1,5 @@
-/// The input a session holds while its connection's output is over `max_pending_bytes`: the
-/// held lines back to back, each followed by its `\n` (so it costs what it took to send), and
+/// The input a session holds while its connection's output is over the soft limit, or its
+/// publishing is paused (`backpressure`): the held lines back to back, each followed by its `\n` (so it costs what it took to send), and
 /// where in them a line over `max_line_bytes` still has to be answered (such a line took more
 /// than `max_line_bytes` to send, so there are few). Loop thread only.
 struct HeldInput {
@@ -16,7 +16,8 @@ struct HeldInput {
     /// The offset in `bytes` and the index in `longLines` of the next item.
     private var cursor = 0
     private var nextLongLine = 0
-    /// Reading is stopped and a wake-up is registered with the connection.
+    /// Reading is stopped and a wake-up is registered (with the connection, or the publisher
+    /// gate).
     var isWaiting = false
 
     /// Whether input is being held: new lines must queue behind what is held.

@@ -18,6 +18,10 @@ public final class Server: @unchecked Sendable {
     let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishEvaluationBound: PublishEvaluationBound
+    /// Publishers paused by `backpressure`, and the counts of pauses.
+    let publisherPauses: PublisherPauses
+    /// `config.softPendingLimit`, worked out once per configuration: deliveries read it.
+    private(set) var softPendingLimit: Int
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
@@ -48,6 +52,8 @@ public final class Server: @unchecked Sendable {
         self.logger = logger
         self.subjects = subjects
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
+        self.publisherPauses = PublisherPauses(clock: scheduler)
+        self.softPendingLimit = config.softPendingLimit
         applyRetentionLimits()
     }
 
@@ -68,7 +74,8 @@ public final class Server: @unchecked Sendable {
 
     /// Creates the subjects the configuration lists that do not exist yet; they exist before
     /// anyone connects. `max_subjects` does not apply to them. A durable subject restored from
-    /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, durable).
+    /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, durable). Each
+    /// gets its table's `slow_consumer`, existing ones too (so a reload applies a new one).
     public func createConfiguredSubjects() throws {
         scheduler.assertOnLoopThread()
         for subject in config.subjects {
@@ -82,13 +89,15 @@ public final class Server: @unchecked Sendable {
                         "[[subjects]] \"\(subject.name)\" is \(subject), but the subject kept in data_dir is "
                             + existing.shape)
                 }
+                existing.label.slowConsumer = subject.slowConsumer
                 continue
             }
             let initial = try subject.initialValueJSON.map { text -> RawJSON in
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
-            _ = subjects.create(
-                subject.name, kind: subject.kind, capacity: capacity, initial: initial, durable: subject.durable)
+            subjects.create(
+                subject.name, kind: subject.kind, capacity: capacity, initial: initial, durable: subject.durable
+            ).label.slowConsumer = subject.slowConsumer
         }
     }
 
@@ -224,6 +233,7 @@ public final class Server: @unchecked Sendable {
         applied.httpListen = config.httpListen
         let tokensChanged = applied.authTokens != config.authTokens || applied.tokens != config.tokens
         config = applied
+        softPendingLimit = applied.softPendingLimit
         applyRetentionLimits()
         if tokensChanged {
             access = AccessList(config: applied)

@@ -1,7 +1,7 @@
 import RunnelUV
 
-/// Events out: each subscription's events, written as they come, under the slow-consumer
-/// policy.
+/// Events out: each subscription's events, written as they come; over the soft limit, the
+/// slow-consumer policy (`Session+SlowConsumer`).
 extension Session {
     /// Values up to this size are handed to the transport to copy into the line; larger ones
     /// by reference. Measured with 1 KiB values fanned out to 10 TCP subscribers: copying
@@ -13,45 +13,37 @@ extension Session {
     private static var nextEnd: UnsafeRawBufferPointer { ("}" as StaticString).rawBytes }
 
     /// Writes a `next` event through `transport` (the session's own, typed as it is where the
-    /// caller knows it, so the writes are direct calls), unless the unsent output is over
-    /// `max_pending_bytes`: then the slow-consumer policy applies. The limit is checked by the
-    /// same transport call that writes (one call per delivery).
+    /// caller knows it, so the writes are direct calls), unless the unsent output is over the
+    /// soft limit: then `deliverOverSoftLimit` decides. The limit is checked by the same
+    /// transport call that writes (one call per delivery).
     @inline(__always)
     func deliverNext<Transport: SessionTransport>(
         _ message: Message, to subscription: SessionSubscription, through transport: Transport
     ) {
         guard !isClosing, !subscription.isFinished else { return }
-        let limit = server.config.maxPendingBytes
         if subscription.dropped > 0 {
             // The count of what was dropped goes first, so it needs room of its own.
-            guard !isOverPendingLimit else { return overLimit(subscription) }
+            guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription, through: transport) }
             writeDropped(subscription)
         }
-        let written: Bool
-        if subscription.isPattern {
-            written = writePatternNext(message, subscription, limit: limit, transport)
-        } else if subscription.sendsPositions {
-            written = writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit, transport)
-        } else {
-            written = writeNext(
-                message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit, transport)
-        }
-        if written {
+        if writeNext(message, subscription, limit: server.softPendingLimit, transport) {
             stats.delivered &+= 1
         } else {
-            overLimit(subscription)
+            deliverOverSoftLimit(message, to: subscription, through: transport)
         }
     }
 
-    /// The slow-consumer policy, for an event that found the output over the limit.
-    private func overLimit(_ subscription: SessionSubscription) {
-        switch server.config.slowConsumer {
-        case .disconnect:
-            closeAsSlowConsumer()
-        case .drop:
-            subscription.dropped &+= 1
-            stats.dropped &+= 1
+    /// Writes `message` as `subscription`'s `next` line, unless the output is over `limit`.
+    @inline(__always)
+    func writeNext<Transport: SessionTransport>(
+        _ message: Message, _ subscription: SessionSubscription, limit: Int, _ transport: Transport
+    ) -> Bool {
+        if subscription.isPattern {
+            return writePatternNext(message, subscription, limit: limit, transport)
+        } else if subscription.sendsPositions {
+            return writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit, transport)
         }
+        return writeNext(message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit, transport)
     }
 
     /// Writes `head`, the message's value and `}`, or `,"pos":"EPOCH:SEQ"}` when the
@@ -147,22 +139,10 @@ extension Session {
         }
     }
 
-    private func writeDropped(_ subscription: SessionSubscription) {
+    func writeDropped(_ subscription: SessionSubscription) {
         var line = ServerLineWriter.event("dropped", sid: subscription.sidJSON)
         line.member("count", integer: subscription.dropped)
         subscription.dropped = 0
         write(line)
-    }
-
-    /// The slow-consumer policy `disconnect`: one last line, then close.
-    private func closeAsSlowConsumer() {
-        guard !isClosing else { return }
-        stats.slowConsumerDisconnects &+= 1
-        server.logger.notice(
-            "closing slow consumer",
-            metadata: [
-                "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",
-            ])
-        close(saying: ProtocolError(.slowConsumer, ""), flushingWithin: .seconds(2))
     }
 }

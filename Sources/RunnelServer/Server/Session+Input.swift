@@ -1,17 +1,18 @@
 /// Requests in: each request a transport hands over is handled in order, or held while the
-/// client does not read its replies.
+/// client does not read its replies, or while its publishing is paused (`backpressure`).
 extension Session {
     /// Handles one request, or holds it while replies pile up.
     func transportDidReceive(request line: UnsafeRawBufferPointer) {
         stats.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
-        if held.isActive || isOverPendingLimit {
+        if held.isActive || isOverSoftLimit {
             held.append(line: line)
             holdInput()
             return
         }
         process(line)
+        if publisher.isPaused { holdInput() }
     }
 
     private func process(_ line: UnsafeRawBufferPointer) {
@@ -34,7 +35,7 @@ extension Session {
     func transportDidDiscardLongRequest(byteCount: Int) {
         stats.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
-        if held.isActive || isOverPendingLimit {
+        if held.isActive || isOverSoftLimit {
             held.append(longLine: byteCount)
             holdInput()
             return
@@ -53,23 +54,31 @@ extension Session {
 
     /// A client that sends requests and does not read their replies would make the server
     /// queue output without end (a pipelined `list` costs a few bytes to send and can cost
-    /// megabytes to answer), and `max_pending_bytes` is only checked for events. So once the
-    /// unsent output is over it, the session stops taking input: the requests already handed
-    /// over are held (at most one read buffer and one line), and the rest waits in the
-    /// kernel, which pushes back on the client. When the output falls back to the limit, the
-    /// held requests are handled, in order, pausing again whenever it is over, and input
-    /// resumes.
+    /// megabytes to answer), and the limits are only checked for events. So once the unsent
+    /// output is over the soft limit, the session stops taking input: the requests already
+    /// handed over are held (at most one read buffer and one line), and the rest waits in the
+    /// kernel, which pushes back on the client. The same holds while a value this connection
+    /// published has a subscriber lagging under `backpressure` (`publisher.isPaused`). When
+    /// both are over, the held requests are handled, in order, pausing again whenever either
+    /// comes back, and input resumes.
     private func holdInput() {
         guard !held.isWaiting else { return }
         held.isWaiting = true
         transport.pauseInput()
-        output.whenUnsentBytes(fallTo: server.config.maxPendingBytes) { [weak self] in self?.resumeInput() }
+        if isOverSoftLimit {
+            awaitOutputDrain()
+        } else {
+            publisher.whenResumed { [weak self] in self?.resumeInput() }
+        }
     }
 
-    private func resumeInput() {
+    /// Handles the held requests once what held them is over (the output fell: `outputDrained`;
+    /// the publisher resumed: `holdInput`'s wake-up); nothing when nothing is held.
+    func resumeInput() {
+        guard held.isWaiting else { return }
         held.isWaiting = false
         while !isClosing, let next = held.first {
-            if isOverPendingLimit {
+            if isOverSoftLimit || publisher.isPaused {
                 holdInput()
                 return
             }
@@ -82,15 +91,20 @@ extension Session {
             }
         }
         held.reset()
-        if !isClosing { transport.resumeInput() }
+        guard !isClosing else { return }
+        if publisher.isPaused {
+            holdInput()
+        } else {
+            transport.resumeInput()
+        }
     }
 
-    /// Whether the unsent output is over `max_pending_bytes`: requests are held (`holdInput`)
-    /// and events are a slow consumer's (`deliverNext`) while it is.
+    /// Whether the unsent output is over the soft limit: requests are held (`holdInput`) and
+    /// events go through the slow-consumer policy (`deliverOverSoftLimit`) while it is.
     @inline(__always)
-    var isOverPendingLimit: Bool {
-        if let cork { return cork.hasUnsentBytes(over: server.config.maxPendingBytes) }
-        return transport.hasUnsentBytes(over: server.config.maxPendingBytes)
+    var isOverSoftLimit: Bool {
+        if let cork { return cork.hasUnsentBytes(over: server.softPendingLimit) }
+        return transport.hasUnsentBytes(over: server.softPendingLimit)
     }
 
     private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {

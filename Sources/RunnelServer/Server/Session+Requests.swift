@@ -55,14 +55,16 @@ extension Session {
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count.
             try Publishing.publish(
-                request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
+                request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound,
+                by: publisher)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
-            request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound)
+            request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound,
+            by: publisher)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {
@@ -185,6 +187,7 @@ extension Session {
         if initial != nil && kind != .behavior {
             throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
         }
+        let policy = try slowConsumerPolicy(of: request)
         let durable = try request.bool(.durable) ?? false
         if durable {
             guard kind != .subject else {
@@ -198,18 +201,30 @@ extension Session {
             guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable else {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
+            if let policy { existing.label.slowConsumer = policy }
             writeOK(ref: request.ref)
             return
         }
         try server.checkSubjectLimit()
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
-        _ = subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+        subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable).label.slowConsumer =
+            policy
         if durable {
             replyWhenWritten(ref: request.ref)
         } else {
             writeOK(ref: request.ref)
         }
+    }
+
+    /// `create`'s `slow_consumer` (an extension): the subject's own policy; nil when absent.
+    private func slowConsumerPolicy(of request: Request) throws(ProtocolError) -> SlowConsumerPolicy? {
+        guard let field = request.scanned.field(named: "slow_consumer") else { return nil }
+        guard let text = request.scanned.string(field), let policy = SlowConsumerPolicy(rawValue: text) else {
+            throw ProtocolError(
+                .badRequest, "field 'slow_consumer' must be \(SlowConsumerPolicy.namesForErrors)")
+        }
+        return policy
     }
 
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {

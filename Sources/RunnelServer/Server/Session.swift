@@ -28,6 +28,14 @@ final class Session: RequestReceiver, @unchecked Sendable {
     let subjects: any SubjectStore
     /// The server's bound on one publish's stage evaluations, held directly for the same reason.
     let publishBound: PublishEvaluationBound
+    /// Publishers paused by `backpressure`, held directly for the same reason.
+    let pauses: PublisherPauses
+    /// This connection as a publisher: paused while a subscriber its values reached lags
+    /// under `backpressure` (`Session+Input` holds its requests meanwhile).
+    let publisher: PublisherGate
+    /// While the unsent output is over the soft limit: the grace and the publishers waiting
+    /// for it to fall (`Session+SlowConsumer`).
+    var lag: Lag?
     /// What this connection's stage evaluations are charged to: its own budget of steps
     /// (`max_eval_steps_per_second`, `max_eval_steps_burst`) and the publish bound.
     let evaluationAccount: EvaluationAccount
@@ -48,8 +56,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
     var lastPublishTarget: SubjectEntry?
     /// Set once the session stops delivering: closed, or closing as a slow consumer.
     var isClosing = false
-    /// Requests read while the unsent output was over `max_pending_bytes`, kept until it
-    /// falls (`Session+Input`).
+    /// Requests read while the unsent output was over the soft limit, or while publishing was
+    /// paused, kept until both are over (`Session+Input`).
     var held = HeldInput()
     /// The address this session counts against in `max_connections_per_address`, when it
     /// was admitted as a connection of its own (not handed over by the HTTP front door).
@@ -67,6 +75,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.stats = server.stats
         self.subjects = server.subjects
         self.publishBound = server.publishEvaluationBound
+        self.pauses = server.publisherPauses
+        self.publisher = PublisherGate(pauses: server.publisherPauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(
                 stepsPerSecond: server.config.maxEvalStepsPerSecond, burstSteps: server.config.maxEvalStepsBurst,
@@ -112,6 +122,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The server is stopping: every subscription goes, queued output drains within `timeout`.
     func close(flushingWithin timeout: Duration) {
         disposeAll()
+        endLag()
         transport.closeAfterFlush(timeout: timeout)
     }
 
@@ -121,6 +132,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func close(saying reason: ProtocolError, flushingWithin timeout: Duration) {
         isClosing = true
         disposeAll()
+        endLag()
         write(ServerLineWriter.closing(reason))
         output.closeAfterFlush(timeout: timeout)
     }
@@ -130,6 +142,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         server.scheduler.assertOnLoopThread()
         isClosing = true
         disposeAll()
+        endLag()
     }
 
     /// The transport closed, from either side.
@@ -138,6 +151,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         isClosing = true
         cancelLoginWait()
         disposeAll()
+        endLag()
+        publisher.close()
         server.sessionDidClose(self)
     }
 

@@ -2,7 +2,8 @@ import RunnelUV
 
 /// A subject's name with its JSON string form encoded once, shared by every event that
 /// names it (pattern subscriptions' `"subject"`, expressions' `$subject`), and, for a named
-/// subject, its epoch with the start of a `pos` member encoded once too. Immutable.
+/// subject, its epoch with the start of a `pos` member encoded once too. Immutable but for
+/// `slowConsumer`.
 public final class SubjectLabel: Sendable {
     public let name: String
     /// `"name"` as a JSON string, quotes included.
@@ -11,6 +12,11 @@ public final class SubjectLabel: Sendable {
     public let epoch: String?
     /// `,"pos":"EPOCH:` for a subject's label: what comes before a value's seq in an event.
     let positionPrefix: ByteBuffer?
+    /// The subject's own slow-consumer policy (`create`'s or its `[[subjects]]` table's
+    /// `slow_consumer`); nil: the global one. Kept here, on what every delivered value carries,
+    /// so a delivery over the soft limit finds it without a lookup. Loop thread only: set when
+    /// the subject is created or the configuration reloaded, read by deliveries.
+    nonisolated(unsafe) var slowConsumer: SlowConsumerPolicy?
 
     public init(_ name: String, epoch: String? = nil) {
         self.name = name

@@ -3,13 +3,22 @@
 /// line (`max_line_bytes`). Blank lines are skipped; a `\r` before a `\n` is dropped. The
 /// first bad line fails the request there: nothing after it is published, and the error,
 /// with `published`, is answered at once (the rest of the body is read and thrown away).
-/// Answered `{"ok":true,"published":N}` after the last line. Loop thread only.
+/// Answered `{"ok":true,"published":N}` after the last line.
+///
+/// Under `backpressure`, a line whose value reaches a lagging subscriber pauses the request:
+/// the connection is not read, the rest of what was read already (at most one read's worth)
+/// is kept in `held`, and once the publication resumes it is published, in order, and reading
+/// goes on. Loop thread only.
 final class NDJSONBody: HTTPBodyReader {
     private let publication: Publication
     private let maxLineBytes: Int
     /// The start of a line split across reads.
     private var partial: [UInt8] = []
     private var failed = false
+    /// Body bytes read while the publication was paused, not looked at yet.
+    private var held: [UInt8] = []
+    /// The body ended while the publication was paused: `finish` once `held` is done.
+    private var finishesAfterHeld = false
 
     init(_ publication: Publication, maxLineBytes: Int) {
         self.publication = publication
@@ -18,8 +27,16 @@ final class NDJSONBody: HTTPBodyReader {
 
     func read(_ bytes: UnsafeRawBufferPointer) {
         guard !failed else { return }
+        guard !publication.isPaused && held.isEmpty else {
+            held.append(contentsOf: bytes)
+            return
+        }
         var rest = bytes
         while let newline = rest.firstIndex(of: 0x0A) {
+            if publication.isPaused {
+                pause(keeping: rest)
+                return
+            }
             let line = UnsafeRawBufferPointer(rebasing: rest[..<newline])
             rest = UnsafeRawBufferPointer(rebasing: rest[(newline + 1)...])
             if partial.isEmpty {
@@ -37,10 +54,15 @@ final class NDJSONBody: HTTPBodyReader {
             return
         }
         partial.append(contentsOf: rest)
+        if publication.isPaused { pause(keeping: UnsafeRawBufferPointer(start: nil, count: 0)) }
     }
 
     func finish() {
         guard !failed else { return }
+        guard !publication.isPaused && held.isEmpty else {
+            finishesAfterHeld = true
+            return
+        }
         if !partial.isEmpty {
             partial.withUnsafeBytes { publish($0) }
             if failed { return }
@@ -56,6 +78,28 @@ final class NDJSONBody: HTTPBodyReader {
     func abort(_ failure: HTTPFailure) {
         guard !failed else { return }
         fail(failure.error)
+    }
+
+    /// Stops reading the connection, keeping `rest` for when the publication resumes.
+    private func pause(keeping rest: UnsafeRawBufferPointer) {
+        held.append(contentsOf: rest)
+        publication.exchange.pauseInput()
+        // Held strongly: the connection lets go of a body reader once the body has ended.
+        publication.whenResumed { self.resume() }
+    }
+
+    /// The publication resumed: what was held is read, in order (it may pause again), then the
+    /// connection, or the end of the body.
+    private func resume() {
+        let pending = held
+        held = []
+        pending.withUnsafeBytes { read($0) }
+        guard !failed, !publication.isPaused, held.isEmpty else { return }
+        if finishesAfterHeld {
+            finish()
+        } else {
+            publication.exchange.resumeInput()
+        }
     }
 
     /// Publishes one line (without its `\n`), or fails the request at it.

@@ -45,7 +45,10 @@ final class PublishRoute: HTTPRoute {
 
 /// One `POST /pub/SUBJECT` in progress: its subject, what it has published, and its answer,
 /// which for a durable subject waits for the disk as the line protocol's reply does (with
-/// `fsync = always`, once the values are on disk). Loop thread only.
+/// `fsync = always`, once the values are on disk), and waits while the publication is paused
+/// (`backpressure`: a subscriber its values reached lags), so a client that publishes one
+/// value per request is paused too. Loop thread only. Lifetime rule: its body reader holds it;
+/// the laggards that paused it hold only its gate.
 final class Publication {
     let exchange: HTTPExchange
     private unowned let server: Server
@@ -56,6 +59,8 @@ final class Publication {
     private(set) var published = 0
     /// Whether a durable value was published: the answer then waits for the disk.
     private(set) var wroteDurable = false
+    /// This request as a publisher, for `backpressure`.
+    private let gate: PublisherGate
 
     init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry) {
         self.server = server
@@ -63,7 +68,10 @@ final class Publication {
         self.exchange = exchange
         self.entry = entry
         self.name = entry.name
+        self.gate = PublisherGate(pauses: server.publisherPauses)
     }
+
+    deinit { gate.close() }
 
     var maxDepth: Int { server.config.maxDepth }
 
@@ -74,11 +82,19 @@ final class Publication {
         if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant) }
         let receivers = entry.subject.subscriberCount
         try Publishing.publish(
-            value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound)
+            value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
+            by: gate)
         published += 1
         wroteDurable = wroteDurable || entry.isDurable
         return receivers
     }
+
+    /// Whether a subscriber a value reached lags under `backpressure`: nothing more is
+    /// published, nor answered, until `whenResumed`.
+    var isPaused: Bool { gate.isPaused }
+
+    /// Runs `action` once the publication is not paused (at once when it is not).
+    func whenResumed(_ action: @escaping () -> Void) { gate.whenResumed(action) }
 
     /// The subject's subscribers now.
     var subscriberCount: Int { entry.subject.subscriberCount }
@@ -86,6 +102,11 @@ final class Publication {
     /// Answers with `response()`, once what was published is on disk where answers wait for
     /// it; the disk's error instead, if writing failed.
     func answer(_ response: @escaping () -> HTTPResponse) {
+        guard !gate.isPaused else {
+            // Held strongly: the body reader that called may be gone by then.
+            gate.whenResumed { self.answer(response) }
+            return
+        }
         guard wroteDurable, server.subjects.repliesWaitForDisk else {
             exchange.answer(response())
             return

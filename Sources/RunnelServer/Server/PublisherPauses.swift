@@ -1,0 +1,112 @@
+import Runnel
+import RunnelUV
+
+/// The `backpressure` policy's view of publishers: whose value is being fanned out right now
+/// (so a subscriber it puts over the soft limit knows whom to pause), and what `stats` and
+/// `/metrics` report about pauses. One per server, held directly by every session and HTTP
+/// publication (as `ServerStats` is). Loop thread only.
+final class PublisherPauses {
+    /// The publisher whose value is being delivered now; nil outside a publish (timers,
+    /// replay on subscribe, values that waited for the disk: nobody to pause). Unowned: set
+    /// and cleared around one synchronous publish, while its owner holds it.
+    unowned(unsafe) var current: PublisherGate?
+    /// Pauses begun since the server started.
+    private(set) var pauses: UInt64 = 0
+    /// Publishers paused now.
+    private(set) var pausedNow = 0
+    /// Nanoseconds of finished pauses, and the sum of the start times of the pauses under way
+    /// (so the total at any moment needs no walk over the paused publishers).
+    private var finishedNanoseconds: Int64 = 0
+    private var startsUnderWay: Int64 = 0
+    let clock: LoopScheduler
+
+    init(clock: LoopScheduler) { self.clock = clock }
+
+    /// Seconds publishers have spent paused, pauses under way included.
+    var pausedSeconds: Double {
+        let underWay = Int64(pausedNow) * clock.now.nanoseconds - startsUnderWay
+        return Double(finishedNanoseconds + underWay) / 1e9
+    }
+
+    /// A pause begins; returns when, for `ended(startedAt:)`.
+    func began() -> Int64 {
+        let now = clock.now.nanoseconds
+        pauses &+= 1
+        pausedNow += 1
+        startsUnderWay += now
+        return now
+    }
+
+    func ended(startedAt start: Int64) {
+        assert(pausedNow > 0, "a pause ended that had not begun")
+        pausedNow -= 1
+        startsUnderWay -= start
+        finishedNanoseconds += clock.now.nanoseconds - start
+    }
+}
+
+/// One publisher's side of `backpressure`: how many lagging subscribers its values have put or
+/// found over the soft limit (each holds the gate until it is back under it, or closed), and
+/// what to do once none does. Its owner (a session, an HTTP publication) stops reading its
+/// client while `isPaused`, holding what it had read already.
+///
+/// Thread rules: loop thread only. Lifetime rule: the owner holds it, and so does every
+/// laggard it waits on until it lets go (`laggardEnded`); it holds its owner only weakly,
+/// through the action `whenResumed` was given.
+final class PublisherGate {
+    private let pauses: PublisherPauses
+    /// Laggards holding this gate.
+    private(set) var laggards = 0
+    /// When the pause under way began (`PublisherPauses.began()`).
+    private var pausedAt: Int64 = 0
+    private var onResume: (() -> Void)?
+    /// Set once its owner has gone: later releases change nothing.
+    private var isClosed = false
+
+    init(pauses: PublisherPauses) { self.pauses = pauses }
+
+    /// Whether the owner must stop reading its client.
+    @inline(__always) var isPaused: Bool { laggards > 0 }
+
+    /// Runs `action` once the last laggard lets go (at once when none holds the gate); a new
+    /// call replaces a waiting one.
+    func whenResumed(_ action: @escaping () -> Void) {
+        guard isPaused else { return action() }
+        onResume = action
+    }
+
+    /// Publishes through the gate: `current` names it while `publish` runs, so a subscriber
+    /// the value puts over the soft limit can pause it.
+    @inline(__always)
+    func publishing(_ publish: () -> Void) {
+        let outer = pauses.current
+        pauses.current = self
+        publish()
+        pauses.current = outer
+    }
+
+    /// A laggard (a session over the soft limit) takes hold of the gate: the first pauses it.
+    func laggardBegan() {
+        laggards += 1
+        if laggards == 1 && !isClosed { pausedAt = pauses.began() }
+    }
+
+    /// A laggard lets go (it is back under the soft limit, or closed): the last resumes it.
+    func laggardEnded() {
+        assert(laggards > 0, "a laggard let go of a gate it did not hold")
+        laggards -= 1
+        guard laggards == 0, !isClosed else { return }
+        pauses.ended(startedAt: pausedAt)
+        let action = onResume
+        onResume = nil
+        action?()
+    }
+
+    /// The owner has gone: a pause under way ends now, as far as the counts go.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        onResume = nil
+        if isPaused { pauses.ended(startedAt: pausedAt) }
+    }
+}

@@ -1,0 +1,135 @@
+import Runnel
+import RunnelUV
+
+/// The slow-consumer policy: what happens to an event that finds the connection's unsent
+/// output over the soft limit (`soft_pending_bytes`, clamped to `max_pending_bytes`).
+///
+/// A connection is a slow consumer once its output passes the hard limit
+/// (`max_pending_bytes`), or stays over the soft limit for longer than the grace
+/// (`soft_pending_seconds`). Until then its events are written. Each event applies the policy
+/// of the subject its value came from (`SubjectLabel.slowConsumer`, else `slow_consumer`):
+/// - `disconnect`: a slow consumer gets a `closing` line and is closed;
+/// - `drop`: a slow consumer's events are dropped (and counted in `dropped` events) until its
+///   output is back under the soft limit;
+/// - `backpressure`: over the soft limit, the publisher whose value it is (`pauses.current`)
+///   is paused until this connection's output is back under the soft limit, or it is closed;
+///   a slow consumer is closed as under `disconnect`, so a dead client stalls nobody for longer
+///   than the grace.
+///
+/// When the grace ends (a timer, since a paused publisher may mean nothing more is written),
+/// the connection is closed if any event of the lag was under `disconnect` or `backpressure`.
+/// Loop thread only.
+extension Session {
+    /// One stretch of time over the soft limit.
+    struct Lag {
+        /// Ends the grace; nil once it has ended (or with a grace of zero).
+        var graceTimer: Disposable?
+        /// The grace has ended: the connection is a slow consumer until its output falls.
+        var isPastGrace = false
+        /// An event under `disconnect` or `backpressure` came during the lag: the end of the
+        /// grace closes the connection.
+        var closesPastGrace = false
+        /// The publishers paused on this connection (each once).
+        var publishers: [PublisherGate] = []
+    }
+
+    /// An event that found the output over the soft limit: written while the connection is
+    /// not a slow consumer (pausing its publisher under `backpressure`), else the policy.
+    @inline(never)
+    func deliverOverSoftLimit<Transport: SessionTransport>(
+        _ message: Message, to subscription: SessionSubscription, through transport: Transport
+    ) {
+        let policy = message.label.slowConsumer ?? server.config.slowConsumer
+        let hardLimit = server.config.maxPendingBytes
+        if lag == nil { beginLag() }
+        guard !lag!.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
+            return actOnSlowConsumer(policy, subscription)
+        }
+        if policy != .drop { lag!.closesPastGrace = true }
+        if policy == .backpressure, let publisher = pauses.current { hold(publisher) }
+        if subscription.dropped > 0 { writeDropped(subscription) }
+        if writeNext(message, subscription, limit: hardLimit, transport) {
+            stats.delivered &+= 1
+        } else {
+            actOnSlowConsumer(policy, subscription)
+        }
+    }
+
+    /// The policy, for an event of a slow consumer.
+    private func actOnSlowConsumer(_ policy: SlowConsumerPolicy, _ subscription: SessionSubscription) {
+        switch policy {
+        case .disconnect, .backpressure:
+            closeAsSlowConsumer()
+        case .drop:
+            subscription.dropped &+= 1
+            stats.dropped &+= 1
+        }
+    }
+
+    /// The output went over the soft limit: the grace starts, and the end of the lag is
+    /// awaited.
+    private func beginLag() {
+        var lag = Lag()
+        let grace = server.config.softPendingSeconds
+        if grace > .zero {
+            let scheduler = server.scheduler
+            lag.graceTimer = scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in
+                self?.graceEnded()
+            }
+        } else {
+            lag.isPastGrace = true
+        }
+        self.lag = lag
+        awaitOutputDrain()
+    }
+
+    /// Pauses `publisher` until this lag ends.
+    private func hold(_ publisher: PublisherGate) {
+        guard !lag!.publishers.contains(where: { $0 === publisher }) else { return }
+        lag!.publishers.append(publisher)
+        publisher.laggardBegan()
+    }
+
+    private func graceEnded() {
+        guard !isClosing, lag != nil else { return }
+        lag!.graceTimer = nil
+        guard isOverSoftLimit else { return endLag() }
+        lag!.isPastGrace = true
+        if lag!.closesPastGrace { closeAsSlowConsumer() }
+    }
+
+    /// Asks the transport to call `outputDrained` once the output is at most the soft limit:
+    /// the one wake-up both the lag and held requests (`Session+Input`) wait for.
+    func awaitOutputDrain() {
+        output.whenUnsentBytes(fallTo: server.softPendingLimit) { [weak self] in self?.outputDrained() }
+    }
+
+    private func outputDrained() {
+        guard !isClosing else { return }
+        // A cork put in place meanwhile may hold more.
+        if isOverSoftLimit { return awaitOutputDrain() }
+        endLag()
+        resumeInput()
+    }
+
+    /// The lag is over (the output fell, or the connection is closing): the grace stops and
+    /// every publisher paused on it is let go.
+    func endLag() {
+        guard let ending = lag else { return }
+        lag = nil
+        ending.graceTimer?.dispose()
+        for publisher in ending.publishers { publisher.laggardEnded() }
+    }
+
+    /// The policy `disconnect` (and `backpressure`'s end): one last line, then close.
+    func closeAsSlowConsumer() {
+        guard !isClosing else { return }
+        stats.slowConsumerDisconnects &+= 1
+        server.logger.notice(
+            "closing slow consumer",
+            metadata: [
+                "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",
+            ])
+        close(saying: ProtocolError(.slowConsumer, ""), flushingWithin: .seconds(2))
+    }
+}
