@@ -134,6 +134,8 @@ struct ConfigChangesTests {
                 max_subscription_bytes = 4096
                 max_replay_bytes = 4096
                 max_retained_bytes = 8192
+                soft_pending_bytes = 1500
+                soft_pending_seconds = 3
                 tls_listen = "127.0.0.1:3"
                 https_listen = "127.0.0.1:4"
                 tls_cert_file = "/c.pem"

@@ -5,7 +5,8 @@ import Testing
 /// here wrote: `scripts/http-tests.py` with httpx, `scripts/websocket-tests.py` with Python's
 /// `websockets` (and raw sockets for what no well-behaved client sends),
 /// `scripts/dashboard-tests.py` with headless Chromium driven by selenium, `scripts/tls-tests.py`
-/// with Python's `ssl`, `openssl s_client` and the runnel CLI. Each script starts
+/// with Python's `ssl`, `openssl s_client` and the runnel CLI, `scripts/backpressure-tests.py`
+/// with publishers over TCP, `websockets` and httpx. Each script starts
 /// its own daemons, on free ports, with the configurations it needs; one of the HTTP checks
 /// waits out the 10-second head limit.
 @Suite struct HTTPFrontDoorTests {
@@ -23,6 +24,13 @@ import Testing
 
     @Test(.timeLimit(.minutes(2))) func thePermissionChecksPass() throws {
         try runScript("scripts/permissions-tests.py")
+    }
+
+    /// `slow_consumer = "backpressure"` and the soft limit's grace: publishers over TCP, a
+    /// WebSocket and an HTTP NDJSON body paused while a subscriber lags and resumed without
+    /// loss; a dead subscriber cut when the grace ends.
+    @Test(.timeLimit(.minutes(3))) func theBackpressureChecksPass() throws {
+        try runScript("scripts/backpressure-tests.py")
     }
 
     /// TLS on both listeners (scripts/tls-tests.py): certificates made by `openssl` at test

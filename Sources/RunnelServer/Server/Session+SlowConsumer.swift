@@ -90,7 +90,8 @@ extension Session {
         publisher.laggardBegan()
     }
 
-    private func graceEnded() {
+    /// The grace timer fired (internal, so tests can stand in for the timer).
+    func graceEnded() {
         guard !isClosing, lag != nil else { return }
         lag!.graceTimer = nil
         guard isOverSoftLimit else { return endLag() }

@@ -20,7 +20,8 @@ final class MemoryTransport: SessionTransport {
     let maxRequestBytes: Int
     let peerDescription = "memory"
     let transportName = "memory"
-    private var receiver: (any RequestReceiver)?
+    /// The session it carries, until it has closed.
+    private(set) var receiver: (any RequestReceiver)?
     private var unsentWaiter: (threshold: Int, action: () -> Void)?
 
     init(maxRequestBytes: Int = 1 << 20) {
@@ -42,6 +43,13 @@ final class MemoryTransport: SessionTransport {
                 receiver?.transportDidReceive(request: UnsafeRawBufferPointer(bytes))
             }
         }
+    }
+
+    /// Hands `request` to the session as a line read before the session paused the input (a
+    /// socket's read buffer holds several): the session must hold it.
+    func receiveReadAhead(_ request: String) {
+        var request = request
+        request.withUTF8 { receiver?.transportDidReceive(request: UnsafeRawBufferPointer($0)) }
     }
 
     /// Takes the lines written so far.

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Slow consumers against a real runneld over real sockets (docs/protocol.md, "Slow consumers").
+
+    scripts/backpressure-tests.py [--runneld PATH]
+
+Small limits (soft_pending_bytes 256 KiB, max_pending_bytes 4 MiB, soft_pending_seconds 3) and
+slow_consumer = "backpressure". A subscriber that stops reading for a moment makes the server
+stop reading its publisher, over TCP, over a WebSocket (websockets) and as an HTTP
+`POST /pub` NDJSON body (httpx); once it reads again every value arrives, in order, and the
+publisher goes on. A subscriber that never reads is cut (`closing` slow_consumer) when the
+grace ends, and its publisher, paused meanwhile, goes on. `stats` and `/metrics` count the
+pauses. No pass/fail timing: deadlines only, generous for a loaded 2-core machine.
+Needs httpx (Debian: python3-httpx) and websockets (PyPI, 13 or later).
+"""
+
+import json
+import socket
+import threading
+import time
+
+import httpx
+from runneld_process import LineClient, main
+from websockets.sync.client import connect
+
+# Values of about 1 KiB: 12,000 of them are 12 MB, past what the kernel's buffers on both ends
+# take, so the server's own unsent output passes the soft limit and, for a subscriber that
+# never reads, the hard one.
+COUNT = 12_000
+PAD = "x" * 1000
+
+
+def value(n):
+    return {"n": n, "pad": PAD}
+
+
+def stats(d):
+    client = LineClient(d.port)
+    try:
+        return client.request({"op": "stats"})
+    finally:
+        client.close()
+
+
+def wait_for(d, predicate, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        figures = stats(d)
+        if predicate(figures):
+            return figures
+        time.sleep(0.02)
+    raise AssertionError(f"no {what} within {timeout} s: {stats(d)}")
+
+
+class SlowSubscriber:
+    """A TCP subscriber with a small receive buffer, which reads only when told to."""
+
+    def __init__(self, d, subject, sid):
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.socket.connect(("127.0.0.1", d.port))
+        self.socket.settimeout(60)
+        self.buffer = b""
+        self.socket.sendall(json.dumps({"op": "sub", "subject": subject, "sid": sid, "ref": 1}).encode() + b"\n")
+
+    def line(self):
+        while b"\n" not in self.buffer:
+            chunk = self.socket.recv(1 << 20)
+            if not chunk:
+                raise EOFError("closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def values(self, count):
+        """Reads until `count` next events have come; returns their `n`s."""
+        seen = []
+        while len(seen) < count:
+            line = self.line()
+            if line.get("ev") == "next":
+                seen.append(line["value"]["n"])
+            else:
+                assert line.get("ok") is True, line
+        return seen
+
+    def close(self):
+        self.socket.close()
+
+
+def publish_in_background(publish):
+    """Runs `publish` on a thread (its sends block while the server does not read them)."""
+    errors = []
+
+    def run():
+        try:
+            publish()
+        except Exception as error:  # noqa: BLE001 - reported by join
+            errors.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def join():
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "the publisher did not finish"
+        assert not errors, errors
+
+    return join
+
+
+def paused_and_resumed(d, subject, publish):
+    """A subscriber stalls until the publisher is paused, then reads: every value, in order."""
+    before = stats(d)
+    subscriber = SlowSubscriber(d, subject, "s")
+    assert subscriber.line()["ok"]
+    join = publish_in_background(publish)
+    paused = wait_for(d, lambda s: s["publish_pauses"] > before["publish_pauses"], "publisher paused")
+    assert paused["publishers_paused"] >= 1 or paused["publish_pauses"] > before["publish_pauses"], paused
+    assert subscriber.values(COUNT) == list(range(COUNT))
+    join()
+    after = wait_for(d, lambda s: s["publishers_paused"] == 0, "publisher resumed")
+    assert after["slow_consumer_disconnects"] == before["slow_consumer_disconnects"], after
+    assert after["publish_paused_ms"] >= before["publish_paused_ms"], after
+    subscriber.close()
+
+
+def check_tcp_publisher_is_paused_and_resumed_without_loss(d):
+    publisher = LineClient(d.port)
+    publisher.socket.settimeout(120)
+
+    def publish():
+        for n in range(COUNT):
+            publisher.send({"op": "pub", "subject": "bp.tcp", "value": value(n)})
+        assert publisher.request({"op": "ping"})["ok"]
+
+    paused_and_resumed(d, "bp.tcp", publish)
+    publisher.close()
+
+
+def check_websocket_publisher_is_paused_and_resumed_without_loss(d):
+    with connect(d.ws_url, open_timeout=10, close_timeout=5) as ws:
+
+        def publish():
+            for n in range(COUNT):
+                ws.send(json.dumps({"op": "pub", "subject": "bp.ws", "value": value(n)}))
+            ws.send(json.dumps({"op": "ping", "ref": "end"}))
+            while json.loads(ws.recv(timeout=120)).get("ref") != "end":
+                pass
+
+        paused_and_resumed(d, "bp.ws", publish)
+
+
+def check_http_ndjson_publisher_is_paused_and_resumed_without_loss(d):
+    def body():
+        for n in range(0, COUNT, 100):
+            yield "".join(json.dumps(value(i)) + "\n" for i in range(n, min(n + 100, COUNT))).encode()
+
+    def publish():
+        answer = httpx.post(
+            f"{d.url}/pub/bp.http", content=body(), headers={"Content-Type": "application/x-ndjson"}, timeout=120)
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"ok": True, "published": COUNT}, answer.text
+
+    paused_and_resumed(d, "bp.http", publish)
+
+
+def check_a_dead_subscriber_is_cut_when_the_grace_ends_and_the_publisher_goes_on(d):
+    before = stats(d)
+    dead = SlowSubscriber(d, "bp.dead", "d")
+    live = LineClient(d.port)
+    live.socket.settimeout(120)
+    assert live.request({"op": "sub", "subject": "bp.dead", "sid": "l"})["ok"]
+    publisher = LineClient(d.port)
+    publisher.socket.settimeout(120)
+    received = []
+
+    def read_live():
+        while len(received) < COUNT:
+            received.append(live.next_value()["n"])
+
+    reader = threading.Thread(target=read_live, daemon=True)
+    reader.start()
+
+    def publish():
+        for n in range(COUNT):
+            publisher.send({"op": "pub", "subject": "bp.dead", "value": value(n)})
+        assert publisher.request({"op": "ping"})["ok"]
+
+    join = publish_in_background(publish)
+    wait_for(d, lambda s: s["slow_consumer_disconnects"] > before["slow_consumer_disconnects"], "disconnect")
+    join()
+    reader.join(timeout=120)
+    assert received == list(range(COUNT)), (len(received), received[-3:])
+    last = None
+    try:
+        while True:
+            last = dead.line()
+    except EOFError:
+        pass
+    assert last == {"ev": "closing", "code": "slow_consumer"}, last
+    after = wait_for(d, lambda s: s["publishers_paused"] == 0, "publisher resumed")
+    assert after["publish_pauses"] > before["publish_pauses"], after
+    for client in (dead, live, publisher):
+        client.close()
+
+
+def check_metrics_count_the_pauses(d):
+    text = httpx.get(f"{d.url}/metrics", timeout=10).text
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, number = line.rsplit(" ", 1)
+            samples[name] = float(number)
+    assert samples["runnel_publish_pauses_total"] >= 1, samples
+    assert samples["runnel_publish_paused_seconds_total"] > 0, samples
+    assert samples["runnel_publishers_paused"] == 0, samples
+
+
+CHECKS = [
+    check_tcp_publisher_is_paused_and_resumed_without_loss,
+    check_websocket_publisher_is_paused_and_resumed_without_loss,
+    check_http_ndjson_publisher_is_paused_and_resumed_without_loss,
+    check_a_dead_subscriber_is_cut_when_the_grace_ends_and_the_publisher_goes_on,
+    check_metrics_count_the_pauses,
+]
+
+CONFIG = """
+slow_consumer = "backpressure"
+soft_pending_bytes = 262144
+max_pending_bytes = 4194304
+soft_pending_seconds = 3
+"""
+
+
+if __name__ == "__main__":
+    main(__doc__.splitlines()[0], [(CONFIG, CHECKS)])
