@@ -8,8 +8,8 @@ SWIFT ?= swift
 SHELL := /bin/bash
 APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
-# python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py and
-# scripts/permissions-tests.py, which the test suite runs), chromium and chromium-driver (the
+# python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
+# scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
 # headless browser of scripts/dashboard-tests.py), openssl (the command that makes
 # scripts/tls-tests.py's certificates and its s_client checks); websockets and selenium come
 # from PyPI (test-deps).
@@ -26,7 +26,7 @@ test-deps: deps
 	@# Debian's python3-httpx serves /usr/bin/python3; another python3 on PATH (pyenv, a venv)
 	@# gets httpx from PyPI.
 	@python3 -c 'import httpx' 2>/dev/null || python3 -m pip install --quiet httpx
-	@# Python's websockets (scripts/websocket-tests.py, scripts/permissions-tests.py) from PyPI: 13 or later has the client it
+	@# Python's websockets (scripts/websocket-tests.py, scripts/permissions-tests.py, scripts/backpressure-tests.py) from PyPI: 13 or later has the client it
 	@# uses, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'

@@ -9,7 +9,9 @@ stop reading its publisher, over TCP, over a WebSocket (websockets) and as an HT
 `POST /pub` NDJSON body (httpx); once it reads again every value arrives, in order, and the
 publisher goes on. A subscriber that never reads is cut (`closing` slow_consumer) when the
 grace ends, and its publisher, paused meanwhile, goes on. `stats` and `/metrics` count the
-pauses. No pass/fail timing: deadlines only, generous for a loaded 2-core machine.
+pauses. Then, under "disconnect" with a hard limit of 16 MiB and a grace of 30 s: a
+subscriber stalled while 8 MB are queued for it keeps every value; one that never reads is cut
+at the hard limit with its `closing` line. No pass/fail timing: deadlines only, generous for a loaded 2-core machine.
 Needs httpx (Debian: python3-httpx) and websockets (PyPI, 13 or later).
 """
 
@@ -215,6 +217,46 @@ def check_metrics_count_the_pauses(d):
     assert samples["runnel_publishers_paused"] == 0, samples
 
 
+def check_a_subscriber_stalled_within_the_grace_keeps_every_value(d):
+    # slow_consumer = "disconnect": 8 MB queued for a subscriber that reads nothing until all
+    # of it is in the server's hands (past the soft limit's 256 KiB plus the kernel's buffers,
+    # which cuts it with max_pending_bytes = 262144 alone; under the hard 16 MiB), then reads:
+    # nothing lost, no disconnect.
+    before = stats(d)
+    subscriber = SlowSubscriber(d, "grace.ok", "s")
+    assert subscriber.line()["ok"]
+    publisher = LineClient(d.port)
+    count = 8000
+    for n in range(count):
+        publisher.send({"op": "pub", "subject": "grace.ok", "value": value(n)})
+    assert publisher.request({"op": "ping"})["ok"]
+    assert subscriber.values(count) == list(range(count))
+    assert stats(d)["slow_consumer_disconnects"] == before["slow_consumer_disconnects"]
+    subscriber.close()
+    publisher.close()
+
+
+def check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line(d):
+    before = stats(d)
+    dead = SlowSubscriber(d, "grace.dead", "d")
+    publisher = LineClient(d.port)
+    publisher.socket.settimeout(120)
+    for n in range(30_000):  # 30 MB: past the hard 16 MiB and the kernel's buffers
+        publisher.send({"op": "pub", "subject": "grace.dead", "value": value(n)})
+    assert publisher.request({"op": "ping"})["ok"]
+    wait_for(d, lambda s: s["slow_consumer_disconnects"] > before["slow_consumer_disconnects"], "disconnect")
+    last = None
+    try:
+        while True:
+            last = dead.line()
+    except EOFError:
+        pass
+    assert last == {"ev": "closing", "code": "slow_consumer"}, last
+    assert stats(d)["publish_pauses"] == 0
+    dead.close()
+    publisher.close()
+
+
 CHECKS = [
     check_tcp_publisher_is_paused_and_resumed_without_loss,
     check_websocket_publisher_is_paused_and_resumed_without_loss,
@@ -230,6 +272,18 @@ max_pending_bytes = 4194304
 soft_pending_seconds = 3
 """
 
+GRACE_CHECKS = [
+    check_a_subscriber_stalled_within_the_grace_keeps_every_value,
+    check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line,
+]
+
+GRACE_CONFIG = """
+slow_consumer = "disconnect"
+soft_pending_bytes = 262144
+max_pending_bytes = 16777216
+soft_pending_seconds = 30
+"""
+
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], [(CONFIG, CHECKS)])
+    main(__doc__.splitlines()[0], [(CONFIG, CHECKS), (GRACE_CONFIG, GRACE_CHECKS)])
