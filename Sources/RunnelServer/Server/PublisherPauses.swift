@@ -76,13 +76,14 @@ final class PublisherGate {
     }
 
     /// Publishes through the gate: `current` names it while `publish` runs, so a subscriber
-    /// the value puts over the soft limit can pause it.
+    /// the value puts over the soft limit can pause it. Publishes do not nest (a delivery
+    /// publishes nothing).
     @inline(__always)
     func publishing(_ publish: () -> Void) {
-        let outer = pauses.current
+        assert(pauses.current == nil, "a publish inside a publish")
         pauses.current = self
         publish()
-        pauses.current = outer
+        pauses.current = nil
     }
 
     /// A laggard (a session over the soft limit) takes hold of the gate: the first pauses it.

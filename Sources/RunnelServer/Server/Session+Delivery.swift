@@ -23,13 +23,13 @@ extension Session {
         guard !isClosing, !subscription.isFinished else { return }
         if subscription.dropped > 0 {
             // The count of what was dropped goes first, so it needs room of its own.
-            guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription, through: transport) }
+            guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription) }
             writeDropped(subscription)
         }
         if writeNext(message, subscription, limit: server.softPendingLimit, transport) {
             stats.delivered &+= 1
         } else {
-            deliverOverSoftLimit(message, to: subscription, through: transport)
+            deliverOverSoftLimit(message, to: subscription)
         }
     }
 

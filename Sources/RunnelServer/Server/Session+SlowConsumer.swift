@@ -35,10 +35,10 @@ extension Session {
 
     /// An event that found the output over the soft limit: written while the connection is
     /// not a slow consumer (pausing its publisher under `backpressure`), else the policy.
+    /// Written through the transport as a `SessionTransport`: the delivery path keeps no
+    /// more alive for this call than it must.
     @inline(never)
-    func deliverOverSoftLimit<Transport: SessionTransport>(
-        _ message: Message, to subscription: SessionSubscription, through transport: Transport
-    ) {
+    func deliverOverSoftLimit(_ message: Message, to subscription: SessionSubscription) {
         let policy = message.label.slowConsumer ?? server.config.slowConsumer
         let hardLimit = server.config.maxPendingBytes
         if lag == nil { beginLag() }
