@@ -41,7 +41,10 @@ extension Session {
     func deliverOverSoftLimit(_ message: Message, to subscription: SessionSubscription) {
         let policy = message.label.slowConsumer ?? server.config.slowConsumer
         let hardLimit = server.config.maxPendingBytes
-        if lag == nil { beginLag() }
+        let begins = lag == nil
+        if begins { beginLag() }
+        // The end of the lag is awaited last: nothing here may see it end.
+        defer { if begins && !isClosing { awaitOutputDrain() } }
         guard !lag!.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
             return actOnSlowConsumer(policy, subscription)
         }
@@ -66,8 +69,7 @@ extension Session {
         }
     }
 
-    /// The output went over the soft limit: the grace starts, and the end of the lag is
-    /// awaited.
+    /// The output went over the soft limit: the grace starts.
     private func beginLag() {
         var lag = Lag()
         let grace = server.config.softPendingSeconds
@@ -80,7 +82,6 @@ extension Session {
             lag.isPastGrace = true
         }
         self.lag = lag
-        awaitOutputDrain()
     }
 
     /// Pauses `publisher` until this lag ends.
