@@ -7,7 +7,7 @@ import RunnelUV
 ///
 /// The work is split by concern over files: requests in (`Session+Input`, with the
 /// backpressure that holds them while replies pile up), the ops (`Session+Requests`), events
-/// out (`Session+Delivery`, with the slow-consumer policy). Every line goes out through
+/// out (`Session+Delivery`; over the soft limit, `Session+SlowConsumer`). Every line goes out through
 /// `transport` (or `cork`), encoded by `ServerLineWriter` or, for `next` events, from pieces
 /// encoded once.
 ///
