@@ -6,12 +6,13 @@
 Small limits (soft_pending_bytes 256 KiB, max_pending_bytes 4 MiB, soft_pending_seconds 3) and
 slow_consumer = "backpressure". A subscriber that stops reading for a moment makes the server
 stop reading its publisher, over TCP, over a WebSocket (websockets) and as an HTTP
-`POST /pub` NDJSON body (httpx); once it reads again every value arrives, in order, and the
-publisher goes on. A subscriber that never reads is cut (`closing` slow_consumer) when the
-grace ends, and its publisher, paused meanwhile, goes on. `stats` and `/metrics` count the
-pauses. Then, under "disconnect" with a hard limit of 16 MiB and a grace of 30 s: a
-subscriber stalled while 8 MB are queued for it keeps every value; one that never reads is cut
-at the hard limit with its `closing` line. No pass/fail timing: deadlines only, generous for a loaded 2-core machine.
+`POST /pub` NDJSON body or single values (httpx); once it reads again every value arrives, in
+order, and the publisher goes on. A subscriber that never reads is cut (`closing`
+slow_consumer) when the grace ends, and its publisher, paused meanwhile, goes on. `stats` and
+`/metrics` count the pauses. Then, under "disconnect" with a hard limit of 16 MiB and a grace
+of 30 s: a subscriber stalled while 8 MB are queued for it keeps every value; one that never
+reads is cut at the hard limit with its `closing` line. No pass/fail timing: deadlines only,
+generous for a loaded 2-core machine.
 Needs httpx (Debian: python3-httpx) and websockets (PyPI, 13 or later).
 """
 
@@ -165,6 +166,18 @@ def check_http_ndjson_publisher_is_paused_and_resumed_without_loss(d):
     paused_and_resumed(d, "bp.http", publish)
 
 
+def check_http_single_value_publisher_is_answered_once_resumed(d):
+    # One value per POST (keep-alive): a POST whose value reaches the lagging subscriber is
+    # answered once the publication resumes, so the client's next POST waits.
+    def publish():
+        with httpx.Client(timeout=120) as client:
+            for n in range(COUNT):
+                answer = client.post(f"{d.url}/pub/bp.single", json=value(n))
+                assert answer.status_code == 200 and answer.json()["ok"], answer.text
+
+    paused_and_resumed(d, "bp.single", publish)
+
+
 def check_a_dead_subscriber_is_cut_when_the_grace_ends_and_the_publisher_goes_on(d):
     before = stats(d)
     dead = SlowSubscriber(d, "bp.dead", "d")
@@ -261,6 +274,7 @@ CHECKS = [
     check_tcp_publisher_is_paused_and_resumed_without_loss,
     check_websocket_publisher_is_paused_and_resumed_without_loss,
     check_http_ndjson_publisher_is_paused_and_resumed_without_loss,
+    check_http_single_value_publisher_is_answered_once_resumed,
     check_a_dead_subscriber_is_cut_when_the_grace_ends_and_the_publisher_goes_on,
     check_metrics_count_the_pauses,
 ]
