@@ -89,7 +89,7 @@ for k, b in cells:
         other = ours_name if mode == "atredis" else "redis"
         at_own = median("p99_us", rate_of, k, b, "half")
         at_other = median("p99_us", other, k, b, mode)
-        rate = median("msgs_per_s", rate_of, k, b, "half")
+        rate = median("msgs_per_s", other, k, b, mode)  # delivered at that rate: the rate itself
         lost = failed(other, k, b, mode)
         if not runs[(other, k, b, mode)]:
             continue
