@@ -61,7 +61,8 @@ for rep in $(seq 1 "$reps"); do
             [[ $server == redis || $server == nats ]] && proto=$server
             line=$(.build/loadgen --proto "$proto" --port "${port[$server]}" --subs "$k" --size "$b" \
                 --msgs $((deliveries / k)) --no-window --timeout 5 --subject "nowindow.$server.$k.$b.$rep" \
-                --watch-pid "${pid[$server]}" 2>>"$work/loadgen.log") || true
+                --watch-pid "${pid[$server]}" 2>"$work/run.err") || true
+            sed "s/^/$server K=$k B=$b: /" "$work/run.err" >>"$work/loadgen.log"
             printf '%s\t%s\t%s\t%s\t%s\n' "$server" "$k" "$b" "$rep" "$line" >>"$results"
             printf '  %-12s K=%-3s B=%-4s #%s %s\n' "$server" "$k" "$b" "$rep" "$line" >&2
         done
@@ -69,5 +70,11 @@ for rep in $(seq 1 "$reps"); do
 done
 
 python3 bench/loadgen/nowindow_table.py "$results"
-# What the servers said when they closed subscribers (one line per kind).
-grep -o 'closed by the server.*' "$work/loadgen.log" | sed 's/after [0-9]* of [0-9]* messages//' | sort | uniq -c | head -10 || true
+# Subscribers the servers closed, counted by server, cell and what the server said last.
+if grep -q 'closed by the server' "$work/loadgen.log"; then
+    echo "subscribers closed by the server (all runs):"
+    grep 'closed by the server' "$work/loadgen.log" |
+        sed -E 's/loadgen: subscriber [0-9]+ closed by the server //; s/ after [0-9]+ of [0-9]+ messages//' |
+        sort | uniq -c
+fi
+grep -v 'closed by the server' "$work/loadgen.log" | head -5 || true

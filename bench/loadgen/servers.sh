@@ -91,6 +91,8 @@ wait_started() {
 
 # One line naming the servers' versions and the machine.
 describe_servers() {
-    echo "runneld $(git rev-parse --short HEAD) ($runneld), $(redis-server --version | cut -d' ' -f1-3), nats-server $(nats-server --version | awk '{print $NF}')"
+    local built="$(git rev-parse --short HEAD), built here"
+    [[ $runneld == "$PWD/.build/release/runneld" ]] || built="given ($(stat -c %y "$runneld" | cut -d. -f1))"
+    echo "runneld $runneld, $built; $(redis-server --version | cut -d' ' -f1-3), nats-server $(nats-server --version | awk '{print $NF}')"
     echo "$(nproc) cores, $(uname -r)"
 }
