@@ -194,15 +194,16 @@ static void drain_replies(int fd) {
 }
 
 /* Writes all of `p` to a non-blocking socket, waiting in poll(2) while the kernel's buffer is
- * full and draining replies meanwhile; gives up when the run is over (a server that stopped
- * reading the publisher must not keep it waiting after the subscriber thread has ended). */
-static void send_all(int fd, const char *p, size_t n) {
+ * full and draining replies meanwhile. Gives up, returning 0, when the run is over (a server
+ * that stopped reading the publisher must not keep it waiting after the subscriber thread has
+ * ended); 1 when all was written. */
+static int send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = io_send(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) die("send");
-            if (atomic_load(&finished)) return;
+            if (atomic_load(&finished)) return 0;
             struct pollfd pf = {.fd = fd, .events = POLLOUT | POLLIN};
             poll(&pf, 1, 100);
             if (pf.revents & POLLIN) drain_replies(fd);
@@ -211,6 +212,7 @@ static void send_all(int fd, const char *p, size_t n) {
         p += w;
         n -= (size_t)w;
     }
+    return 1;
 }
 
 /* Reads until `needle` has been seen (a subscription acknowledgement), with a deadline. */
@@ -1078,7 +1080,7 @@ int main(int argc, char **argv) {
             if (due <= i) due = i + 1;
         }
         long count = due - i < per_batch ? due - i : per_batch;
-        send_all(pub, out, fill_batch(out, count, now_ns()));
+        if (!send_all(pub, out, fill_batch(out, count, now_ns()))) break;
         i += count;
         atomic_store_explicit(&published, i, memory_order_relaxed);
         if (proto == REDIS) drain_replies(pub);

@@ -87,7 +87,8 @@ for k, b in cells:
     for ours_name, rate_of, mode in (("runnel", "redis", "atredis"), ("backpressure", "redis", "atredis"),
                                      ("runnel", "runnel", "atrunnel")):
         other = ours_name if mode == "atredis" else "redis"
-        at_own = median("p99_us", rate_of, k, b, "half")
+        # With --same-rate no run of Runnel's was at its own half: that side was not measured.
+        at_own = None if same_rate and rate_of == "runnel" else median("p99_us", rate_of, k, b, "half")
         at_other = median("p99_us", other, k, b, mode)
         rate = median("msgs_per_s", other, k, b, mode)  # delivered at that rate: the rate itself
         lost = failed(other, k, b, mode)
