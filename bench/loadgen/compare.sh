@@ -2,89 +2,80 @@
 # Runnel against Redis pub/sub and NATS, side by side in one run, driven by the same load
 # generator (bench/loadgen/loadgen.c).
 #
-#   bench/loadgen/compare.sh [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate] [--cross]
+#   bench/loadgen/compare.sh [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN]
+#                            [--reps N] [--quick] [--same-rate] [--cross]
 #
-# Installs redis-server and nats-server from Debian if missing, builds runneld (release) and
+# Installs redis-server and nats-server from Debian if missing, builds runneld (release, under the
+# shared build lock) and
 # loadgen, starts the three servers on loopback ports, and runs the matrix K = 1, 10, 100
 # subscribers x B = 64, 1024 bytes: first as fast as each server sustains (the publisher keeps
 # a bounded window in flight), then at a fixed rate of half that server's measured maximum for
 # latency (2.5 s of traffic, of which the first 0.5 s warms the connections up and is not
 # timed). Servers are interleaved (runnel redis nats runnel redis nats ...), N times (3 by
 # default); the table gives medians. --stages adds Runnel with a filter + map chain on every
-# subscription as a row of its own. --baseline adds another runneld binary (an earlier build,
+# subscription as a row of its own. --backpressure adds a second runneld configured with
+# slow_consumer = "backpressure" (row runnel+backpressure), measured like plain Runnel in every
+# mode and compared with Redis; a runneld that refuses that policy is skipped with a message.
+# --baseline adds another runneld binary (an earlier build,
 # say) as one more server in the rotation, to measure a change against the peers and itself in
 # the same run. --quick runs one repetition with fewer messages (a smoke run). --same-rate runs
 # the latency part at one rate for every server, half of Redis's maximum, so that a faster
 # server is not measured at a higher load than its peers (the filter + map row, which has no
 # peer and sustains less than Redis at 64 bytes, stays at half of its own maximum). --cross also
 # runs Runnel at half of Redis's maximum and Redis at half of Runnel's, so that the two are
-# compared at each of the two rates as well as each at its own.
-# The servers are stopped by PID at the end, whatever happens. Not part of CI: timings depend
-# on the machine and on whatever else it is doing.
+# compared at each of the two rates as well as each at its own (with --backpressure, that row
+# at Redis's half too). --runneld BIN runs that binary instead of building one.
+# The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever
+# happens. Not part of CI: timings depend on the machine and on whatever else it is doing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 reps=3
 deliveries=6000000
 with_stages=0
+with_backpressure=0
 baseline=
+runneld=
 same_rate=0
 cross=0
 while (($#)); do
     case $1 in
     --stages) with_stages=1 ;;
+    --backpressure) with_backpressure=1 ;;
     --reps) reps=$2; shift ;;
     --baseline) baseline=$(realpath "$2"); shift ;;
+    --runneld) runneld=$(realpath "$2"); shift ;;
     --quick) reps=1; deliveries=300000 ;;
     --same-rate) same_rate=1 ;;
     --cross) cross=1 ;;
-    *) echo "usage: $0 [--stages] [--baseline RUNNELD] [--reps N] [--quick] [--same-rate] [--cross]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN] [--reps N] [--quick] [--same-rate] [--cross]" >&2; exit 2 ;;
     esac
     shift
 done
 
-if ! command -v redis-server >/dev/null || ! command -v nats-server >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nats-server
-fi
-swift build -c release --product runneld >/dev/null
-cc -O2 -Wall -Wextra -o .build/loadgen bench/loadgen/loadgen.c -lpthread -lssl -lcrypto
-
-work=$(mktemp -d)
-pids=()
-stop_servers() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap stop_servers EXIT
-
-declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614)
-declare -A pid
-./.build/release/runneld --listen "127.0.0.1:${port[runnel]}" --http-listen "" --log-level warning 2>"$work/runneld.log" &
-pid[runnel]=$!
-redis-server --port "${port[redis]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-    --logfile "$work/redis.log" &
-pid[redis]=$!
-nats-server -a 127.0.0.1 -p "${port[nats]}" -l "$work/nats.log" &
-pid[nats]=$!
-pids=("${pid[runnel]}" "${pid[redis]}" "${pid[nats]}")
+source bench/loadgen/servers.sh
+build_tools
+start_server runnel
+start_server redis
+start_server nats
 started=(runnel redis nats)
+if ((with_backpressure)) && start_server backpressure; then
+    started+=(backpressure)
+else
+    with_backpressure=0
+fi
 if [[ -n $baseline ]]; then
-    "$baseline" --listen "127.0.0.1:${port[baseline]}" --log-level warning 2>"$work/baseline.log" &
-    pid[baseline]=$!
-    pids+=("${pid[baseline]}")
+    start_server baseline "$baseline"
     started+=(baseline)
 fi
-for server in "${started[@]}"; do
-    for _ in $(seq 1 100); do nc -z 127.0.0.1 "${port[$server]}" 2>/dev/null && break; sleep 0.1; done
-    nc -z 127.0.0.1 "${port[$server]}" || { echo "$server did not start" >&2; exit 1; }
-done
+wait_started "${started[@]}"
 
-echo "runneld $(git rev-parse --short HEAD), $(redis-server --version | cut -d' ' -f1-3), nats-server $(nats-server --version | awk '{print $NF}')"
-echo "$(nproc) cores, $(uname -r); $reps repetitions, interleaved; medians"
+describe_servers
+echo "$reps repetitions, interleaved; medians"
 
 servers=(runnel redis nats)
 ((with_stages)) && servers+=(stages)
+((with_backpressure)) && servers+=(backpressure)
 [[ -n $baseline ]] && servers+=(baseline)
 chain='[{"op":"filter","expr":".load > 0.9"},{"op":"map","expr":".p"}]'
 results=$work/results.tsv
@@ -93,12 +84,14 @@ results=$work/results.tsv
 # run SERVER K B MODE REP MSGS [RATE [LOADGEN OPTIONS...]]: one loadgen run, one line appended
 # to $results.
 run() {
-    local server=$1 k=$2 b=$3 mode=$4 rep=$5 msgs=$6 rate=${7:-0} proto=${1/baseline/runnel} extra=("${@:8}")
-    if [[ $server == stages ]]; then
-        proto=runnel
+    local server=$1 k=$2 b=$3 mode=$4 rep=$5 msgs=$6 rate=${7:-0} proto=runnel target=$1 extra=("${@:8}")
+    case $server in
+    redis | nats) proto=$server ;;
+    stages)
+        target=runnel
         extra+=(--stages "$chain")
-    fi
-    local target=${server/stages/runnel}
+        ;;
+    esac
     local line
     line=$(.build/loadgen --proto "$proto" --port "${port[$target]}" --subs "$k" --size "$b" --msgs "$msgs" \
         --rate "$rate" --subject "bench.$server.$k.$b.$mode.$rep" --watch-pid "${pid[$target]}" \
@@ -144,8 +137,11 @@ for rep in $(seq 1 "$reps"); do
             run "$server" "$k" "$b" half "$rep" "$msgs" "$rate" --warmup 0.5
         done
         ((cross)) || continue
-        # Each of the two at the other's half rate (modes "atredis" and "atrunnel").
-        for pair in "runnel redis" "redis runnel"; do
+        # Each of the two at the other's half rate (modes "atredis" and "atrunnel"), and
+        # runnel+backpressure at Redis's.
+        pairs=("runnel redis" "redis runnel")
+        ((with_backpressure)) && pairs+=("backpressure redis")
+        for pair in "${pairs[@]}"; do
             read -r server peer <<<"$pair"
             rate=$(half_rate "$peer" "$k" "$b")
             ((rate > 0)) || continue
@@ -159,4 +155,4 @@ done
 table_args=()
 ((same_rate)) && table_args=(--same-rate)
 python3 bench/loadgen/table.py "$results" "${table_args[@]}"
-grep -v '^$' "$work/runneld.log" | head -5 || true
+grep -v '^$' "$work/runnel.log" | head -5 || true

@@ -8,7 +8,7 @@
  *
  *   loadgen --proto runnel|redis|nats [--transport tcp|ws|sse] --port P [--host 127.0.0.1]
  *           [--subs K] [--msgs N] [--size B] [--rate R] [--stages JSON] [--timeout S]
- *           [--subject NAME] [--window-bytes W] [--watch-pid PID] [--warmup S]
+ *           [--subject NAME] [--window-bytes W | --no-window] [--watch-pid PID] [--warmup S]
  *           [--path /ws] [--pub-port 7455] [--tls-ca CA.pem]
  *
  * --transport says what carries the protocol (default tcp: the protocol's own socket):
@@ -36,6 +36,16 @@
  * message due by then, and it sleeps between ticks instead of spinning (this machine has two
  * cores; a spinning client would steal one from the server).
  *
+ * --no-window drops the window: the publisher writes its batches as fast as the server reads
+ * them, waiting only on its socket, as a producer that knows nothing of its consumers does.
+ * Whether the subscribers keep up is then the server's business: it may buffer, push back on
+ * the publisher, or drop them. A subscriber socket the server closes (EOF or reset: runneld
+ * after a {"ev":"closing",...} line, Redis past a pub/sub client's output limit, NATS after
+ * -ERR 'Slow Consumer') counts as a disconnect, is reported on stderr with the last line it
+ * got, and leaves the run; the others are still waited for. Nothing in the client paces the
+ * publisher: a batch is a prebuilt buffer whose time stamps are rewritten in place, so each
+ * message costs it a 20-byte copy, and the subscriber thread reads 256 KiB per recv(2).
+ *
  * With --stages (runneld only) each value is an object {"load":0.95,"p":"<payload>"}, so a
  * chain such as filter(.load > 0.9) + map(.p) has a field to read and keeps the marker.
  *
@@ -49,6 +59,10 @@
  * through SSL_read / SSL_write on the non-blocking socket (io_recv / io_send below), and a
  * subscriber reads every record that has arrived before going back to epoll.
  *
+ * A run ends when every subscriber still connected has every message (and the publisher is
+ * done), or when neither a delivery nor a publish has happened for --timeout seconds
+ * (stalled=1).
+ *
  * --warmup S leaves messages sent in the first S seconds out of the latency percentiles (they
  * are still delivered and counted): fresh connections start with small TCP windows and cold
  * buffers, and in a run of a couple of seconds that start-up alone can set the p99.
@@ -56,8 +70,9 @@
  * Prints one line of key=value results: delivered, expected, seconds, msgs_per_s, p50_us,
  * p99_us, p999_us, peak_rss_kb, server_cpu_s (the watched process's CPU time during the
  * run, user + system), reader_cpu_s (the subscriber thread's own CPU time: close to `seconds`,
- * it was the load generator, not the server, that set the pace). Exit status 0 when every
- * expected delivery arrived, 3 otherwise.
+ * it was the load generator, not the server, that set the pace), published (messages the
+ * publisher sent), lost (expected minus delivered), disconnects (subscribers the server
+ * closed) and stalled. Exit status 0 when every expected delivery arrived, 3 otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,11 +114,15 @@ static double timeout_s = 30;
 static double warmup_s = 0;
 static const char *subject = "bench.load";
 static long window_bytes = 2 << 20;
+static int no_window = 0; /* --no-window: the publisher sends as fast as the server reads */
 static int watch_pid = 0;
 static const char *tls_ca = NULL;
 static SSL_CTX *tls_context;
 /* Each connection's TLS session, by descriptor (NULL: plaintext). */
 static SSL *tls_of_fd[1 << 16];
+/* Set when the run is over: the subscriber thread is done, and a publisher waiting on a full
+ * socket gives up. */
+static atomic_int finished;
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -175,13 +194,16 @@ static void drain_replies(int fd) {
 }
 
 /* Writes all of `p` to a non-blocking socket, waiting in poll(2) while the kernel's buffer is
- * full and draining replies meanwhile. */
-static void send_all(int fd, const char *p, size_t n) {
+ * full and draining replies meanwhile. Gives up, returning 0, when the run is over (a server
+ * that stopped reading the publisher must not keep it waiting after the subscriber thread has
+ * ended); 1 when all was written. */
+static int send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = io_send(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) die("send");
+            if (atomic_load(&finished)) return 0;
             struct pollfd pf = {.fd = fd, .events = POLLOUT | POLLIN};
             poll(&pf, 1, 100);
             if (pf.revents & POLLIN) drain_replies(fd);
@@ -190,6 +212,7 @@ static void send_all(int fd, const char *p, size_t n) {
         p += w;
         n -= (size_t)w;
     }
+    return 1;
 }
 
 /* Reads until `needle` has been seen (a subscription acknowledgement), with a deadline. */
@@ -234,12 +257,17 @@ struct ws_in {
     int control_have;
 };
 
-/* One connection: its socket, where it is in the server's frames, where in a marker. */
+/* One connection: its socket, where it is in the server's frames, where in a marker, how
+ * many messages it got, and the last bytes read (to say why, when the server closes it). */
 struct conn {
     int fd;
     int index;
     struct ws_in ws;
     struct scan scan;
+    long got;
+    int closed;
+    int tail_length;
+    char tail[256];
 };
 
 /* Masking keys: RFC 6455 wants them unpredictable (against a script in a browser steering the
@@ -555,8 +583,9 @@ static uint64_t warmup_until_ns; /* messages sent before this are counted, not t
 static void record_latency(uint64_t ns) {
     recorded++;
     uint64_t us = ns / 1000;
-    int power = 0;
-    while ((us >> power) >= SUB && power < POWERS - 1) power++;
+    /* The least power that brings `us` under SUB (64 = 2^6): its bit length minus 6. */
+    int power = us < SUB ? 0 : 64 - __builtin_clzll(us) - 6;
+    if (power > POWERS - 1) power = POWERS - 1;
     int sub = (int)(us >> power);
     if (sub >= SUB) sub = SUB - 1;
     hist[power * SUB + sub]++;
@@ -574,7 +603,9 @@ static double percentile(double q, uint64_t total) {
 
 static long expected;
 static atomic_long delivered;
-static atomic_int finished;
+static atomic_long published;     /* messages the publisher has handed to its socket */
+static atomic_int publisher_done; /* the publisher has sent its last message */
+static int disconnects, stalled;  /* set by the subscriber thread, read after it is joined */
 static uint64_t first_send_ns, last_recv_ns;
 static double reader_cpu_s; /* the subscriber thread's own CPU time (user + system) */
 
@@ -582,6 +613,9 @@ static double reader_cpu_s; /* the subscriber thread's own CPU time (user + syst
 static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t window_moved = PTHREAD_COND_INITIALIZER;
 static atomic_int publisher_waiting;
+
+/* A marker: '~', 'T', 20 digits of the send time, '~'. */
+#define MARKER_LENGTH 23
 
 /* Scans `n` bytes of a connection's stream for markers, where it left off; returns how many
  * ended in them, timing each against `t`, the instant the bytes were read. */
@@ -594,6 +628,21 @@ static inline long scan(struct scan *s, const char *buf, size_t n, uint64_t t) {
             if (!m) break;
             k = (size_t)(m - buf) + 1;
             s->state = 1;
+            /* A whole marker in the buffer is read in one go, without the byte-at-a-time
+             * states below (which take over where a read splits one). Its closing '~' is left
+             * to be found again, as the states would treat it: it may open another marker. */
+            if (m + MARKER_LENGTH <= buf + n && m[1] == 'T' && m[MARKER_LENGTH - 1] == '~') {
+                uint64_t value = 0;
+                int d = 2;
+                for (; d < MARKER_LENGTH - 1 && m[d] >= '0' && m[d] <= '9'; d++) value = value * 10 + (uint64_t)(m[d] - '0');
+                if (d == MARKER_LENGTH - 1) {
+                    found++;
+                    if (t > value && value >= warmup_until_ns) record_latency(t - value);
+                    last_recv_ns = t;
+                    k = (size_t)(m - buf) + MARKER_LENGTH - 1;
+                    s->state = 0;
+                }
+            }
             continue;
         }
         char c = buf[k++];
@@ -618,6 +667,41 @@ static inline long scan(struct scan *s, const char *buf, size_t n, uint64_t t) {
     return found;
 }
 
+/* Keeps the last bytes read from `c`: what the server said last, should it close the socket. */
+static void keep_tail(struct conn *c, const char *buf, size_t n) {
+    size_t cap = sizeof c->tail;
+    if (n >= cap) {
+        memcpy(c->tail, buf + n - cap, cap);
+        c->tail_length = (int)cap;
+        return;
+    }
+    size_t keep = (size_t)c->tail_length + n > cap ? cap - n : (size_t)c->tail_length;
+    memmove(c->tail, c->tail + c->tail_length - keep, keep);
+    memcpy(c->tail + keep, buf, n);
+    c->tail_length = (int)(keep + n);
+}
+
+/* The server closed subscriber `c` (EOF, or `error` from recv): it leaves the epoll set and
+ * the run, counted as a disconnect and reported with the server's last words, if they were a
+ * runnel `closing` line or a NATS -ERR (Redis says nothing). */
+static void close_subscriber(int ep, struct conn *c, int error) {
+    epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->closed = 1;
+    disconnects++;
+    char said[200] = "";
+    const char *why = NULL;
+    for (const char *needle = "{\"ev\":\"closing\""; !why && needle; needle = needle[0] == '{' ? "-ERR" : NULL)
+        why = memmem(c->tail, (size_t)c->tail_length, needle, strlen(needle));
+    if (why) {
+        const char *end = memchr(why, '\n', (size_t)(c->tail + c->tail_length - why));
+        snprintf(said, sizeof said, ": %.*s", (int)((end ? end : c->tail + c->tail_length) - why), why);
+        if (said[strlen(said) - 1] == '\r') said[strlen(said) - 1] = 0;
+    }
+    fprintf(stderr, "loadgen: subscriber %d closed by the server (%s) after %ld of %ld messages%s\n", c->index,
+            error ? strerror(error) : "end of stream", c->got, msgs, said);
+}
+
 static void *subscriber_thread(void *arg) {
     struct conn *conns = arg;
     /* epoll, not poll: with 100 subscribers a poll(2) of every socket per wakeup cost this
@@ -631,12 +715,25 @@ static void *subscriber_thread(void *arg) {
     struct epoll_event *ready = calloc((size_t)subs, sizeof *ready);
     static char buf[1 << 18];
     uint64_t last_progress = now_ns();
-    long seen = 0;
-    while (seen < expected) {
+    long seen = 0, last_published = 0;
+    /* Subscribers still connected, and what they have got between them: the run is complete
+     * when that is every message for each (which means the publisher has sent them all), or,
+     * with none left, when the publisher is done. */
+    int live = subs;
+    long live_seen = 0;
+    while (live > 0 ? live_seen < msgs * live : !atomic_load(&publisher_done)) {
         int n = epoll_wait(ep, ready, subs, 100);
         uint64_t t = now_ns();
         if (n <= 0) {
-            if (t - last_progress > (uint64_t)(timeout_s * 1e9)) break;
+            long now_published = atomic_load_explicit(&published, memory_order_relaxed);
+            if (now_published != last_published) { /* the publisher moves: not stalled */
+                last_published = now_published;
+                last_progress = t;
+            }
+            if (t - last_progress > (uint64_t)(timeout_s * 1e9)) {
+                stalled = 1;
+                break;
+            }
             continue;
         }
         for (int j = 0; j < n; j++) {
@@ -646,19 +743,25 @@ static void *subscriber_thread(void *arg) {
                 ssize_t r = io_recv(c->fd, buf, sizeof buf);
                 if (r <= 0) {
                     if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
-                    fprintf(stderr, "loadgen: subscriber %d closed by the server\n", c->index);
-                    epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                    close_subscriber(ep, c, r < 0 ? errno : 0);
+                    live--;
+                    live_seen -= c->got;
                     break;
                 }
                 t = now_ns(); /* after recv: every byte read was sent before this instant */
                 last_progress = t;
+                long found = 0;
                 if (transport == WS) { /* only data frames' payload: a header may split a marker */
                     const char *p = buf, *run;
                     size_t n = (size_t)r, k;
-                    while ((k = ws_payload(c, &p, &n, &run)) > 0) seen += scan(&c->scan, run, k, t);
+                    while ((k = ws_payload(c, &p, &n, &run)) > 0) found += scan(&c->scan, run, k, t);
                 } else {
-                    seen += scan(&c->scan, buf, (size_t)r, t);
+                    found = scan(&c->scan, buf, (size_t)r, t);
                 }
+                c->got += found;
+                seen += found;
+                live_seen += found;
+                keep_tail(c, buf, (size_t)r);
                 if (!tls_of_fd[c->fd]) break;
             }
         }
@@ -754,15 +857,33 @@ static void build_command(void) {
     stamp_at = (size_t)(strstr(command, "~T") - command) + 2;
 }
 
-/* Over a WebSocket each publish is a frame of its own, masked after the stamp is written:
- * the one copy of the payload in the send buffer is masked in place. */
-static size_t build_pub(char *out, uint64_t t) {
-    size_t head = transport == WS ? ws_head(out, 0x1, command_length) : 0;
-    char *p = out + head;
-    memcpy(p, command, command_length);
-    for (int d = 19; d >= 0; d--, t /= 10) p[stamp_at + (size_t)d] = (char)('0' + t % 10);
-    if (head) ws_mask(p, command_length, p - 4);
-    return head + command_length;
+/* Lays `count` copies of the command end to end in `out`, once: over a plain stream a batch
+ * is then only its time stamps rewritten (fill_batch). */
+static void prepare_batches(char *out, long count) {
+    if (transport == WS) return; /* masking changes every byte: each frame is built afresh */
+    for (long j = 0; j < count; j++) memcpy(out + (size_t)j * command_length, command, command_length);
+}
+
+/* Writes `count` publishes stamped `t` into `out` (prepared by prepare_batches) and returns
+ * their length. Over a WebSocket each publish is a frame of its own, masked after the stamp
+ * is written: the one copy of the payload in the send buffer is masked in place. */
+static size_t fill_batch(char *out, long count, uint64_t t) {
+    char digits[20];
+    for (int d = 19; d >= 0; d--, t /= 10) digits[d] = (char)('0' + t % 10);
+    if (transport != WS) {
+        for (long j = 0; j < count; j++) memcpy(out + (size_t)j * command_length + stamp_at, digits, sizeof digits);
+        return (size_t)count * command_length;
+    }
+    size_t used = 0;
+    for (long j = 0; j < count; j++) {
+        size_t head = ws_head(out + used, 0x1, command_length);
+        char *p = out + used + head;
+        memcpy(p, command, command_length);
+        memcpy(p + stamp_at, digits, sizeof digits);
+        ws_mask(p, command_length, p - 4);
+        used += head + command_length;
+    }
+    return used;
 }
 
 /* Sends one of the protocol's requests, as a text frame over a WebSocket (a runnel request
@@ -839,7 +960,16 @@ static void wait_for_window(long sent, long window) {
 }
 
 int main(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--no-window")) { /* the one option without a value */
+            no_window = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "loadgen: %s needs a value\n", argv[i]);
+            return 2;
+        }
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--proto")) proto = !strcmp(v, "redis") ? REDIS : !strcmp(v, "nats") ? NATS : RUNNEL;
         else if (!strcmp(k, "--transport")) transport = !strcmp(v, "ws") ? WS : !strcmp(v, "sse") ? SSE : TCP;
@@ -865,6 +995,10 @@ int main(int argc, char **argv) {
     }
     if (size < 24 || size > 60000 || subs < 1 || msgs < 1 || window_bytes < size) {
         fprintf(stderr, "loadgen: need --size 24..60000, --subs >= 1, --msgs >= 1, --window-bytes >= size\n");
+        return 2;
+    }
+    if (no_window && rate > 0) {
+        fprintf(stderr, "loadgen: --no-window is for as fast as possible, without --rate\n");
         return 2;
     }
     if ((transport == WS && proto == REDIS) || (transport == SSE && (proto != RUNNEL || stages))) {
@@ -914,10 +1048,14 @@ int main(int argc, char **argv) {
     pthread_create(&reader, NULL, subscriber_thread, conns);
     if (watch_pid) pthread_create(&sampler, NULL, rss_thread, NULL);
 
-    /* The publisher: batches of commands in one send, up to 64 KiB or the window's edge. */
+    /* The publisher: batches of commands in one send, up to 64 KiB (and one command) or the
+     * window's edge. */
     long window = window_bytes / size;
-    size_t cap = 1 << 16, used = 0;
-    char *out = malloc(cap + 70000);
+    size_t cap = 1 << 16;
+    long per_batch = (long)((cap + command_length - 1) / command_length);
+    char *out = malloc((size_t)per_batch * (command_length + 14));
+    if (!out) die("malloc");
+    prepare_batches(out, per_batch);
     double cpu_before = watch_pid ? read_cpu_s() : 0;
     first_send_ns = now_ns();
     long i = 0;
@@ -935,22 +1073,23 @@ int main(int argc, char **argv) {
                 sleep_ns(next > t ? next - t : 1000);
                 continue;
             }
-        } else {
+        } else if (!no_window) {
             wait_for_window(i, window);
             long room = i + window - (i * subs - atomic_load(&delivered)) / subs;
             if (room < due) due = room;
             if (due <= i) due = i + 1;
         }
-        uint64_t t = now_ns();
-        for (; i < due && used < cap; i++) used += build_pub(out + used, t);
-        send_all(pub, out, used);
-        used = 0;
+        long count = due - i < per_batch ? due - i : per_batch;
+        if (!send_all(pub, out, fill_batch(out, count, now_ns()))) break;
+        i += count;
+        atomic_store_explicit(&published, i, memory_order_relaxed);
         if (proto == REDIS) drain_replies(pub);
         /* At a fixed rate, one send per tick: what falls due while sleeping goes out together.
          * Without the pause, a send takes longer than the gap between messages above ~200,000
          * msgs/s, so the publisher sent one or two at a time without ever sleeping. */
         if (rate > 0) sleep_ns(50000);
     }
+    atomic_store(&publisher_done, 1);
     pthread_join(reader, NULL);
     atomic_store(&finished, 1);
     if (watch_pid) pthread_join(sampler, NULL);
@@ -959,13 +1098,15 @@ int main(int argc, char **argv) {
      * its answering close is not waited for. */
     if (transport == WS) {
         const char normal[2] = {0x03, (char)0xE8};
-        for (int c = 0; c < subs; c++) ws_send(conns[c].fd, 0x8, normal, 2);
+        for (int c = 0; c < subs; c++)
+            if (!conns[c].closed) ws_send(conns[c].fd, 0x8, normal, 2);
         ws_send(pub, 0x8, normal, 2);
     }
-    double seconds = (double)(last_recv_ns - first_send_ns) / 1e9;
+    double seconds = last_recv_ns > first_send_ns ? (double)(last_recv_ns - first_send_ns) / 1e9 : 0;
     long got = atomic_load(&delivered);
-    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f reader_cpu_s=%.2f\n",
+    printf("delivered=%ld expected=%ld seconds=%.3f msgs_per_s=%.0f p50_us=%.0f p99_us=%.0f p999_us=%.0f peak_rss_kb=%ld server_cpu_s=%.2f reader_cpu_s=%.2f published=%ld lost=%ld disconnects=%d stalled=%d\n",
            got, expected, seconds, seconds > 0 ? (double)got / seconds : 0, percentile(0.50, recorded),
-           percentile(0.99, recorded), percentile(0.999, recorded), peak_rss_kb, server_cpu, reader_cpu_s);
+           percentile(0.99, recorded), percentile(0.999, recorded), peak_rss_kb, server_cpu, reader_cpu_s,
+           atomic_load(&published), expected - got, disconnects, stalled);
     return got == expected ? 0 : 3;
 }

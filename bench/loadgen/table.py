@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Prints compare.sh's results as one table: medians per server and cell, and Runnel's ratios.
 
-Input: one tab-separated line per loadgen run: server, K, B, mode (max | half | atredis |
-atrunnel: at half of that server's maximum), repetition, and loadgen's key=value output. A run that lost deliveries is counted as failed and shown.
+Input: one tab-separated line per loadgen run: server (runnel, stages, backpressure, baseline,
+redis, nats), K, B, mode (max | half | atredis | atrunnel: at half of that server's maximum),
+repetition, and loadgen's key=value output. runnel+backpressure gets ratios to Redis as runnel
+does. A run that lost deliveries is counted as failed and shown.
 """
 import statistics
 import sys
@@ -41,12 +43,13 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-servers = [s for s in ("runnel", "stages", "baseline", "redis", "nats") if any(key[0] == s for key in runs)]
-names = {"runnel": "runnel", "stages": "runnel+filter+map", "baseline": "runnel (baseline)", "redis": "redis",
-         "nats": "nats"}
+servers = [s for s in ("runnel", "stages", "backpressure", "baseline", "redis", "nats")
+           if any(key[0] == s for key in runs)]
+names = {"runnel": "runnel", "stages": "runnel+filter+map", "backpressure": "runnel+backpressure",
+         "baseline": "runnel (baseline)", "redis": "redis", "nats": "nats"}
 cells = sorted({(k, b) for (_, k, b, _) in runs}, key=lambda c: (c[1], c[0]))
 
-header = f"{'K':>4} {'B':>5}  {'server':<18} {'msgs/s':>10} {'p50 us':>7} {'p99 us':>7} {'p99.9 us':>8} {'peak RSS':>9} {'CPU ns/msg':>10}  note"
+header = f"{'K':>4} {'B':>5}  {'server':<19} {'msgs/s':>10} {'p50 us':>7} {'p99 us':>7} {'p99.9 us':>8} {'peak RSS':>9} {'CPU ns/msg':>10}  note"
 print()
 same_rate = sys.argv[2:] == ["--same-rate"]
 where = (
@@ -65,30 +68,35 @@ for k, b in cells:
         lost = failed(server, k, b, "max") + failed(server, k, b, "half")
         note = f"{lost} run(s) lost messages" if lost else ""
         rss = peak_mb(server, k, b)
-        print(f"{k:>4} {b:>5}  {names[server]:<18} {fmt(rate, '10,.0f')} {fmt(p50, '7.0f')} {fmt(p99, '7.0f')} "
+        print(f"{k:>4} {b:>5}  {names[server]:<19} {fmt(rate, '10,.0f')} {fmt(p50, '7.0f')} {fmt(p99, '7.0f')} "
               f"{fmt(p999, '8.0f')} {fmt(rss, '7.1f')} MB {fmt(cpu_ns(server, k, b), '10.0f')}  {note}")
-    ours = median("msgs_per_s", "runnel", k, b, "max")
-    our_p99 = median("p99_us", "runnel", k, b, "half")
-    for peer in ("redis", "nats", "baseline"):
-        theirs = median("msgs_per_s", peer, k, b, "max")
-        their_p99 = median("p99_us", peer, k, b, "half")
-        if ours and theirs:
-            p99_ratio = f", p99 x{our_p99 / their_p99:.2f}" if our_p99 and their_p99 else ""
-            ours_cpu, their_cpu = cpu_ns("runnel", k, b), cpu_ns(peer, k, b)
-            cpu_ratio = f", CPU/msg x{ours_cpu / their_cpu:.2f}" if ours_cpu and their_cpu else ""
-            print(f"{'':>11} runnel / {names[peer]:<8} throughput x{ours / theirs:.2f}{p99_ratio}{cpu_ratio}")
-    # --cross: Runnel and Redis compared at each one's half rate (the other runs at it too).
-    for rate_of, mode in (("redis", "atredis"), ("runnel", "atrunnel")):
-        other = "runnel" if mode == "atredis" else "redis"
-        at_own = median("p99_us", rate_of, k, b, "half")
+    # Runnel's ratios to each peer, and runnel+backpressure's to Redis.
+    for ours_name, peers in (("runnel", ("redis", "nats", "baseline")), ("backpressure", ("redis",))):
+        ours = median("msgs_per_s", ours_name, k, b, "max")
+        our_p99 = median("p99_us", ours_name, k, b, "half")
+        for peer in peers:
+            theirs = median("msgs_per_s", peer, k, b, "max")
+            their_p99 = median("p99_us", peer, k, b, "half")
+            if ours and theirs:
+                p99_ratio = f", p99 x{our_p99 / their_p99:.2f}" if our_p99 and their_p99 else ""
+                ours_cpu, their_cpu = cpu_ns(ours_name, k, b), cpu_ns(peer, k, b)
+                cpu_ratio = f", CPU/msg x{ours_cpu / their_cpu:.2f}" if ours_cpu and their_cpu else ""
+                print(f"{'':>11} {names[ours_name]} / {names[peer]:<8} throughput x{ours / theirs:.2f}{p99_ratio}{cpu_ratio}")
+    # --cross: Runnel (and runnel+backpressure) and Redis compared at each one's half rate (the
+    # other runs at it too).
+    for ours_name, rate_of, mode in (("runnel", "redis", "atredis"), ("backpressure", "redis", "atredis"),
+                                     ("runnel", "runnel", "atrunnel")):
+        other = ours_name if mode == "atredis" else "redis"
+        # With --same-rate no run of Runnel's was at its own half: that side was not measured.
+        at_own = None if same_rate and rate_of == "runnel" else median("p99_us", rate_of, k, b, "half")
         at_other = median("p99_us", other, k, b, mode)
-        rate = median("msgs_per_s", rate_of, k, b, "half")
+        rate = median("msgs_per_s", other, k, b, mode)  # delivered at that rate: the rate itself
         lost = failed(other, k, b, mode)
         if not runs[(other, k, b, mode)]:
             continue
-        ours_p99, theirs_p99 = (at_other, at_own) if other == "runnel" else (at_own, at_other)
+        ours_p99, theirs_p99 = (at_other, at_own) if other == ours_name else (at_own, at_other)
         ratio = f" -> x{ours_p99 / theirs_p99:.2f}" if ours_p99 and theirs_p99 else ""
-        note = f" ({other}: {lost} run(s) lost messages)" if lost else ""
-        print(f"{'':>11} p99 at {names[rate_of]}'s half ({fmt(rate, ',.0f')} msgs/s): runnel {fmt(ours_p99, '.0f')} us, "
-              f"redis {fmt(theirs_p99, '.0f')} us{ratio}{note}")
+        note = f" ({names[other]}: {lost} run(s) lost messages)" if lost else ""
+        print(f"{'':>11} p99 at {names[rate_of]}'s half ({fmt(rate, ',.0f')} msgs/s): {names[ours_name]} "
+              f"{fmt(ours_p99, '.0f')} us, redis {fmt(theirs_p99, '.0f')} us{ratio}{note}")
     print()
