@@ -69,22 +69,22 @@ import Testing
         var runs = 0
         let pure = try Expression.compile(".a.b + 1", variables: [])
         let pureAgain = try Expression.compile(".a.b + 1", variables: [])
-        let once = try payload.memoized(pure) { () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+        let once = try payload.memoized(pure) { () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
-            return .success(.number(2))
+            return .success(Payload(computed: .number(2)))
         }.get()
         let twice = try payload.memoized(pureAgain) {
-            () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
-            return .success(.number(2))
+            return .success(Payload(computed: .number(2)))
         }.get()
         #expect(once === twice && runs == 1)
         let bySubject = try Expression.compile("$subject", variables: [])
         for _ in 0..<2 {
             _ = try payload.memoized(bySubject) {
-                () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+                () throws(ProtocolError) -> Result<Payload, ExpressionError> in
                 runs += 1
-                return .success(.string("s"))
+                return .success(Payload(computed: .string("s")))
             }
         }
         #expect(runs == 3)

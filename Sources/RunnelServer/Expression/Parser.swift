@@ -17,6 +17,8 @@ struct Parser {
     /// Whether the source reads anything but the input value: a variable (`$subject`
     /// included) or the clock.
     private var readsMoreThanInput = false
+    /// Whether the source reads the input value whole (`.` other than as a path's start).
+    private var readsWholeInput = false
 
     private init(tokens: [Token], variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock) {
         self.tokens = tokens
@@ -25,16 +27,17 @@ struct Parser {
         self.clock = clock
     }
 
-    /// The tree, and whether its value depends on the input value alone (no variable, no
-    /// `now()`): such an expression gives the same result for the same value every time.
+    /// The tree; whether its value depends on the input value alone (no variable, no
+    /// `now()`): such an expression gives the same result for the same value every time; and
+    /// whether it reads the input value whole rather than only through paths (`.a`, `.[0]`).
     static func parse(
         _ source: String, variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock
-    ) throws(ExpressionError) -> (root: ExpressionNode, dependsOnInputOnly: Bool) {
+    ) throws(ExpressionError) -> (root: ExpressionNode, dependsOnInputOnly: Bool, readsWholeInput: Bool) {
         var parser = Parser(
             tokens: try Lexer.tokens(of: source), variables: variables, maxDepth: maxDepth, clock: clock)
         let node = try parser.expression()
         guard parser.peek.kind == .end else { throw parser.unexpected() }
-        return (node, !parser.readsMoreThanInput)
+        return (node, !parser.readsMoreThanInput, parser.readsWholeInput)
     }
 
     // MARK: Token access
@@ -163,10 +166,12 @@ struct Parser {
     private mutating func postfix() throws(ExpressionError) -> ExpressionNode {
         var steps: [ExpressionPathStep] = []
         let base: ExpressionNode
+        var startsAtInput = false
         if peek.kind == .dot {
             // `.` alone is the value; `.name` is its first member step.
             let dot = advance()
             base = .input
+            startsAtInput = true
             if case .identifier(let name) = peek.kind {
                 advance()
                 steps.append(.member(name, at: dot.position))
@@ -198,6 +203,7 @@ struct Parser {
                 break
             }
         }
+        if startsAtInput && steps.isEmpty { readsWholeInput = true }
         return steps.isEmpty ? base : fold(.path(base, steps))
     }
 
@@ -324,7 +330,7 @@ struct Parser {
             // Under the default budget: a constant too costly to fold stays a node, and pays
             // (or fails) at run time under the stage's own budget.
             var meter = ExpressionMeter(.standard)
-            return .literal(try node.evaluate(.null, ExpressionBindings(), &meter))
+            return .literal(try node.evaluate(.tree(.null), ExpressionBindings(), &meter))
         } catch {
             return node
         }

@@ -80,12 +80,12 @@ public final class Payload: @unchecked Sendable {
     /// An error `compute` throws (rather than returns) is not kept.
     func memoized(
         _ expression: CompiledExpression,
-        _ compute: () throws(ProtocolError) -> Result<JSONValue, ExpressionError>
+        _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
-        guard expression.dependsOnInputOnly else { return try compute().map { Payload(computed: $0) } }
+        guard expression.dependsOnInputOnly else { return try compute() }
         if let memo0, memo0.matches(expression) { return memo0.outcome }
         if let memo1, memo1.matches(expression) { return memo1.outcome }
-        let outcome = try compute().map { Payload(computed: $0) }
+        let outcome = try compute()
         // The newer entry goes first; the older of the two is the one forgotten.
         memo1 = memo0
         memo0 = Memo(source: expression.source, budget: expression.budget, outcome: outcome)

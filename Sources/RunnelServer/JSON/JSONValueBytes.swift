@@ -1,0 +1,235 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One JSON value inside bytes `JSONScanner` has already accepted, read in place: its kind, an
+/// object's members and an array's items are found by skipping over the bytes, without
+/// building anything, and only a value asked for is decoded (`decoded()`).
+///
+/// This is what lets an expression path such as `.load` or `.a.b[2]` read a published value
+/// without decoding the rest of it (`ExpressionInput.bytes`). The bytes are trusted to be
+/// valid, so skipping only has to find where each value ends: strings end at their first
+/// unescaped quote, containers where their brackets balance, scalars at the first byte that
+/// cannot continue them.
+///
+/// A view, not an owner: valid only while the buffer it points into is alive and unchanged
+/// (the caller keeps the `Payload` or `RawJSON` alive around its use). Any thread.
+struct JSONValueBytes {
+    /// The whole validated buffer this value sits in (offsets in errors are into it).
+    let buffer: UnsafeRawBufferPointer
+    /// The value's own bytes within `buffer`, without surrounding whitespace.
+    let range: Range<Int>
+
+    /// The value that `bytes`, one whole validated JSON text, holds (whitespace around it allowed).
+    init(validated bytes: UnsafeRawBufferPointer) {
+        var start = 0
+        var end = bytes.count
+        while start < end, JSONValueBytes.isWhitespace(bytes[start]) { start += 1 }
+        while end > start, JSONValueBytes.isWhitespace(bytes[end - 1]) { end -= 1 }
+        self.init(buffer: bytes, range: start..<end)
+    }
+
+    private init(buffer: UnsafeRawBufferPointer, range: Range<Int>) {
+        assert(!range.isEmpty && range.upperBound <= buffer.count, "a JSON value has at least one byte")
+        self.buffer = buffer
+        self.range = range
+    }
+
+    /// The value's own bytes.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[range]) }
+
+    /// What kind of value it is, from its first byte.
+    var kind: JSONKind {
+        switch buffer[range.lowerBound] {
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .boolean
+        case UInt8(ascii: "n"): return .null
+        default: return .number
+        }
+    }
+
+    /// For an object: the value of the last member named `key` (nil when there is none) and
+    /// how many members it has, repeated keys included. Keys with escapes compare decoded.
+    func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
+        assert(kind == .object)
+        var key = key
+        return key.withUTF8 { wanted in
+            var found: Range<Int>?
+            var count = 0
+            forEachEntry(isObject: true) { keyRange, keyHasEscapes, valueRange in
+                count += 1
+                if JSONValueBytes.matches(UnsafeRawBufferPointer(rebasing: buffer[keyRange]), keyHasEscapes, wanted) {
+                    found = valueRange
+                }
+            }
+            return (found.map { JSONValueBytes(buffer: buffer, range: $0) }, count)
+        }
+    }
+
+    /// For an array: how many items it has.
+    var elementCount: Int {
+        assert(kind == .array)
+        var count = 0
+        forEachEntry(isObject: false) { _, _, _ in count += 1 }
+        return count
+    }
+
+    /// For an array: the item at `offset` (0 ≤ `offset` < `elementCount`).
+    func element(at offset: Int) -> JSONValueBytes {
+        assert(kind == .array)
+        var index = 0
+        var found: Range<Int>?
+        forEachEntry(isObject: false) { _, _, valueRange in
+            if index == offset { found = valueRange }
+            index += 1
+        }
+        guard let found else { preconditionFailure("item \(offset) of an array of \(index)") }
+        return JSONValueBytes(buffer: buffer, range: found)
+    }
+
+    /// The value as a tree. Fails only for a number too large for a Double (the offset is
+    /// into `buffer`, as a full decode of it would report).
+    func decoded() throws(JSONError) -> JSONValue {
+        let start = range.lowerBound
+        switch kind {
+        case .null: return .null
+        case .boolean: return .bool(buffer[start] == UInt8(ascii: "t"))
+        case .number:
+            guard let number = JSONNumberDecoding.double(bytes) else { throw JSONError(.numberOutOfRange, at: start) }
+            return .number(number)
+        case .string:
+            let content = UnsafeRawBufferPointer(rebasing: buffer[(start + 1)..<(range.upperBound - 1)])
+            return .string(
+                JSONStringDecoding.string(content: content, hasEscapes: content.contains(UInt8(ascii: "\\"))))
+        case .array, .object:
+            do {
+                return try JSONParser(maxDepth: .max).parse(bytes)
+            } catch {
+                throw JSONError(error.reason, at: start + error.offset)
+            }
+        }
+    }
+
+    // MARK: Skipping
+
+    /// Calls `body` for each member of an object (`isObject`) or item of an array, in order,
+    /// with the key's range (content between the quotes; empty for an item), whether the key
+    /// holds escapes, and the value's range.
+    @inline(__always)
+    private func forEachEntry(isObject: Bool, _ body: (Range<Int>, Bool, Range<Int>) -> Void) {
+        var position = skipWhitespace(from: range.lowerBound + 1)
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        if buffer[position] == close { return }
+        while true {
+            var keyRange = 0..<0
+            var keyHasEscapes = false
+            if isObject {
+                let (keyEnd, escapes) = stringEnd(from: position)
+                keyRange = (position + 1)..<(keyEnd - 1)
+                keyHasEscapes = escapes
+                // Past the colon and the whitespace around it.
+                position = skipWhitespace(from: skipWhitespace(from: keyEnd) + 1)
+            }
+            let valueEnd = end(from: position)
+            body(keyRange, keyHasEscapes, position..<valueEnd)
+            position = skipWhitespace(from: valueEnd)
+            guard buffer[position] == UInt8(ascii: ",") else { return }
+            position = skipWhitespace(from: position + 1)
+        }
+    }
+
+    /// Where the value starting at `start` ends (just past its last byte).
+    private func end(from start: Int) -> Int {
+        switch buffer[start] {
+        case UInt8(ascii: "\""): return stringEnd(from: start).end
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            var position = start
+            while true {
+                switch buffer[position] {
+                case UInt8(ascii: "\""):
+                    position = stringEnd(from: position).end
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return position + 1 }
+                default: break
+                }
+                position += 1
+            }
+        case UInt8(ascii: "t"), UInt8(ascii: "n"): return start + 4
+        case UInt8(ascii: "f"): return start + 5
+        default:
+            var position = start + 1
+            while position < buffer.count, JSONValueBytes.continuesNumber(buffer[position]) { position += 1 }
+            return position
+        }
+    }
+
+    /// Where the string whose opening quote is at `start` ends (just past its closing quote),
+    /// and whether it holds escapes. Eight bytes at a time up to the next quote or backslash.
+    private func stringEnd(from start: Int) -> (end: Int, hasEscapes: Bool) {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var position = start + 1
+        var hasEscapes = false
+        let base = buffer.baseAddress!
+        while true {
+            while position + 8 <= buffer.count {
+                let word = UInt64(littleEndian: (base + position).loadUnaligned(as: UInt64.self))
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let marks = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & highs
+                if marks != 0 {
+                    position += marks.trailingZeroBitCount >> 3
+                    break
+                }
+                position += 8
+            }
+            switch buffer[position] {
+            case UInt8(ascii: "\""): return (position + 1, hasEscapes)
+            case UInt8(ascii: "\\"):
+                hasEscapes = true
+                position += 2
+            default: position += 1
+            }
+        }
+    }
+
+    private func skipWhitespace(from start: Int) -> Int {
+        var position = start
+        while position < buffer.count, JSONValueBytes.isWhitespace(buffer[position]) { position += 1 }
+        return position
+    }
+
+    /// Whether a key's content (between its quotes) names `wanted`'s UTF-8.
+    private static func matches(
+        _ content: UnsafeRawBufferPointer, _ hasEscapes: Bool, _ wanted: UnsafeBufferPointer<UInt8>
+    )
+        -> Bool
+    {
+        if hasEscapes {
+            // An escape is at least two bytes for at most one of UTF-8 less: never shorter.
+            guard content.count >= wanted.count else { return false }
+            return JSONStringDecoding.string(content: content, hasEscapes: true).utf8.elementsEqual(wanted)
+        }
+        return content.count == wanted.count
+            && (wanted.isEmpty || memcmp(content.baseAddress!, wanted.baseAddress!, wanted.count) == 0)
+    }
+
+    @inline(__always) private static func isWhitespace(_ c: UInt8) -> Bool {
+        c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09
+    }
+
+    @inline(__always) private static func continuesNumber(_ c: UInt8) -> Bool {
+        c &- UInt8(ascii: "0") < 10 || c == UInt8(ascii: ".") || c | 0x20 == UInt8(ascii: "e")
+            || c == UInt8(ascii: "+") || c == UInt8(ascii: "-")
+    }
+}
