@@ -168,7 +168,7 @@ struct StageBudgetTests {
         let input = try payload.decoded()
         var runs = 0
         for _ in 0..<3 {
-            let outcome = try payload.memoized(expression) {
+            let outcome = try payload.memoized(expression, label: SubjectLabel("s")) {
                 () throws(ProtocolError) -> Result<Payload, ExpressionError> in
                 runs += 1
                 do throws(ExpressionError) {
@@ -183,7 +183,8 @@ struct StageBudgetTests {
         #expect(runs == 1)
         // The same source under another budget is evaluated on its own.
         let roomy = try Expression.compile("contains(., -1)", variables: [])
-        let outcome = try payload.memoized(roomy) { () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+        let outcome = try payload.memoized(roomy, label: SubjectLabel("s")) {
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
             return .success(Payload(computed: .bool(false)))
         }

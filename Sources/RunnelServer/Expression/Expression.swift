@@ -56,7 +56,8 @@ public enum Expression {
         let parsed = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
         return CompiledExpression(
             source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly,
-            readsWholeInput: parsed.readsWholeInput, budget: budget)
+            dependsOnInputAndSubjectOnly: parsed.dependsOnInputAndSubjectOnly, readsWholeInput: parsed.readsWholeInput,
+            budget: budget)
     }
 }
 
@@ -69,6 +70,9 @@ public final class CompiledExpression: Sendable {
     /// and no `now()`. The same input then always gives the same result, which lets the
     /// server compute it once per published value for every subscriber (`Payload.memo`).
     public let dependsOnInputOnly: Bool
+    /// Whether the value depends on the input value and `$subject` alone (no other variable,
+    /// no `now()`): the server computes it once per published value and subject.
+    let dependsOnInputAndSubjectOnly: Bool
     /// How much one evaluation may do; past it, an error of kind `.limit`.
     public let budget: ExpressionBudget
     /// Whether the expression reads its input whole (`.` on its own, as in `keys(.)`), so
@@ -82,12 +86,13 @@ public final class CompiledExpression: Sendable {
     let projection: ExpressionPathNode?
 
     init(
-        source: String, root: ExpressionNode, dependsOnInputOnly: Bool = false, readsWholeInput: Bool = true,
-        budget: ExpressionBudget = .standard
+        source: String, root: ExpressionNode, dependsOnInputOnly: Bool, dependsOnInputAndSubjectOnly: Bool,
+        readsWholeInput: Bool, budget: ExpressionBudget
     ) {
         self.source = source
         self.root = root
         self.dependsOnInputOnly = dependsOnInputOnly
+        self.dependsOnInputAndSubjectOnly = dependsOnInputAndSubjectOnly
         self.budget = budget
         self.readsWholeInput = readsWholeInput
         let path = root as? ExpressionPathNode

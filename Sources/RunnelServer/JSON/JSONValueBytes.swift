@@ -58,25 +58,59 @@ struct JSONValueBytes {
     /// how many members it has, repeated keys included. Keys with escapes compare decoded.
     func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
         assert(kind == .object)
-        var key = key
-        return key.withUTF8 { wanted in
-            var found: Range<Int>?
-            var count = 0
-            forEachEntry(isObject: true) { keyRange, keyHasEscapes, valueRange in
-                count += 1
-                if JSONValueBytes.matches(UnsafeRawBufferPointer(rebasing: buffer[keyRange]), keyHasEscapes, wanted) {
-                    found = valueRange
-                }
-            }
-            return (found.map { JSONValueBytes(buffer: buffer, range: $0) }, count)
+        if let found = key.utf8.withContiguousStorageIfAvailable({ lastMember(utf8: UnsafeRawBufferPointer($0)) }) {
+            return found
         }
+        return Array(key.utf8).withUnsafeBytes { lastMember(utf8: $0) }
+    }
+
+    /// `lastMember(named:)` for the key's UTF-8. One pass over the members: a key is first
+    /// compared in place (`wanted` then a quote); only a key with escapes is decoded to compare.
+    private func lastMember(utf8 wanted: UnsafeRawBufferPointer) -> (value: JSONValueBytes?, memberCount: Int) {
+        // A key written without escapes holds neither byte; one that needs them can only match
+        // a key with escapes.
+        let plain = !wanted.contains(UInt8(ascii: "\\")) && !wanted.contains(UInt8(ascii: "\""))
+        let base = buffer.baseAddress!
+        var found: Range<Int>?
+        var count = 0
+        var position = skipWhitespace(from: range.lowerBound + 1)
+        if buffer[position] == UInt8(ascii: "}") { return (nil, 0) }
+        while true {
+            let content = position + 1
+            let keyEnd: Int
+            let matched: Bool
+            if plain, content + wanted.count < buffer.count, buffer[content + wanted.count] == UInt8(ascii: "\""),
+                wanted.isEmpty || memcmp(base + content, wanted.baseAddress!, wanted.count) == 0
+            {
+                // No backslash before that quote: it closes the key.
+                keyEnd = content + wanted.count + 1
+                matched = true
+            } else {
+                let (end, hasEscapes) = stringEnd(from: position)
+                keyEnd = end
+                matched =
+                    hasEscapes
+                    && JSONStringDecoding.string(
+                        content: UnsafeRawBufferPointer(rebasing: buffer[content..<(end - 1)]), hasEscapes: true
+                    ).utf8.elementsEqual(wanted)
+            }
+            count += 1
+            // Past the colon and the whitespace around it.
+            position = skipWhitespace(from: skipWhitespace(from: keyEnd) + 1)
+            let valueEnd = end(from: position)
+            if matched { found = position..<valueEnd }
+            position = skipWhitespace(from: valueEnd)
+            guard buffer[position] == UInt8(ascii: ",") else { break }
+            position = skipWhitespace(from: position + 1)
+        }
+        return (found.map { JSONValueBytes(buffer: buffer, range: $0) }, count)
     }
 
     /// For an array: how many items it has.
     var elementCount: Int {
         assert(kind == .array)
         var count = 0
-        forEachEntry(isObject: false) { _, _, _ in count += 1 }
+        forEachElement { _ in count += 1 }
         return count
     }
 
@@ -85,7 +119,7 @@ struct JSONValueBytes {
         assert(kind == .array)
         var index = 0
         var found: Range<Int>?
-        forEachEntry(isObject: false) { _, _, valueRange in
+        forEachElement { valueRange in
             if index == offset { found = valueRange }
             index += 1
         }
@@ -118,26 +152,14 @@ struct JSONValueBytes {
 
     // MARK: Skipping
 
-    /// Calls `body` for each member of an object (`isObject`) or item of an array, in order,
-    /// with the key's range (content between the quotes; empty for an item), whether the key
-    /// holds escapes, and the value's range.
+    /// Calls `body` with the range of each item of an array, in order.
     @inline(__always)
-    private func forEachEntry(isObject: Bool, _ body: (Range<Int>, Bool, Range<Int>) -> Void) {
+    private func forEachElement(_ body: (Range<Int>) -> Void) {
         var position = skipWhitespace(from: range.lowerBound + 1)
-        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
-        if buffer[position] == close { return }
+        if buffer[position] == UInt8(ascii: "]") { return }
         while true {
-            var keyRange = 0..<0
-            var keyHasEscapes = false
-            if isObject {
-                let (keyEnd, escapes) = stringEnd(from: position)
-                keyRange = (position + 1)..<(keyEnd - 1)
-                keyHasEscapes = escapes
-                // Past the colon and the whitespace around it.
-                position = skipWhitespace(from: skipWhitespace(from: keyEnd) + 1)
-            }
             let valueEnd = end(from: position)
-            body(keyRange, keyHasEscapes, position..<valueEnd)
+            body(position..<valueEnd)
             position = skipWhitespace(from: valueEnd)
             guard buffer[position] == UInt8(ascii: ",") else { return }
             position = skipWhitespace(from: position + 1)
@@ -207,21 +229,6 @@ struct JSONValueBytes {
         var position = start
         while position < buffer.count, JSONValueBytes.isWhitespace(buffer[position]) { position += 1 }
         return position
-    }
-
-    /// Whether a key's content (between its quotes) names `wanted`'s UTF-8.
-    private static func matches(
-        _ content: UnsafeRawBufferPointer, _ hasEscapes: Bool, _ wanted: UnsafeBufferPointer<UInt8>
-    )
-        -> Bool
-    {
-        if hasEscapes {
-            // An escape is at least two bytes for at most one of UTF-8 less: never shorter.
-            guard content.count >= wanted.count else { return false }
-            return JSONStringDecoding.string(content: content, hasEscapes: true).utf8.elementsEqual(wanted)
-        }
-        return content.count == wanted.count
-            && (wanted.isEmpty || memcmp(content.baseAddress!, wanted.baseAddress!, wanted.count) == 0)
     }
 
     @inline(__always) private static func isWhitespace(_ c: UInt8) -> Bool {

@@ -18,6 +18,8 @@ public final class Server: @unchecked Sendable {
     let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishEvaluationBound: PublishEvaluationBound
+    /// One compiled expression for all identical ones in the chains (`compileChain`).
+    let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
@@ -257,7 +259,7 @@ public final class Server: @unchecked Sendable {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
             scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, account: account,
-            lookup: lookup)
+            interner: expressionInterner, lookup: lookup)
         return try compiler.compile(stages, source: source)
     }
 

@@ -18,22 +18,33 @@ public final class Payload: @unchecked Sendable {
     /// A computed value's encoding, once made.
     private var encodedCache: RawJSON?
     private var decodedCache: JSONValue?
-    /// Outcomes of expressions that depend on the value alone, by source text and budget (two
-    /// slots, for a `filter` + `map` chain): when many subscribers run the same chain, the first
-    /// computes and encodes each result and the others share it. An evaluation error is kept
-    /// too (the same expression on the same value under the same budget fails the same way),
-    /// so that an expression over its budget costs the loop that budget once per value, not
-    /// once per subscriber.
+    /// Outcomes of expressions that depend on the value alone, or on the value and `$subject`
+    /// (then for one subject): when many subscribers run the same chain, the first computes
+    /// and encodes each result and the others share it. An evaluation error is kept too (the
+    /// same expression on the same value under the same budget fails the same way), so that an
+    /// expression over its budget costs the loop that budget once per value, not once per
+    /// subscriber. Two slots inline (a `filter` + `map` chain) and up to `maxMemos` in all
+    /// when several chains read the value; past that the oldest extra one is forgotten.
     private var memo0: Memo?
     private var memo1: Memo?
+    private var moreMemos: [Memo]?
+
+    /// The most outcomes one value keeps.
+    static let maxMemos = 16
 
     private struct Memo {
-        let source: String
-        let budget: ExpressionBudget
+        let expression: CompiledExpression
+        /// The subject the outcome is for, when the expression reads `$subject`.
+        let label: SubjectLabel?
         let outcome: Result<Payload, ExpressionError>
 
-        func matches(_ expression: CompiledExpression) -> Bool {
-            budget == expression.budget && source == expression.source
+        /// The same compiled expression (the server's chains share one per identical
+        /// expression: `ExpressionInterner`), or one compiled from the same source under the
+        /// same budget; for the same subject.
+        @inline(__always)
+        func matches(_ other: CompiledExpression, _ otherLabel: SubjectLabel?) -> Bool {
+            (expression === other || (expression.budget == other.budget && expression.source == other.source))
+                && label === otherLabel
         }
     }
 
@@ -75,20 +86,36 @@ public final class Payload: @unchecked Sendable {
         return value
     }
 
-    /// `expression`'s outcome on this value, computed once by `compute` when the expression
-    /// depends on the value alone (`CompiledExpression.dependsOnInputOnly`), else every time.
-    /// An error `compute` throws (rather than returns) is not kept.
+    /// `expression`'s outcome on this value (published to `label`'s subject), computed once by
+    /// `compute` when the expression depends on the value alone, or on the value and
+    /// `$subject` (`CompiledExpression.dependsOnInputAndSubjectOnly`), else every time. An
+    /// error `compute` throws (rather than returns) is not kept.
     func memoized(
-        _ expression: CompiledExpression,
+        _ expression: CompiledExpression, label: SubjectLabel,
         _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
-        guard expression.dependsOnInputOnly else { return try compute() }
-        if let memo0, memo0.matches(expression) { return memo0.outcome }
-        if let memo1, memo1.matches(expression) { return memo1.outcome }
+        guard expression.dependsOnInputAndSubjectOnly else { return try compute() }
+        let key = expression.dependsOnInputOnly ? nil : label
+        if let memo0 {
+            if memo0.matches(expression, key) { return memo0.outcome }
+            if let memo1 {
+                if memo1.matches(expression, key) { return memo1.outcome }
+                if let found = moreMemos?.first(where: { $0.matches(expression, key) }) { return found.outcome }
+            }
+        }
         let outcome = try compute()
-        // The newer entry goes first; the older of the two is the one forgotten.
-        memo1 = memo0
-        memo0 = Memo(source: expression.source, budget: expression.budget, outcome: outcome)
+        let memo = Memo(expression: expression, label: key, outcome: outcome)
+        if memo0 == nil {
+            memo0 = memo
+        } else if memo1 == nil {
+            memo1 = memo
+        } else {
+            var more = moreMemos ?? []
+            moreMemos = nil  // leaves `more` uniquely referenced, so it grows in place
+            if more.count == Self.maxMemos - 2 { more.removeFirst() }
+            more.append(memo)
+            moreMemos = more
+        }
         return outcome
     }
 

@@ -91,15 +91,15 @@ final class StageExpression: Sendable {
     }
 
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
-    /// whose chain evaluates the same expression under the same budget on the same value (see
-    /// `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
+    /// whose chain evaluates the same expression under the same budget on the same value and
+    /// subject (see `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
     /// or otherwise, fails for each of them alike without being run again. (A refusal by the
     /// account is thrown, not kept: it is the connection's, not the value's.)
     ///
     /// A projection (`.p`) of a published value is the slice of its bytes the path names,
     /// copied as they are: never decoded, never encoded again.
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
-        let outcome = try message.value.memoized(compiled) {
+        let outcome = try message.value.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             let input = try input(message)
             let bindings = ExpressionBindings(subject: message.label.name)
@@ -120,7 +120,7 @@ final class StageExpression: Sendable {
 
     /// The expression's truthiness on `message`'s value.
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.dependsOnInputOnly else { return try evaluate(message).isTruthy }
+        guard compiled.dependsOnInputAndSubjectOnly else { return try evaluate(message).isTruthy }
         let result = try evaluatedPayload(message)
         guard result.isDecoded else {
             // A projection (`filter .active`): its slice, decoded (a scalar, usually).
