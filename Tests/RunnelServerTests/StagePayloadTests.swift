@@ -142,13 +142,12 @@ import Testing
         #expect(throws: ExpressionError.self) {
             try interner.compile(".load > 0.9", variables: [], maxBytes: 5, budget: .standard)
         }
-        // Held weakly: the table never keeps an expression alive.
-        var released: CompiledExpression? = try interner.compile(
-            "1 + .x", variables: [], maxBytes: 100, budget: .standard)
-        weak let watcher = released
-        released = nil
-        #expect(watcher == nil)
+        // Released once no chain holds it.
+        _ = try interner.compile("1 + .x", variables: [], maxBytes: 100, budget: .standard)
         #expect(interner.count == 4)
+        interner.releaseUnused()
+        #expect(interner.count == 1)
+        #expect(try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: .standard) === first)
     }
 
     @Test func aPatternSubscriptionsSubjectIsNeverTakenFromAnotherSubject() throws {

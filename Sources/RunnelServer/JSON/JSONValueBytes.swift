@@ -86,12 +86,12 @@ struct JSONValueBytes {
                 keyEnd = content + wanted.count + 1
                 matched = true
             } else {
-                let (end, hasEscapes) = stringEnd(from: position)
-                keyEnd = end
+                keyEnd = stringEnd(from: position)
+                let keyContent = content..<(keyEnd - 1)
                 matched =
-                    hasEscapes
+                    hasEscapes(keyContent)
                     && JSONStringDecoding.string(
-                        content: UnsafeRawBufferPointer(rebasing: buffer[content..<(end - 1)]), hasEscapes: true
+                        content: UnsafeRawBufferPointer(rebasing: buffer[keyContent]), hasEscapes: true
                     ).utf8.elementsEqual(wanted)
             }
             count += 1
@@ -138,9 +138,10 @@ struct JSONValueBytes {
             guard let number = JSONNumberDecoding.double(bytes) else { throw JSONError(.numberOutOfRange, at: start) }
             return .number(number)
         case .string:
-            let content = UnsafeRawBufferPointer(rebasing: buffer[(start + 1)..<(range.upperBound - 1)])
+            let content = (start + 1)..<(range.upperBound - 1)
             return .string(
-                JSONStringDecoding.string(content: content, hasEscapes: content.contains(UInt8(ascii: "\\"))))
+                JSONStringDecoding.string(
+                    content: UnsafeRawBufferPointer(rebasing: buffer[content]), hasEscapes: hasEscapes(content)))
         case .array, .object:
             do {
                 return try JSONParser(maxDepth: .max).parse(bytes)
@@ -169,14 +170,14 @@ struct JSONValueBytes {
     /// Where the value starting at `start` ends (just past its last byte).
     private func end(from start: Int) -> Int {
         switch buffer[start] {
-        case UInt8(ascii: "\""): return stringEnd(from: start).end
+        case UInt8(ascii: "\""): return stringEnd(from: start)
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             var depth = 0
             var position = start
             while true {
                 switch buffer[position] {
                 case UInt8(ascii: "\""):
-                    position = stringEnd(from: position).end
+                    position = stringEnd(from: position)
                     continue
                 case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
@@ -195,34 +196,26 @@ struct JSONValueBytes {
         }
     }
 
-    /// Where the string whose opening quote is at `start` ends (just past its closing quote),
-    /// and whether it holds escapes. Eight bytes at a time up to the next quote or backslash.
-    private func stringEnd(from start: Int) -> (end: Int, hasEscapes: Bool) {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var position = start + 1
-        var hasEscapes = false
+    /// Where the string whose opening quote is at `start` ends (just past its closing quote):
+    /// the first quote not escaped, found with `memchr` (vectorised by the C library; a
+    /// quote is escaped when an odd number of backslashes precedes it).
+    private func stringEnd(from start: Int) -> Int {
         let base = buffer.baseAddress!
+        var position = start + 1
         while true {
-            while position + 8 <= buffer.count {
-                let word = UInt64(littleEndian: (base + position).loadUnaligned(as: UInt64.self))
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let marks = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & highs
-                if marks != 0 {
-                    position += marks.trailingZeroBitCount >> 3
-                    break
-                }
-                position += 8
-            }
-            switch buffer[position] {
-            case UInt8(ascii: "\""): return (position + 1, hasEscapes)
-            case UInt8(ascii: "\\"):
-                hasEscapes = true
-                position += 2
-            default: position += 1
-            }
+            // The bytes are valid JSON: the string has a closing quote.
+            let found = memchr(base + position, Int32(UInt8(ascii: "\"")), buffer.count - position)!
+            let quote = UnsafeRawPointer(found) - base
+            var backslashes = 0
+            while buffer[quote - 1 - backslashes] == UInt8(ascii: "\\") { backslashes += 1 }
+            if backslashes & 1 == 0 { return quote + 1 }
+            position = quote + 1
         }
+    }
+
+    /// Whether `range` (a string's content) holds a backslash, i.e. an escape.
+    private func hasEscapes(_ range: Range<Int>) -> Bool {
+        !range.isEmpty && memchr(buffer.baseAddress! + range.lowerBound, Int32(UInt8(ascii: "\\")), range.count) != nil
     }
 
     private func skipWhitespace(from start: Int) -> Int {

@@ -3,10 +3,13 @@
 /// the memo a value keeps (`Payload.memoized`) is found by comparing one pointer, and the
 /// outcome computed for the first subscriber serves the others.
 ///
-/// It holds its expressions weakly: one lives as long as a chain uses it, and the table never
-/// keeps it alive. The table is bounded (`capacity`); when it is full the entries of released
-/// expressions are dropped, and if it is still full an expression is compiled without being
-/// shared (correct, only not shared).
+/// An expression no chain uses any more is released: the table holds the only reference to
+/// it then, which `isKnownUniquelyReferenced` sees. The table is swept whenever it has doubled
+/// since the last sweep (so a sweep's cost is spread over the compiles that filled it) and is
+/// bounded (`capacity`): if it is full after a sweep, an expression is compiled without being
+/// shared (correct, only not shared). It holds strong references, not weak ones: an object
+/// referenced weakly keeps its counts in a side table, and every retain and release of it on
+/// the delivery path would take the slow path.
 ///
 /// Every expression it hands out reads `clock` for `now()`, which is why it compiles with its
 /// own and the clock is no part of the key. Loop thread only (`@unchecked Sendable`: the
@@ -18,15 +21,15 @@ final class ExpressionInterner: @unchecked Sendable {
         let budget: ExpressionBudget
     }
 
-    private struct WeakExpression {
-        weak var expression: CompiledExpression?
-    }
-
     /// The most entries the table holds.
     static let capacity = 4096
+    /// The smallest table that is swept.
+    private static let firstSweep = 64
 
     private let clock: ExpressionClock
-    private var entries: [Key: WeakExpression] = [:]
+    private var entries: [Key: CompiledExpression] = [:]
+    /// The size at which the table is swept next.
+    private var nextSweep = ExpressionInterner.firstSweep
 
     init(clock: @escaping ExpressionClock) {
         self.clock = clock
@@ -39,12 +42,22 @@ final class ExpressionInterner: @unchecked Sendable {
     {
         let key = Key(source: source, variables: variables, budget: budget)
         // The length limit is checked again: it may have been lowered since the entry was made.
-        if let shared = entries[key]?.expression, source.utf8.count <= maxBytes { return shared }
+        if let shared = entries[key], source.utf8.count <= maxBytes { return shared }
         let compiled = try Expression.compile(
             source, variables: variables, maxBytes: maxBytes, clock: clock, budget: budget)
-        if entries.count >= Self.capacity { entries = entries.filter { $0.value.expression != nil } }
-        if entries.count < Self.capacity { entries[key] = WeakExpression(expression: compiled) }
+        if entries.count >= nextSweep {
+            releaseUnused()
+            nextSweep = Swift.min(Self.capacity, Swift.max(Self.firstSweep, 2 * entries.count))
+        }
+        if entries.count < Self.capacity { entries[key] = compiled }
         return compiled
+    }
+
+    /// Drops the expressions only the table holds.
+    func releaseUnused() {
+        for key in Array(entries.keys) where isKnownUniquelyReferenced(&entries[key]!) {
+            entries[key] = nil
+        }
     }
 
     /// How many entries the table holds (for tests).

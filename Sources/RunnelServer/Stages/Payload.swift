@@ -23,10 +23,16 @@ public final class Payload: @unchecked Sendable {
     /// and encodes each result and the others share it. An evaluation error is kept too (the
     /// same expression on the same value under the same budget fails the same way), so that an
     /// expression over its budget costs the loop that budget once per value, not once per
-    /// subscriber. Two slots inline (a `filter` + `map` chain) and up to `maxMemos` in all
-    /// when several chains read the value; past that the oldest extra one is forgotten.
-    private var memo0: Memo?
-    private var memo1: Memo?
+    /// subscriber. Two slots stored flat (a `filter` + `map` chain; flat fields are compared
+    /// in place, where reading a struct out of an optional retained each of its references)
+    /// and up to `maxMemos` in all when several chains read the value; past that the oldest
+    /// extra one is forgotten.
+    private var memo0: CompiledExpression?
+    private var memoLabel0: SubjectLabel?
+    private var memoOutcome0: Result<Payload, ExpressionError>?
+    private var memo1: CompiledExpression?
+    private var memoLabel1: SubjectLabel?
+    private var memoOutcome1: Result<Payload, ExpressionError>?
     private var moreMemos: [Memo]?
 
     /// The most outcomes one value keeps.
@@ -37,15 +43,6 @@ public final class Payload: @unchecked Sendable {
         /// The subject the outcome is for, when the expression reads `$subject`.
         let label: SubjectLabel?
         let outcome: Result<Payload, ExpressionError>
-
-        /// The same compiled expression (the server's chains share one per identical
-        /// expression: `ExpressionInterner`), or one compiled from the same source under the
-        /// same budget; for the same subject.
-        @inline(__always)
-        func matches(_ other: CompiledExpression, _ otherLabel: SubjectLabel?) -> Bool {
-            (expression === other || (expression.budget == other.budget && expression.source == other.source))
-                && label === otherLabel
-        }
     }
 
     /// A value kept as the exact bytes it arrived with.
@@ -95,32 +92,67 @@ public final class Payload: @unchecked Sendable {
         _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
         guard expression.dependsOnInputAndSubjectOnly else { return try compute() }
-        let key = expression.dependsOnInputOnly ? nil : label
-        if let memo0 {
-            if memo0.matches(expression, key) { return memo0.outcome }
-            if let memo1 {
-                if memo1.matches(expression, key) { return memo1.outcome }
-                if let found = moreMemos?.first(where: { $0.matches(expression, key) }) { return found.outcome }
-            }
+        // The server's chains share one object per identical expression (`ExpressionInterner`):
+        // found by identity first; then by source and budget (expressions compiled apart).
+        let bySubject = !expression.dependsOnInputOnly
+        if memo0 === expression, Self.sameSubject(memoLabel0, label, bySubject), let memoOutcome0 {
+            return memoOutcome0
+        }
+        if memo1 === expression, Self.sameSubject(memoLabel1, label, bySubject), let memoOutcome1 {
+            return memoOutcome1
+        }
+        if let found = moreMemos?.first(where: {
+            $0.expression === expression && Self.sameSubject($0.label, label, bySubject)
+        }) {
+            return found.outcome
+        }
+        if let memo0, Self.sameSubject(memoLabel0, label, bySubject), let memoOutcome0,
+            Self.sameSource(memo0, expression)
+        {
+            return memoOutcome0
+        }
+        if let memo1, Self.sameSubject(memoLabel1, label, bySubject), let memoOutcome1,
+            Self.sameSource(memo1, expression)
+        {
+            return memoOutcome1
+        }
+        if let found = moreMemos?.first(where: {
+            Self.sameSubject($0.label, label, bySubject) && Self.sameSource($0.expression, expression)
+        }) {
+            return found.outcome
         }
         let outcome = try compute()
-        let memo = Memo(expression: expression, label: key, outcome: outcome)
+        let key = bySubject ? label : nil
         if memo0 == nil {
-            memo0 = memo
+            (memo0, memoLabel0, memoOutcome0) = (expression, key, outcome)
         } else if memo1 == nil {
-            memo1 = memo
+            (memo1, memoLabel1, memoOutcome1) = (expression, key, outcome)
         } else {
             var more = moreMemos ?? []
             moreMemos = nil  // leaves `more` uniquely referenced, so it grows in place
             if more.count == Self.maxMemos - 2 { more.removeFirst() }
-            more.append(memo)
+            more.append(Memo(expression: expression, label: key, outcome: outcome))
             moreMemos = more
         }
         return outcome
     }
 
+    /// Whether a memo kept for `stored` (nil: for any subject) serves `label`'s subject.
+    @inline(__always)
+    private static func sameSubject(_ stored: SubjectLabel?, _ label: SubjectLabel, _ bySubject: Bool) -> Bool {
+        bySubject ? stored === label : stored == nil
+    }
+
+    /// Whether two expressions compiled apart are the same: source and budget.
+    private static func sameSource(_ one: CompiledExpression, _ other: CompiledExpression) -> Bool {
+        one.budget == other.budget && one.source == other.source
+    }
+
     /// The tree of a payload made by `init(computed:)`, which has nothing to decode.
     var computedValue: JSONValue { decodedCache ?? .null }
+
+    /// The tree's truthiness when the tree is at hand; nil when only the bytes are.
+    var decodedTruthiness: Bool? { decodedCache?.isTruthy }
 
     /// Whether the tree is at hand (computed, or decoded already).
     var isDecoded: Bool { decodedCache != nil }

@@ -102,7 +102,10 @@ final class StageExpression: Sendable {
         let outcome = try message.value.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             let input = try input(message)
-            let bindings = ExpressionBindings(subject: message.label.name)
+            // An expression of the value alone reads no binding: none is built for it.
+            let bindings =
+                compiled.dependsOnInputOnly
+                ? StageExpression.noBindings : ExpressionBindings(subject: message.label.name)
             return try withExtendedLifetime(message) { () throws(ProtocolError) -> Result<Payload, ExpressionError> in
                 try metered { meter throws(ExpressionError) -> Payload in
                     if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
@@ -122,12 +125,13 @@ final class StageExpression: Sendable {
     func test(_ message: Message) throws(ProtocolError) -> Bool {
         guard compiled.dependsOnInputAndSubjectOnly else { return try evaluate(message).isTruthy }
         let result = try evaluatedPayload(message)
-        guard result.isDecoded else {
-            // A projection (`filter .active`): its slice, decoded (a scalar, usually).
-            return try StageFailure.decoded(result, stage: stage, name: name).isTruthy
-        }
-        return result.computedValue.isTruthy
+        if let truth = result.decodedTruthiness { return truth }
+        // A projection (`filter .active`): its slice, decoded (a scalar, usually).
+        return try StageFailure.decoded(result, stage: stage, name: name).isTruthy
     }
+
+    /// The bindings of an expression that reads none.
+    private static let noBindings = ExpressionBindings()
 
     /// `message`'s value as a tree.
     func decoded(_ message: Message) throws(ProtocolError) -> JSONValue {
