@@ -107,7 +107,7 @@ import Testing
     @Test func moreThanTwoExpressionsEachKeepTheirOutcome() throws {
         let payload = Payload(raw: try RawJSON(validating: #"{"a":1}"#))
         let label = SubjectLabel("s")
-        let expressions = try (0..<Payload.maxMemos).map { try Expression.compile(".a + \($0)", variables: []) }
+        let expressions = try (0..<PayloadMemos.maxMemos).map { try Expression.compile(".a + \($0)", variables: []) }
         var runs = 0
         for _ in 0..<2 {
             for expression in expressions {
@@ -118,7 +118,7 @@ import Testing
                 }
             }
         }
-        #expect(runs == Payload.maxMemos)
+        #expect(runs == PayloadMemos.maxMemos)
         // One more forgets the oldest extra one (the third), not the inline two.
         let extra = try Expression.compile(".a + 100", variables: [])
         for expression in [extra, expressions[0], expressions[1], expressions[2]] {
@@ -128,7 +128,7 @@ import Testing
                 return .success(Payload(computed: .null))
             }
         }
-        #expect(runs == Payload.maxMemos + 2)
+        #expect(runs == PayloadMemos.maxMemos + 2)
     }
 
     @Test func identicalExpressionsCompileToOneSharedObject() throws {

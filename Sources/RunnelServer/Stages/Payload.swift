@@ -19,31 +19,9 @@ public final class Payload: @unchecked Sendable {
     private var encodedCache: RawJSON?
     private var decodedCache: JSONValue?
     /// Outcomes of expressions that depend on the value alone, or on the value and `$subject`
-    /// (then for one subject): when many subscribers run the same chain, the first computes
-    /// and encodes each result and the others share it. An evaluation error is kept too (the
-    /// same expression on the same value under the same budget fails the same way), so that an
-    /// expression over its budget costs the loop that budget once per value, not once per
-    /// subscriber. Two slots stored flat (a `filter` + `map` chain; flat fields are compared
-    /// in place, where reading a struct out of an optional retained each of its references)
-    /// and up to `maxMemos` in all when several chains read the value; past that the oldest
-    /// extra one is forgotten.
-    private var memo0: CompiledExpression?
-    private var memoLabel0: SubjectLabel?
-    private var memoOutcome0: Result<Payload, ExpressionError>?
-    private var memo1: CompiledExpression?
-    private var memoLabel1: SubjectLabel?
-    private var memoOutcome1: Result<Payload, ExpressionError>?
-    private var moreMemos: [Memo]?
-
-    /// The most outcomes one value keeps.
-    static let maxMemos = 16
-
-    private struct Memo {
-        let expression: CompiledExpression
-        /// The subject the outcome is for, when the expression reads `$subject`.
-        let label: SubjectLabel?
-        let outcome: Result<Payload, ExpressionError>
-    }
+    /// (`memoized`); made when the first is kept, so that a value no chain evaluates pays
+    /// for one nil reference only.
+    private var memos: PayloadMemos?
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
@@ -92,60 +70,16 @@ public final class Payload: @unchecked Sendable {
         _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
         guard expression.dependsOnInputAndSubjectOnly else { return try compute() }
-        // The server's chains share one object per identical expression (`ExpressionInterner`):
-        // found by identity first; then by source and budget (expressions compiled apart).
-        let bySubject = !expression.dependsOnInputOnly
-        if memo0 === expression, Self.sameSubject(memoLabel0, label, bySubject), let memoOutcome0 {
-            return memoOutcome0
-        }
-        if memo1 === expression, Self.sameSubject(memoLabel1, label, bySubject), let memoOutcome1 {
-            return memoOutcome1
-        }
-        if let found = moreMemos?.first(where: {
-            $0.expression === expression && Self.sameSubject($0.label, label, bySubject)
-        }) {
-            return found.outcome
-        }
-        if let memo0, Self.sameSubject(memoLabel0, label, bySubject), let memoOutcome0,
-            Self.sameSource(memo0, expression)
-        {
-            return memoOutcome0
-        }
-        if let memo1, Self.sameSubject(memoLabel1, label, bySubject), let memoOutcome1,
-            Self.sameSource(memo1, expression)
-        {
-            return memoOutcome1
-        }
-        if let found = moreMemos?.first(where: {
-            Self.sameSubject($0.label, label, bySubject) && Self.sameSource($0.expression, expression)
-        }) {
-            return found.outcome
-        }
+        if let memos, let outcome = memos.outcome(of: expression, label: label) { return outcome }
         let outcome = try compute()
-        let key = bySubject ? label : nil
-        if memo0 == nil {
-            (memo0, memoLabel0, memoOutcome0) = (expression, key, outcome)
-        } else if memo1 == nil {
-            (memo1, memoLabel1, memoOutcome1) = (expression, key, outcome)
+        if let memos {
+            memos.keep(outcome, of: expression, label: label)
         } else {
-            var more = moreMemos ?? []
-            moreMemos = nil  // leaves `more` uniquely referenced, so it grows in place
-            if more.count == Self.maxMemos - 2 { more.removeFirst() }
-            more.append(Memo(expression: expression, label: key, outcome: outcome))
-            moreMemos = more
+            let made = PayloadMemos()
+            made.keep(outcome, of: expression, label: label)
+            memos = made
         }
         return outcome
-    }
-
-    /// Whether a memo kept for `stored` (nil: for any subject) serves `label`'s subject.
-    @inline(__always)
-    private static func sameSubject(_ stored: SubjectLabel?, _ label: SubjectLabel, _ bySubject: Bool) -> Bool {
-        bySubject ? stored === label : stored == nil
-    }
-
-    /// Whether two expressions compiled apart are the same: source and budget.
-    private static func sameSource(_ one: CompiledExpression, _ other: CompiledExpression) -> Bool {
-        one.budget == other.budget && one.source == other.source
     }
 
     /// The tree of a payload made by `init(computed:)`, which has nothing to decode.
