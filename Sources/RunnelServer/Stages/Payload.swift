@@ -2,8 +2,10 @@
 /// the exact bytes it was published with, or a value a stage computed, each turned into the
 /// other at most once.
 ///
-/// A published value starts as bytes; the first stage that looks inside (a `filter`, a `map`)
-/// decodes it and the tree is kept, so the next subscriber's `filter` does not decode again.
+/// A published value starts as bytes. An expression that reads it only through paths (`.load`)
+/// reads the bytes in place (`ExpressionInput.bytes`) and decodes nothing else; the first one
+/// that needs it whole decodes it and the tree is kept, so the next subscriber's does not
+/// decode again.
 /// A computed value starts as a tree; the first write encodes it and the bytes are kept, so
 /// every subscriber's `next` line writes the same buffer. Stages that never look at values
 /// (`take`, `delay`, `merge`...) never decode.
