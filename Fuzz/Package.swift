@@ -42,5 +42,6 @@ let package = Package(
         fuzzer("ExpressionFuzzer", ["RunnelServer"]),
         fuzzer("HTTPFuzzer", ["RunnelServer"]),
         fuzzer("WebSocketFuzzer", ["RunnelServer"]),
+        fuzzer("LazyPathFuzzer", ["RunnelServer"]),
     ]
 )

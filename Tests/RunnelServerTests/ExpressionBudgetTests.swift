@@ -168,11 +168,11 @@ struct StageBudgetTests {
         let input = try payload.decoded()
         var runs = 0
         for _ in 0..<3 {
-            let outcome = try payload.memoized(expression) {
-                () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+            let outcome = try payload.memoized(expression, label: SubjectLabel("s")) {
+                () throws(ProtocolError) -> Result<Payload, ExpressionError> in
                 runs += 1
                 do throws(ExpressionError) {
-                    return .success(try expression.evaluateOutput(input))
+                    return .success(Payload(computed: try expression.evaluateOutput(input)))
                 } catch {
                     return .failure(error)
                 }
@@ -183,9 +183,10 @@ struct StageBudgetTests {
         #expect(runs == 1)
         // The same source under another budget is evaluated on its own.
         let roomy = try Expression.compile("contains(., -1)", variables: [])
-        let outcome = try payload.memoized(roomy) { () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+        let outcome = try payload.memoized(roomy, label: SubjectLabel("s")) {
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
-            return .success(.bool(false))
+            return .success(Payload(computed: .bool(false)))
         }
         #expect(try outcome.get().computedValue == .bool(false) && runs == 2)
     }

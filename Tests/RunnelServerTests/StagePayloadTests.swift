@@ -58,36 +58,96 @@ import Testing
         #expect(payloads[0] !== payloads[2])
     }
 
-    @Test func onlyExpressionsOfTheValueAloneAreShared() throws {
+    @Test func onlyExpressionsOfTheValueAndSubjectAreShared() throws {
         #expect(try Expression.compile(".a.b + 1", variables: []).dependsOnInputOnly)
         #expect(try Expression.compile("len(.) > 2 ? upper(.x) : null", variables: []).dependsOnInputOnly)
         #expect(try !Expression.compile("$subject", variables: []).dependsOnInputOnly)
-        #expect(try !Expression.compile(". > now()", variables: []).dependsOnInputOnly)
-        #expect(try !Expression.compile("$acc + .", variables: ["acc"]).dependsOnInputOnly)
+        #expect(try Expression.compile("$subject + .x", variables: []).dependsOnInputAndSubjectOnly)
+        #expect(try !Expression.compile(". > now()", variables: []).dependsOnInputAndSubjectOnly)
+        #expect(try !Expression.compile("$acc + .", variables: ["acc"]).dependsOnInputAndSubjectOnly)
 
         let payload = Payload(raw: try RawJSON(validating: #"{"a":{"b":1}}"#))
+        let cpu = SubjectLabel("cpu")
         var runs = 0
         let pure = try Expression.compile(".a.b + 1", variables: [])
         let pureAgain = try Expression.compile(".a.b + 1", variables: [])
-        let once = try payload.memoized(pure) { () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+        let once = try payload.memoized(pure, label: cpu) {
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
-            return .success(.number(2))
+            return .success(Payload(computed: .number(2)))
         }.get()
-        let twice = try payload.memoized(pureAgain) {
-            () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+        let twice = try payload.memoized(pureAgain, label: SubjectLabel("other")) {
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             runs += 1
-            return .success(.number(2))
+            return .success(Payload(computed: .number(2)))
         }.get()
         #expect(once === twice && runs == 1)
+        // `$subject` is shared for one subject, computed again for another.
         let bySubject = try Expression.compile("$subject", variables: [])
-        for _ in 0..<2 {
-            _ = try payload.memoized(bySubject) {
-                () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
+        for label in [cpu, cpu, SubjectLabel("mem")] {
+            _ = try payload.memoized(bySubject, label: label) {
+                () throws(ProtocolError) -> Result<Payload, ExpressionError> in
                 runs += 1
-                return .success(.string("s"))
+                return .success(Payload(computed: .string(label.name)))
             }
         }
         #expect(runs == 3)
+        // `now()` is never shared.
+        let clocked = try Expression.compile("now()", variables: [])
+        for _ in 0..<2 {
+            _ = try payload.memoized(clocked, label: cpu) {
+                () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+                runs += 1
+                return .success(Payload(computed: .number(1)))
+            }
+        }
+        #expect(runs == 5)
+    }
+
+    @Test func moreThanTwoExpressionsEachKeepTheirOutcome() throws {
+        let payload = Payload(raw: try RawJSON(validating: #"{"a":1}"#))
+        let label = SubjectLabel("s")
+        let expressions = try (0..<PayloadMemos.maxMemos).map { try Expression.compile(".a + \($0)", variables: []) }
+        var runs = 0
+        for _ in 0..<2 {
+            for expression in expressions {
+                _ = try payload.memoized(expression, label: label) {
+                    () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+                    runs += 1
+                    return .success(Payload(computed: .null))
+                }
+            }
+        }
+        #expect(runs == PayloadMemos.maxMemos)
+        // One more forgets the oldest extra one (the third), not the inline two.
+        let extra = try Expression.compile(".a + 100", variables: [])
+        for expression in [extra, expressions[0], expressions[1], expressions[2]] {
+            _ = try payload.memoized(expression, label: label) {
+                () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+                runs += 1
+                return .success(Payload(computed: .null))
+            }
+        }
+        #expect(runs == PayloadMemos.maxMemos + 2)
+    }
+
+    @Test func identicalExpressionsCompileToOneSharedObject() throws {
+        let interner = ExpressionInterner(clock: { 0 })
+        let first = try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: .standard)
+        #expect(try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: .standard) === first)
+        #expect(try interner.compile(".load > 0.9", variables: ["acc"], maxBytes: 100, budget: .standard) !== first)
+        #expect(
+            try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: ExpressionBudget(maxSteps: 9))
+                !== first)
+        #expect(throws: ExpressionError.self) {
+            try interner.compile(".load > 0.9", variables: [], maxBytes: 5, budget: .standard)
+        }
+        // Released once no chain holds it.
+        _ = try interner.compile("1 + .x", variables: [], maxBytes: 100, budget: .standard)
+        #expect(interner.count == 4)
+        interner.releaseUnused()
+        #expect(interner.count == 1)
+        #expect(try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: .standard) === first)
     }
 
     @Test func aPatternSubscriptionsSubjectIsNeverTakenFromAnotherSubject() throws {

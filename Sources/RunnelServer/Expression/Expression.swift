@@ -1,3 +1,5 @@
+import RunnelUV
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -53,7 +55,9 @@ public enum Expression {
         }
         let parsed = try Parser.parse(source, variables: variables, maxDepth: maxDepth, clock: clock)
         return CompiledExpression(
-            source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly, budget: budget)
+            source: source, root: parsed.root, dependsOnInputOnly: parsed.dependsOnInputOnly,
+            dependsOnInputAndSubjectOnly: parsed.dependsOnInputAndSubjectOnly, readsWholeInput: parsed.readsWholeInput,
+            budget: budget)
     }
 }
 
@@ -66,14 +70,33 @@ public final class CompiledExpression: Sendable {
     /// and no `now()`. The same input then always gives the same result, which lets the
     /// server compute it once per published value for every subscriber (`Payload.memo`).
     public let dependsOnInputOnly: Bool
+    /// Whether the value depends on the input value and `$subject` alone (no other variable,
+    /// no `now()`): the server computes it once per published value and subject.
+    let dependsOnInputAndSubjectOnly: Bool
     /// How much one evaluation may do; past it, an error of kind `.limit`.
     public let budget: ExpressionBudget
+    /// Whether the expression reads its input whole (`.` on its own, as in `keys(.)`), so
+    /// that evaluating it on bytes would decode them all: the caller should evaluate it on the
+    /// decoded tree, which it can keep. Otherwise it reads the input only through paths
+    /// (`.load`, `.a.b[2]`), which read a published value's bytes in place (`ExpressionInput`).
+    let readsWholeInput: Bool
+    /// The path when the whole expression is one path from `.` (`.p`, `.a.b[0]`): its value is
+    /// then a part of the input, unchanged, which `project` gives as a slice of the input's
+    /// bytes.
+    let projection: ExpressionPathNode?
 
-    init(source: String, root: ExpressionNode, dependsOnInputOnly: Bool = false, budget: ExpressionBudget = .standard) {
+    init(
+        source: String, root: ExpressionNode, dependsOnInputOnly: Bool, dependsOnInputAndSubjectOnly: Bool,
+        readsWholeInput: Bool, budget: ExpressionBudget
+    ) {
         self.source = source
         self.root = root
         self.dependsOnInputOnly = dependsOnInputOnly
+        self.dependsOnInputAndSubjectOnly = dependsOnInputAndSubjectOnly
         self.budget = budget
+        self.readsWholeInput = readsWholeInput
+        let path = root as? ExpressionPathNode
+        projection = path?.startsAtInput == true ? path : nil
     }
 
     /// The expression's value for `value`, or an `eval` error with the failing spot's position
@@ -82,7 +105,7 @@ public final class CompiledExpression: Sendable {
         throws(ExpressionError) -> JSONValue
     {
         var meter = ExpressionMeter(budget)
-        return try evaluate(value, bindings, output: false, on: &meter)
+        return try evaluate(.tree(value), bindings, output: false, on: &meter)
     }
 
     /// The expression's value for a stage that sends it on as a message: as `evaluate`, and
@@ -93,16 +116,58 @@ public final class CompiledExpression: Sendable {
         throws(ExpressionError) -> JSONValue
     {
         var meter = ExpressionMeter(budget)
-        return try evaluate(value, bindings, output: true, on: &meter)
+        return try evaluate(.tree(value), bindings, output: true, on: &meter)
+    }
+
+    /// The expression's value for `value` read in place: paths scan its bytes to what they
+    /// need and decode only that (see `ExpressionInput`). The same value and error as
+    /// `evaluate(value.decoded())`, except that a number too large for a Double fails only
+    /// where the expression reads it (an `eval` error "cannot decode the value: ...").
+    public func evaluate(reading value: RawJSON, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> JSONValue
+    {
+        try withExtendedLifetime(value.buffer) { () throws(ExpressionError) -> JSONValue in
+            var meter = ExpressionMeter(budget)
+            let bytes = JSONValueBytes(validated: value.buffer.bytes)
+            return try evaluate(.bytes(bytes), bindings, output: false, on: &meter)
+        }
+    }
+
+    /// When the expression is one path from `.` (`.p`, `.a.b[0]`): its value on `value`, as
+    /// the exact bytes it has there (a copy of that slice; `null` when the path names
+    /// nothing), with the cost of writing it out charged as for `evaluateOutput`. Nil for
+    /// any other expression.
+    public func project(_ value: RawJSON, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> RawJSON?
+    {
+        try withExtendedLifetime(value.buffer) { () throws(ExpressionError) -> RawJSON? in
+            var meter = ExpressionMeter(budget)
+            return try project(JSONValueBytes(validated: value.buffer.bytes), bindings, on: &meter)
+        }
+    }
+
+    /// `project` on a meter the caller holds; nil when the expression is not a projection.
+    func project(_ bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
+        throws(ExpressionError) -> RawJSON?
+    {
+        guard let projection else { return nil }
+        guard let found = try projection.select(in: bytes, .bytes(bytes), bindings, &meter) else {
+            try meter.chargeOutput(.null)
+            return .null
+        }
+        try meter.chargeOutput(rawBytes: found.range.count)
+        return RawJSON(validatedBuffer: ByteBuffer(copying: found.bytes))
     }
 
     /// `evaluate`, or `evaluateOutput` when `output`, on a meter the caller holds: it can read
     /// the steps used whether the evaluation succeeds or fails (`EvaluationAccount`).
     @inline(__always)
-    func evaluate(_ value: JSONValue, _ bindings: ExpressionBindings, output: Bool, on meter: inout ExpressionMeter)
+    func evaluate(
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, output: Bool, on meter: inout ExpressionMeter
+    )
         throws(ExpressionError) -> JSONValue
     {
-        let result = try root.evaluate(value, bindings, &meter)
+        let result = try root.evaluate(input, bindings, &meter)
         if output { try meter.chargeOutput(result) }
         return result
     }
@@ -112,7 +177,7 @@ public final class CompiledExpression: Sendable {
         _ value: JSONValue, _ bindings: ExpressionBindings = ExpressionBindings(), output: Bool = false
     ) throws(ExpressionError) -> (value: JSONValue, steps: Int, bytes: Int) {
         var meter = ExpressionMeter(budget)
-        let result = try evaluate(value, bindings, output: output, on: &meter)
+        let result = try evaluate(.tree(value), bindings, output: output, on: &meter)
         return (result, meter.stepsUsed, meter.bytesUsed)
     }
 

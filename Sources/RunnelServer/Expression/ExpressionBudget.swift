@@ -145,6 +145,16 @@ struct ExpressionMeter {
         }
     }
 
+    /// Charges what writing out `count` bytes of a published value unchanged will cost (a
+    /// projection, `CompiledExpression.project`): a step and a step per `bytesPerStringStep`
+    /// bytes, and the bytes themselves. A tree of the same value charges a step per value
+    /// inside it instead; the bytes are copied, not walked, so they count as one string.
+    mutating func chargeOutput(rawBytes count: Int) throws(ExpressionError) {
+        try step(at: 0)
+        try stringSteps(count, at: 0)
+        try bytes(count, at: 0)
+    }
+
     func stepLimit(at position: Int) -> ExpressionError {
         ExpressionError(.limit, "more than \(budget.maxSteps) steps (max_eval_steps)", at: position)
     }

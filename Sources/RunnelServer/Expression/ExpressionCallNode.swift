@@ -17,7 +17,7 @@ final class ExpressionCallNode: ExpressionNode, @unchecked Sendable {
     }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: position)
         let first = arguments.count > 0 ? try arguments[0].evaluate(input, bindings, &meter) : .null

@@ -5,7 +5,7 @@ final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
     init(_ items: [ExpressionNode]) { self.items = items }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         try meter.items(items.count, at: 0)
@@ -47,7 +47,7 @@ final class ExpressionObjectNode: ExpressionNode, @unchecked Sendable {
     }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         try meter.items(keys.count, at: 0)

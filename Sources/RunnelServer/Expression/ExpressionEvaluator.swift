@@ -16,33 +16,39 @@
 enum ExpressionEvaluator {
     // MARK: Paths
 
-    static func member(_ key: String, of value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
-        throws(ExpressionError) -> JSONValue
-    {
-        switch value {
-        case .object(let object):
-            try meter.steps(object.members.count, at: position)
-            return object[key] ?? .null
-        case .null: return .null
+    // Each rule is written once, generic over what it reads: a decoded tree (`JSONValue`) or a
+    // published value's bytes read in place (`JSONValueBytes`). nil is null: a missing member,
+    // an index out of range, or a step on null.
+
+    static func member<Value: ExpressionPathValue>(
+        _ key: String, of value: Value, at position: Int, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Value? {
+        switch value.kind {
+        case .object:
+            let (found, memberCount) = value.lastMember(named: key)
+            try meter.steps(memberCount, at: position)
+            return found
+        case .null: return nil
         default:
-            throw .eval("cannot read member \(ExpressionJSONText.excerpt(key)) of \(value.typeName)", at: position)
+            throw .eval("cannot read member \(ExpressionJSONText.excerpt(key)) of \(value.kind.typeName)", at: position)
         }
     }
 
-    static func index(_ key: JSONValue, of value: JSONValue, at position: Int, _ meter: inout ExpressionMeter)
-        throws(ExpressionError) -> JSONValue
-    {
-        switch (value, key) {
-        case (.array(let items), .number(let number)):
-            guard let offset = arrayPosition(number, count: items.count) else { return .null }
-            return items[offset]
-        case (.object(let object), .string(let name)):
-            try meter.steps(object.members.count, at: position)
-            return object[name] ?? .null
+    static func index<Value: ExpressionPathValue>(
+        _ key: JSONValue, of value: Value, at position: Int, _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Value? {
+        switch (value.kind, key) {
+        case (.array, .number(let number)):
+            guard let offset = arrayPosition(number, count: value.elementCount) else { return nil }
+            return value.element(at: offset)
+        case (.object, .string(let name)):
+            let (found, memberCount) = value.lastMember(named: name)
+            try meter.steps(memberCount, at: position)
+            return found
         case (.null, .number), (.null, .string):
-            return .null
+            return nil
         default:
-            throw .eval("cannot index \(value.typeName) with \(key.typeName)", at: position)
+            throw .eval("cannot index \(value.kind.typeName) with \(key.typeName)", at: position)
         }
     }
 

@@ -15,7 +15,7 @@
 class ExpressionNode: @unchecked Sendable {
     /// The node's value for `input` under `bindings`.
     func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         preconditionFailure("ExpressionNode is abstract")
     }
@@ -60,7 +60,7 @@ final class ExpressionLiteralNode: ExpressionNode, @unchecked Sendable {
     init(_ value: JSONValue) { self.value = value }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         return value
@@ -68,13 +68,14 @@ final class ExpressionLiteralNode: ExpressionNode, @unchecked Sendable {
     override var literalValue: JSONValue? { value }
 }
 
-/// `.`: the value being evaluated.
+/// `.`: the value being evaluated, whole (decoded, when it is read from bytes). As the base
+/// of a path it is not evaluated: the path reads the input itself (`ExpressionPathNode`).
 final class ExpressionInputNode: ExpressionNode, @unchecked Sendable {
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
-        return input
+        return try input.tree(at: 0)
     }
 }
 
@@ -85,7 +86,7 @@ final class ExpressionVariableNode: ExpressionNode, @unchecked Sendable {
     init(_ variable: ExpressionVariable) { self.variable = variable }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         switch variable {

@@ -9,7 +9,7 @@ final class ExpressionNegateNode: ExpressionNode, @unchecked Sendable {
     }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: position)
         let value = try operand.evaluate(input, bindings, &meter)
@@ -27,7 +27,7 @@ final class ExpressionNotNode: ExpressionNode, @unchecked Sendable {
     init(_ operand: ExpressionNode) { self.operand = operand }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         return .bool(!(try operand.evaluate(input, bindings, &meter).isTruthy))
@@ -47,7 +47,7 @@ final class ExpressionChainNode: ExpressionNode, @unchecked Sendable {
     }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: steps[0].position)
         var value = try first.evaluate(input, bindings, &meter)
@@ -72,7 +72,7 @@ final class ExpressionAndNode: ExpressionNode, @unchecked Sendable {
     init(_ operands: [ExpressionNode]) { self.operands = operands }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         for operand in operands where !(try operand.evaluate(input, bindings, &meter).isTruthy) { return .bool(false) }
@@ -89,7 +89,7 @@ final class ExpressionOrNode: ExpressionNode, @unchecked Sendable {
     init(_ operands: [ExpressionNode]) { self.operands = operands }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         for operand in operands where try operand.evaluate(input, bindings, &meter).isTruthy { return .bool(true) }
@@ -112,7 +112,7 @@ final class ExpressionConditionalNode: ExpressionNode, @unchecked Sendable {
     }
 
     override func evaluate(
-        _ input: JSONValue, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
         try meter.step(at: 0)
         let branch = try condition.evaluate(input, bindings, &meter).isTruthy ? then : otherwise

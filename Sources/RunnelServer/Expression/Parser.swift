@@ -17,6 +17,10 @@ struct Parser {
     /// Whether the source reads anything but the input value: a variable (`$subject`
     /// included) or the clock.
     private var readsMoreThanInput = false
+    /// Whether it reads anything but the input value and `$subject`.
+    private var readsMoreThanInputAndSubject = false
+    /// Whether the source reads the input value whole (`.` other than as a path's start).
+    private var readsWholeInput = false
 
     private init(tokens: [Token], variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock) {
         self.tokens = tokens
@@ -25,16 +29,28 @@ struct Parser {
         self.clock = clock
     }
 
-    /// The tree, and whether its value depends on the input value alone (no variable, no
-    /// `now()`): such an expression gives the same result for the same value every time.
+    /// What `parse` finds out about a source besides its tree.
+    struct Parsed {
+        let root: ExpressionNode
+        /// No variable, no `now()`: the same result for the same value every time.
+        let dependsOnInputOnly: Bool
+        /// No variable but `$subject`, no `now()`: the same result for the same value and subject.
+        let dependsOnInputAndSubjectOnly: Bool
+        /// It reads the input value whole rather than only through paths (`.a`, `.[0]`).
+        let readsWholeInput: Bool
+    }
+
     static func parse(
         _ source: String, variables: Set<String>, maxDepth: Int, clock: @escaping ExpressionClock
-    ) throws(ExpressionError) -> (root: ExpressionNode, dependsOnInputOnly: Bool) {
+    ) throws(ExpressionError) -> Parsed {
         var parser = Parser(
             tokens: try Lexer.tokens(of: source), variables: variables, maxDepth: maxDepth, clock: clock)
         let node = try parser.expression()
         guard parser.peek.kind == .end else { throw parser.unexpected() }
-        return (node, !parser.readsMoreThanInput)
+        return Parsed(
+            root: node, dependsOnInputOnly: !parser.readsMoreThanInput,
+            dependsOnInputAndSubjectOnly: !parser.readsMoreThanInputAndSubject,
+            readsWholeInput: parser.readsWholeInput)
     }
 
     // MARK: Token access
@@ -163,10 +179,12 @@ struct Parser {
     private mutating func postfix() throws(ExpressionError) -> ExpressionNode {
         var steps: [ExpressionPathStep] = []
         let base: ExpressionNode
+        var startsAtInput = false
         if peek.kind == .dot {
             // `.` alone is the value; `.name` is its first member step.
             let dot = advance()
             base = .input
+            startsAtInput = true
             if case .identifier(let name) = peek.kind {
                 advance()
                 steps.append(.member(name, at: dot.position))
@@ -198,6 +216,7 @@ struct Parser {
                 break
             }
         }
+        if startsAtInput && steps.isEmpty { readsWholeInput = true }
         return steps.isEmpty ? base : fold(.path(base, steps))
     }
 
@@ -213,7 +232,9 @@ struct Parser {
         case .variable(let name):
             advance()
             readsMoreThanInput = true
-            return .variable(try resolveVariable(name, at: token.position))
+            let variable = try resolveVariable(name, at: token.position)
+            if variable != .subject { readsMoreThanInputAndSubject = true }
+            return .variable(variable)
         case .identifier(let name):
             advance()
             if peek.kind == .leftParen { return try call(name, at: token.position) }
@@ -290,7 +311,10 @@ struct Parser {
             throw .compile(
                 "\(name)() takes \(function.arity) argument\(plural), not \(arguments.count)", at: position)
         }
-        if !function.isPure { readsMoreThanInput = true }
+        if !function.isPure {
+            readsMoreThanInput = true
+            readsMoreThanInputAndSubject = true
+        }
         return fold(ExpressionCallNode(function, arguments, at: position, clock: clock))
     }
 
@@ -324,7 +348,7 @@ struct Parser {
             // Under the default budget: a constant too costly to fold stays a node, and pays
             // (or fails) at run time under the stage's own budget.
             var meter = ExpressionMeter(.standard)
-            return .literal(try node.evaluate(.null, ExpressionBindings(), &meter))
+            return .literal(try node.evaluate(.tree(.null), ExpressionBindings(), &meter))
         } catch {
             return node
         }

@@ -14,14 +14,17 @@ public enum JSONValue: Sendable, Equatable {
     case object(JSONObject)
 
     /// The protocol's type name: "null", "boolean", "number", "string", "array", "object".
-    public var typeName: String {
+    public var typeName: String { kind.typeName }
+
+    /// Which of the six kinds of value it is.
+    var kind: JSONKind {
         switch self {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .number: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
+        case .null: return .null
+        case .bool: return .boolean
+        case .number: return .number
+        case .string: return .string
+        case .array: return .array
+        case .object: return .object
         }
     }
 
@@ -30,6 +33,24 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null, .bool(false): return false
         default: return true
+        }
+    }
+}
+
+/// The six kinds of JSON value, for code that reads a value's kind without its contents (a
+/// decoded `JSONValue` or the bytes of one, `JSONValueBytes`).
+enum JSONKind {
+    case null, boolean, number, string, array, object
+
+    /// The protocol's type name: "null", "boolean", "number", "string", "array", "object".
+    var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .boolean: return "boolean"
+        case .number: return "number"
+        case .string: return "string"
+        case .array: return "array"
+        case .object: return "object"
         }
     }
 }

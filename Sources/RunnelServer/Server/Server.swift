@@ -22,6 +22,8 @@ public final class Server: @unchecked Sendable {
     let publisherPauses: PublisherPauses
     /// `config.softPendingLimit`, worked out once per configuration: deliveries read it.
     private(set) var softPendingLimit: Int
+    /// One compiled expression for all identical ones in the chains (`compileChain`).
+    let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
@@ -267,7 +269,7 @@ public final class Server: @unchecked Sendable {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
             scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, account: account,
-            lookup: lookup)
+            interner: expressionInterner, lookup: lookup)
         return try compiler.compile(stages, source: source)
     }
 

@@ -7,7 +7,7 @@ extension StageCompiler {
         try stage.checkNoOtherArguments([])
         let index = stage.index
         return keepingLabels(signal) { message in
-            guard case .bool(let flag) = try StageFailure.decoded(message, stage: index, name: "not") else {
+            guard case .bool(let flag) = try StageFailure.decoded(message.value, stage: index, name: "not") else {
                 throw StageFailure.eval("not needs a boolean", stage: index, name: "not")
             }
             return flag
@@ -55,7 +55,7 @@ extension StageCompiler {
 
     /// A value's array of booleans.
     private static func booleans(_ message: Message, stage: Int, name: String) throws(ProtocolError) -> [Bool] {
-        guard case .array(let items) = try StageFailure.decoded(message, stage: stage, name: name) else {
+        guard case .array(let items) = try StageFailure.decoded(message.value, stage: stage, name: name) else {
             throw StageFailure.eval("\(name) needs an array of booleans", stage: stage, name: name)
         }
         var flags: [Bool] = []

@@ -38,7 +38,7 @@ extension StageCompiler {
         let index = stage.index
         let name = stage.name
         return signal.tryMap { message -> Event<Message> in
-            let value = try StageFailure.decoded(message, stage: index, name: name)
+            let value = try StageFailure.decoded(message.value, stage: index, name: name)
             guard case .object(let object) = value, case .string(let kind)? = object["event"] else {
                 throw StageFailure.eval("not an event object: \(value.typeName)", stage: index, name: name)
             }

@@ -43,7 +43,7 @@ extension StageCompiler {
                 if let expression {
                     value = try expression.evaluate(message)
                 } else {
-                    value = try StageFailure.decoded(message, stage: index, name: name)
+                    value = try StageFailure.decoded(message.value, stage: index, name: name)
                 }
                 guard case .string(let subject) = value else {
                     throw StageFailure.eval(

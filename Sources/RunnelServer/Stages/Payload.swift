@@ -2,8 +2,10 @@
 /// the exact bytes it was published with, or a value a stage computed, each turned into the
 /// other at most once.
 ///
-/// A published value starts as bytes; the first stage that looks inside (a `filter`, a `map`)
-/// decodes it and the tree is kept, so the next subscriber's `filter` does not decode again.
+/// A published value starts as bytes. An expression that reads it only through paths (`.load`)
+/// reads the bytes in place (`ExpressionInput.bytes`) and decodes nothing else; the first one
+/// that needs it whole decodes it and the tree is kept, so the next subscriber's does not
+/// decode again.
 /// A computed value starts as a tree; the first write encodes it and the bytes are kept, so
 /// every subscriber's `next` line writes the same buffer. Stages that never look at values
 /// (`take`, `delay`, `merge`...) never decode.
@@ -18,24 +20,10 @@ public final class Payload: @unchecked Sendable {
     /// A computed value's encoding, once made.
     private var encodedCache: RawJSON?
     private var decodedCache: JSONValue?
-    /// Outcomes of expressions that depend on the value alone, by source text and budget (two
-    /// slots, for a `filter` + `map` chain): when many subscribers run the same chain, the first
-    /// computes and encodes each result and the others share it. An evaluation error is kept
-    /// too (the same expression on the same value under the same budget fails the same way),
-    /// so that an expression over its budget costs the loop that budget once per value, not
-    /// once per subscriber.
-    private var memo0: Memo?
-    private var memo1: Memo?
-
-    private struct Memo {
-        let source: String
-        let budget: ExpressionBudget
-        let outcome: Result<Payload, ExpressionError>
-
-        func matches(_ expression: CompiledExpression) -> Bool {
-            budget == expression.budget && source == expression.source
-        }
-    }
+    /// Outcomes of expressions that depend on the value alone, or on the value and `$subject`
+    /// (`memoized`); made when the first is kept, so that a value no chain evaluates pays
+    /// for one nil reference only.
+    private var memos: PayloadMemos?
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
@@ -75,25 +63,32 @@ public final class Payload: @unchecked Sendable {
         return value
     }
 
-    /// `expression`'s outcome on this value, computed once by `compute` when the expression
-    /// depends on the value alone (`CompiledExpression.dependsOnInputOnly`), else every time.
-    /// An error `compute` throws (rather than returns) is not kept.
+    /// `expression`'s outcome on this value (published to `label`'s subject), computed once by
+    /// `compute` when the expression depends on the value alone, or on the value and
+    /// `$subject` (`CompiledExpression.dependsOnInputAndSubjectOnly`), else every time. An
+    /// error `compute` throws (rather than returns) is not kept.
     func memoized(
-        _ expression: CompiledExpression,
-        _ compute: () throws(ProtocolError) -> Result<JSONValue, ExpressionError>
+        _ expression: CompiledExpression, label: SubjectLabel,
+        _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
-        guard expression.dependsOnInputOnly else { return try compute().map { Payload(computed: $0) } }
-        if let memo0, memo0.matches(expression) { return memo0.outcome }
-        if let memo1, memo1.matches(expression) { return memo1.outcome }
-        let outcome = try compute().map { Payload(computed: $0) }
-        // The newer entry goes first; the older of the two is the one forgotten.
-        memo1 = memo0
-        memo0 = Memo(source: expression.source, budget: expression.budget, outcome: outcome)
+        guard expression.dependsOnInputAndSubjectOnly else { return try compute() }
+        if let memos, let outcome = memos.outcome(of: expression, label: label) { return outcome }
+        let outcome = try compute()
+        if let memos {
+            memos.keep(outcome, of: expression, label: label)
+        } else {
+            let made = PayloadMemos()
+            made.keep(outcome, of: expression, label: label)
+            memos = made
+        }
         return outcome
     }
 
     /// The tree of a payload made by `init(computed:)`, which has nothing to decode.
     var computedValue: JSONValue { decodedCache ?? .null }
+
+    /// The tree's truthiness when the tree is at hand; nil when only the bytes are.
+    var decodedTruthiness: Bool? { decodedCache?.isTruthy }
 
     /// Whether the tree is at hand (computed, or decoded already).
     var isDecoded: Bool { decodedCache != nil }

@@ -14,14 +14,20 @@ struct StageArguments {
     private let limits: StageLimits
     /// What the stage's expressions charge their evaluations to (`StageCompiler.account`).
     let account: EvaluationAccount?
+    /// Where its expressions are compiled, shared with identical ones (`StageCompiler.interner`).
+    private let interner: ExpressionInterner?
 
     /// The shortest and longest `seconds` accepted.
     static let secondsRange: ClosedRange<Double> = 0.001...86_400
 
-    init(_ stage: JSONValue, index: Int, limits: StageLimits, account: EvaluationAccount?) throws(ProtocolError) {
+    init(
+        _ stage: JSONValue, index: Int, limits: StageLimits, account: EvaluationAccount?,
+        interner: ExpressionInterner? = nil
+    ) throws(ProtocolError) {
         self.index = index
         self.limits = limits
         self.account = account
+        self.interner = interner
         guard case .object(let members) = stage else {
             throw ProtocolError(.badOperator, "stage \(index) must be an object {\"op\": NAME, ...}", stage: index)
         }
@@ -107,6 +113,10 @@ struct StageArguments {
             throw failure("argument '\(key)' must be an expression string")
         }
         do {
+            if let interner {
+                return try interner.compile(
+                    source, variables: variables, maxBytes: limits.maxExprBytes, budget: limits.evalBudget)
+            }
             return try Expression.compile(
                 source, variables: variables, maxBytes: limits.maxExprBytes, clock: limits.clock,
                 budget: limits.evalBudget)

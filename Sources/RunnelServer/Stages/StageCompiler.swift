@@ -27,22 +27,28 @@ public struct StageCompiler: Sendable {
     /// What the chain's expression evaluations are charged to, and refused by: the
     /// subscribing connection's (see `EvaluationAccount`); nil charges no one.
     let account: EvaluationAccount?
+    /// Where the chain's expressions are compiled, one shared object per identical expression
+    /// (the server's; its clock replaces `limits.clock`); nil compiles each on its own.
+    let interner: ExpressionInterner?
 
     public init(
         scheduler: any Scheduler, limits: StageLimits, defaultLabel: SubjectLabel,
         lookup: @escaping SubjectLookup
     ) {
-        self.init(scheduler: scheduler, limits: limits, defaultLabel: defaultLabel, account: nil, lookup: lookup)
+        self.init(
+            scheduler: scheduler, limits: limits, defaultLabel: defaultLabel, account: nil, interner: nil,
+            lookup: lookup)
     }
 
     init(
         scheduler: any Scheduler, limits: StageLimits, defaultLabel: SubjectLabel, account: EvaluationAccount?,
-        lookup: @escaping SubjectLookup
+        interner: ExpressionInterner?, lookup: @escaping SubjectLookup
     ) {
         self.scheduler = scheduler
         self.limits = limits
         self.defaultLabel = defaultLabel
         self.account = account
+        self.interner = interner
         self.lookup = lookup
     }
 
@@ -53,7 +59,8 @@ public struct StageCompiler: Sendable {
         }
         var signal = source
         for (index, stage) in stages.enumerated() {
-            signal = try apply(StageArguments(stage, index: index, limits: limits, account: account), to: signal)
+            signal = try apply(
+                StageArguments(stage, index: index, limits: limits, account: account, interner: interner), to: signal)
         }
         return signal
     }

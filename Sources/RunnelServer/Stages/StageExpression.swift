@@ -23,26 +23,30 @@ final class StageExpression: Sendable {
 
     /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
     func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(input, bindings, output: false))
+        try value(
+            of: metered { meter throws(ExpressionError) in
+                try compiled.evaluate(.tree(input), bindings, output: false, on: &meter)
+            })
     }
 
     /// The expression's value on `input` when the stage sends it on as a message: the cost of
     /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
     func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(input, bindings, output: true))
+        try value(
+            of: metered { meter throws(ExpressionError) in
+                try compiled.evaluate(.tree(input), bindings, output: true, on: &meter)
+            })
     }
 
     /// One evaluation, admitted by the account and charged to it with the steps it used; the
     /// account's refusal is thrown, the evaluation's own outcome returned.
     @inline(__always)
-    private func metered(_ input: JSONValue, _ bindings: ExpressionBindings, output: Bool) throws(ProtocolError)
-        -> Result<JSONValue, ExpressionError>
+    private func metered<Value>(_ evaluation: (inout ExpressionMeter) throws(ExpressionError) -> Value)
+        throws(ProtocolError) -> Result<Value, ExpressionError>
     {
         try account?.admit(stage: stage)
         var meter = ExpressionMeter(compiled.budget)
-        let outcome = Result { () throws(ExpressionError) in
-            try compiled.evaluate(input, bindings, output: output, on: &meter)
-        }
+        let outcome = Result { () throws(ExpressionError) in try evaluation(&meter) }
         account?.charge(meter.stepsUsed)
         return outcome
     }
@@ -62,20 +66,54 @@ final class StageExpression: Sendable {
         return StageFailure.eval("\(error.message) (at byte \(error.position))", stage: stage, name: name)
     }
 
+    /// What the expression reads `message`'s value as: the published bytes, read in place by
+    /// its paths, when it reads the value only through paths and nothing has decoded it yet;
+    /// else the tree (decoded once and kept by the shared `Payload`). Valid while `message` is.
+    @inline(__always)
+    private func input(_ message: Message) throws(ProtocolError) -> ExpressionInput {
+        let payload = message.value
+        if !compiled.readsWholeInput, !payload.isDecoded, let bytes = payload.publishedBytes {
+            return .bytes(JSONValueBytes(validated: bytes))
+        }
+        return .tree(try decoded(message))
+    }
+
     /// The expression's value on `message`'s value.
     func evaluate(_ message: Message) throws(ProtocolError) -> JSONValue {
-        try evaluate(decoded(message), ExpressionBindings(subject: message.label.name))
+        let input = try input(message)
+        let bindings = ExpressionBindings(subject: message.label.name)
+        return try withExtendedLifetime(message) { () throws(ProtocolError) -> JSONValue in
+            try value(
+                of: metered { meter throws(ExpressionError) in
+                    try compiled.evaluate(input, bindings, output: false, on: &meter)
+                })
+        }
     }
 
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
-    /// whose chain evaluates the same expression under the same budget on the same value (see
-    /// `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
+    /// whose chain evaluates the same expression under the same budget on the same value and
+    /// subject (see `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
     /// or otherwise, fails for each of them alike without being run again. (A refusal by the
     /// account is thrown, not kept: it is the connection's, not the value's.)
+    ///
+    /// A projection (`.p`) of a published value is the slice of its bytes the path names,
+    /// copied as they are: never decoded, never encoded again.
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
-        let outcome = try message.value.memoized(compiled) {
-            () throws(ProtocolError) -> Result<JSONValue, ExpressionError> in
-            try metered(decoded(message), ExpressionBindings(subject: message.label.name), output: true)
+        let outcome = try message.value.memoized(compiled, label: message.label) {
+            () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+            let input = try input(message)
+            // An expression of the value alone reads no binding: none is built for it.
+            let bindings =
+                compiled.dependsOnInputOnly
+                ? StageExpression.noBindings : ExpressionBindings(subject: message.label.name)
+            return try withExtendedLifetime(message) { () throws(ProtocolError) -> Result<Payload, ExpressionError> in
+                try metered { meter throws(ExpressionError) -> Payload in
+                    if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
+                        return Payload(raw: slice)
+                    }
+                    return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
+                }
+            }
         }
         switch outcome {
         case .success(let payload): return payload
@@ -85,13 +123,19 @@ final class StageExpression: Sendable {
 
     /// The expression's truthiness on `message`'s value.
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.dependsOnInputOnly else { return try evaluate(message).isTruthy }
-        return try evaluatedPayload(message).computedValue.isTruthy
+        guard compiled.dependsOnInputAndSubjectOnly else { return try evaluate(message).isTruthy }
+        let result = try evaluatedPayload(message)
+        if let truth = result.decodedTruthiness { return truth }
+        // A projection (`filter .active`): its slice, decoded (a scalar, usually).
+        return try StageFailure.decoded(result, stage: stage, name: name).isTruthy
     }
+
+    /// The bindings of an expression that reads none.
+    private static let noBindings = ExpressionBindings()
 
     /// `message`'s value as a tree.
     func decoded(_ message: Message) throws(ProtocolError) -> JSONValue {
-        try StageFailure.decoded(message, stage: stage, name: name)
+        try StageFailure.decoded(message.value, stage: stage, name: name)
     }
 }
 

@@ -10,11 +10,10 @@ enum StageFailure {
         ProtocolError(.eval, "limit", stage: stage)
     }
 
-    /// `message`'s value as a tree: an `eval` error when its bytes hold a number too large
-    /// for a Double.
-    static func decoded(_ message: Message, stage: Int, name: String) throws(ProtocolError) -> JSONValue {
+    /// `value` as a tree: an `eval` error when its bytes hold a number too large for a Double.
+    static func decoded(_ value: Payload, stage: Int, name: String) throws(ProtocolError) -> JSONValue {
         do {
-            return try message.value.decoded()
+            return try value.decoded()
         } catch {
             throw eval("cannot decode the value: \(error)", stage: stage, name: name)
         }

@@ -1,0 +1,73 @@
+import FuzzSupport
+import RunnelServer
+
+// Lazy evaluation against full evaluation: an expression evaluated on a published value's
+// bytes read in place (`CompiledExpression.evaluate(reading:)`, whose paths scan to the member
+// they need) must give what it gives on the decoded tree (`evaluate`).
+//
+// Input layout, as ExpressionFuzzer's (whose corpus seeds this one): the bytes before the first
+// NUL are the expression's source, the bytes after it the value, which must be valid JSON
+// (nesting limit 64); anything else is skipped.
+//
+// Checked: for a value that decodes, both evaluations give equal values or the same error, and
+// a projection (`project`, for a bare path) gives bytes that are valid JSON and decode to the
+// same value, or fails as the evaluation does. For a value that does not decode (a number too
+// large for a Double: the one intended difference), lazy evaluation and projection do not
+// trap, and a lazy result holds no non-finite number.
+
+let variables: Set<String> = ["acc", "index", "prev", "items"]
+let clock: ExpressionClock = { 1_700_000_000.5 }
+let bindings = ExpressionBindings(
+    acc: .number(1), index: 3, prev: .string("p"), items: [.number(1), .null], subject: "cpu")
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func lazyPathFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    guard let split = bytes.firstIndex(of: 0) else { return 0 }
+    let source = String(decoding: bytes[0..<split], as: UTF8.self)
+    guard let expression = try? Expression.compile(source, variables: variables, clock: clock),
+        let raw = try? RawJSON(validating: UnsafeRawBufferPointer(rebasing: bytes[(split + 1)...]), maxDepth: 64)
+    else { return 0 }
+
+    let lazy = outcome { () throws(ExpressionError) in try expression.evaluate(reading: raw, bindings) }
+    let projected = outcome { () throws(ExpressionError) in try expression.project(raw, bindings) }
+    guard let tree = try? raw.decoded() else {
+        if case .success(let value) = lazy { require(isFinite(value), "a non-finite number in \(value)") }
+        return 0
+    }
+    let full = outcome { () throws(ExpressionError) in try expression.evaluate(tree, bindings) }
+    require(lazy == full, "\(source) on \(raw): lazily \(lazy), fully \(full)")
+
+    switch (projected, full) {
+    case (.success(nil), _):
+        break
+    case (.success(let slice?), .success(let value)):
+        guard let decoded = try? RawJSON(validating: slice.description, maxDepth: 64).decoded() else {
+            fatalError("\(source) on \(raw): projected \(slice), not valid JSON")
+        }
+        require(decoded == value, "\(source) on \(raw): projected \(slice), fully \(value)")
+    case (.failure(let error), .failure(let expected)):
+        require(error == expected, "\(source) on \(raw): projection failed with \(error), fully \(expected)")
+    default:
+        fatalError("\(source) on \(raw): projected \(projected), fully \(full)")
+    }
+    return 0
+}
+
+func outcome<Value>(_ body: () throws(ExpressionError) -> Value) -> Result<Value, ExpressionError> {
+    Result { () throws(ExpressionError) in try body() }
+}
+
+func isFinite(_ value: JSONValue) -> Bool {
+    switch value {
+    case .number(let number): return number.isFinite
+    case .array(let items): return items.allSatisfy(isFinite)
+    case .object(let object): return object.members.allSatisfy { isFinite($0.value) }
+    default: return true
+    }
+}
+
+@_cdecl("LazyPathFuzzer_main")
+public func lazyPathFuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    runFuzzDriver(argc, argv) { data, size in lazyPathFuzzerTestOneInput(data!, size) }
+}
