@@ -16,6 +16,9 @@ final class StageHarness: @unchecked Sendable {
     private let recorded = Locked<[String]>([])
     private var disposable: Disposable?
     let limits: StageLimits
+    /// One compiled expression per identical one in every chain `compiler()` compiles, as in
+    /// a server.
+    let interner = ExpressionInterner(clock: { 1_000 })
 
     init(maxBufferValues: Int = 100, maxStages: Int = 8, evalBudget: ExpressionBudget = .standard) {
         limits = StageLimits(
@@ -33,8 +36,9 @@ final class StageHarness: @unchecked Sendable {
     }
 
     func compiler() -> StageCompiler {
-        StageCompiler(scheduler: scheduler, limits: limits, defaultLabel: sourceLabel) {
-            [self] name throws(ProtocolError) in
+        StageCompiler(
+            scheduler: scheduler, limits: limits, defaultLabel: sourceLabel, account: nil, interner: interner
+        ) { [self] name throws(ProtocolError) in
             if name == "missing" { throw ProtocolError(.unknownSubject, "no subject 'missing'") }
             return subject(name)
         }

@@ -35,16 +35,18 @@ import Testing
     }
 
     @Test func twoSubscribersShareOneMapResult() throws {
-        // Two chains compiled separately (two expression objects, one source text): the map
-        // runs once per published value and both lines carry the same encoded payload.
+        // Two chains compiled separately by one compiler's interner (one expression object,
+        // as in a server): the map runs once per published value and both lines carry the
+        // same encoded payload.
         let source = Subject<Message>()
         let seen = Locked<[Payload]>([])
         let stages: [JSONValue] = [
             .object(JSONObject([("op", .string("filter")), ("expr", .string(".n > 1"))])),
             .object(JSONObject([("op", .string("map")), ("expr", .string("{\"m\": .n * 10}"))])),
         ]
-        let first = try StageHarness().compiler().compile(stages, source: source)
-        let second = try StageHarness().compiler().compile(stages, source: source)
+        let harness = StageHarness()
+        let first = try harness.compiler().compile(stages, source: source)
+        let second = try harness.compiler().compile(stages, source: source)
         ImmediateScheduler.shared.performAsCurrent {
             _ = first.subscribe(next: { message in seen.withLock { $0.append(message.value) } })
             _ = second.subscribe(next: { message in seen.withLock { $0.append(message.value) } })

@@ -84,6 +84,10 @@ public final class CompiledExpression: Sendable {
     /// then a part of the input, unchanged, which `project` gives as a slice of the input's
     /// bytes.
     let projection: ExpressionPathNode?
+    /// How many stages use this compiled form now (`StageExpression` counts itself in and
+    /// out): a value keeps no outcome for others to share (`Payload.memoized`) when exactly
+    /// one stage uses it.
+    let users = ExpressionUsers()
 
     init(
         source: String, root: ExpressionNode, dependsOnInputOnly: Bool, dependsOnInputAndSubjectOnly: Bool,
@@ -221,4 +225,10 @@ public struct ExpressionBindings: Sendable {
 extension Expression {
     /// The brief's name for the bindings type.
     public typealias Bindings = ExpressionBindings
+}
+
+/// A count of the stages that use one `CompiledExpression`. Loop thread only, like the stages
+/// that count themselves in it (`@unchecked Sendable` for the immutable expression holding it).
+final class ExpressionUsers: @unchecked Sendable {
+    var count = 0
 }

@@ -65,13 +65,14 @@ public final class Payload: @unchecked Sendable {
 
     /// `expression`'s outcome on this value (published to `label`'s subject), computed once by
     /// `compute` when the expression depends on the value alone, or on the value and
-    /// `$subject` (`CompiledExpression.dependsOnInputAndSubjectOnly`), else every time. An
-    /// error `compute` throws (rather than returns) is not kept.
+    /// `$subject` (`CompiledExpression.dependsOnInputAndSubjectOnly`), unless exactly one stage
+    /// uses it (`CompiledExpression.users`: nobody else would look), else every time. An error `compute` throws (rather than returns) is not kept.
     func memoized(
         _ expression: CompiledExpression, label: SubjectLabel,
         _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
-        guard expression.dependsOnInputAndSubjectOnly else { return try compute() }
+        // With one stage using it, no other subscriber would find the outcome: it is not kept.
+        guard expression.dependsOnInputAndSubjectOnly, expression.users.count != 1 else { return try compute() }
         if let memos, let outcome = memos.outcome(of: expression, label: label) { return outcome }
         let outcome = try compute()
         if let memos {

@@ -13,42 +13,31 @@ final class StageExpression: Sendable {
     let name: String
     /// What evaluations are charged to; nil: no one (a chain compiled outside a server).
     let account: EvaluationAccount?
+    /// The bindings of an expression of the value alone, which reads none: made once and
+    /// passed by reference, where bindings made per value cost a copy and two destructions.
+    private let noBindings = ExpressionBindings()
 
     init(_ compiled: CompiledExpression, _ arguments: StageArguments) {
         self.compiled = compiled
         self.stage = arguments.index
         self.name = arguments.name
         self.account = arguments.account
+        compiled.users.count += 1
+    }
+
+    deinit {
+        compiled.users.count -= 1
     }
 
     /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
     func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(
-            of: metered { meter throws(ExpressionError) in
-                try compiled.evaluate(.tree(input), bindings, output: false, on: &meter)
-            })
+        try value(of: metered(.tree(input), bindings, output: false))
     }
 
     /// The expression's value on `input` when the stage sends it on as a message: the cost of
     /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
     func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(
-            of: metered { meter throws(ExpressionError) in
-                try compiled.evaluate(.tree(input), bindings, output: true, on: &meter)
-            })
-    }
-
-    /// One evaluation, admitted by the account and charged to it with the steps it used; the
-    /// account's refusal is thrown, the evaluation's own outcome returned.
-    @inline(__always)
-    private func metered<Value>(_ evaluation: (inout ExpressionMeter) throws(ExpressionError) -> Value)
-        throws(ProtocolError) -> Result<Value, ExpressionError>
-    {
-        try account?.admit(stage: stage)
-        var meter = ExpressionMeter(compiled.budget)
-        let outcome = Result { () throws(ExpressionError) in try evaluation(&meter) }
-        account?.charge(meter.stepsUsed)
-        return outcome
+        try value(of: metered(.tree(input), bindings, output: true))
     }
 
     private func value(of outcome: Result<JSONValue, ExpressionError>) throws(ProtocolError) -> JSONValue {
@@ -81,13 +70,54 @@ final class StageExpression: Sendable {
     /// The expression's value on `message`'s value.
     func evaluate(_ message: Message) throws(ProtocolError) -> JSONValue {
         let input = try input(message)
-        let bindings = ExpressionBindings(subject: message.label.name)
-        return try withExtendedLifetime(message) { () throws(ProtocolError) -> JSONValue in
-            try value(
-                of: metered { meter throws(ExpressionError) in
-                    try compiled.evaluate(input, bindings, output: false, on: &meter)
-                })
+        // `input` may point into the message's bytes.
+        defer { withExtendedLifetime(message) {} }
+        guard compiled.dependsOnInputOnly else {
+            return try value(of: metered(input, ExpressionBindings(subject: message.label.name), output: false))
         }
+        return try value(of: metered(input, noBindings, output: false))
+    }
+
+    /// One evaluation of `input`, admitted by the account and charged to it with the steps it
+    /// used; the account's refusal is thrown, the evaluation's own outcome returned. The
+    /// bindings are passed down, not captured by a closure: capturing copied them (and
+    /// retained and released what they hold) twice per evaluation.
+    @inline(__always)
+    private func metered(_ input: ExpressionInput, _ bindings: ExpressionBindings, output: Bool)
+        throws(ProtocolError) -> Result<JSONValue, ExpressionError>
+    {
+        try account?.admit(stage: stage)
+        var meter = ExpressionMeter(compiled.budget)
+        let outcome: Result<JSONValue, ExpressionError>
+        do {
+            outcome = .success(try compiled.evaluate(input, bindings, output: output, on: &meter))
+        } catch {
+            outcome = .failure(error)
+        }
+        account?.charge(meter.stepsUsed)
+        return outcome
+    }
+
+    /// `metered` for a value sent on as a message: a projection (`.p`) of published bytes is
+    /// the slice they hold, anything else the computed value.
+    @inline(__always)
+    private func meteredPayload(_ input: ExpressionInput, _ bindings: ExpressionBindings)
+        throws(ProtocolError) -> Result<Payload, ExpressionError>
+    {
+        try account?.admit(stage: stage)
+        var meter = ExpressionMeter(compiled.budget)
+        let outcome: Result<Payload, ExpressionError>
+        do {
+            if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
+                outcome = .success(Payload(raw: slice))
+            } else {
+                outcome = .success(Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter)))
+            }
+        } catch {
+            outcome = .failure(error)
+        }
+        account?.charge(meter.stepsUsed)
+        return outcome
     }
 
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
@@ -102,18 +132,11 @@ final class StageExpression: Sendable {
         let outcome = try message.value.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             let input = try input(message)
-            // An expression of the value alone reads no binding: none is built for it.
-            let bindings =
-                compiled.dependsOnInputOnly
-                ? StageExpression.noBindings : ExpressionBindings(subject: message.label.name)
-            return try withExtendedLifetime(message) { () throws(ProtocolError) -> Result<Payload, ExpressionError> in
-                try metered { meter throws(ExpressionError) -> Payload in
-                    if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
-                        return Payload(raw: slice)
-                    }
-                    return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
-                }
+            defer { withExtendedLifetime(message) {} }
+            guard compiled.dependsOnInputOnly else {
+                return try meteredPayload(input, ExpressionBindings(subject: message.label.name))
             }
+            return try meteredPayload(input, noBindings)
         }
         switch outcome {
         case .success(let payload): return payload
@@ -123,15 +146,14 @@ final class StageExpression: Sendable {
 
     /// The expression's truthiness on `message`'s value.
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.dependsOnInputAndSubjectOnly else { return try evaluate(message).isTruthy }
+        guard compiled.dependsOnInputAndSubjectOnly, compiled.users.count != 1 else {
+            return try evaluate(message).isTruthy
+        }
         let result = try evaluatedPayload(message)
         if let truth = result.decodedTruthiness { return truth }
         // A projection (`filter .active`): its slice, decoded (a scalar, usually).
         return try StageFailure.decoded(result, stage: stage, name: name).isTruthy
     }
-
-    /// The bindings of an expression that reads none.
-    private static let noBindings = ExpressionBindings()
 
     /// `message`'s value as a tree.
     func decoded(_ message: Message) throws(ProtocolError) -> JSONValue {
