@@ -52,16 +52,16 @@ public struct ServerConfig: Sendable, Equatable {
     /// default 16 MiB).
     public var maxEvalBytes: Int = ExpressionBudget.defaultMaxBytes
     /// Steps of stage evaluation one connection may spend per second, sustained
-    /// (`max_eval_steps_per_second`, default 10000000; see `EvaluationBudget`).
-    public var maxEvalStepsPerSecond: Int = 10_000_000
+    /// (`max_eval_steps_per_second`, default 50000000; see `EvaluationBudget`).
+    public var maxEvalStepsPerSecond: Int = 50_000_000
     /// Steps of stage evaluation one connection may spend at once, from a full budget
-    /// (`max_eval_steps_burst`, default 2000000).
-    public var maxEvalStepsBurst: Int = 2_000_000
+    /// (`max_eval_steps_burst`, default 10000000).
+    public var maxEvalStepsBurst: Int = 10_000_000
     /// The same for all connections of one configured token together (`token_eval_steps_per_second`,
-    /// default 40000000, and `token_eval_steps_burst`, default 8000000): a client that opens
+    /// default 200000000, and `token_eval_steps_burst`, default 40000000): a client that opens
     /// many connections with one token gets one token's budget. Not applied without tokens.
-    public var tokenEvalStepsPerSecond: Int = 40_000_000
-    public var tokenEvalStepsBurst: Int = 8_000_000
+    public var tokenEvalStepsPerSecond: Int = 200_000_000
+    public var tokenEvalStepsBurst: Int = 40_000_000
     /// Milliseconds the stage evaluations of one publish may hold the loop
     /// (`max_publish_eval_ms`, default 20; see `PublishEvaluationBound`).
     public var maxPublishEvalMs: Int = 20
