@@ -18,6 +18,17 @@ import Testing
         }
     }
 
+    /// A harness under `policy`, a client subscribed to `a` as `x`, and a publisher.
+    private static func subscribed(_ policy: SlowConsumerPolicy = .disconnect) -> (
+        SessionHarness, SessionClient, SessionClient
+    ) {
+        let harness = harness(policy)
+        let client = harness.connect()
+        let publisher = harness.connect()
+        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        return (harness, client, publisher)
+    }
+
     private func session(of client: SessionClient) -> Session { client.transport.receiver as! Session }
 
     // MARK: The hard limit alone (max_pending_bytes set, so the soft limit is clamped to it)
@@ -73,10 +84,7 @@ import Testing
     }
 
     @Test func aSubscriberOverTheSoftLimitWithinTheGraceKeepsEveryValue() {
-        let harness = Self.harness()
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed()
         client.transport.unsent = 2000
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#, #"{"op":"pub","subject":"a","value":2}"#)
         #expect(session(of: client).lag?.graceTimer != nil)
@@ -90,10 +98,7 @@ import Testing
     }
 
     @Test func aSubscriberStillOverTheSoftLimitWhenTheGraceEndsIsDisconnected() {
-        let harness = Self.harness()
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed()
         client.transport.unsent = 2000
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         harness.run { session(of: client).graceEnded() }
@@ -103,10 +108,8 @@ import Testing
     }
 
     @Test func aSubscriberPastTheHardLimitIsDisconnectedAtOnce() {
-        let harness = Self.harness()
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed()
+        defer { withExtendedLifetime(harness) {} }
         client.transport.unsent = 10_001
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         #expect(client.lines() == [Self.closing])
@@ -114,10 +117,7 @@ import Testing
     }
 
     @Test func dropDropsOnlyOnceTheGraceHasEndedAndUntilTheOutputFalls() {
-        let harness = Self.harness(.drop)
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed(.drop)
         client.transport.unsent = 2000
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         harness.run { session(of: client).graceEnded() }
@@ -134,10 +134,8 @@ import Testing
     }
 
     @Test func dropDropsPastTheHardLimitWithinTheGrace() {
-        let harness = Self.harness(.drop)
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed(.drop)
+        defer { withExtendedLifetime(harness) {} }
         client.transport.unsent = 10_001
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         client.transport.unsent = 2000
@@ -159,10 +157,7 @@ import Testing
     // MARK: backpressure
 
     @Test func aPublisherIsPausedWhileASubscriberLagsAndResumesWithoutLoss() {
-        let harness = Self.harness(.backpressure)
-        let client = harness.connect()
-        let publisher = harness.connect()
-        client.send(#"{"op":"sub","subject":"a","sid":"x"}"#)
+        let (harness, client, publisher) = Self.subscribed(.backpressure)
         client.transport.unsent = 2000
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         #expect(publisher.transport.isInputPaused)
