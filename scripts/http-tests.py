@@ -22,7 +22,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import LineClient, main
+from runneld_process import EventStream, LineClient, main
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -541,36 +541,6 @@ name = "ended"
 
 # Checks of GET /events (Server-Sent Events) against a third daemon: tokens, the `drop`
 # slow-consumer policy with a small max_pending_bytes, a replay subject to resume from.
-
-class EventStream:
-    """One GET /events response read with httpx, event by event (comment lines kept apart)."""
-
-    def __init__(self, d, query, headers=None, timeout=10):
-        self.client = httpx.Client(timeout=timeout)
-        self.context = self.client.stream("GET", d.url + "/events", params=query, headers=headers or {})
-        self.response = self.context.__enter__()
-        self.lines = self.response.iter_lines()
-        self.comments = 0
-
-    def event(self):
-        """The next event as a dict of its fields; None once the response has ended."""
-        fields = {}
-        for line in self.lines:
-            if line == "":
-                if fields:
-                    return fields
-                continue
-            if line.startswith(":"):
-                self.comments += 1
-                continue
-            name, _, value = line.partition(":")
-            fields[name] = value[1:] if value.startswith(" ") else value
-        return fields or None
-
-    def close(self):
-        self.context.__exit__(None, None, None)
-        self.client.close()
-
 
 def events_query(subject, **more):
     return dict(subject=subject, token=TOKEN, **more)

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import httpx
-from runneld_process import LineClient, main
+from runneld_process import EventStream, LineClient, main
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -115,33 +115,11 @@ def publish_as_admin(d, subject, value):
     assert response.status_code == 200, response.text
 
 
-class EventStream:
-    """One GET /events response, event by event."""
-
-    def __init__(self, d, subject, token, **query):
-        self.client = httpx.Client(timeout=10)
-        self.context = self.client.stream("GET", d.url + "/events", params=dict(subject=subject, token=token, **query))
-        self.response = self.context.__enter__()
-        assert self.response.status_code == 200, self.response.status_code
-        self.lines = self.response.iter_lines()
-
-    def event(self):
-        """The next event's fields; None once the response has ended."""
-        fields = {}
-        for line in self.lines:
-            if line == "":
-                if fields:
-                    return fields
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            fields[name] = value[1:] if value.startswith(" ") else value
-        return fields or None
-
-    def close(self):
-        self.context.__exit__(None, None, None)
-        self.client.close()
+def event_stream(d, subject, token, **query):
+    """GET /events on `subject` with `token`, checked to be open."""
+    stream = EventStream(d, dict(subject=subject, token=token, **query))
+    assert stream.response.status_code == 200, stream.response.status_code
+    return stream
 
 
 def wait_for_stream(d, subject, count=1):
@@ -299,7 +277,7 @@ def check_sse_subscribe_right(d):
     response = httpx.get(d.url + "/events", params={"subject": "orders.>", "token": "reader"})
     assert response.status_code == 401
     # A pattern stream (its `sub` is in once the head has come) meets subjects created later.
-    stream = EventStream(d, ">", "reader")
+    stream = event_stream(d, ">", "reader")
     try:
         for subject, value in [("orders.s", 0), ("sensors.s", 1), ("orders.s", 2), ("sensors.s", 3)]:
             publish_as_admin(d, subject, value)
@@ -308,7 +286,7 @@ def check_sse_subscribe_right(d):
     finally:
         stream.close()
     # A stage that reaches a forbidden subject at run time ends the stream with `event: error`.
-    stream = EventStream(d, "sensors.sse.names", "reader", ops='[{"op":"switchToLatest"}]')
+    stream = event_stream(d, "sensors.sse.names", "reader", ops='[{"op":"switchToLatest"}]')
     try:
         publish_as_admin(d, "sensors.sse.names", "orders.s")
         assert stream.event() == {"event": "error", "data": json.dumps(
@@ -363,9 +341,9 @@ def check_reload_grants_and_revokes_on_open_connections(d):
         "token may not publish to alerts")
     with ws(d, "doomed") as doomed_ws:
         assert ws_request(doomed_ws, {"op": "sub", "subject": "x", "sid": "x"})["ok"]
-        doomed_sse = EventStream(d, "doomed.s", "doomed")
+        doomed_sse = event_stream(d, "doomed.s", "doomed")
         wait_for_stream(d, "doomed.s")
-        narrowed_sse = EventStream(d, "sensors.b", "reader")
+        narrowed_sse = event_stream(d, "sensors.b", "reader")
         wait_for_stream(d, "sensors.b", 2)
         bystander = tcp(d, "admin")
 

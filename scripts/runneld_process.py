@@ -1,5 +1,6 @@
 """What the front door's test scripts (http-tests.py, websocket-tests.py, dashboard-tests.py, tls-tests.py) share: a
-runneld process of their own on free loopback ports, and a line-protocol client over TCP."""
+runneld process of their own on free loopback ports, a line-protocol client over TCP,
+and a reader of GET /events streams."""
 
 import argparse
 import json
@@ -13,6 +14,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import httpx
 
 
 class Daemon:
@@ -120,6 +123,36 @@ class LineClient:
 
     def close(self):
         self.socket.close()
+
+
+class EventStream:
+    """One GET /events response read with httpx, event by event (comment lines kept apart)."""
+
+    def __init__(self, d, query, headers=None, timeout=10):
+        self.client = httpx.Client(timeout=timeout)
+        self.context = self.client.stream("GET", d.url + "/events", params=query, headers=headers or {})
+        self.response = self.context.__enter__()
+        self.lines = self.response.iter_lines()
+        self.comments = 0
+
+    def event(self):
+        """The next event as a dict of its fields; None once the response has ended."""
+        fields = {}
+        for line in self.lines:
+            if line == "":
+                if fields:
+                    return fields
+                continue
+            if line.startswith(":"):
+                self.comments += 1
+                continue
+            name, _, value = line.partition(":")
+            fields[name] = value[1:] if value.startswith(" ") else value
+        return fields or None
+
+    def close(self):
+        self.context.__exit__(None, None, None)
+        self.client.close()
 
 
 def run_checks(checks, argument):
