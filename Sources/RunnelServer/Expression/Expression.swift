@@ -89,6 +89,11 @@ public final class CompiledExpression: Sendable {
     /// one stage uses it.
     let users = ExpressionUsers()
 
+    /// Whether a value keeps this expression's outcome for other subscribers to share
+    /// (`Payload.memoized`): it depends on the value and `$subject` alone, and not exactly one
+    /// stage uses it (with one, nobody else would look).
+    var outcomeIsShared: Bool { dependsOnInputAndSubjectOnly && users.count != 1 }
+
     init(
         source: String, root: ExpressionNode, dependsOnInputOnly: Bool, dependsOnInputAndSubjectOnly: Bool,
         readsWholeInput: Bool, budget: ExpressionBudget

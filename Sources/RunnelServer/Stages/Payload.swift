@@ -65,14 +65,13 @@ public final class Payload: @unchecked Sendable {
 
     /// `expression`'s outcome on this value (published to `label`'s subject), computed once by
     /// `compute` when the expression depends on the value alone, or on the value and
-    /// `$subject` (`CompiledExpression.dependsOnInputAndSubjectOnly`), unless exactly one stage
-    /// uses it (`CompiledExpression.users`: nobody else would look), else every time. An error `compute` throws (rather than returns) is not kept.
+    /// `$subject`, unless exactly one stage uses it (`CompiledExpression.outcomeIsShared`), else
+    /// every time. An error `compute` throws (rather than returns) is not kept.
     func memoized(
         _ expression: CompiledExpression, label: SubjectLabel,
         _ compute: () throws(ProtocolError) -> Result<Payload, ExpressionError>
     ) throws(ProtocolError) -> Result<Payload, ExpressionError> {
-        // With one stage using it, no other subscriber would find the outcome: it is not kept.
-        guard expression.dependsOnInputAndSubjectOnly, expression.users.count != 1 else { return try compute() }
+        guard expression.outcomeIsShared else { return try compute() }
         if let memos, let outcome = memos.outcome(of: expression, label: label) { return outcome }
         let outcome = try compute()
         if let memos {

@@ -31,13 +31,13 @@ final class StageExpression: Sendable {
 
     /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
     func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(.tree(input), bindings, output: false))
+        try value(of: metered(.tree(input), bindings, Self.value(output: false)))
     }
 
     /// The expression's value on `input` when the stage sends it on as a message: the cost of
     /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
     func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(.tree(input), bindings, output: true))
+        try value(of: metered(.tree(input), bindings, Self.value(output: true)))
     }
 
     private func value(of outcome: Result<JSONValue, ExpressionError>) throws(ProtocolError) -> JSONValue {
@@ -69,28 +69,47 @@ final class StageExpression: Sendable {
 
     /// The expression's value on `message`'s value.
     func evaluate(_ message: Message) throws(ProtocolError) -> JSONValue {
-        let input = try input(message)
-        // `input` may point into the message's bytes.
-        defer { withExtendedLifetime(message) {} }
-        guard compiled.dependsOnInputOnly else {
-            return try value(of: metered(input, ExpressionBindings(subject: message.label.name), output: false))
+        try value(of: metered(message, Self.value(output: false)))
+    }
+
+    /// What one evaluation does with the input, the bindings and the meter it is given.
+    private typealias Evaluation<Value> = (
+        CompiledExpression, ExpressionInput, ExpressionBindings, inout ExpressionMeter
+    )
+        throws(ExpressionError) -> Value
+
+    /// The expression's value, charged for writing it out when `output`.
+    private static func value(output: Bool) -> Evaluation<JSONValue> {
+        { compiled, input, bindings, meter throws(ExpressionError) in
+            try compiled.evaluate(input, bindings, output: output, on: &meter)
         }
-        return try value(of: metered(input, noBindings, output: false))
+    }
+
+    /// The value as a message's payload: a projection (`.p`) of published bytes is the slice
+    /// they hold, anything else the computed value.
+    private static func payload(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Payload {
+        if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
+            return Payload(raw: slice)
+        }
+        return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
     }
 
     /// One evaluation of `input`, admitted by the account and charged to it with the steps it
     /// used; the account's refusal is thrown, the evaluation's own outcome returned. The
-    /// bindings are passed down, not captured by a closure: capturing copied them (and
+    /// bindings are passed to `evaluation`, not captured by it: capturing copied them (and
     /// retained and released what they hold) twice per evaluation.
     @inline(__always)
-    private func metered(_ input: ExpressionInput, _ bindings: ExpressionBindings, output: Bool)
-        throws(ProtocolError) -> Result<JSONValue, ExpressionError>
-    {
+    private func metered<Value>(
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ evaluation: Evaluation<Value>
+    ) throws(ProtocolError) -> Result<Value, ExpressionError> {
         try account?.admit(stage: stage)
         var meter = ExpressionMeter(compiled.budget)
-        let outcome: Result<JSONValue, ExpressionError>
+        let outcome: Result<Value, ExpressionError>
         do {
-            outcome = .success(try compiled.evaluate(input, bindings, output: output, on: &meter))
+            outcome = .success(try evaluation(compiled, input, bindings, &meter))
         } catch {
             outcome = .failure(error)
         }
@@ -98,26 +117,19 @@ final class StageExpression: Sendable {
         return outcome
     }
 
-    /// `metered` for a value sent on as a message: a projection (`.p`) of published bytes is
-    /// the slice they hold, anything else the computed value.
+    /// `metered` on `message`'s value, with the bindings the expression reads: `$subject`, or
+    /// none for an expression of the value alone.
     @inline(__always)
-    private func meteredPayload(_ input: ExpressionInput, _ bindings: ExpressionBindings)
-        throws(ProtocolError) -> Result<Payload, ExpressionError>
+    private func metered<Value>(_ message: Message, _ evaluation: Evaluation<Value>) throws(ProtocolError)
+        -> Result<Value, ExpressionError>
     {
-        try account?.admit(stage: stage)
-        var meter = ExpressionMeter(compiled.budget)
-        let outcome: Result<Payload, ExpressionError>
-        do {
-            if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
-                outcome = .success(Payload(raw: slice))
-            } else {
-                outcome = .success(Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter)))
-            }
-        } catch {
-            outcome = .failure(error)
+        let input = try input(message)
+        // `input` may point into the message's bytes.
+        defer { withExtendedLifetime(message) {} }
+        guard compiled.dependsOnInputOnly else {
+            return try metered(input, ExpressionBindings(subject: message.label.name), evaluation)
         }
-        account?.charge(meter.stepsUsed)
-        return outcome
+        return try metered(input, noBindings, evaluation)
     }
 
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
@@ -131,12 +143,7 @@ final class StageExpression: Sendable {
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
         let outcome = try message.value.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
-            let input = try input(message)
-            defer { withExtendedLifetime(message) {} }
-            guard compiled.dependsOnInputOnly else {
-                return try meteredPayload(input, ExpressionBindings(subject: message.label.name))
-            }
-            return try meteredPayload(input, noBindings)
+            try metered(message, Self.payload)
         }
         switch outcome {
         case .success(let payload): return payload
@@ -146,9 +153,7 @@ final class StageExpression: Sendable {
 
     /// The expression's truthiness on `message`'s value.
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.dependsOnInputAndSubjectOnly, compiled.users.count != 1 else {
-            return try evaluate(message).isTruthy
-        }
+        guard compiled.outcomeIsShared else { return try evaluate(message).isTruthy }
         let result = try evaluatedPayload(message)
         if let truth = result.decodedTruthiness { return truth }
         // A projection (`filter .active`): its slice, decoded (a scalar, usually).
