@@ -262,13 +262,16 @@ public final class Server: @unchecked Sendable {
     /// anything is subscribed, its evaluations charged to `account`. `label` names the
     /// subscription's subject or pattern; `lookup` finds the subjects stages name
     /// (`Session.stageLookup`, which checks the token's rights).
+    /// The limits chains are compiled under now.
+    var stageLimits: StageLimits { StageLimits(config: config) }
+
     func compileChain(
         _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
         lookup: @escaping SubjectLookup
     ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: StageLimits(config: config), defaultLabel: label, account: account,
+            scheduler: scheduler, limits: stageLimits, defaultLabel: label, account: account,
             interner: expressionInterner, lookup: lookup)
         return try compiler.compile(stages, source: source)
     }

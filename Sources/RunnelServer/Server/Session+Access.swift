@@ -62,10 +62,11 @@ extension Session {
         lastPublishTarget = nil
         for subscription in Array(subscriptions.values) {
             guard let name = forbiddenSubject(of: subscription, before: old, after: new) else { continue }
-            end(
-                subscription,
-                with: ProtocolError(
-                    .unauthorized, "token may no longer subscribe to \(name) (permissions changed by a reload)"))
+            // Ended as its own error event would end it.
+            deliverTerminal(
+                ProtocolError(
+                    .unauthorized, "token may no longer subscribe to \(name) (permissions changed by a reload)"),
+                to: subscription)
         }
     }
 
@@ -88,13 +89,6 @@ extension Session {
             }
         }
         return subscription.reached.first { !after.subscribe.permits($0) }
-    }
-
-    /// Ends `subscription` with `error`, as its own error event would.
-    private func end(_ subscription: SessionSubscription, with error: ProtocolError) {
-        let disposable = subscription.disposable
-        deliverTerminal(error, to: subscription)
-        disposable?.dispose()
     }
 
     /// Ends the connection: one last `closing` line with code `unauthorized` and `reason`.

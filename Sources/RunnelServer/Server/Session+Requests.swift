@@ -130,9 +130,17 @@ extension Session {
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
         let subscription = SessionSubscription(
             sid: sid, entry: entry, pattern: pattern, sendsPositions: positions)
-        let chain = try server.compileChain(
-            stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
-            lookup: stageLookup(for: subscription))
+        let lookup = stageLookup(for: subscription)
+        // Where the subscription's sink goes: a chain it shares, or one of its own.
+        let start: (any Subscriber<Message>) -> Disposable
+        if let entry, let shared = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
+            start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount) }
+        } else {
+            let chain = try server.compileChain(
+                stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
+                lookup: lookup)
+            start = { sink in chain.subscribe(sink) }
+        }
 
         subscription.pinnedBytes = pinned
         subscriptionBytes += pinned
@@ -144,12 +152,30 @@ extension Session {
             line.member("sid", encoded: subscription.sidJSON)
             if let resumed { line.member("resumed", bool: resumed) }
         }
-        let disposable = chain.subscribe(transport.makeEventSink(session: self, subscription: subscription))
+        let disposable = start(transport.makeEventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()
         } else {
             subscription.disposable = disposable
         }
+    }
+
+    /// The chain on `entry` that subscriptions with `stages` share, made and registered
+    /// when it is the first; nil when this subscription may not share one
+    /// (`SharedStageChain.key(for:on:from:limits:)`).
+    private func sharedChain(
+        _ stages: [JSONValue], on entry: SubjectEntry, from: Position?, lookup: @escaping SubjectLookup
+    ) throws(ProtocolError) -> SharedStageChain? {
+        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: server.stageLimits) else {
+            return nil
+        }
+        if let existing = entry.sharedChains[key] { return existing }
+        let made = try SharedStageChain(key: key, entry: entry, creator: evaluationAccount) {
+            account throws(ProtocolError) in
+            try server.compileChain(stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
+        }
+        entry.sharedChains[key] = made
+        return made
     }
 
     private func unsubscribe(_ request: Request) throws(ProtocolError) {
@@ -158,7 +184,6 @@ extension Session {
             throw ProtocolError(.unknownSid, "no subscription '\(sid)' on this connection")
         }
         forget(subscription)
-        subscription.disposable?.dispose()
         writeOK(ref: request.ref)
     }
 

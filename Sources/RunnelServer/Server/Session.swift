@@ -101,6 +101,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func forget(_ subscription: SessionSubscription) {
         guard !subscription.isFinished else { return }
         subscription.isFinished = true
+        subscription.disposable?.dispose()
         if subscriptions[subscription.sid] === subscription { subscriptions[subscription.sid] = nil }
         subscription.entry?.namedSubscriptions -= 1
         subscriptionBytes -= subscription.pinnedBytes
@@ -110,10 +111,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// Disposes every subscription: the connection is gone or going.
     func disposeAll() {
         let all = subscriptions.values
-        for subscription in all {
-            forget(subscription)
-            subscription.disposable?.dispose()
-        }
+        for subscription in all { forget(subscription) }
         subscriptions.removeAll()
     }
 
