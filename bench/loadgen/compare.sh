@@ -11,8 +11,9 @@
 # subscribers x B = 64, 1024 bytes: first as fast as each server sustains (the publisher keeps
 # a bounded window in flight), then at a fixed rate of half that server's measured maximum for
 # latency (2.5 s of traffic, of which the first 0.5 s warms the connections up and is not
-# timed). Servers are interleaved (runnel redis nats runnel redis nats ...), N times (3 by
-# default); the table gives medians. --stages adds Runnel with a filter + map chain on every
+# timed). Servers are interleaved, the order rotated each repetition so that no server always
+# runs right after the same other one (runnel redis nats, then redis nats runnel, ...), N
+# times (3 by default); the table gives medians. --stages adds Runnel with a filter + map chain on every
 # subscription as a row of its own. --backpressure adds a second runneld configured with
 # slow_consumer = "backpressure" (row runnel+backpressure), measured like plain Runnel in every
 # mode and compared with Redis; a runneld that refuses that policy is skipped with a message.
@@ -101,14 +102,20 @@ run() {
 }
 
 cells=("1 64" "10 64" "100 64" "1 1024" "10 1024" "100 1024")
+# The servers in repetition $1's order: the list rotated by one more each repetition.
+rotated() {
+    local by=$((($1 - 1) % ${#servers[@]}))
+    order=("${servers[@]:by}" "${servers[@]:0:by}")
+}
 echo "as fast as each server sustains..." >&2
 for rep in $(seq 1 "$reps"); do
+    rotated "$rep"
     for cell in "${cells[@]}"; do
         read -r k b <<<"$cell"
         msgs=$((deliveries / k))
         ((b > 64)) && msgs=$((msgs / 2))
         ((msgs < 10000)) && msgs=10000
-        for server in "${servers[@]}"; do run "$server" "$k" "$b" max "$rep" "$msgs"; done
+        for server in "${order[@]}"; do run "$server" "$k" "$b" max "$rep" "$msgs"; done
     done
 done
 
@@ -122,9 +129,10 @@ half_rate() {
 ((same_rate)) && echo "at half of Redis's maximum for every server, for latency..." >&2
 ((same_rate)) || echo "at half of each server's maximum, for latency..." >&2
 for rep in $(seq 1 "$reps"); do
+    rotated "$rep"
     for cell in "${cells[@]}"; do
         read -r k b <<<"$cell"
-        for server in "${servers[@]}"; do
+        for server in "${order[@]}"; do
             if ((same_rate)) && [[ $server != stages ]]; then
                 rate=$(half_rate redis "$k" "$b")
             else

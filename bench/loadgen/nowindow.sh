@@ -8,7 +8,9 @@
 # client thread, so a server that reads publishes faster than that thread drains K sockets
 # has to buffer, push back on the publisher, or drop subscribers. Cells: K = 10, 100 x B = 64,
 # 1024 bytes; 30 M deliveries a run at 64 B and 10 M at 1 KiB (a few seconds each); servers
-# interleaved (runnel, backpressure, redis, nats, runnel, ...), N repetitions (3 by default;
+# interleaved, the order rotated each repetition so that no server always runs right after
+# the same other one (runnel, backpressure, redis, nats; then backpressure, redis, nats,
+# runnel; ...), N repetitions (3 by default;
 # --quick: one, with a fifth of the messages). A run ends when every subscriber still
 # connected has every message, or after 5 s without progress. One table (nowindow_table.py):
 # median delivered msgs/s, deliveries, what was lost and how many subscribers were
@@ -46,17 +48,19 @@ servers+=(redis nats)
 wait_started "${servers[@]}"
 
 describe_servers
-echo "$reps repetitions, interleaved; no publish window"
+echo "$reps repetitions, interleaved, the order rotated each repetition; no publish window"
 
 results=$work/results.tsv
 : >"$results"
 cells=("10 64" "100 64" "10 1024" "100 1024")
 for rep in $(seq 1 "$reps"); do
+    shift_by=$(((rep - 1) % ${#servers[@]}))
+    order=("${servers[@]:shift_by}" "${servers[@]:0:shift_by}")
     for cell in "${cells[@]}"; do
         read -r k b <<<"$cell"
         deliveries=$deliveries_64
         ((b > 64)) && deliveries=$deliveries_1k
-        for server in "${servers[@]}"; do
+        for server in "${order[@]}"; do
             proto=runnel
             [[ $server == redis || $server == nats ]] && proto=$server
             line=$(.build/loadgen --proto "$proto" --port "${port[$server]}" --subs "$k" --size "$b" \
