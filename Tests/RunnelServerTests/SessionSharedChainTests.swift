@@ -43,6 +43,7 @@ struct SessionSharedChainTests {
         publisher.send(Self.pub(load: 0.95, p: "x"), Self.pub(load: 0.5, p: "no"), Self.pub(load: 1, p: "y"))
         #expect(a.lines() == [Self.next("a", "x"), Self.next("a", "y")])
         #expect(b.lines() == [Self.next("b", "x"), Self.next("b2", "x"), Self.next("b", "y"), Self.next("b2", "y")])
+        #expect(harness.stats().contains(#""shared_chains":{"chains":1,"subscriptions":3}"#))
     }
 
     @Test func aLateMemberGetsWhatFollowsAndTheChainOutlivesItsFirstMember() {
@@ -67,9 +68,11 @@ struct SessionSharedChainTests {
         #expect(b.lines() == [Self.next("b", "3")])
 
         // The last member gone, the chain lets go of the subject and leaves it.
+        #expect(harness.stats().contains(#""shared_chains":{"chains":1,"subscriptions":1}"#))
         b.close()
         let entry = Self.entry(harness)
         #expect(entry.sharedChains.isEmpty)
+        #expect(harness.stats().contains(#""shared_chains":{"chains":0,"subscriptions":0}"#))
         #expect(entry.subject.subscriberCount == 0)
         // A new subscription starts a new chain.
         let c = harness.connect()

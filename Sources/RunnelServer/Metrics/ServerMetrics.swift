@@ -30,6 +30,12 @@ extension Server {
         metrics.metric(
             "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
             Double(stats.subscriptions))
+        metrics.metric(
+            "runnel_shared_stage_chains", .gauge,
+            help: "Stage chains running once per value for several subscriptions now.", Double(stats.sharedChains))
+        metrics.metric(
+            "runnel_shared_stage_chain_subscriptions", .gauge,
+            help: "Subscriptions served by a shared stage chain now.", Double(stats.sharedChainSubscriptions))
         metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
         metrics.metric(
             "runnel_timers", .gauge, help: "Timer handles armed now (time-based stages).",

@@ -18,6 +18,13 @@ extension Server {
         line.member("bytes_out", integer: stats.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
         line.member("retained_bytes", integer: subjects.retained.bytes)
+        line.member("shared_chains") { json in
+            json.append("{\"chains\":")
+            json.writeInteger(stats.sharedChains)
+            json.append(",\"subscriptions\":")
+            json.writeInteger(stats.sharedChainSubscriptions)
+            json.append("}")
+        }
         line.member("eval_refused") { json in
             json.append("{\"connection\":")
             json.writeInteger(stats.evaluationsRefusedByConnectionBudget)

@@ -7,6 +7,10 @@
 final class ServerStats {
     /// Subscriptions currently held by all connections.
     var subscriptions = 0
+    /// Stage chains that several subscriptions have shared (`SharedStageChain` once fanned
+    /// out), running now, and the subscriptions they serve now.
+    var sharedChains = 0
+    var sharedChainSubscriptions = 0
     var published: UInt64 = 0
     var delivered: UInt64 = 0
     var dropped: UInt64 = 0

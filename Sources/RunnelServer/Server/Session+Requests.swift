@@ -170,7 +170,7 @@ extension Session {
             return nil
         }
         if let existing = entry.sharedChains[key] { return existing }
-        let made = try SharedStageChain(key: key, entry: entry, creator: evaluationAccount) {
+        let made = try SharedStageChain(key: key, entry: entry, creator: evaluationAccount, stats: stats) {
             account throws(ProtocolError) in
             try server.compileChain(stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
         }

@@ -44,6 +44,8 @@ final class SharedStageChain: @unchecked Sendable {
     private let entry: SubjectEntry
     /// What every evaluation of the chain is charged to.
     let account: EvaluationAccount
+    /// Where it counts itself and its members once fanned out.
+    private let stats: ServerStats
     /// The compiled chain, on the subject.
     private let chain: Signal<Message>
     /// The members, in the order they joined (the order the fan-out delivers in).
@@ -86,11 +88,12 @@ final class SharedStageChain: @unchecked Sendable {
     /// A chain on `entry` under `key`, `compile`d with an account that draws first on
     /// `creator`'s budgets. Not in the entry's `sharedChains` until the caller puts it there.
     init(
-        key: String, entry: SubjectEntry, creator: EvaluationAccount,
+        key: String, entry: SubjectEntry, creator: EvaluationAccount, stats: ServerStats,
         compile: (EvaluationAccount) throws(ProtocolError) -> Signal<Message>
     ) throws(ProtocolError) {
         self.key = key
         self.entry = entry
+        self.stats = stats
         account = EvaluationAccount(payingAs: creator)
         chain = try compile(account)
         account.nextPayer = { [weak self] in self?.members.first { $0.payer.budgetsAdmit }?.payer }
@@ -105,6 +108,7 @@ final class SharedStageChain: @unchecked Sendable {
             member.subscription = chain.subscribe(sink)
         } else {
             member.subscription = fanningOut().subscribe(sink)
+            stats.sharedChainSubscriptions += 1
         }
         return Disposable { [self] in leave(member) }
     }
@@ -123,6 +127,8 @@ final class SharedStageChain: @unchecked Sendable {
         first.subscription?.dispose()
         first.subscription = subject.subscribe(first.sink)
         fanOut = (subject, chain.subscribe(subject))
+        stats.sharedChains += 1
+        stats.sharedChainSubscriptions += 1
         return subject
     }
 
@@ -130,8 +136,12 @@ final class SharedStageChain: @unchecked Sendable {
         guard let index = members.firstIndex(where: { $0 === member }) else { return }
         members.remove(at: index)
         member.subscription?.dispose()
+        if fanOut != nil { stats.sharedChainSubscriptions -= 1 }
         if members.isEmpty {
-            fanOut?.connection.dispose()
+            if let fanOut {
+                fanOut.connection.dispose()
+                stats.sharedChains -= 1
+            }
             fanOut = nil
             if entry.sharedChains[key] === self { entry.sharedChains[key] = nil }
         } else if account.isPaying(as: member.payer), !members.contains(where: { $0.payer === member.payer }) {
