@@ -109,6 +109,21 @@ struct SessionSharedChainTests {
         #expect(Self.entry(harness).subject.subscriberCount == 0)
     }
 
+    @Test func aDeletedSubjectCompletesEveryMemberAndTheChainGoes() {
+        let harness = SessionHarness()
+        let a = harness.connect()
+        let b = harness.connect()
+        a.send(Self.sub("a"))
+        b.send(Self.sub("b"))
+        let entry = Self.entry(harness)
+        harness.connect().send(#"{"op":"delete","subject":"v"}"#)
+        #expect(a.lines() == [#"{"ev":"completed","sid":"a"}"#])
+        #expect(b.lines() == [#"{"ev":"completed","sid":"b"}"#])
+        #expect(entry.sharedChains.isEmpty)
+        #expect(entry.subject.subscriberCount == 0)
+        #expect(harness.stats().contains(#""shared_chains":{"chains":0,"subscriptions":0}"#))
+    }
+
     /// Budgets of a single step: each member's pays for one evaluation (which overdraws it),
     /// and the chain moves on to the next member's. With chains of their own, each member
     /// would have received one value.
