@@ -21,16 +21,17 @@ enum ExpressionEvaluator {
     // an index out of range, or a step on null.
 
     static func member<Value: ExpressionPathValue>(
-        _ key: String, of value: Value, at position: Int, _ meter: inout ExpressionMeter
+        _ name: JSONMemberName, of value: Value, at position: Int, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Value? {
         switch value.kind {
         case .object:
-            let (found, memberCount) = value.lastMember(named: key)
+            let (found, memberCount) = value.lastMember(named: name)
             try meter.steps(memberCount, at: position)
             return found
         case .null: return nil
         default:
-            throw .eval("cannot read member \(ExpressionJSONText.excerpt(key)) of \(value.kind.typeName)", at: position)
+            throw .eval(
+                "cannot read member \(ExpressionJSONText.excerpt(name.string)) of \(value.kind.typeName)", at: position)
         }
     }
 

@@ -9,11 +9,21 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
     let steps: [ExpressionPathStep]
     /// Whether the base is `.`, so the path can read the input's bytes.
     let startsAtInput: Bool
+    /// The name, when the path is one member step (`.load`, the usual path): `select` reads
+    /// it without looping over `steps` (whose elements it would retain and release).
+    private let onlyMember: JSONMemberName?
+    /// Where that step was written.
+    private let onlyMemberPosition: Int
 
     init(_ base: ExpressionNode, _ steps: [ExpressionPathStep]) {
         self.base = base
         self.steps = steps
         startsAtInput = base is ExpressionInputNode
+        if steps.count == 1, case .member(let name, let position) = steps[0] {
+            (onlyMember, onlyMemberPosition) = (name, position)
+        } else {
+            (onlyMember, onlyMemberPosition) = (nil, 0)
+        }
     }
 
     override func evaluate(
@@ -37,6 +47,9 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         assert(startsAtInput)
         // The steps the tree form charges: this node's and its base's (`.`).
         try meter.steps(2, at: 0)
+        if let onlyMember {
+            return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter)
+        }
         return try walk(from: bytes, input, bindings, &meter)
     }
 
