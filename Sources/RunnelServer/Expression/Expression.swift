@@ -166,6 +166,7 @@ public final class CompiledExpression: Sendable {
 
     /// For a projection (`projection` is not nil): the bytes it names in `bytes`, left where
     /// they are, or nil for `null`; charged as `project` charges.
+    @inline(__always)
     func slice(of bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
         throws(ExpressionError) -> JSONValueBytes?
     {

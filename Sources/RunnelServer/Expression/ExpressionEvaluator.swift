@@ -20,6 +20,7 @@ enum ExpressionEvaluator {
     // published value's bytes read in place (`JSONValueBytes`). nil is null: a missing member,
     // an index out of range, or a step on null.
 
+    @inline(__always)
     static func member<Value: ExpressionPathValue>(
         _ name: JSONMemberName, of value: Value, at position: Int, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Value? {

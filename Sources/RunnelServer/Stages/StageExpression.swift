@@ -142,10 +142,11 @@ final class StageExpression: Sendable {
     /// A projection (`.p`) of a published value is the slice of its bytes the path names, as
     /// they are: never decoded, never encoded again (`Payload.projection`).
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
-        let outcome = try message.value.memoized(compiled, label: message.label) {
+        let source = message.value
+        let outcome = try source.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
             try metered(message) { compiled, input, bindings, meter throws(ExpressionError) in
-                try Self.payload(of: message.value, compiled, input, bindings, &meter)
+                try Self.payload(of: source, compiled, input, bindings, &meter)
             }
         }
         switch outcome {
