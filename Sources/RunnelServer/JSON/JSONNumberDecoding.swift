@@ -8,8 +8,14 @@
 enum JSONNumberDecoding {
     /// The value of `bytes`, which `JSONScanner` has accepted as a number; nil when its
     /// magnitude is too large for a Double (JSON allows it; our values cannot hold it).
+    @inline(__always)
     static func double(_ bytes: UnsafeRawBufferPointer) -> Double? {
         if let exact = fastPath(bytes) { return exact }
+        return parsed(bytes)
+    }
+
+    /// The standard library's parse, for what the fast path cannot do exactly.
+    private static func parsed(_ bytes: UnsafeRawBufferPointer) -> Double? {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let value = Double(text), value.isFinite else { return nil }
         return value

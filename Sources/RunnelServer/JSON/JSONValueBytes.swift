@@ -73,7 +73,9 @@ struct JSONValueBytes {
     /// key with escapes: the in-place comparison cannot match it.)
     private func lastMember(utf8 wanted: UnsafeRawBufferPointer) -> (value: JSONValueBytes?, memberCount: Int) {
         assert(kind == .object)
-        var found: Range<Int>?
+        // The found value's bounds; `foundStart` -1 while none is found.
+        var foundStart = -1
+        var foundEnd = 0
         var count = 0
         var position = skipWhitespace(from: range.lowerBound &+ 1)
         if byte(at: position) == UInt8(ascii: "}") { return (nil, 0) }
@@ -91,26 +93,29 @@ struct JSONValueBytes {
                     quote &+= 1
                 }
             }
-            let matched = escaped ? decodedKey(content..<quote, equals: wanted) : key(content..<quote, equals: wanted)
+            let matched =
+                escaped
+                ? decodedKey(content..<quote, equals: wanted) : key(at: content, quote &- content, equals: wanted)
             count &+= 1
             // Past the colon and the whitespace around it.
             position = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
             let valueEnd = end(from: position)
-            if matched { found = position..<valueEnd }
+            if matched { (foundStart, foundEnd) = (position, valueEnd) }
             position = skipWhitespace(from: valueEnd)
             guard byte(at: position) == UInt8(ascii: ",") else { break }
             position = skipWhitespace(from: position &+ 1)
         }
-        return (found.map { JSONValueBytes(buffer: buffer, range: $0) }, count)
+        guard foundStart >= 0 else { return (nil, count) }
+        return (JSONValueBytes(buffer: buffer, range: foundStart..<foundEnd), count)
     }
 
-    /// Whether the key written without escapes at `content` is `wanted`.
+    /// Whether the key of `length` bytes written without escapes at `start` is `wanted`.
     @inline(__always)
-    private func key(_ content: Range<Int>, equals wanted: UnsafeRawBufferPointer) -> Bool {
-        guard content.count == wanted.count else { return false }
+    private func key(at start: Int, _ length: Int, equals wanted: UnsafeRawBufferPointer) -> Bool {
+        guard length == wanted.count else { return false }
         var offset = 0
-        while offset < wanted.count {
-            guard byte(at: content.lowerBound &+ offset) == wanted[offset] else { return false }
+        while offset < length {
+            guard byte(at: start &+ offset) == wanted[offset] else { return false }
             offset &+= 1
         }
         return true
