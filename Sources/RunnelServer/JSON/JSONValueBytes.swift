@@ -25,6 +25,7 @@ struct JSONValueBytes {
     let range: Range<Int>
 
     /// The value that `bytes`, one whole validated JSON text, holds (whitespace around it allowed).
+    @inline(__always)
     init(validated bytes: UnsafeRawBufferPointer) {
         var start = 0
         var end = bytes.count
