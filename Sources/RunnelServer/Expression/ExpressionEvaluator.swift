@@ -70,6 +70,7 @@ enum ExpressionEvaluator {
     /// array that an earlier `+` of the same chain built: appending to it then copies (and
     /// charges) only `rhs`; otherwise the whole result is charged. The cost is charged before
     /// anything is built.
+    @inline(__always)  // its one caller is the chain node's loop
     static func combine(
         _ lhs: inout JSONValue, _ op: ExpressionBinaryOperator, _ rhs: JSONValue, owned: inout Bool,
         at position: Int, _ meter: inout ExpressionMeter
