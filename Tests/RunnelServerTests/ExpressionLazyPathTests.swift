@@ -45,6 +45,11 @@ import Testing
         #expect(try Self.agree(".f", #"{"t":true,"f":false,"n":null}"#).get() == .bool(false))
         #expect(try Self.agree(".n.x", #"{"t":true,"f":false,"n":null}"#).get() == .null)
         #expect(try Self.agree(".e", #"{"e":-1.5e-3}"#).get() == .number(-0.0015))
+        // Whitespace around keys, colons, values and commas.
+        let spaced = "{ \"a\" :\t1 ,\n\"b\"\r\n: [ 2 , 3 ] , \"c\" : -4e1 }"
+        #expect(try Self.agree(".b[1]", spaced).get() == .number(3))
+        #expect(try Self.agree(".c", spaced).get() == .number(-40))
+        #expect(try Self.agree(".z", spaced).get() == .null)
     }
 
     @Test func keysWithEscapesCompareDecoded() throws {
@@ -53,6 +58,10 @@ import Testing
         #expect(try Self.agree(#".["a/b"]"#, #"{"a\/b":3}"#).get() == .number(3))
         #expect(try Self.agree(#".["é"]"#, #"{"\u00e9":4,"é":6}"#).get() == .number(6))
         #expect(try Self.agree(".ab", #"{"a\u0062":1,"ab":2,"\u0061b":3}"#).get() == .number(3))
+        // A key ending in an escaped backslash ends at the quote after it.
+        #expect(try Self.agree(".a", #"{"a\\":1,"a":2}"#).get() == .number(2))
+        #expect(try Self.agree(#".["a\\"]"#, #"{"a\\":1,"a":2}"#).get() == .number(1))
+        #expect(try Self.agree(#".["a\""]"#, #"{"a\\":1,"a\"":2}"#).get() == .number(2))
         // A value's escapes are decoded too.
         #expect(try Self.agree(".s", #"{"s":"a\"b\\c\u00e9\ud83d\ude00"}"#).get() == .string("a\"b\\cé😀"))
     }

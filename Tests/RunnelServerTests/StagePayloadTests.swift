@@ -19,6 +19,39 @@ import Testing
         #expect(payload.raw.buffer.isSameBuffer(as: first.buffer))
     }
 
+    @Test func aProjectionOfMostOfAValueSharesItsBuffer() throws {
+        let json = #"{"load":0.95,"p":"~T123~xxxxxxxxxxxxxxxxxxxxxxxx"}"#
+        let source = Payload(raw: try RawJSON(validating: json))
+        let whole = try #require(source.publishedBytes)
+        // The `"~T...` string, up to the closing brace.
+        let range = (try #require(Array(json.utf8).firstIndex(of: UInt8(ascii: "~"))) - 1)..<(json.utf8.count - 1)
+        let slice = Payload.projection(range, of: source)
+        let bytes = try #require(slice.publishedBytes)
+        #expect(
+            bytes.baseAddress == whole.baseAddress! + range.lowerBound, "the slice points into the published buffer")
+        #expect(slice.raw.description == #""~T123~xxxxxxxxxxxxxxxxxxxxxxxx""#)
+        #expect(try slice.decoded() == .string("~T123~xxxxxxxxxxxxxxxxxxxxxxxx"))
+        #expect(slice.isEquivalent(to: Payload(raw: try RawJSON(validating: #""~T123~xxxxxxxxxxxxxxxxxxxxxxxx""#))))
+        #expect(!slice.isEquivalent(to: source))
+        // A projection of the slice: its range is into the slice's own bytes.
+        let inner = Payload.projection(0..<bytes.count, of: slice)
+        #expect(inner.publishedBytes?.baseAddress == bytes.baseAddress)
+        #expect(inner.raw.description == slice.raw.description)
+    }
+
+    @Test func aProjectionOfASmallPartOfAValueIsACopy() throws {
+        let json = #"{"a":1,"padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#
+        let source = Payload(raw: try RawJSON(validating: json))
+        let whole = try #require(source.publishedBytes)
+        let slice = Payload.projection(5..<6, of: source)
+        let bytes = try #require(slice.publishedBytes)
+        #expect(
+            bytes.baseAddress! < whole.baseAddress! || bytes.baseAddress! >= whole.baseAddress! + whole.count,
+            "a small slice does not keep the large buffer")
+        #expect(slice.raw.description == "1")
+        #expect(try slice.decoded() == .number(1))
+    }
+
     @Test func twoSubscribersShareOnePayload() throws {
         // Both chains see the very same payload object, so the second filter finds it decoded.
         let source = Subject<Message>()

@@ -159,13 +159,24 @@ public final class CompiledExpression: Sendable {
     func project(_ bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
         throws(ExpressionError) -> RawJSON?
     {
-        guard let projection else { return nil }
+        guard projection != nil else { return nil }
+        guard let found = try slice(of: bytes, bindings, on: &meter) else { return .null }
+        return RawJSON(validatedBuffer: ByteBuffer(copying: found.bytes))
+    }
+
+    /// For a projection (`projection` is not nil): the bytes it names in `bytes`, left where
+    /// they are, or nil for `null`; charged as `project` charges.
+    @inline(__always)
+    func slice(of bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
+        throws(ExpressionError) -> JSONValueBytes?
+    {
+        guard let projection else { preconditionFailure("slice(of:) of an expression that is not a projection") }
         guard let found = try projection.select(in: bytes, .bytes(bytes), bindings, &meter) else {
             try meter.chargeOutput(.null)
-            return .null
+            return nil
         }
         try meter.chargeOutput(rawBytes: found.range.count)
-        return RawJSON(validatedBuffer: ByteBuffer(copying: found.bytes))
+        return found
     }
 
     /// `evaluate`, or `evaluateOutput` when `output`, on a meter the caller holds: it can read

@@ -20,17 +20,19 @@ enum ExpressionEvaluator {
     // published value's bytes read in place (`JSONValueBytes`). nil is null: a missing member,
     // an index out of range, or a step on null.
 
+    @inline(__always)
     static func member<Value: ExpressionPathValue>(
-        _ key: String, of value: Value, at position: Int, _ meter: inout ExpressionMeter
+        _ name: JSONMemberName, of value: Value, at position: Int, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Value? {
         switch value.kind {
         case .object:
-            let (found, memberCount) = value.lastMember(named: key)
+            let (found, memberCount) = value.lastMember(named: name)
             try meter.steps(memberCount, at: position)
             return found
         case .null: return nil
         default:
-            throw .eval("cannot read member \(ExpressionJSONText.excerpt(key)) of \(value.kind.typeName)", at: position)
+            throw .eval(
+                "cannot read member \(ExpressionJSONText.excerpt(name.string)) of \(value.kind.typeName)", at: position)
         }
     }
 
@@ -68,6 +70,7 @@ enum ExpressionEvaluator {
     /// array that an earlier `+` of the same chain built: appending to it then copies (and
     /// charges) only `rhs`; otherwise the whole result is charged. The cost is charged before
     /// anything is built.
+    @inline(__always)  // its one caller is the chain node's loop
     static func combine(
         _ lhs: inout JSONValue, _ op: ExpressionBinaryOperator, _ rhs: JSONValue, owned: inout Bool,
         at position: Int, _ meter: inout ExpressionMeter

@@ -109,7 +109,7 @@ enum ExpressionVariable: Sendable, Equatable {
 /// One step of a path.
 enum ExpressionPathStep: Sendable {
     /// `.name` or `.["name"]` with a literal key.
-    case member(String, at: Int)
+    case member(JSONMemberName, at: Int)
     /// `[e]`: a number indexes an array, a string an object.
     case index(ExpressionNode, at: Int)
 }

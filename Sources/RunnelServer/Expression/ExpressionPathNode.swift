@@ -9,11 +9,22 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
     let steps: [ExpressionPathStep]
     /// Whether the base is `.`, so the path can read the input's bytes.
     let startsAtInput: Bool
+    /// Whether the path is one member step (`.load`, the usual path), whose name and position
+    /// `select` reads without looping over `steps` (whose elements it would retain and
+    /// release). Not an optional: reading a name out of one retained and released it.
+    private let isOneMember: Bool
+    private let onlyMember: JSONMemberName
+    private let onlyMemberPosition: Int
 
     init(_ base: ExpressionNode, _ steps: [ExpressionPathStep]) {
         self.base = base
         self.steps = steps
         startsAtInput = base is ExpressionInputNode
+        if steps.count == 1, case .member(let name, let position) = steps[0] {
+            (isOneMember, onlyMember, onlyMemberPosition) = (true, name, position)
+        } else {
+            (isOneMember, onlyMember, onlyMemberPosition) = (false, ExpressionPathNode.noName, 0)
+        }
     }
 
     override func evaluate(
@@ -37,6 +48,9 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         assert(startsAtInput)
         // The steps the tree form charges: this node's and its base's (`.`).
         try meter.steps(2, at: 0)
+        if isOneMember {
+            return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter)
+        }
         return try walk(from: bytes, input, bindings, &meter)
     }
 
@@ -75,6 +89,9 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
             return try ExpressionEvaluator.index(key, of: value, at: position, &meter)
         }
     }
+
+    /// `onlyMember` of a path that is not one member step.
+    private static let noName = JSONMemberName("")
 
     override var isFoldable: Bool {
         base.literalValue != nil

@@ -6,6 +6,8 @@ protocol ExpressionPathValue {
     /// For an object: the last member named `key` (nil when none) and how many members it
     /// has, a repeated key counted each time.
     func lastMember(named key: String) -> (value: Self?, memberCount: Int)
+    /// `lastMember(named:)` for a name made when the expression was compiled (`.load`).
+    func lastMember(named name: JSONMemberName) -> (value: Self?, memberCount: Int)
     /// For an array: how many items it has.
     var elementCount: Int { get }
     /// For an array: the item at `offset` (0 ≤ `offset` < `elementCount`).
@@ -16,6 +18,10 @@ extension JSONValue: ExpressionPathValue {
     func lastMember(named key: String) -> (value: JSONValue?, memberCount: Int) {
         guard case .object(let object) = self else { preconditionFailure("lastMember of \(typeName)") }
         return (object[key], object.members.count)
+    }
+
+    func lastMember(named name: JSONMemberName) -> (value: JSONValue?, memberCount: Int) {
+        lastMember(named: name.string)
     }
 
     var elementCount: Int {

@@ -187,7 +187,7 @@ struct Parser {
             startsAtInput = true
             if case .identifier(let name) = peek.kind {
                 advance()
-                steps.append(.member(name, at: dot.position))
+                steps.append(.member(JSONMemberName(name), at: dot.position))
             } else if peek.kind == .dot {
                 throw unexpected()
             }
@@ -199,7 +199,7 @@ struct Parser {
                 let dot = advance()
                 if case .identifier(let name) = peek.kind {
                     advance()
-                    steps.append(.member(name, at: dot.position))
+                    steps.append(.member(JSONMemberName(name), at: dot.position))
                 } else if peek.kind != .leftBracket {
                     throw .compile("expected a name or '[' after '.' but found \(peek.spelling)", at: peek.position)
                 }
@@ -208,7 +208,7 @@ struct Parser {
                 let key = try expression()
                 try expect(.rightBracket, "']'")
                 if case .string(let name)? = key.literalValue {
-                    steps.append(.member(name, at: bracket.position))
+                    steps.append(.member(JSONMemberName(name), at: bracket.position))
                 } else {
                     steps.append(.index(key, at: bracket.position))
                 }

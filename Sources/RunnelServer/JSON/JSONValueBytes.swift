@@ -25,6 +25,7 @@ struct JSONValueBytes {
     let range: Range<Int>
 
     /// The value that `bytes`, one whole validated JSON text, holds (whitespace around it allowed).
+    @inline(__always)
     init(validated bytes: UnsafeRawBufferPointer) {
         var start = 0
         var end = bytes.count
@@ -54,56 +55,77 @@ struct JSONValueBytes {
         }
     }
 
-    /// For an object: the value of the last member named `key` (nil when there is none) and
+    /// For an object: the value of the last member named `name` (nil when there is none) and
     /// how many members it has, repeated keys included. Keys with escapes compare decoded.
-    func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
-        assert(kind == .object)
-        if let found = key.utf8.withContiguousStorageIfAvailable({ lastMember(utf8: UnsafeRawBufferPointer($0)) }) {
-            return found
-        }
-        return Array(key.utf8).withUnsafeBytes { lastMember(utf8: $0) }
+    func lastMember(named name: JSONMemberName) -> (value: JSONValueBytes?, memberCount: Int) {
+        lastMember(utf8: name.utf8)
     }
 
-    /// `lastMember(named:)` for the key's UTF-8. One pass over the members: a key is first
-    /// compared in place (`wanted` then a quote); only a key with escapes is decoded to compare.
+    /// `lastMember(named:)` for a name computed during an evaluation (`.[$subject]`).
+    func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
+        var key = key
+        return key.withUTF8 { lastMember(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `lastMember(named:)` for the name's UTF-8. One pass over the members: each key is
+    /// scanned to its closing quote (a backslash skips the byte it escapes), then one without
+    /// escapes is compared in place, byte for byte; only one with escapes is decoded to
+    /// compare. (A name that needs escapes, holding a quote or a backslash, can only match a
+    /// key with escapes: the in-place comparison cannot match it.)
     private func lastMember(utf8 wanted: UnsafeRawBufferPointer) -> (value: JSONValueBytes?, memberCount: Int) {
-        // A key written without escapes holds neither byte; one that needs them can only match
-        // a key with escapes.
-        let plain = !wanted.contains(UInt8(ascii: "\\")) && !wanted.contains(UInt8(ascii: "\""))
-        let base = buffer.baseAddress!
-        var found: Range<Int>?
+        assert(kind == .object)
+        // The found value's bounds; `foundStart` -1 while none is found.
+        var foundStart = -1
+        var foundEnd = 0
         var count = 0
-        var position = skipWhitespace(from: range.lowerBound + 1)
-        if buffer[position] == UInt8(ascii: "}") { return (nil, 0) }
+        var position = skipWhitespace(from: range.lowerBound &+ 1)
+        if byte(at: position) == UInt8(ascii: "}") { return (nil, 0) }
         while true {
-            let content = position + 1
-            let keyEnd: Int
-            let matched: Bool
-            if plain, content + wanted.count < buffer.count, buffer[content + wanted.count] == UInt8(ascii: "\""),
-                wanted.isEmpty || memcmp(base + content, wanted.baseAddress!, wanted.count) == 0
-            {
-                // No backslash before that quote: it closes the key.
-                keyEnd = content + wanted.count + 1
-                matched = true
-            } else {
-                keyEnd = stringEnd(from: position)
-                let keyContent = content..<(keyEnd - 1)
-                matched =
-                    hasEscapes(keyContent)
-                    && JSONStringDecoding.string(
-                        content: UnsafeRawBufferPointer(rebasing: buffer[keyContent]), hasEscapes: true
-                    ).utf8.elementsEqual(wanted)
+            let content = position &+ 1
+            var quote = content
+            var escaped = false
+            while true {
+                let c = byte(at: quote)
+                if c == UInt8(ascii: "\"") { break }
+                if c == UInt8(ascii: "\\") {
+                    escaped = true
+                    quote &+= 2
+                } else {
+                    quote &+= 1
+                }
             }
-            count += 1
+            let matched =
+                escaped
+                ? decodedKey(content..<quote, equals: wanted) : key(at: content, quote &- content, equals: wanted)
+            count &+= 1
             // Past the colon and the whitespace around it.
-            position = skipWhitespace(from: skipWhitespace(from: keyEnd) + 1)
+            position = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
             let valueEnd = end(from: position)
-            if matched { found = position..<valueEnd }
+            if matched { (foundStart, foundEnd) = (position, valueEnd) }
             position = skipWhitespace(from: valueEnd)
-            guard buffer[position] == UInt8(ascii: ",") else { break }
-            position = skipWhitespace(from: position + 1)
+            guard byte(at: position) == UInt8(ascii: ",") else { break }
+            position = skipWhitespace(from: position &+ 1)
         }
-        return (found.map { JSONValueBytes(buffer: buffer, range: $0) }, count)
+        guard foundStart >= 0 else { return (nil, count) }
+        return (JSONValueBytes(buffer: buffer, range: foundStart..<foundEnd), count)
+    }
+
+    /// Whether the key of `length` bytes written without escapes at `start` is `wanted`.
+    @inline(__always)
+    private func key(at start: Int, _ length: Int, equals wanted: UnsafeRawBufferPointer) -> Bool {
+        guard length == wanted.count else { return false }
+        var offset = 0
+        while offset < length {
+            guard byte(at: start &+ offset) == wanted[offset] else { return false }
+            offset &+= 1
+        }
+        return true
+    }
+
+    /// Whether the key with escapes at `content`, decoded, is `wanted`.
+    private func decodedKey(_ content: Range<Int>, equals wanted: UnsafeRawBufferPointer) -> Bool {
+        JSONStringDecoding.string(content: UnsafeRawBufferPointer(rebasing: buffer[content]), hasEscapes: true).utf8
+            .elementsEqual(wanted)
     }
 
     /// For an array: how many items it has.
@@ -156,43 +178,61 @@ struct JSONValueBytes {
     /// Calls `body` with the range of each item of an array, in order.
     @inline(__always)
     private func forEachElement(_ body: (Range<Int>) -> Void) {
-        var position = skipWhitespace(from: range.lowerBound + 1)
-        if buffer[position] == UInt8(ascii: "]") { return }
+        var position = skipWhitespace(from: range.lowerBound &+ 1)
+        if byte(at: position) == UInt8(ascii: "]") { return }
         while true {
             let valueEnd = end(from: position)
             body(position..<valueEnd)
             position = skipWhitespace(from: valueEnd)
-            guard buffer[position] == UInt8(ascii: ",") else { return }
-            position = skipWhitespace(from: position + 1)
+            guard byte(at: position) == UInt8(ascii: ",") else { return }
+            position = skipWhitespace(from: position &+ 1)
         }
     }
 
-    /// Where the value starting at `start` ends (just past its last byte).
+    // Skipping is inside this value, a container whose closing bracket follows whatever is
+    // skipped (the bytes are valid JSON): positions are in bounds without a check, and the
+    // arithmetic cannot overflow.
+
+    /// The byte at `position`, which is inside the container.
+    @inline(__always)
+    private func byte(at position: Int) -> UInt8 {
+        assert(position >= range.lowerBound && position < range.upperBound, "read outside the container")
+        return buffer.baseAddress.unsafelyUnwrapped.load(fromByteOffset: position, as: UInt8.self)
+    }
+
+    /// Where the value starting at `start`, an item or a member's value of this container, ends
+    /// (just past its last byte).
+    @inline(__always)
     private func end(from start: Int) -> Int {
-        switch buffer[start] {
+        switch byte(at: start) {
         case UInt8(ascii: "\""): return stringEnd(from: start)
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            var position = start
-            while true {
-                switch buffer[position] {
-                case UInt8(ascii: "\""):
-                    position = stringEnd(from: position)
-                    continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    depth -= 1
-                    if depth == 0 { return position + 1 }
-                default: break
-                }
-                position += 1
-            }
-        case UInt8(ascii: "t"), UInt8(ascii: "n"): return start + 4
-        case UInt8(ascii: "f"): return start + 5
+        case UInt8(ascii: "{"), UInt8(ascii: "["): return containerEnd(from: start)
+        case UInt8(ascii: "t"), UInt8(ascii: "n"): return start &+ 4
+        case UInt8(ascii: "f"): return start &+ 5
         default:
-            var position = start + 1
-            while position < buffer.count, JSONValueBytes.continuesNumber(buffer[position]) { position += 1 }
+            // A number: a comma, a bracket or whitespace follows it.
+            var position = start &+ 1
+            while JSONValueBytes.continuesNumber(byte(at: position)) { position &+= 1 }
             return position
+        }
+    }
+
+    /// Where the object or array starting at `start` ends (just past its closing bracket).
+    private func containerEnd(from start: Int) -> Int {
+        var depth = 0
+        var position = start
+        while true {
+            switch byte(at: position) {
+            case UInt8(ascii: "\""):
+                position = stringEnd(from: position)
+                continue
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth &+= 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth &-= 1
+                if depth == 0 { return position &+ 1 }
+            default: break
+            }
+            position &+= 1
         }
     }
 
@@ -200,16 +240,17 @@ struct JSONValueBytes {
     /// the first quote not escaped, found with `memchr` (vectorised by the C library; a
     /// quote is escaped when an odd number of backslashes precedes it).
     private func stringEnd(from start: Int) -> Int {
-        let base = buffer.baseAddress!
-        var position = start + 1
+        let base = buffer.baseAddress.unsafelyUnwrapped
+        var position = start &+ 1
         while true {
-            // The bytes are valid JSON: the string has a closing quote.
-            let found = memchr(base + position, Int32(UInt8(ascii: "\"")), buffer.count - position)!
+            // The string has a closing quote before the end of the container.
+            let found = memchr(base + position, Int32(UInt8(ascii: "\"")), range.upperBound &- position)
+                .unsafelyUnwrapped
             let quote = UnsafeRawPointer(found) - base
             var backslashes = 0
-            while buffer[quote - 1 - backslashes] == UInt8(ascii: "\\") { backslashes += 1 }
-            if backslashes & 1 == 0 { return quote + 1 }
-            position = quote + 1
+            while byte(at: quote &- 1 &- backslashes) == UInt8(ascii: "\\") { backslashes &+= 1 }
+            if backslashes & 1 == 0 { return quote &+ 1 }
+            position = quote &+ 1
         }
     }
 
@@ -218,9 +259,11 @@ struct JSONValueBytes {
         !range.isEmpty && memchr(buffer.baseAddress! + range.lowerBound, Int32(UInt8(ascii: "\\")), range.count) != nil
     }
 
+    /// The first byte at or after `start` that is not whitespace.
+    @inline(__always)
     private func skipWhitespace(from start: Int) -> Int {
         var position = start
-        while position < buffer.count, JSONValueBytes.isWhitespace(buffer[position]) { position += 1 }
+        while JSONValueBytes.isWhitespace(byte(at: position)) { position &+= 1 }
         return position
     }
 

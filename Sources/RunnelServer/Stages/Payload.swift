@@ -1,3 +1,13 @@
+import RunnelUV
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One value flowing through subjects and stage chains, shared by every subscriber that sees it:
 /// the exact bytes it was published with, or a value a stage computed, each turned into the
 /// other at most once.
@@ -10,13 +20,21 @@
 /// every subscriber's `next` line writes the same buffer. Stages that never look at values
 /// (`take`, `delay`, `merge`...) never decode.
 ///
+/// A projection of a published value (`map .p`) is a slice of its bytes: it shares the
+/// published buffer instead of copying the slice out, when the slice is at least half of it
+/// (a small part of a large value is copied, so that it does not keep the large one's memory).
+///
 /// Loop thread only: the caches are plain stored properties. The whole server runs on one libuv
 /// loop thread (tests run a chain on one thread too), which is why this class can be
 /// `@unchecked Sendable` without a lock.
 public final class Payload: @unchecked Sendable {
-    /// The bytes a published value arrived with; nil for a computed value. A `let`, never
-    /// replaced, so the delivery path can read its bytes without a retain (`publishedBytes`).
-    public let published: RawJSON?
+    /// The buffer holding the bytes the value arrived with: a published value's own, or the
+    /// published value's a projection is a slice of (`bytesStart`, `bytesCount`). nil for a
+    /// computed value. `let`s, never replaced, so the delivery path can read the bytes without
+    /// a retain (`publishedBytes`).
+    private let bytesBuffer: ByteBuffer?
+    private let bytesStart: Int
+    private let bytesCount: Int
     /// A computed value's encoding, once made.
     private var encodedCache: RawJSON?
     private var decodedCache: JSONValue?
@@ -27,38 +45,65 @@ public final class Payload: @unchecked Sendable {
 
     /// A value kept as the exact bytes it arrived with.
     public init(raw: RawJSON) {
-        published = raw
+        bytesBuffer = raw.buffer
+        bytesStart = 0
+        bytesCount = raw.count
     }
 
     /// A value a stage computed; encoded when first written.
     public init(computed value: JSONValue) {
-        published = nil
+        bytesBuffer = nil
+        bytesStart = 0
+        bytesCount = 0
         decodedCache = value
     }
 
-    /// The bytes: the published ones, or the computed value's compact encoding (made once).
+    private init(slice range: Range<Int>, of source: Payload) {
+        assert(source.bytesBuffer != nil && range.upperBound <= source.bytesCount, "a slice of bytes the source has")
+        bytesBuffer = source.bytesBuffer
+        bytesStart = source.bytesStart + range.lowerBound
+        bytesCount = range.count
+    }
+
+    /// The value at `range` of `source`'s bytes (`publishedBytes`), a valid JSON value there:
+    /// a slice sharing `source`'s buffer when it is at least half of it, else a copy.
+    static func projection(_ range: Range<Int>, of source: Payload) -> Payload {
+        if range.count * 2 >= source.bytesCount { return Payload(slice: range, of: source) }
+        let bytes = UnsafeRawBufferPointer(rebasing: source.publishedBytes.unsafelyUnwrapped[range])
+        return Payload(raw: RawJSON(validatedBuffer: ByteBuffer(copying: bytes)))
+    }
+
+    /// The bytes: the published ones, or the computed value's compact encoding (made once). A
+    /// slice of a published value's bytes is copied out (once) to be a `RawJSON` of its own.
     public var raw: RawJSON {
-        if let published { return published }
+        if let bytesBuffer, bytesCount == bytesBuffer.count { return RawJSON(validatedBuffer: bytesBuffer) }
         if let encodedCache { return encodedCache }
-        let encoded = RawJSON(encoding: decodedCache ?? .null)
+        let encoded =
+            publishedBytes.map { RawJSON(validatedBuffer: ByteBuffer(copying: $0)) }
+            ?? RawJSON(encoding: decodedCache ?? .null)
         encodedCache = encoded
         return encoded
     }
 
-    /// The published bytes, for the delivery path: valid while this payload lives (the buffer is
-    /// a `let`, never replaced). Reading them costs no retain and release of the buffer, which
-    /// binding `published` around a call does.
+    /// The published bytes (a published value's, or the slice of them a projection is), for the
+    /// delivery path: valid while this payload lives (the buffer is a `let`, never replaced).
+    /// Reading them costs no retain and release of the buffer, which binding it does.
     @inline(__always)
-    var publishedBytes: UnsafeRawBufferPointer? { published?.buffer.bytes }
+    var publishedBytes: UnsafeRawBufferPointer? {
+        guard let base = bytesBuffer?.bytes.baseAddress else { return nil }
+        return UnsafeRawBufferPointer(start: base + bytesStart, count: bytesCount)
+    }
 
-    /// The bytes if they are at hand (published, or encoded already).
-    private var rawIfAny: RawJSON? { published ?? encodedCache }
+    /// The bytes if they are at hand (published, or encoded already); valid while this payload
+    /// lives (neither buffer is replaced once set).
+    private var bytesIfAny: UnsafeRawBufferPointer? { publishedBytes ?? encodedCache?.buffer.bytes }
 
     /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
     /// for a Double.
     public func decoded() throws(JSONError) -> JSONValue {
         if let decodedCache { return decodedCache }
-        let value = try (published ?? .null).decoded()
+        let value =
+            try publishedBytes.map { bytes throws(JSONError) in try JSONParser(maxDepth: .max).parse(bytes) } ?? .null
         decodedCache = value
         return value
     }
@@ -94,13 +139,17 @@ public final class Payload: @unchecked Sendable {
     var isDecoded: Bool { decodedCache != nil }
 
     /// Whether the bytes are at hand (published, or encoded already).
-    var isEncoded: Bool { rawIfAny != nil }
+    var isEncoded: Bool { bytesBuffer != nil || encodedCache != nil }
 
     /// Whether both hold the same JSON value: the same bytes, else structurally equal trees
     /// (`1.0` equals `1`). A value that cannot be decoded equals only identical bytes.
     public func isEquivalent(to other: Payload) -> Bool {
         if self === other { return true }
-        if let mine = rawIfAny, let theirs = other.rawIfAny, mine.hasSameBytes(as: theirs) { return true }
+        if let mine = bytesIfAny, let theirs = other.bytesIfAny,
+            mine.count == theirs.count, memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0
+        {
+            return true
+        }
         guard let mine = try? decoded(), let theirs = try? other.decoded() else { return false }
         return mine == theirs
     }

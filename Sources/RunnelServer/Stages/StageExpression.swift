@@ -85,14 +85,15 @@ final class StageExpression: Sendable {
         }
     }
 
-    /// The value as a message's payload: a projection (`.p`) of published bytes is the slice
-    /// they hold, anything else the computed value.
+    /// The value as a message's payload: a projection (`.p`) of `source`'s published bytes
+    /// (which `input` reads) is the slice of them it names, anything else the computed value.
     private static func payload(
-        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        of source: Payload, _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
         _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Payload {
-        if case .bytes(let bytes) = input, let slice = try compiled.project(bytes, bindings, on: &meter) {
-            return Payload(raw: slice)
+        if case .bytes(let bytes) = input, compiled.projection != nil {
+            guard let found = try compiled.slice(of: bytes, bindings, on: &meter) else { return Payload(raw: .null) }
+            return Payload.projection(found.range, of: source)
         }
         return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
     }
@@ -138,12 +139,15 @@ final class StageExpression: Sendable {
     /// or otherwise, fails for each of them alike without being run again. (A refusal by the
     /// account is thrown, not kept: it is the connection's, not the value's.)
     ///
-    /// A projection (`.p`) of a published value is the slice of its bytes the path names,
-    /// copied as they are: never decoded, never encoded again.
+    /// A projection (`.p`) of a published value is the slice of its bytes the path names, as
+    /// they are: never decoded, never encoded again (`Payload.projection`).
     func evaluatedPayload(_ message: Message) throws(ProtocolError) -> Payload {
-        let outcome = try message.value.memoized(compiled, label: message.label) {
+        let source = message.value
+        let outcome = try source.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
-            try metered(message, Self.payload)
+            try metered(message) { compiled, input, bindings, meter throws(ExpressionError) in
+                try Self.payload(of: source, compiled, input, bindings, &meter)
+            }
         }
         switch outcome {
         case .success(let payload): return payload
