@@ -24,12 +24,18 @@ struct SessionSharedChainTests {
         harness.run { harness.server.subjects[name]! }
     }
 
-    @Test func identicalChainsShareOneSubscriptionToTheSubject() {
-        let harness = SessionHarness()
+    /// Two connections subscribed to `v` with `chain`, as `a` and `b`.
+    static func twoMembers(_ harness: SessionHarness) -> (a: SessionClient, b: SessionClient) {
         let a = harness.connect()
         let b = harness.connect()
         a.send(Self.sub("a"))
         b.send(Self.sub("b"))
+        return (a, b)
+    }
+
+    @Test func identicalChainsShareOneSubscriptionToTheSubject() {
+        let harness = SessionHarness()
+        let (a, b) = Self.twoMembers(harness)
         // The same stages written with other spacing are the same chain.
         b.send(
             #"{"op":"sub","subject":"v","sid":"b2","ops":[ {"op":"filter", "expr":".load > 0.9"}, {"op":"map","expr":".p"} ]}"#
@@ -111,10 +117,7 @@ struct SessionSharedChainTests {
 
     @Test func aDeletedSubjectCompletesEveryMemberAndTheChainGoes() {
         let harness = SessionHarness()
-        let a = harness.connect()
-        let b = harness.connect()
-        a.send(Self.sub("a"))
-        b.send(Self.sub("b"))
+        let (a, b) = Self.twoMembers(harness)
         let entry = Self.entry(harness)
         harness.connect().send(#"{"op":"delete","subject":"v"}"#)
         #expect(a.lines() == [#"{"ev":"completed","sid":"a"}"#])

@@ -86,6 +86,18 @@ struct ServerLineWriter {
         writer.writeInteger(integer)
     }
 
+    /// `"key":{"a":1,"b":2}`: an object of counts, in the order given.
+    mutating func member(_ key: StaticString, counts: KeyValuePairs<StaticString, UInt64>) {
+        self.key(key)
+        for (index, (name, value)) in counts.enumerated() {
+            writer.append(index == 0 ? "{\"" : ",\"")
+            writer.append(name)
+            writer.append("\":")
+            writer.writeInteger(value)
+        }
+        writer.append("}")
+    }
+
     mutating func member(_ key: StaticString, bool: Bool) {
         self.key(key)
         writer.append(bool ? "true" : "false")

@@ -18,34 +18,24 @@ extension Server {
         line.member("bytes_out", integer: stats.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
         line.member("retained_bytes", integer: subjects.retained.bytes)
-        line.member("shared_chains") { json in
-            json.append("{\"chains\":")
-            json.writeInteger(stats.sharedChains)
-            json.append(",\"subscriptions\":")
-            json.writeInteger(stats.sharedChainSubscriptions)
-            json.append("}")
-        }
-        line.member("eval_refused") { json in
-            json.append("{\"connection\":")
-            json.writeInteger(stats.evaluationsRefusedByConnectionBudget)
-            json.append(",\"token\":")
-            json.writeInteger(stats.evaluationsRefusedByTokenBudget)
-            json.append(",\"publish\":")
-            json.writeInteger(stats.evaluationsRefusedByPublishBound)
-            json.append("}")
-        }
+        line.member(
+            "shared_chains",
+            counts: [
+                "chains": UInt64(stats.sharedChains), "subscriptions": UInt64(stats.sharedChainSubscriptions),
+            ])
+        line.member(
+            "eval_refused",
+            counts: [
+                "connection": stats.evaluationsRefusedByConnectionBudget,
+                "token": stats.evaluationsRefusedByTokenBudget, "publish": stats.evaluationsRefusedByPublishBound,
+            ])
         let turns = scheduler.turnLengths
-        line.member("loop") { json in
-            json.append("{\"turns\":")
-            json.writeInteger(turns.turns)
-            json.append(",\"turn_p50_us\":")
-            json.writeInteger(turns.quantileMicroseconds(0.5))
-            json.append(",\"turn_p99_us\":")
-            json.writeInteger(turns.quantileMicroseconds(0.99))
-            json.append(",\"turn_max_us\":")
-            json.writeInteger(turns.longestNanoseconds / 1000)
-            json.append("}")
-        }
+        line.member(
+            "loop",
+            counts: [
+                "turns": turns.turns, "turn_p50_us": turns.quantileMicroseconds(0.5),
+                "turn_p99_us": turns.quantileMicroseconds(0.99), "turn_max_us": turns.longestNanoseconds / 1000,
+            ])
         if let journal = subjects.journalStatistics {
             line.member("durable") { json in
                 json.append("{\"queue\":")
