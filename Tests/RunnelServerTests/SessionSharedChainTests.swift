@@ -115,6 +115,15 @@ struct SessionSharedChainTests {
         #expect(Self.entry(harness).subject.subscriberCount == 0)
     }
 
+    /// A `sub` whose stages do not compile fails and leaves no chain behind.
+    @Test func aSubThatFailsToCompileLeavesNothingBehind() {
+        let harness = SessionHarness()
+        let client = harness.connect()
+        let reply = client.send(Self.sub("bad", ops: #"[{"op":"filter","expr":".load >"}]"#)).first ?? ""
+        #expect(reply.contains(#""code":"bad_expr""#), "\(reply)")
+        #expect(Self.entry(harness).sharedChains.isEmpty)
+    }
+
     @Test func aDeletedSubjectCompletesEveryMemberAndTheChainGoes() {
         let harness = SessionHarness()
         let (a, b) = Self.twoMembers(harness)

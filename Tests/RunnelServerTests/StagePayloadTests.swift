@@ -185,6 +185,27 @@ import Testing
         #expect(try interner.compile(".load > 0.9", variables: [], maxBytes: 100, budget: .standard) === first)
     }
 
+    /// A full table of expressions in use is not swept on every compile (each sweep visits
+    /// every entry), but after half its size in compiles; what was let go meanwhile goes then.
+    @Test func aFullTableIsSweptOnlyEveryHalfItsSizeInCompiles() throws {
+        let interner = ExpressionInterner(clock: { 0 })
+        func compile(_ k: Int) throws -> CompiledExpression {
+            try interner.compile(".x + \(k)", variables: [], maxBytes: 100, budget: .standard)
+        }
+        // Full, then one more compile: its sweep finds every entry in use.
+        var held = try (0...ExpressionInterner.capacity).map(compile)
+        #expect(interner.count == ExpressionInterner.capacity)
+        let sweepsWhenFull = interner.sweeps
+        held += try (1..<100).map { try compile(ExpressionInterner.capacity + $0) }
+        #expect(interner.sweeps == sweepsWhenFull, "99 compiles past a full table: no sweep")
+        held.removeAll()
+        for k in 100...(ExpressionInterner.capacity / 2) { _ = try compile(ExpressionInterner.capacity + k) }
+        #expect(interner.sweeps == sweepsWhenFull + 1)
+        // The sweep made room: a new expression is shared again.
+        #expect(interner.count < ExpressionInterner.capacity)
+        #expect(try compile(1) === compile(1))
+    }
+
     @Test func aPatternSubscriptionsSubjectIsNeverTakenFromAnotherSubject() throws {
         // mapReplace hands every message the same payload; `$subject` must still be read from
         // each message, never remembered on the shared payload.

@@ -133,8 +133,8 @@ extension Session {
         let lookup = stageLookup(for: subscription)
         // Where the subscription's sink goes: a chain it shares, or one of its own.
         let start: (any Subscriber<Message>) -> Disposable
-        if let entry, let shared = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
-            start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount) }
+        if let entry, let (shared, entrance) = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
+            start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount, through: entrance) }
         } else {
             let chain = try server.compileChain(
                 stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
@@ -160,22 +160,27 @@ extension Session {
         }
     }
 
-    /// The chain on `entry` that subscriptions with `stages` share, made and registered
-    /// when it is the first; nil when this subscription may not share one
-    /// (`SharedStageChain.key(for:on:from:limits:)`).
+    /// The chain on `entry` that subscriptions with `stages` share, and what this
+    /// subscription is to be subscribed to in it (`SharedStageChain.entrance`); a new chain
+    /// is registered once that is made, so a `sub` that fails leaves nothing behind. Nil when
+    /// this subscription may not share one (`SharedStageChain.key(for:on:from:limits:)`).
     private func sharedChain(
         _ stages: [JSONValue], on entry: SubjectEntry, from: Position?, lookup: @escaping SubjectLookup
-    ) throws(ProtocolError) -> SharedStageChain? {
+    ) throws(ProtocolError) -> (chain: SharedStageChain, entrance: Signal<Message>)? {
         guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: server.stageLimits) else {
             return nil
         }
-        if let existing = entry.sharedChains[key] { return existing }
-        let made = try SharedStageChain(key: key, entry: entry, creator: evaluationAccount, stats: stats) {
-            account throws(ProtocolError) in
-            try server.compileChain(stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
+        let compile = { (account: EvaluationAccount) throws(ProtocolError) -> Signal<Message> in
+            try self.server.compileChain(
+                stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
         }
+        if let existing = entry.sharedChains[key] {
+            return (existing, try existing.entrance(for: evaluationAccount, compile: compile))
+        }
+        let made = SharedStageChain(key: key, entry: entry, stats: stats)
+        let entrance = try made.entrance(for: evaluationAccount, compile: compile)
         entry.sharedChains[key] = made
-        return made
+        return (made, entrance)
     }
 
     private func unsubscribe(_ request: Request) throws(ProtocolError) {

@@ -31,8 +31,6 @@ final class EvaluationAccount: @unchecked Sendable {
     /// The server's bound on one publish's evaluations.
     let publish: PublishEvaluationBound
     private let stats: ServerStats
-    /// The connection's steps in the publish being fanned out.
-    private var publishTally = PublishEvaluationBound.Tally()
 
     init(connection: EvaluationBudget, publish: PublishEvaluationBound, stats: ServerStats) {
         budget = Unmanaged.passUnretained(connection)
@@ -62,7 +60,7 @@ final class EvaluationAccount: @unchecked Sendable {
             }
             throw StageFailure.limit(stage: stage)
         }
-        guard publish.admits(publishTally) else {
+        guard publish.admits(budget._withUnsafeGuaranteedRef { $0.publishTally }) else {
             stats.evaluationsRefusedByPublishBound &+= 1
             throw StageFailure.limit(stage: stage)
         }
@@ -96,8 +94,10 @@ final class EvaluationAccount: @unchecked Sendable {
     /// Charges the `steps` an admitted evaluation used.
     @inline(__always)
     func charge(_ steps: Int) {
-        budget._withUnsafeGuaranteedRef { $0.charge(steps) }
+        budget._withUnsafeGuaranteedRef { connection in
+            connection.charge(steps)
+            publish.charge(steps, to: &connection.publishTally)
+        }
         token?.charge(steps)
-        publish.charge(steps, to: &publishTally)
     }
 }

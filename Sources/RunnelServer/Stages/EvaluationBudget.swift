@@ -21,6 +21,10 @@ final class EvaluationBudget {
     private(set) var balance: Int
     /// When the steps put back were last counted; meaningful while the bucket is not full.
     private var refilledAt: SchedulerTime
+    /// For a connection's budget: the connection's steps in the publish being fanned out
+    /// (`PublishEvaluationBound`), kept with the budget so that a shared chain's account,
+    /// drawing on its payer's budget, counts them to the payer's connection too.
+    var publishTally = PublishEvaluationBound.Tally()
     /// The loop's scheduler (a `TestScheduler` in tests): its `now` is the bucket's clock.
     private let clock: any Scheduler
 

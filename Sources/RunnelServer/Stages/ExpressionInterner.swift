@@ -5,9 +5,10 @@
 ///
 /// An expression no chain uses any more is released: the table holds the only reference to
 /// it then, which `isKnownUniquelyReferenced` sees. The table is swept whenever it has doubled
-/// since the last sweep (so a sweep's cost is spread over the compiles that filled it) and is
-/// bounded (`capacity`): if it is full after a sweep, an expression is compiled without being
-/// shared (correct, only not shared). It holds strong references, not weak ones: an object
+/// since the last sweep, and at least half its size in compiles after the last one (so a
+/// sweep's cost is spread over the compiles since, even when a full table frees nothing), and
+/// is bounded (`capacity`): if it is full after a sweep, an expression is compiled without
+/// being shared (correct, only not shared). It holds strong references, not weak ones: an object
 /// referenced weakly keeps its counts in a side table, and every retain and release of it on
 /// the delivery path would take the slow path.
 ///
@@ -30,6 +31,10 @@ final class ExpressionInterner: @unchecked Sendable {
     private var entries: [Key: CompiledExpression] = [:]
     /// The size at which the table is swept next.
     private var nextSweep = ExpressionInterner.firstSweep
+    /// Compiles since the last sweep.
+    private var compilesSinceSweep = 0
+    /// Sweeps so far (for tests).
+    private(set) var sweeps = 0
 
     init(clock: @escaping ExpressionClock) {
         self.clock = clock
@@ -45,8 +50,11 @@ final class ExpressionInterner: @unchecked Sendable {
         if let shared = entries[key], source.utf8.count <= maxBytes { return shared }
         let compiled = try Expression.compile(
             source, variables: variables, maxBytes: maxBytes, clock: clock, budget: budget)
-        if entries.count >= nextSweep {
+        compilesSinceSweep += 1
+        if entries.count >= nextSweep, 2 * compilesSinceSweep >= entries.count {
             releaseUnused()
+            sweeps += 1
+            compilesSinceSweep = 0
             nextSweep = Swift.min(Self.capacity, Swift.max(Self.firstSweep, 2 * entries.count))
         }
         if entries.count < Self.capacity { entries[key] = compiled }

@@ -12,18 +12,20 @@ import Runnel
 /// subscription, which a chain already running cannot give it; a stage with state (`scan`,
 /// `take`, `distinctUntilChanged`, the time stages...) starts that state at subscription.
 ///
-/// Built from the library's operators. One member's sink is subscribed to the compiled chain
-/// straight, as a chain of its own would be (a fan-out would only cost it a hop per value).
-/// The second member to join makes the fan-out: a plain `Subject` (ReactiveCocoa's
-/// `multicast:`) subscribed to the chain, to which the first member moves, between two
-/// values (the stages keep nothing from one value to the next), and every later member
-/// joins. A terminal event (the subject's, or an evaluation error) ends every member as it
+/// Built from the library's operators. Alone, a member's sink is subscribed to a chain
+/// compiled for it and charged to its own connection, exactly a chain of its own (a fan-out
+/// would only cost it a hop per value, and its end more to take apart). The second member to
+/// join makes the fan-out: the chain compiled again, charged to an account of its own,
+/// multicast through a plain `Subject` (ReactiveCocoa's `multicast:`), to which the first
+/// member moves, between two values (the stages keep nothing from one value to the next),
+/// and every later member joins. A terminal event (the subject's, or an evaluation error) ends every member as it
 /// would have ended each chain of its own; each member leaves as its subscription ends
 /// (`Session.forget` disposes it), and the last to leave disposes the chain and takes it out
 /// of its entry, so a later subscription starts a new one.
 ///
-/// Its evaluations are charged to `account`, which draws on one member's budgets at a time
-/// and moves on to another member's when those refuse (`EvaluationAccount.nextPayer`).
+/// A fanned-out chain's evaluations are charged to an account of its own, which draws on one
+/// member's budgets at a time and moves on to another member's when those refuse
+/// (`EvaluationAccount.nextPayer`).
 ///
 /// Loop thread only. Held by its entry's `sharedChains` while it has members, and by its
 /// members' disposables.
@@ -35,27 +37,36 @@ final class SharedStageChain: @unchecked Sendable {
         "filter", "map", "mapReplace", "reduceEach", "ignore", "ignoreValues", "not", "and", "or",
     ]
 
-    /// The limits it was compiled under and its stage list's compact encoding: what identical
-    /// chains share.
-    let key: String
+    /// What identical chains share: the limits a chain was compiled under and its stage
+    /// list's compact encoding, hashed once (a chain leaving its entry, which may hold
+    /// thousands, costs no hashing of the text).
+    struct Key: Hashable {
+        let text: String
+        private let hash: Int
+
+        init(_ text: String) {
+            self.text = text
+            hash = text.hashValue
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.hash == rhs.hash && lhs.text == rhs.text }
+    }
+
+    let key: Key
     /// Strong: the entry holds the chain only while it has members, and the last to leave
     /// takes it out. (A weak reference would move the entry's reference counts, taken on
     /// every publish, to a slow side table.)
     private let entry: SubjectEntry
-    /// What every evaluation of the chain is charged to.
-    let account: EvaluationAccount
     /// Where it counts itself and its members once fanned out.
     private let stats: ServerStats
-    /// The compiled chain, on the subject.
-    private let chain: Signal<Message>
     /// The members, in the order they joined (the order the fan-out delivers in).
     private var members: [Member] = []
-    /// Once a second member has joined: the subject every member's sink is subscribed to,
-    /// and its subscription to the chain.
-    private var fanOut: (subject: Subject<Message>, connection: Disposable)?
+    /// Once a second member has joined.
+    private var fanOut: FanOut?
 
     /// One member subscription: its sink, whose budgets may pay, and what its sink is
-    /// subscribed to (the chain, or the fan-out).
+    /// subscribed to (its own chain, or the fan-out).
     private final class Member: @unchecked Sendable {
         let sink: any Subscriber<Message>
         let payer: EvaluationAccount
@@ -67,12 +78,20 @@ final class SharedStageChain: @unchecked Sendable {
         }
     }
 
+    /// The chain run once for every member: compiled with an account of its own, which draws
+    /// on one member's budgets at a time, and multicast through `subject`.
+    private struct FanOut {
+        let subject: Subject<Message>
+        let account: EvaluationAccount
+        let connection: Disposable
+    }
+
     /// The key `stages` share a chain under on `entry` when compiled under `limits`, when a
     /// subscription to it may share one (`from` is the subscription's resume position, if
     /// any); nil when it may not. The limits are part of the key: a reload that changes them
     /// applies to new subscriptions (checked and compiled under the new ones) and leaves
     /// running chains as they were made.
-    static func key(for stages: [JSONValue], on entry: SubjectEntry, from: Position?, limits: StageLimits) -> String? {
+    static func key(for stages: [JSONValue], on entry: SubjectEntry, from: Position?, limits: StageLimits) -> Key? {
         guard !stages.isEmpty, entry.kind == .subject, from == nil,
             stages.allSatisfy({ stage in
                 guard case .object(let members) = stage, case .string(let name)? = members["op"] else { return false }
@@ -80,36 +99,55 @@ final class SharedStageChain: @unchecked Sendable {
             })
         else { return nil }
         let budget = limits.evalBudget
-        return
+        return Key(
             "\(limits.maxStages),\(limits.maxBufferValues),\(limits.maxExprBytes),\(budget.maxSteps),\(budget.maxBytes) "
-            + RawJSON(encoding: .array(stages)).description
+                + RawJSON(encoding: .array(stages)).description)
     }
 
-    /// A chain on `entry` under `key`, `compile`d with an account that draws first on
-    /// `creator`'s budgets. Not in the entry's `sharedChains` until the caller puts it there.
-    init(
-        key: String, entry: SubjectEntry, creator: EvaluationAccount, stats: ServerStats,
-        compile: (EvaluationAccount) throws(ProtocolError) -> Signal<Message>
-    ) throws(ProtocolError) {
+    /// A chain on `entry` under `key`, with no member yet. Not in the entry's `sharedChains`
+    /// until the caller puts it there. It keeps nothing of its stages but the key: each
+    /// `entrance` is given the compiler of the joining member's own (identical) stages, so
+    /// that a chain alone, like a chain of its own, holds no more than its subscription.
+    init(key: Key, entry: SubjectEntry, stats: ServerStats) {
         self.key = key
         self.entry = entry
         self.stats = stats
-        account = EvaluationAccount(payingAs: creator)
-        chain = try compile(account)
-        account.nextPayer = { [weak self] in self?.members.first { $0.payer.budgetsAdmit }?.payer }
     }
 
-    /// Subscribes `sink` to the chain for a member whose connection's account is `payer`;
-    /// disposing the result makes it leave (the last to leave disposes the chain).
-    func join(_ sink: any Subscriber<Message>, payer: EvaluationAccount) -> Disposable {
+    /// What a new member whose connection's account is `payer` is to be subscribed to, made
+    /// now, so that a compile error fails its `sub` before the reply; `compile` compiles the
+    /// stages on the subject, charged to an account. For the first member, the chain
+    /// compiled for it alone, charged to `payer`; for the second, the fan-out, which the
+    /// first moves to (between two values: the stages keep nothing from one value to the
+    /// next); after, the fan-out.
+    func entrance(
+        for payer: EvaluationAccount, compile: (EvaluationAccount) throws(ProtocolError) -> Signal<Message>
+    ) throws(ProtocolError) -> Signal<Message> {
+        if members.isEmpty { return try compile(payer) }
+        if let fanOut { return fanOut.subject }
+        let first = members[0]
+        let account = EvaluationAccount(payingAs: first.payer)
+        let chain = try compile(account)
+        account.nextPayer = { [weak self] in self?.members.first { $0.payer.budgetsAdmit }?.payer }
+        let subject = Subject<Message>()
+        first.subscription?.dispose()
+        first.subscription = subject.subscribe(first.sink)
+        fanOut = FanOut(subject: subject, account: account, connection: chain.subscribe(subject))
+        stats.sharedChains += 1
+        stats.sharedChainSubscriptions += 1
+        return subject
+    }
+
+    /// Subscribes `sink` to `entrance` (this chain's, just made for `payer`) as a member whose
+    /// connection's account is `payer`; disposing the result makes it leave (the last to
+    /// leave disposes the chain).
+    func join(_ sink: any Subscriber<Message>, payer: EvaluationAccount, through entrance: Signal<Message>)
+        -> Disposable
+    {
         let member = Member(sink: sink, payer: payer)
         members.append(member)
-        if members.count == 1 {
-            member.subscription = chain.subscribe(sink)
-        } else {
-            member.subscription = fanningOut().subscribe(sink)
-            stats.sharedChainSubscriptions += 1
-        }
+        if fanOut != nil { stats.sharedChainSubscriptions += 1 }
+        member.subscription = entrance.subscribe(sink)
         return Disposable { [self] in leave(member) }
     }
 
@@ -119,33 +157,26 @@ final class SharedStageChain: @unchecked Sendable {
     /// Whether its members are served through the fan-out.
     var isFannedOut: Bool { fanOut != nil }
 
-    /// The fan-out, made when the second member joins: the first member moves to it.
-    private func fanningOut() -> Subject<Message> {
-        if let fanOut { return fanOut.subject }
-        let subject = Subject<Message>()
-        let first = members[0]
-        first.subscription?.dispose()
-        first.subscription = subject.subscribe(first.sink)
-        fanOut = (subject, chain.subscribe(subject))
-        stats.sharedChains += 1
-        stats.sharedChainSubscriptions += 1
-        return subject
-    }
-
     private func leave(_ member: Member) {
         guard let index = members.firstIndex(where: { $0 === member }) else { return }
         members.remove(at: index)
         member.subscription?.dispose()
-        if fanOut != nil { stats.sharedChainSubscriptions -= 1 }
-        if members.isEmpty {
-            if let fanOut {
+        if let fanOut {
+            stats.sharedChainSubscriptions -= 1
+            if members.isEmpty {
                 fanOut.connection.dispose()
                 stats.sharedChains -= 1
+            } else if fanOut.account.isPaying(as: member.payer),
+                !members.contains(where: { $0.payer === member.payer })
+            {
+                fanOut.account.pay(as: members[0].payer)
             }
+        }
+        if members.isEmpty {
             fanOut = nil
-            if entry.sharedChains[key] === self { entry.sharedChains[key] = nil }
-        } else if account.isPaying(as: member.payer), !members.contains(where: { $0.payer === member.payer }) {
-            account.pay(as: members[0].payer)
+            if let index = entry.sharedChains.index(forKey: key), entry.sharedChains.values[index] === self {
+                entry.sharedChains.remove(at: index)
+            }
         }
     }
 }

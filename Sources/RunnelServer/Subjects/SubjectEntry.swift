@@ -28,7 +28,7 @@ final class SubjectEntry {
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
     /// The stage chains its subscriptions share, by their stages' key (`SharedStageChain`).
-    var sharedChains: [String: SharedStageChain] = [:]
+    var sharedChains: [SharedStageChain.Key: SharedStageChain] = [:]
     /// While the store holds the entry and the subject keeps values (replay and behavior
     /// subjects): the subject as the replay subject it is, cast once, and the store's
     /// retained-bytes ledger its values are counted in.
