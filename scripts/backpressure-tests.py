@@ -17,12 +17,10 @@ Needs httpx (Debian: python3-httpx) and websockets (PyPI, 13 or later).
 """
 
 import json
-import socket
 import threading
-import time
 
 import httpx
-from runneld_process import LineClient, main
+from runneld_process import LineClient, main, poll_until
 from websockets.sync.client import connect
 
 # Values of about 1 KiB: 12,000 of them are 12 MB, past what the kernel's buffers on both ends
@@ -44,35 +42,16 @@ def stats(d):
         client.close()
 
 
-def wait_for(d, predicate, what, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        figures = stats(d)
-        if predicate(figures):
-            return figures
-        time.sleep(0.02)
-    raise AssertionError(f"no {what} within {timeout} s: {stats(d)}")
+def wait_for(d, predicate, what):
+    return poll_until(lambda: stats(d), predicate, f"no {what} within 60 s", seconds=60)
 
 
-class SlowSubscriber:
+class SlowSubscriber(LineClient):
     """A TCP subscriber with a small receive buffer, which reads only when told to."""
 
     def __init__(self, d, subject, sid):
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        self.socket.connect(("127.0.0.1", d.port))
-        self.socket.settimeout(60)
-        self.buffer = b""
-        self.socket.sendall(json.dumps({"op": "sub", "subject": subject, "sid": sid, "ref": 1}).encode() + b"\n")
-
-    def line(self):
-        while b"\n" not in self.buffer:
-            chunk = self.socket.recv(1 << 20)
-            if not chunk:
-                raise EOFError("closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        super().__init__(d.port, receive_buffer=4096, timeout=60)
+        self.send({"op": "sub", "subject": subject, "sid": sid, "ref": 1})
 
     def values(self, count):
         """Reads until `count` next events have come; returns their `n`s."""
@@ -84,9 +63,6 @@ class SlowSubscriber:
             else:
                 assert line.get("ok") is True, line
         return seen
-
-    def close(self):
-        self.socket.close()
 
 
 def publish_in_background(publish):
@@ -205,12 +181,7 @@ def check_a_dead_subscriber_is_cut_when_the_grace_ends_and_the_publisher_goes_on
     join()
     reader.join(timeout=120)
     assert received == list(range(COUNT)), (len(received), received[-3:])
-    last = None
-    try:
-        while True:
-            last = dead.line()
-    except EOFError:
-        pass
+    last = dead.last_line()
     assert last == {"ev": "closing", "code": "slow_consumer"}, last
     after = wait_for(d, lambda s: s["publishers_paused"] == 0, "publisher resumed")
     assert after["publish_pauses"] > before["publish_pauses"], after
@@ -258,12 +229,7 @@ def check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line
         publisher.send({"op": "pub", "subject": "grace.dead", "value": value(n)})
     assert publisher.request({"op": "ping"})["ok"]
     wait_for(d, lambda s: s["slow_consumer_disconnects"] > before["slow_consumer_disconnects"], "disconnect")
-    last = None
-    try:
-        while True:
-            last = dead.line()
-    except EOFError:
-        pass
+    last = dead.last_line()
     assert last == {"ev": "closing", "code": "slow_consumer"}, last
     assert stats(d)["publish_pauses"] == 0
     dead.close()

@@ -22,7 +22,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, main
+from runneld_process import EventStream, LineClient, main, poll_until
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -65,13 +65,7 @@ def stats(d):
 
 def wait_for_stats(d, predicate, what):
     """Polls /stats (for up to 5 s) until `predicate` holds; returns those stats."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        current = stats(d)
-        if predicate(current):
-            return current
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: {current}")
+    return poll_until(lambda: stats(d), predicate, what)
 
 
 # Checks against the main daemon: tokens, allowed origin, small limits, a durable subject.
@@ -96,8 +90,7 @@ def check_index(d):
 
 def check_auth(d):
     expect_error(httpx.get(d.url + "/stats"), 401, "unauthorized")
-    response = expect_error(httpx.get(d.url + "/stats", headers={"Authorization": "Bearer wrong"}), 401,
-                            "unauthorized")
+    expect_error(httpx.get(d.url + "/stats", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
     expect_error(httpx.get(d.url + "/stats?token=wrong"), 401, "unauthorized")
     expect_error(httpx.post(d.url + "/pub/a", json=1), 401, "unauthorized")
     # Authentication comes first: an unknown path without a token is 401 too.
@@ -506,10 +499,8 @@ def check_max_connections(d):
     # has seen the earlier checks' connections close, which the first of them asks until it
     # is the only one (a new connection for each question could itself still be open).
     idle = [socket.create_connection(("127.0.0.1", d.http_port), timeout=5)]
-    deadline = time.monotonic() + 5
-    while stats_on(idle[0])["connections"] != 1:
-        assert time.monotonic() < deadline, "the earlier checks' connections did not close"
-        time.sleep(0.05)
+    poll_until(
+        lambda: stats_on(idle[0]), lambda s: s["connections"] == 1, "the earlier checks' connections did not close")
     idle.append(socket.create_connection(("127.0.0.1", d.http_port), timeout=5))
     tcp = LineClient(d.port)
     assert tcp.request({"op": "ping"})["ok"]

@@ -90,11 +90,32 @@ class Daemon:
                 shutil.rmtree(self.directory, ignore_errors=True)
 
 
-class LineClient:
-    """The line protocol over TCP: one JSON object per line each way."""
+def poll_until(read, predicate, what, seconds=5):
+    """Calls `read` every 50 ms, for up to `seconds`, until `predicate` holds of what it
+    returns (a server's stats, say); returns that, or fails naming `what`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        current = read()
+        if predicate(current):
+            return current
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: {current}")
+        time.sleep(0.05)
 
-    def __init__(self, port):
-        self.socket = socket.create_connection(("127.0.0.1", port), timeout=10)
+
+class LineClient:
+    """The line protocol over TCP: one JSON object per line each way. With `receive_buffer`,
+    the socket's receive buffer is set to that many bytes before it connects (a subscriber
+    that is meant to fall behind)."""
+
+    def __init__(self, port, receive_buffer=None, timeout=10):
+        if receive_buffer is None:
+            self.socket = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        else:
+            self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            self.socket.settimeout(timeout)
+            self.socket.connect(("127.0.0.1", port))
         self.buffer = b""
 
     def send(self, request):
@@ -115,6 +136,15 @@ class LineClient:
             line = self.line()
             if line.get("ref") == 1:
                 return line
+
+    def last_line(self):
+        """Reads until the server closes the connection; returns the last line it wrote."""
+        last = None
+        try:
+            while True:
+                last = self.line()
+        except EOFError:
+            return last
 
     def next_value(self):
         line = self.line()

@@ -33,7 +33,7 @@ import struct
 import time
 
 import httpx
-from runneld_process import LineClient, main
+from runneld_process import LineClient, main, poll_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -51,14 +51,7 @@ def stats(d):
 
 def wait_for_stats(d, predicate, what, seconds=5):
     """Polls /stats (for up to `seconds`) until `predicate` holds; returns those stats."""
-    deadline = time.monotonic() + seconds
-    while True:
-        current = stats(d)
-        if predicate(current):
-            return current
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: {current}")
-        time.sleep(0.05)
+    return poll_until(lambda: stats(d), predicate, what, seconds)
 
 
 def quiet_stats(d):
