@@ -86,11 +86,12 @@ struct EvaluationBudgetTests {
         let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
         var tally = PublishEvaluationBound.Tally()
         bound.beginPublish()
-        // The deadline counts from the first evaluation, not from the publish.
+        // The deadline counts from the first clock reading, after `clockReadSteps` steps.
         advance(milliseconds: 100)
         #expect(bound.admits(tally))
-        advance(milliseconds: 4)
         bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        advance(milliseconds: 4)
+        bound.charge(1, to: &tally)
         #expect(bound.admits(tally))
         advance(milliseconds: 1)
         bound.charge(1, to: &tally)
@@ -104,13 +105,33 @@ struct EvaluationBudgetTests {
         bound.endPublish()
     }
 
+    /// A publish whose evaluations add up to fewer than `clockReadSteps` steps never reads the
+    /// clock, so it is never refused, however long they take: they are too few to stall the loop.
+    @Test func aPublishBelowOneClockReadingIsNeverRefused() {
+        let bound = PublishEvaluationBound(milliseconds: 1, clock: clock)
+        var tally = PublishEvaluationBound.Tally()
+        bound.beginPublish()
+        bound.charge(PublishEvaluationBound.clockReadSteps - 1, to: &tally)
+        advance(milliseconds: 1000)
+        #expect(bound.admits(tally))
+        bound.endPublish()
+        bound.beginPublish()
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        advance(milliseconds: 1)
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
+        #expect(!bound.admits(tally), "past clockReadSteps, the same publish is bounded")
+        bound.endPublish()
+    }
+
     @Test func everyEvaluationCountsForAFewStepsAtLeast() {
         let bound = PublishEvaluationBound(milliseconds: 1, clock: clock)
         var tally = PublishEvaluationBound.Tally()
         bound.beginPublish()
+        let cheapEvaluations = PublishEvaluationBound.clockReadSteps / PublishEvaluationBound.stepsPerEvaluation
+        // The first clock reading, after `cheapEvaluations` evaluations of one step each.
+        for _ in 0..<cheapEvaluations { bound.charge(1, to: &tally) }
         #expect(bound.admits(tally))
         advance(milliseconds: 2)
-        let cheapEvaluations = PublishEvaluationBound.clockReadSteps / PublishEvaluationBound.stepsPerEvaluation
         for _ in 0..<cheapEvaluations { bound.charge(1, to: &tally) }
         #expect(!bound.admits(tally))
         bound.endPublish()
@@ -122,6 +143,7 @@ struct EvaluationBudgetTests {
         bound.configure(milliseconds: 50)
         bound.beginPublish()
         #expect(bound.admits(tally))
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
         advance(milliseconds: 40)
         bound.charge(PublishEvaluationBound.clockReadSteps, to: &tally)
         #expect(bound.admits(tally))
@@ -140,8 +162,9 @@ struct EvaluationBudgetTests {
         var cheap = PublishEvaluationBound.Tally()
         bound.beginPublish()
         #expect(bound.admits(attacker))
+        bound.charge(PublishEvaluationBound.clockReadSteps, to: &attacker)
         advance(milliseconds: 10)
-        bound.charge(PublishEvaluationBound.clockReadSteps * 3, to: &attacker)
+        bound.charge(PublishEvaluationBound.clockReadSteps * 2, to: &attacker)
         #expect(bound.admits(other), "a connection with nothing spent in this publish")
         bound.charge(PublishEvaluationBound.clockReadSteps, to: &other)
         #expect(!bound.admits(attacker), "30,000 steps of 40,000 over two connections: above the average")

@@ -6,18 +6,21 @@ import Runnel
 /// its own `EvaluationBudget`.
 ///
 /// `Publishing.publish` opens a window around the fan-out (`beginPublish`, `endPublish`: a
-/// few stores, no clock). The first evaluation in it reads the clock and sets the deadline;
-/// from then on the steps evaluations use are added up and the clock is read again every
-/// `clockReadSteps` of them (an evaluation counts at least `stepsPerEvaluation`, for the work
-/// around it). Each connection keeps a `Tally` of its own steps in the publish.
+/// few stores, no clock). The steps its evaluations use are added up (an evaluation counts at
+/// least `stepsPerEvaluation`, for the work around it), and the clock is read once every
+/// `clockReadSteps` of them: the first reading sets the deadline. A publish whose evaluations
+/// take fewer steps, nearly every one, never reads the clock (a `clock_gettime` per publish
+/// was a few percent of a filter's cost). Each connection keeps a `Tally` of its own steps in
+/// the publish.
 ///
 /// Past the deadline, an evaluation is refused (its subscription ends with `eval` / "limit")
 /// when its connection has spent at least the average of the connections that evaluated in
 /// this publish: the connections that made the publish expensive lose their stage
 /// subscriptions, and a cheap filter of someone else's, reached later in the fan-out, still
 /// runs. Past half the bound again, every further evaluation is refused. So one publish holds
-/// the loop for evaluations at most 1.5 times the bound, plus what was evaluated since the
-/// last clock reading, plus one evaluation (at most `max_eval_steps`). Evaluations outside a
+/// the loop for evaluations at most 1.5 times the bound, plus what was evaluated before the
+/// first clock reading and since the last one (`clockReadSteps` each), plus one evaluation (at
+/// most `max_eval_steps`). Evaluations outside a
 /// publish (timers, the replay a `sub` starts with) are bounded by their connection's budget
 /// alone.
 ///
@@ -50,7 +53,7 @@ final class PublishEvaluationBound {
     private enum State {
         /// No publish is fanning out.
         case idle
-        /// A publish began; nothing was evaluated yet.
+        /// A publish is fanning out; the clock has not been read in it yet.
         case opened
         /// Evaluations are running; the deadline, in the clock's nanoseconds.
         case running(deadline: Int64)
@@ -78,6 +81,7 @@ final class PublishEvaluationBound {
         publish &+= 1
         publishSteps = 0
         connections = 0
+        stepsSinceClockRead = 0
     }
 
     /// The publish's fan-out is over.
@@ -90,11 +94,7 @@ final class PublishEvaluationBound {
     @inline(__always)
     func admits(_ tally: Tally) -> Bool {
         switch state {
-        case .idle, .running: return true
-        case .opened:
-            state = .running(deadline: clock.now.nanoseconds &+ nanoseconds)
-            stepsSinceClockRead = 0
-            return true
+        case .idle, .opened, .running: return true
         case .passed:
             let spent = tally.publish == publish ? tally.steps : 0
             return spent &* connections < publishSteps
@@ -107,8 +107,8 @@ final class PublishEvaluationBound {
     @inline(__always)
     func charge(_ steps: Int, to tally: inout Tally) {
         switch state {
-        case .running, .passed: break
-        case .idle, .opened, .closed: return
+        case .opened, .running, .passed: break
+        case .idle, .closed: return
         }
         let counted = Swift.max(steps, Self.stepsPerEvaluation)
         if tally.publish != publish {
@@ -122,6 +122,7 @@ final class PublishEvaluationBound {
         stepsSinceClockRead = 0
         let now = clock.now.nanoseconds
         switch state {
+        case .opened: state = .running(deadline: now &+ nanoseconds)
         case .running(let deadline) where now >= deadline: state = .passed(last: deadline &+ nanoseconds / 2)
         case .passed(let last) where now >= last: state = .closed
         default: break
