@@ -3,7 +3,8 @@ import RunnelServer
 
 // Lazy evaluation against full evaluation: an expression evaluated on a published value's
 // bytes read in place (`CompiledExpression.evaluate(reading:)`, whose paths scan to the member
-// they need) must give what it gives on the decoded tree (`evaluate`).
+// they need, or find it through the index of members an earlier lookup noted) must give what
+// it gives on the decoded tree (`evaluate`).
 //
 // Input layout, as ExpressionFuzzer's (whose corpus seeds this one): the bytes before the first
 // NUL are the expression's source, the bytes after it the value, which must be valid JSON
@@ -29,7 +30,12 @@ public func lazyPathFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int
         let raw = try? RawJSON(validating: UnsafeRawBufferPointer(rebasing: bytes[(split + 1)...]), maxDepth: 64)
     else { return 0 }
 
-    let lazy = outcome { () throws(ExpressionError) in try expression.evaluate(reading: raw, bindings) }
+    // Twice on one payload: the first reading's member lookups note where the members sit,
+    // the second's read that index.
+    let payload = Payload(raw: raw)
+    let lazy = outcome { () throws(ExpressionError) in try expression.evaluate(reading: payload, bindings) }
+    let indexed = outcome { () throws(ExpressionError) in try expression.evaluate(reading: payload, bindings) }
+    require(indexed == lazy, "\(source) on \(raw): through the member index \(indexed), scanning \(lazy)")
     let projected = outcome { () throws(ExpressionError) in try expression.project(raw, bindings) }
     guard let tree = try? raw.decoded() else {
         if case .success(let value) = lazy { require(isFinite(value), "a non-finite number in \(value)") }

@@ -128,17 +128,21 @@ public final class CompiledExpression: Sendable {
         return try evaluate(.tree(value), bindings, output: true, on: &meter)
     }
 
-    /// The expression's value for `value` read in place: paths scan its bytes to what they
-    /// need and decode only that (see `ExpressionInput`). The same value and error as
+    /// The expression's value for a published value read in place, as a stage reads it: paths
+    /// scan its bytes to what they need and decode only that (see `ExpressionInput`), and the
+    /// first member lookup notes where the members sit, in `value`, for the next ones to read
+    /// (`Payload.member(named:in:)`). The same value and error as
     /// `evaluate(value.decoded())`, except that a number too large for a Double fails only
-    /// where the expression reads it (an `eval` error "cannot decode the value: ...").
-    public func evaluate(reading value: RawJSON, _ bindings: ExpressionBindings = ExpressionBindings())
+    /// where the expression reads it (an `eval` error "cannot decode the value: ..."). A
+    /// computed value is evaluated as its tree.
+    public func evaluate(reading value: Payload, _ bindings: ExpressionBindings = ExpressionBindings())
         throws(ExpressionError) -> JSONValue
     {
-        try withExtendedLifetime(value.buffer) { () throws(ExpressionError) -> JSONValue in
+        guard let published = value.publishedBytes else { return try evaluate(value.computedValue, bindings) }
+        return try withExtendedLifetime(value) { () throws(ExpressionError) -> JSONValue in
             var meter = ExpressionMeter(budget)
-            let bytes = JSONValueBytes(validated: value.buffer.bytes)
-            return try evaluate(.bytes(bytes), bindings, output: false, on: &meter)
+            let bytes = JSONValueBytes(validated: published)
+            return try evaluate(.bytes(bytes, of: Unmanaged.passUnretained(value)), bindings, output: false, on: &meter)
         }
     }
 
@@ -160,18 +164,19 @@ public final class CompiledExpression: Sendable {
         throws(ExpressionError) -> RawJSON?
     {
         guard projection != nil else { return nil }
-        guard let found = try slice(of: bytes, bindings, on: &meter) else { return .null }
+        guard let found = try slice(of: .bytes(bytes, of: nil), bindings, on: &meter) else { return .null }
         return RawJSON(validatedBuffer: ByteBuffer(copying: found.bytes))
     }
 
-    /// For a projection (`projection` is not nil): the bytes it names in `bytes`, left where
-    /// they are, or nil for `null`; charged as `project` charges.
+    /// For a projection (`projection` is not nil): the bytes it names in `input`'s bytes, left
+    /// where they are, or nil for `null`; charged as `project` charges.
     @inline(__always)
-    func slice(of bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
+    func slice(of input: ExpressionInput, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
         throws(ExpressionError) -> JSONValueBytes?
     {
         guard let projection else { preconditionFailure("slice(of:) of an expression that is not a projection") }
-        guard let found = try projection.select(in: bytes, .bytes(bytes), bindings, &meter) else {
+        guard case .bytes(let bytes, _) = input else { preconditionFailure("slice(of:) of a tree") }
+        guard let found = try projection.select(in: bytes, input, bindings, &meter) else {
             try meter.chargeOutput(.null)
             return nil
         }

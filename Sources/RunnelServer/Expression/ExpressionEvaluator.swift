@@ -20,13 +20,16 @@ enum ExpressionEvaluator {
     // published value's bytes read in place (`JSONValueBytes`). nil is null: a missing member,
     // an index out of range, or a step on null.
 
+    /// `lookup`: how the object's last member named `name` is found (and its members counted),
+    /// when not by scanning it (a `Payload` keeps an index of its members).
     @inline(__always)
     static func member<Value: ExpressionPathValue>(
-        _ name: JSONMemberName, of value: Value, at position: Int, _ meter: inout ExpressionMeter
+        _ name: JSONMemberName, of value: Value, at position: Int, _ meter: inout ExpressionMeter,
+        lookup: (JSONMemberName) -> (value: Value?, memberCount: Int)? = { _ in nil }
     ) throws(ExpressionError) -> Value? {
         switch value.kind {
         case .object:
-            let (found, memberCount) = value.lastMember(named: name)
+            let (found, memberCount) = lookup(name) ?? value.lastMember(named: name)
             try meter.steps(memberCount, at: position)
             return found
         case .null: return nil

@@ -5,10 +5,12 @@
 /// `. == {...}`), decodes the bytes (`tree`).
 ///
 /// Lives on the stack for one evaluation; the bytes belong to a `Payload` or `RawJSON` the
-/// caller keeps alive around it.
+/// caller keeps alive around it. With a `Payload`'s bytes comes the payload, unretained: a
+/// member step from `.` looks up through it (`Payload.member(named:in:)`), which keeps an
+/// index of the members for the next lookup.
 enum ExpressionInput {
     case tree(JSONValue)
-    case bytes(JSONValueBytes)
+    case bytes(JSONValueBytes, of: Unmanaged<Payload>?)
 
     /// The value as a tree: decoded from the bytes if need be (an `eval` error at `position`
     /// for a number too large for a Double).
@@ -16,7 +18,7 @@ enum ExpressionInput {
     func tree(at position: Int) throws(ExpressionError) -> JSONValue {
         switch self {
         case .tree(let value): return value
-        case .bytes(let bytes): return try ExpressionInput.decoded(bytes, at: position)
+        case .bytes(let bytes, _): return try ExpressionInput.decoded(bytes, at: position)
         }
     }
 

@@ -30,7 +30,7 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
     override func evaluate(
         _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {
-        if startsAtInput, case .bytes(let bytes) = input {
+        if startsAtInput, case .bytes(let bytes, _) = input {
             guard let found = try select(in: bytes, input, bindings, &meter) else { return .null }
             return try ExpressionInput.decoded(found, at: steps.last.map(\.position) ?? 0)
         }
@@ -40,7 +40,8 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
     }
 
     /// The bytes of the value the path names in `bytes` (the input, which the path starts
-    /// at), or nil for null; nothing is decoded but index keys.
+    /// at), or nil for null; nothing is decoded but index keys. One member of a payload's
+    /// bytes is looked up through the payload, which keeps an index of them.
     func select(
         in bytes: JSONValueBytes, _ input: ExpressionInput, _ bindings: ExpressionBindings,
         _ meter: inout ExpressionMeter
@@ -49,7 +50,12 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         // The steps the tree form charges: this node's and its base's (`.`).
         try meter.steps(2, at: 0)
         if isOneMember {
-            return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter)
+            guard case .bytes(_, of: let payload?) = input else {
+                return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter)
+            }
+            return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter) { name in
+                payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
+            }
         }
         return try walk(from: bytes, input, bindings, &meter)
     }

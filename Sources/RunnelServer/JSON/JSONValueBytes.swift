@@ -58,22 +58,60 @@ struct JSONValueBytes {
     /// For an object: the value of the last member named `name` (nil when there is none) and
     /// how many members it has, repeated keys included. Keys with escapes compare decoded.
     func lastMember(named name: JSONMemberName) -> (value: JSONValueBytes?, memberCount: Int) {
-        lastMember(utf8: name.utf8)
+        var ignorer = JSONMemberIgnorer()
+        return lastMember(utf8: name.utf8, noting: &ignorer)
+    }
+
+    /// `lastMember(named:)` that also notes where the members sit in `index`.
+    func lastMember(named name: JSONMemberName, noting index: inout JSONMemberIndex) -> (
+        value: JSONValueBytes?, memberCount: Int
+    ) {
+        lastMember(utf8: name.utf8, noting: &index)
+    }
+
+    /// `lastMember(named:)` through `index`, an index of this object's members
+    /// (`isAvailable`): the keys are compared from the last, where they are, and only the
+    /// value found is scanned to its end. A name that needs escapes cannot equal a key without
+    /// them, so it matches none.
+    func lastMember(named name: JSONMemberName, in index: JSONMemberIndex) -> (value: JSONValueBytes?, memberCount: Int)
+    {
+        assert(kind == .object && index.isAvailable)
+        let count = index.count
+        guard name.isPlain else { return (nil, count) }
+        let wanted = name.utf8
+        let base = range.lowerBound
+        var position = count
+        while position > 0 {
+            position &-= 1
+            let member = index.member(position)
+            let key = base &+ member.key
+            // The key ends at its first quote: `wanted` and a quote, within the object.
+            guard key &+ wanted.count < range.upperBound, byte(at: key &+ wanted.count) == UInt8(ascii: "\""),
+                self.key(at: key, wanted.count, equals: wanted)
+            else { continue }
+            let start = base &+ member.value
+            return (JSONValueBytes(buffer: buffer, range: start..<end(from: start)), count)
+        }
+        return (nil, count)
     }
 
     /// `lastMember(named:)` for a name computed during an evaluation (`.[$subject]`).
     func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
         var key = key
-        return key.withUTF8 { lastMember(utf8: UnsafeRawBufferPointer($0)) }
+        var ignorer = JSONMemberIgnorer()
+        return key.withUTF8 { lastMember(utf8: UnsafeRawBufferPointer($0), noting: &ignorer) }
     }
 
-    /// `lastMember(named:)` for the name's UTF-8. One pass over the members: each key is
-    /// scanned to its closing quote (a backslash skips the byte it escapes), then one without
-    /// escapes is compared in place, byte for byte; only one with escapes is decoded to
-    /// compare. (A name that needs escapes, holding a quote or a backslash, can only match a
-    /// key with escapes: the in-place comparison cannot match it.)
-    private func lastMember(utf8 wanted: UnsafeRawBufferPointer) -> (value: JSONValueBytes?, memberCount: Int) {
+    /// `lastMember(named:)` for the name's UTF-8, telling `recorder` of each member. One pass
+    /// over the members: each key is scanned to its closing quote (a backslash skips the byte
+    /// it escapes), then one without escapes is compared in place, byte for byte; only one
+    /// with escapes is decoded to compare. (A name that needs escapes, holding a quote or a
+    /// backslash, can only match a key with escapes: the in-place comparison cannot match it.)
+    private func lastMember<Recorder: JSONMemberRecorder>(
+        utf8 wanted: UnsafeRawBufferPointer, noting recorder: inout Recorder
+    ) -> (value: JSONValueBytes?, memberCount: Int) {
         assert(kind == .object)
+        recorder.begin()
         // The found value's bounds; `foundStart` -1 while none is found.
         var foundStart = -1
         var foundEnd = 0
@@ -100,6 +138,7 @@ struct JSONValueBytes {
             count &+= 1
             // Past the colon and the whitespace around it.
             position = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
+            recorder.note(key: content &- range.lowerBound, value: position &- range.lowerBound, escaped: escaped)
             let valueEnd = end(from: position)
             if matched { (foundStart, foundEnd) = (position, valueEnd) }
             position = skipWhitespace(from: valueEnd)

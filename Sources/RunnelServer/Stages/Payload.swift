@@ -42,8 +42,12 @@ public final class Payload: @unchecked Sendable {
     /// (`memoized`); made when the first is kept, so that a value no chain evaluates pays
     /// for one nil reference only.
     private var memos: PayloadMemos?
+    /// Where the members of a published object sit, noted by the first member lookup in it
+    /// (`member(named:in:)`).
+    private var memberIndex = JSONMemberIndex()
 
     /// A value kept as the exact bytes it arrived with.
+    @inline(__always)
     public init(raw: RawJSON) {
         bytesBuffer = raw.buffer
         bytesStart = 0
@@ -58,6 +62,7 @@ public final class Payload: @unchecked Sendable {
         decodedCache = value
     }
 
+    @inline(__always)
     private init(slice range: Range<Int>, of source: Payload) {
         assert(source.bytesBuffer != nil && range.upperBound <= source.bytesCount, "a slice of bytes the source has")
         bytesBuffer = source.bytesBuffer
@@ -97,6 +102,19 @@ public final class Payload: @unchecked Sendable {
     /// The bytes if they are at hand (published, or encoded already); valid while this payload
     /// lives (neither buffer is replaced once set).
     private var bytesIfAny: UnsafeRawBufferPointer? { publishedBytes ?? encodedCache?.buffer.bytes }
+
+    /// For `bytes`, the object that `publishedBytes` hold: the value of its last member named
+    /// `name` and how many members it has (`JSONValueBytes.lastMember(named:)`). The first
+    /// lookup scans the object and notes where its members sit; the next ones, by this
+    /// subscriber's next stage or the next subscriber's, read the index when the object is
+    /// small enough to have one.
+    @inline(__always)
+    func member(named name: JSONMemberName, in bytes: JSONValueBytes) -> (value: JSONValueBytes?, memberCount: Int) {
+        assert(bytes.buffer.baseAddress == publishedBytes?.baseAddress, "a lookup in this payload's bytes")
+        guard memberIndex.isBuilt else { return bytes.lastMember(named: name, noting: &memberIndex) }
+        guard memberIndex.isAvailable else { return bytes.lastMember(named: name) }
+        return bytes.lastMember(named: name, in: memberIndex)
+    }
 
     /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
     /// for a Double.

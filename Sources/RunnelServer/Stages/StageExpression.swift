@@ -62,7 +62,7 @@ final class StageExpression: Sendable {
     private func input(_ message: Message) throws(ProtocolError) -> ExpressionInput {
         let payload = message.value
         if !compiled.readsWholeInput, !payload.isDecoded, let bytes = payload.publishedBytes {
-            return .bytes(JSONValueBytes(validated: bytes))
+            return .bytes(JSONValueBytes(validated: bytes), of: Unmanaged.passUnretained(payload))
         }
         return .tree(try decoded(message))
     }
@@ -91,8 +91,8 @@ final class StageExpression: Sendable {
         of source: Payload, _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
         _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Payload {
-        if case .bytes(let bytes) = input, compiled.projection != nil {
-            guard let found = try compiled.slice(of: bytes, bindings, on: &meter) else { return Payload(raw: .null) }
+        if case .bytes = input, compiled.projection != nil {
+            guard let found = try compiled.slice(of: input, bindings, on: &meter) else { return Payload(raw: .null) }
             return Payload.projection(found.range, of: source)
         }
         return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
