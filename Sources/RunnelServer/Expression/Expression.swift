@@ -80,10 +80,12 @@ public final class CompiledExpression: Sendable {
     /// decoded tree, which it can keep. Otherwise it reads the input only through paths
     /// (`.load`, `.a.b[2]`), which read a published value's bytes in place (`ExpressionInput`).
     let readsWholeInput: Bool
-    /// The path when the whole expression is one path from `.` (`.p`, `.a.b[0]`): its value is
-    /// then a part of the input, unchanged, which `project` gives as a slice of the input's
-    /// bytes.
-    let projection: ExpressionPathNode?
+    /// Whether the whole expression is one path from `.` (`.p`, `.a.b[0]`): its value is then
+    /// a part of the input, unchanged, which `project` gives as a slice of the input's bytes.
+    let isProjection: Bool
+    /// That path (`root`) when `isProjection`, else a path of no steps. Not an optional:
+    /// unwrapping one retained and released the node on every evaluation.
+    private let projection: ExpressionPathNode
     /// How many stages use this compiled form now (`StageExpression` counts itself in and
     /// out): a value keeps no outcome for others to share (`Payload.memoized`) when exactly
     /// one stage uses it.
@@ -104,9 +106,15 @@ public final class CompiledExpression: Sendable {
         self.dependsOnInputAndSubjectOnly = dependsOnInputAndSubjectOnly
         self.budget = budget
         self.readsWholeInput = readsWholeInput
-        let path = root as? ExpressionPathNode
-        projection = path?.startsAtInput == true ? path : nil
+        if let path = root as? ExpressionPathNode, path.startsAtInput {
+            (isProjection, projection) = (true, path)
+        } else {
+            (isProjection, projection) = (false, CompiledExpression.noProjection)
+        }
     }
+
+    /// `projection` of an expression that is not one path.
+    private static let noProjection = ExpressionPathNode(ExpressionInputNode(), [])
 
     /// The expression's value for `value`, or an `eval` error with the failing spot's position
     /// (kind `.limit` when the evaluation passed its budget).
@@ -163,18 +171,18 @@ public final class CompiledExpression: Sendable {
     func project(_ bytes: JSONValueBytes, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
         throws(ExpressionError) -> RawJSON?
     {
-        guard projection != nil else { return nil }
+        guard isProjection else { return nil }
         guard let found = try slice(of: .bytes(bytes, of: nil), bindings, on: &meter) else { return .null }
         return RawJSON(validatedBuffer: ByteBuffer(copying: found.bytes))
     }
 
-    /// For a projection (`projection` is not nil): the bytes it names in `input`'s bytes, left
+    /// For a projection (`isProjection`): the bytes it names in `input`'s bytes, left
     /// where they are, or nil for `null`; charged as `project` charges.
     @inline(__always)
     func slice(of input: ExpressionInput, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
         throws(ExpressionError) -> JSONValueBytes?
     {
-        guard let projection else { preconditionFailure("slice(of:) of an expression that is not a projection") }
+        precondition(isProjection, "slice(of:) of an expression that is not a projection")
         guard case .bytes(let bytes, _) = input else { preconditionFailure("slice(of:) of a tree") }
         guard let found = try projection.select(in: bytes, input, bindings, &meter) else {
             try meter.chargeOutput(.null)

@@ -91,7 +91,7 @@ final class StageExpression: Sendable {
         of source: Payload, _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
         _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> Payload {
-        if case .bytes = input, compiled.projection != nil {
+        if case .bytes = input, compiled.isProjection {
             guard let found = try compiled.slice(of: input, bindings, on: &meter) else { return Payload(raw: .null) }
             return Payload.projection(found.range, of: source)
         }
