@@ -50,11 +50,9 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         // The steps the tree form charges: this node's and its base's (`.`).
         try meter.steps(2, at: 0)
         if isOneMember {
-            guard case .bytes(_, of: let payload?) = input else {
-                return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter)
-            }
             return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter) { name in
-                payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
+                guard case .bytes(_, of: let payload?) = input else { return nil }
+                return payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
             }
         }
         return try walk(from: bytes, input, bindings, &meter)

@@ -10,14 +10,14 @@ final class JSONMemberName: Sendable {
     let string: String
     /// The name's UTF-8, kept alive by this object.
     private let storage: ByteBuffer
-    /// Whether the name is written in JSON without escapes (no quote, backslash or control
-    /// character): only such a name can equal a key written without them.
+    /// Whether the name is written in JSON without escapes (`JSONWriter.needsEscape` holds for
+    /// none of its bytes): only such a name can equal a key written without them.
     let isPlain: Bool
 
     init(_ string: String) {
         self.string = string
         storage = ByteBuffer(Array(string.utf8))
-        isPlain = string.utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        isPlain = !string.utf8.contains(where: JSONWriter.needsEscape)
     }
 
     /// The name's UTF-8; valid while this object is alive.

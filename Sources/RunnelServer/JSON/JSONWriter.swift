@@ -183,6 +183,13 @@ public struct JSONWriter {
         string.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0)) }
     }
 
+    /// Whether a JSON string cannot hold `byte` as it is: a quote, a backslash or a control
+    /// character.
+    @inline(__always)
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
     /// Writes the UTF-8 text `utf8` quoted and escaped. The text must be valid UTF-8 (it is
     /// copied through unchanged apart from escapes).
     public mutating func writeString(utf8: UnsafeRawBufferPointer) {
@@ -190,7 +197,7 @@ public struct JSONWriter {
         var runStart = 0
         for index in 0..<utf8.count {
             let c = utf8[index]
-            guard c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") else { continue }
+            guard Self.needsEscape(c) else { continue }
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[runStart..<index]))
             runStart = index + 1
             append(UInt8(ascii: "\\"))

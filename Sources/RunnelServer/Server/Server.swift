@@ -258,13 +258,13 @@ public final class Server: @unchecked Sendable {
 
     // MARK: Stages
 
+    /// The limits chains are compiled under now.
+    var stageLimits: StageLimits { StageLimits(config: config) }
+
     /// The subscription's signal: `source` through the stage list, compiled whole before
     /// anything is subscribed, its evaluations charged to `account`. `label` names the
     /// subscription's subject or pattern; `lookup` finds the subjects stages name
     /// (`Session.stageLookup`, which checks the token's rights).
-    /// The limits chains are compiled under now.
-    var stageLimits: StageLimits { StageLimits(config: config) }
-
     func compileChain(
         _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
         lookup: @escaping SubjectLookup
