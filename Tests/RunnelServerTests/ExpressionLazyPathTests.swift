@@ -26,20 +26,35 @@ import Testing
         return lazy[0].result
     }
 
-    /// `compiled`'s outcomes on `raw` read in place: scanned, and as a published value's
-    /// `Payload` twice (the first lookup notes where the members sit, the second reads that
-    /// index: `Payload.member(named:in:)`).
+    /// `compiled`'s outcomes on `raw` read in place: scanned; as a `Payload` twice (the first
+    /// lookup notes where the members sit, the second reads that index:
+    /// `Payload.member(named:in:)`); and as the payload a `pub` of it makes, whose index the
+    /// request's scan noted (`ScannedEnvelope.valueMembers`).
     static func lazyOutcomes(_ compiled: CompiledExpression, _ raw: RawJSON)
         -> [(result: Result<JSONValue, ExpressionError>, steps: Int)]
     {
         let payload = Payload(raw: raw)
         let bytes = JSONValueBytes(validated: payload.publishedBytes!)
-        return withExtendedLifetime(payload) {
+        let published = publishedPayload(raw)
+        let publishedBytes = JSONValueBytes(validated: published.publishedBytes!)
+        return withExtendedLifetime((payload, published)) {
             [
                 outcome(compiled, .bytes(bytes, of: nil)),
                 outcome(compiled, .bytes(bytes, of: Unmanaged.passUnretained(payload))),
                 outcome(compiled, .bytes(bytes, of: Unmanaged.passUnretained(payload))),
+                outcome(compiled, .bytes(publishedBytes, of: Unmanaged.passUnretained(published))),
             ]
+        }
+    }
+
+    /// The payload of `raw` published by a `pub` request, with the index its scan noted.
+    static func publishedPayload(_ raw: RawJSON) -> Payload {
+        var line = Array(#"{"op":"pub","subject":"s","value":"#.utf8)
+        raw.withUnsafeBytes { line.append(contentsOf: $0) }
+        line.append(UInt8(ascii: "}"))
+        return line.withUnsafeBytes { bytes in
+            let scanned = try! EnvelopeScanner(maxDepth: .max).scan(bytes)
+            return Payload(raw: scanned.rawJSON(.value)!, members: scanned.valueMembers)
         }
     }
 

@@ -18,43 +18,90 @@ import Testing
         }
     }
 
-    /// The keys and values `json`'s index points at.
-    static func members(_ json: String) throws -> [String]? {
-        let (index, _) = try noted(json)
+    /// The keys `index` points at in `json`, each with the value a lookup of it through the
+    /// index finds (the last of a repeated key's); nil when the index is unavailable.
+    static func members(of index: JSONMemberIndex, in json: String) throws -> [String]? {
         guard index.isAvailable else { return nil }
-        let bytes = Array(json.utf8)
-        let start = bytes.firstIndex(of: UInt8(ascii: "{"))!
-        return (0..<index.count).map { position in
-            let (key, value) = index.member(position)
-            let keyEnd = bytes[(start + key)...].firstIndex(of: UInt8(ascii: "\""))!
-            return String(decoding: bytes[(start + key)..<keyEnd], as: UTF8.self) + "="
-                + String(decoding: bytes[(start + value)...].prefix(3), as: UTF8.self)
+        let raw = try RawJSON(validating: json)
+        return raw.withUnsafeBytes { bytes in
+            let value = JSONValueBytes(validated: bytes)
+            let start = value.range.lowerBound
+            return (0..<index.count).map { position in
+                let key = start + index.key(position)
+                let keyEnd = bytes[key...].firstIndex(of: UInt8(ascii: "\""))!
+                let name = String(decoding: bytes[key..<keyEnd], as: UTF8.self)
+                let found = value.lastMember(named: JSONMemberName(name), in: index).value!
+                return name + "=" + String(decoding: found.bytes, as: UTF8.self)
+            }
         }
     }
+
+    /// The members the lookup of "a" in `json` notes.
+    static func members(_ json: String) throws -> [String]? {
+        try members(of: noted(json).0, in: json)
+    }
+
+    /// The index the scan of a `pub` request publishing `json` notes for its value.
+    static func published(
+        _ json: String, around: (String) -> String = { #"{"op":"pub","subject":"s","value":\#($0)}"# }
+    )
+        throws -> JSONMemberIndex
+    {
+        var line = around(json)
+        return try line.withUTF8 { try EnvelopeScanner().scan(UnsafeRawBufferPointer($0)).valueMembers }
+    }
+
+    static let sixteen = (1...16).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+    static let seventeen = (1...17).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+    static let far = #"{"pad":""# + String(repeating: "x", count: 70_000) + #"","a":1}"#
 
     @Test func aLookupNotesEveryMemberInOrder() throws {
         #expect(
             try Self.members(#"{"load":0.95,"p":"x","q":[1,{"r":2}],"o":{"a":1},"t":true,"n":null}"#) == [
-                "load=0.9", #"p="x""#, "q=[1,", #"o={"a"#, "t=tru", "n=nul",
+                "load=0.95", #"p="x""#, #"q=[1,{"r":2}]"#, #"o={"a":1}"#, "t=true", "n=null",
             ])
-        #expect(try Self.members(" { \"a\" : 1 ,\n\"b\":2 } ") == ["a=1 ,", "b=2 }"])
+        #expect(try Self.members(" { \"a\" : 1 ,\n\"b\":\t\"2\"\r\n} ") == ["a=1", #"b="2""#])
         #expect(try Self.members("{}") == [])
-        #expect(try Self.members(#"{"a":1,"a":2}"#) == ["a=1,\"", "a=2}"])
-        let eight = (1...8).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
-        #expect(try Self.members("{\(eight)}")?.count == 8)
+        #expect(try Self.members(#"{"a":1,"a":2}"#) == ["a=2", "a=2"])
+        #expect(try Self.members("{\(Self.sixteen)}")?.count == 16)
         // The lookup still finds what it looks for, as without noting.
         #expect(try Self.noted(#"{"a":1,"b":2,"a":3}"#).1 == "3")
     }
 
     @Test func objectsTheIndexCannotHoldHaveNone() throws {
-        let nine = (1...9).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
-        #expect(try Self.members("{\(nine)}") == nil, "past the capacity")
+        #expect(try Self.members("{\(Self.seventeen)}") == nil, "past the capacity")
         #expect(try Self.members(#"{"a":1,"\u0062":2}"#) == nil, "a key with escapes")
-        let far = #"{"pad":""# + String(repeating: "x", count: 70_000) + #"","a":1}"#
-        #expect(try Self.members(far) == nil, "a value past 64 KiB")
+        #expect(try Self.members(Self.far) == nil, "a key past 64 KiB")
         // Unavailable, the index still lets the lookup that made it find its member.
-        #expect(try Self.noted("{\(nine),\"a\":7}").1 == "7")
-        #expect(try Self.noted(far).1 == "1")
+        #expect(try Self.noted("{\(Self.seventeen),\"a\":7}").1 == "7")
+        #expect(try Self.noted(Self.far).1 == "1")
+    }
+
+    @Test func theScanOfAPublishNotesWhatTheFirstLookupWould() throws {
+        let objects = [
+            #"{"load":0.95,"p":"x","q":[1,{"r":2}],"o":{"a":1},"t":true,"n":null}"#,
+            " { \"a\" : 1 ,\n\"b\":\t\"2\"\r\n} ", "{}", #"{"a":1,"a":2}"#, #"{"":{"":[]}}"#,
+            "{\(Self.sixteen)}", "{\(Self.seventeen)}", #"{"a":1,"\u0062":2}"#, Self.far,
+        ]
+        for json in objects {
+            let scanned = try Self.published(json)
+            let looked = try Self.noted(json).0
+            #expect(scanned.isBuilt && scanned.isAvailable == looked.isAvailable, "\(json.prefix(40))")
+            #expect(try Self.members(of: scanned, in: json) == Self.members(of: looked, in: json), "\(json.prefix(40))")
+        }
+        // Not an object, or not the last `value`, or not the last object the scan met: no
+        // index, and the first lookup makes one.
+        for json in ["1", #""{\"a\":1}""#, "[{}]", "null"] {
+            #expect(try !Self.published(json).isBuilt, "\(json)")
+        }
+        #expect(try !Self.published(#"{"a":1}"#) { #"{"op":"pub","value":\#($0),"value":2}"# }.isBuilt)
+        #expect(try !Self.published(#"{"a":1}"#) { #"{"op":"pub","value":\#($0),"ops":{"b":2}}"# }.isBuilt)
+        #expect(try Self.published(#"{"a":1}"#) { #"{"value":{"b":2},"op":"pub","value":\#($0)}"# }.count == 1)
+        #expect(
+            try Self.members(
+                of: Self.published(#"{"a":1}"#) { #"{"ops":{"b":2,"c":3},"value":\#($0)}"# }, in: #"{"a":1}"#) == [
+                    "a=1"
+                ])
     }
 
     @Test func aLookupThroughTheIndexTakesTheLastOfARepeatedKeyAndMatchesWholeKeysOnly() throws {

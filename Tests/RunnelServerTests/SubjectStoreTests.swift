@@ -24,7 +24,9 @@ import Testing
     @Test func publishCountsAndDelivers() throws {
         let store = MemorySubjectStore()
         let entry = store.create("a", kind: .replay, capacity: 2, initial: nil, durable: false)
-        for text in ["1", "2", "3"] { store.publish(try RawJSON(validating: text), to: entry, bounding: bound) }
+        for text in ["1", "2", "3"] {
+            store.publish(try RawJSON(validating: text), members: JSONMemberIndex(), to: entry, bounding: bound)
+        }
         #expect(entry.published == 3)
         let values = Values()
         _ = record(entry.subject, into: values)
@@ -38,8 +40,8 @@ import Testing
         let subscription = record(store.patternSignal(SubjectPattern("x.*"), admitting: nil), into: values)
         let late = store.create("x.late", kind: .subject, capacity: nil, initial: nil, durable: false)
         _ = store.create("y.other", kind: .subject, capacity: nil, initial: nil, durable: false)
-        store.publish(.null, to: early, bounding: bound)
-        store.publish(.null, to: late, bounding: bound)
+        store.publish(.null, members: JSONMemberIndex(), to: early, bounding: bound)
+        store.publish(.null, members: JSONMemberIndex(), to: late, bounding: bound)
         #expect(values.texts == ["x.early=null", "x.late=null"])
         store.delete(late)
         #expect(late.isDeleted && store["x.late"] == nil && late.isTerminated)

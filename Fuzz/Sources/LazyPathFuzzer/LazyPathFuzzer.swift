@@ -3,8 +3,8 @@ import RunnelServer
 
 // Lazy evaluation against full evaluation: an expression evaluated on a published value's
 // bytes read in place (`CompiledExpression.evaluate(reading:)`, whose paths scan to the member
-// they need, or find it through the index of members an earlier lookup noted) must give what
-// it gives on the decoded tree (`evaluate`).
+// they need, or find it through the index of members an earlier lookup, or the scan of the
+// request that published it, noted) must give what it gives on the decoded tree (`evaluate`).
 //
 // Input layout, as ExpressionFuzzer's (whose corpus seeds this one): the bytes before the first
 // NUL are the expression's source, the bytes after it the value, which must be valid JSON
@@ -31,11 +31,22 @@ public func lazyPathFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int
     else { return 0 }
 
     // Twice on one payload: the first reading's member lookups note where the members sit,
-    // the second's read that index.
+    // the second's read that index. Then on the payload a `pub` of the value makes, whose
+    // index the request's scan noted.
     let payload = Payload(raw: raw)
     let lazy = outcome { () throws(ExpressionError) in try expression.evaluate(reading: payload, bindings) }
     let indexed = outcome { () throws(ExpressionError) in try expression.evaluate(reading: payload, bindings) }
     require(indexed == lazy, "\(source) on \(raw): through the member index \(indexed), scanning \(lazy)")
+    // (Compared with a scan of the same bytes: the request's value has no whitespace around
+    // it, and an error's offset is into the bytes.)
+    let (published, publishedRaw) = publishedPayload(raw)
+    let scanned = outcome { () throws(ExpressionError) in try expression.evaluate(reading: published, bindings) }
+    let unindexed = outcome { () throws(ExpressionError) in
+        try expression.evaluate(reading: Payload(raw: publishedRaw), bindings)
+    }
+    require(
+        scanned == unindexed, "\(source) on \(raw): through the index of a pub's scan \(scanned), scanning \(unindexed)"
+    )
     let projected = outcome { () throws(ExpressionError) in try expression.project(raw, bindings) }
     guard let tree = try? raw.decoded() else {
         if case .success(let value) = lazy { require(isFinite(value), "a non-finite number in \(value)") }
@@ -58,6 +69,20 @@ public func lazyPathFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int
         fatalError("\(source) on \(raw): projected \(projected), fully \(full)")
     }
     return 0
+}
+
+/// `raw` as a `pub` request publishes it: its payload, with the index of members the request's
+/// scan noted, and its bytes.
+func publishedPayload(_ raw: RawJSON) -> (Payload, RawJSON) {
+    var line = Array(#"{"op":"pub","subject":"s","value":"#.utf8)
+    raw.withUnsafeBytes { line.append(contentsOf: $0) }
+    line.append(UInt8(ascii: "}"))
+    return line.withUnsafeBytes { bytes in
+        guard let scanned = try? EnvelopeScanner(maxDepth: .max).scan(bytes), let value = scanned.rawJSON(.value) else {
+            fatalError("\(raw): not accepted as a pub's value")
+        }
+        return (Payload(raw: value, members: scanned.valueMembers), value)
+    }
 }
 
 func outcome<Value>(_ body: () throws(ExpressionError) -> Value) -> Result<Value, ExpressionError> {

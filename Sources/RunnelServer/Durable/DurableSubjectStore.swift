@@ -118,13 +118,15 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func publish(_ value: RawJSON, to entry: SubjectEntry, bounding bound: PublishEvaluationBound) {
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
+    ) {
         guard let id = entry.durableID else {
-            memory.publish(value, to: entry, bounding: bound)
+            memory.publish(value, members: members, to: entry, bounding: bound)
             return
         }
         entry.published &+= 1
-        let message = Message(label: entry.label, raw: value, seq: entry.nextSeq())
+        let message = Message(label: entry.label, raw: value, members: members, seq: entry.nextSeq())
         append(.publish(id: id, seq: message.seq!, value: value.buffer))
         whenWritten { error in
             guard error == nil else { return }

@@ -137,9 +137,9 @@ public final class CompiledExpression: Sendable {
     }
 
     /// The expression's value for a published value read in place, as a stage reads it: paths
-    /// scan its bytes to what they need and decode only that (see `ExpressionInput`), and the
-    /// first member lookup notes where the members sit, in `value`, for the next ones to read
-    /// (`Payload.member(named:in:)`). The same value and error as
+    /// scan its bytes to what they need and decode only that (see `ExpressionInput`), and
+    /// member lookups go through `value`'s index of its members, which the first of them
+    /// notes if the request's scan did not (`Payload.member(named:in:)`). The same value and error as
     /// `evaluate(value.decoded())`, except that a number too large for a Double fails only
     /// where the expression reads it (an `eval` error "cannot decode the value: ..."). A
     /// computed value is evaluated as its tree.

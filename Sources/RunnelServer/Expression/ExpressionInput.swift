@@ -7,7 +7,7 @@
 /// Lives on the stack for one evaluation; the bytes belong to a `Payload` or `RawJSON` the
 /// caller keeps alive around it. With a `Payload`'s bytes comes the payload, unretained: a
 /// member step from `.` looks up through it (`Payload.member(named:in:)`), which keeps an
-/// index of the members for the next lookup.
+/// index of the members.
 enum ExpressionInput {
     case tree(JSONValue)
     case bytes(JSONValueBytes, of: Unmanaged<Payload>?)

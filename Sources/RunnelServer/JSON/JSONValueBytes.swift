@@ -70,8 +70,8 @@ struct JSONValueBytes {
     }
 
     /// `lastMember(named:)` through `index`, an index of this object's members
-    /// (`isAvailable`): the keys are compared from the last, where they are, and only the
-    /// value found is scanned to its end. A name that needs escapes cannot equal a key without
+    /// (`isAvailable`): the keys are compared from the last, where they are, and nothing is
+    /// scanned, not even the value found. A name that needs escapes cannot equal a key without
     /// them, so it matches none.
     func lastMember(named name: JSONMemberName, in index: JSONMemberIndex) -> (value: JSONValueBytes?, memberCount: Int)
     {
@@ -83,16 +83,35 @@ struct JSONValueBytes {
         var position = count
         while position > 0 {
             position &-= 1
-            let member = index.member(position)
-            let key = base &+ member.key
+            let key = base &+ index.key(position)
             // The key ends at its first quote: `wanted` and a quote, within the object.
-            guard key &+ wanted.count < range.upperBound, byte(at: key &+ wanted.count) == UInt8(ascii: "\""),
+            let quote = key &+ wanted.count
+            guard quote < range.upperBound, byte(at: quote) == UInt8(ascii: "\""),
                 self.key(at: key, wanted.count, equals: wanted)
             else { continue }
-            let start = base &+ member.value
-            return (JSONValueBytes(buffer: buffer, range: start..<end(from: start)), count)
+            // Past the colon and the whitespace around it.
+            let start = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
+            return (JSONValueBytes(buffer: buffer, range: start..<valueEnd(ofMember: position, in: index)), count)
         }
         return (nil, count)
+    }
+
+    /// Where the value of member `position` of `index` ends (just past its last byte), found
+    /// without scanning the value: back from what follows it, the next member's comma or the
+    /// object's closing brace, over whitespace.
+    @inline(__always)
+    private func valueEnd(ofMember position: Int, in index: JSONMemberIndex) -> Int {
+        var end: Int
+        if position &+ 1 < index.count {
+            end = range.lowerBound &+ index.key(position &+ 1) &- 2  // before the next key's quote
+            while JSONValueBytes.isWhitespace(byte(at: end)) { end &-= 1 }
+            assert(byte(at: end) == UInt8(ascii: ","), "members are separated by a comma")
+            end &-= 1
+        } else {
+            end = range.upperBound &- 2  // before the closing brace
+        }
+        while JSONValueBytes.isWhitespace(byte(at: end)) { end &-= 1 }
+        return end &+ 1
     }
 
     /// `lastMember(named:)` for a name computed during an evaluation (`.[$subject]`).
@@ -136,9 +155,9 @@ struct JSONValueBytes {
                 escaped
                 ? decodedKey(content..<quote, equals: wanted) : key(at: content, quote &- content, equals: wanted)
             count &+= 1
+            recorder.note(key: content &- range.lowerBound, escaped: escaped)
             // Past the colon and the whitespace around it.
             position = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
-            recorder.note(key: content &- range.lowerBound, value: position &- range.lowerBound, escaped: escaped)
             let valueEnd = end(from: position)
             if matched { (foundStart, foundEnd) = (position, valueEnd) }
             position = skipWhitespace(from: valueEnd)

@@ -28,7 +28,7 @@ public struct EnvelopeScanner: Sendable {
             throw ProtocolError(.badJSON, "invalid JSON: \(error)")
         }
         guard collector.isObject else { throw ProtocolError(.badJSON, "a request must be a JSON object") }
-        return ScannedEnvelope(line: line, maxDepth: maxDepth, fields: collector.fields)
+        return ScannedEnvelope(line: line, maxDepth: maxDepth, collector: collector)
     }
 }
 
@@ -77,13 +77,19 @@ struct EnvelopeFields {
     }
 }
 
-/// Records the values of a top-level object's members (depth 1).
+/// Records the values of a top-level object's members (depth 1), and where the members of
+/// the last object among those values sit (`nestedMembers`).
 struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     let input: UnsafeRawBufferPointer
     var matcher: Matcher
     private(set) var isObject = false
     private var current: Matcher.Slot?
     private var containerStart = 0
+    /// The members of the last object that is a top-level member's value, noted as the scan
+    /// passes them (what `JSONValueBytes.lastMember(named:noting:)` notes), and where that
+    /// object starts (-1: none yet). A request has one such object at most, a `pub`'s value.
+    private(set) var nestedMembers = JSONMemberIndex()
+    private(set) var nestedObjectStart = -1
 
     init(input: UnsafeRawBufferPointer, matcher: Matcher) {
         self.input = input
@@ -95,7 +101,13 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     }
 
     mutating func beginObject(at offset: Int, depth: Int) {
-        if depth == 0 { isObject = true } else if depth == 1 { containerStart = offset }
+        if depth == 0 {
+            isObject = true
+        } else if depth == 1 {
+            containerStart = offset
+            nestedObjectStart = offset
+            nestedMembers.begin()
+        }
     }
 
     mutating func endObject(end: Int, depth: Int) {
@@ -111,6 +123,10 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
     }
 
     mutating func key(_ token: JSONStringToken, depth: Int) {
+        if depth == 2 {
+            nestedMembers.note(key: token.range.lowerBound &+ 1 &- nestedObjectStart, escaped: token.hasEscapes)
+            return
+        }
         guard depth == 1 else { return }
         let content = UnsafeRawBufferPointer(rebasing: input[token.content])
         if token.hasEscapes {

@@ -13,11 +13,17 @@ public struct ScannedEnvelope {
     public let line: UnsafeRawBufferPointer
     let maxDepth: Int
     let fields: EnvelopeFields
+    /// The members of the last object the scan met as a top-level member's value, and where
+    /// it starts (`valueMembers`).
+    private let nestedMembers: JSONMemberIndex
+    private let nestedObjectStart: Int
 
-    init(line: UnsafeRawBufferPointer, maxDepth: Int, fields: EnvelopeFields) {
+    init(line: UnsafeRawBufferPointer, maxDepth: Int, collector: EnvelopeFieldCollector) {
         self.line = line
         self.maxDepth = maxDepth
-        self.fields = fields
+        fields = collector.fields
+        nestedMembers = collector.nestedMembers
+        nestedObjectStart = collector.nestedObjectStart
     }
 
     // MARK: - Where the fields are
@@ -159,6 +165,15 @@ public struct ScannedEnvelope {
     /// The value in `key`, any JSON, as exact bytes that outlive the line; nil when absent.
     public func rawJSON(_ key: EnvelopeKey) -> RawJSON? {
         fields[key].map { rawJSON($0) }
+    }
+
+    /// Where the members of `value` sit, relative to its first byte, when it is an object the
+    /// scan indexed (`JSONMemberIndex`); else an index not built, which the first lookup
+    /// builds. (A repeated `value` key: the index is the last object's, used only when that
+    /// object is the last `value`.)
+    public var valueMembers: JSONMemberIndex {
+        guard let value = fields[.value], value.range.lowerBound == nestedObjectStart else { return JSONMemberIndex() }
+        return nestedMembers
     }
 
     /// The exact bytes of `ref` to echo; nil when absent; `badRequest` when it is an array or

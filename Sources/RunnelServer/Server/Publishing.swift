@@ -1,23 +1,25 @@
 /// The steps of `pub` that do not depend on the front door it came through (a request line,
 /// an HTTP `POST /pub/SUBJECT`), written once. Loop thread only.
 enum Publishing {
-    /// Publishes `value` to `entry` in `store` and counts it: `terminated` when the subject has
-    /// ended, `limit` when the subject keeps values and the store's retained bytes have no room
-    /// for it, `storage` when a durable subject cannot be written now. A durable value is on
+    /// Publishes `value` (with `members`, where the members of an object sit if its scan noted
+    /// them) to `entry` in `store` and counts it: `terminated` when the subject has ended,
+    /// `limit` when the subject keeps values and the store's retained bytes have no room for
+    /// it, `storage` when a durable subject cannot be written now. A durable value is on
     /// disk once `whenWritten` runs. The fan-out's stage evaluations are held to `bound`; a
     /// subscriber it puts over the soft limit under `backpressure` pauses `publisher`.
     /// (A function of the store as a value, not a protocol extension: a generic one costs a
     /// `pub` ~100 instructions of value witnesses.)
     @inline(__always)
     static func publish(
-        _ value: RawJSON, to entry: SubjectEntry, in store: any SubjectStore, counting stats: ServerStats,
+        _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), to entry: SubjectEntry,
+        in store: any SubjectStore, counting stats: ServerStats,
         bounding bound: PublishEvaluationBound, by publisher: PublisherGate
     ) throws(ProtocolError) {
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
         if entry.retainsValues { try store.retained.checkRoom(for: value, in: entry.name) }
         if entry.isDurable { try store.checkDurableWrites() }
         stats.published &+= 1
-        publisher.publishing { store.publish(value, to: entry, bounding: bound) }
+        publisher.publishing { store.publish(value, members: members, to: entry, bounding: bound) }
     }
 }
 

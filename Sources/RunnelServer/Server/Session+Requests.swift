@@ -55,16 +55,16 @@ extension Session {
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count.
             try Publishing.publish(
-                request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound,
-                by: publisher)
+                request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
+                counting: stats, bounding: publishBound, by: publisher)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
-            request.raw(.value) ?? .null, to: entry, in: subjects, counting: stats, bounding: publishBound,
-            by: publisher)
+            request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
+            counting: stats, bounding: publishBound, by: publisher)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {

@@ -42,7 +42,8 @@ public final class Payload: @unchecked Sendable {
     /// (`memoized`); made when the first is kept, so that a value no chain evaluates pays
     /// for one nil reference only.
     private var memos: PayloadMemos?
-    /// Where the members of a published object sit, noted by the first member lookup in it
+    /// Where the members of a published object sit: noted by the scan of the request that
+    /// published it (`init(raw:members:)`), else by the first member lookup in it
     /// (`member(named:in:)`).
     private var memberIndex = JSONMemberIndex()
 
@@ -52,6 +53,17 @@ public final class Payload: @unchecked Sendable {
         bytesBuffer = raw.buffer
         bytesStart = 0
         bytesCount = raw.count
+    }
+
+    /// A value kept as the exact bytes it arrived with, with the index of its members that the
+    /// scan that read it made (`EnvelopeScanner`): its first member lookup reads that instead
+    /// of scanning the object. `members` describes exactly `raw`'s bytes, or is not built.
+    @inline(__always)
+    public init(raw: RawJSON, members: JSONMemberIndex) {
+        bytesBuffer = raw.buffer
+        bytesStart = 0
+        bytesCount = raw.count
+        memberIndex = members
     }
 
     /// A value a stage computed; encoded when first written.
@@ -104,10 +116,10 @@ public final class Payload: @unchecked Sendable {
     private var bytesIfAny: UnsafeRawBufferPointer? { publishedBytes ?? encodedCache?.buffer.bytes }
 
     /// For `bytes`, the object that `publishedBytes` hold: the value of its last member named
-    /// `name` and how many members it has (`JSONValueBytes.lastMember(named:)`). The first
-    /// lookup scans the object and notes where its members sit; the next ones, by this
-    /// subscriber's next stage or the next subscriber's, read the index when the object is
-    /// small enough to have one.
+    /// `name` and how many members it has (`JSONValueBytes.lastMember(named:)`). Unless the
+    /// request's scan noted where the members sit, the first lookup scans the object and
+    /// notes it; the others (this stage's next lookup, the next stage's, the next
+    /// subscriber's) read that index when the object is small enough to have one.
     @inline(__always)
     func member(named name: JSONMemberName, in bytes: JSONValueBytes) -> (value: JSONValueBytes?, memberCount: Int) {
         assert(bytes.buffer.baseAddress == publishedBytes?.baseAddress, "a lookup in this payload's bytes")

@@ -43,10 +43,12 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     }
 
     @inline(__always)
-    func publish(_ value: RawJSON, to entry: SubjectEntry, bounding bound: PublishEvaluationBound) {
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
+    ) {
         entry.published &+= 1
         bound.beginPublish()
-        entry.deliver(Message(label: entry.label, raw: value, seq: entry.nextSeq()))
+        entry.deliver(Message(label: entry.label, raw: value, members: members, seq: entry.nextSeq()))
         bound.endPublish()
     }
 

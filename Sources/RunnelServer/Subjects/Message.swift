@@ -59,6 +59,12 @@ public struct Message: Sendable {
         self.init(label: label, value: Payload(raw: raw), seq: seq)
     }
 
+    /// A published value with the index of its members its scan made (`Payload(raw:members:)`).
+    @inline(__always)
+    init(label: SubjectLabel, raw: RawJSON, members: JSONMemberIndex, seq: UInt64?) {
+        self.init(label: label, value: Payload(raw: raw, members: members), seq: seq)
+    }
+
     /// A value a stage computed.
     public init(label: SubjectLabel, computed: JSONValue, seq: UInt64? = nil) {
         self.init(label: label, value: Payload(computed: computed), seq: seq)

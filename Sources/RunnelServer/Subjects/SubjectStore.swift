@@ -32,10 +32,13 @@ protocol SubjectStore: AnyObject {
     /// durable subjects); live pattern subscriptions that match join it at once.
     func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry
 
-    /// Publishes `value` to `entry`, which accepts values. The delivery to its subscribers,
-    /// now or once the value is on disk, runs inside a window of `bound`, which holds the
-    /// stage evaluations it causes to `max_publish_eval_ms`.
-    func publish(_ value: RawJSON, to entry: SubjectEntry, bounding bound: PublishEvaluationBound)
+    /// Publishes `value` to `entry`, which accepts values; `members` is where the members of
+    /// an object value sit, when the scan that read it noted them (its payload keeps them for
+    /// expressions' member lookups). The delivery to its subscribers, now or once the value is
+    /// on disk, runs inside a window of `bound`, which holds the stage evaluations it causes to
+    /// `max_publish_eval_ms`.
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound)
 
     /// Terminates `entry`: with `error`, or completed when it is nil.
     func terminate(_ entry: SubjectEntry, error: ProtocolError?)
