@@ -12,11 +12,13 @@ import Testing
 extension HostileClientTests {
     /// The longest a ping may wait while the attack runs: 100 ms (the bound) against
     /// an optimized runneld (`RUNNELD_PATH=.build/release/runneld`, as CI runs this test once
-    /// more); a debug build ends each refused subscription several times slower (~8 µs each,
-    /// 84 ms for 10,000), so it gets 250 ms.
+    /// more, on its own). A debug build ends each refused subscription several times slower
+    /// (~8 µs each, 84 ms for 10,000) and runs among the whole suite's parallel tests on two
+    /// cores: its worst ping measured 0.10-0.13 s alone and up to 0.28 s in CI's full run, so
+    /// it gets 500 ms, still far below the 13.8 s stall the bounds prevent.
     static var pingBound: Duration {
         let optimized = (try? RunneldBinary.path())?.contains("/release/") ?? false
-        return optimized ? .milliseconds(100) : .milliseconds(250)
+        return optimized ? .milliseconds(100) : .milliseconds(500)
     }
 
     @Test(.timeLimit(.minutes(2)))
