@@ -139,9 +139,9 @@ public final class CompiledExpression: Sendable {
     /// The expression's value for a published value read in place, as a stage reads it: paths
     /// scan its bytes to what they need and decode only that (see `ExpressionInput`), and
     /// member lookups go through `value`'s index of its members, which the first of them
-    /// notes if the request's scan did not (`Payload.member(named:in:)`). The same value and error as
-    /// `evaluate(value.decoded())`, except that a number too large for a Double fails only
-    /// where the expression reads it (an `eval` error "cannot decode the value: ..."). A
+    /// notes if the request's scan did not (`Payload.member(named:in:)`). The same value and
+    /// error as `evaluate(value.decoded())`, except that a number too large for a Double fails
+    /// only where the expression reads it (an `eval` error "cannot decode the value: ..."). A
     /// computed value is evaluated as its tree.
     public func evaluate(reading value: Payload, _ bindings: ExpressionBindings = ExpressionBindings())
         throws(ExpressionError) -> JSONValue

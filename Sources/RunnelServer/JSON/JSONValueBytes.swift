@@ -89,11 +89,17 @@ struct JSONValueBytes {
             guard quote < range.upperBound, byte(at: quote) == UInt8(ascii: "\""),
                 self.key(at: key, wanted.count, equals: wanted)
             else { continue }
-            // Past the colon and the whitespace around it.
-            let start = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
+            let start = valueStart(afterKeyEndingAt: quote)
             return (JSONValueBytes(buffer: buffer, range: start..<valueEnd(ofMember: position, in: index)), count)
         }
         return (nil, count)
+    }
+
+    /// Where the value of the member whose key's closing quote is at `quote` starts: past the
+    /// colon and the whitespace around it.
+    @inline(__always)
+    private func valueStart(afterKeyEndingAt quote: Int) -> Int {
+        skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
     }
 
     /// Where the value of member `position` of `index` ends (just past its last byte), found
@@ -156,8 +162,7 @@ struct JSONValueBytes {
                 ? decodedKey(content..<quote, equals: wanted) : key(at: content, quote &- content, equals: wanted)
             count &+= 1
             recorder.note(key: content &- range.lowerBound, escaped: escaped)
-            // Past the colon and the whitespace around it.
-            position = skipWhitespace(from: skipWhitespace(from: quote &+ 1) &+ 1)
+            position = valueStart(afterKeyEndingAt: quote)
             let valueEnd = end(from: position)
             if matched { (foundStart, foundEnd) = (position, valueEnd) }
             position = skipWhitespace(from: valueEnd)

@@ -49,11 +49,7 @@ public final class Payload: @unchecked Sendable {
 
     /// A value kept as the exact bytes it arrived with.
     @inline(__always)
-    public init(raw: RawJSON) {
-        bytesBuffer = raw.buffer
-        bytesStart = 0
-        bytesCount = raw.count
-    }
+    public convenience init(raw: RawJSON) { self.init(raw: raw, members: JSONMemberIndex()) }
 
     /// A value kept as the exact bytes it arrived with, with the index of its members that the
     /// scan that read it made (`EnvelopeScanner`): its first member lookup reads that instead

@@ -20,9 +20,8 @@ import Runnel
 /// runs. Past half the bound again, every further evaluation is refused. So one publish holds
 /// the loop for evaluations at most 1.5 times the bound, plus what was evaluated before the
 /// first clock reading and since the last one (`clockReadSteps` each), plus one evaluation (at
-/// most `max_eval_steps`). Evaluations outside a
-/// publish (timers, the replay a `sub` starts with) are bounded by their connection's budget
-/// alone.
+/// most `max_eval_steps`). Evaluations outside a publish (timers, the replay a `sub` starts
+/// with) are bounded by their connection's budget alone.
 ///
 /// Loop thread only; one per server, shared by every session.
 final class PublishEvaluationBound {
