@@ -69,6 +69,11 @@ import Testing
                 #"{"ok":true,"sid":"s"}"#, #"{"ev":"next","sid":"s","value":"x"}"#,
                 #"{"ev":"error","sid":"s","code":"subject_error","message":"done"}"#,
             ])
+        // Restored terminated, it takes no value (`pub` checks the entry's flag, not the subject).
+        #expect(
+            lines(harness, #"{"op":"pub","subject":"b","value":"y","ref":1}"#) == [
+                #"{"ok":false,"ref":1,"code":"terminated","message":"subject 'b' is terminated"}"#
+            ])
         harness.server.subjects.close()
     }
 

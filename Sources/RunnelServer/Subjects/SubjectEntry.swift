@@ -23,7 +23,10 @@ final class SubjectEntry {
     /// must look its name up again.
     var isDeleted = false
     /// Set when a `complete`, `error` or `delete` was accepted, before the subject's
-    /// subscribers see it (it may wait for the disk): no value is accepted after it.
+    /// subscribers see it (it may wait for the disk), or when the subject is restored already
+    /// terminated: no value is accepted after it. Every termination goes through the store,
+    /// which sets it first, so `pub` checks this flag instead of asking the subject (which
+    /// takes the subject's lock).
     var isEnding = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
@@ -71,10 +74,14 @@ final class SubjectEntry {
         self.subject = subject
         self.lastSeq = lastSeq
         self.assignedSeq = lastSeq
+        isEnding = subject.isTerminated
     }
 
     /// Whether `pub` may send to it.
-    var acceptsValues: Bool { !isEnding && !subject.isTerminated }
+    var acceptsValues: Bool {
+        assert(isEnding || !subject.isTerminated, "the subject terminated without the store setting isEnding")
+        return !isEnding
+    }
 
     var isTerminated: Bool { subject.isTerminated }
 
