@@ -198,8 +198,18 @@ import Testing
 }
 
 @Suite struct EnvelopeKeyMatchingTests {
-    func match<T>(_ name: String, _ matcher: (UnsafeRawBufferPointer) -> T?) -> T? {
-        Array(name.utf8).withUnsafeBytes { matcher($0) }
+    /// `matcher` on `name` alone (packed a byte at a time), and on `name` inside a line that
+    /// goes on past it as a request does (packed with one eight-byte load and a mask): both
+    /// must give the same answer.
+    func match<T: Equatable>(
+        _ name: String, _ matcher: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> T?
+    ) -> T? {
+        let alone = Array(name.utf8).withUnsafeBytes { matcher($0, $0) }
+        let inLine = Array((name + #"":"xyzxyzxyz"}"#).utf8).withUnsafeBytes { line in
+            matcher(UnsafeRawBufferPointer(rebasing: line[0..<name.utf8.count]), line)
+        }
+        #expect(alone == inLine, "\(name)")
+        return alone
     }
 
     @Test func everyKeyAndOpMatchesItsOwnNameOnly() {
@@ -207,6 +217,8 @@ import Testing
             #expect(match(key.name, EnvelopeKey.matching) == key)
             #expect(match(key.name + "\u{0}", EnvelopeKey.matching) == nil)
             #expect(match(String(key.name.dropFirst()), EnvelopeKey.matching) == nil)
+            let shorter = String(key.name.dropLast())  // "ops" less a byte is "op"
+            #expect(match(shorter, EnvelopeKey.matching) == EnvelopeKey.allCases.first { $0.name == shorter })
             #expect(match(key.name.uppercased(), EnvelopeKey.matching) == nil)
         }
         for op in RequestOp.allCases {
@@ -216,6 +228,7 @@ import Testing
             #expect(match(String(op.rawValue.dropLast()), RequestOp.matching) == nil)
         }
         #expect(match("", RequestOp.matching) == nil)
+        #expect(match("", EnvelopeKey.matching) == nil)
         #expect(match("completed", RequestOp.matching) == nil)
     }
 }

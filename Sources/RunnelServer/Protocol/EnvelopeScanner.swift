@@ -132,9 +132,9 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
         if token.hasEscapes {
             let name = JSONStringDecoding.string(content: content, hasEscapes: true)
             var utf8 = name
-            current = utf8.withUTF8 { matcher.slot(forKey: UnsafeRawBufferPointer($0)) }
+            current = utf8.withUTF8 { matcher.slot(forKey: UnsafeRawBufferPointer($0), in: UnsafeRawBufferPointer($0)) }
         } else {
-            current = matcher.slot(forKey: content)
+            current = matcher.slot(forKey: content, in: input)
         }
     }
 
@@ -154,8 +154,9 @@ struct TopLevelMemberCollector<Matcher: TopLevelKeyMatcher>: JSONScanHandler {
 /// Decides which top-level keys a `TopLevelMemberCollector` keeps, and keeps them.
 protocol TopLevelKeyMatcher {
     associatedtype Slot
-    /// The slot for the unescaped key `name`, or nil to ignore the member.
-    func slot(forKey name: UnsafeRawBufferPointer) -> Slot?
+    /// The slot for the unescaped key `name`, which lies inside `buffer` (the line, or the
+    /// decoded name itself), or nil to ignore the member.
+    func slot(forKey name: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer) -> Slot?
     mutating func store(_ field: EnvelopeField, in slot: Slot)
 }
 
@@ -163,7 +164,10 @@ protocol TopLevelKeyMatcher {
 struct EnvelopeKeyMatcher: TopLevelKeyMatcher {
     var fields = EnvelopeFields()
 
-    @inline(__always) func slot(forKey name: UnsafeRawBufferPointer) -> EnvelopeKey? { EnvelopeKey.matching(name) }
+    @inline(__always) func slot(forKey name: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer) -> EnvelopeKey?
+    {
+        EnvelopeKey.matching(name, in: buffer)
+    }
 
     @inline(__always) mutating func store(_ field: EnvelopeField, in slot: EnvelopeKey) { fields[slot] = field }
 }
@@ -173,7 +177,7 @@ struct NamedKeyMatcher: TopLevelKeyMatcher {
     let name: [UInt8]
     var found: EnvelopeField?
 
-    func slot(forKey key: UnsafeRawBufferPointer) -> Void? {
+    func slot(forKey key: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer) -> Void? {
         key.elementsEqual(name) ? () : nil
     }
 

@@ -2,10 +2,10 @@
 public enum RequestOp: String, CaseIterable, Sendable {
     case pub, sub, unsub, create, complete, error, delete, list, stats, ping, auth
 
-    /// The op spelled by the unescaped UTF-8 `name`, compared without allocating (see
-    /// `EnvelopeKey.matching`).
-    static func matching(_ name: UnsafeRawBufferPointer) -> RequestOp? {
-        guard let packed = ByteMatch.packed(name) else { return nil }
+    /// The op spelled by the unescaped UTF-8 `name`, inside `buffer` (its request line),
+    /// compared without allocating (see `EnvelopeKey.matching(_:in:)`).
+    static func matching(_ name: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer) -> RequestOp? {
+        guard let packed = ByteMatch.packed(name, in: buffer) else { return nil }
         let count = name.count
         switch packed {
         case 0x62_7570 where count == 3: return .pub

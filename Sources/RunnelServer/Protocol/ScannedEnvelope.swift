@@ -110,7 +110,8 @@ public struct ScannedEnvelope {
         guard field.kind == .string else { throw ProtocolError(.badRequest, "field 'op' must be a string") }
         if !field.flag,
             let known = RequestOp.matching(
-                UnsafeRawBufferPointer(rebasing: line[(field.range.lowerBound + 1)..<(field.range.upperBound - 1)]))
+                UnsafeRawBufferPointer(rebasing: line[(field.range.lowerBound + 1)..<(field.range.upperBound - 1)]),
+                in: line)
         {
             return .known(known)
         }
