@@ -46,6 +46,15 @@ public func jsonFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     }
     require(validatorError == nil, "the parser accepts what the validator rejects: \(validatorError!)")
     checkFinite(parsed)
+    if case .number(let number) = parsed {
+        // A number decodes as the standard library's correctly rounded parse does (the
+        // decoder's fast path is its own arithmetic).
+        let isWhitespace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        let start = bytes.firstIndex { !isWhitespace($0) }!
+        let end = bytes.lastIndex { !isWhitespace($0) }! + 1
+        let text = String(decoding: bytes[start..<end], as: UTF8.self)
+        require(Double(text) == number, "\(text) decoded as \(number), not \(Double(text).map { "\($0)" } ?? "nil")")
+    }
 
     var writer = JSONWriter()
     writer.write(parsed)
