@@ -24,7 +24,7 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
     }
 
     /// The key spelled by the unescaped UTF-8 `name`, compared without allocating: the name
-    /// is packed into one integer (little-endian, as `ByteMatch.packed` does).
+    /// is packed into one integer (little-endian, as `ByteMatch.packed(_:in:)` does).
     @inline(__always) static func matching(_ name: UnsafeRawBufferPointer) -> EnvelopeKey? {
         matching(name, in: name)
     }
@@ -60,11 +60,9 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
 /// Byte comparisons against ASCII literals, without building Strings.
 enum ByteMatch {
     /// Up to eight bytes packed into an integer, the first byte lowest; nil when longer.
-    @inline(__always) static func packed(_ bytes: UnsafeRawBufferPointer) -> UInt64? { packed(bytes, in: bytes) }
-
-    /// `packed(bytes)` for `bytes` inside `buffer`: when `buffer` holds eight bytes from the
-    /// first of `bytes` on, one load and a mask pack them. Every request's keys and op are
-    /// packed, and packing them a byte at a time cost about as much as the rest of their scan.
+    /// `bytes` lie inside `buffer` (or are it): when `buffer` holds eight bytes from the first
+    /// of `bytes` on, one load and a mask pack them. Every request's keys and op are packed,
+    /// and packing them a byte at a time cost about as much as the rest of their scan.
     @inline(__always) static func packed(_ bytes: UnsafeRawBufferPointer, in buffer: UnsafeRawBufferPointer) -> UInt64?
     {
         let count = bytes.count
