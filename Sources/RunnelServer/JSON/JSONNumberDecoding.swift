@@ -34,26 +34,13 @@ enum JSONNumberDecoding {
         let negative = bytes[0] == UInt8(ascii: "-")
         var index = negative ? 1 : 0
         var mantissa: UInt64 = 0
-        let integerStart = index
-        while index < count {
-            let digit = bytes[index] &- UInt8(ascii: "0")
-            guard digit < 10 else { break }
-            mantissa = mantissa &* 10 &+ UInt64(digit)
-            index &+= 1
-        }
-        var digits = index &- integerStart
+        var digits = appendDigits(of: bytes, from: &index, to: &mantissa)
         var scale = 0  // the power of ten to apply to `mantissa`
         if index < count && bytes[index] == UInt8(ascii: ".") {
             index &+= 1
-            let fractionStart = index
-            while index < count {
-                let digit = bytes[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                mantissa = mantissa &* 10 &+ UInt64(digit)
-                index &+= 1
-            }
-            scale = fractionStart &- index
-            digits &+= index &- fractionStart
+            let fractionDigits = appendDigits(of: bytes, from: &index, to: &mantissa)
+            scale = -fractionDigits
+            digits &+= fractionDigits
         }
         // Leading zeros count too: a number with more than 19 digits is rare enough to go
         // the slow way even when they are zeros.
@@ -86,6 +73,22 @@ enum JSONNumberDecoding {
             }
         }
         return negative ? -value : value
+    }
+
+    /// Appends the decimal digits of `bytes` from `index` on to `mantissa` (wrapping: the caller
+    /// checks the count), leaving `index` on the first byte that is not one; returns how many.
+    @inline(__always)
+    private static func appendDigits(
+        of bytes: UnsafeRawBufferPointer, from index: inout Int, to mantissa: inout UInt64
+    ) -> Int {
+        let start = index
+        while index < bytes.count {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            mantissa = mantissa &* 10 &+ UInt64(digit)
+            index &+= 1
+        }
+        return index &- start
     }
 
     /// 10^`exponent` (0 ≤ `exponent` ≤ 22), exact.
