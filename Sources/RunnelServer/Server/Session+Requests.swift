@@ -53,7 +53,8 @@ extension Session {
     private func publish(_ request: Request) throws(ProtocolError) {
         let entry = try publishTarget(request)
         guard let ref = request.ref else {
-            // The common case, kept apart: no reply, nothing to count.
+            // The common case, kept apart: no reply, nothing to count. (One call shared with
+            // the branch below cost every pub ~90 instructions more: callgrind, 1 × 64 B.)
             try Publishing.publish(
                 request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
                 counting: stats, bounding: publishBound, by: publisher)
