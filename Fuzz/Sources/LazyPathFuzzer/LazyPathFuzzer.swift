@@ -12,7 +12,8 @@ import RunnelServer
 //
 // Checked: for a value that decodes, both evaluations give equal values or the same error, and
 // a projection (`project`, for a bare path) gives bytes that are valid JSON and decode to the
-// same value, or fails as the evaluation does. For a value that does not decode (a number too
+// same value, or fails as the evaluation does; a filter's test (`measureTest`) gives the full
+// value's truthiness at the same steps, or its error. For a value that does not decode (a number too
 // large for a Double: the one intended difference), lazy evaluation and projection do not
 // trap, and a lazy result holds no non-finite number.
 
@@ -54,6 +55,23 @@ public func lazyPathFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int
     }
     let full = outcome { () throws(ExpressionError) in try expression.evaluate(tree, bindings) }
     require(lazy == full, "\(source) on \(raw): lazily \(lazy), fully \(full)")
+
+    // A filter's test: the truthiness and the steps of the full evaluation, or its error,
+    // however it reaches them (a comparison of one member with a number, on the bytes).
+    let measured = outcome { () throws(ExpressionError) in try expression.measure(tree, bindings) }
+    for reading in [payload, published] {
+        let tested = outcome { () throws(ExpressionError) in try expression.measureTest(reading: reading, bindings) }
+        switch (tested, measured) {
+        case (.success(let test), .success(let value)):
+            require(
+                test.truth == value.value.isTruthy && test.steps == value.steps,
+                "\(source) on \(raw): tested \(test), fully \(value.value) in \(value.steps) steps")
+        case (.failure(let error), .failure(let expected)):
+            require(error == expected, "\(source) on \(raw): the test failed with \(error), fully \(expected)")
+        default:
+            fatalError("\(source) on \(raw): tested \(tested), fully \(measured)")
+        }
+    }
 
     switch (projected, full) {
     case (.success(nil), _):

@@ -86,6 +86,12 @@ public final class CompiledExpression: Sendable {
     /// That path (`root`) when `isProjection`, else a path of no steps. Not an optional:
     /// unwrapping one retained and released the node on every evaluation.
     private let projection: ExpressionPathNode
+    /// The expression as a comparison of one member with a number (`.load > 0.9`), which
+    /// `test` answers on a published value's bytes without the tree; nil for any other.
+    let memberComparison: ExpressionMemberComparison?
+    /// `memberComparison`, unretained (it lives as long as this): `test` calls it without
+    /// the retain and release that reading the optional cost.
+    private let memberComparisonRef: Unmanaged<ExpressionMemberComparison>?
     /// How many stages use this compiled form now (`StageExpression` counts itself in and
     /// out): a value keeps no outcome for others to share (`Payload.memoized`) when exactly
     /// one stage uses it.
@@ -111,6 +117,8 @@ public final class CompiledExpression: Sendable {
         } else {
             (isProjection, projection) = (false, CompiledExpression.noProjection)
         }
+        memberComparison = ExpressionMemberComparison(root)
+        memberComparisonRef = memberComparison.map { Unmanaged.passUnretained($0) }
     }
 
     /// `projection` of an expression that is not one path.
@@ -203,6 +211,39 @@ public final class CompiledExpression: Sendable {
         let result = try root.evaluate(input, bindings, &meter)
         if output { try meter.chargeOutput(result) }
         return result
+    }
+
+    /// The expression's truthiness on `input`, as `filter` tests it, on a meter the caller
+    /// holds. A comparison of one member with a number is answered on a published value's
+    /// bytes without the tree, when it can be (`ExpressionMemberComparison`).
+    @inline(__always)
+    func test(_ input: ExpressionInput, _ bindings: ExpressionBindings, on meter: inout ExpressionMeter)
+        throws(ExpressionError) -> Bool
+    {
+        if let memberComparisonRef, case .bytes(let bytes, let payload) = input,
+            let truth = memberComparisonRef._withUnsafeGuaranteedRef({ $0.test(bytes, of: payload, &meter) })
+        {
+            return truth
+        }
+        return try root.evaluate(input, bindings, &meter).isTruthy
+    }
+
+    /// The expression's truthiness for a published value read in place, as a `filter` stage
+    /// tests it, with the steps it cost (for tests and tools): the truthiness and the steps
+    /// of `evaluate(reading:)`, or its error, however `test` reaches them.
+    public func measureTest(reading value: Payload, _ bindings: ExpressionBindings = ExpressionBindings())
+        throws(ExpressionError) -> (truth: Bool, steps: Int)
+    {
+        guard let published = value.publishedBytes else {
+            let measured = try measure(value.computedValue, bindings)
+            return (measured.value.isTruthy, measured.steps)
+        }
+        return try withExtendedLifetime(value) { () throws(ExpressionError) -> (truth: Bool, steps: Int) in
+            var meter = ExpressionMeter(budget)
+            let bytes = JSONValueBytes(validated: published)
+            let truth = try test(.bytes(bytes, of: Unmanaged.passUnretained(value)), bindings, on: &meter)
+            return (truth, meter.stepsUsed)
+        }
     }
 
     /// The value with the steps and bytes it cost (for tests and tools).

@@ -82,6 +82,13 @@ struct ExpressionMeter {
         stepsLeft &-= count
     }
 
+    /// `count` steps that are known to be left (`count <= stepsLeft`): for a caller that
+    /// answers only when its whole cost fits (`ExpressionMemberComparison`).
+    @inline(__always) mutating func takeSteps(_ count: Int) {
+        assert(count >= 0 && count <= stepsLeft, "steps that are left")
+        stepsLeft &-= count
+    }
+
     /// The steps for hashing the keys of an object of `memberCount` members.
     @inline(__always) mutating func hashSteps(_ memberCount: Int, at position: Int) throws(ExpressionError) {
         guard memberCount <= stepsLeft / ExpressionBudget.stepsPerHashedMember else { throw stepLimit(at: position) }

@@ -110,7 +110,7 @@ enum ExpressionEvaluator {
             }
         case .less, .lessEqual, .greater, .greaterEqual:
             if case .number(let left) = lhs, case .number(let right) = rhs {
-                lhs = .bool(compare(op, left < right, left == right))
+                lhs = .bool(compare(left, op, right))
                 return
             }
             if case .string(let left) = lhs, case .string(let right) = rhs {
@@ -138,6 +138,16 @@ enum ExpressionEvaluator {
         }
         guard result.isFinite else { throw .eval("'\(op.symbol)' result out of range", at: position) }
         lhs = .number(result)
+    }
+
+    /// `left op right` for two numbers, `op` an ordering (`<` ... `>=`) or `==`, `!=`.
+    @inline(__always)
+    static func compare(_ left: Double, _ op: ExpressionBinaryOperator, _ right: Double) -> Bool {
+        switch op {
+        case .equal: return left == right
+        case .notEqual: return left != right
+        default: return compare(op, left < right, left == right)
+        }
     }
 
     private static func compare(_ op: ExpressionBinaryOperator, _ less: Bool, _ equal: Bool) -> Bool {

@@ -132,6 +132,19 @@ enum ExpressionBinaryOperator: Sendable {
     case add, subtract, multiply, divide, remainder
     case equal, notEqual, less, lessEqual, greater, greaterEqual
 
+    /// The comparison that gives the same result with the operands swapped (`a < b` is
+    /// `b > a`; `==` and `!=` are their own); nil for the arithmetic operators.
+    var mirrored: ExpressionBinaryOperator? {
+        switch self {
+        case .less: return .greater
+        case .lessEqual: return .greaterEqual
+        case .greater: return .less
+        case .greaterEqual: return .lessEqual
+        case .equal, .notEqual: return self
+        case .add, .subtract, .multiply, .divide, .remainder: return nil
+        }
+    }
+
     var symbol: String {
         switch self {
         case .add: return "+"

@@ -27,6 +27,9 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         }
     }
 
+    /// The member's name when the path is one member step from `.` (`.load`); nil otherwise.
+    var onlyMemberOfInput: JSONMemberName? { startsAtInput && isOneMember ? onlyMember : nil }
+
     override func evaluate(
         _ input: ExpressionInput, _ bindings: ExpressionBindings, _ meter: inout ExpressionMeter
     ) throws(ExpressionError) -> JSONValue {

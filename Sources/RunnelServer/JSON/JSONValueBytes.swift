@@ -44,6 +44,7 @@ struct JSONValueBytes {
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[range]) }
 
     /// What kind of value it is, from its first byte.
+    @inline(__always)
     var kind: JSONKind {
         switch buffer[range.lowerBound] {
         case UInt8(ascii: "{"): return .object
@@ -73,6 +74,7 @@ struct JSONValueBytes {
     /// (`isAvailable`): the keys are compared from the last, where they are, and nothing is
     /// scanned, not even the value found. A name that needs escapes cannot equal a key without
     /// them, so it matches none.
+    @inline(__always)
     func lastMember(named name: JSONMemberName, in index: JSONMemberIndex) -> (value: JSONValueBytes?, memberCount: Int)
     {
         assert(kind == .object && index.isAvailable)

@@ -85,7 +85,7 @@ extension Session {
         _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int,
         _ transport: Transport
     ) -> Bool {
-        if let value = message.value.publishedBytes, value.count <= Self.copiedValueBytes {
+        if let value = message.publishedBytes, value.count <= Self.copiedValueBytes {
             let written =
                 cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
                 ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)

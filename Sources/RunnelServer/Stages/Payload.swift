@@ -70,8 +70,9 @@ public final class Payload: @unchecked Sendable {
         decodedCache = value
     }
 
+    /// The value at `range` of `source`'s published bytes, sharing its buffer.
     @inline(__always)
-    private init(slice range: Range<Int>, of source: Payload) {
+    init(slice range: Range<Int>, of source: Payload) {
         assert(source.bytesBuffer != nil && range.upperBound <= source.bytesCount, "a slice of bytes the source has")
         bytesBuffer = source.bytesBuffer
         bytesStart = source.bytesStart + range.lowerBound
@@ -81,10 +82,15 @@ public final class Payload: @unchecked Sendable {
     /// The value at `range` of `source`'s bytes (`publishedBytes`), a valid JSON value there:
     /// a slice sharing `source`'s buffer when it is at least half of it, else a copy.
     static func projection(_ range: Range<Int>, of source: Payload) -> Payload {
-        if range.count * 2 >= source.bytesCount { return Payload(slice: range, of: source) }
+        if source.sharesBytes(withPart: range.count) { return Payload(slice: range, of: source) }
         let bytes = UnsafeRawBufferPointer(rebasing: source.publishedBytes.unsafelyUnwrapped[range])
         return Payload(raw: RawJSON(validatedBuffer: ByteBuffer(copying: bytes)))
     }
+
+    /// Whether a part of `count` of its published bytes is kept as a part of them rather than
+    /// copied out: when it is at least half of them.
+    @inline(__always)
+    func sharesBytes(withPart count: Int) -> Bool { count &* 2 >= bytesCount }
 
     /// The bytes: the published ones, or the computed value's compact encoding (made once). A
     /// slice of a published value's bytes is copied out (once) to be a `RawJSON` of its own.
@@ -163,6 +169,9 @@ public final class Payload: @unchecked Sendable {
 
     /// Whether the tree is at hand (computed, or decoded already).
     var isDecoded: Bool { decodedCache != nil }
+
+    /// Whether it holds published bytes (its own, or a part of another value's).
+    var isPublished: Bool { bytesBuffer != nil }
 
     /// Whether the bytes are at hand (published, or encoded already).
     var isEncoded: Bool { bytesBuffer != nil || encodedCache != nil }

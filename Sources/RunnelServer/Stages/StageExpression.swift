@@ -40,7 +40,7 @@ final class StageExpression: Sendable {
         try value(of: metered(.tree(input), bindings, Self.value(output: true)))
     }
 
-    private func value(of outcome: Result<JSONValue, ExpressionError>) throws(ProtocolError) -> JSONValue {
+    private func value<Value>(of outcome: Result<Value, ExpressionError>) throws(ProtocolError) -> Value {
         switch outcome {
         case .success(let value): return value
         case .failure(let error): throw failure(error)
@@ -55,16 +55,22 @@ final class StageExpression: Sendable {
         return StageFailure.eval("\(error.message) (at byte \(error.position))", stage: stage, name: name)
     }
 
-    /// What the expression reads `message`'s value as: the published bytes, read in place by
-    /// its paths, when it reads the value only through paths and nothing has decoded it yet;
+    /// Whether the expression reads `message`'s value as its published bytes, in place by its
+    /// paths: it reads the value only through paths, and the value has bytes and no tree yet
+    /// (a part of a payload has no tree of its own).
+    @inline(__always)
+    private func readsBytes(of message: Message) -> Bool {
+        !compiled.readsWholeInput && message.source.isPublished && (!message.part.isWhole || !message.source.isDecoded)
+    }
+
+    /// What the expression reads `message`'s value as: the published bytes (`readsBytes`),
     /// else the tree (decoded once and kept by the shared `Payload`). Valid while `message` is.
     @inline(__always)
     private func input(_ message: Message) throws(ProtocolError) -> ExpressionInput {
-        let payload = message.value
-        if !compiled.readsWholeInput, !payload.isDecoded, let bytes = payload.publishedBytes {
-            return .bytes(JSONValueBytes(validated: bytes), of: Unmanaged.passUnretained(payload))
-        }
-        return .tree(try decoded(message))
+        guard readsBytes(of: message), let bytes = message.publishedBytes else { return .tree(try decoded(message)) }
+        // The payload's index of its members describes its whole bytes, not a part of them.
+        let payload = message.part.isWhole ? Unmanaged.passUnretained(message.source) : nil
+        return .bytes(JSONValueBytes(validated: bytes), of: payload)
     }
 
     /// The expression's value on `message`'s value.
@@ -83,6 +89,15 @@ final class StageExpression: Sendable {
         { compiled, input, bindings, meter throws(ExpressionError) in
             try compiled.evaluate(input, bindings, output: output, on: &meter)
         }
+    }
+
+    /// The expression's truthiness (`CompiledExpression.test`).
+    @inline(__always)
+    private static func truth(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Bool {
+        try compiled.test(input, bindings, on: &meter)
     }
 
     /// The value as a message's payload: a projection (`.p`) of `source`'s published bytes
@@ -133,6 +148,29 @@ final class StageExpression: Sendable {
         return try metered(input, noBindings, evaluation)
     }
 
+    /// A projection's part of the input's bytes (`CompiledExpression.slice`); nil for `null`.
+    private static func part(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Range<Int>? {
+        try compiled.slice(of: input, bindings, on: &meter)?.range
+    }
+
+    /// What `map` sends on for `message`: the expression's value, with `message`'s subject and
+    /// position. A projection (`.p`) of a value read as its bytes, with an outcome no other
+    /// stage shares, is the part of the bytes it names, carried without a payload of its own
+    /// (`Message(madeFrom:projecting:)`); any other value is `evaluatedPayload`'s.
+    @inline(__always)
+    func mapped(_ message: Message) throws(ProtocolError) -> Message {
+        guard compiled.isProjection, !compiled.outcomeIsShared, readsBytes(of: message) else {
+            return Message(madeFrom: message, value: try evaluatedPayload(message))
+        }
+        guard let part = try value(of: metered(message, Self.part)) else {
+            return Message(madeFrom: message, value: Payload(raw: .null))
+        }
+        return Message(madeFrom: message, projecting: part)
+    }
+
     /// The expression's value on `message`'s value, as a payload shared by every subscriber
     /// whose chain evaluates the same expression under the same budget on the same value and
     /// subject (see `Payload.memoized`). The outcome is shared too: an evaluation that fails, over its budget
@@ -156,8 +194,9 @@ final class StageExpression: Sendable {
     }
 
     /// The expression's truthiness on `message`'s value.
+    @inline(__always)
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.outcomeIsShared else { return try evaluate(message).isTruthy }
+        guard compiled.outcomeIsShared else { return try value(of: metered(message, Self.truth)) }
         let result = try evaluatedPayload(message)
         if let truth = result.decodedTruthiness { return truth }
         // A projection (`filter .active`): its slice, decoded (a scalar, usually).

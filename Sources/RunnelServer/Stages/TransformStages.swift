@@ -6,7 +6,7 @@ extension StageCompiler {
     func map(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["expr"])
         let expression = StageExpression(try stage.expression(), stage)
-        return signal.tryMap { message in Message(madeFrom: message, value: try expression.evaluatedPayload(message)) }
+        return signal.tryMap { message in try expression.mapped(message) }
     }
 
     /// Every value replaced by the literal, encoded once and shared; each keeps its subject.

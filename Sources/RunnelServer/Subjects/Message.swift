@@ -38,17 +38,54 @@ public final class SubjectLabel: Sendable {
 /// was published to. The value keeps the exact bytes the client sent until a stage computes a
 /// new one; its `Payload` is shared by every subscriber, so it is decoded and encoded at most
 /// once (loop thread only, like the payload).
+///
+/// A small projection of a published value (`map .p`) that is most of its bytes is carried as
+/// that part of the same payload (`part`), not as a payload of its own: making and freeing one
+/// cost a delivery more than the rest of the projection did (`init(madeFrom:projecting:)`).
 public struct Message: Sendable {
     public let label: SubjectLabel
-    public let value: Payload
+    /// The payload that is the value, or whose published bytes the value is a part of.
+    let source: Payload
+    /// Where in `source`'s published bytes the value is; `Part.whole` when it is `source`.
+    let part: Part
     /// The seq, in `label`'s subject, of the newest value of that subject this one was made
     /// from (the value itself, when no stage changed it); nil for a value made from none, such
     /// as `startWith`'s.
     public let seq: UInt64?
 
+    /// A range of a payload's published bytes, in two words where a `Range<Int>?` took three.
+    struct Part: Sendable {
+        let start: UInt32
+        let count: UInt32
+
+        /// All of the payload.
+        static let whole = Part(start: .max, count: .max)
+
+        var isWhole: Bool { count == .max }
+        var range: Range<Int> { Int(start)..<(Int(start) &+ Int(count)) }
+
+        private init(start: UInt32, count: UInt32) {
+            self.start = start
+            self.count = count
+        }
+
+        /// `range`, when it fits the words (a payload of under 4 GiB); nil otherwise.
+        init?(_ range: Range<Int>) {
+            guard let start = UInt32(exactly: range.lowerBound), let count = UInt32(exactly: range.count),
+                count != .max
+            else { return nil }
+            self.init(start: start, count: count)
+        }
+    }
+
     public init(label: SubjectLabel, value: Payload, seq: UInt64? = nil) {
+        self.init(label: label, source: value, part: .whole, seq: seq)
+    }
+
+    private init(label: SubjectLabel, source: Payload, part: Part, seq: UInt64?) {
         self.label = label
-        self.value = value
+        self.source = source
+        self.part = part
         self.seq = seq
     }
 
@@ -78,6 +115,38 @@ public struct Message: Sendable {
     /// A value a stage computed from `source` alone: it keeps `source`'s subject and position.
     public init(madeFrom source: Message, computed: JSONValue) {
         self.init(label: source.label, value: Payload(computed: computed), seq: source.seq)
+    }
+
+    /// The value at `range` of `source`'s published bytes (`publishedBytes`), a valid JSON
+    /// value there, keeping `source`'s subject and position. A part of `source`'s payload when
+    /// the payload shares it (most of its bytes: `Payload.sharesBytes`) and it is no larger
+    /// than a delivery copies into its output (`Session.copiedValueBytes`); else a payload of
+    /// its own (`Payload.projection`), whose bytes a larger value's deliveries share.
+    @inline(__always)
+    init(madeFrom source: Message, projecting range: Range<Int>) {
+        let offset = source.part.isWhole ? 0 : Int(source.part.start)
+        let inSource = (range.lowerBound &+ offset)..<(range.upperBound &+ offset)
+        guard range.count <= Session.copiedValueBytes, source.source.sharesBytes(withPart: inSource.count),
+            let part = Part(inSource)
+        else {
+            self.init(madeFrom: source, value: Payload.projection(range, of: source.value))
+            return
+        }
+        self.init(label: source.label, source: source.source, part: part, seq: source.seq)
+    }
+
+    /// The value. A part of a payload is made a payload of its own each time it is asked for
+    /// (what looks at a value whole does: decoding, `raw`, comparing); the delivery path and
+    /// stage expressions read `publishedBytes` instead.
+    public var value: Payload { part.isWhole ? source : Payload(slice: part.range, of: source) }
+
+    /// The value's published bytes: the payload's, or the part of them the value is; nil for
+    /// a computed value. Valid while this message's payload lives.
+    @inline(__always)
+    var publishedBytes: UnsafeRawBufferPointer? {
+        guard let bytes = source.publishedBytes else { return nil }
+        guard !part.isWhole else { return bytes }
+        return UnsafeRawBufferPointer(rebasing: bytes[part.range])
     }
 
     /// The value's position in its subject, when it has one.
