@@ -60,6 +60,19 @@ import Testing
         #expect(message.value.raw.description == "\"\(text)\"")
     }
 
+    @Test func aMessageIsFourWordsAndKeepsItsSeq() throws {
+        #expect(MemoryLayout<Message>.size == 4 * MemoryLayout<Int>.size, "passed in registers")
+        let label = SubjectLabel("s")
+        let json = #"{"p":"\#(String(repeating: "x", count: 20))"}"#
+        for seq: UInt64? in [nil, 0, 1, UInt64.max] {
+            let message = Message(label: label, raw: try RawJSON(validating: json), seq: seq)
+            #expect(message.seq == seq && message.part.isWhole)
+            let part = Message(madeFrom: message, projecting: 5..<(json.utf8.count - 1))
+            #expect(part.seq == seq && !part.part.isWhole && part.part.range == 5..<(json.utf8.count - 1))
+            #expect(part.value.raw.description == #""\#(String(repeating: "x", count: 20))""#)
+        }
+    }
+
     @Test func aMissingMemberIsNull() throws {
         let (_, sent) = try Self.mapped(#"[{"op":"map","expr":".q"}]"#, #"{"p":"xxxxxxxxxx"}"#)
         #expect(sent.map(\.value.raw.description) == ["null"])
