@@ -154,7 +154,8 @@ public struct Message: Sendable {
     @inline(__always)
     var publishedBytes: UnsafeRawBufferPointer? {
         guard let bytes = source.publishedBytes else { return nil }
-        guard !part.isWhole else { return bytes }
+        // A hint, so that a whole value's delivery is not made to compute the part's bounds.
+        if _fastPath(part.isWhole) { return bytes }
         return UnsafeRawBufferPointer(rebasing: bytes[part.range])
     }
 
