@@ -26,25 +26,31 @@ import Testing
         return lazy[0].result
     }
 
-    /// `compiled`'s outcomes on `raw` read in place: scanned; as a `Payload` twice (the first
-    /// lookup notes where the members sit, the second reads that index:
-    /// `Payload.member(named:in:)`); and as the payload a `pub` of it makes, whose index the
-    /// request's scan noted (`ScannedEnvelope.valueMembers`).
+    /// `compiled`'s outcomes on `raw` read in place, every way a stage reads it (`byteInputs`).
     static func lazyOutcomes(_ compiled: CompiledExpression, _ raw: RawJSON)
         -> [(result: Result<JSONValue, ExpressionError>, steps: Int)]
     {
+        let (inputs, payloads) = byteInputs(raw)
+        return withExtendedLifetime(payloads) { inputs.map { outcome(compiled, $0) } }
+    }
+
+    /// `raw` read in place every way a stage reads it: scanned; as a `Payload` twice (the
+    /// first lookup notes where the members sit, the second reads that index:
+    /// `Payload.member(named:in:)`); and as the payload a `pub` of it makes, whose index the
+    /// request's scan noted (`ScannedEnvelope.valueMembers`). The inputs point into
+    /// `payloads`, which the caller keeps alive while it uses them.
+    static func byteInputs(_ raw: RawJSON) -> (inputs: [ExpressionInput], payloads: [Payload]) {
         let payload = Payload(raw: raw)
         let bytes = JSONValueBytes(validated: payload.publishedBytes!)
         let published = publishedPayload(raw)
         let publishedBytes = JSONValueBytes(validated: published.publishedBytes!)
-        return withExtendedLifetime((payload, published)) {
-            [
-                outcome(compiled, .bytes(bytes, of: nil)),
-                outcome(compiled, .bytes(bytes, of: Unmanaged.passUnretained(payload))),
-                outcome(compiled, .bytes(bytes, of: Unmanaged.passUnretained(payload))),
-                outcome(compiled, .bytes(publishedBytes, of: Unmanaged.passUnretained(published))),
-            ]
-        }
+        let inputs: [ExpressionInput] = [
+            .bytes(bytes, of: nil),
+            .bytes(bytes, of: Unmanaged.passUnretained(payload)),
+            .bytes(bytes, of: Unmanaged.passUnretained(payload)),
+            .bytes(publishedBytes, of: Unmanaged.passUnretained(published)),
+        ]
+        return (inputs, [payload, published])
     }
 
     /// The payload of `raw` published by a `pub` request, with the index its scan noted.

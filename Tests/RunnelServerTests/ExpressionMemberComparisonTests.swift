@@ -19,17 +19,8 @@ import Testing
         let raw = try RawJSON(validating: json)
         let full = ExpressionLazyPathTests.outcome(compiled, .tree(try raw.decoded()))
         let expected = full.result.map(\.isTruthy)
-        let payload = Payload(raw: raw)
-        let published = ExpressionLazyPathTests.publishedPayload(raw)
-        let bytes = JSONValueBytes(validated: payload.publishedBytes!)
-        let publishedBytes = JSONValueBytes(validated: published.publishedBytes!)
-        let inputs: [ExpressionInput] = [
-            .bytes(bytes, of: nil),
-            .bytes(bytes, of: Unmanaged.passUnretained(payload)),
-            .bytes(bytes, of: Unmanaged.passUnretained(payload)),
-            .bytes(publishedBytes, of: Unmanaged.passUnretained(published)),
-        ]
-        withExtendedLifetime((payload, published)) {
+        let (inputs, payloads) = ExpressionLazyPathTests.byteInputs(raw)
+        withExtendedLifetime(payloads) {
             for input in inputs {
                 var meter = ExpressionMeter(compiled.budget)
                 let tested = Result { () throws(ExpressionError) in
