@@ -73,6 +73,32 @@ import Testing
         #expect(TestBytes.validate([0x22] + [UInt8](repeating: 0x20, count: 40) + [0x22]) == nil)
     }
 
+    /// A key whose closing quote is within eight bytes of its opening one is read with one
+    /// word, in line; any byte there that needs attention sends it to the full string scan.
+    /// Either way a key gets the verdict, and the offset, the same string gets as a value.
+    @Test func shortKeysAgreeWithStringValues() {
+        let specials: [[UInt8]] = [
+            [0x00], [0x1F], [UInt8(ascii: "\"")], [UInt8(ascii: "\\")], [UInt8(ascii: "\\"), UInt8(ascii: "n")],
+            [UInt8(ascii: "\\"), UInt8(ascii: "q")], [0xC3, 0xA9], [0xC3], [0x80], [0xFF], [0x7F],
+        ]
+        for length in 0...10 {
+            for offset in 0...length {
+                for special in specials + [[]] {
+                    var content = [UInt8](repeating: UInt8(ascii: "k"), count: length)
+                    content.insert(contentsOf: special, at: offset)
+                    let string = [0x22] + content + [0x22]
+                    // With and without room for the eight-byte word after the key.
+                    for padding in [0, 9] {
+                        let tail = [UInt8](repeating: 0x20, count: padding)
+                        let key = TestBytes.validate([UInt8(ascii: "{")] + string + Array(":1}".utf8) + tail)
+                        let value = TestBytes.validate([UInt8(ascii: "[")] + string + Array(",1]".utf8) + tail)
+                        #expect(key?.reason == value?.reason && key?.offset == value?.offset, "\(content) +\(padding)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test func depthLimitIsExact() {
         let limit = 5
         let atLimit = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)

@@ -161,9 +161,13 @@ enum JSONScanner {
         ) -> JSONError? {
             guard position < count else { return JSONError(.unexpectedEnd, at: position) }
             guard input[position] == UInt8(ascii: "\"") else { return JSONError(.unexpectedByte, at: position) }
-            switch scanString() {
-            case .success(let token): handler.key(token, depth: depth)
-            case .failure(let failure): return failure
+            if let token = shortPlainString() {
+                handler.key(token, depth: depth)
+            } else {
+                switch scanString() {
+                case .success(let token): handler.key(token, depth: depth)
+                case .failure(let failure): return failure
+                }
             }
             skipWhitespace()
             guard position < count else { return JSONError(.unexpectedEnd, at: position) }
@@ -200,21 +204,32 @@ enum JSONScanner {
             }
         }
 
+        /// A string at `position` (its opening quote) whose closing quote is among the next
+        /// eight bytes, with nothing before it that needs attention (most keys): read with one
+        /// word, in line, where `scanString`'s call cost ~45 instructions. Nil, with `position`
+        /// unmoved, for any other string, which `scanString` then reads.
+        @inline(__always) mutating func shortPlainString() -> JSONStringToken? {
+            let content = position &+ 1
+            guard content &+ 8 <= count else { return nil }
+            let marks = JSONScanner.attentionMarks(in: word(at: content))
+            guard marks != 0 else { return nil }
+            let quote = content &+ marks.trailingZeroBitCount >> 3
+            guard input[quote] == UInt8(ascii: "\"") else { return nil }
+            let start = position
+            position = quote &+ 1
+            return JSONStringToken(range: start..<position, hasEscapes: false)
+        }
+
+        /// The eight bytes at `offset`, the first in the low bits.
+        @inline(__always) func word(at offset: Int) -> UInt64 {
+            UInt64(littleEndian: UnsafeRawPointer(input + offset).loadUnaligned(as: UInt64.self))
+        }
+
         /// Skips, eight at a time, bytes that need no attention inside a string: ASCII other
         /// than control characters, `"` and `\`. Stops on the first byte that needs attention.
         @inline(__always) mutating func skipPlainASCII() {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
             while position + 8 <= count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(input + position).loadUnaligned(as: UInt64.self))
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                // Borrows can only mark bytes after a real match, so the lowest marked byte
-                // is exactly the first one that needs attention.
-                let below20 = (word &- ones &* 0x20) & ~word & highs
-                let isQuote = (quote &- ones) & ~quote & highs
-                let isBackslash = (backslash &- ones) & ~backslash & highs
-                let marks = below20 | isQuote | isBackslash | (word & highs)
+                let marks = JSONScanner.attentionMarks(in: word(at: position))
                 if marks != 0 {
                     position += marks.trailingZeroBitCount >> 3
                     return
@@ -329,6 +344,20 @@ enum JSONScanner {
         @inline(__always) mutating func skipDigits() {
             while position < count && isDigit(input[position]) { position += 1 }
         }
+    }
+
+    /// The high bit of each byte of `word` that needs attention inside a string: a control
+    /// character, `"`, `\` or a byte of a multi-byte UTF-8 sequence. Borrows can only mark
+    /// bytes after a real match, so the lowest marked byte is exactly the first such byte.
+    @inline(__always) static func attentionMarks(in word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let below20 = (word &- ones &* 0x20) & ~word & highs
+        let isQuote = (quote &- ones) & ~quote & highs
+        let isBackslash = (backslash &- ones) & ~backslash & highs
+        return below20 | isQuote | isBackslash | (word & highs)
     }
 
     /// The value of one hex digit, or nil.
