@@ -31,13 +31,13 @@ final class StageExpression: Sendable {
 
     /// The expression's value on `input`, with `bindings` (whose `subject` the caller sets).
     func evaluate(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(.tree(input), bindings, Self.value(output: false)))
+        try value(of: metered(.tree(input), bindings, ValueEvaluation(output: false)))
     }
 
     /// The expression's value on `input` when the stage sends it on as a message: the cost of
     /// writing it out is charged to the evaluation's budget too (`evaluateOutput`).
     func evaluateOutput(_ input: JSONValue, _ bindings: ExpressionBindings) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(.tree(input), bindings, Self.value(output: true)))
+        try value(of: metered(.tree(input), bindings, ValueEvaluation(output: true)))
     }
 
     private func value<Value>(of outcome: Result<Value, ExpressionError>) throws(ProtocolError) -> Value {
@@ -75,42 +75,7 @@ final class StageExpression: Sendable {
 
     /// The expression's value on `message`'s value.
     func evaluate(_ message: Message) throws(ProtocolError) -> JSONValue {
-        try value(of: metered(message, Self.value(output: false)))
-    }
-
-    /// What one evaluation does with the input, the bindings and the meter it is given.
-    private typealias Evaluation<Value> = (
-        CompiledExpression, ExpressionInput, ExpressionBindings, inout ExpressionMeter
-    )
-        throws(ExpressionError) -> Value
-
-    /// The expression's value, charged for writing it out when `output`.
-    private static func value(output: Bool) -> Evaluation<JSONValue> {
-        { compiled, input, bindings, meter throws(ExpressionError) in
-            try compiled.evaluate(input, bindings, output: output, on: &meter)
-        }
-    }
-
-    /// The expression's truthiness (`CompiledExpression.test`).
-    @inline(__always)
-    private static func truth(
-        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
-        _ meter: inout ExpressionMeter
-    ) throws(ExpressionError) -> Bool {
-        try compiled.test(input, bindings, on: &meter)
-    }
-
-    /// The value as a message's payload: a projection (`.p`) of `source`'s published bytes
-    /// (which `input` reads) is the slice of them it names, anything else the computed value.
-    private static func payload(
-        of source: Payload, _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
-        _ meter: inout ExpressionMeter
-    ) throws(ExpressionError) -> Payload {
-        if case .bytes = input, compiled.isProjection {
-            guard let found = try compiled.slice(of: input, bindings, on: &meter) else { return Payload(raw: .null) }
-            return Payload.projection(found.range, of: source)
-        }
-        return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
+        try value(of: metered(message, ValueEvaluation(output: false)))
     }
 
     /// One evaluation of `input`, admitted by the account and charged to it with the steps it
@@ -118,14 +83,14 @@ final class StageExpression: Sendable {
     /// bindings are passed to `evaluation`, not captured by it: capturing copied them (and
     /// retained and released what they hold) twice per evaluation.
     @inline(__always)
-    private func metered<Value>(
-        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ evaluation: Evaluation<Value>
-    ) throws(ProtocolError) -> Result<Value, ExpressionError> {
+    private func metered<Evaluated: StageEvaluation>(
+        _ input: ExpressionInput, _ bindings: ExpressionBindings, _ evaluation: Evaluated
+    ) throws(ProtocolError) -> Result<Evaluated.Value, ExpressionError> {
         try account?.admit(stage: stage)
         var meter = ExpressionMeter(compiled.budget)
-        let outcome: Result<Value, ExpressionError>
+        let outcome: Result<Evaluated.Value, ExpressionError>
         do {
-            outcome = .success(try evaluation(compiled, input, bindings, &meter))
+            outcome = .success(try evaluation.run(compiled, input, bindings, &meter))
         } catch {
             outcome = .failure(error)
         }
@@ -136,8 +101,8 @@ final class StageExpression: Sendable {
     /// `metered` on `message`'s value, with the bindings the expression reads: `$subject`, or
     /// none for an expression of the value alone.
     @inline(__always)
-    private func metered<Value>(_ message: Message, _ evaluation: Evaluation<Value>) throws(ProtocolError)
-        -> Result<Value, ExpressionError>
+    private func metered<Evaluated: StageEvaluation>(_ message: Message, _ evaluation: Evaluated)
+        throws(ProtocolError) -> Result<Evaluated.Value, ExpressionError>
     {
         let input = try input(message)
         // `input` may point into the message's bytes.
@@ -146,14 +111,6 @@ final class StageExpression: Sendable {
             return try metered(input, ExpressionBindings(subject: message.label.name), evaluation)
         }
         return try metered(input, noBindings, evaluation)
-    }
-
-    /// A projection's part of the input's bytes (`CompiledExpression.slice`); nil for `null`.
-    private static func part(
-        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
-        _ meter: inout ExpressionMeter
-    ) throws(ExpressionError) -> Range<Int>? {
-        try compiled.slice(of: input, bindings, on: &meter)?.range
     }
 
     /// What `map` sends on for `message`: the expression's value, with `message`'s subject and
@@ -165,7 +122,7 @@ final class StageExpression: Sendable {
         guard compiled.isProjection, !compiled.outcomeIsShared, readsBytes(of: message) else {
             return Message(madeFrom: message, value: try evaluatedPayload(message))
         }
-        guard let part = try value(of: metered(message, Self.part)) else {
+        guard let part = try value(of: metered(message, PartEvaluation())) else {
             return Message(madeFrom: message, value: Payload(raw: .null))
         }
         return Message(madeFrom: message, projecting: part)
@@ -183,9 +140,7 @@ final class StageExpression: Sendable {
         let source = message.value
         let outcome = try source.memoized(compiled, label: message.label) {
             () throws(ProtocolError) -> Result<Payload, ExpressionError> in
-            try metered(message) { compiled, input, bindings, meter throws(ExpressionError) in
-                try Self.payload(of: source, compiled, input, bindings, &meter)
-            }
+            try metered(message, PayloadEvaluation(source: source))
         }
         switch outcome {
         case .success(let payload): return payload
@@ -196,7 +151,7 @@ final class StageExpression: Sendable {
     /// The expression's truthiness on `message`'s value.
     @inline(__always)
     func test(_ message: Message) throws(ProtocolError) -> Bool {
-        guard compiled.outcomeIsShared else { return try value(of: metered(message, Self.truth)) }
+        guard compiled.outcomeIsShared else { return try value(of: metered(message, TruthEvaluation())) }
         let result = try evaluatedPayload(message)
         if let truth = result.decodedTruthiness { return truth }
         // A projection (`filter .active`): its slice, decoded (a scalar, usually).
@@ -206,6 +161,68 @@ final class StageExpression: Sendable {
     /// `message`'s value as a tree.
     func decoded(_ message: Message) throws(ProtocolError) -> JSONValue {
         try StageFailure.decoded(message.value, stage: stage, name: name)
+    }
+}
+
+/// What one evaluation does with the input, the bindings and the meter `StageExpression`
+/// gives it. A type for each, not a closure: `metered`, specialised for it, runs it in line,
+/// where calling a closure cost ~30 instructions a stage per value.
+private protocol StageEvaluation {
+    associatedtype Value
+    func run(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Value
+}
+
+/// The expression's value, charged for writing it out when `output`.
+private struct ValueEvaluation: StageEvaluation {
+    let output: Bool
+
+    func run(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> JSONValue {
+        try compiled.evaluate(input, bindings, output: output, on: &meter)
+    }
+}
+
+/// The expression's truthiness (`CompiledExpression.test`).
+private struct TruthEvaluation: StageEvaluation {
+    @inline(__always)
+    func run(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Bool {
+        try compiled.test(input, bindings, on: &meter)
+    }
+}
+
+/// A projection's part of the input's bytes (`CompiledExpression.slice`); nil for `null`.
+private struct PartEvaluation: StageEvaluation {
+    @inline(__always)
+    func run(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Range<Int>? {
+        try compiled.slice(of: input, bindings, on: &meter)?.range
+    }
+}
+
+/// The value as a message's payload: a projection (`.p`) of `source`'s published bytes
+/// (which `input` reads) is the slice of them it names, anything else the computed value.
+private struct PayloadEvaluation: StageEvaluation {
+    let source: Payload
+
+    func run(
+        _ compiled: CompiledExpression, _ input: ExpressionInput, _ bindings: ExpressionBindings,
+        _ meter: inout ExpressionMeter
+    ) throws(ExpressionError) -> Payload {
+        if case .bytes = input, compiled.isProjection {
+            guard let found = try compiled.slice(of: input, bindings, on: &meter) else { return Payload(raw: .null) }
+            return Payload.projection(found.range, of: source)
+        }
+        return Payload(computed: try compiled.evaluate(input, bindings, output: true, on: &meter))
     }
 }
 
