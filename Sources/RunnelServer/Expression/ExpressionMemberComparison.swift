@@ -45,8 +45,7 @@ final class ExpressionMemberComparison: Sendable {
     @inline(__always)
     func test(_ bytes: JSONValueBytes, of payload: Unmanaged<Payload>?, _ meter: inout ExpressionMeter) -> Bool? {
         guard bytes.kind == .object else { return nil }
-        let (found, memberCount) =
-            payload?._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) } ?? bytes.lastMember(named: name)
+        let (found, memberCount) = Payload.member(named: name, in: bytes, of: payload)
         guard let found, found.kind == .number, let value = JSONNumberDecoding.double(found.bytes),
             meter.stepsLeft >= fixedSteps &+ memberCount
         else { return nil }

@@ -54,8 +54,8 @@ final class ExpressionPathNode: ExpressionNode, @unchecked Sendable {
         try meter.steps(2, at: 0)
         if isOneMember {
             return try ExpressionEvaluator.member(onlyMember, of: bytes, at: onlyMemberPosition, &meter) { name in
-                guard case .bytes(_, of: let payload?) = input else { return nil }
-                return payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
+                guard case .bytes(_, of: let payload) = input else { return nil }
+                return Payload.member(named: name, in: bytes, of: payload)
             }
         }
         return try walk(from: bytes, input, bindings, &meter)

@@ -130,6 +130,17 @@ public final class Payload: @unchecked Sendable {
         return bytes.lastMember(named: name, in: memberIndex)
     }
 
+    /// `member(named:in:)` of `payload` when there is one, else a scan of `bytes`
+    /// (`JSONValueBytes.lastMember(named:)`): the one rule by which expressions find a member
+    /// of a value read as its bytes. Unretained: the caller keeps `payload` alive.
+    @inline(__always)
+    static func member(named name: JSONMemberName, in bytes: JSONValueBytes, of payload: Unmanaged<Payload>?) -> (
+        value: JSONValueBytes?, memberCount: Int
+    ) {
+        guard let payload else { return bytes.lastMember(named: name) }
+        return payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
+    }
+
     /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
     /// for a Double.
     public func decoded() throws(JSONError) -> JSONValue {
