@@ -227,15 +227,19 @@ enum JSONScanner {
 
         /// Skips, eight at a time, bytes that need no attention inside a string: ASCII other
         /// than control characters, `"` and `\`. Stops on the first byte that needs attention.
+        /// It advances a local copy of `position`: a byte read through `input` may alias it as
+        /// far as the compiler knows, so advancing `position` itself stored it at every word.
         @inline(__always) mutating func skipPlainASCII() {
-            while position + 8 <= count {
-                let marks = JSONScanner.attentionMarks(in: word(at: position))
+            var at = position
+            while at + 8 <= count {
+                let marks = JSONScanner.attentionMarks(in: word(at: at))
                 if marks != 0 {
-                    position += marks.trailingZeroBitCount >> 3
-                    return
+                    at += marks.trailingZeroBitCount >> 3
+                    break
                 }
-                position += 8
+                at += 8
             }
+            position = at
         }
 
         /// One backslash escape at `position`.
