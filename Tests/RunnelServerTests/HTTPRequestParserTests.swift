@@ -154,6 +154,26 @@ import Testing
         #expect(result.recorder.heads.first?.isUpgrade == true)
     }
 
+    /// An upgrade request with a body switches protocols once its body has ended, however
+    /// the input is cut: cut after its head, it used to be reported upgraded at once, and fed
+    /// whole only after the body (HTTPFuzzer's finding, with a chunked body).
+    @Test func anUpgradeWithABodyStopsAfterTheBodyWhereverTheInputIsCut() {
+        let requests = [
+            "POST /pub/a HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: x\r\nContent-Length: 5\r\n\r\nhello\u{81}more",
+            "POST /pub/a HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\r\nhello\r\n0\r\n\r\n\u{81}more",
+        ]
+        for request in requests {
+            let whole = parse(request)
+            #expect(whole.upgraded)
+            #expect(whole.recorder.events.suffix(2) == [.body("hello"), .end], "\(whole.recorder.events)")
+            for piece in 1..<request.utf8.count {
+                let cut = parse(request, piece: piece)
+                #expect(cut.upgraded && cut.recorder.events == whole.recorder.events, "piece \(piece)")
+            }
+        }
+    }
+
     @Test func percentDecoding() {
         #expect(PercentDecoding.decode("caf%C3%A9.x%20y", plusIsSpace: false) == "café.x y")
         #expect(PercentDecoding.decode("a+b", plusIsSpace: false) == "a+b")

@@ -87,8 +87,10 @@ public final class HTTPRequestParser {
             parser, settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
         switch runnel_http_errno(parser) {
         case HPE_OK:
-            // An upgrade head ends parsing without an error.
-            return runnel_http_is_upgrade(parser) != 0 ? .upgraded(consumed: consumed) : .needsMore
+            // Every request's end pauses the parser (`endRequest`), an upgrade's too: with no
+            // pause, the request goes on in later input, even when its head asked for an
+            // upgrade (its body is still to come; http_parser marks the upgrade at the head).
+            return .needsMore
         case HPE_PAUSED:
             return runnel_http_is_upgrade(parser) != 0
                 ? .upgraded(consumed: consumed) : .requestEnded(consumed: consumed)
