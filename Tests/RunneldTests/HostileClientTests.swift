@@ -90,7 +90,8 @@ import Testing
         try control.barrier()
         let settled = try eventually(timeout: .seconds(10)) { () -> JSON? in
             let stats = try control.stats()
-            return stats["connections"] == 2 && stats["subscriptions"] == 1 && stats["timers"] == 0 ? stats : nil
+            return stats["connections"] == 2 && stats["subscriptions"] == 1 && stats["timers"] == .idleTimers
+                ? stats : nil
         }
         if settled == nil { Issue.record("leftover state: \(try control.stats())") }
         let burst = 5000

@@ -274,7 +274,7 @@ import Testing
         #expect(stats["connections"] == 2)
         #expect(stats["subscriptions"] == 2)
         #expect(stats["subjects"] == 2)
-        #expect(stats["timers"] == 0)
+        #expect(stats["timers"] == .idleTimers)
         #expect(stats["published"] == 3)
         #expect(stats["delivered"] == 6)
         #expect(stats["dropped"] == 0)

@@ -5,7 +5,7 @@ import RunnelUV
 /// answers go out in order (pipelined requests wait in `held`, the socket is not read
 /// meanwhile). Keep-alive unless the client or an error says otherwise.
 ///
-/// Time limits (checked by the front door's sweep, `checkDeadline`): a request head must be
+/// Time limits (checked by the server's sweep, `checkDeadline`): a request head must be
 /// complete within `headTimeout` of its first byte, and a kept-alive connection, or a body,
 /// may be idle for `idleTimeout`; past either it is closed.
 ///

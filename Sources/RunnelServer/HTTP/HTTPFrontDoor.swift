@@ -6,26 +6,22 @@ import RunnelUV
 /// routes each request after the checks every path shares (authentication, `404`, `405`,
 /// CORS preflights, the origin of a change), and closes connections past their time limits.
 ///
-/// The time limits are checked by one repeating timer, once a second, while any HTTP
-/// connection is open, rather than one timer per connection re-armed per request: a request
-/// then costs a clock reading, and a limit is enforced within a second of it. The same timer
-/// ticks the event streams' heartbeats (`SSETransport.tick`), so an idle stream costs no
-/// timer of its own.
+/// The time limits are checked by the server's sweep (`ServerSweep`), once a second, rather
+/// than by one timer per connection re-armed per request: a request then costs a clock
+/// reading, and a limit is enforced within a second of it. The same sweep ticks the event
+/// streams' heartbeats (`SSETransport.tick`), so an idle stream costs no timer of its own.
 ///
 /// Counting: a connection is the front door's ("http" in metrics) until a stream takes it
 /// over (`GET /events`); from then on it is its session's ("sse"), never both.
 ///
-/// Thread rules: loop thread only (the sweep's closure runs there). Lifetime rule: the
+/// Thread rules: loop thread only (the sweep runs there). Lifetime rule: the
 /// server holds it for its life; it holds its open connections until they close.
 final class HTTPFrontDoor: @unchecked Sendable {
-    static let sweepInterval: Duration = .seconds(1)
-
     private unowned let server: Server
     private let router: HTTPRouter
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The streams that took over a connection, for their heartbeats.
     private var streams: [ObjectIdentifier: any HTTPStream] = [:]
-    private var sweep: Disposable?
     /// False once the server is stopping: answers then close their connections.
     private(set) var isOpen = true
 
@@ -63,24 +59,13 @@ final class HTTPFrontDoor: @unchecked Sendable {
             maxBodyBytes: server.config.maxBodyBytes)
         connections[ObjectIdentifier(http)] = http
         http.start()
-        startSweep()
     }
 
-    private func startSweep() {
-        guard sweep == nil else { return }
-        sweep = server.scheduler.after(
-            server.scheduler.now.advanced(by: Self.sweepInterval), repeatingEvery: Self.sweepInterval, leeway: .zero
-        ) { [unowned self] in
-            let now = ContinuousClock.now
-            for connection in connections.values { connection.checkDeadline(now) }
-            for stream in streams.values { stream.tick() }
-        }
-    }
-
-    private func stopSweepIfIdle() {
-        guard connections.isEmpty && streams.isEmpty else { return }
-        sweep?.dispose()
-        sweep = nil
+    /// One sweep of the server's (`ServerSweep`): connections past their time limits close,
+    /// streams tick.
+    func sweep(_ now: ContinuousClock.Instant) {
+        for connection in connections.values { connection.checkDeadline(now) }
+        for stream in streams.values { stream.tick() }
     }
 
     /// Counts an answer for `/metrics`: by status, and an error answer by its code as a
@@ -92,7 +77,6 @@ final class HTTPFrontDoor: @unchecked Sendable {
 
     func connectionDidClose(_ connection: HTTPConnection) {
         connections[ObjectIdentifier(connection)] = nil
-        stopSweepIfIdle()
         server.reportIfDrained()
     }
 
@@ -104,7 +88,6 @@ final class HTTPFrontDoor: @unchecked Sendable {
 
     func streamDidClose(_ stream: any HTTPStream) {
         streams[ObjectIdentifier(stream)] = nil
-        stopSweepIfIdle()
     }
 
     /// A WebSocket client broke the protocol (its connection closes with `code`): logged at
@@ -190,6 +173,7 @@ extension Server {
         precondition(!listener.connectionConfiguration.framesLines)
         let frontDoor = httpFrontDoor ?? HTTPFrontDoor(server: self)
         httpFrontDoor = frontDoor
+        startSweep()
         listener.onAccept = { connection in frontDoor.accept(connection) }
     }
 }

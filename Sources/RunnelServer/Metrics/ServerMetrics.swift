@@ -38,7 +38,7 @@ extension Server {
             help: "Subscriptions served by a shared stage chain now.", Double(stats.sharedChainSubscriptions))
         metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
         metrics.metric(
-            "runnel_timers", .gauge, help: "Timer handles armed now (time-based stages).",
+            "runnel_timers", .gauge, help: "Timer handles armed now (the server's sweep and time-based stages).",
             Double(scheduler.armedTimerCount))
         metrics.metric(
             "runnel_published_total", .counter, help: "Values published into subjects.", Double(stats.published))

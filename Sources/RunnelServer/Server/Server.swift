@@ -33,6 +33,10 @@ public final class Server: @unchecked Sendable {
     /// the sessions.
     var httpFrontDoor: HTTPFrontDoor?
     private var nextSessionID: UInt64 = 1
+    /// The server's own timer, for the deadlines it keeps in seconds.
+    private let sweep = ServerSweep()
+    /// The sessions `login_timeout` will close unless they log in first.
+    var loginDeadlines = LoginDeadlines()
     private let started = ContinuousClock.now
     /// When the server started, in seconds since the Unix epoch.
     let startTimeUnixSeconds = ProcessStatistics.wallClockSeconds()
@@ -122,6 +126,15 @@ public final class Server: @unchecked Sendable {
     }
 
     // MARK: Connections
+
+    /// Arms the server's sweep, once: called as a listener starts serving.
+    func startSweep() {
+        sweep.start(on: scheduler) { [unowned self] in
+            let now = ContinuousClock.now
+            for session in loginDeadlines.takeExpired(at: now) { session.loginTimedOut() }
+            httpFrontDoor?.sweep(now)
+        }
+    }
 
     /// Takes a new client connection as a session, or refuses it with a `closing` line when
     /// the server is at `max_connections` or its address at `max_connections_per_address`.

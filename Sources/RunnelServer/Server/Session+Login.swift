@@ -2,35 +2,35 @@ import Runnel
 
 /// `login_timeout`: a connection that opens and then sends nothing, or (with tokens
 /// configured) never authenticates, would hold a connection slot for ever. Until it has sent a
-/// request and is authenticated, a timer runs; when it fires, the session gets a `closing`
-/// line saying why and is closed.
+/// request and is authenticated, the server's sweep watches its deadline (`LoginDeadlines`);
+/// past it, the session gets a `closing` line saying why and is closed.
 extension Session {
     /// Starts the wait, when the configuration sets a timeout. Called once, as the session opens.
     func startLoginWait() {
         let timeout = server.config.loginTimeout
         guard timeout > .zero else { return }
-        let scheduler = server.scheduler
-        loginTimer = scheduler.after(scheduler.now.advanced(by: timeout)) { [weak self] in
-            self?.loginTimedOut(after: timeout)
-        }
+        loginWait = timeout
+        server.loginDeadlines.add(self, deadline: .now + timeout)
     }
 
     /// A request was handled: the wait ends once the session is also authenticated.
     @inline(__always)
     func noteRequestForLogin() {
-        guard loginTimer != nil, grant != nil else { return }
-        loginTimer?.dispose()
-        loginTimer = nil
+        guard loginWait != nil, grant != nil else { return }
+        cancelLoginWait()
     }
 
-    /// Ends the wait without closing (the session is closing anyway).
+    /// Ends the wait without closing (logged in, or closing anyway).
     func cancelLoginWait() {
-        loginTimer?.dispose()
-        loginTimer = nil
+        guard loginWait != nil else { return }
+        loginWait = nil
+        server.loginDeadlines.remove(self)
     }
 
-    private func loginTimedOut(after timeout: Duration) {
-        loginTimer = nil
+    /// The sweep found the deadline passed (and has dropped it).
+    func loginTimedOut() {
+        guard let timeout = loginWait else { return }
+        loginWait = nil
         guard !isClosing else { return }
         let seconds = ServerConfig.renderSeconds(timeout)
         let reason =

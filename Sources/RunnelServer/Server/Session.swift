@@ -62,9 +62,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The address this session counts against in `max_connections_per_address`, when it
     /// was admitted as a connection of its own (not handed over by the HTTP front door).
     var countedHost: String?
-    /// Until the client has sent a request and authenticated: what closes it at
-    /// `login_timeout` (`Session+Login`).
-    var loginTimer: Disposable?
+    /// Until the client has sent a request and authenticated: the `login_timeout` the server's
+    /// sweep closes it at (`Session+Login`); nil once it has, or when there is none.
+    var loginWait: Duration?
     /// Bytes of sids and stage lists this session's subscriptions hold, against
     /// `max_subscription_bytes`.
     var subscriptionBytes = 0

@@ -98,6 +98,7 @@ private final class TCPEventSink: Subscriber, @unchecked Sendable {
 extension Server {
     /// Serves the line protocol on `listener`: each accepted connection becomes a session.
     public func serve(_ listener: TCPListener) {
+        startSweep()
         listener.onAccept = { [self] connection in accept(connection) }
     }
 }

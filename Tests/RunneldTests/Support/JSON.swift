@@ -151,3 +151,8 @@ extension JSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expressibl
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
+
+extension JSON {
+    /// `stats.timers` of a serving runneld with no stage timer armed: its own sweep.
+    static let idleTimers: JSON = 1
+}
