@@ -11,6 +11,34 @@ import Testing
             .path
         deinit { try? FileManager.default.removeItem(atPath: path) }
         var database: String { path + "/runnel.db" }
+
+        /// Every file in the directory, by name, with its bytes.
+        func files() throws -> [String: Data] {
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+                files[name] = try Data(contentsOf: URL(fileURLWithPath: path + "/" + name))
+            }
+            return files
+        }
+    }
+
+    /// Expects a start on `data` to be refused with an error containing `message`, leaving
+    /// every file of the directory as it was.
+    private func expectRefusedStart(
+        _ config: RunneldConfig, on data: DataDirectory, saying message: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let before = try data.files()
+        #expect(sourceLocation: sourceLocation) {
+            _ = try RunneldProcess(config: config)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+        let after = try data.files()
+        #expect(after.keys.sorted() == before.keys.sorted(), sourceLocation: sourceLocation)
+        for (name, bytes) in before where after[name] != bytes {
+            Issue.record("the refused start changed \(name)", sourceLocation: sourceLocation)
+        }
     }
 
     private func config(_ data: DataDirectory, fsync: String, subjects: [[(key: String, toml: String)]] = [])
@@ -130,13 +158,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: data.path, withIntermediateDirectories: true)
         let garbage = Data(String(repeating: "this is not a database ", count: 500).utf8)
         try garbage.write(to: URL(fileURLWithPath: data.database))
-        #expect {
-            _ = try RunneldProcess(config: config(data, fsync: "everysec"))
-        } throws: { error in
-            "\(error)".contains("\(data.database): corrupt: file is not a database")
-        }
-        #expect(try Data(contentsOf: URL(fileURLWithPath: data.database)) == garbage)
-        #expect(!FileManager.default.fileExists(atPath: data.database + "-wal"))
+        try expectRefusedStart(
+            config(data, fsync: "everysec"), on: data, saying: "\(data.database): corrupt: file is not a database")
+        #expect(try data.files() == ["runnel.db": garbage])
     }
 
     @Test func aTruncatedDatabaseStopsTheStart() throws {
@@ -149,11 +173,7 @@ import Testing
         try stop(server)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: data.database))
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: data.database))
-        #expect {
-            _ = try RunneldProcess(config: config(data, fsync: "always"))
-        } throws: { error in
-            "\(error)".contains("\(data.database): corrupt")
-        }
+        try expectRefusedStart(config(data, fsync: "always"), on: data, saying: "\(data.database): corrupt")
     }
 
     @Test func aConfiguredSubjectThatDisagreesWithTheStoredOneStopsTheStart() throws {
@@ -167,11 +187,32 @@ import Testing
         let changed: [(key: String, toml: String)] = [
             ("name", #""cfg.r""#), ("kind", #""replay""#), ("capacity", "5"), ("durable", "true"),
         ]
-        #expect {
-            _ = try RunneldProcess(config: config(data, fsync: "everysec", subjects: [changed]))
-        } throws: { error in
-            "\(error)".contains(#"[[subjects]] "cfg.r" is cfg.r (replay, capacity 5, durable)"#)
-        }
+        try expectRefusedStart(
+            config(data, fsync: "everysec", subjects: [changed]), on: data,
+            saying: #"[[subjects]] "cfg.r" is cfg.r (replay, capacity 5, durable)"#)
+    }
+
+    /// After a kill the write-ahead log still holds the last commits: a refused start neither
+    /// replays it into the database nor resets it, and the next start finds every value.
+    @Test func aStartRefusedAfterAKillLeavesTheWriteAheadLogAsItWas() throws {
+        let data = DataDirectory()
+        let declared: [(key: String, toml: String)] = [
+            ("name", #""cfg.k""#), ("kind", #""replay""#), ("capacity", "3"), ("durable", "true"),
+        ]
+        let server = try RunneldProcess(config: config(data, fsync: "always", subjects: [declared]))
+        for value in 1...3 { try server.connect().publish("cfg.k", .number(Double(value))) }
+        server.kill()
+        #expect((try data.files()["runnel.db-wal"]?.count ?? 0) > 0)
+        let changed: [(key: String, toml: String)] = [
+            ("name", #""cfg.k""#), ("kind", #""behavior""#), ("durable", "true"),
+        ]
+        try expectRefusedStart(
+            config(data, fsync: "always", subjects: [changed]), on: data,
+            saying: #"[[subjects]] "cfg.k" is cfg.k (behavior, value null, durable)"#)
+        let restarted = try RunneldProcess(config: config(data, fsync: "always", subjects: [declared]))
+        let client = try restarted.connect()
+        try client.subscribe("cfg.k", sid: "k")
+        for value in 1...3 { #expect(try client.readJSON()["value"] == .number(Double(value))) }
     }
 
     @Test func aDataDirectoryThatIsAFileStopsTheStart() throws {

@@ -47,4 +47,31 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
             && initialValueJSON == other.initialValueJSON && durable == other.durable
             && slowConsumer != other.slowConsumer
     }
+
+    /// The capacity a subject made from this entry has: a replay's own or the default.
+    func effectiveCapacity(defaultReplayCapacity: Int) -> Int? {
+        kind == .replay ? (capacity ?? defaultReplayCapacity) : nil
+    }
+
+    /// Why this entry cannot stand for the existing subject of its name, of `kind`, `capacity`
+    /// and durability; nil when it can. Where either side is durable they must agree in all
+    /// three: the configuration never reshapes a subject kept in `data_dir`.
+    func conflict(
+        withExisting kind: SubjectKind, capacity: Int?, durable: Bool, defaultReplayCapacity: Int
+    ) -> SubjectConflict? {
+        guard durable || self.durable else { return nil }
+        let agrees =
+            kind == self.kind && capacity == effectiveCapacity(defaultReplayCapacity: defaultReplayCapacity)
+            && durable == self.durable
+        if agrees { return nil }
+        return SubjectConflict(
+            "[[subjects]] \"\(name)\" is \(self), but the subject kept in data_dir is "
+                + kind.shape(capacity: capacity, durable: durable))
+    }
+}
+
+/// A `[[subjects]]` entry that disagrees with the durable subject of that name.
+struct SubjectConflict: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -30,19 +30,30 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     private var failure: ProtocolError?
     private let logger: Logger
 
-    /// Opens the journal in `directory`, restores every durable subject from it (with a new
-    /// epoch each when the last stop was not clean and `fsync` does not cover that), and
-    /// starts the writer; restored subjects count in `retained`, replay ones bounded by its
-    /// `maxReplayBytes`. Runs on the loop thread before anyone is served.
-    init(
+    /// Reads the journal in `directory`, then opens it as `init(journal:...)` does.
+    convenience init(
         directory: String, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger,
+        retained: RetainedValues = RetainedValues()
+    ) throws(JournalError) {
+        try self.init(
+            journal: try JournalDatabase.read(directory: directory), fsync: fsync, scheduler: scheduler,
+            logger: logger, retained: retained)
+    }
+
+    /// Opens the journal `journal` was read from for writing, restores every durable subject
+    /// it holds (with a new epoch each when the last stop was not clean and `fsync` does not
+    /// cover that), and starts the writer; restored subjects count in `retained`, replay ones
+    /// bounded by its `maxReplayBytes`. Runs on the loop thread before anyone is served.
+    init(
+        journal: StoredJournal, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger,
         retained: RetainedValues = RetainedValues()
     ) throws(JournalError) {
         self.fsync = fsync
         memory = MemorySubjectStore(retained: retained)
         self.logger = logger
-        var (database, stored, wasClean) = try JournalDatabase.open(directory: directory, fsync: fsync)
-        if !wasClean && fsync.losesOnCrash && !stored.isEmpty {
+        let database = try JournalDatabase.open(journal, fsync: fsync)
+        var stored = journal.subjects
+        if !journal.wasClean && fsync.losesOnCrash && !stored.isEmpty {
             for index in stored.indices { stored[index].epoch = Epoch.make() }
             do {
                 try database.renewEpochs(stored.map { ($0.id, $0.epoch) })

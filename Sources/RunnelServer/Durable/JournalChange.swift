@@ -28,3 +28,13 @@ struct StoredSubject: Sendable {
     /// nil while live; `.some(nil)` completed; `.some(message)` ended with a `subject_error`.
     let terminal: String??
 }
+
+/// What a data directory held at start, read without writing (`JournalDatabase.read`): the
+/// stored subjects, and whether the last runneld to have the database open stopped cleanly.
+struct StoredJournal: Sendable {
+    let directory: String
+    /// Whether the database file exists (else it is created when opened for writing).
+    let exists: Bool
+    var subjects: [StoredSubject]
+    let wasClean: Bool
+}

@@ -26,40 +26,29 @@ final class JournalDatabase {
     /// How many values each subject keeps: a replay's capacity, a behavior's 1.
     private var retention: [Int64: Int] = [:]
 
-    /// Opens (creating when missing) the database in `directory`, checks it whole before
-    /// writing anything, and reads back every stored subject. `wasClean` tells whether the
-    /// last runneld to have it open stopped cleanly.
-    static func open(directory: String, fsync: FsyncMode) throws(JournalError) -> (
-        database: JournalDatabase, subjects: [StoredSubject], wasClean: Bool
-    ) {
-        try ensureDirectory(directory)
-        let path = directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
-        let exists = access(path, F_OK) == 0
-        let journal: JournalDatabase
-        do {
-            journal = JournalDatabase(
-                path: path, fsync: fsync, database: try SQLiteDatabase(path: path, create: !exists))
-        } catch {
-            throw JournalError(path: path, problem: "cannot open: \(error.message)")
+    /// Reads what `directory` holds without writing anything there (no file made, changed or
+    /// removed): checks the database whole and reads back every stored subject, so that a
+    /// start refused for what is stored leaves the directory as it found it. A missing
+    /// directory or database holds nothing.
+    static func read(directory: String) throws(JournalError) -> StoredJournal {
+        let path = databasePath(in: directory)
+        guard try checkDirectory(directory), access(path, F_OK) == 0 else {
+            return StoredJournal(directory: directory, exists: false, subjects: [], wasClean: true)
         }
-        var subjects: [StoredSubject] = []
-        var wasClean = true
         do {
-            if exists {
-                // Reads only, until the file has been found sound.
-                let check = try journal.database.text("PRAGMA quick_check")
-                guard check == "ok" else { throw JournalError(path: path, problem: "corrupt: \(check ?? "no answer")") }
-                let version = try journal.database.text("SELECT value FROM meta WHERE key = 'schema'")
-                guard version == schemaVersion else {
-                    throw JournalError(path: path, problem: "unknown schema version \(version ?? "none")")
-                }
-                wasClean = try journal.database.text("SELECT value FROM meta WHERE key = 'open'") == "0"
-                subjects = try journal.load()
+            // A write-ahead log without its index cannot be read without rebuilding the index:
+            // then (only after a hand-made change to the directory) it is read as a writer would.
+            let database =
+                try SQLiteDatabase(readingWithoutWriting: path) ?? SQLiteDatabase(path: path, create: false)
+            let check = try database.text("PRAGMA quick_check")
+            guard check == "ok" else { throw JournalError(path: path, problem: "corrupt: \(check ?? "no answer")") }
+            let version = try database.text("SELECT value FROM meta WHERE key = 'schema'")
+            guard version == schemaVersion else {
+                throw JournalError(path: path, problem: "unknown schema version \(version ?? "none")")
             }
-            try journal.database.execute("PRAGMA journal_mode = WAL")
-            try journal.database.execute(fsync.pragma)
-            if !exists { try journal.createSchema() }
-            try journal.setOpen(true)
+            let wasClean = try database.text("SELECT value FROM meta WHERE key = 'open'") == "0"
+            let subjects = try load(from: database, path: path)
+            return StoredJournal(directory: directory, exists: true, subjects: subjects, wasClean: wasClean)
         } catch let error as JournalError {
             throw error
         } catch let error as SQLiteError {
@@ -67,8 +56,36 @@ final class JournalDatabase {
         } catch {
             throw JournalError(path: path, problem: "\(error)")
         }
-        for subject in subjects { journal.retention[subject.id] = subject.kind == .replay ? subject.capacity ?? 0 : 1 }
-        return (journal, subjects, wasClean)
+    }
+
+    /// Opens for writing the database `stored` was read from (creating the directory and the
+    /// database when they are missing) and marks it open.
+    static func open(_ stored: StoredJournal, fsync: FsyncMode) throws(JournalError) -> JournalDatabase {
+        try ensureDirectory(stored.directory)
+        let path = databasePath(in: stored.directory)
+        let journal: JournalDatabase
+        do {
+            journal = JournalDatabase(
+                path: path, fsync: fsync, database: try SQLiteDatabase(path: path, create: !stored.exists))
+        } catch {
+            throw JournalError(path: path, problem: "cannot open: \(error.message)")
+        }
+        do {
+            try journal.database.execute("PRAGMA journal_mode = WAL")
+            try journal.database.execute(fsync.pragma)
+            if !stored.exists { try journal.createSchema() }
+            try journal.setOpen(true)
+        } catch {
+            throw JournalError(path: path, problem: error.isCorrupt ? "corrupt: \(error.message)" : error.message)
+        }
+        for subject in stored.subjects {
+            journal.retention[subject.id] = subject.kind == .replay ? subject.capacity ?? 0 : 1
+        }
+        return journal
+    }
+
+    private static func databasePath(in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
     }
 
     private init(path: String, fsync: FsyncMode, database: SQLiteDatabase) {
@@ -77,24 +94,30 @@ final class JournalDatabase {
         self.database = database
     }
 
-    /// Creates `directory` when it is missing and its parent exists; fails when it is not a
-    /// directory or cannot be written.
-    private static func ensureDirectory(_ directory: String) throws(JournalError) {
+    /// Whether `directory` exists; fails when it is not a directory or cannot be written.
+    private static func checkDirectory(_ directory: String) throws(JournalError) -> Bool {
         var status = stat()
         if stat(directory, &status) != 0 {
             guard errno == ENOENT else {
                 throw JournalError(path: directory, problem: String(cString: strerror(errno)))
             }
-            guard mkdir(directory, 0o750) == 0 else {
-                throw JournalError(path: directory, problem: "cannot create: \(String(cString: strerror(errno)))")
-            }
-            return
+            return false
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             throw JournalError(path: directory, problem: "not a directory")
         }
         guard access(directory, R_OK | W_OK | X_OK) == 0 else {
             throw JournalError(path: directory, problem: "cannot read and write: \(String(cString: strerror(errno)))")
+        }
+        return true
+    }
+
+    /// Creates `directory` when it is missing and its parent exists (`checkDirectory`'s checks
+    /// otherwise).
+    private static func ensureDirectory(_ directory: String) throws(JournalError) {
+        guard try !checkDirectory(directory) else { return }
+        guard mkdir(directory, 0o750) == 0 else {
+            throw JournalError(path: directory, problem: "cannot create: \(String(cString: strerror(errno)))")
         }
     }
 
@@ -157,7 +180,7 @@ final class JournalDatabase {
     }
 
     /// Every stored subject, checked: a row that breaks the schema's rules is corruption.
-    private func load() throws -> [StoredSubject] {
+    private static func load(from database: SQLiteDatabase, path: String) throws -> [StoredSubject] {
         var subjects: [StoredSubject] = []
         let rows = try database.statement(
             "SELECT id, name, kind, capacity, epoch, seq, terminal, message FROM subjects ORDER BY id")

@@ -1,5 +1,11 @@
 import CSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// A failure of SQLite, with the file it was about and SQLite's own words.
 struct SQLiteError: Error, Sendable, CustomStringConvertible {
     let path: String
@@ -15,20 +21,23 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
 }
 
 /// One connection to an SQLite database file, used by one thread at a time (the journal's
-/// writer, or the start-up before the loop serves anyone). Opened in `init`, closed in
-/// `deinit` without the checkpoint SQLite would otherwise run on close, so a start that fails
-/// leaves the files as it found them.
+/// writer, or the start-up before the loop serves anyone). Opened in `init` for writing, or to
+/// read without writing (`init(readingWithoutWriting:)`); closed in `deinit` without the
+/// checkpoint SQLite would otherwise run on close.
 final class SQLiteDatabase {
     let path: String
     private let handle: OpaquePointer
     private var cached: [String: SQLiteStatement] = [:]
 
     /// Opens `path`, creating it when `create` is set.
-    init(path: String, create: Bool) throws(SQLiteError) {
+    convenience init(path: String, create: Bool) throws(SQLiteError) {
+        try self.init(path: path, uri: path, flags: SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
+    }
+
+    private init(path: String, uri: String, flags: Int32) throws(SQLiteError) {
         self.path = path
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        let status = sqlite3_open_v2(uri, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
@@ -37,6 +46,35 @@ final class SQLiteDatabase {
         self.handle = handle
         _ = runnel_sqlite_no_checkpoint_on_close(handle)
         sqlite3_extended_result_codes(handle, 1)
+    }
+
+    /// Opens `path` to read it without writing anything beside it: no lock or log file made,
+    /// none replayed, changed or removed. A write-ahead log with content is read through its
+    /// existing index, which SQLite then keeps in the process's memory (`readonly_shm`); nil
+    /// when there is such a log but no index, which cannot be read without making one.
+    convenience init?(readingWithoutWriting path: String) throws(SQLiteError) {
+        let log = path + "-wal"
+        var status = stat()
+        let logHasContent = stat(log, &status) == 0 && status.st_size > 0
+        if logHasContent && access(path + "-shm", F_OK) != 0 { return nil }
+        // Without a log's content the file is the whole database: `immutable` reads it as is.
+        let parameters = logHasContent ? "mode=ro&readonly_shm=1" : "immutable=1"
+        try self.init(
+            path: path, uri: "file:\(Self.uriPath(path))?\(parameters)", flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+    }
+
+    /// `path` as the path of a `file:` URI: the bytes a URI gives a meaning to, escaped.
+    private static func uriPath(_ path: String) -> String {
+        var escaped = ""
+        for character in path.unicodeScalars {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3F"
+            case "#": escaped += "%23"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 
     deinit {

@@ -23,10 +23,16 @@ public enum RunneldMain {
         let subjects: any SubjectStore
         let retained = RetainedValues(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
         if let dataDir = config.dataDir {
-            // Restored before the listener opens, so nobody sees the server without them.
+            // Restored before the listener opens, so nobody sees the server without them; a
+            // start refused for what is stored is refused before anything there is written.
             do {
+                let journal = try JournalDatabase.read(directory: dataDir)
+                if let conflict = conflict(of: config, with: journal) {
+                    logger.critical("cannot start: \(conflict)", metadata: ["data_dir": "\(dataDir)"])
+                    return 1
+                }
                 subjects = try DurableSubjectStore(
-                    directory: dataDir, fsync: config.fsync, scheduler: loop.scheduler, logger: logger,
+                    journal: journal, fsync: config.fsync, scheduler: loop.scheduler, logger: logger,
                     retained: retained)
             } catch {
                 logger.critical("cannot start: durable subjects: \(error)", metadata: ["data_dir": "\(dataDir)"])
@@ -49,6 +55,22 @@ public enum RunneldMain {
         let status = daemon.exitStatus
         logger.info("runneld stopped", metadata: ["status": "\(status)"])
         return status
+    }
+
+    /// The first `[[subjects]]` entry that disagrees with the durable subject of its name in
+    /// `journal` (`Server.createConfiguredSubjects` applies the same rule to the live store).
+    private static func conflict(of config: ServerConfig, with journal: StoredJournal) -> SubjectConflict? {
+        let stored = Dictionary(journal.subjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for definition in config.subjects {
+            guard let subject = stored[definition.name] else { continue }
+            if let conflict = definition.conflict(
+                withExisting: subject.kind, capacity: subject.capacity, durable: true,
+                defaultReplayCapacity: config.defaultReplayCapacity)
+            {
+                return conflict
+            }
+        }
+        return nil
     }
 }
 

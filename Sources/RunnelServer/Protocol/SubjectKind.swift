@@ -7,3 +7,13 @@ public enum SubjectKind: String, Sendable, CaseIterable {
     /// Delivers its current value first (`BehaviorSubject`).
     case behavior
 }
+
+extension SubjectKind {
+    /// `replay (capacity 5, durable)`: a subject of this kind as logs and errors name it.
+    func shape(capacity: Int?, durable: Bool) -> String {
+        var details: [String] = []
+        if let capacity { details.append("capacity \(capacity)") }
+        if durable { details.append("durable") }
+        return details.isEmpty ? rawValue : "\(rawValue) (\(details.joined(separator: ", ")))"
+    }
+}

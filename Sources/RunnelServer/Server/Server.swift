@@ -85,15 +85,13 @@ public final class Server: @unchecked Sendable {
     public func createConfiguredSubjects() throws {
         scheduler.assertOnLoopThread()
         for subject in config.subjects {
-            let capacity = subject.kind == .replay ? (subject.capacity ?? config.defaultReplayCapacity) : nil
+            let capacity = subject.effectiveCapacity(defaultReplayCapacity: config.defaultReplayCapacity)
             if let existing = subjects[subject.name] {
-                if (existing.isDurable || subject.durable)
-                    && (existing.kind != subject.kind || existing.capacity != capacity
-                        || existing.isDurable != subject.durable)
+                if let conflict = subject.conflict(
+                    withExisting: existing.kind, capacity: existing.capacity, durable: existing.isDurable,
+                    defaultReplayCapacity: config.defaultReplayCapacity)
                 {
-                    throw SubjectConflict(
-                        "[[subjects]] \"\(subject.name)\" is \(subject), but the subject kept in data_dir is "
-                            + existing.shape)
+                    throw conflict
                 }
                 existing.label.slowConsumer = subject.slowConsumer
                 continue
@@ -316,10 +314,4 @@ public final class Server: @unchecked Sendable {
         tokenEvaluationBudgets[digest] = budget
         return budget
     }
-}
-
-/// A `[[subjects]]` entry that disagrees with the durable subject of that name.
-struct SubjectConflict: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -145,10 +145,5 @@ final class SubjectEntry {
 extension SubjectEntry {
     /// What the subject was created as, for `kind_mismatch` messages: "replay (capacity 5,
     /// durable)".
-    var shape: String {
-        var details: [String] = []
-        if let capacity { details.append("capacity \(capacity)") }
-        if isDurable { details.append("durable") }
-        return details.isEmpty ? kind.rawValue : "\(kind.rawValue) (\(details.joined(separator: ", ")))"
-    }
+    var shape: String { kind.shape(capacity: capacity, durable: isDurable) }
 }
