@@ -6,10 +6,17 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     // The daemon instantiates the library's generics (Subject<Message>, operator sinks) from
     // another module; without this they run unspecialised, through runtime metadata lookups.
-    // Release builds also drop the run-time exclusivity checks, measured at about 30% of the
-    // transport's hot path (debug builds and the sanitizer runs keep them).
-    .unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
+
+/// The daemon's own targets, which no product for other packages exposes, also drop Swift's
+/// run-time exclusivity checks in release builds (debug builds and the sanitizer runs keep
+/// them). The library targets keep them for everyone who depends on them: where a check sits
+/// on the hot path they mark that property `@exclusivity(unchecked)` instead.
+let daemon: [SwiftSetting] =
+    strict + [
+        .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
+    ]
 
 let package = Package(
     name: "Runnel",
@@ -65,7 +72,7 @@ let package = Package(
         // TLS over memory BIOs (a `ConnectionFilter` for RunnelUV's connections) and over a
         // blocking socket (the CLI): the only module that touches libssl, so RunnelUV and its
         // users that need no TLS do not link it.
-        .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: strict),
+        .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: daemon),
 
         // The daemon as a library: JSON, expressions, protocol, transports, subject store, stages, config.
         .target(
@@ -75,19 +82,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
-            swiftSettings: strict
+            swiftSettings: daemon
         ),
         .executableTarget(
             name: "runneld",
             dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: strict
+            swiftSettings: daemon
         ),
         .executableTarget(
             name: "runnel",
             dependencies: [
                 "RunnelServer", "RunnelTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
+            swiftSettings: daemon
         ),
 
         // The helpers of the test targets, one of each: a test error, a recording subscriber,

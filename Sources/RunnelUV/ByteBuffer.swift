@@ -46,13 +46,16 @@ public struct ByteBuffer: @unchecked Sendable {
         }
     }
 
-    /// The number of bytes.
-    public var count: Int { storage.header }
+    /// The number of bytes. Read through the header's pointer: `ManagedBuffer.header` is a
+    /// class's stored property, which Swift checks for exclusive access at run time.
+    public var count: Int { storage.withUnsafeMutablePointerToHeader { $0.pointee } }
 
     /// The bytes; valid for as long as this buffer (any copy of it) is alive: an object's
     /// storage never moves.
     public var bytes: UnsafeRawBufferPointer {
-        storage.withUnsafeMutablePointerToElements { UnsafeRawBufferPointer(start: $0, count: storage.header) }
+        storage.withUnsafeMutablePointers { header, elements in
+            UnsafeRawBufferPointer(start: elements, count: header.pointee)
+        }
     }
 
     /// The bytes as an array (a copy).

@@ -80,38 +80,14 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// Receives the lines (loop thread). Held strongly until the connection has closed.
     public var delegate: (any TCPConnectionDelegate)?
 
-    /// The state touched per line. It lives behind a pointer because Swift checks exclusive
-    /// access to a class's stored `var`s at run time (`swift_beginAccess`), which cost about a
-    /// third of the echo benchmark's time; memory reached through a pointer is not checked.
-    private struct HotState {
-        var state = State.open
-        var chunk: WriteChunk?
-        var isQueuedForFlush = false
-        var pendingBytes = 0
-    }
-    private let hot: UnsafeMutablePointer<HotState> = {
-        let pointer = UnsafeMutablePointer<HotState>.allocate(capacity: 1)
-        pointer.initialize(to: HotState())
-        return pointer
-    }()
-
-    private var state: State {
-        get { hot.pointee.state }
-        set { hot.pointee.state = newValue }
-    }
-    private var chunk: WriteChunk? {
-        get { hot.pointee.chunk }
-        set { hot.pointee.chunk = newValue }
-    }
-    private var isQueuedForFlush: Bool {
-        get { hot.pointee.isQueuedForFlush }
-        set { hot.pointee.isQueuedForFlush = newValue }
-    }
+    // The state touched per line and per delivery. Swift checks exclusive access to a class's
+    // stored `var`s at run time, a measurable share of a delivery's cost (bench/README.md);
+    // these are the loop thread's alone and never accessed overlapping, so they go unchecked.
+    @exclusivity(unchecked) private var state = State.open
+    @exclusivity(unchecked) private var chunk: WriteChunk?
+    @exclusivity(unchecked) private var isQueuedForFlush = false
     /// Bytes accepted by `write` and not yet handed to the kernel (loop thread).
-    public private(set) var pendingBytes: Int {
-        get { hot.pointee.pendingBytes }
-        set { hot.pointee.pendingBytes = newValue }
-    }
+    @exclusivity(unchecked) public private(set) var pendingBytes = 0
 
     private var isReading = false
     /// Reading is stopped in libuv for the rest of this loop turn (see `readBudgetPerTurn`);
@@ -125,13 +101,14 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// A `uv_tcp_connect` is in progress (client connections).
     var isConnecting = false
 
-    /// Framing, behind a pointer like `hot` (it is mutated per read); freed in `deinit`.
+    /// Framing, behind a pointer: it is mutated per read while it calls the delegate, which may
+    /// call back into this connection (`skipLines`, `reset`); freed in `deinit`.
     private let framer: UnsafeMutablePointer<LineFramer>
 
     // Output.
     private var segments: [uv_buf_t] = []
     private var segmentOwners: [AnyObject] = []
-    private var segmentBytes = 0
+    @exclusivity(unchecked) private var segmentBytes = 0
     private var spareRequests: [WriteRequest] = []
 
     /// The byte-stream filter (TLS), if any; set once, before reading starts.
@@ -169,8 +146,6 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     deinit {
-        hot.deinitialize(count: 1)
-        hot.deallocate()
         framer.deinitialize(count: 1)
         framer.deallocate()
         loop.handles.ownerDestroyed()
@@ -727,7 +702,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// `byteCount` bytes reached the kernel (or failed to, with `status` < 0).
     private func outputConfirmed(byteCount: Int, status: Int32) {
         pendingBytes -= byteCount
-        if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&hot.pointee.chunk!) {
+        if pendingBytes == 0, chunk != nil, isKnownUniquelyReferenced(&chunk!) {
             // Idle: give the chunk back to the loop rather than pin one per connection.
             loop.io.recycleChunk(chunk!)
             chunk = nil

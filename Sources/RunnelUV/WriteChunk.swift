@@ -7,34 +7,20 @@
 final class WriteChunk {
     let base: UnsafeMutableRawPointer
     let capacity: Int
-    /// The two counters, behind a pointer so the per-write updates skip Swift's run-time
-    /// exclusivity checks (see `TCPConnection.HotState`).
-    private let counters: UnsafeMutablePointer<Int>
 
     init(capacity: Int) {
         self.capacity = capacity
         base = .allocate(byteCount: capacity, alignment: 16)
-        counters = .allocate(capacity: 2)
-        counters.initialize(repeating: 0, count: 2)
     }
 
-    deinit {
-        base.deallocate()
-        counters.deallocate()
-    }
+    deinit { base.deallocate() }
 
+    // Updated per write: unchecked like `TCPConnection`'s per-delivery state.
     /// Bytes written into the chunk.
-    var used: Int {
-        get { counters[0] }
-        set { counters[0] = newValue }
-    }
-
+    @exclusivity(unchecked) var used = 0
     /// Bytes already handed to a write request (or queued as a segment); `sealed..<used` is
     /// the run still open for appending.
-    var sealed: Int {
-        get { counters[1] }
-        set { counters[1] = newValue }
-    }
+    @exclusivity(unchecked) var sealed = 0
 
     var available: Int { capacity - used }
 

@@ -1,0 +1,1 @@
+LibraryUser.run()
