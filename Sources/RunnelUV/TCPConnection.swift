@@ -579,7 +579,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if chunk.available == 0 { self.chunk = nil }
     }
 
-    /// Buffers up to this size are copied rather than referenced. Measured with 1 KiB values
+    /// Buffers up to this size are copied rather than referenced; the server's deliveries hand
+    /// values up to it to be copied and larger ones by reference. Measured with 1 KiB values
     /// fanned out to 10 subscribers: copying costs the server 235 ns of CPU per delivery, a
     /// segment of its own (one more iovec for the kernel) 405 ns; at 64 bytes the two are alike.
     public static let copyThreshold = 4096

@@ -36,15 +36,6 @@ final class JournalWriter: @unchecked Sendable {
         let isRetrying: Bool
     }
 
-    /// What `stats` and the metrics report.
-    struct Statistics: Sendable {
-        var queued = 0
-        var batches: UInt64 = 0
-        var lastCommitMicroseconds: UInt64 = 0
-        var bytesOnDisk = 0
-        var failing = false
-    }
-
     private let database: JournalDatabase
     private let fsync: FsyncMode
     private let onCommit: @Sendable (CommitReport) -> Void
@@ -59,7 +50,7 @@ final class JournalWriter: @unchecked Sendable {
     private var appended: UInt64 = 0
     private var isWriterWaiting = false
     private var isStopping = false
-    private var statistics = Statistics()
+    private var statistics = JournalStatistics()
 
     /// Starts the writer on `database`; `onCommit` runs on the writer thread and must hand
     /// the report to the loop.
@@ -96,7 +87,7 @@ final class JournalWriter: @unchecked Sendable {
         return number
     }
 
-    var statisticsNow: Statistics {
+    var statisticsNow: JournalStatistics {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         var now = statistics
