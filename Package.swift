@@ -6,7 +6,7 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     // The daemon instantiates the library's generics (Subject<Message>, operator sinks) from
     // another module; without this they run unspecialised, through runtime metadata lookups.
-    // Release builds also drop the run-time exclusivity checks, measured at about 30% of the
+    // Release builds also drop the run-time exclusivity checks, a large part of the
     // transport's hot path (debug builds and the sanitizer runs keep them).
     .unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]

@@ -50,8 +50,7 @@ public struct Message: Sendable {
     private let seqValue: UInt64
     /// Where in `source`'s published bytes the value is (`part`), and whether it has a seq,
     /// in one word: a message is then four words, which Swift passes in registers. With the
-    /// seq's optional flag in a fifth, every stage and delivery passed messages through memory,
-    /// and plain delivery of 64-byte values ran 5% slower at the same instruction count.
+    /// seq's optional flag in a fifth, every stage and delivery passed messages through memory.
     private let place: UInt64
     private static let hasSeq: UInt64 = 1 << 63
 
