@@ -23,7 +23,7 @@ import RunnelUV
 /// kept and tried again every second until it succeeds, and the store refuses new durable
 /// changes meanwhile.
 ///
-/// Thread rules: `append`, `statistics` and `stop` from the loop thread; everything else on
+/// Thread rules: `append`, `statisticsNow` and `stop` from the loop thread; everything else on
 /// the writer's thread. Lifetime rule: `stop()` drains the queue, marks the file cleanly
 /// closed and joins the thread; the database is the writer's from `init` on.
 final class JournalWriter: @unchecked Sendable {
