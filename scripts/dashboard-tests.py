@@ -3,7 +3,7 @@
 
     scripts/dashboard-tests.py [--runneld PATH] [--screenshots DIR] [--perf]
 
-Starts its own runneld on free loopback ports and checks issue #18's acceptance: the page loads
+Starts its own runneld on free loopback ports and checks the dashboard's acceptance: the page loads
 without a token and without console errors; a panel created through the form shows a value
 published over TCP within a second; filter, map and throttle typed into the form are applied by
 the server; a bad expression shows the server's `bad_expr` message; removing a panel

@@ -3,14 +3,14 @@ import RunnelTestSupport
 import Synchronization
 import Testing
 
-/// Issue #19's stall, in the hostile suite: one client holding 10,000 subscriptions to one
+/// The evaluation stall, in the hostile suite: one client holding 10,000 subscriptions to one
 /// subject, each with a `map` of its own, and 1 MB values published to it. Without bounds on
 /// the sum of evaluations the first value held the loop for 13.8 s (release build); with the
 /// defaults (`max_eval_steps_per_second`, `max_eval_steps_burst`, `max_publish_eval_ms`) the
 /// attacker's subscriptions end with `eval` / "limit" but for the few its budget affords,
 /// everyone else is served, and another client's pings are answered within 100 ms throughout.
 extension HostileClientTests {
-    /// The longest a ping may wait while the attack runs: 100 ms (the issue's bound) against
+    /// The longest a ping may wait while the attack runs: 100 ms (the contract's bound) against
     /// an optimized runneld (`RUNNELD_PATH=.build/release/runneld`, as CI runs this test once
     /// more, on its own). A debug build ends each refused subscription several times slower
     /// (~8 µs each, 84 ms for 10,000) and runs among the whole suite's parallel tests on two

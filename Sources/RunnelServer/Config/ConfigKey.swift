@@ -32,14 +32,14 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubjects = "max_subjects"
     case dataDir = "data_dir"
     case fsync
-    // Abuse limits (#19): a silent or unauthenticated connection, one address, what a
+    // Abuse limits: a silent or unauthenticated connection, one address, what a
     // connection's subscriptions pin, and the values subjects retain.
     case loginTimeout = "login_timeout"
     case maxConnectionsPerAddress = "max_connections_per_address"
     case maxSubscriptionBytes = "max_subscription_bytes"
     case maxReplayBytes = "max_replay_bytes"
     case maxRetainedBytes = "max_retained_bytes"
-    // Slow consumers (#20): the soft limit and its grace (`max_pending_bytes` is the hard one).
+    // Slow consumers: the soft limit and its grace (`max_pending_bytes` is the hard one).
     case softPendingBytes = "soft_pending_bytes"
     case softPendingSeconds = "soft_pending_seconds"
     case tlsListen = "tls_listen"

@@ -101,7 +101,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     }
     let keepsDurableSubjects = true
     var repliesWaitForDisk: Bool { fsync == .always }
-    var journalStatistics: JournalWriter.Statistics? { writer.statisticsNow }
+    var journalStatistics: JournalStatistics? { writer.statisticsNow }
     var retained: RetainedValues { memory.retained }
 
     func checkDurableWrites() throws(ProtocolError) {

@@ -23,7 +23,7 @@ import RunnelUV
 /// kept and tried again every second until it succeeds, and the store refuses new durable
 /// changes meanwhile.
 ///
-/// Thread rules: `append`, `statistics` and `stop` from the loop thread; everything else on
+/// Thread rules: `append`, `statisticsNow` and `stop` from the loop thread; everything else on
 /// the writer's thread. Lifetime rule: `stop()` drains the queue, marks the file cleanly
 /// closed and joins the thread; the database is the writer's from `init` on.
 final class JournalWriter: @unchecked Sendable {
@@ -34,15 +34,6 @@ final class JournalWriter: @unchecked Sendable {
         /// Whether the writer keeps retrying a failed batch (everysec, no): new durable
         /// changes must be refused until a report without an error.
         let isRetrying: Bool
-    }
-
-    /// What `stats` and the metrics report.
-    struct Statistics: Sendable {
-        var queued = 0
-        var batches: UInt64 = 0
-        var lastCommitMicroseconds: UInt64 = 0
-        var bytesOnDisk = 0
-        var failing = false
     }
 
     private let database: JournalDatabase
@@ -59,7 +50,7 @@ final class JournalWriter: @unchecked Sendable {
     private var appended: UInt64 = 0
     private var isWriterWaiting = false
     private var isStopping = false
-    private var statistics = Statistics()
+    private var statistics = JournalStatistics()
 
     /// Starts the writer on `database`; `onCommit` runs on the writer thread and must hand
     /// the report to the loop.
@@ -96,7 +87,7 @@ final class JournalWriter: @unchecked Sendable {
         return number
     }
 
-    var statisticsNow: Statistics {
+    var statisticsNow: JournalStatistics {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         var now = statistics

@@ -25,8 +25,8 @@ public struct ExpressionBudget: Sendable, Equatable, Hashable {
     public var maxBytes: Int
 
     /// Enough for any ordinary expression over a message of `max_line_bytes` (1 MiB), which
-    /// holds at most about 500,000 values; a step costs in the order of 10 ns, so this bounds
-    /// one evaluation to some tens of milliseconds.
+    /// holds at most about 500,000 values; at what a step costs (bench/README.md, "Figures
+    /// behind comments in the code"), this bounds one evaluation to some tens of milliseconds.
     public static let defaultMaxSteps = 1_000_000
     /// 16 MiB: sixteen times the largest default message.
     public static let defaultMaxBytes = 16 * 1024 * 1024
@@ -41,8 +41,8 @@ public struct ExpressionBudget: Sendable, Equatable, Hashable {
 
     /// Bytes of string per step for reading, copying and writing strings.
     public static let bytesPerStringStep = 16
-    /// Bytes per step for copying a projection's bytes out whole: a `memcpy` moves them at
-    /// ~16 bytes a nanosecond, where a step is ~10 ns of work.
+    /// Bytes per step for copying a projection's bytes out whole: what `memcpy` moves in the
+    /// time a step of evaluation takes (bench/README.md).
     public static let bytesPerCopyStep = 256
     /// Bytes of string per step for `lower` and `upper` (full Unicode case mapping is slower).
     public static let bytesPerCaseStep = 4

@@ -178,9 +178,9 @@ enum JSONScanner {
         }
 
         /// A string starting at the opening quote at `position`. Not inlined: inlined into
-        /// `run`, its loop lost to the rest of `run` (callgrind, 1 KiB string values: 1,100 more
-        /// instructions each). The call costs ~45 instructions, which matters for short strings
-        /// only: most keys are read by `shortPlainString` instead.
+        /// `run`, its loop lost to the rest of `run` (more instructions for every long string).
+        /// The call's cost matters for short strings only: most keys are read by
+        /// `shortPlainString` instead.
         @inline(never) mutating func scanString() -> Result<JSONStringToken, JSONError> {
             let start = position
             position += 1
@@ -207,7 +207,7 @@ enum JSONScanner {
 
         /// A string at `position` (its opening quote) whose closing quote is among the next
         /// eight bytes, with nothing before it that needs attention (most keys): read with one
-        /// word, in line, where `scanString`'s call cost ~45 instructions. Nil, with `position`
+        /// word, in line, without `scanString`'s call. Nil, with `position`
         /// unmoved, for any other string, which `scanString` then reads.
         @inline(__always) mutating func shortPlainString() -> JSONStringToken? {
             let content = position &+ 1

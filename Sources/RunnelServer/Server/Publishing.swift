@@ -7,8 +7,8 @@ enum Publishing {
     /// it, `storage` when a durable subject cannot be written now. A durable value is on
     /// disk once `whenWritten` runs. The fan-out's stage evaluations are held to `bound`; a
     /// subscriber it puts over the soft limit under `backpressure` pauses `publisher`.
-    /// (A function of the store as a value, not a protocol extension: a generic one costs a
-    /// `pub` ~100 instructions of value witnesses.)
+    /// (A function of the store as a value, not a protocol extension: a generic one costs
+    /// every `pub` calls through value witnesses.)
     @inline(__always)
     static func publish(
         _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), to entry: SubjectEntry,

@@ -1,9 +1,8 @@
 /// The server's counters, as `stats` reports them. Loop thread only.
 ///
 /// A class, shared by the server and each of its sessions (`Session.stats`): a session bumps
-/// the counters on every delivery through a `let` of its own, which needs no retain of the
-/// server around each update the way `server.stats.delivered &+= 1` did (two reference-count
-/// operations per delivery, measured at 10 subscribers, 64 B values).
+/// the counters on every delivery through a `let` of its own, so no update retains and
+/// releases the server.
 final class ServerStats {
     /// Subscriptions currently held by all connections.
     var subscriptions = 0

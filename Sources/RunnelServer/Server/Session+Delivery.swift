@@ -3,12 +3,6 @@ import RunnelUV
 /// Events out: each subscription's events, written as they come; over the soft limit, the
 /// slow-consumer policy (`Session+SlowConsumer`).
 extension Session {
-    /// Values up to this size are handed to the transport to copy into the line; larger ones
-    /// by reference. Measured with 1 KiB values fanned out to 10 TCP subscribers: copying
-    /// costs the server 235 ns of CPU per delivery, a buffer of its own (one more iovec for
-    /// the kernel) 405 ns; at 64 bytes the two are alike.
-    static let copiedValueBytes = 4096
-
     /// The end of every `next` line without a position: the value is the event's last member.
     private static var nextEnd: UnsafeRawBufferPointer { ("}" as StaticString).rawBytes }
 
@@ -85,7 +79,7 @@ extension Session {
         _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int,
         _ transport: Transport
     ) -> Bool {
-        if let value = message.publishedBytes, value.count <= Self.copiedValueBytes {
+        if let value = message.publishedBytes, value.count <= TCPConnection.copyThreshold {
             let written =
                 cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
                 ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
@@ -94,7 +88,7 @@ extension Session {
         }
         let value = message.value.raw.buffer
         let written: Bool
-        if value.count > Self.copiedValueBytes && cork == nil {
+        if value.count > TCPConnection.copyThreshold && cork == nil {
             written = transport.writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
         } else {
             written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)

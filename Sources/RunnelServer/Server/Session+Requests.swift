@@ -54,7 +54,7 @@ extension Session {
         let entry = try publishTarget(request)
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count. (One call shared with
-            // the branch below cost every pub ~90 instructions more: callgrind, 1 × 64 B.)
+            // the branch below made every pub dearer.)
             try Publishing.publish(
                 request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
                 counting: stats, bounding: publishBound, by: publisher)

@@ -9,9 +9,8 @@ import Runnel
 /// few stores, no clock). The steps its evaluations use are added up (an evaluation counts at
 /// least `stepsPerEvaluation`, for the work around it), and the clock is read once every
 /// `clockReadSteps` of them: the first reading sets the deadline. A publish whose evaluations
-/// take fewer steps, nearly every one, never reads the clock (a `clock_gettime` per publish
-/// was a few percent of a filter's cost). Each connection keeps a `Tally` of its own steps in
-/// the publish.
+/// take fewer steps, nearly every one, never reads the clock (bench/README.md, "no clock per
+/// publish"). Each connection keeps a `Tally` of its own steps in the publish.
 ///
 /// Past the deadline, an evaluation is refused (its subscription ends with `eval` / "limit")
 /// when its connection has spent at least the average of the connections that evaluated in

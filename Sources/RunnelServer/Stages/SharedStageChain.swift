@@ -14,18 +14,14 @@ import Runnel
 ///
 /// Built from the library's operators. Alone, a member's sink is subscribed to a chain
 /// compiled for it and charged to its own connection, exactly a chain of its own (a fan-out
-/// would only cost it a hop per value, and its end more to take apart). The second member to
-/// join makes the fan-out: the chain compiled again, charged to an account of its own,
-/// multicast through a plain `Subject` (ReactiveCocoa's `multicast:`), to which the first
-/// member moves, between two values (the stages keep nothing from one value to the next),
-/// and every later member joins. A terminal event (the subject's, or an evaluation error) ends every member as it
-/// would have ended each chain of its own; each member leaves as its subscription ends
-/// (`Session.forget` disposes it), and the last to leave disposes the chain and takes it out
-/// of its entry, so a later subscription starts a new one.
-///
-/// A fanned-out chain's evaluations are charged to an account of its own, which draws on one
-/// member's budgets at a time and moves on to another member's when those refuse
-/// (`EvaluationAccount.nextPayer`).
+/// would only cost it a hop per value). The second member to join makes the fan-out: the
+/// chain compiled again, charged to an account of its own (`EvaluationAccount`, which draws
+/// on one member's budgets at a time), multicast through a plain `Subject` (ReactiveCocoa's
+/// `multicast:`), to which the first member moves, between two values (the stages keep
+/// nothing from one value to the next), and every later member joins. A terminal event (the
+/// subject's, or an evaluation error) ends every member as it would have ended each chain of
+/// its own; each member leaves as its subscription ends (`Session.forget` disposes it), and
+/// the last to leave disposes the chain and takes it out of its entry.
 ///
 /// Loop thread only. Held by its entry's `sharedChains` while it has members, and by its
 /// members' disposables.

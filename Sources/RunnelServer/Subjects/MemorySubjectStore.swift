@@ -21,7 +21,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
 
     let keepsDurableSubjects = false
     let repliesWaitForDisk = false
-    let journalStatistics: JournalWriter.Statistics? = nil
+    let journalStatistics: JournalStatistics? = nil
     func checkDurableWrites() throws(ProtocolError) {}
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
     func close() {}

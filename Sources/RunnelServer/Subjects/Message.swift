@@ -50,8 +50,7 @@ public struct Message: Sendable {
     private let seqValue: UInt64
     /// Where in `source`'s published bytes the value is (`part`), and whether it has a seq,
     /// in one word: a message is then four words, which Swift passes in registers. With the
-    /// seq's optional flag in a fifth, every stage and delivery passed messages through memory,
-    /// and plain delivery of 64-byte values ran 5% slower at the same instruction count.
+    /// seq's optional flag in a fifth, every stage and delivery passed messages through memory.
     private let place: UInt64
     private static let hasSeq: UInt64 = 1 << 63
 
@@ -129,13 +128,13 @@ public struct Message: Sendable {
     /// The value at `range` of `source`'s published bytes (`publishedBytes`), a valid JSON
     /// value there, keeping `source`'s subject and position. A part of `source`'s payload when
     /// the payload shares it (most of its bytes: `Payload.sharesBytes`) and it is no larger
-    /// than a delivery copies into its output (`Session.copiedValueBytes`); else a payload of
+    /// than a delivery copies into its output (`TCPConnection.copyThreshold`); else a payload of
     /// its own (`Payload.projection`), whose bytes a larger value's deliveries share.
     @inline(__always)
     init(madeFrom source: Message, projecting range: Range<Int>) {
         let offset = source.part.isWhole ? 0 : source.part.start
         let inSource = (range.lowerBound &+ offset)..<(range.upperBound &+ offset)
-        guard range.count <= Session.copiedValueBytes, source.source.sharesBytes(withPart: inSource.count),
+        guard range.count <= TCPConnection.copyThreshold, source.source.sharesBytes(withPart: inSource.count),
             let part = Part(inSource)
         else {
             self.init(madeFrom: source, value: Payload.projection(range, of: source.value))

@@ -58,7 +58,7 @@ protocol SubjectStore: AnyObject {
     /// The bytes of values the subjects keep, and their bounds.
     var retained: RetainedValues { get }
     /// The durable journal's figures, for `stats`; nil without one.
-    var journalStatistics: JournalWriter.Statistics? { get }
+    var journalStatistics: JournalStatistics? { get }
 
     /// Writes what is not written yet and lets go of the disk (a clean stop). Blocks.
     func close()

@@ -2,7 +2,8 @@ import Runnel
 import RunnelUV
 
 /// What a session writes its lines to and controls its client through: one client
-/// connection, whatever carries it (TCP lines, and later WebSocket messages or an SSE stream).
+/// connection, whatever carries it: TCP lines (`TCPTransport`), WebSocket messages
+/// (`WebSocketTransport`) or a Server-Sent Events stream (`SSETransport`).
 ///
 /// A session hands over whole server lines, each a JSON object without a line end; the
 /// transport frames them (a `\n` on TCP). `next` events come through their own two calls, in

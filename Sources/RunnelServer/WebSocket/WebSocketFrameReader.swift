@@ -20,15 +20,13 @@ public protocol WebSocketFrameReaderDelegate: AnyObject {
 /// binary 1003, too long 1009, not UTF-8 1007, anything else 1002.
 ///
 /// Not wslay: its frame reader copies every read into a buffer of its own and unmasks a byte
-/// at a time, which took 42% of the server's time with 1 KiB publishes over WebSocket
-/// (measured with perf); see docs/architecture.md.
+/// at a time, the largest cost of the server over WebSocket; see docs/architecture.md.
 ///
 /// Thread rules: not thread-safe; one owner (a connection's transport, on the loop thread).
 /// Lifetime rule: does not hold its delegate, which must outlive it (its owner).
 public final class WebSocketFrameReader {
-    /// Not weak: a weakly referenced object's every retain and release takes a slow path (13%
-    /// of the server's time over WebSocket, measured). Its owner is its delegate, and calls it
-    /// only while it lives.
+    /// Not weak: a weakly referenced object's every retain and release takes Swift's slow
+    /// side-table path. Its owner is its delegate, and calls it only while it lives.
     public unowned(unsafe) var delegate: (any WebSocketFrameReaderDelegate)?
     /// The longest text message accepted; a longer one fails with 1009.
     public let maxMessageBytes: Int

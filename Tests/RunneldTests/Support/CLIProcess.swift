@@ -1,5 +1,4 @@
 import Foundation
-import Runnel
 import RunnelTestSupport
 
 /// What a finished `runnel` run left behind.
@@ -25,9 +24,6 @@ struct CLIResult: CustomStringConvertible {
 /// its directory removed.
 final class CLIProcess {
     static let defaultTimeout: Duration = .seconds(30)
-    /// Serialises spawning with `RunneldProcess`-style care: no descriptors of ours leak into a
-    /// child spawned by a parallel test (ours are opened close-on-exec anyway).
-    private static let spawnLock = Lock()
 
     let pid: pid_t
     let arguments: [String]
@@ -51,10 +47,12 @@ final class CLIProcess {
         env.merge(environment) { _, new in new }
         let executable = try CLIProcess.binaryPath()
         let outputDirectory = directory
-        pid = try CLIProcess.spawnLock.withLock {
-            try CLIProcess.spawn(
-                executable, arguments, environment: env, stdin: stdinPath, stdout: outputDirectory + "/stdout",
-                stderr: outputDirectory + "/stderr")
+        let written = O_WRONLY | O_CREAT | O_TRUNC
+        pid = try ChildProcess.spawnLock.withLock {
+            try ChildProcess.spawn(
+                executable, arguments, environment: env, stdin: .file(stdinPath, flags: O_RDONLY),
+                stdout: .file(outputDirectory + "/stdout", flags: written),
+                stderr: .file(outputDirectory + "/stderr", flags: written))
         }
     }
 
@@ -112,24 +110,19 @@ final class CLIProcess {
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        exitStatus = CLIProcess.decode(status)
+        exitStatus = ChildProcess.exitStatus(status)
     }
 
     private func reap() -> Int32? {
         if let exitStatus { return exitStatus }
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-        exitStatus = CLIProcess.decode(status)
+        exitStatus = ChildProcess.exitStatus(status)
         return exitStatus
     }
 
     private func read(_ name: String) -> String {
         (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? ""
-    }
-
-    private static func decode(_ status: Int32) -> Int32 {
-        let signal = status & 0x7F
-        return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
     }
 
     /// The `runnel` built next to `runneld` (the test target depends on both); `RUNNEL_PATH`
@@ -142,40 +135,5 @@ final class CLIProcess {
             throw HarnessError.launch("no runnel executable at \(path)")
         }
         return path
-    }
-
-    /// `posix_spawn` with the three standard descriptors opened from files and signals reset
-    /// to their defaults and unblocked, whatever thread the test runs on.
-    private static func spawn(
-        _ executable: String, _ arguments: [String], environment: [String: String], stdin: String, stdout: String,
-        stderr: String
-    ) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGHUP, SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw SystemCallError("posix_spawn \(executable)", result) }
-        return pid
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Runnel
 import RunnelTestSupport
 
 /// One `runneld` child process, listening on an ephemeral port of 127.0.0.1.
@@ -11,8 +10,6 @@ import RunnelTestSupport
 /// killed and reaped on deinit, so no daemon outlives its test, and the directory is removed.
 final class RunneldProcess {
     static let startupTimeout: Duration = .seconds(15)
-    /// Serialises pipe creation and spawning across parallel tests.
-    private static let spawnLock = Lock()
 
     let pid: pid_t
     /// The port the daemon reported it is bound to.
@@ -42,14 +39,16 @@ final class RunneldProcess {
         self.configPath = configPath
         self.directory = directory
         var pipeFDs: [Int32] = [-1, -1]
-        let spawned: pid_t = try RunneldProcess.spawnLock.withLock {
+        let spawned: pid_t = try ChildProcess.spawnLock.withLock {
             // pipe2 is not visible from Swift here; the lock keeps a parallel test's spawn from
             // inheriting this pipe between pipe() and FD_CLOEXEC (which would delay our EOF).
             guard pipe(&pipeFDs) == 0 else { throw SystemCallError("pipe", errno) }
             _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
             _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
             do {
-                return try RunneldProcess.spawn(executable, arguments, outputFD: pipeFDs[1])
+                return try ChildProcess.spawn(
+                    executable, arguments, stdin: .file("/dev/null", flags: O_RDONLY),
+                    stdout: .descriptor(pipeFDs[1]), stderr: .descriptor(pipeFDs[1]))
             } catch {
                 close(pipeFDs[0])
                 close(pipeFDs[1])
@@ -122,7 +121,7 @@ final class RunneldProcess {
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        exitStatus = RunneldProcess.decode(status)
+        exitStatus = ChildProcess.exitStatus(status)
     }
 
     /// Collects the exit status without blocking; nil while the process runs.
@@ -131,13 +130,8 @@ final class RunneldProcess {
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
         guard result == pid else { return nil }
-        exitStatus = RunneldProcess.decode(status)
+        exitStatus = ChildProcess.exitStatus(status)
         return exitStatus
-    }
-
-    private static func decode(_ status: Int32) -> Int32 {
-        let signal = status & 0x7F
-        return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
     }
 
     /// The port in a line such as `info: listening on 127.0.0.1:40123`.
@@ -147,36 +141,5 @@ final class RunneldProcess {
             let port = UInt16(match.1), port != 0
         else { return nil }
         return port
-    }
-
-    /// `posix_spawn` with stdin from /dev/null, stdout and stderr into `outputFD`, and a clean
-    /// signal state (nothing blocked; HUP, TERM, INT, PIPE at their defaults) whatever thread the
-    /// test runs on.
-    private static func spawn(_ executable: String, _ arguments: [String], outputFD: Int32) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
-        posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGHUP, SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard result == 0 else { throw SystemCallError("posix_spawn \(executable)", result) }
-        return pid
     }
 }

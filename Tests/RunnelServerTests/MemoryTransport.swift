@@ -1,8 +1,7 @@
-import RunnelUV
+@testable import RunnelServer
 
-/// A transport in memory: requests are fed in by the owner, server lines are kept as
-/// strings, and the unsent output is whatever the owner says. For running sessions without
-/// sockets (tests, and tools that drive the protocol in-process).
+/// A transport in memory: requests are fed in by the test, server lines are kept as strings,
+/// and the unsent output is whatever the test says. For running sessions without sockets.
 ///
 /// Thread rules: the loop thread of the session's server, like every transport. Lifetime
 /// rule: holds its receiver until `close()` has told it `transportDidClose()`.
