@@ -63,7 +63,7 @@ test: test-deps
 		exit 1; }
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz Plugins
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)
