@@ -5,8 +5,8 @@
 //
 // Writes INDEX.html with each FILE put in place of the line that references it, a line that is
 // (spaces aside) `<link rel="stylesheet" href="NAME">` or `<script src="NAME"></script>` with
-// NAME the FILE's name: the browser gets one self-contained document, and the files still open
-// as they are from the folder while working on them. A reference to a file not given, a file
+// NAME the FILE's name: the browser gets one self-contained document, while index.html in the
+// repository stays an ordinary page that links its files. A reference to a file not given, a file
 // given but not referenced, invalid UTF-8, or a `</style` or `</script` inside an inlined file
 // (which would end it early) fails the build.
 #if canImport(Glibc)
