@@ -1,3 +1,6 @@
+// The dashboard's script, inlined into the page runneld serves at `GET /`. It talks to runneld
+// only over `GET /ws` with the line protocol's requests (docs/protocol.md). JSDoc types are
+// checked by `tsc -p web/dashboard` (no build step: the browser runs this file as written).
 "use strict";
 
 // ---- Limits -------------------------------------------------------------------------------
@@ -9,26 +12,103 @@ const LIST_EVERY_MS = 1500;    // subjects list refresh
 const TOKEN_KEY = "runnel.token";
 const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490", "#854d0e", "#be185d"];
 
-const byId = (id) => document.getElementById(id);
+// ---- The line protocol's shapes, as far as the page reads them ------------------------------
+/**
+ * A reply to a request, matched to it by `ref`.
+ * @typedef {object} Reply
+ * @property {boolean} ok
+ * @property {number} [ref]
+ * @property {string} [code] when not ok
+ * @property {string} [message] when not ok
+ * @property {number} [stage] when not ok: the index of the stage that was refused
+ * @property {SubjectEntry[]} [subjects] `list`
+ * @property {number} [receivers] `pub`
+ * @property {boolean} [resumed] `sub` with `from`
+ */
+/**
+ * An event of a subscription (`next`, `dropped`, `error`, `completed`) or of the connection
+ * (`closing`).
+ * @typedef {object} ServerEvent
+ * @property {string} ev
+ * @property {string} [sid]
+ * @property {string} [subject] the source subject of a pattern's value
+ * @property {unknown} [value]
+ * @property {string} [pos] "EPOCH:SEQ"
+ * @property {number} [count] `dropped`
+ * @property {string} [code] `error`, `closing`
+ * @property {string} [message] `error`
+ * @property {number} [stage] `error`
+ */
+/**
+ * One subject of a `list` reply.
+ * @typedef {object} SubjectEntry
+ * @property {string} subject
+ * @property {string} kind
+ * @property {number} [capacity]
+ * @property {boolean} [durable]
+ * @property {boolean} [terminated]
+ * @property {number} subscribers
+ * @property {number} published
+ * @property {string} [pos]
+ */
+/**
+ * A stage of a `sub` request's `ops`.
+ * @typedef {{ op: "filter" | "map", expr: string } | { op: "throttle", seconds: number }} Stage
+ */
+/** @typedef {{ code?: string, message?: string, stage?: number }} PanelError */
+/** @typedef {(reply: Reply) => void} ReplyHandler */
+
+/**
+ * The element with this id, which the page's markup has, of this type.
+ * @template {HTMLElement} T
+ * @param {string} id
+ * @param {{ new (): T }} type
+ * @returns {T}
+ */
+function byId(id, type) {
+  const node = document.getElementById(id);
+  if (!(node instanceof type)) throw new Error(`#${id} is missing or not a ${type.name}`);
+  return node;
+}
+/**
+ * A new element: attributes (`text` sets its text, a function is a listener of the event its
+ * key names after `on`), then its children.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, string | number | ((event: Event) => void)>} [attrs]
+ * @param {...(Node | string)} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
-    if (key === "text") node.textContent = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
+    if (key === "text") node.textContent = String(value);
+    else if (typeof value === "function") node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, String(value));
   }
   for (const child of children) node.append(child);
   return node;
 }
+/** @param {number} ms */
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
+/** @param {string} subject */
 const isPattern = (subject) => subject.split(".").some((token) => token === "*" || token === ">");
 
 // ---- The connection: one WebSocket to /ws, requests matched to replies by ref ----------------
-const conn = { ws: null, open: false, attempt: 0, nextRef: 1, pending: new Map(), timer: null, needsToken: false };
-const sids = new Map(); // sid -> panel
+/**
+ * @type {{ ws: WebSocket | null, open: boolean, attempt: number, nextRef: number,
+ *   pending: Map<number, ReplyHandler>, timer: number | undefined, needsToken: boolean }}
+ */
+const conn = { ws: null, open: false, attempt: 0, nextRef: 1, pending: new Map(), timer: undefined, needsToken: false };
+/** @type {Map<string, Panel>} sid -> panel */
+const sids = new Map();
 
+/**
+ * @param {string} state
+ * @param {string} text
+ */
 function setConnState(state, text) {
-  const badge = byId("conn-state");
+  const badge = byId("conn-state", HTMLElement);
   badge.dataset.state = state;
   badge.textContent = text;
 }
@@ -51,6 +131,7 @@ function connect() {
     startSession();
   };
   ws.onmessage = (message) => {
+    /** @type {Reply | ServerEvent} */
     let line;
     try { line = JSON.parse(message.data); } catch { return; }
     handleLine(line);
@@ -64,22 +145,28 @@ function connect() {
     const delay = Math.min(5000, 250 * 2 ** conn.attempt) * (0.8 + Math.random() * 0.4);
     conn.attempt += 1;
     setConnState("disconnected", `disconnected; retrying in ${(delay / 1000).toFixed(1)} s`);
-    conn.timer = setTimeout(connect, delay);
+    conn.timer = window.setTimeout(connect, delay);
   };
 }
 
+/**
+ * Sends a request (a `ref` added); false when not connected.
+ * @param {Record<string, unknown>} body
+ * @param {ReplyHandler} [onReply]
+ */
 function request(body, onReply) {
-  if (!conn.open) return false;
+  if (!conn.open || !conn.ws) return false;
   const ref = conn.nextRef++;
   if (onReply) conn.pending.set(ref, onReply);
   conn.ws.send(JSON.stringify({ ...body, ref }));
   return true;
 }
 
+/** @param {Reply | ServerEvent} line */
 function handleLine(line) {
   if ("ok" in line) {
-    const onReply = conn.pending.get(line.ref);
-    conn.pending.delete(line.ref);
+    const onReply = line.ref === undefined ? undefined : conn.pending.get(line.ref);
+    if (line.ref !== undefined) conn.pending.delete(line.ref);
     if (!line.ok && line.code === "unauthorized") askForToken();
     if (onReply) onReply(line);
     return;
@@ -88,7 +175,7 @@ function handleLine(line) {
     setConnState("disconnected", "closed by the server: " + line.code);
     return;
   }
-  const panel = sids.get(line.sid);
+  const panel = line.sid === undefined ? undefined : sids.get(line.sid);
   if (panel) panel.onEvent(line);
 }
 
@@ -98,50 +185,54 @@ function startSession() {
 }
 
 // ---- Auth: asked for on the first `unauthorized`, kept in sessionStorage only --------------
+/** @param {string} [why] */
 function askForToken(why) {
   if (conn.needsToken) return;
   conn.needsToken = true;
-  const form = byId("token-form");
+  const form = byId("token-form", HTMLFormElement);
   form.hidden = false;
-  byId("token-status").textContent = why || "";
+  byId("token-status", HTMLElement).textContent = why || "";
   setConnState("token", "a token is needed");
-  byId("token-input").focus();
+  byId("token-input", HTMLInputElement).focus();
 }
 
-byId("token-form").addEventListener("submit", (event) => {
+byId("token-form", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
-  const token = byId("token-input").value;
+  const token = byId("token-input", HTMLInputElement).value;
   request({ op: "auth", token }, (reply) => {
     if (reply.ok) {
       sessionStorage.setItem(TOKEN_KEY, token);
       conn.needsToken = false;
-      byId("token-form").hidden = true;
-      byId("token-input").value = "";
+      byId("token-form", HTMLFormElement).hidden = true;
+      byId("token-input", HTMLInputElement).value = "";
       setConnState("connected", "connected");
       startSession();
     } else {
-      byId("token-status").textContent = reply.message;
+      byId("token-status", HTMLElement).textContent = reply.message ?? "";
     }
   });
 });
 
 // ---- Subjects list ---------------------------------------------------------------------------
-const lastCounts = new Map(); // subject -> { published, at }
+/** @type {Map<string, { published: number, at: number }>} subject -> its count when last listed */
+const lastCounts = new Map();
 
 function refreshSubjects() {
-  const prefix = byId("prefix").value.trim();
+  const prefix = byId("prefix", HTMLInputElement).value.trim();
+  /** @type {{ op: "list", prefix?: string }} */
   const body = { op: "list" };
   if (prefix) body.prefix = prefix;
   request(body, (reply) => {
     if (!reply.ok) {
-      byId("subjects-status").textContent = reply.message;
-      byId("subjects-status").className = "status bad";
+      byId("subjects-status", HTMLElement).textContent = reply.message ?? "";
+      byId("subjects-status", HTMLElement).className = "status bad";
       return;
     }
-    renderSubjects(reply.subjects);
+    renderSubjects(reply.subjects ?? []);
   });
 }
 
+/** @param {SubjectEntry[]} subjects */
 function renderSubjects(subjects) {
   const now = performance.now();
   const rows = [];
@@ -152,7 +243,7 @@ function renderSubjects(subjects) {
     lastCounts.set(entry.subject, { published: entry.published, at: now });
     const kind = entry.kind + (entry.capacity !== undefined ? ` ${entry.capacity}` : "") + (entry.durable ? " durable" : "");
     const pick = el("button", { class: "subject-link", type: "button", title: "use in a new panel and the publish box",
-      onclick: () => { byId("new-subject").value = entry.subject; byId("pub-subject").value = entry.subject; byId("new-filter").focus(); } });
+      onclick: () => { byId("new-subject", HTMLInputElement).value = entry.subject; byId("pub-subject", HTMLInputElement).value = entry.subject; byId("new-filter", HTMLInputElement).focus(); } });
     // Long names wrap after their dots.
     entry.subject.split(".").forEach((token, i) => { if (i) pick.append(".", el("wbr")); pick.append(token); });
     rows.push(el("tr", {}, el("td", {}, pick), el("td", { text: kind + (entry.terminated ? ", ended" : "") }),
@@ -160,62 +251,135 @@ function renderSubjects(subjects) {
       el("td", { class: "num", text: rate }),
       el("td", { class: "num", text: entry.pos ? "#" + splitPos(entry.pos)[1] : "", title: entry.pos || "" })));
   }
-  byId("subjects").tBodies[0].replaceChildren(...rows);
-  const status = byId("subjects-status");
+  byId("subjects", HTMLTableElement).tBodies[0].replaceChildren(...rows);
+  const status = byId("subjects-status", HTMLElement);
   status.className = "status";
   status.textContent = subjects.length > 500 ? `first 500 of ${subjects.length}` : `${subjects.length} subjects`;
 }
 
-byId("prefix").addEventListener("input", () => refreshSubjects());
+byId("prefix", HTMLInputElement).addEventListener("input", () => refreshSubjects());
 setInterval(refreshSubjects, LIST_EVERY_MS);
 
 // ---- Publish box ---------------------------------------------------------------------------------
-byId("publish-form").addEventListener("submit", (event) => {
+byId("publish-form", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
-  const subject = byId("pub-subject").value.trim();
-  const text = byId("pub-value").value;
-  let value, note = "";
+  const subject = byId("pub-subject", HTMLInputElement).value.trim();
+  const text = byId("pub-value", HTMLTextAreaElement).value;
+  /** @type {unknown} */
+  let value;
+  let note = "";
   try { value = JSON.parse(text); } catch { value = text; note = " (as a string)"; }
-  const status = byId("pub-status");
+  const status = byId("pub-status", HTMLElement);
   const sent = request({ op: "pub", subject, value }, (reply) => {
     status.className = reply.ok ? "status" : "status bad";
-    status.textContent = reply.ok ? `published${note}: reached ${reply.receivers} subscription(s)` : reply.message;
+    status.textContent = reply.ok ? `published${note}: reached ${reply.receivers} subscription(s)` : reply.message ?? "";
   });
   if (!sent) { status.className = "status bad"; status.textContent = "not connected"; }
 });
 
 // ---- Panels ------------------------------------------------------------------------------------------
+/**
+ * What a panel shows, as kept in the URL: its subject (or pattern), the stages' expressions
+ * and throttle as typed, and its view.
+ * @typedef {{ subject: string, filter: string, map: string, throttle: string, view: "chart" | "table" | "log" }} PanelSpec
+ */
+/** @typedef {{ t: number, v: number }} Point */
+/** @typedef {{ value: unknown, pos: string | undefined, t: number, count: number, gapBefore?: boolean }} Row */
+/**
+ * A log line: a value (`source`, `pos`, `value`) or a gap marker (`gap`).
+ * @typedef {{ t: number, source?: string, pos?: string, value?: unknown, gap?: string }} LogEntry
+ */
+
+/** @type {Panel[]} */
 const panels = [];
 let nextPanelId = 1;
 
+/** @param {string} text */
 function shellQuote(text) {
   return /^[A-Za-z0-9_.\/:=+,@-]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'";
 }
 
+/** @type {PanelSpec["view"][]} the views a panel can have (any other is shown as a log) */
+const VIEWS = ["chart", "table", "log"];
+
+/**
+ * A panel: one subscription (resubscribed after a reconnect, resumed from its last position
+ * when it can) and its view. Lifetime: from `addPanel` until `removePanel` or a new URL state.
+ */
 class Panel {
+  /** @param {{ subject: string, filter?: string, map?: string, throttle?: string, view?: string }} spec */
   constructor(spec) {
     this.id = nextPanelId++;
+    /** @type {PanelSpec} */
     this.spec = { subject: spec.subject, filter: spec.filter || "", map: spec.map || "",
-      throttle: spec.throttle || "", view: ["chart", "table", "log"].includes(spec.view) ? spec.view : "log" };
+      throttle: spec.throttle || "", view: VIEWS.find((view) => view === spec.view) ?? "log" };
     this.pattern = isPattern(this.spec.subject);
+    /** @type {string | null} */
     this.sid = null;
     this.generation = 0;
-    this.lastPos = null;      // "EPOCH:SEQ" of the newest value shown (single subjects)
+    /** @type {string | null} "EPOCH:SEQ" of the newest value shown (single subjects) */
+    this.lastPos = null;
     this.count = 0;           // values shown
     this.skipped = 0;         // non-numeric values a chart could not draw
-    this.gaps = [];           // times of gap markers
-    this.log = [];            // newest last
-    this.logFresh = [];       // entries not yet drawn
-    this.series = new Map();  // chart: source subject -> [{t, v}]
-    this.rows = new Map();    // table: source subject -> {value, pos, t, count}
+    /** @type {{ t: number, message: string }[]} gap markers */
+    this.gaps = [];
+    /** @type {LogEntry[]} newest last */
+    this.log = [];
+    /** @type {LogEntry[]} entries not yet drawn */
+    this.logFresh = [];
+    /** @type {Map<string, Point[]>} chart: source subject -> its points */
+    this.series = new Map();
+    /** @type {Map<string, Row>} table: source subject -> its latest value */
+    this.rows = new Map();
     this.state = "waiting for the connection";
+    /** @type {PanelError | null} */
     this.error = null;
-    this.ended = null;
     this.wasLive = false;     // a subscription of this panel has been live before
-    this.build();
+    this.dirty = true;
+
+    // The panel's elements.
+    const { subject, filter, map, throttle, view } = this.spec;
+    const title = `${subject} · ${view}`;
+    const exprs = [filter && `filter ${filter}`, map && `map ${map}`, throttle !== "" && `throttle ${throttle}s`]
+      .filter(Boolean).join(" | ");
+    this.stateNode = el("span", { class: "state" });
+    this.countNode = el("span", { class: "count", text: "0 values" });
+    this.errorNode = el("div", { class: "panel-error", role: "alert", hidden: "" });
+    this.gapNode = el("div", { class: "gap-note", hidden: "" });
+    this.commandNode = el("input", { class: "command", readonly: "", hidden: "", "aria-label": "runnel sub command line" });
+    const copy = el("button", { type: "button", class: "quiet copy", text: "Copy command",
+      title: "copy the equivalent runnel sub command line", onclick: () => this.copyCommand() });
+    const remove = el("button", { type: "button", class: "quiet remove", text: "Remove",
+      "aria-label": `remove panel ${title}`, onclick: () => removePanel(this) });
+    /** @type {HTMLCanvasElement | null} */
+    this.canvas = null;
+    /** @type {HTMLTableSectionElement | null} */
+    this.tbody = null;
+    /** @type {HTMLElement} */
+    let viewNode;
+    if (view === "chart") {
+      this.canvas = el("canvas", { class: "chart view", role: "img", "aria-label": `line chart of ${subject}` });
+      viewNode = this.canvas;
+    } else if (view === "table") {
+      this.tbody = el("tbody");
+      const head = el("tr", {}, el("th", { text: "subject" }), el("th", { text: "latest value" }),
+        el("th", { class: "num", text: "count" }), el("th", { text: "at" }));
+      if (!this.pattern) head.append(el("th", { text: "position" }));
+      viewNode = el("div", { class: "table-wrap view" }, el("table", {}, el("thead", {}, head), this.tbody));
+    } else {
+      viewNode = el("ol", { class: "log view", "aria-label": `values of ${subject}, newest first` });
+    }
+    this.viewNode = viewNode;
+    this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view },
+      el("div", { class: "panel-head" }, el("h3", { text: title }), el("div", { class: "tools" }, copy, remove)),
+      el("div", { class: "exprs", text: exprs || "no stages" }),
+      el("div", { class: "meta" }, this.stateNode, this.countNode),
+      this.errorNode, this.gapNode, this.commandNode, this.viewNode);
   }
 
+  /** The `sub` request's stages. */
   ops() {
+    /** @type {Stage[]} */
     const stages = [];
     const { filter, map, throttle } = this.spec;
     if (filter) stages.push({ op: "filter", expr: filter });
@@ -234,39 +398,6 @@ class Panel {
     return parts.join(" ");
   }
 
-  build() {
-    const { subject, filter, map, throttle, view } = this.spec;
-    const title = `${subject} · ${view}`;
-    const exprs = [filter && `filter ${filter}`, map && `map ${map}`, throttle !== "" && `throttle ${throttle}s`]
-      .filter(Boolean).join(" | ");
-    this.stateNode = el("span", { class: "state" });
-    this.countNode = el("span", { class: "count", text: "0 values" });
-    this.errorNode = el("div", { class: "panel-error", role: "alert", hidden: "" });
-    this.gapNode = el("div", { class: "gap-note", hidden: "" });
-    this.commandNode = el("input", { class: "command", readonly: "", hidden: "", "aria-label": "runnel sub command line" });
-    const copy = el("button", { type: "button", class: "quiet copy", text: "Copy command",
-      title: "copy the equivalent runnel sub command line", onclick: () => this.copyCommand() });
-    const remove = el("button", { type: "button", class: "quiet remove", text: "Remove",
-      "aria-label": `remove panel ${title}`, onclick: () => removePanel(this) });
-    if (view === "chart") {
-      this.canvas = el("canvas", { class: "chart view", role: "img", "aria-label": `line chart of ${subject}` });
-      this.viewNode = this.canvas;
-    } else if (view === "table") {
-      this.tbody = el("tbody");
-      const head = el("tr", {}, el("th", { text: "subject" }), el("th", { text: "latest value" }),
-        el("th", { class: "num", text: "count" }), el("th", { text: "at" }));
-      if (!this.pattern) head.append(el("th", { text: "position" }));
-      this.viewNode = el("div", { class: "table-wrap view" }, el("table", {}, el("thead", {}, head), this.tbody));
-    } else {
-      this.viewNode = el("ol", { class: "log view", "aria-label": `values of ${subject}, newest first` });
-    }
-    this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view },
-      el("div", { class: "panel-head" }, el("h3", { text: title }), el("div", { class: "tools" }, copy, remove)),
-      el("div", { class: "exprs", text: exprs || "no stages" }),
-      el("div", { class: "meta" }, this.stateNode, this.countNode),
-      this.errorNode, this.gapNode, this.commandNode, this.viewNode);
-    this.dirty = true;
-  }
 
   copyCommand() {
     const text = this.command();
@@ -283,6 +414,7 @@ class Panel {
   subscribe() {
     if (this.sid || !conn.open) return;
     const sid = `p${this.id}.${++this.generation}`;
+    /** @type {{ op: "sub", subject: string, sid: string, ops?: Stage[], positions?: boolean, from?: string }} */
     const body = { op: "sub", subject: this.spec.subject, sid };
     const ops = this.ops();
     if (ops.length) body.ops = ops;
@@ -327,6 +459,7 @@ class Panel {
     this.detach();
   }
 
+  /** @param {string} message */
   addGap(message) {
     const t = Date.now();
     this.gaps.push({ t, message });
@@ -335,6 +468,7 @@ class Panel {
     this.markDirty();
   }
 
+  /** @param {ServerEvent} line */
   onEvent(line) {
     if (line.ev === "next") {
       if (line.pos && this.lastPos) {
@@ -348,7 +482,7 @@ class Panel {
     } else if (line.ev === "dropped") {
       this.addGap(`gap: the server dropped ${line.count} value(s) (slow consumer)`);
     } else if (line.ev === "error" || line.ev === "completed") {
-      sids.delete(line.sid);
+      if (line.sid !== undefined) sids.delete(line.sid);
       this.sid = null;
       this.state = line.ev === "completed" ? "completed" : "ended with an error";
       if (line.ev === "error") this.error = line;
@@ -356,6 +490,11 @@ class Panel {
     }
   }
 
+  /**
+   * @param {string} source
+   * @param {unknown} value
+   * @param {string | undefined} pos
+   */
   accept(source, value, pos) {
     const t = Date.now();
     this.count += 1;
@@ -382,6 +521,7 @@ class Panel {
     this.markDirty();
   }
 
+  /** @param {LogEntry} entry */
   pushLog(entry) {
     this.log.push(entry);
     this.logFresh.push(entry);
@@ -402,11 +542,11 @@ class Panel {
     if (this.error) {
       const { code, message, stage } = this.error;
       const op = stage !== undefined ? this.ops()[stage] : undefined;
-      const where = stage !== undefined && !/\bstage\b/.test(message) ? ` (stage ${stage}: ${op ? op.op : "?"})` : "";
+      const where = stage !== undefined && !/\bstage\b/.test(message ?? "") ? ` (stage ${stage}: ${op ? op.op : "?"})` : "";
       this.errorNode.replaceChildren(el("div", { text: `${code}: ${message}${where}` }));
       // The server names the byte where an expression went wrong: point at it.
-      const at = /\(at byte (\d+)\)/.exec(message);
-      if (op && typeof op.expr === "string" && at) {
+      const at = /\(at byte (\d+)\)/.exec(message ?? "");
+      if (op && "expr" in op && typeof op.expr === "string" && at) {
         const column = charIndexOfByte(op.expr, Number(at[1]));
         this.errorNode.append(el("pre", { class: "caret", text: op.expr + "\n" + " ".repeat(column) + "^" }));
       }
@@ -434,20 +574,21 @@ class Panel {
         continue;
       }
       const item = el("li", { class: "log-entry" }, el("span", { class: "when", text: clock(entry.t) }));
-      if (this.pattern) item.append(el("span", { class: "src", text: entry.source }));
+      if (this.pattern) item.append(el("span", { class: "src", text: entry.source ?? "" }));
       if (entry.pos) item.append(el("span", { class: "pos", text: entry.pos }));
       item.append(el("span", { class: "value", text: JSON.stringify(entry.value) }));
       fragment.append(item);
     }
     this.logFresh = [];
     this.viewNode.prepend(fragment);
-    while (this.viewNode.childElementCount > MAX_LOG) this.viewNode.lastElementChild.remove();
+    while (this.viewNode.childElementCount > MAX_LOG) this.viewNode.lastElementChild?.remove();
   }
 
   drawTable() {
+    if (!this.tbody) return;
     const keys = [...this.rows.keys()].sort();
     const rows = keys.map((key) => {
-      const row = this.rows.get(key);
+      const row = /** @type {Row} */ (this.rows.get(key));
       const line = el("tr", {}, el("td", { text: key }), el("td", { class: "value", text: JSON.stringify(row.value) }),
         el("td", { class: "num", text: row.count }), el("td", { text: clock(row.t) }));
       if (!this.pattern) line.append(el("td", { text: row.pos || "" }));
@@ -458,6 +599,7 @@ class Panel {
 
   drawChart() {
     const canvas = this.canvas;
+    if (!canvas) return;
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth, height = canvas.clientHeight;
     if (!width || !height) return;
@@ -466,6 +608,7 @@ class Panel {
       canvas.height = Math.round(height * ratio);
     }
     const ctx = canvas.getContext("2d");
+    if (!ctx) return;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
     // The window grows with the data from 10 s to WINDOW_MS.
@@ -494,7 +637,9 @@ class Panel {
     ctx.strokeStyle = "#d5d9df";
     ctx.lineWidth = 1;
     ctx.strokeRect(left + .5, top + .5, plotW, plotH);
-    for (const [fraction, label, align] of [[0, `-${span / 1000} s`, "left"], [0.5, `-${span / 2000} s`, "center"], [1, "now", "right"]]) {
+    /** @type {[number, string, CanvasTextAlign][]} */
+    const labels = [[0, `-${span / 1000} s`, "left"], [0.5, `-${span / 2000} s`, "center"], [1, "now", "right"]];
+    for (const [fraction, label, align] of labels) {
       ctx.textAlign = align;
       ctx.fillText(label, left + fraction * plotW, height - 6);
     }
@@ -507,8 +652,8 @@ class Panel {
     if (low === high) { low -= 1; high += 1; }
     const range = high - low;
     low -= range * 0.05; high += range * 0.05;
-    const yOf = (v) => top + plotH - ((v - low) / (high - low)) * plotH;
-    const xOf = (t) => left + ((t - start) / span) * plotW;
+    const yOf = (/** @type {number} */ v) => top + plotH - ((v - low) / (high - low)) * plotH;
+    const xOf = (/** @type {number} */ t) => left + ((t - start) / span) * plotW;
     ctx.textAlign = "right";
     for (const fraction of [0, 0.5, 1]) {
       const v = low + (high - low) * fraction, y = yOf(v);
@@ -545,6 +690,16 @@ class Panel {
     }
   }
 
+  /**
+   * The gap markers in the window: dashed red lines.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} start the window's start (ms since the epoch)
+   * @param {number} span its length (ms)
+   * @param {number} left
+   * @param {number} top
+   * @param {number} plotW
+   * @param {number} plotH
+   */
   drawGaps(ctx, start, span, left, top, plotW, plotH) {
     ctx.save();
     ctx.strokeStyle = "#a4161a";
@@ -558,7 +713,11 @@ class Panel {
   }
 }
 
-// The index in `text` of the character at UTF-8 byte offset `byte`.
+/**
+ * The index in `text` of the character at UTF-8 byte offset `byte`.
+ * @param {string} text
+ * @param {number} byte
+ */
 function charIndexOfByte(text, byte) {
   const encoder = new TextEncoder();
   let bytes = 0, index = 0;
@@ -570,11 +729,17 @@ function charIndexOfByte(text, byte) {
   return index;
 }
 
+/**
+ * "EPOCH:SEQ" as its epoch and its sequence number.
+ * @param {string} pos
+ * @returns {[string, number]}
+ */
 function splitPos(pos) {
   const colon = pos.lastIndexOf(":");
   return [pos.slice(0, colon), Number(pos.slice(colon + 1))];
 }
 
+/** @param {number} v */
 function formatNumber(v) {
   if (Number.isInteger(v)) return String(v);
   const magnitude = Math.abs(v);
@@ -594,37 +759,43 @@ function scheduleRender() {
 // Charts scroll with time even when no value arrives.
 setInterval(() => { for (const panel of panels) if (panel.spec.view === "chart" && panel.series.size) panel.markDirty(); }, 500);
 
+/**
+ * @param {ConstructorParameters<typeof Panel>[0]} spec
+ * @param {boolean} [save] whether the URL keeps the new state
+ */
 function addPanel(spec, save = true) {
   const panel = new Panel(spec);
   panels.push(panel);
-  byId("panels").append(panel.node);
+  byId("panels", HTMLElement).append(panel.node);
   panel.subscribe();
   if (save) saveState();
   panel.markDirty();
   return panel;
 }
 
+/** @param {Panel} panel */
 function removePanel(panel) {
   panel.unsubscribe();
   panel.node.remove();
   panels.splice(panels.indexOf(panel), 1);
   saveState();
-  byId("new-subject").focus();
+  byId("new-subject", HTMLInputElement).focus();
 }
 
-byId("new-panel").addEventListener("submit", (event) => {
+byId("new-panel", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
-  const subject = byId("new-subject").value.trim();
+  const subject = byId("new-subject", HTMLInputElement).value.trim();
   if (!subject) return;
-  addPanel({ subject, filter: byId("new-filter").value.trim(), map: byId("new-map").value.trim(),
-    throttle: byId("new-throttle").value.trim(), view: byId("new-view").value });
+  addPanel({ subject, filter: byId("new-filter", HTMLInputElement).value.trim(), map: byId("new-map", HTMLInputElement).value.trim(),
+    throttle: byId("new-throttle", HTMLInputElement).value.trim(), view: byId("new-view", HTMLSelectElement).value });
 });
 
 // ---- The page's state in the URL: #{"panels":[...]} (JSON, percent-encoded) ----------------
 let savedHash = "";
 function saveState() {
+  /** @type {{ panels: PanelSpec[], prefix?: string }} */
   const state = { panels: panels.map((panel) => panel.spec) };
-  const prefix = byId("prefix").value.trim();
+  const prefix = byId("prefix", HTMLInputElement).value.trim();
   if (prefix) state.prefix = prefix;
   savedHash = "#" + encodeURIComponent(JSON.stringify(state));
   history.replaceState(null, "", savedHash);
@@ -636,7 +807,7 @@ function restoreState() {
   try { state = JSON.parse(decodeURIComponent(location.hash.slice(1))); } catch { return; }
   for (const panel of [...panels]) { panel.unsubscribe(); panel.node.remove(); }
   panels.length = 0;
-  if (typeof state.prefix === "string") byId("prefix").value = state.prefix;
+  if (typeof state.prefix === "string") byId("prefix", HTMLInputElement).value = state.prefix;
   for (const spec of Array.isArray(state.panels) ? state.panels : []) {
     if (spec && typeof spec.subject === "string" && spec.subject) addPanel(spec, false);
   }
@@ -644,7 +815,7 @@ function restoreState() {
 }
 
 window.addEventListener("hashchange", () => { if (location.hash !== savedHash) restoreState(); });
-byId("prefix").addEventListener("change", saveState);
+byId("prefix", HTMLInputElement).addEventListener("change", saveState);
 
 restoreState();
 connect();
