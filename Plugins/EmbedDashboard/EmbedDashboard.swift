@@ -6,6 +6,7 @@ import PackagePlugin
 /// the Swift source of `DashboardPage.html` in the plugin's work directory, and that file is
 /// compiled with the target. The files are the command's declared inputs, so editing one
 /// rebuilds the page; a file added to the folder is picked up when the build is next planned.
+/// Lifetime rule: stateless; SwiftPM runs it in a process of its own while planning a build.
 @main
 struct EmbedDashboard: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) async throws -> [Command] {

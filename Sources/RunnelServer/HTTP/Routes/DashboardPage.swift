@@ -4,4 +4,5 @@
 /// declares `html` in a generated extension. The page talks to runneld only over `GET /ws` with
 /// the line protocol's requests (`list`, `sub` with `ops`, `positions` and `from`, `unsub`,
 /// `pub`, `auth`); scripts/dashboard-tests.py drives it in a real browser.
+/// Thread rules: `html` is a constant, read from any thread.
 enum DashboardPage {}
