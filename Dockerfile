@@ -10,6 +10,9 @@ WORKDIR /src
 COPY Package.swift Package.resolved ./
 RUN swift package resolve
 COPY Sources Sources
+# The plugin that puts the dashboard (web/dashboard/) in the binary at build time, and its files.
+COPY Plugins Plugins
+COPY web web
 COPY Tests Tests
 COPY scripts/build-release.sh scripts/
 RUN scripts/build-release.sh

@@ -11,11 +11,11 @@ APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-confi
 # python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
 # scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
 # headless browser of scripts/dashboard-tests.py), openssl (the command that makes
-# scripts/tls-tests.py's certificates and its s_client checks); websockets and selenium come
-# from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl
+# scripts/tls-tests.py's certificates and its s_client checks), node-typescript (tsc, which
+# check-js runs over the dashboard's script); websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl node-typescript
 
-.PHONY: deps test-deps apt-install build release run test lint install uninstall clean
+.PHONY: deps test-deps apt-install build release run test lint check-js install uninstall clean
 
 # Installs the system packages the build needs (Debian/Ubuntu; run as root or with sudo).
 deps:
@@ -63,7 +63,12 @@ test: test-deps
 		exit 1; }
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz Plugins
+
+# The dashboard's script type-checked from its JSDoc annotations (web/dashboard/tsconfig.json:
+# strict, DOM and ES2020); a type error fails.
+check-js: test-deps
+	tsc -p web/dashboard
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)

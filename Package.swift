@@ -75,6 +75,7 @@ let package = Package(
         .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: daemon),
 
         // The daemon as a library: JSON, expressions, protocol, transports, subject store, stages, config.
+        // Its dashboard page is web/dashboard/, put in the binary by the EmbedDashboard plugin.
         .target(
             name: "RunnelServer",
             dependencies: [
@@ -82,8 +83,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
-            swiftSettings: daemon
+            swiftSettings: daemon,
+            plugins: ["EmbedDashboard"]
         ),
+        // The build-time tool and plugin that make web/dashboard/ one document in a Swift string
+        // (runneld needs no files, and no Foundation, to serve it).
+        .executableTarget(name: "DashboardEmbedder", swiftSettings: [.treatAllWarnings(as: .error)]),
+        .plugin(name: "EmbedDashboard", capability: .buildTool(), dependencies: ["DashboardEmbedder"]),
         .executableTarget(
             name: "runneld",
             dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -5,7 +5,8 @@
 #   3. checks that config/docker.toml, the image's /etc/runnel/runneld.toml, is a valid
 #      configuration listening on 0.0.0.0:7455 and serving HTTP on 0.0.0.0:7456
 #      (`runneld --check-config`), both ports exposed;
-#   4. runs `runnel --help` (the HEALTHCHECK binary starts).
+#   4. runs `runnel --help` (the HEALTHCHECK binary starts);
+#   5. checks that the Dockerfile copies every folder the build reads.
 # SWIFT selects the swift driver, as in build-release.sh (on the shared build machines:
 # SWIFT=/work/bin/sbuild).
 set -eu
@@ -32,6 +33,14 @@ if ! printf '%s\n' "$summary" | grep -q 'http_listen = "0\.0\.0\.0:7456"'; then
 fi
 for port in 7455 7456; do
     grep -q "^EXPOSE $port\$" Dockerfile || { echo "docker-build-check: Dockerfile does not EXPOSE $port" >&2; exit 1; }
+done
+# The build reads these folders besides Package.swift (Plugins/EmbedDashboard puts web/ in the
+# binary); the image has only what the Dockerfile copies.
+for folder in Sources Plugins web; do
+    grep -q "^COPY $folder $folder\$" Dockerfile || {
+        echo "docker-build-check: the Dockerfile does not COPY $folder, which the build reads" >&2
+        exit 1
+    }
 done
 grep -q '^RUN scripts/build-release.sh$' Dockerfile || {
     echo "docker-build-check: the Dockerfile no longer builds with scripts/build-release.sh" >&2

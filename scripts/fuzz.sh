@@ -26,9 +26,9 @@ per=$((total / ${#targets[@]}))
 package=Fuzz
 if [[ "$(basename "$PWD" | tr '[:upper:]' '[:lower:]')" == fuzz ]]; then
     package=.build-fuzz/src/runnel/Fuzz
-    rm -rf .build-fuzz/src/runnel/Sources .build-fuzz/src/runnel/Fuzz/Sources
+    rm -rf .build-fuzz/src/runnel/Sources .build-fuzz/src/runnel/Plugins .build-fuzz/src/runnel/web .build-fuzz/src/runnel/Fuzz/Sources
     mkdir -p .build-fuzz/src/runnel
-    git ls-files -z --cached --others --exclude-standard -- Package.swift Package.resolved Sources Fuzz |
+    git ls-files -z --cached --others --exclude-standard -- Package.swift Package.resolved Sources Plugins web Fuzz |
         xargs -0 tar -cf - | tar -xf - -C .build-fuzz/src/runnel
 fi
 

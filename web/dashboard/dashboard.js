@@ -1,0 +1,821 @@
+// The dashboard's script, inlined into the page runneld serves at `GET /`. It talks to runneld
+// only over `GET /ws` with the line protocol's requests (docs/protocol.md). JSDoc types are
+// checked by `tsc -p web/dashboard` (no build step: the browser runs this file as written).
+"use strict";
+
+// ---- Limits -------------------------------------------------------------------------------
+const MAX_LOG = 1000;          // log lines kept per panel
+const MAX_POINTS = 10000;      // chart points kept per series
+const MAX_ROWS = 500;          // table rows (source subjects) per panel
+const WINDOW_MS = 60000;       // the chart's time window
+const LIST_EVERY_MS = 1500;    // subjects list refresh
+const TOKEN_KEY = "runnel.token";
+const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490", "#854d0e", "#be185d"];
+
+// ---- The line protocol's shapes, as far as the page reads them ------------------------------
+/**
+ * A reply to a request, matched to it by `ref`.
+ * @typedef {object} Reply
+ * @property {boolean} ok
+ * @property {number} [ref]
+ * @property {string} [code] when not ok
+ * @property {string} [message] when not ok
+ * @property {number} [stage] when not ok: the index of the stage that was refused
+ * @property {SubjectEntry[]} [subjects] `list`
+ * @property {number} [receivers] `pub`
+ * @property {boolean} [resumed] `sub` with `from`
+ */
+/**
+ * An event of a subscription (`next`, `dropped`, `error`, `completed`) or of the connection
+ * (`closing`).
+ * @typedef {object} ServerEvent
+ * @property {string} ev
+ * @property {string} [sid]
+ * @property {string} [subject] the source subject of a pattern's value
+ * @property {unknown} [value]
+ * @property {string} [pos] "EPOCH:SEQ"
+ * @property {number} [count] `dropped`
+ * @property {string} [code] `error`, `closing`
+ * @property {string} [message] `error`
+ * @property {number} [stage] `error`
+ */
+/**
+ * One subject of a `list` reply.
+ * @typedef {object} SubjectEntry
+ * @property {string} subject
+ * @property {string} kind
+ * @property {number} [capacity]
+ * @property {boolean} [durable]
+ * @property {boolean} [terminated]
+ * @property {number} subscribers
+ * @property {number} published
+ * @property {string} [pos]
+ */
+/**
+ * A stage of a `sub` request's `ops`.
+ * @typedef {{ op: "filter" | "map", expr: string } | { op: "throttle", seconds: number }} Stage
+ */
+/** @typedef {{ code?: string, message?: string, stage?: number }} PanelError */
+/** @typedef {(reply: Reply) => void} ReplyHandler */
+
+/**
+ * The element with this id, which the page's markup has, of this type.
+ * @template {HTMLElement} T
+ * @param {string} id
+ * @param {{ new (): T }} type
+ * @returns {T}
+ */
+function byId(id, type) {
+  const node = document.getElementById(id);
+  if (!(node instanceof type)) throw new Error(`#${id} is missing or not a ${type.name}`);
+  return node;
+}
+/**
+ * A new element: attributes (`text` sets its text, a function is a listener of the event its
+ * key names after `on`), then its children.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, string | number | ((event: Event) => void)>} [attrs]
+ * @param {...(Node | string)} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "text") node.textContent = String(value);
+    else if (typeof value === "function") node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+/** @param {number} ms */
+const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
+/** @param {string} subject */
+const isPattern = (subject) => subject.split(".").some((token) => token === "*" || token === ">");
+
+// ---- The connection: one WebSocket to /ws, requests matched to replies by ref ----------------
+/**
+ * @type {{ ws: WebSocket | null, open: boolean, attempt: number, nextRef: number,
+ *   pending: Map<number, ReplyHandler>, timer: number | undefined, needsToken: boolean }}
+ */
+const conn = { ws: null, open: false, attempt: 0, nextRef: 1, pending: new Map(), timer: undefined, needsToken: false };
+/** @type {Map<string, Panel>} sid -> panel */
+const sids = new Map();
+
+/**
+ * @param {string} state
+ * @param {string} text
+ */
+function setConnState(state, text) {
+  const badge = byId("conn-state", HTMLElement);
+  badge.dataset.state = state;
+  badge.textContent = text;
+}
+
+function connect() {
+  clearTimeout(conn.timer);
+  setConnState("connecting", conn.attempt ? `reconnecting (attempt ${conn.attempt + 1})…` : "connecting…");
+  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+  conn.ws = ws;
+  ws.onopen = () => {
+    conn.open = true;
+    conn.attempt = 0;
+    setConnState("connected", "connected");
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) {
+      request({ op: "auth", token }, (reply) => {
+        if (!reply.ok) askForToken("the saved token was refused: " + reply.message);
+      });
+    }
+    startSession();
+  };
+  ws.onmessage = (message) => {
+    /** @type {Reply | ServerEvent} */
+    let line;
+    try { line = JSON.parse(message.data); } catch { return; }
+    handleLine(line);
+  };
+  ws.onclose = () => {
+    if (conn.ws !== ws) return;
+    conn.ws = null;
+    conn.open = false;
+    conn.pending.clear();
+    for (const panel of panels) panel.detach();
+    const delay = Math.min(5000, 250 * 2 ** conn.attempt) * (0.8 + Math.random() * 0.4);
+    conn.attempt += 1;
+    setConnState("disconnected", `disconnected; retrying in ${(delay / 1000).toFixed(1)} s`);
+    conn.timer = window.setTimeout(connect, delay);
+  };
+}
+
+/**
+ * Sends a request (a `ref` added); false when not connected.
+ * @param {Record<string, unknown>} body
+ * @param {ReplyHandler} [onReply]
+ */
+function request(body, onReply) {
+  if (!conn.open || !conn.ws) return false;
+  const ref = conn.nextRef++;
+  if (onReply) conn.pending.set(ref, onReply);
+  conn.ws.send(JSON.stringify({ ...body, ref }));
+  return true;
+}
+
+/** @param {Reply | ServerEvent} line */
+function handleLine(line) {
+  if ("ok" in line) {
+    const onReply = line.ref === undefined ? undefined : conn.pending.get(line.ref);
+    if (line.ref !== undefined) conn.pending.delete(line.ref);
+    if (!line.ok && line.code === "unauthorized") askForToken();
+    if (onReply) onReply(line);
+    return;
+  }
+  if (line.ev === "closing") {
+    setConnState("disconnected", "closed by the server: " + line.code);
+    return;
+  }
+  const panel = line.sid === undefined ? undefined : sids.get(line.sid);
+  if (panel) panel.onEvent(line);
+}
+
+function startSession() {
+  for (const panel of panels) panel.subscribe();
+  refreshSubjects();
+}
+
+// ---- Auth: asked for on the first `unauthorized`, kept in sessionStorage only --------------
+/** @param {string} [why] */
+function askForToken(why) {
+  if (conn.needsToken) return;
+  conn.needsToken = true;
+  const form = byId("token-form", HTMLFormElement);
+  form.hidden = false;
+  byId("token-status", HTMLElement).textContent = why || "";
+  setConnState("token", "a token is needed");
+  byId("token-input", HTMLInputElement).focus();
+}
+
+byId("token-form", HTMLFormElement).addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = byId("token-input", HTMLInputElement).value;
+  request({ op: "auth", token }, (reply) => {
+    if (reply.ok) {
+      sessionStorage.setItem(TOKEN_KEY, token);
+      conn.needsToken = false;
+      byId("token-form", HTMLFormElement).hidden = true;
+      byId("token-input", HTMLInputElement).value = "";
+      setConnState("connected", "connected");
+      startSession();
+    } else {
+      byId("token-status", HTMLElement).textContent = reply.message ?? "";
+    }
+  });
+});
+
+// ---- Subjects list ---------------------------------------------------------------------------
+/** @type {Map<string, { published: number, at: number }>} subject -> its count when last listed */
+const lastCounts = new Map();
+
+function refreshSubjects() {
+  const prefix = byId("prefix", HTMLInputElement).value.trim();
+  /** @type {{ op: "list", prefix?: string }} */
+  const body = { op: "list" };
+  if (prefix) body.prefix = prefix;
+  request(body, (reply) => {
+    if (!reply.ok) {
+      byId("subjects-status", HTMLElement).textContent = reply.message ?? "";
+      byId("subjects-status", HTMLElement).className = "status bad";
+      return;
+    }
+    renderSubjects(reply.subjects ?? []);
+  });
+}
+
+/** @param {SubjectEntry[]} subjects */
+function renderSubjects(subjects) {
+  const now = performance.now();
+  const rows = [];
+  for (const entry of subjects.slice(0, 500)) {
+    const before = lastCounts.get(entry.subject);
+    let rate = "";
+    if (before && now > before.at) rate = ((entry.published - before.published) * 1000 / (now - before.at)).toFixed(1);
+    lastCounts.set(entry.subject, { published: entry.published, at: now });
+    const kind = entry.kind + (entry.capacity !== undefined ? ` ${entry.capacity}` : "") + (entry.durable ? " durable" : "");
+    const pick = el("button", { class: "subject-link", type: "button", title: "use in a new panel and the publish box",
+      onclick: () => { byId("new-subject", HTMLInputElement).value = entry.subject; byId("pub-subject", HTMLInputElement).value = entry.subject; byId("new-filter", HTMLInputElement).focus(); } });
+    // Long names wrap after their dots.
+    entry.subject.split(".").forEach((token, i) => { if (i) pick.append(".", el("wbr")); pick.append(token); });
+    rows.push(el("tr", {}, el("td", {}, pick), el("td", { text: kind + (entry.terminated ? ", ended" : "") }),
+      el("td", { class: "num", text: entry.subscribers }), el("td", { class: "num", text: entry.published }),
+      el("td", { class: "num", text: rate }),
+      el("td", { class: "num", text: entry.pos ? "#" + splitPos(entry.pos)[1] : "", title: entry.pos || "" })));
+  }
+  byId("subjects", HTMLTableElement).tBodies[0].replaceChildren(...rows);
+  const status = byId("subjects-status", HTMLElement);
+  status.className = "status";
+  status.textContent = subjects.length > 500 ? `first 500 of ${subjects.length}` : `${subjects.length} subjects`;
+}
+
+byId("prefix", HTMLInputElement).addEventListener("input", () => refreshSubjects());
+setInterval(refreshSubjects, LIST_EVERY_MS);
+
+// ---- Publish box ---------------------------------------------------------------------------------
+byId("publish-form", HTMLFormElement).addEventListener("submit", (event) => {
+  event.preventDefault();
+  const subject = byId("pub-subject", HTMLInputElement).value.trim();
+  const text = byId("pub-value", HTMLTextAreaElement).value;
+  /** @type {unknown} */
+  let value;
+  let note = "";
+  try { value = JSON.parse(text); } catch { value = text; note = " (as a string)"; }
+  const status = byId("pub-status", HTMLElement);
+  const sent = request({ op: "pub", subject, value }, (reply) => {
+    status.className = reply.ok ? "status" : "status bad";
+    status.textContent = reply.ok ? `published${note}: reached ${reply.receivers} subscription(s)` : reply.message ?? "";
+  });
+  if (!sent) { status.className = "status bad"; status.textContent = "not connected"; }
+});
+
+// ---- Panels ------------------------------------------------------------------------------------------
+/**
+ * What a panel shows, as kept in the URL: its subject (or pattern), the stages' expressions
+ * and throttle as typed, and its view.
+ * @typedef {{ subject: string, filter: string, map: string, throttle: string, view: "chart" | "table" | "log" }} PanelSpec
+ */
+/** @typedef {{ t: number, v: number }} Point */
+/** @typedef {{ value: unknown, pos: string | undefined, t: number, count: number, gapBefore?: boolean }} Row */
+/**
+ * A log line: a value (`source`, `pos`, `value`) or a gap marker (`gap`).
+ * @typedef {{ t: number, source?: string, pos?: string, value?: unknown, gap?: string }} LogEntry
+ */
+
+/** @type {Panel[]} */
+const panels = [];
+let nextPanelId = 1;
+
+/** @param {string} text */
+function shellQuote(text) {
+  return /^[A-Za-z0-9_.\/:=+,@-]+$/.test(text) ? text : "'" + text.replace(/'/g, "'\\''") + "'";
+}
+
+/** @type {PanelSpec["view"][]} the views a panel can have (any other is shown as a log) */
+const VIEWS = ["chart", "table", "log"];
+
+/**
+ * A panel: one subscription (resubscribed after a reconnect, resumed from its last position
+ * when it can) and its view. Lifetime: from `addPanel` until `removePanel` or a new URL state.
+ */
+class Panel {
+  /** @param {{ subject: string, filter?: string, map?: string, throttle?: string, view?: string }} spec */
+  constructor(spec) {
+    this.id = nextPanelId++;
+    /** @type {PanelSpec} */
+    this.spec = { subject: spec.subject, filter: spec.filter || "", map: spec.map || "",
+      throttle: spec.throttle || "", view: VIEWS.find((view) => view === spec.view) ?? "log" };
+    this.pattern = isPattern(this.spec.subject);
+    /** @type {string | null} */
+    this.sid = null;
+    this.generation = 0;
+    /** @type {string | null} "EPOCH:SEQ" of the newest value shown (single subjects) */
+    this.lastPos = null;
+    this.count = 0;           // values shown
+    this.skipped = 0;         // non-numeric values a chart could not draw
+    /** @type {{ t: number, message: string }[]} gap markers */
+    this.gaps = [];
+    /** @type {LogEntry[]} newest last */
+    this.log = [];
+    /** @type {LogEntry[]} entries not yet drawn */
+    this.logFresh = [];
+    /** @type {Map<string, Point[]>} chart: source subject -> its points */
+    this.series = new Map();
+    /** @type {Map<string, Row>} table: source subject -> its latest value */
+    this.rows = new Map();
+    this.state = "waiting for the connection";
+    /** @type {PanelError | null} */
+    this.error = null;
+    this.wasLive = false;     // a subscription of this panel has been live before
+    this.dirty = true;
+
+    // The panel's elements.
+    const { subject, filter, map, throttle, view } = this.spec;
+    const title = `${subject} · ${view}`;
+    const exprs = [filter && `filter ${filter}`, map && `map ${map}`, throttle !== "" && `throttle ${throttle}s`]
+      .filter(Boolean).join(" | ");
+    this.stateNode = el("span", { class: "state" });
+    this.countNode = el("span", { class: "count", text: "0 values" });
+    this.errorNode = el("div", { class: "panel-error", role: "alert", hidden: "" });
+    this.gapNode = el("div", { class: "gap-note", hidden: "" });
+    this.commandNode = el("input", { class: "command", readonly: "", hidden: "", "aria-label": "runnel sub command line" });
+    const copy = el("button", { type: "button", class: "quiet copy", text: "Copy command",
+      title: "copy the equivalent runnel sub command line", onclick: () => this.copyCommand() });
+    const remove = el("button", { type: "button", class: "quiet remove", text: "Remove",
+      "aria-label": `remove panel ${title}`, onclick: () => removePanel(this) });
+    /** @type {HTMLCanvasElement | null} */
+    this.canvas = null;
+    /** @type {HTMLTableSectionElement | null} */
+    this.tbody = null;
+    /** @type {HTMLElement} */
+    let viewNode;
+    if (view === "chart") {
+      this.canvas = el("canvas", { class: "chart view", role: "img", "aria-label": `line chart of ${subject}` });
+      viewNode = this.canvas;
+    } else if (view === "table") {
+      this.tbody = el("tbody");
+      const head = el("tr", {}, el("th", { text: "subject" }), el("th", { text: "latest value" }),
+        el("th", { class: "num", text: "count" }), el("th", { text: "at" }));
+      if (!this.pattern) head.append(el("th", { text: "position" }));
+      viewNode = el("div", { class: "table-wrap view" }, el("table", {}, el("thead", {}, head), this.tbody));
+    } else {
+      viewNode = el("ol", { class: "log view", "aria-label": `values of ${subject}, newest first` });
+    }
+    this.viewNode = viewNode;
+    this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view },
+      el("div", { class: "panel-head" }, el("h3", { text: title }), el("div", { class: "tools" }, copy, remove)),
+      el("div", { class: "exprs", text: exprs || "no stages" }),
+      el("div", { class: "meta" }, this.stateNode, this.countNode),
+      this.errorNode, this.gapNode, this.commandNode, this.viewNode);
+  }
+
+  /** The `sub` request's stages. */
+  ops() {
+    /** @type {Stage[]} */
+    const stages = [];
+    const { filter, map, throttle } = this.spec;
+    if (filter) stages.push({ op: "filter", expr: filter });
+    if (map) stages.push({ op: "map", expr: map });
+    if (throttle !== "") stages.push({ op: "throttle", seconds: Number(throttle) });
+    return stages;
+  }
+
+  command() {
+    const { subject, filter, map, throttle } = this.spec;
+    const parts = ["runnel", "sub", shellQuote(subject)];
+    if (filter) parts.push("--filter", shellQuote(filter));
+    if (map) parts.push("--map", shellQuote(map));
+    if (throttle !== "") parts.push("--throttle", shellQuote(String(throttle)));
+    if (this.pattern) parts.push("--subject");
+    return parts.join(" ");
+  }
+
+
+  copyCommand() {
+    const text = this.command();
+    this.commandNode.value = text;
+    this.commandNode.hidden = false;
+    this.commandNode.select();
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).catch(() => document.execCommand && document.execCommand("copy"));
+    } else if (document.execCommand) {
+      document.execCommand("copy");
+    }
+  }
+
+  subscribe() {
+    if (this.sid || !conn.open) return;
+    const sid = `p${this.id}.${++this.generation}`;
+    /** @type {{ op: "sub", subject: string, sid: string, ops?: Stage[], positions?: boolean, from?: string }} */
+    const body = { op: "sub", subject: this.spec.subject, sid };
+    const ops = this.ops();
+    if (ops.length) body.ops = ops;
+    if (!this.pattern) body.positions = true;
+    const from = this.pattern ? null : this.lastPos;
+    if (from) body.from = from;
+    this.sid = sid;
+    sids.set(sid, this);
+    this.state = "subscribing";
+    this.markDirty();
+    request(body, (reply) => {
+      if (this.sid !== sid) return;
+      if (!reply.ok) {
+        sids.delete(sid);
+        this.sid = null;
+        this.error = reply;
+        this.state = reply.code === "unauthorized" ? "waiting for a token" : "refused";
+      } else {
+        this.error = null;
+        this.state = "live";
+        if (from && reply.resumed === false) {
+          this.addGap("gap: values may have been missed while disconnected (could not resume after " + from + ")");
+        } else if (!from && this.wasLive) {
+          // A pattern (or a subject with no value shown yet) cannot resume: say so.
+          this.addGap("gap: values published while disconnected were not resumed");
+        }
+        this.wasLive = true;
+      }
+      this.markDirty();
+    });
+  }
+
+  detach() {
+    if (this.sid) sids.delete(this.sid);
+    this.sid = null;
+    this.state = "disconnected";
+    this.markDirty();
+  }
+
+  unsubscribe() {
+    if (this.sid && conn.open) request({ op: "unsub", sid: this.sid });
+    this.detach();
+  }
+
+  /** @param {string} message */
+  addGap(message) {
+    const t = Date.now();
+    this.gaps.push({ t, message });
+    this.pushLog({ t, gap: message });
+    for (const rows of this.rows.values()) rows.gapBefore = true;
+    this.markDirty();
+  }
+
+  /** @param {ServerEvent} line */
+  onEvent(line) {
+    if (line.ev === "next") {
+      if (line.pos && this.lastPos) {
+        // A value at or before the newest one shown (same epoch) is one already shown.
+        const [epoch, seq] = splitPos(line.pos);
+        const [lastEpoch, lastSeq] = splitPos(this.lastPos);
+        if (epoch === lastEpoch && seq <= lastSeq) return;
+      }
+      if (line.pos) this.lastPos = line.pos;
+      this.accept(line.subject || this.spec.subject, line.value, line.pos);
+    } else if (line.ev === "dropped") {
+      this.addGap(`gap: the server dropped ${line.count} value(s) (slow consumer)`);
+    } else if (line.ev === "error" || line.ev === "completed") {
+      if (line.sid !== undefined) sids.delete(line.sid);
+      this.sid = null;
+      this.state = line.ev === "completed" ? "completed" : "ended with an error";
+      if (line.ev === "error") this.error = line;
+      this.markDirty();
+    }
+  }
+
+  /**
+   * @param {string} source
+   * @param {unknown} value
+   * @param {string | undefined} pos
+   */
+  accept(source, value, pos) {
+    const t = Date.now();
+    this.count += 1;
+    const view = this.spec.view;
+    if (view === "chart") {
+      if (typeof value !== "number") { this.skipped += 1; }
+      else {
+        let points = this.series.get(source);
+        if (!points) {
+          if (this.series.size >= COLORS.length) { this.skipped += 1; this.markDirty(); return; }
+          points = [];
+          this.series.set(source, points);
+        }
+        points.push({ t, v: value });
+        if (points.length > MAX_POINTS * 1.2) points.splice(0, points.length - MAX_POINTS);
+      }
+    } else if (view === "table") {
+      const row = this.rows.get(source);
+      if (row) { row.value = value; row.pos = pos; row.t = t; row.count += 1; }
+      else if (this.rows.size < MAX_ROWS) this.rows.set(source, { value, pos, t, count: 1 });
+    } else {
+      this.pushLog({ t, source, pos, value });
+    }
+    this.markDirty();
+  }
+
+  /** @param {LogEntry} entry */
+  pushLog(entry) {
+    this.log.push(entry);
+    this.logFresh.push(entry);
+    if (this.log.length > MAX_LOG * 1.2) this.log.splice(0, this.log.length - MAX_LOG);
+    if (this.logFresh.length > MAX_LOG) this.logFresh.splice(0, this.logFresh.length - MAX_LOG);
+  }
+
+  markDirty() {
+    this.dirty = true;
+    scheduleRender();
+  }
+
+  render() {
+    this.dirty = false;
+    this.stateNode.textContent = this.state;
+    this.stateNode.dataset.state = this.state;
+    this.countNode.textContent = `${this.count} values` + (this.skipped ? `, ${this.skipped} not drawn (not numbers, or past ${COLORS.length} series)` : "");
+    if (this.error) {
+      const { code, message, stage } = this.error;
+      const op = stage !== undefined ? this.ops()[stage] : undefined;
+      const where = stage !== undefined && !/\bstage\b/.test(message ?? "") ? ` (stage ${stage}: ${op ? op.op : "?"})` : "";
+      this.errorNode.replaceChildren(el("div", { text: `${code}: ${message}${where}` }));
+      // The server names the byte where an expression went wrong: point at it.
+      const at = /\(at byte (\d+)\)/.exec(message ?? "");
+      if (op && "expr" in op && typeof op.expr === "string" && at) {
+        const column = charIndexOfByte(op.expr, Number(at[1]));
+        this.errorNode.append(el("pre", { class: "caret", text: op.expr + "\n" + " ".repeat(column) + "^" }));
+      }
+      this.errorNode.hidden = false;
+    } else {
+      this.errorNode.hidden = true;
+    }
+    if (this.gaps.length) {
+      const last = this.gaps[this.gaps.length - 1];
+      this.gapNode.textContent = `⚠ ${this.gaps.length} gap(s); last at ${clock(last.t)}: ${last.message}`;
+      this.gapNode.hidden = false;
+    }
+    if (this.spec.view === "chart") this.drawChart();
+    else if (this.spec.view === "table") this.drawTable();
+    else this.drawLog();
+  }
+
+  drawLog() {
+    if (!this.logFresh.length) return;
+    const fragment = document.createDocumentFragment();
+    for (let i = this.logFresh.length - 1; i >= 0; i--) {
+      const entry = this.logFresh[i];
+      if (entry.gap) {
+        fragment.append(el("li", { class: "gap", text: `${clock(entry.t)} ${entry.gap}` }));
+        continue;
+      }
+      const item = el("li", { class: "log-entry" }, el("span", { class: "when", text: clock(entry.t) }));
+      if (this.pattern) item.append(el("span", { class: "src", text: entry.source ?? "" }));
+      if (entry.pos) item.append(el("span", { class: "pos", text: entry.pos }));
+      item.append(el("span", { class: "value", text: JSON.stringify(entry.value) }));
+      fragment.append(item);
+    }
+    this.logFresh = [];
+    this.viewNode.prepend(fragment);
+    while (this.viewNode.childElementCount > MAX_LOG) this.viewNode.lastElementChild?.remove();
+  }
+
+  drawTable() {
+    if (!this.tbody) return;
+    const keys = [...this.rows.keys()].sort();
+    const rows = keys.map((key) => {
+      const row = /** @type {Row} */ (this.rows.get(key));
+      const line = el("tr", {}, el("td", { text: key }), el("td", { class: "value", text: JSON.stringify(row.value) }),
+        el("td", { class: "num", text: row.count }), el("td", { text: clock(row.t) }));
+      if (!this.pattern) line.append(el("td", { text: row.pos || "" }));
+      return line;
+    });
+    this.tbody.replaceChildren(...rows);
+  }
+
+  drawChart() {
+    const canvas = this.canvas;
+    if (!canvas) return;
+    const ratio = window.devicePixelRatio || 1;
+    const width = canvas.clientWidth, height = canvas.clientHeight;
+    if (!width || !height) return;
+    if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+    }
+    const ctx = canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    // The window grows with the data from 10 s to WINDOW_MS.
+    const now = Date.now();
+    let oldest = now;
+    for (const points of this.series.values()) if (points.length) oldest = Math.min(oldest, points[0].t);
+    const span = Math.min(WINDOW_MS, Math.max(10000, Math.ceil((now - oldest) / 10000) * 10000));
+    const start = now - span;
+    let low = Infinity, high = -Infinity;
+    for (const points of this.series.values()) {
+      // Forget what has left the window, in batches.
+      let first = 0;
+      while (first < points.length && points[first].t < now - WINDOW_MS) first++;
+      if (first > 256 || first === points.length) points.splice(0, first), first = 0;
+      for (let i = 0; i < points.length; i++) {
+        if (points[i].t < start) continue;
+        const v = points[i].v;
+        if (v < low) low = v;
+        if (v > high) high = v;
+      }
+    }
+    const left = 56, right = 8, top = 8, bottom = 22;
+    const plotW = width - left - right, plotH = height - top - bottom;
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = "#4d5560";
+    ctx.strokeStyle = "#d5d9df";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(left + .5, top + .5, plotW, plotH);
+    /** @type {[number, string, CanvasTextAlign][]} */
+    const labels = [[0, `-${span / 1000} s`, "left"], [0.5, `-${span / 2000} s`, "center"], [1, "now", "right"]];
+    for (const [fraction, label, align] of labels) {
+      ctx.textAlign = align;
+      ctx.fillText(label, left + fraction * plotW, height - 6);
+    }
+    ctx.textAlign = "center";
+    if (low === Infinity) {
+      ctx.fillText("waiting for numeric values…", left + plotW / 2, top + plotH / 2);
+      this.drawGaps(ctx, start, span, left, top, plotW, plotH);
+      return;
+    }
+    if (low === high) { low -= 1; high += 1; }
+    const range = high - low;
+    low -= range * 0.05; high += range * 0.05;
+    const yOf = (/** @type {number} */ v) => top + plotH - ((v - low) / (high - low)) * plotH;
+    const xOf = (/** @type {number} */ t) => left + ((t - start) / span) * plotW;
+    ctx.textAlign = "right";
+    for (const fraction of [0, 0.5, 1]) {
+      const v = low + (high - low) * fraction, y = yOf(v);
+      ctx.fillStyle = "#4d5560";
+      ctx.fillText(formatNumber(v), left - 4, y + 4);
+      ctx.beginPath(); ctx.moveTo(left, Math.round(y) + .5); ctx.lineTo(left + plotW, Math.round(y) + .5); ctx.stroke();
+    }
+    this.drawGaps(ctx, start, span, left, top, plotW, plotH);
+    let index = 0;
+    ctx.lineWidth = 1.5;
+    ctx.textAlign = "left";
+    for (const [source, points] of this.series) {
+      const color = COLORS[index % COLORS.length];
+      ctx.strokeStyle = color;
+      ctx.beginPath();
+      // One pixel column at a time: its first, lowest and highest point (dense data stays cheap).
+      let column = -1, started = false;
+      for (const point of points) {
+        if (point.t < start) continue;
+        const x = xOf(point.t), y = yOf(point.v), c = Math.floor(x);
+        if (!started) { ctx.moveTo(x, y); started = true; column = c; continue; }
+        if (c === column) { ctx.lineTo(c + .5, y); continue; }
+        column = c;
+        ctx.lineTo(x, y);
+      }
+      ctx.stroke();
+      const last = points[points.length - 1];
+      if (last) {
+        ctx.fillStyle = color;
+        const label = (this.series.size > 1 || this.pattern ? source + ": " : "") + formatNumber(last.v);
+        ctx.fillText(label, left + 6, top + 14 + index * 14);
+      }
+      index++;
+    }
+  }
+
+  /**
+   * The gap markers in the window: dashed red lines.
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {number} start the window's start (ms since the epoch)
+   * @param {number} span its length (ms)
+   * @param {number} left
+   * @param {number} top
+   * @param {number} plotW
+   * @param {number} plotH
+   */
+  drawGaps(ctx, start, span, left, top, plotW, plotH) {
+    ctx.save();
+    ctx.strokeStyle = "#a4161a";
+    ctx.setLineDash([4, 3]);
+    for (const gap of this.gaps) {
+      if (gap.t < start) continue;
+      const x = Math.round(left + ((gap.t - start) / span) * plotW) + .5;
+      ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + plotH); ctx.stroke();
+    }
+    ctx.restore();
+  }
+}
+
+/**
+ * The index in `text` of the character at UTF-8 byte offset `byte`.
+ * @param {string} text
+ * @param {number} byte
+ */
+function charIndexOfByte(text, byte) {
+  const encoder = new TextEncoder();
+  let bytes = 0, index = 0;
+  for (const character of text) {
+    if (bytes >= byte) break;
+    bytes += encoder.encode(character).length;
+    index += 1;
+  }
+  return index;
+}
+
+/**
+ * "EPOCH:SEQ" as its epoch and its sequence number.
+ * @param {string} pos
+ * @returns {[string, number]}
+ */
+function splitPos(pos) {
+  const colon = pos.lastIndexOf(":");
+  return [pos.slice(0, colon), Number(pos.slice(colon + 1))];
+}
+
+/** @param {number} v */
+function formatNumber(v) {
+  if (Number.isInteger(v)) return String(v);
+  const magnitude = Math.abs(v);
+  return magnitude >= 1000 || magnitude < 0.01 ? v.toPrecision(4) : v.toFixed(2);
+}
+
+// Render at most once per animation frame: events only mark panels dirty.
+let frameRequested = false;
+function scheduleRender() {
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(() => {
+    frameRequested = false;
+    for (const panel of panels) if (panel.dirty) panel.render();
+  });
+}
+// Charts scroll with time even when no value arrives.
+setInterval(() => { for (const panel of panels) if (panel.spec.view === "chart" && panel.series.size) panel.markDirty(); }, 500);
+
+/**
+ * @param {ConstructorParameters<typeof Panel>[0]} spec
+ * @param {boolean} [save] whether the URL keeps the new state
+ */
+function addPanel(spec, save = true) {
+  const panel = new Panel(spec);
+  panels.push(panel);
+  byId("panels", HTMLElement).append(panel.node);
+  panel.subscribe();
+  if (save) saveState();
+  panel.markDirty();
+  return panel;
+}
+
+/** @param {Panel} panel */
+function removePanel(panel) {
+  panel.unsubscribe();
+  panel.node.remove();
+  panels.splice(panels.indexOf(panel), 1);
+  saveState();
+  byId("new-subject", HTMLInputElement).focus();
+}
+
+byId("new-panel", HTMLFormElement).addEventListener("submit", (event) => {
+  event.preventDefault();
+  const subject = byId("new-subject", HTMLInputElement).value.trim();
+  if (!subject) return;
+  addPanel({ subject, filter: byId("new-filter", HTMLInputElement).value.trim(), map: byId("new-map", HTMLInputElement).value.trim(),
+    throttle: byId("new-throttle", HTMLInputElement).value.trim(), view: byId("new-view", HTMLSelectElement).value });
+});
+
+// ---- The page's state in the URL: #{"panels":[...]} (JSON, percent-encoded) ----------------
+let savedHash = "";
+function saveState() {
+  /** @type {{ panels: PanelSpec[], prefix?: string }} */
+  const state = { panels: panels.map((panel) => panel.spec) };
+  const prefix = byId("prefix", HTMLInputElement).value.trim();
+  if (prefix) state.prefix = prefix;
+  savedHash = "#" + encodeURIComponent(JSON.stringify(state));
+  history.replaceState(null, "", savedHash);
+}
+
+function restoreState() {
+  if (!location.hash || location.hash.length < 2) return;
+  let state;
+  try { state = JSON.parse(decodeURIComponent(location.hash.slice(1))); } catch { return; }
+  for (const panel of [...panels]) { panel.unsubscribe(); panel.node.remove(); }
+  panels.length = 0;
+  if (typeof state.prefix === "string") byId("prefix", HTMLInputElement).value = state.prefix;
+  for (const spec of Array.isArray(state.panels) ? state.panels : []) {
+    if (spec && typeof spec.subject === "string" && spec.subject) addPanel(spec, false);
+  }
+  savedHash = location.hash;
+}
+
+window.addEventListener("hashchange", () => { if (location.hash !== savedHash) restoreState(); });
+byId("prefix", HTMLInputElement).addEventListener("change", saveState);
+
+restoreState();
+connect();
