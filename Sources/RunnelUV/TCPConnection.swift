@@ -578,7 +578,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     /// three pointers (the open chunk's counters, the handle) that miss the cache when one
     /// value fans out to many connections: 7% of the server's time at 100 subscribers, where
     /// this is asked once per delivery. Loop thread.
-    @inline(__always)
+    @inlinable
     public func hasUnsentBytes(over limit: Int) -> Bool {
         pendingBytes > limit && unsentBytes > limit
     }

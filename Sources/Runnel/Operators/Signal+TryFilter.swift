@@ -20,7 +20,9 @@ final class TryFilterSink<Value: Sendable>: Subscriber, @unchecked Sendable {
     private let downstream: any Subscriber<Value>
     private let isIncluded: @Sendable (Value) throws -> Bool
     private var upstream: CompoundDisposable?
-    private var terminated = false
+    /// Read per value: a subscriber's events never overlap (the library's contract), so the
+    /// run-time exclusivity check would guard nothing.
+    @exclusivity(unchecked) private var terminated = false
 
     init(downstream: any Subscriber<Value>, isIncluded: @escaping @Sendable (Value) throws -> Bool) {
         self.downstream = downstream

@@ -16,7 +16,9 @@ private final class TryMapSink<Value: Sendable, U: Sendable>: Subscriber, @unche
     private let downstream: any Subscriber<U>
     private let transform: @Sendable (Value) throws -> U
     private var upstream: CompoundDisposable?
-    private var terminated = false
+    /// Read per value: a subscriber's events never overlap (the library's contract), so the
+    /// run-time exclusivity check would guard nothing.
+    @exclusivity(unchecked) private var terminated = false
 
     init(downstream: any Subscriber<U>, transform: @escaping @Sendable (Value) throws -> U) {
         self.downstream = downstream
