@@ -63,7 +63,7 @@ test: test-deps
 		exit 1; }
 
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz Plugins
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz Plugins examples
 
 # The dashboard's script type-checked from its JSDoc annotations (web/dashboard/tsconfig.json:
 # strict, DOM and ES2020); a type error fails.
