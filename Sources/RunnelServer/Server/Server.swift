@@ -127,7 +127,8 @@ public final class Server: @unchecked Sendable {
 
     /// Arms the server's sweep, once: called as a listener starts serving.
     func startSweep() {
-        sweep.start(on: scheduler) { [unowned self] in
+        sweep.start(on: scheduler) { [weak self] in
+            guard let self else { return }
             let now = ContinuousClock.now
             for session in loginDeadlines.takeExpired(at: now) { session.loginTimedOut() }
             httpFrontDoor?.sweep(now)

@@ -9,9 +9,9 @@ import RunnelUV
 /// reads this one timer plus those of the stages (and the few a connection arms while it
 /// closes or shakes hands over TLS).
 ///
-/// Thread rules: loop thread only; its closure runs there. Lifetime rule: owned by the server,
-/// which holds it unowned in the timer's closure (the loop's shutdown closes the timer before
-/// the server goes).
+/// Thread rules: loop thread only; its closure runs there. Lifetime rule: owned by the server;
+/// the loop's shutdown closes the timer (the closure holds the server weakly, so a server gone
+/// first is not touched).
 final class ServerSweep {
     static let interval: Duration = .seconds(1)
 
