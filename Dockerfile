@@ -7,7 +7,9 @@ FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Package.swift Package.resolved ./
+# Package.resolved pins the dependencies where a checkout has one (git keeps none): the
+# pattern copies it when present and does not fail without it.
+COPY Package.swift Package.resolve[d] ./
 RUN swift package resolve
 COPY Sources Sources
 # The plugin that puts the dashboard (web/dashboard/) in the binary at build time, and its files.

@@ -6,7 +6,8 @@
 #      configuration listening on 0.0.0.0:7455 and serving HTTP on 0.0.0.0:7456
 #      (`runneld --check-config`), both ports exposed;
 #   4. runs `runnel --help` (the HEALTHCHECK binary starts);
-#   5. checks that the Dockerfile copies every folder the build reads.
+#   5. checks that the Dockerfile copies every folder the build reads, and nothing by name
+#      that a fresh clone lacks.
 # SWIFT selects the swift driver, as in build-release.sh (on the shared build machines:
 # SWIFT=/work/bin/sbuild).
 set -eu
@@ -39,6 +40,15 @@ done
 for folder in Sources Plugins web; do
     grep -q "^COPY $folder $folder\$" Dockerfile || {
         echo "docker-build-check: the Dockerfile does not COPY $folder, which the build reads" >&2
+        exit 1
+    }
+done
+# Every file or folder the build stage copies by name is in a fresh clone (a name with a
+# pattern may match nothing; a plain name that git does not keep fails `docker build`).
+for source in $(awk '$1 == "COPY" && $2 !~ /^--/ { for (i = 2; i < NF; i++) print $i }' Dockerfile); do
+    case $source in *[][*?]*) continue ;; esac
+    git ls-files --error-unmatch "$source" >/dev/null 2>&1 || {
+        echo "docker-build-check: the Dockerfile copies $source, which a fresh clone does not have" >&2
         exit 1
     }
 done
