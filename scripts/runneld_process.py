@@ -298,6 +298,24 @@ class _Report:
             self.file.flush()
 
 
+def _run_check(name, check, argument, report):
+    """Runs one check, reporting it with what it printed and, when it failed, its traceback and
+    the daemon's last lines."""
+    started = time.monotonic()
+    tee = _Tee(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(tee):
+            check(argument)
+        report.record(name, time.monotonic() - started)
+    except Exception as error:  # noqa: BLE001 - report every failure and go on
+        output = "".join(tee.parts) + traceback.format_exc()
+        log = _log_of(argument)
+        if log:
+            output += "runneld's last lines:\n" + "\n".join(log[-20:]) + "\n"
+        report.record(name, time.monotonic() - started, repr(error), output)
+        print(output, end="", flush=True)
+
+
 def _run_suite(suite, binary, selected, report):
     """Runs the checks of `suite` that are `selected` against what its start yields."""
     checks = [check for check in suite.checks if f"{suite.name}.{check.__name__}" in selected]
@@ -309,21 +327,14 @@ def _run_suite(suite, binary, selected, report):
         for name in [f"{suite.name}.{check.__name__}" for check in checks] + suite.names()[len(suite.checks):]:
             report.record(name, 0, "the suite did not start", reason)
         return
-    for check in checks:
-        name = f"{suite.name}.{check.__name__}"
-        started = time.monotonic()
-        tee = _Tee(sys.stdout)
-        try:
-            with contextlib.redirect_stdout(tee):
-                check(argument)
-            report.record(name, time.monotonic() - started)
-        except Exception as error:  # noqa: BLE001 - report every failure and go on
-            output = "".join(tee.parts) + traceback.format_exc()
-            log = _log_of(argument)
-            if log:
-                output += "runneld's last lines:\n" + "\n".join(log[-20:]) + "\n"
-            report.record(name, time.monotonic() - started, repr(error), output)
-            print(output, end="", flush=True)
+    try:
+        for check in checks:
+            _run_check(f"{suite.name}.{check.__name__}", check, argument, report)
+    except BaseException:
+        # Stopped from outside (SIGTERM, ^C): the daemon stops too, then the script.
+        with contextlib.suppress(Exception):
+            context.__exit__(None, None, None)
+        raise
     started = time.monotonic()
     try:
         context.__exit__(None, None, None)
@@ -339,7 +350,8 @@ def _run_suite(suite, binary, selected, report):
 def main(description, suites, add_arguments=None):
     """The command line of every test script: `--runneld PATH`, `--list` (the checks' names,
     one a line), `--only NAME` (repeatable: only those checks, a name with or without its
-    suite's), `--results FILE` (one JSON object a line per check: name, ok, seconds, output).
+    suite's), `--results FILE` (one JSON object a line per check: name, ok, seconds, output),
+    `--timeout SECONDS` (then exit, stopping the daemons; so does SIGTERM).
     `suites` is a list of `Suite`s, or a function of the parsed arguments returning one (with
     options `add_arguments(parser)` adds). One line per check, a total, exit status 0 when
     every check passed."""
@@ -348,11 +360,15 @@ def main(description, suites, add_arguments=None):
     parser.add_argument("--list", action="store_true", help="print the checks' names and run none")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this check (repeatable)")
     parser.add_argument("--results", metavar="FILE", help="write each check's result as a JSON line")
+    parser.add_argument("--timeout", type=int, metavar="SECONDS", help="stop after this long, the daemons too")
     if add_arguments:
         add_arguments(parser)
     arguments = parser.parse_args()
-    # Stopped from outside (the Swift side's timeout): unwind, so the suites stop their daemons.
+    # Stopped from outside, or by --timeout: unwind, so the suites stop their daemons.
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    if arguments.timeout:
+        signal.signal(signal.SIGALRM, lambda number, frame: sys.exit(f"stopped after {arguments.timeout} s"))
+        signal.alarm(arguments.timeout)
     plan = suites(arguments) if callable(suites) else suites
     names = [name for suite in plan for name in suite.names()]
     if arguments.list:

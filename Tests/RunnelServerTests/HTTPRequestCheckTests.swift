@@ -4,14 +4,21 @@ import Testing
 
 /// The front door's checks one by one, and in their order: a request head in, a decision out
 /// (the status, the error code and the extra fields of an answer), no connection needed.
+///
+/// Thread rules: each test on its own values. Lifetime rule: nothing outlives a test.
 @Suite struct HTTPRequestCheckTests {
     /// A route answering `methods`; the checks never start it.
+    ///
+    /// Thread rules: one test's. Lifetime rule: one test's.
     final class StubRoute: HTTPRoute {
         let methods: [HTTPMethod]
         init(_ methods: [HTTPMethod]) { self.methods = methods }
         func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? { nil }
     }
 
+    /// Keeps the head the parser read.
+    ///
+    /// Thread rules: one test's. Lifetime rule: one parse's.
     final class HeadReader: HTTPRequestParserDelegate {
         var head: HTTPRequestHead?
         func parserDidBeginRequest() {}
@@ -37,7 +44,8 @@ import Testing
 
     static func facts(
         _ requestLine: String, _ fields: [String] = [], query: [String: String]? = [:],
-        credential: HTTPAccess.Credential = .accepted(HTTPRequestCheckTests.grant), route: (any HTTPRoute)? = StubRoute([.get])
+        credential: HTTPAccess.Credential = .accepted(HTTPRequestCheckTests.grant),
+        route: (any HTTPRoute)? = StubRoute([.get])
     ) -> HTTPRequestFacts {
         HTTPRequestFacts(head: head(requestLine, fields), query: query, credential: credential, route: route)
     }

@@ -22,8 +22,10 @@ struct PythonCheck: Sendable, CustomTestStringConvertible {
 /// Thread rules: any thread; a script's one run is shared through `PythonScriptRuns`.
 /// Lifetime rule: a run's results live until the test process ends.
 enum PythonScript {
-    /// How long a script may run before it is stopped (SIGTERM: its harness then stops its
-    /// daemons) and its checks without a result fail.
+    /// How long a script may run before its harness stops it (`--timeout`: its daemons stop
+    /// too) and its checks without a result fail. Past `runTimeout` and a grace, the process
+    /// started is sent SIGTERM (it may be an interpreter's launcher, such as pyenv's, rather
+    /// than the interpreter: hence the harness's own timeout first).
     static let runTimeout: Duration = .seconds(180)
 
     /// The checks of `script`, read by `--list` when the tests are planned. A script that cannot
@@ -67,10 +69,10 @@ enum PythonScript {
         let resultsPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("python-checks-\(UUID().uuidString).jsonl").path
         defer { try? FileManager.default.removeItem(atPath: resultsPath) }
-        var arguments = ["--results", resultsPath]
+        var arguments = ["--results", resultsPath, "--timeout", "\(runTimeout.components.seconds)"]
         var failure = ""
         do { arguments += ["--runneld", try RunneldBinary.path()] } catch { failure = "\(error)\n" }
-        let (status, output, note) = run(script, arguments, timeout: runTimeout)
+        let (status, output, note) = run(script, arguments, timeout: runTimeout + .seconds(30))
         var results: [String: PythonScriptRun.Result] = [:]
         var names: [String] = []
         let lines = (try? String(contentsOfFile: resultsPath, encoding: .utf8)) ?? ""
