@@ -145,8 +145,12 @@ class Run:
         self.binary = binary
         self.screenshots = screenshots
         self.daemon = Daemon(binary, CONFIG)
-        self.tcp = LineClient(self.daemon.port)
-        self.driver = chromium()
+        try:
+            self.tcp = LineClient(self.daemon.port)
+            self.driver = chromium()
+        except Exception:
+            self.daemon.stop()  # no suite to stop it: it did not start
+            raise
 
     def close(self):
         try:
