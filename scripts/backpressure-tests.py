@@ -20,7 +20,7 @@ import json
 import threading
 
 import httpx
-from runneld_process import LineClient, main, poll_until
+from runneld_process import LineClient, Suite, main, poll_until
 from websockets.sync.client import connect
 
 # Values of about 1 KiB: 12,000 of them are 12 MB, past what the kernel's buffers on both ends
@@ -266,4 +266,4 @@ soft_pending_seconds = 30
 
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], [(CONFIG, CHECKS), (GRACE_CONFIG, GRACE_CHECKS)])
+    main(__doc__.splitlines()[0], [Suite("main", CHECKS, CONFIG), Suite("grace", GRACE_CHECKS, GRACE_CONFIG)])

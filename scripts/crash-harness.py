@@ -23,88 +23,19 @@ Prints one line per round and `N passed, N failed` at the end.
 """
 
 import argparse
-import json
 import os
 import random
-import re
 import shutil
-import signal
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+from runneld_process import Daemon, LineClient
+
 REPLAY_CAPACITY = 5
 WINDOW = 16
-
-
-class Daemon:
-    """One runneld process on a free loopback port."""
-
-    def __init__(self, binary, config_path):
-        self.process = subprocess.Popen(
-            [binary, "--config", config_path, "--listen", "127.0.0.1:0", "--http-listen", ""],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
-        self.port = None
-        self.log = []
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            if not line:
-                break
-            self.log.append(line.rstrip())
-            match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-            if match:
-                self.port = int(match.group(1))
-                break
-        if self.port is None:
-            self.process.kill()
-            raise RuntimeError("runneld did not start:\n" + "\n".join(self.log[-20:]))
-        # Keep reading stderr so the daemon never blocks on a full pipe.
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.process.stderr:
-            self.log.append(line.rstrip())
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
-
-
-class Client:
-    """A blocking line client."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = b""
-
-    def send(self, request):
-        self.sock.sendall((json.dumps(request) + "\n").encode())
-
-    def line(self):
-        while b"\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return json.loads(line)
-
-    def call(self, request):
-        self.send(request)
-        return self.line()
-
-    def close(self):
-        self.sock.close()
 
 
 class Publisher(threading.Thread):
@@ -121,7 +52,7 @@ class Publisher(threading.Thread):
 
     def run(self):
         try:
-            client = Client(self.port)
+            client = LineClient(self.port, no_delay=True)
         except OSError:
             return
         in_flight = 0
@@ -138,7 +69,7 @@ class Publisher(threading.Thread):
                     return
                 self.last_acked = reply["ref"]
                 in_flight -= 1
-        except (OSError, ConnectionError, ValueError):
+        except (OSError, EOFError, ValueError):
             return  # the daemon was killed
 
 
@@ -206,9 +137,8 @@ def main():
 
     work = tempfile.mkdtemp(prefix="runnel-crash-")
     data = os.path.join(work, "data")
-    config_path = os.path.join(work, "runneld.toml")
-    with open(config_path, "w") as config:
-        config.write(f'data_dir = "{data}"\nfsync = "{args.fsync}"\nlog_level = "notice"\n')
+    # The harness writes it to work/runneld.toml, DATA_DIR being work/data.
+    config = f'data_dir = "DATA_DIR"\nfsync = "{args.fsync}"\nlog_level = "notice"\n'
     subjects = []
     for index in range(args.subjects):
         kind = "replay" if index % 2 == 0 else "behavior"
@@ -217,8 +147,8 @@ def main():
     passed = failed = 0
     daemon = None
     try:
-        daemon = Daemon(args.runneld, config_path)
-        setup = Client(daemon.port)
+        daemon = Daemon(args.runneld, config, directory=work, http=False)
+        setup = LineClient(daemon.port, no_delay=True)
         for subject in subjects:
             request = {"op": "create", "subject": subject["name"], "kind": subject["kind"], "durable": True,
                        "ref": subject["name"]}
@@ -242,8 +172,8 @@ def main():
             check = integrity(os.path.join(data, "runnel.db"))
             if check != "ok":
                 problems.append(f"integrity_check after the kill: {check}")
-            daemon = Daemon(args.runneld, config_path)
-            client = Client(daemon.port)
+            daemon = Daemon(args.runneld, config, directory=work, http=False)
+            client = LineClient(daemon.port, no_delay=True)
             acked_total = 0
             for subject, publisher in zip(subjects, publishers):
                 found, last, epoch = check_subject(
@@ -263,7 +193,7 @@ def main():
                 failed += 1
             else:
                 passed += 1
-        status = daemon.stop()
+        status = daemon.stop(keep_directory=True)
         daemon = None
         if status != 0:
             print("runneld did not stop cleanly", flush=True)

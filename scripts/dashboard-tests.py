@@ -17,16 +17,15 @@ check; exit status 0 when every check passed. Needs selenium (PyPI) and Debian's
 chromium-driver.
 """
 
-import argparse
+import contextlib
 import json
 import math
 import os
-import sys
 import threading
 import time
 from urllib.parse import quote
 
-from runneld_process import Daemon, LineClient, run_checks, stop_and_report
+from runneld_process import Daemon, LineClient, Suite, assert_clean_stop, main
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -146,8 +145,12 @@ class Run:
         self.binary = binary
         self.screenshots = screenshots
         self.daemon = Daemon(binary, CONFIG)
-        self.tcp = LineClient(self.daemon.port)
-        self.driver = chromium()
+        try:
+            self.tcp = LineClient(self.daemon.port)
+            self.driver = chromium()
+        except Exception:
+            self.daemon.stop()  # no suite to stop it: it did not start
+            raise
 
     def close(self):
         try:
@@ -417,26 +420,32 @@ CHECKS = [
 ]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runneld", default=".build/debug/runneld")
+def add_arguments(parser):
     parser.add_argument("--screenshots", metavar="DIR", help="save the dashboard's screenshots in DIR")
     parser.add_argument("--perf", action="store_true", help="measure the page's CPU at 1,000 values/s")
-    arguments = parser.parse_args()
+
+
+def suites(arguments):
+    """One suite: the checks share the daemon, the browser and the TCP client of a `Run`."""
     checks = list(CHECKS)
     if arguments.screenshots:
         checks.append(check_screenshots)
     if arguments.perf:
         checks.append(check_performance_at_1000_values_per_second)
-    run = Run(arguments.runneld, arguments.screenshots)
+    return [Suite("main", checks, start=lambda binary: run_started(binary, arguments.screenshots))]
+
+
+@contextlib.contextmanager
+def run_started(binary, screenshots):
+    run = Run(binary, screenshots)
     try:
-        failed = run_checks(checks, run)
+        yield run
     finally:
-        run.close()
-        failed += stop_and_report(run.daemon)
-    print(f"{len(checks) - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+        try:
+            run.close()
+        finally:
+            assert_clean_stop(run.daemon)
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__.splitlines()[0], suites, add_arguments)

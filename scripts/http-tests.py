@@ -22,7 +22,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, main, poll_until
+from runneld_process import EventStream, LineClient, Suite, main, poll_until
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -773,4 +773,5 @@ capacity = 10
 
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], [(MAIN_CONFIG, MAIN_CHECKS), (LIMITS_CONFIG, LIMITS_CHECKS), (SSE_CONFIG, SSE_CHECKS)])
+    main(__doc__.splitlines()[0], [Suite("main", MAIN_CHECKS, MAIN_CONFIG), Suite("limits", LIMITS_CHECKS, LIMITS_CONFIG),
+                                   Suite("sse", SSE_CHECKS, SSE_CONFIG)])

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, main
+from runneld_process import EventStream, LineClient, Suite, main
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -389,7 +389,7 @@ def check_reload_grants_and_revokes_on_open_connections(d):
 
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], [(CONFIG, [
+    main(__doc__.splitlines()[0], [Suite("main", [
         check_tcp_each_request_needs_its_right,
         check_tcp_hashed_tokens,
         check_config_errors_name_the_table,
@@ -399,4 +399,4 @@ if __name__ == "__main__":
         check_sse_subscribe_right,
         check_http_publish_and_reading_rights,
         check_reload_grants_and_revokes_on_open_connections,
-    ])])
+    ], CONFIG)])

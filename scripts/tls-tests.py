@@ -11,7 +11,8 @@ dropped) while other clients are served. One line per check; exit status 0 when 
     python3 scripts/tls-tests.py --runneld .build/debug/runneld   (the runnel CLI is taken from the same directory)
 """
 
-import argparse
+import atexit
+import contextlib
 import json
 import os
 import queue
@@ -29,9 +30,10 @@ import time
 import httpx
 from websockets.sync.client import connect as ws_connect
 
-from runneld_process import Daemon, LineClient, run_checks, stop_and_report
+from runneld_process import LineClient, Suite, daemon_started, main
 
-CERTS = tempfile.mkdtemp(prefix="runnel-tls-certs-")
+# Made by the first suite that needs them (`certificates_made`), not by `--list`.
+CERTS = os.path.join(tempfile.gettempdir(), f"runnel-tls-certs-{os.getpid()}")
 RUNNEL = None  # the CLI, next to runneld
 
 
@@ -600,50 +602,63 @@ HOSTILE_CHECKS = [
 ]
 
 
-def main():
+def certificates_made(binary):
+    """Makes the certificates once (removed when the script exits) and finds the CLI next to
+    `binary`."""
     global RUNNEL
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runneld", default=".build/debug/runneld")
-    arguments = parser.parse_args()
-    RUNNEL = os.path.join(os.path.dirname(os.path.abspath(arguments.runneld)), "runnel")
-    make_certificates()
-    failed = 0
-    total = 0
-    try:
-        total += 1
-        failed += run_checks([check_configuration_errors], arguments.runneld)
-        # The reload check serves copies of the files, which it then replaces.
-        reload_config = '''
+    RUNNEL = os.path.join(os.path.dirname(os.path.abspath(binary)), "runnel")
+    if not os.path.isdir(CERTS):
+        os.makedirs(CERTS)
+        atexit.register(shutil.rmtree, CERTS, True)
+        make_certificates()
+
+
+@contextlib.contextmanager
+def binary_given(binary):
+    """For checks that start runneld themselves: the binary, with the certificates made."""
+    certificates_made(binary)
+    yield binary
+
+
+@contextlib.contextmanager
+def tls_daemon_started(binary, config):
+    """A daemon on `config`, in a directory that also holds copies of the server's certificate
+    and key where the config names DIR/served.pem and DIR/served.key (the reload check
+    replaces them)."""
+    certificates_made(binary)
+    directory = tempfile.mkdtemp(prefix="runneld-test-")
+    if "DIR/served" in config:
+        shutil.copy(cert("server.pem"), os.path.join(directory, "served.pem"))
+        shutil.copy(cert("server.key"), os.path.join(directory, "served.key"))
+        config = config.replace("DIR", directory)
+    with daemon_started(binary, config, directory=directory) as daemon:
+        yield daemon
+
+
+RELOAD_CONFIG = '''
 tls_listen = "127.0.0.1:0"
 https_listen = "127.0.0.1:0"
 tls_cert_file = "DIR/served.pem"
 tls_key_file = "DIR/served.key"
 '''
-        suites = [
-            (tls_config(), MAIN_CHECKS),
-            (reload_config, [check_reload_rereads_the_certificate]),
-            (tls_config("expired"), [check_expired_certificate_is_refused]),
-            (tls_config(more='tls_min_version = "1.3"'), [check_tls_1_2_client_is_refused]),
-            (tls_config(more=f'tls_ca_file = "{cert("ca.pem")}"'), [check_client_certificate_is_required_and_verified]),
-            (tls_config(), HOSTILE_CHECKS),
-        ]
-        for config, checks in suites:
-            total += len(checks)
-            directory = tempfile.mkdtemp(prefix="runneld-test-")
-            if "DIR/served" in config:
-                shutil.copy(cert("server.pem"), os.path.join(directory, "served.pem"))
-                shutil.copy(cert("server.key"), os.path.join(directory, "served.key"))
-                config = config.replace("DIR", directory)
-            daemon = Daemon(arguments.runneld, config, directory=directory)
-            try:
-                failed += run_checks(checks, daemon)
-            finally:
-                failed += stop_and_report(daemon)
-    finally:
-        shutil.rmtree(CERTS, ignore_errors=True)
-    print(f"{total - failed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+
+
+def suite(name, checks, config):
+    return Suite(name, checks, start=lambda binary: tls_daemon_started(binary, config))
+
+
+SUITES = [
+    Suite("config_errors", [check_configuration_errors], start=binary_given, stops_a_daemon=False),
+    suite("main", MAIN_CHECKS, tls_config()),
+    # The reload check serves copies of the files, which it then replaces.
+    suite("reload", [check_reload_rereads_the_certificate], RELOAD_CONFIG),
+    suite("expired", [check_expired_certificate_is_refused], tls_config("expired")),
+    suite("tls_1_3", [check_tls_1_2_client_is_refused], tls_config(more='tls_min_version = "1.3"')),
+    suite("client_certificate", [check_client_certificate_is_required_and_verified],
+          tls_config(more=f'tls_ca_file = "{cert("ca.pem")}"')),
+    suite("hostile", HOSTILE_CHECKS, tls_config()),
+]
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__.split("\n\n")[0], SUITES)

@@ -33,7 +33,7 @@ import struct
 import time
 
 import httpx
-from runneld_process import LineClient, main, poll_until
+from runneld_process import LineClient, Suite, main, poll_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -1309,4 +1309,5 @@ log_level = "notice"
 
 
 if __name__ == "__main__":
-    main(__doc__.splitlines()[0], [(MAIN_CONFIG, MAIN_CHECKS), (AUTH_CONFIG, AUTH_CHECKS), (HOSTILE_CONFIG, HOSTILE_CHECKS)])
+    main(__doc__.splitlines()[0], [Suite("main", MAIN_CHECKS, MAIN_CONFIG), Suite("auth", AUTH_CHECKS, AUTH_CONFIG),
+                                   Suite("hostile", HOSTILE_CHECKS, HOSTILE_CONFIG)])

@@ -6,61 +6,46 @@ import Testing
 /// `websockets` (and raw sockets for what no well-behaved client sends),
 /// `scripts/dashboard-tests.py` with headless Chromium driven by selenium, `scripts/tls-tests.py`
 /// with Python's `ssl`, `openssl s_client` and the runnel CLI, `scripts/backpressure-tests.py`
-/// with publishers over TCP, `websockets` and httpx. Each script starts
-/// its own daemons, on free ports, with the configurations it needs; one of the HTTP checks
-/// waits out the 10-second head limit.
+/// with publishers over TCP, `websockets` and httpx, `scripts/permissions-tests.py` with all of
+/// them. Each check of a script is a test case of its own (`PythonScript`): the script runs
+/// once, its suites of checks sharing a daemon each, on free ports, with the configurations
+/// they need; a case reports its check's result. One of the HTTP checks waits out the
+/// 10-second head limit; the hostile TLS suite waits out the 10-second handshake limit once.
+///
+/// A case's time limit covers its script's whole run, which `PythonScript.runTimeout` bounds.
 @Suite struct HTTPFrontDoorTests {
-    @Test(.timeLimit(.minutes(2))) func theContractsHTTPChecksPass() throws {
-        try runScript("scripts/http-tests.py")
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/http-tests.py"))
+    func theContractsHTTPChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 
-    @Test(.timeLimit(.minutes(2))) func theContractsWebSocketChecksPass() throws {
-        try runScript("scripts/websocket-tests.py")
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/websocket-tests.py"))
+    func theContractsWebSocketChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 
-    @Test(.timeLimit(.minutes(2))) func theDashboardChecksPass() throws {
-        try runScript("scripts/dashboard-tests.py")
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/dashboard-tests.py"))
+    func theDashboardChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 
-    @Test(.timeLimit(.minutes(2))) func thePermissionChecksPass() throws {
-        try runScript("scripts/permissions-tests.py")
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/permissions-tests.py"))
+    func thePermissionChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 
     /// `slow_consumer = "backpressure"` and the soft limit's grace: publishers over TCP, a
     /// WebSocket and an HTTP NDJSON body paused while a subscriber lags and resumed without
     /// loss; a dead subscriber cut when the grace ends.
-    @Test(.timeLimit(.minutes(3))) func theBackpressureChecksPass() throws {
-        try runScript("scripts/backpressure-tests.py")
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/backpressure-tests.py"))
+    func theBackpressureChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 
-    /// TLS on both listeners (scripts/tls-tests.py): certificates made by `openssl` at test
-    /// time; Python's `ssl`, httpx, websockets, `openssl s_client` and the runnel CLI; the
-    /// hostile TLS suite waits out the 10-second handshake limit once.
-    @Test(.timeLimit(.minutes(3))) func theTLSChecksPass() throws {
-        try runScript("scripts/tls-tests.py")
-    }
-
-    /// Runs `script` (a path in the repository) against the runneld under test; its whole
-    /// output is the failure's message.
-    private func runScript(_ script: String) throws {
-        var root = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { root.deleteLastPathComponent() }
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("front-door-\(UUID().uuidString)")
-        #expect(FileManager.default.createFile(atPath: output.path, contents: nil))
-        defer { try? FileManager.default.removeItem(at: output) }
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", root.appendingPathComponent(script).path, "--runneld", try RunneldBinary.path(),
-        ]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        let report = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        #expect(process.terminationStatus == 0, "\(script):\n\(report)")
+    /// TLS on both listeners: certificates made by `openssl` at test time; Python's `ssl`,
+    /// httpx, websockets, `openssl s_client` and the runnel CLI.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/tls-tests.py"))
+    func theTLSChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
     }
 }

@@ -1,7 +1,10 @@
 /// Who may use the front door (docs/protocol.md, "The HTTP front door"): authentication by
 /// `Authorization: Bearer TOKEN` or `?token=`, and the origin rules for requests from web
-/// pages, with the CORS fields allowed origins get. Reads the server's live configuration
-/// (the tokens and `http_allowed_origins` change on reload). Loop thread only.
+/// pages, with the CORS fields allowed origins get; the checks that use them are in `Checks`
+/// (`HTTPRequestChecks`).
+///
+/// Thread rules: loop thread only. Lifetime rule: built per request from the server's live
+/// configuration (the tokens and `http_allowed_origins` change on reload), never kept.
 struct HTTPAccess {
     let tokens: AccessList
     let allowedOrigins: [String]
@@ -44,30 +47,8 @@ struct HTTPAccess {
         return allowedOrigins.contains(origin) ? origin : nil
     }
 
-    /// Whether a request that changes something (a `POST`) may come from where it says it
-    /// comes from: no `Origin` (curl, scripts), the server's own origin, or an allowed one.
-    /// Anything else is a page of another site driving its visitor's browser.
-    func mayChange(_ head: HTTPRequestHead) -> Bool {
-        guard let origin = head.field("origin") else { return true }
-        return HTTPOrigin.isSameOrigin(origin, host: head.field("host")) || allowedOrigins.contains(origin)
-    }
-
     /// The CORS fields of an answer to `origin`, an allowed origin.
     static func corsFields(for origin: String) -> [(name: StaticString, value: String)] {
         [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
-    }
-
-    /// The answer to a CORS preflight (`OPTIONS`) for a path answering `methods`: `204`, with
-    /// the fields that let an allowed origin send its request (the exchange adds the origin's
-    /// own); none for another origin, whose browser then refuses to send it.
-    func preflightResponse(_ head: HTTPRequestHead, methods: [HTTPMethod]) -> HTTPResponse {
-        var response = HTTPResponse(status: .noContent, contentType: nil, body: [])
-        guard allowedOrigin(of: head) != nil else { return response }
-        response.fields = [
-            ("Access-Control-Allow-Methods", (methods + [.options]).map(\.name).joined(separator: ", ")),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type"),
-            ("Access-Control-Max-Age", "600"),
-        ]
-        return response
     }
 }

@@ -3,8 +3,9 @@ import RunnelUV
 
 /// The HTTP/1.1 front door (docs/protocol.md, "The HTTP front door"): accepts connections
 /// from its listener, counts them with the server's sessions against `max_connections`,
-/// routes each request after the checks every path shares (authentication, `404`, `405`,
-/// CORS preflights, the origin of a change), and closes connections past their time limits.
+/// routes each request after the checks every path shares (`HTTPRequestChecks`: the query,
+/// authentication, `404` and `405`, CORS preflights, the origin of a change), and closes
+/// connections past their time limits.
 ///
 /// The time limits are checked by the server's sweep (`ServerSweep`), once a second, rather
 /// than by one timer per connection re-armed per request: a request then costs a clock
@@ -115,45 +116,14 @@ final class HTTPFrontDoor: @unchecked Sendable {
             head: head, query: query ?? [:],
             corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
             grant: grant, connection: connection)
-        let path = head.path
-        guard query != nil else {
-            exchange.fail(HTTPFailure(.badRequest, "the query is not valid percent-encoded UTF-8"))
-            return (exchange, nil)
-        }
-        // The dashboard page holds no data (it asks for a token itself, over `/ws`), like `/healthz`.
-        let isOpenToAll =
-            head.method == .options
-            || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
-        // A WebSocket without a token may send `auth` as its first message, as on TCP.
-        var mayAuthenticateLater = false
-        if case .absent = credential { mayAuthenticateLater = head.method == .get && path == WebSocketRoute.path }
-        guard isOpenToAll || mayAuthenticateLater || grant != nil else {
-            exchange.fail(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token="))
-            return (exchange, nil)
-        }
-        guard let route = router.route(for: path) else {
-            exchange.fail(HTTPFailure(.notFound, "nothing at \(path)"))
-            return (exchange, nil)
-        }
-        if head.method == .options {
-            exchange.answer(access.preflightResponse(head, methods: route.methods))
-            return (exchange, nil)
-        }
-        guard route.methods.contains(head.method) else {
-            var response = HTTPResponse.failure(
-                HTTPFailure(.methodNotAllowed, "\(path) answers \(route.methods.map(\.name).joined(separator: ", "))"))
-            response.fields.append(("Allow", (route.methods + [.options]).map(\.name).joined(separator: ", ")))
+        let facts = HTTPRequestFacts(
+            head: head, query: query, credential: credential, route: router.route(for: head.path))
+        let checks = HTTPRequestChecks.frontDoor(allowedOrigins: server.config.httpAllowedOrigins)
+        if case .answer(let response) = checks.decide(facts) {
             exchange.answer(response)
             return (exchange, nil)
         }
-        // A WebSocket can change things as a POST can.
-        guard (head.method != .post && !head.isUpgrade) || access.mayChange(head) else {
-            exchange.fail(
-                HTTPFailure(
-                    .forbiddenOrigin,
-                    "requests from this origin are not allowed (http_allowed_origins lists the origins that are)"))
-            return (exchange, nil)
-        }
+        guard let route = facts.route else { preconditionFailure("the checks let a request without a route through") }
         return (exchange, route.start(exchange))
     }
 }

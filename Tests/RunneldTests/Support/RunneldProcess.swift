@@ -3,11 +3,15 @@ import RunnelTestSupport
 
 /// One `runneld` child process, listening on an ephemeral port of 127.0.0.1.
 ///
-/// Owned by one test; not thread-safe. `init` writes the config to a fresh temporary directory,
+/// `init` writes the config to a fresh temporary directory,
 /// spawns the daemon with `--listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --config <file>`, and
 /// waits for the log line `... listening on 127.0.0.1:PORT` (stdout and stderr are both
-/// collected); the HTTP front door's port is in the line before it. The process is
-/// killed and reaped on deinit, so no daemon outlives its test, and the directory is removed.
+/// collected); the HTTP front door's port is in the line before it. The Python scripts'
+/// harness (`scripts/runneld_process.py`, `Daemon`) starts runneld the same way: keep the two
+/// in step.
+///
+/// Thread rules: owned by one test; not thread-safe. Lifetime rule: the process is killed and
+/// reaped on deinit, so no daemon outlives its test, and the directory is removed.
 final class RunneldProcess {
     static let startupTimeout: Duration = .seconds(15)
 

@@ -1,0 +1,143 @@
+import Testing
+
+@testable import RunnelServer
+
+/// The front door's checks one by one, and in their order: a request head in, a decision out
+/// (the status, the error code and the extra fields of an answer), no connection needed.
+///
+/// Thread rules: each test on its own values. Lifetime rule: nothing outlives a test.
+@Suite struct HTTPRequestCheckTests {
+    /// A route answering `methods`; the checks never start it.
+    ///
+    /// Thread rules: one test's. Lifetime rule: one test's.
+    final class StubRoute: HTTPRoute {
+        let methods: [HTTPMethod]
+        init(_ methods: [HTTPMethod]) { self.methods = methods }
+        func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? { nil }
+    }
+
+    /// Keeps the head the parser read.
+    ///
+    /// Thread rules: one test's. Lifetime rule: one parse's.
+    final class HeadReader: HTTPRequestParserDelegate {
+        var head: HTTPRequestHead?
+        func parserDidBeginRequest() {}
+        func parserDidReadHead(_ head: HTTPRequestHead) { self.head = head }
+        func parserDidReadBody(_ bytes: UnsafeRawBufferPointer) {}
+        func parserDidEndRequest() {}
+    }
+
+    /// The head of `"METHOD target"` with `fields` (`"Origin: x"`), as the parser reads it.
+    static func head(_ requestLine: String, _ fields: [String] = []) -> HTTPRequestHead {
+        let reader = HeadReader()
+        let parser = HTTPRequestParser(maxBodyBytes: 1024, delegate: reader)
+        let text =
+            "\(requestLine) HTTP/1.1\r\nHost: runnel.example:8080\r\n"
+            + fields.map { $0 + "\r\n" }.joined() + "\r\n"
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { parser.consume($0) }
+        guard let head = reader.head else { preconditionFailure("not a request head: \(text)") }
+        return head
+    }
+
+    static let grant = TokenGrant.everything(digest: nil, source: "test")
+
+    static func facts(
+        _ requestLine: String, _ fields: [String] = [], query: [String: String]? = [:],
+        credential: HTTPAccess.Credential = .accepted(HTTPRequestCheckTests.grant),
+        route: (any HTTPRoute)? = StubRoute([.get])
+    ) -> HTTPRequestFacts {
+        HTTPRequestFacts(head: head(requestLine, fields), query: query, credential: credential, route: route)
+    }
+
+    /// The answer's status code, error code and extra fields; nil for `.pass`.
+    static func answer(_ decision: HTTPCheckDecision) -> (status: Int, code: ErrorCode?, fields: [String: String])? {
+        guard case .answer(let response) = decision else { return nil }
+        var fields: [String: String] = [:]
+        for field in response.fields { fields[field.name.description] = field.value }
+        return (response.status.code, response.errorCode, fields)
+    }
+
+    @Test func aQueryThatIsNotPercentEncodedUTF8IsABadRequest() {
+        #expect(Self.answer(HTTPQueryCheck().decide(Self.facts("GET /stats?a=%ff", query: nil)))?.code == .badRequest)
+        #expect(Self.answer(HTTPQueryCheck().decide(Self.facts("GET /stats?a=b", query: ["a": "b"]))) == nil)
+    }
+
+    @Test func aRequestNeedsAnAcceptedTokenExceptWhereNoneIsNeeded() {
+        let check = HTTPAuthenticationCheck()
+        let absent = Self.answer(check.decide(Self.facts("GET /stats", credential: .absent)))
+        #expect(absent?.status == 401 && absent?.code == .unauthorized)
+        #expect(Self.answer(check.decide(Self.facts("GET /stats", credential: .refused)))?.status == 401)
+        #expect(Self.answer(check.decide(Self.facts("POST /healthz", credential: .absent)))?.status == 401)
+        #expect(Self.answer(check.decide(Self.facts("GET /stats"))) == nil)
+        for open in ["GET /healthz", "HEAD /healthz", "GET /", "HEAD /", "OPTIONS /pub/a"] {
+            #expect(Self.answer(check.decide(Self.facts(open, credential: .refused))) == nil, "\(open)")
+        }
+        // A WebSocket may authenticate with its first message, but not after a wrong token.
+        #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: .absent))) == nil)
+        #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: .refused)))?.status == 401)
+    }
+
+    @Test func aPathWithoutARouteIsNotFoundAndAnotherMethodNotAllowed() {
+        let check = HTTPRouteCheck()
+        let missing = Self.answer(check.decide(Self.facts("GET /nothing", route: nil)))
+        #expect(missing?.status == 404 && missing?.code == .notFound)
+        let wrong = Self.answer(check.decide(Self.facts("DELETE /pub/a", route: StubRoute([.post]))))
+        #expect(wrong?.status == 405 && wrong?.code == .methodNotAllowed)
+        #expect(wrong?.fields["Allow"] == "POST, OPTIONS")
+        #expect(Self.answer(check.decide(Self.facts("POST /pub/a", route: StubRoute([.post])))) == nil)
+        #expect(Self.answer(check.decide(Self.facts("OPTIONS /pub/a", route: StubRoute([.post])))) == nil)
+    }
+
+    @Test func aPreflightIsAnsweredWithTheCORSFieldsOnlyForAnAllowedOrigin() {
+        let check = HTTPPreflightCheck(allowedOrigins: ["https://app.example"])
+        let route = StubRoute([.post])
+        let allowed = Self.answer(
+            check.decide(Self.facts("OPTIONS /pub/a", ["Origin: https://app.example"], route: route)))
+        #expect(allowed?.status == 204 && allowed?.code == nil)
+        #expect(allowed?.fields["Access-Control-Allow-Methods"] == "POST, OPTIONS")
+        #expect(allowed?.fields["Access-Control-Allow-Headers"] == "Authorization, Content-Type")
+        #expect(allowed?.fields["Access-Control-Max-Age"] == "600")
+        let other = Self.answer(
+            check.decide(Self.facts("OPTIONS /pub/a", ["Origin: https://evil.example"], route: route)))
+        #expect(other?.status == 204 && other?.fields.isEmpty == true)
+        #expect(
+            Self.answer(check.decide(Self.facts("POST /pub/a", ["Origin: https://app.example"], route: route))) == nil)
+    }
+
+    @Test func aChangeFromAnotherSitesPageIsForbidden() {
+        let check = HTTPOriginCheck(allowedOrigins: ["https://app.example"])
+        let foreign = Self.answer(check.decide(Self.facts("POST /pub/a", ["Origin: https://evil.example"])))
+        #expect(foreign?.status == 403 && foreign?.code == .forbiddenOrigin)
+        let upgrade = Self.answer(
+            check.decide(
+                Self.facts(
+                    "GET /ws", ["Origin: https://evil.example", "Connection: Upgrade", "Upgrade: websocket"])))
+        #expect(upgrade?.code == .forbiddenOrigin)
+        for fields in [[], ["Origin: https://app.example"], ["Origin: http://runnel.example:8080"]] {
+            #expect(Self.answer(check.decide(Self.facts("POST /pub/a", fields))) == nil, "\(fields)")
+        }
+        // Reading is not changing: the CORS fields decide what the page may read.
+        #expect(Self.answer(check.decide(Self.facts("GET /stats", ["Origin: https://evil.example"]))) == nil)
+    }
+
+    @Test func theFrontDoorsOrderDecidesWhichAnswerWins() {
+        let checks = HTTPRequestChecks.frontDoor(allowedOrigins: [])
+        // A bad query before anything; a stranger learns nothing of the paths.
+        #expect(Self.answer(checks.decide(Self.facts("GET /x?%ff", query: nil, credential: .absent)))?.status == 400)
+        #expect(Self.answer(checks.decide(Self.facts("GET /nothing", credential: .absent, route: nil)))?.status == 401)
+        // A preflight needs no token, but a path; its method is not checked, its origin not refused.
+        #expect(
+            Self.answer(checks.decide(Self.facts("OPTIONS /nothing", credential: .absent, route: nil)))?.status == 404)
+        let preflight = Self.answer(
+            checks.decide(
+                Self.facts(
+                    "OPTIONS /pub/a", ["Origin: https://evil.example"], credential: .absent,
+                    route: StubRoute([.post]))))
+        #expect(preflight?.status == 204)
+        // A wrong method before a wrong origin; a request every check lets through reaches its route.
+        #expect(
+            Self.answer(checks.decide(Self.facts("POST /stats", ["Origin: https://evil.example"])))?.status == 405)
+        #expect(Self.answer(checks.decide(Self.facts("GET /stats", ["Origin: https://evil.example"]))) == nil)
+    }
+}
