@@ -29,6 +29,12 @@ public protocol ByteStream: AnyObject {
         copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
         _ fourth: UnsafeRawBufferPointer
     ) -> Bool
+    /// Queues copies of the four pieces unless `hasUnsentBytes(over: limit)`, which it returns
+    /// false for (queuing nothing): a delivery's check and copy in one call.
+    func write(
+        copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
+        _ fourth: UnsafeRawBufferPointer, unlessUnsentOver limit: Int
+    ) -> Bool
     /// Queues a copy of `bytes`, then a `\n`.
     @discardableResult func writeLine(copying bytes: UnsafeRawBufferPointer) -> Bool
     /// Queues copies of the three pieces, back to back, then a `\n`.

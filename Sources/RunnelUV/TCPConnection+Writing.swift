@@ -44,6 +44,20 @@ extension TCPConnection {
         write(copying: first, second, third, fourth, lineEnd: false)
     }
 
+    /// Queues copies of the four pieces, as `write(copying:_:_:_:)`, unless
+    /// `hasUnsentBytes(over: limit)`: then returns false and queues nothing. A delivery's check
+    /// and copy in one call, for a writer that reaches the connection through `ByteStream`.
+    /// Loop thread.
+    @inline(__always)
+    public func write(
+        copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,
+        _ fourth: UnsafeRawBufferPointer, unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard !hasUnsentBytes(over: limit) else { return false }
+        _ = write(copying: first, second, third, fourth, lineEnd: false)
+        return true
+    }
+
     @inline(__always)
     private func write(
         copying first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ third: UnsafeRawBufferPointer,

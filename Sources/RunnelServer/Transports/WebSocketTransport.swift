@@ -86,12 +86,11 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
-        guard !connection.hasUnsentBytes(over: limit) else { return false }
-        heartbeat.noteOutput()
-        WebSocketFrameHead.withHead(.text, length: head.count &+ value.count &+ tail.count) {
-            _ = connection.write(copying: $0, head, value, tail)
+        let written = WebSocketFrameHead.withHead(.text, length: head.count &+ value.count &+ tail.count) {
+            connection.write(copying: $0, head, value, tail, unlessUnsentOver: limit)
         }
-        return true
+        if written { heartbeat.noteOutput() }
+        return written
     }
 
     func writeNext(
