@@ -1,6 +1,6 @@
 import CLibUV
 
-/// The I/O state one loop's connections share: the read buffer, the pool of write chunks, the
+/// The I/O state one loop's connections share: the read buffer, the pool of write chunks (`WriteChunkPool`), the
 /// list of connections with output to flush, and the readers paused until the next turn.
 ///
 /// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
@@ -40,7 +40,8 @@ final class LoopIO {
     /// The list being walked, swapped with the two lists above so that walking them does not
     /// allocate.
     private var walking: [TCPConnection] = []
-    private var spareChunks: [WriteChunk] = []
+    /// The spare write chunks the loop's connections share.
+    let chunks = WriteChunkPool()
     /// Connections whose reading paused for the rest of this turn (their read budget is spent).
     private var pausedReaders: [TCPConnection] = []
 
@@ -71,22 +72,6 @@ final class LoopIO {
         isClosed = true
         uv_close(runnel_check_as_handle(flushCheck)) { handle in handle!.deallocate() }
         uv_close(runnel_prepare_as_handle(turnEnd)) { handle in handle!.deallocate() }
-    }
-
-    // MARK: Write chunks
-
-    /// A write chunk of at least `minimumCapacity` bytes, reused when one is spare.
-    func takeChunk(minimumCapacity: Int) -> WriteChunk {
-        if minimumCapacity <= TCPConnection.chunkSize, let chunk = spareChunks.popLast() { return chunk }
-        return WriteChunk(capacity: max(TCPConnection.chunkSize, minimumCapacity))
-    }
-
-    /// Takes back a chunk no write request points into any more.
-    func recycleChunk(_ chunk: WriteChunk) {
-        guard chunk.capacity == TCPConnection.chunkSize, spareChunks.count < 64 else { return }
-        chunk.used = 0
-        chunk.sealed = 0
-        spareChunks.append(chunk)
     }
 
     // MARK: Once per turn

@@ -1,6 +1,17 @@
 import Runnel
 
 extension TCPConnection {
+    /// Makes `delegate` the receiver of this connection's lines: a `LineReader` with the
+    /// configuration's line limits becomes the connection's delegate (nil: no delegate).
+    /// Loop thread.
+    public func readLines(into delegate: (any LineReaderDelegate)?) {
+        self.delegate = delegate.map {
+            LineReader(
+                delegate: $0, maxLineLength: configuration.maxLineLength,
+                deliversTLSHelloAsLine: configuration.deliversTLSHelloAsLine)
+        }
+    }
+
     /// The connection's lines as arrays (a copy each: for tests and tools, not the hot path),
     /// on the loop thread; completes when the connection closes. Subscribing makes the
     /// connection's delegate a forwarder to the subscriber and starts reading; disposing stops
@@ -10,13 +21,13 @@ extension TCPConnection {
             let forwarder = LineForwarder(subscriber)
             loop.execute { [self] in
                 guard !forwarder.isCancelled else { return }
-                delegate = forwarder
+                readLines(into: forwarder)
                 startReading()
             }
             return Disposable { [self] in
                 forwarder.isCancelled = true
                 loop.execute { [self] in
-                    guard delegate === forwarder else { return }
+                    guard (delegate as? LineReader)?.delegate === forwarder else { return }
                     stopReading()
                     delegate = nil
                 }
@@ -26,7 +37,7 @@ extension TCPConnection {
 }
 
 /// Sends each line to a subscriber as an array; completes it when the connection closes.
-private final class LineForwarder: TCPConnectionDelegate, @unchecked Sendable {
+private final class LineForwarder: LineReaderDelegate, @unchecked Sendable {
     private let subscriber: any Subscriber<[UInt8]>
     /// Set by disposal (any thread), read on the loop thread; a stale read only lets one more
     /// line through to a subscriber whose passthrough already drops it.
@@ -38,9 +49,9 @@ private final class LineForwarder: TCPConnectionDelegate, @unchecked Sendable {
 
     init(_ subscriber: any Subscriber<[UInt8]>) { self.subscriber = subscriber }
 
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         subscriber.sendNext(Array(line))
     }
 
-    func connectionDidClose(_ connection: TCPConnection) { subscriber.sendCompleted() }
+    func connectionDidClose(_ connection: any ByteStream) { subscriber.sendCompleted() }
 }

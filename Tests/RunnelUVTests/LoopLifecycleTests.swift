@@ -31,7 +31,7 @@ extension RunnelUVTests {
                     weakConnections.withLock { $0.append(WeakBox(connection)) }
                     connection.onClose { hookRuns.withLock { $0 += 1 } }
                     let delegate = CountingCloses(closes)
-                    connection.delegate = delegate
+                    connection.readLines(into: delegate)
                     connection.startReading()
                     // Queue output the peer never reads.
                     connection.write(ByteBuffer(count: 8 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 1) })
@@ -92,9 +92,9 @@ struct WeakBox<Object: AnyObject>: @unchecked Sendable {
 }
 
 /// Counts `connectionDidClose` calls.
-final class CountingCloses: TCPConnectionDelegate {
+final class CountingCloses: LineReaderDelegate {
     let closes: Shared<Int>
     init(_ closes: Shared<Int>) { self.closes = closes }
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {}
-    func connectionDidClose(_ connection: TCPConnection) { closes.withLock { $0 += 1 } }
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {}
+    func connectionDidClose(_ connection: any ByteStream) { closes.withLock { $0 += 1 } }
 }

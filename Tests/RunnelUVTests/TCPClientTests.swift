@@ -10,7 +10,7 @@ extension RunnelUVTests {
             let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
             let echo = RecordingDelegate(echo: true)
             listener.onAccept = { connection in
-                connection.delegate = echo
+                connection.readLines(into: echo)
                 connection.startReading()
             }
             let received = Shared<[String]>([])

@@ -20,7 +20,7 @@ extension RunnelUVTests {
             init(
                 host: String = "127.0.0.1", configuration: TCPConnection.Configuration = .init(),
                 startsReading: Bool = true,
-                delegate: @escaping @Sendable (TCPConnection) -> (any TCPConnectionDelegate)?
+                delegate: @escaping @Sendable (TCPConnection) -> (any LineReaderDelegate)?
             ) throws {
                 listener = try TCPListener.bind(host: host, port: 0, configuration: configuration, on: loop)
                 let accepted = self.accepted
@@ -29,7 +29,7 @@ extension RunnelUVTests {
                     _ = listener.connections.subscribeNext { connection in
                         precondition(scheduler.isOnLoopThread)
                         accepted.withLock { $0.append(connection) }
-                        connection.delegate = delegate(connection)
+                        connection.readLines(into: delegate(connection))
                         if startsReading { connection.startReading() }
                     }
                 }
@@ -128,7 +128,7 @@ extension RunnelUVTests {
             #expect(eventually { server.accepted.current.count == 1 })
             let connection = try #require(server.accepted.current.first)
             let recorder = RecordingDelegate()
-            onLoop(server.loop) { connection.delegate = recorder }
+            onLoop(server.loop) { connection.readLines(into: recorder) }
             try client.sendRaw("kept\n")
             #expect(eventually { recorder.lines == ["kept"] })
             #expect(server.stop() == 0)

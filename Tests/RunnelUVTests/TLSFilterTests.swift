@@ -21,7 +21,7 @@ extension RunnelUVTests {
             onLoop(loop) {
                 listener.makeFilter = { try server.makeSession() }
                 listener.onAccept = { connection in
-                    connection.delegate = echo
+                    connection.readLines(into: echo)
                     connection.startReading()
                 }
             }
@@ -36,7 +36,7 @@ extension RunnelUVTests {
                     connection in
                     // Written at once: they wait for the handshake, queued, not lost.
                     connection.attach(filter: try! client.makeSession(serverName: "localhost"))
-                    connection.delegate = received
+                    connection.readLines(into: received)
                     connection.startReading()
                     for line in lines {
                         _ = Array(line.utf8).withUnsafeBytes { connection.writeLine(copying: $0) }
@@ -69,7 +69,7 @@ extension RunnelUVTests {
             onLoop(loop) {
                 listener.makeFilter = { try server.makeSession() }
                 listener.onAccept = { connection in
-                    connection.delegate = serverSide
+                    connection.readLines(into: serverSide)
                     connection.startReading()
                 }
             }
@@ -78,7 +78,7 @@ extension RunnelUVTests {
                 _ = TCPConnection.connect(host: "127.0.0.1", port: listener.port, on: loop).subscribeNext {
                     connection in
                     connection.attach(filter: try! client.makeSession(serverName: "localhost"))
-                    connection.delegate = clientSide
+                    connection.readLines(into: clientSide)
                     connection.startReading()
                     _ = Array("secret".utf8).withUnsafeBytes { connection.writeLine(copying: $0) }
                 }

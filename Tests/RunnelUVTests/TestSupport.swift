@@ -55,7 +55,7 @@ func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T)
 }
 
 /// A delegate that records what a connection delivers (loop thread) for the test to read.
-final class RecordingDelegate: TCPConnectionDelegate, @unchecked Sendable {
+final class RecordingDelegate: LineReaderDelegate, @unchecked Sendable {
     struct Record {
         var lines: [[UInt8]] = []
         var discarded: [Int] = []
@@ -72,7 +72,7 @@ final class RecordingDelegate: TCPConnectionDelegate, @unchecked Sendable {
         self.scheduler = scheduler
     }
 
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         let onLoopScheduler = scheduler.map { currentScheduler === $0 } ?? true
         record.withLock {
             $0.lines.append(Array(line))
@@ -81,11 +81,11 @@ final class RecordingDelegate: TCPConnectionDelegate, @unchecked Sendable {
         if echo { connection.writeLine(copying: line) }
     }
 
-    func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {
+    func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
         record.withLock { $0.discarded.append(byteCount) }
     }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    func connectionDidClose(_ connection: any ByteStream) {
         record.withLock { $0.closes += 1 }
     }
 
@@ -94,7 +94,7 @@ final class RecordingDelegate: TCPConnectionDelegate, @unchecked Sendable {
 
 /// Counts lines; at the first one, queues a block on the loop that notes how many lines had
 /// arrived by the time it ran.
-final class BurstCounter: TCPConnectionDelegate, @unchecked Sendable {
+final class BurstCounter: LineReaderDelegate, @unchecked Sendable {
     struct State {
         var lines = 0
         var blockRanAfter: Int?
@@ -102,7 +102,7 @@ final class BurstCounter: TCPConnectionDelegate, @unchecked Sendable {
 
     let state = Shared(State())
 
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         let first = state.withLock { state -> Bool in
             state.lines += 1
             return state.lines == 1

@@ -9,16 +9,16 @@ import RunnelUV
 /// complete within `headTimeout` of its first byte, and a kept-alive connection, or a body,
 /// may be idle for `idleTimeout`; past either it is closed.
 ///
-/// Thread rules: loop thread only (libuv calls it there). Lifetime rule: the `TCPConnection`
+/// Thread rules: loop thread only (libuv calls it there). Lifetime rule: the `ByteStream`
 /// holds this object as its delegate until it has closed; the front door holds it in its
 /// table meanwhile.
-final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
+final class HTTPConnection: ByteStreamDelegate, HTTPRequestParserDelegate {
     static let headTimeout: Duration = .seconds(10)
     static let idleTimeout: Duration = .seconds(60)
     /// How long an answer that closes the connection may take to drain.
     static let closeTimeout: Duration = .seconds(5)
 
-    let connection: TCPConnection
+    let connection: any ByteStream
     private unowned let frontDoor: HTTPFrontDoor
     private let scheduler: LoopScheduler
     private var parser: HTTPRequestParser!
@@ -43,7 +43,7 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     /// request's answer is on its way.
     private(set) var deadline: ContinuousClock.Instant?
 
-    init(connection: TCPConnection, frontDoor: HTTPFrontDoor, scheduler: LoopScheduler, maxBodyBytes: Int) {
+    init(connection: any ByteStream, frontDoor: HTTPFrontDoor, scheduler: LoopScheduler, maxBodyBytes: Int) {
         self.connection = connection
         self.frontDoor = frontDoor
         self.scheduler = scheduler
@@ -65,7 +65,7 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
 
     // MARK: Input
 
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {
+    func connection(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         scheduler.assertOnLoopThread()
         if awaitingAnswer {
             held.append(contentsOf: bytes)
@@ -75,10 +75,7 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
         parse(bytes)
     }
 
-    /// The line framing is off for HTTP (`framesLines`), so no line ever arrives.
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {}
-
-    func connectionDidClose(_ connection: TCPConnection) {
+    func connectionDidClose(_ connection: any ByteStream) {
         deadline = nil
         bodyReader = nil
         // An unanswered exchange holds this connection: let it go (an answer still on its
@@ -168,7 +165,7 @@ final class HTTPConnection: TCPConnectionDelegate, HTTPRequestParserDelegate {
     /// sends next is the stream's), no time limit applies, and the front door counts it no
     /// more (the stream's session counts it). Returns the stream, or nil when the connection
     /// is closing already.
-    func handOver<Stream: HTTPStream>(to makeStream: (TCPConnection) -> Stream) -> Stream? {
+    func handOver<Stream: HTTPStream>(to makeStream: (any ByteStream) -> Stream) -> Stream? {
         isHandedOver = true
         deadline = nil
         bodyReader = nil

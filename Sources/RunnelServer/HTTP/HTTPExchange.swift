@@ -55,7 +55,7 @@ final class HTTPExchange {
     /// place of an answer (once, like one): the connection leaves HTTP and is the stream's
     /// from now on (`HTTPConnection.handOver`). Nil when the connection has closed meanwhile
     /// (`makeStream` is then not called).
-    func takeOver<Stream: HTTPStream>(_ makeStream: (TCPConnection) -> Stream) -> Stream? {
+    func takeOver<Stream: HTTPStream>(_ makeStream: (any ByteStream) -> Stream) -> Stream? {
         guard let connection else {
             assertionFailure("an HTTP request answered twice")
             return nil

@@ -137,10 +137,9 @@ extension Server {
         return httpFrontDoor
     }
 
-    /// Serves the HTTP front door on `listener`, whose connections must not frame lines.
+    /// Serves the HTTP front door on `listener`.
     public func serveHTTP(_ listener: TCPListener) {
         scheduler.assertOnLoopThread()
-        precondition(!listener.connectionConfiguration.framesLines)
         let frontDoor = httpFrontDoor ?? HTTPFrontDoor(server: self)
         httpFrontDoor = frontDoor
         startSweep()

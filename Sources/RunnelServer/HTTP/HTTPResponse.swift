@@ -60,7 +60,7 @@ struct HTTPResponse {
     /// Queues the answer on `connection` (loop thread); `closing` says the connection closes
     /// after it. The answer to a `HEAD` request is the head alone (its `Content-Length` is the
     /// body's, as for `GET`).
-    func write(to connection: TCPConnection, closing: Bool, withBody: Bool = true) {
+    func write(to connection: any ByteStream, closing: Bool, withBody: Bool = true) {
         encodedHead(closing: closing).withUnsafeBytes { _ = connection.write(copying: $0) }
         if withBody && !body.isEmpty { body.withUnsafeBytes { _ = connection.write(copying: $0) } }
     }

@@ -6,7 +6,7 @@ import RunnelUV
 /// more as HTTP (its session counts it), and the server's sweep ticks it.
 ///
 /// Thread rules: loop thread only.
-protocol HTTPStream: TCPConnectionDelegate {
+protocol HTTPStream: ByteStreamDelegate {
     /// One sweep of the server's, once a second (`ServerSweep.interval`).
     func tick()
 }

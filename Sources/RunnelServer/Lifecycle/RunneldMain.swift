@@ -123,7 +123,7 @@ private final class Daemon: @unchecked Sendable {
             // HTTP first: once the protocol's "listening" line is out, both front doors are open.
             if let address = config.httpListen {
                 let httpListener = try TCPListener.bind(
-                    host: address.host, port: Int(address.port), configuration: .init(framesLines: false), on: loop)
+                    host: address.host, port: Int(address.port), configuration: .init(), on: loop)
                 server.serveHTTP(httpListener)
                 self.httpListener = httpListener
                 logger.notice("runneld serving HTTP on \(Self.describe(httpListener, address))")

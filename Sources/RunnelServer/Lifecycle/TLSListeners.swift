@@ -31,7 +31,7 @@ final class TLSListeners {
     func open(config: ServerConfig, on loop: EventLoop) throws {
         if let address = config.httpsListen {
             let listener = try TCPListener.bind(
-                host: address.host, port: Int(address.port), configuration: .init(framesLines: false), on: loop)
+                host: address.host, port: Int(address.port), configuration: .init(), on: loop)
             listener.makeFilter = makeSession
             server.serveHTTP(listener)
             httpListener = listener

@@ -15,7 +15,7 @@ import RunnelUV
 /// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
 ///
 /// Thread rules: loop thread only. Lifetime rule: before the take-over, the route's call
-/// holds it; after, its `TCPConnection` holds it as delegate until it has closed, and it holds
+/// holds it; after, its connection (a `ByteStream`) holds it as delegate until it has closed, and it holds
 /// its session until it has told it `transportDidClose()`.
 final class SSETransport: SessionTransport, HTTPStream {
     private enum State {
@@ -31,7 +31,7 @@ final class SSETransport: SessionTransport, HTTPStream {
 
     private var state: State
     /// The connection, once taken over.
-    private var connection: TCPConnection?
+    private var connection: (any ByteStream)?
     private unowned let frontDoor: HTTPFrontDoor
     private var receiver: (any RequestReceiver)?
     let maxRequestBytes: Int
@@ -197,17 +197,14 @@ final class SSETransport: SessionTransport, HTTPStream {
         connection.closeAfterFlush(timeout: timeout)
     }
 
-    // MARK: TCPConnectionDelegate (after the take-over)
-
-    /// The line framing is off for HTTP connections, so no line ever arrives.
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {}
+    // MARK: ByteStreamDelegate (after the take-over)
 
     /// The client's bytes after its request mean nothing to the stream.
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) {}
+    func connection(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {}
 
-    func connectionDidEndInput(_ connection: TCPConnection) { receiver?.transportDidEndInput() }
+    func connectionDidEndInput(_ connection: any ByteStream) { receiver?.transportDidEndInput() }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    func connectionDidClose(_ connection: any ByteStream) {
         state = .ended
         frontDoor.streamDidClose(self)
         endSession()

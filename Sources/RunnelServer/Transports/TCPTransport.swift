@@ -2,14 +2,15 @@ import Runnel
 import RunnelUV
 
 /// The line protocol over TCP: a `TCPConnection` is a session's transport as it is (requests
-/// are its lines, framed by its `LineFramer`; server lines go out with a `\n` after each), so
-/// delivering a value touches no object between the session and the connection. The only
-/// server code that touches `TCPConnection`.
+/// are its lines, framed by a `LineReader` in front of the session; server lines go out with a
+/// `\n` after each), so delivering a value touches no object between the session and the
+/// connection. With the listeners' accept code, the only server code that touches
+/// `TCPConnection`; HTTP and its streams see a `ByteStream`.
 ///
 /// Thread rules: loop thread only (libuv calls it there).
 extension TCPConnection: SessionTransport {
     func start(receiver: any RequestReceiver) {
-        delegate = TCPRequestReader(receiver: receiver)
+        readLines(into: TCPRequestReader(receiver: receiver))
         startReading()
     }
 
@@ -47,30 +48,30 @@ extension TCPConnection: SessionTransport {
     var transportName: String { "tcp" }
 }
 
-/// Hands a connection's lines to its session as requests. Lifetime rule: the connection holds
-/// it as its delegate until it has closed and lets it go then, which lets the session go (the
+/// Hands a connection's lines to its session as requests. Lifetime rule: the connection's
+/// `LineReader` holds it until the connection has closed and lets it go then, which lets the session go (the
 /// session holds the connection: the cycle ends there). `receiver` is a `let`, so a request
 /// reaches the session without a retain and release around the call.
-private final class TCPRequestReader: TCPConnectionDelegate {
+private final class TCPRequestReader: LineReaderDelegate {
     private let receiver: any RequestReceiver
 
     init(receiver: any RequestReceiver) { self.receiver = receiver }
 
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         receiver.transportDidReceive(request: line)
     }
 
-    func connection(_ connection: TCPConnection, didDiscardLongLine byteCount: Int) {
+    func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
         receiver.transportDidDiscardLongRequest(byteCount: byteCount)
     }
 
     /// End of input is the client going away (a close and a half-close look alike): its
     /// subscriptions are disposed at once; replies already written still drain before the close.
-    func connectionDidEndInput(_ connection: TCPConnection) {
+    func connectionDidEndInput(_ connection: any ByteStream) {
         receiver.transportDidEndInput()
     }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    func connectionDidClose(_ connection: any ByteStream) {
         receiver.transportDidClose()
     }
 }

@@ -15,11 +15,11 @@ import RunnelUV
 ///
 /// Heartbeat: an idle WebSocket gets a ping every `StreamHeartbeat.interval`.
 ///
-/// Thread rules: loop thread only. Lifetime rule: its `TCPConnection` holds it as delegate until
+/// Thread rules: loop thread only. Lifetime rule: its `ByteStream` holds it as delegate until
 /// it has closed; it holds its session until it has told it `transportDidClose()`; the session
 /// holds it for the rest of its life.
 final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameReaderDelegate {
-    let connection: TCPConnection
+    let connection: any ByteStream
     private unowned let frontDoor: HTTPFrontDoor
     private let reader: WebSocketFrameReader
     private var receiver: (any RequestReceiver)?
@@ -30,7 +30,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     let peerDescription: String
     let transportName = "websocket"
 
-    init(connection: TCPConnection, frontDoor: HTTPFrontDoor, maxMessageBytes: Int) {
+    init(connection: any ByteStream, frontDoor: HTTPFrontDoor, maxMessageBytes: Int) {
         self.connection = connection
         self.frontDoor = frontDoor
         reader = WebSocketFrameReader(maxMessageBytes: maxMessageBytes)
@@ -86,12 +86,11 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
-        guard !connection.hasUnsentBytes(over: limit) else { return false }
-        heartbeat.noteOutput()
-        WebSocketFrameHead.withHead(.text, length: head.count &+ value.count &+ tail.count) {
-            _ = connection.write(copying: $0, head, value, tail)
+        let written = WebSocketFrameHead.withHead(.text, length: head.count &+ value.count &+ tail.count) {
+            connection.write(copying: $0, head, value, tail, unlessUnsentOver: limit)
         }
-        return true
+        if written { heartbeat.noteOutput() }
+        return written
     }
 
     func writeNext(
@@ -161,17 +160,14 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
     }
 
-    // MARK: TCPConnectionDelegate (HTTPStream)
+    // MARK: ByteStreamDelegate (HTTPStream)
 
-    /// The line framing is off for HTTP connections, so no line ever arrives.
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {}
-
-    func connection(_ connection: TCPConnection, didRead bytes: UnsafeRawBufferPointer) { reader.read(bytes) }
+    func connection(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) { reader.read(bytes) }
 
     /// The client went away without a close frame.
-    func connectionDidEndInput(_ connection: TCPConnection) { receiver?.transportDidEndInput() }
+    func connectionDidEndInput(_ connection: any ByteStream) { receiver?.transportDidEndInput() }
 
-    func connectionDidClose(_ connection: TCPConnection) {
+    func connectionDidClose(_ connection: any ByteStream) {
         frontDoor.streamDidClose(self)
         let receiver = self.receiver
         self.receiver = nil

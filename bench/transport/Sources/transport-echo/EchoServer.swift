@@ -5,8 +5,8 @@ import RunnelUV
 #endif
 
 /// Writes every line it reads back to the same connection, with its `\n`.
-final class EchoDelegate: TCPConnectionDelegate {
-    func connection(_ connection: TCPConnection, didReadLine line: UnsafeRawBufferPointer) {
+final class EchoDelegate: LineReaderDelegate {
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         connection.writeLine(copying: line)
     }
 }
@@ -25,7 +25,7 @@ func runEchoServer() {
     }
     let delegate = EchoDelegate()
     listener.onAccept = { connection in
-        connection.delegate = delegate
+        connection.readLines(into: delegate)
         connection.startReading()
     }
     let stop = loop.scheduler.performAsCurrent {
