@@ -7,7 +7,7 @@ import Runnel
 /// missing right.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
-        server.scheduler.assertOnLoopThread()
+        context.scheduler.assertOnLoopThread()
         let operation = try request.operation()
         if grant == nil && operation != .known(.auth) {
             throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
@@ -57,7 +57,7 @@ extension Session {
             // the branch below made every pub dearer.)
             try Publishing.publish(
                 request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
-                counting: stats, bounding: publishBound, by: publisher)
+                counting: stats, bounding: context.publishBound, by: publisher)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
@@ -65,7 +65,7 @@ extension Session {
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
-            counting: stats, bounding: publishBound, by: publisher)
+            counting: stats, bounding: context.publishBound, by: publisher)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {
@@ -85,7 +85,7 @@ extension Session {
         {
             return cached
         }
-        let entry = try server.publishTarget(named: try request.requiredString(.subject), for: rights)
+        let entry = try context.publishTarget(named: try request.requiredString(.subject), for: rights)
         lastPublishTarget = entry
         return entry
     }
@@ -111,20 +111,20 @@ extension Session {
             throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
         }
         let positions = try request.bool(.positions) ?? false || from != nil
-        guard subscriptions.count < server.config.maxSubscriptionsPerConnection else {
+        guard subscriptions.count < context.config.maxSubscriptionsPerConnection else {
             throw ProtocolError(
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let pinned = SessionSubscription.pinnedBytes(sid: sid, stagesByteCount: request.stagesByteCount)
-        guard subscriptionBytes + pinned <= server.config.maxSubscriptionBytes else {
+        guard subscriptionBytes + pinned <= context.config.maxSubscriptionBytes else {
             throw ProtocolError(
                 .limit,
                 "connection's subscriptions hold \(subscriptionBytes) bytes of sids and stages; this one's \(pinned) "
-                    + "would pass max_subscription_bytes (\(server.config.maxSubscriptionBytes))")
+                    + "would pass max_subscription_bytes (\(context.config.maxSubscriptionBytes))")
         }
         let admitted = try subjectFilter(checking: pattern)
-        let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
+        let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target)
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
@@ -137,7 +137,7 @@ extension Session {
         if let entry, let (shared, entrance) = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
             start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount, through: entrance) }
         } else {
-            let chain = try server.compileChain(
+            let chain = try context.compileChain(
                 stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
                 lookup: lookup)
             start = { sink in chain.subscribe(sink) }
@@ -168,11 +168,11 @@ extension Session {
     private func sharedChain(
         _ stages: [JSONValue], on entry: SubjectEntry, from: Position?, lookup: @escaping SubjectLookup
     ) throws(ProtocolError) -> (chain: SharedStageChain, entrance: Signal<Message>)? {
-        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: server.stageLimits) else {
+        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: context.stageLimits) else {
             return nil
         }
         let compile = { (account: EvaluationAccount) throws(ProtocolError) -> Signal<Message> in
-            try self.server.compileChain(
+            try self.context.compileChain(
                 stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
         }
         if let existing = entry.sharedChains[key] {
@@ -206,13 +206,13 @@ extension Session {
             guard kind == .replay else {
                 throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
             }
-            guard given >= 1 && given <= server.config.maxBufferValues else {
+            guard given >= 1 && given <= context.config.maxBufferValues else {
                 throw ProtocolError(
-                    .badRequest, "field 'capacity' must be between 1 and \(server.config.maxBufferValues)")
+                    .badRequest, "field 'capacity' must be between 1 and \(context.config.maxBufferValues)")
             }
             capacity = given
         } else if kind == .replay {
-            capacity = server.config.defaultReplayCapacity
+            capacity = context.config.defaultReplayCapacity
         }
         let initial = request.raw(.value)
         if initial != nil && kind != .behavior {
@@ -236,7 +236,7 @@ extension Session {
             writeOK(ref: request.ref)
             return
         }
-        try server.checkSubjectLimit()
+        try context.checkSubjectLimit()
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
         subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable).label.slowConsumer =
@@ -299,14 +299,14 @@ extension Session {
     }
 
     private func writeStats(_ request: Request) {
-        writeOK(ref: request.ref) { server.writeStatsMembers(into: &$0) }
+        writeOK(ref: request.ref) { context.owner.writeStatsMembers(into: &$0) }
     }
 
     /// Takes the token's grant (compared in constant time, see `AccessList`); a second `auth`
     /// replaces the first one's grant for later requests.
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
-        guard let found = server.access.grant(for: token) else {
+        guard let found = context.access.grant(for: token) else {
             throw ProtocolError(.unauthorized, "invalid token")
         }
         if found !== grant { lastPublishTarget = nil }

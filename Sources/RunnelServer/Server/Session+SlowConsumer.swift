@@ -11,7 +11,7 @@ import RunnelUV
 /// - `disconnect`: a slow consumer gets a `closing` line and is closed;
 /// - `drop`: a slow consumer's events are dropped (and counted in `dropped` events) until its
 ///   output is back under the soft limit;
-/// - `backpressure`: over the soft limit, the publisher whose value it is (`pauses.current`)
+/// - `backpressure`: over the soft limit, the publisher whose value it is (`context.pauses.current`)
 ///   is paused until this connection's output is back under the soft limit, or it is closed;
 ///   a slow consumer is closed as under `disconnect`, so a dead client stalls nobody for longer
 ///   than the grace.
@@ -39,8 +39,8 @@ extension Session {
     /// more alive for this call than it must.
     @inline(never)
     func deliverOverSoftLimit(_ message: Message, to subscription: SessionSubscription) {
-        let policy = message.label.slowConsumer ?? server.config.slowConsumer
-        let hardLimit = server.config.maxPendingBytes
+        let policy = message.label.slowConsumer ?? context.config.slowConsumer
+        let hardLimit = context.config.maxPendingBytes
         let begins = lag == nil
         if begins { beginLag() }
         // The end of the lag is awaited last: nothing here may see it end.
@@ -49,7 +49,7 @@ extension Session {
             return actOnSlowConsumer(policy, subscription)
         }
         if policy != .drop { lag!.closesPastGrace = true }
-        if policy == .backpressure, let publisher = pauses.current { hold(publisher) }
+        if policy == .backpressure, let publisher = context.pauses.current { hold(publisher) }
         if subscription.dropped > 0 { writeDropped(subscription) }
         if writeNext(message, subscription, limit: hardLimit, transport) {
             stats.delivered &+= 1
@@ -72,9 +72,9 @@ extension Session {
     /// The output went over the soft limit: the grace starts.
     private func beginLag() {
         var lag = Lag()
-        let grace = server.config.softPendingSeconds
+        let grace = context.config.softPendingSeconds
         if grace > .zero {
-            let scheduler = server.scheduler
+            let scheduler = context.scheduler
             lag.graceTimer = scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in
                 self?.graceEnded()
             }
@@ -103,7 +103,7 @@ extension Session {
     /// Asks the transport to call `outputDrained` once the output is at most the soft limit:
     /// the one wake-up both the lag and held requests (`Session+Input`) wait for.
     func awaitOutputDrain() {
-        output.whenUnsentBytes(fallTo: server.softPendingLimit) { [weak self] in self?.outputDrained() }
+        output.whenUnsentBytes(fallTo: context.softPendingLimit) { [weak self] in self?.outputDrained() }
     }
 
     private func outputDrained() {
@@ -127,7 +127,7 @@ extension Session {
     func closeAsSlowConsumer() {
         guard !isClosing else { return }
         stats.slowConsumerDisconnects &+= 1
-        server.logger.notice(
+        context.logger.notice(
             "closing slow consumer",
             metadata: [
                 "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",

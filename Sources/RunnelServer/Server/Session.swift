@@ -17,19 +17,10 @@ import RunnelUV
 /// subscriptions are released.
 final class Session: RequestReceiver, @unchecked Sendable {
     let id: UInt64
-    /// The server owns its sessions and outlives them; unowned(unsafe) avoids a refcount check
-    /// on every access on the hot path.
-    unowned(unsafe) let server: Server
-    /// The server's counters, held directly: updating them through `server` retains and
-    /// releases the server around every update, twice per delivery.
-    let stats: ServerStats
-    /// The server's subject store, held directly for the same reason: a call through the
-    /// unowned `server` retains and releases the store around it, once per publish.
-    let subjects: any SubjectStore
-    /// The server's bound on one publish's stage evaluations, held directly for the same reason.
-    let publishBound: PublishEvaluationBound
-    /// Publishers paused by `backpressure`, held directly for the same reason.
-    let pauses: PublisherPauses
+    /// What the session uses of its server: its shared parts, the configuration and rights it
+    /// was last handed, and the calls back (`SessionContext`). Replaced on reload
+    /// (`contextDidChange`).
+    private(set) var context: SessionContext
     /// This connection as a publisher: paused while a subscriber its values reached lags
     /// under `backpressure` (`Session+Input` holds its requests meanwhile).
     let publisher: PublisherGate
@@ -47,7 +38,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// What the session may do: its token's grant, or the open grant of a server without
     /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`).
     var grant: TokenGrant? {
-        didSet { evaluationAccount.token = server.tokenEvaluationBudget(for: grant) }
+        didSet { evaluationAccount.token = context.owner.tokenEvaluationBudget(for: grant) }
     }
     var subscriptions: [String: SessionSubscription] = [:]
     private var nextSid: UInt64 = 1
@@ -69,21 +60,35 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// `max_subscription_bytes`.
     var subscriptionBytes = 0
 
-    init(id: UInt64, server: Server, transport: any SessionTransport) {
+    init(id: UInt64, context: SessionContext, transport: any SessionTransport) {
         self.id = id
-        self.server = server
-        self.stats = server.stats
-        self.subjects = server.subjects
-        self.publishBound = server.publishEvaluationBound
-        self.pauses = server.publisherPauses
-        self.publisher = PublisherGate(pauses: server.publisherPauses)
+        self.context = context
+        self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(
-                stepsPerSecond: server.config.maxEvalStepsPerSecond, burstSteps: server.config.maxEvalStepsBurst,
-                clock: server.scheduler),
-            publish: server.publishEvaluationBound, stats: server.stats)
+                stepsPerSecond: context.config.maxEvalStepsPerSecond, burstSteps: context.config.maxEvalStepsBurst,
+                clock: context.scheduler),
+            publish: context.publishBound, stats: context.stats)
         self.transport = transport
-        self.grant = server.access.openGrant
+        self.grant = context.access.openGrant
+    }
+
+    /// The server's counters.
+    var stats: ServerStats { context.stats }
+    /// The server's subject store.
+    var subjects: any SubjectStore { context.subjects }
+
+    // MARK: Reload
+
+    /// A reload made a new context: the connection's evaluation budget takes its limits, and
+    /// when the tokens were rebuilt, the session moves to its token's new grant
+    /// (`accessDidChange`).
+    func contextDidChange(to new: SessionContext) {
+        let old = context
+        context = new
+        evaluationAccount.connection.configure(
+            stepsPerSecond: new.config.maxEvalStepsPerSecond, burstSteps: new.config.maxEvalStepsBurst)
+        if new.access !== old.access { accessDidChange(to: new.access) }
     }
 
     // MARK: Subscriptions
@@ -137,7 +142,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
 
     /// The client sent its last request: nothing more is delivered, every subscription goes now.
     func transportDidEndInput() {
-        server.scheduler.assertOnLoopThread()
+        context.scheduler.assertOnLoopThread()
         isClosing = true
         disposeAll()
         endLag()
@@ -145,13 +150,13 @@ final class Session: RequestReceiver, @unchecked Sendable {
 
     /// The transport closed, from either side.
     func transportDidClose() {
-        server.scheduler.assertOnLoopThread()
+        context.scheduler.assertOnLoopThread()
         isClosing = true
         cancelLoginWait()
         disposeAll()
         endLag()
         publisher.close()
-        server.sessionDidClose(self)
+        context.owner.sessionDidClose(self)
     }
 
     // MARK: Replies
