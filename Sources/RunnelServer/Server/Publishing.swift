@@ -28,6 +28,6 @@ extension Server {
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
     func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
-        try sessionContext.publishTarget(named: name, for: grant)
+        try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 }

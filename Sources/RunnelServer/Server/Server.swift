@@ -60,17 +60,19 @@ public final class Server: SessionOwner, @unchecked Sendable {
         applyRetentionLimits()
     }
 
-    /// What sessions are handed (`SessionContext`): made on first use, remade on reload.
-    private var currentSessionContext: SessionContext?
+    /// The shared parts sessions are handed (`SessionContext`), made on first use.
+    private var madeSessionContext: SessionContext?
     var sessionContext: SessionContext {
-        if let currentSessionContext { return currentSessionContext }
+        if let madeSessionContext { return madeSessionContext }
         let made = SessionContext(
             scheduler: scheduler, logger: logger, subjects: subjects, stats: stats,
-            publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner,
-            config: config, access: access, owner: self)
-        currentSessionContext = made
+            publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner, owner: self)
+        madeSessionContext = made
         return made
     }
+
+    /// What the configuration says now, as sessions read it; remade on reload.
+    private(set) lazy var sessionSettings = SessionSettings(config: config, access: access)
 
     /// Open client connections of every front door: what `max_connections` limits and
     /// `stats.connections` reports.
@@ -116,7 +118,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
 
     /// The subject `name` for `pub`, `sub` or a stage that names it (`SessionContext.subjectForUse`).
     func subjectForUse(_ name: String) throws(ProtocolError) -> SubjectEntry {
-        try sessionContext.subjectForUse(name)
+        try sessionContext.subjectForUse(name, under: sessionSettings)
     }
 
     // MARK: Connections
@@ -152,7 +154,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     @discardableResult
     func openSession(over transport: any SessionTransport, grant: TokenGrant?) -> Session {
         scheduler.assertOnLoopThread()
-        let session = Session(id: nextSessionID, context: sessionContext, transport: transport)
+        let session = Session(
+            id: nextSessionID, context: sessionContext, settings: sessionSettings, transport: transport)
         if let grant { session.grant = grant }
         nextSessionID += 1
         sessions[session.id] = session
@@ -250,9 +253,9 @@ public final class Server: SessionOwner, @unchecked Sendable {
         config = applied
         applyRetentionLimits()
         if tokensChanged { access = AccessList(config: applied) }
-        let context = sessionContext.reconfigured(applied, access: access)
-        currentSessionContext = context
-        for session in Array(sessions.values) { session.contextDidChange(to: context) }
+        let settings = SessionSettings(config: applied, access: access)
+        sessionSettings = settings
+        for session in Array(sessions.values) { session.settingsDidChange(to: settings) }
         applyEvaluationLimits()
         do {
             try createConfiguredSubjects()

@@ -33,7 +33,7 @@ extension Session {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
             try grant.checkSubscribe(to: name)
-            let entry = try context.subjectForUse(name)
+            let entry = try context.subjectForUse(name, under: settings)
             subscription.reached.insert(name)
             return entry.subject
         }
@@ -60,7 +60,7 @@ extension Session {
         grant = new
         guard !new.hasSameRights(as: old) else { return }
         lastPublishTarget = nil
-        for subscription in Array(subscriptions.values) {
+        for subscription in subscriptions.all {
             guard let name = forbiddenSubject(of: subscription, before: old, after: new) else { continue }
             // Ended as its own error event would end it.
             deliverTerminal(

@@ -7,7 +7,7 @@ import Runnel
 extension Session {
     /// Starts the wait, when the configuration sets a timeout. Called once, as the session opens.
     func startLoginWait() {
-        let timeout = context.config.loginTimeout
+        let timeout = settings.config.loginTimeout
         guard timeout > .zero else { return }
         loginWait = timeout
         context.owner.sessionAwaitsLogin(self, until: .now + timeout)

@@ -57,7 +57,7 @@ extension Session {
             // the branch below made every pub dearer.)
             try Publishing.publish(
                 request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
-                counting: stats, bounding: context.publishBound, by: publisher)
+                counting: stats, bounding: publishBound, by: publisher)
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
@@ -65,7 +65,7 @@ extension Session {
         let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
-            counting: stats, bounding: context.publishBound, by: publisher)
+            counting: stats, bounding: publishBound, by: publisher)
         if entry.isDurable {
             replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
         } else {
@@ -85,7 +85,7 @@ extension Session {
         {
             return cached
         }
-        let entry = try context.publishTarget(named: try request.requiredString(.subject), for: rights)
+        let entry = try context.publishTarget(named: try request.requiredString(.subject), for: rights, under: settings)
         lastPublishTarget = entry
         return entry
     }
@@ -103,7 +103,7 @@ extension Session {
             }
             sid = given
         } else {
-            sid = freshSid()
+            sid = subscriptions.freshSid()
         }
         let stages = try request.stages()
         let from = try request.fromPosition()
@@ -111,20 +111,20 @@ extension Session {
             throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
         }
         let positions = try request.bool(.positions) ?? false || from != nil
-        guard subscriptions.count < context.config.maxSubscriptionsPerConnection else {
+        guard subscriptions.count < settings.config.maxSubscriptionsPerConnection else {
             throw ProtocolError(
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let pinned = SessionSubscription.pinnedBytes(sid: sid, stagesByteCount: request.stagesByteCount)
-        guard subscriptionBytes + pinned <= context.config.maxSubscriptionBytes else {
+        guard subscriptions.pinnedBytes + pinned <= settings.config.maxSubscriptionBytes else {
             throw ProtocolError(
                 .limit,
-                "connection's subscriptions hold \(subscriptionBytes) bytes of sids and stages; this one's \(pinned) "
-                    + "would pass max_subscription_bytes (\(context.config.maxSubscriptionBytes))")
+                "connection's subscriptions hold \(subscriptions.pinnedBytes) bytes of sids and stages; this one's \(pinned) "
+                    + "would pass max_subscription_bytes (\(settings.config.maxSubscriptionBytes))")
         }
         let admitted = try subjectFilter(checking: pattern)
-        let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target)
+        let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
@@ -139,15 +139,12 @@ extension Session {
         } else {
             let chain = try context.compileChain(
                 stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
-                lookup: lookup)
+                lookup: lookup, under: settings)
             start = { sink in chain.subscribe(sink) }
         }
 
         subscription.pinnedBytes = pinned
-        subscriptionBytes += pinned
-        subscriptions[sid] = subscription
-        entry?.namedSubscriptions += 1
-        stats.subscriptions += 1
+        subscriptions.insert(subscription)
         // The reply goes out before any event of the subscription (replayed values included).
         writeOK(ref: request.ref) { line in
             line.member("sid", encoded: subscription.sidJSON)
@@ -168,12 +165,13 @@ extension Session {
     private func sharedChain(
         _ stages: [JSONValue], on entry: SubjectEntry, from: Position?, lookup: @escaping SubjectLookup
     ) throws(ProtocolError) -> (chain: SharedStageChain, entrance: Signal<Message>)? {
-        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: context.stageLimits) else {
+        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: settings.stageLimits) else {
             return nil
         }
         let compile = { (account: EvaluationAccount) throws(ProtocolError) -> Signal<Message> in
             try self.context.compileChain(
-                stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
+                stages, source: entry.subject, label: entry.label, account: account, lookup: lookup,
+                under: self.settings)
         }
         if let existing = entry.sharedChains[key] {
             return (existing, try existing.entrance(for: evaluationAccount, compile: compile))
@@ -206,13 +204,13 @@ extension Session {
             guard kind == .replay else {
                 throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
             }
-            guard given >= 1 && given <= context.config.maxBufferValues else {
+            guard given >= 1 && given <= settings.config.maxBufferValues else {
                 throw ProtocolError(
-                    .badRequest, "field 'capacity' must be between 1 and \(context.config.maxBufferValues)")
+                    .badRequest, "field 'capacity' must be between 1 and \(settings.config.maxBufferValues)")
             }
             capacity = given
         } else if kind == .replay {
-            capacity = context.config.defaultReplayCapacity
+            capacity = settings.config.defaultReplayCapacity
         }
         let initial = request.raw(.value)
         if initial != nil && kind != .behavior {
@@ -236,7 +234,7 @@ extension Session {
             writeOK(ref: request.ref)
             return
         }
-        try context.checkSubjectLimit()
+        try context.checkSubjectLimit(under: settings)
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
         subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable).label.slowConsumer =
@@ -306,7 +304,7 @@ extension Session {
     /// replaces the first one's grant for later requests.
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
-        guard let found = context.access.grant(for: token) else {
+        guard let found = settings.access.grant(for: token) else {
             throw ProtocolError(.unauthorized, "invalid token")
         }
         if found !== grant { lastPublishTarget = nil }

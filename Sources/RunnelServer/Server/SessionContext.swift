@@ -2,17 +2,17 @@ import Logging
 import Runnel
 import RunnelUV
 
-/// What a session uses of its server, handed to it as it opens: the server's shared parts
-/// (the subject store, the counters, the publish bound, the paused publishers, the logger, the
-/// scheduler, the expression interner), what the configuration says now (its limits, the
-/// tokens' rights), and the few calls back into the server a session makes (`SessionOwner`).
-/// A reload makes a new context and hands it to every session (`Session.contextDidChange`),
-/// so a session reads the configuration it was last handed, never the server's fields.
+/// What a session uses of its server, handed to it as it opens, in two halves: this one, the
+/// server's shared parts that never change (the subject store, the counters, the publish
+/// bound, the paused publishers, the logger, the scheduler, the expression interner) and the
+/// few calls back into the server a session makes (`owner`); and `SessionSettings`, what the
+/// configuration says now, which a reload hands every session anew
+/// (`Session.settingsDidChange`). So a session reads the configuration it was last handed,
+/// never the server's fields.
 ///
 /// Thread rules: loop thread only, like the sessions that read it; its fields never change.
-/// Lifetime rule: the server makes it and holds the current one; each session holds the one
-/// it was handed (strongly: nothing in it holds a session). `owner` is unowned: the server
-/// outlives every session and so every context.
+/// Lifetime rule: the server makes one and holds it; every session holds it strongly (nothing
+/// in it holds a session). `owner` is unowned: the server outlives every session.
 final class SessionContext: @unchecked Sendable {
     let scheduler: LoopScheduler
     let logger: Logger
@@ -24,20 +24,13 @@ final class SessionContext: @unchecked Sendable {
     let pauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let interner: ExpressionInterner
-    let config: ServerConfig
-    /// `config.softPendingLimit`, worked out once: every delivery reads it.
-    let softPendingLimit: Int
-    /// The tokens `config` accepts and their rights.
-    let access: AccessList
-    /// The limits chains are compiled under.
-    let stageLimits: StageLimits
     /// What a session tells or asks its server.
     unowned let owner: any SessionOwner
 
     init(
         scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, stats: ServerStats,
         publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
-        config: ServerConfig, access: AccessList, owner: any SessionOwner
+        owner: any SessionOwner
     ) {
         self.scheduler = scheduler
         self.logger = logger
@@ -46,36 +39,25 @@ final class SessionContext: @unchecked Sendable {
         self.publishBound = publishBound
         self.pauses = pauses
         self.interner = interner
-        self.config = config
-        self.softPendingLimit = config.softPendingLimit
-        self.access = access
-        self.stageLimits = StageLimits(config: config)
         self.owner = owner
-    }
-
-    /// The same server parts under a new configuration or new rights (a reload).
-    func reconfigured(_ config: ServerConfig, access: AccessList) -> SessionContext {
-        SessionContext(
-            scheduler: scheduler, logger: logger, subjects: subjects, stats: stats, publishBound: publishBound,
-            pauses: pauses, interner: interner, config: config, access: access, owner: owner)
     }
 
     // MARK: Subjects
 
     /// The subject `name` for `pub`, `sub` or a stage that names it: created as a plain
     /// subject when it does not exist and `auto_create` is on.
-    func subjectForUse(_ name: String) throws(ProtocolError) -> SubjectEntry {
+    func subjectForUse(_ name: String, under settings: SessionSettings) throws(ProtocolError) -> SubjectEntry {
         if let entry = subjects[name] { return entry }
-        guard config.autoCreate else {
+        guard settings.config.autoCreate else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
         }
-        try checkSubjectLimit()
+        try checkSubjectLimit(under: settings)
         return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
     }
 
     /// `limit` when the server holds `max_subjects` subjects.
-    func checkSubjectLimit() throws(ProtocolError) {
-        guard subjects.count < config.maxSubjects else {
+    func checkSubjectLimit(under settings: SessionSettings) throws(ProtocolError) {
+        guard subjects.count < settings.config.maxSubjects else {
             throw ProtocolError(.limit, "the server holds \(subjects.count) subjects (max_subjects)")
         }
     }
@@ -83,14 +65,16 @@ final class SessionContext: @unchecked Sendable {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
-    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+    func publishTarget(named name: String, for grant: TokenGrant, under settings: SessionSettings)
+        throws(ProtocolError) -> SubjectEntry
+    {
         if let entry = subjects[name] {
             try grant.checkPublish(to: name)
             return entry
         }
         try SubjectName.check(name)
         try grant.checkPublish(to: name)
-        return try subjectForUse(name)
+        return try subjectForUse(name, under: settings)
     }
 
     // MARK: Stages
@@ -101,13 +85,33 @@ final class SessionContext: @unchecked Sendable {
     /// (`Session.stageLookup`, which checks the token's rights).
     func compileChain(
         _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
-        lookup: @escaping SubjectLookup
+        lookup: @escaping SubjectLookup, under settings: SessionSettings
     ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: stageLimits, defaultLabel: label, account: account,
+            scheduler: scheduler, limits: settings.stageLimits, defaultLabel: label, account: account,
             interner: interner, lookup: lookup)
         return try compiler.compile(stages, source: source)
+    }
+}
+
+/// What the configuration says now, as sessions read it: handed to each session as it opens
+/// and again on every reload. A value: a session's copy changes only when it is handed a new
+/// one. Thread rules: loop thread only. Lifetime rule: each session holds its own copy.
+struct SessionSettings {
+    let config: ServerConfig
+    /// `config.softPendingLimit`, worked out once: every delivery reads it.
+    let softPendingLimit: Int
+    /// The tokens `config` accepts and their rights.
+    let access: AccessList
+    /// The limits chains are compiled under.
+    let stageLimits: StageLimits
+
+    init(config: ServerConfig, access: AccessList) {
+        self.config = config
+        self.softPendingLimit = config.softPendingLimit
+        self.access = access
+        self.stageLimits = StageLimits(config: config)
     }
 }
 
