@@ -137,7 +137,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
         state.advance(to: .closing)
         subscriptions.disposeAll()
         endLag()
-        write(ServerLineWriter.closing(reason))
+        var line = ServerLineWriter.closing(reason)
+        line.finish().withUnsafeBytes { bytes in
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            output.writeClosing(bytes, reason: reason)
+        }
         output.closeAfterFlush(timeout: timeout)
     }
 
