@@ -22,9 +22,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// What the session uses of its server: its shared parts and the calls back. A `let`:
     /// the delivery and publish paths reach them without retaining anything.
     let context: SessionContext
-    /// The three of `context`'s parts the publish and delivery paths use, held directly: one
-    /// reached through two `let`s is retained and released around each call (three pairs per
-    /// publish), one held directly is not.
+    /// The parts of `context` the publish and delivery paths use, held directly: a part
+    /// reached through two `let`s is retained and released around each call on those paths,
+    /// one held directly is not.
     let stats: ServerStats
     let subjects: any SubjectStore
     let publishBound: PublishEvaluationBound
