@@ -55,15 +55,24 @@ struct ServerLineWriter {
     /// `{"ev":"closing","code":C,"message":M}`: the last line of a connection the server ends.
     static func closing(_ reason: ProtocolError) -> ServerLineWriter {
         var line = ServerLineWriter(closingStart)
-        line.member("code", string: reason.code.rawValue)
-        if !reason.message.isEmpty { line.member("message", string: reason.message) }
+        line.closingMembers(reason)
         return line
     }
 
-    private static let closingStart: StaticString = "{\"ev\":\"closing\""
+    /// `{"code":C,"message":M}`: a `closing` line's members as an object of their own (an SSE
+    /// stream's `closing` event).
+    static func closingObject(_ reason: ProtocolError) -> ServerLineWriter {
+        var object = object()
+        object.closingMembers(reason)
+        return object
+    }
 
-    /// Whether `line` is a `closing` line.
-    static func isClosing(_ line: UnsafeRawBufferPointer) -> Bool { line.starts(with: closingStart.rawBytes) }
+    private mutating func closingMembers(_ reason: ProtocolError) {
+        member("code", string: reason.code.rawValue)
+        if !reason.message.isEmpty { member("message", string: reason.message) }
+    }
+
+    private static let closingStart: StaticString = "{\"ev\":\"closing\""
 
     private mutating func key(_ key: StaticString) {
         if isEmptyObject {

@@ -1,7 +1,9 @@
 /// The input a session holds while its connection's output is over the soft limit, or its
 /// publishing is paused (`backpressure`): the held lines back to back, each followed by its `\n` (so it costs what it took to send), and
 /// where in them a line over `max_line_bytes` still has to be answered (such a line took more
-/// than `max_line_bytes` to send, so there are few). Loop thread only.
+/// than `max_line_bytes` to send, so there are few).
+///
+/// Thread rules: loop thread only. Lifetime rule: a value its session owns.
 struct HeldInput {
     enum Item {
         /// A request line, as a range of `bytes`.

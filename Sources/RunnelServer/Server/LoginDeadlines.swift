@@ -1,6 +1,8 @@
 /// The sessions that have not yet sent a request and authenticated, with the instant at which
 /// `login_timeout` closes each (`Session+Login`); the server's sweep takes the expired ones.
-/// A value type owned by the server; loop thread only.
+///
+/// Thread rules: loop thread only. Lifetime rule: a value the server owns; it holds each
+/// waiting session until the session logs in, closes or is taken as expired.
 struct LoginDeadlines {
     private var waiting: [UInt64: (deadline: ContinuousClock.Instant, session: Session)] = [:]
 

@@ -7,9 +7,11 @@ import RunnelUV
 /// publication (as `ServerStats` is). Loop thread only.
 final class PublisherPauses {
     /// The publisher whose value is being delivered now; nil outside a publish (timers,
-    /// replay on subscribe, values that waited for the disk: nobody to pause). Unowned: set
-    /// and cleared around one synchronous publish, while its owner holds it.
-    unowned(unsafe) var current: PublisherGate?
+    /// replay on subscribe, values that waited for the disk: nobody to pause). Not retained:
+    /// `PublisherGate.publishing` sets and clears it around one synchronous publish, while the
+    /// gate's owner holds the gate, so a retain and release per publish buys nothing.
+    var current: PublisherGate? { currentGate?.takeUnretainedValue() }
+    fileprivate(set) var currentGate: Unmanaged<PublisherGate>?
     /// Pauses begun since the server started.
     private(set) var pauses: UInt64 = 0
     /// Publishers paused now.
@@ -80,10 +82,10 @@ final class PublisherGate {
     /// publishes nothing).
     @inline(__always)
     func publishing(_ publish: () -> Void) {
-        assert(pauses.current == nil, "a publish inside a publish")
-        pauses.current = self
+        assert(pauses.currentGate == nil, "a publish inside a publish")
+        pauses.currentGate = Unmanaged.passUnretained(self)
         publish()
-        pauses.current = nil
+        pauses.currentGate = nil
     }
 
     /// A laggard (a session over the soft limit) takes hold of the gate: the first pauses it.

@@ -28,12 +28,6 @@ extension Server {
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
     func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
-        if let entry = subjects[name] {
-            try grant.checkPublish(to: name)
-            return entry
-        }
-        try SubjectName.check(name)
-        try grant.checkPublish(to: name)
-        return try subjectForUse(name)
+        try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 }

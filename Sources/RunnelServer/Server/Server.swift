@@ -8,7 +8,7 @@ import RunnelUV
 ///
 /// Loop thread only, apart from `init`: every libuv callback, every subject send and every
 /// timer of every chain runs on the loop behind `scheduler`, which is `currentScheduler` there.
-public final class Server: @unchecked Sendable {
+public final class Server: SessionOwner, @unchecked Sendable {
     public let scheduler: LoopScheduler
     public internal(set) var config: ServerConfig
     /// The tokens `config` accepts and their rights; rebuilt on reload.
@@ -20,8 +20,6 @@ public final class Server: @unchecked Sendable {
     let publishEvaluationBound: PublishEvaluationBound
     /// Publishers paused by `backpressure`, and the counts of pauses.
     let publisherPauses: PublisherPauses
-    /// `config.softPendingLimit`, worked out once per configuration: deliveries read it.
-    private(set) var softPendingLimit: Int
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
     private var sessions: [UInt64: Session] = [:]
@@ -59,9 +57,22 @@ public final class Server: @unchecked Sendable {
         self.subjects = subjects
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         self.publisherPauses = PublisherPauses(clock: scheduler)
-        self.softPendingLimit = config.softPendingLimit
         applyRetentionLimits()
     }
+
+    /// The shared parts sessions are handed (`SessionContext`), made on first use.
+    private var madeSessionContext: SessionContext?
+    var sessionContext: SessionContext {
+        if let madeSessionContext { return madeSessionContext }
+        let made = SessionContext(
+            scheduler: scheduler, logger: logger, subjects: subjects, stats: stats,
+            publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner, owner: self)
+        madeSessionContext = made
+        return made
+    }
+
+    /// What the configuration says now, as sessions read it; remade on reload.
+    private(set) lazy var sessionSettings = SessionSettings(config: config, access: access)
 
     /// Open client connections of every front door: what `max_connections` limits and
     /// `stats.connections` reports.
@@ -105,22 +116,9 @@ public final class Server: @unchecked Sendable {
         }
     }
 
-    /// The subject `name` for `pub`, `sub` or a stage that names it: created as a plain
-    /// subject when it does not exist and `auto_create` is on.
+    /// The subject `name` for `pub`, `sub` or a stage that names it (`SessionContext.subjectForUse`).
     func subjectForUse(_ name: String) throws(ProtocolError) -> SubjectEntry {
-        if let entry = subjects[name] { return entry }
-        guard config.autoCreate else {
-            throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
-        }
-        try checkSubjectLimit()
-        return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
-    }
-
-    /// `limit` when the server holds `max_subjects` subjects.
-    func checkSubjectLimit() throws(ProtocolError) {
-        guard subjects.count < config.maxSubjects else {
-            throw ProtocolError(.limit, "the server holds \(subjects.count) subjects (max_subjects)")
-        }
+        try sessionContext.subjectForUse(name, under: sessionSettings)
     }
 
     // MARK: Connections
@@ -157,7 +155,8 @@ public final class Server: @unchecked Sendable {
     @discardableResult
     func openSession(over transport: any SessionTransport, grant: TokenGrant?) -> Session {
         scheduler.assertOnLoopThread()
-        let session = Session(id: nextSessionID, server: self, transport: transport)
+        let session = Session(
+            id: nextSessionID, context: sessionContext, settings: sessionSettings, transport: transport)
         if let grant { session.grant = grant }
         nextSessionID += 1
         sessions[session.id] = session
@@ -206,6 +205,12 @@ public final class Server: @unchecked Sendable {
             "too many connections: the server is at max_connections (\(config.maxConnections)); try again later")
     }
 
+    func sessionAwaitsLogin(_ session: Session, until deadline: ContinuousClock.Instant) {
+        loginDeadlines.add(session, deadline: deadline)
+    }
+
+    func sessionStoppedAwaitingLogin(_ session: Session) { loginDeadlines.remove(session) }
+
     func sessionDidClose(_ session: Session) {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
         if let host = session.countedHost { addresses.close(host) }
@@ -247,12 +252,11 @@ public final class Server: @unchecked Sendable {
         applied.httpListen = config.httpListen
         let tokensChanged = applied.authTokens != config.authTokens || applied.tokens != config.tokens
         config = applied
-        softPendingLimit = applied.softPendingLimit
         applyRetentionLimits()
-        if tokensChanged {
-            access = AccessList(config: applied)
-            for session in Array(sessions.values) { session.accessDidChange(to: access) }
-        }
+        if tokensChanged { access = AccessList(config: applied) }
+        let settings = SessionSettings(config: applied, access: access)
+        sessionSettings = settings
+        for session in Array(sessions.values) { session.settingsDidChange(to: settings) }
         applyEvaluationLimits()
         do {
             try createConfiguredSubjects()
@@ -268,35 +272,14 @@ public final class Server: @unchecked Sendable {
         subjects.retained.maxReplayBytes = config.maxReplayBytes
     }
 
-    // MARK: Stages
+    // MARK: Evaluation budgets
 
-    /// The limits chains are compiled under now.
-    var stageLimits: StageLimits { StageLimits(config: config) }
-
-    /// The subscription's signal: `source` through the stage list, compiled whole before
-    /// anything is subscribed, its evaluations charged to `account`. `label` names the
-    /// subscription's subject or pattern; `lookup` finds the subjects stages name
-    /// (`Session.stageLookup`, which checks the token's rights).
-    func compileChain(
-        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
-        lookup: @escaping SubjectLookup
-    ) throws(ProtocolError) -> Signal<Message> {
-        guard !stages.isEmpty else { return source }
-        let compiler = StageCompiler(
-            scheduler: scheduler, limits: stageLimits, defaultLabel: label, account: account,
-            interner: expressionInterner, lookup: lookup)
-        return try compiler.compile(stages, source: source)
-    }
-
-    /// Gives the publish bound and every connection's and token's evaluation budget the
-    /// configuration's values (a reload): they apply at once, to subscriptions made before too.
-    /// The budgets of tokens no longer configured go (their connections are closed).
+    /// Gives the publish bound and every token's evaluation budget the configuration's values
+    /// (a reload; each session's own budget takes them in `Session.contextDidChange`): they
+    /// apply at once, to subscriptions made before too. The budgets of tokens no longer
+    /// configured go (their connections are closed).
     private func applyEvaluationLimits() {
         publishEvaluationBound.configure(milliseconds: config.maxPublishEvalMs)
-        for session in sessions.values {
-            session.evaluationAccount.connection.configure(
-                stepsPerSecond: config.maxEvalStepsPerSecond, burstSteps: config.maxEvalStepsBurst)
-        }
         let configured = Set(access.grants.compactMap(\.digest))
         tokenEvaluationBudgets = tokenEvaluationBudgets.filter { configured.contains($0.key) }
         for budget in tokenEvaluationBudgets.values {

@@ -33,13 +33,13 @@ extension Session {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
             try grant.checkSubscribe(to: name)
-            let entry = try server.subjectForUse(name)
+            let entry = try context.subjectForUse(name, under: settings)
             subscription.reached.insert(name)
             return entry.subject
         }
     }
 
-    /// A reload rebuilt the server's tokens: the session moves to its token's new grant. When
+    /// The server's tokens were rebuilt: the session moves to its token's new grant. When
     /// the token is gone, the connection is closed with a `closing` line `unauthorized`; when
     /// its rights changed, every subscription reading a subject they no longer allow ends
     /// with an `error` event `unauthorized`, and later requests use the new rights.
@@ -60,7 +60,7 @@ extension Session {
         grant = new
         guard !new.hasSameRights(as: old) else { return }
         lastPublishTarget = nil
-        for subscription in Array(subscriptions.values) {
+        for subscription in subscriptions.all {
             guard let name = forbiddenSubject(of: subscription, before: old, after: new) else { continue }
             // Ended as its own error event would end it.
             deliverTerminal(
@@ -93,7 +93,7 @@ extension Session {
 
     /// Ends the connection: one last `closing` line with code `unauthorized` and `reason`.
     private func closeAsUnauthorized(_ reason: String) {
-        server.logger.notice(
+        context.logger.notice(
             "closing connection: token no longer valid",
             metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason)"])
         close(saying: ProtocolError(.unauthorized, reason), flushingWithin: .seconds(2))

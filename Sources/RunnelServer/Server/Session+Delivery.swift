@@ -20,7 +20,7 @@ extension Session {
             guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription) }
             writeDropped(subscription)
         }
-        if writeNext(message, subscription, limit: server.softPendingLimit, transport) {
+        if writeNext(message, subscription, limit: settings.softPendingLimit, transport) {
             stats.delivered &+= 1
         } else {
             deliverOverSoftLimit(message, to: subscription)

@@ -19,7 +19,7 @@ extension Session {
         defer { noteRequestForLogin() }
         let request: Request
         do {
-            request = try Request(parsing: line, maxDepth: server.config.maxDepth)
+            request = try Request(parsing: line, maxDepth: settings.config.maxDepth)
         } catch {
             writeReply(error: error, ref: nil)
             return
@@ -103,8 +103,8 @@ extension Session {
     /// events go through the slow-consumer policy (`deliverOverSoftLimit`) while it is.
     @inline(__always)
     var isOverSoftLimit: Bool {
-        if let cork { return cork.hasUnsentBytes(over: server.softPendingLimit) }
-        return transport.hasUnsentBytes(over: server.softPendingLimit)
+        if let cork { return cork.hasUnsentBytes(over: settings.softPendingLimit) }
+        return transport.hasUnsentBytes(over: settings.softPendingLimit)
     }
 
     private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {

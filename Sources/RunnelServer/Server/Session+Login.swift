@@ -7,10 +7,10 @@ import Runnel
 extension Session {
     /// Starts the wait, when the configuration sets a timeout. Called once, as the session opens.
     func startLoginWait() {
-        let timeout = server.config.loginTimeout
+        let timeout = settings.config.loginTimeout
         guard timeout > .zero else { return }
         loginWait = timeout
-        server.loginDeadlines.add(self, deadline: .now + timeout)
+        context.owner.sessionAwaitsLogin(self, until: .now + timeout)
     }
 
     /// A request was handled: the wait ends once the session is also authenticated.
@@ -24,7 +24,7 @@ extension Session {
     func cancelLoginWait() {
         guard loginWait != nil else { return }
         loginWait = nil
-        server.loginDeadlines.remove(self)
+        context.owner.sessionStoppedAwaitingLogin(self)
     }
 
     /// The sweep found the deadline passed (and has dropped it).
@@ -38,7 +38,7 @@ extension Session {
             ? ProtocolError(.limit, "no request within login_timeout (\(seconds) s)")
             : ProtocolError(.unauthorized, "not authenticated within login_timeout (\(seconds) s)")
         stats.loginTimeouts &+= 1
-        server.logger.info(
+        context.logger.info(
             "closing a connection that did not log in",
             metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason.message)"])
         close(saying: reason, flushingWithin: .seconds(1))

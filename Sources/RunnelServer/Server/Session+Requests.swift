@@ -7,7 +7,7 @@ import Runnel
 /// missing right.
 extension Session {
     func handle(_ request: Request) throws(ProtocolError) {
-        server.scheduler.assertOnLoopThread()
+        context.scheduler.assertOnLoopThread()
         let operation = try request.operation()
         if grant == nil && operation != .known(.auth) {
             throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
@@ -85,7 +85,7 @@ extension Session {
         {
             return cached
         }
-        let entry = try server.publishTarget(named: try request.requiredString(.subject), for: rights)
+        let entry = try context.publishTarget(named: try request.requiredString(.subject), for: rights, under: settings)
         lastPublishTarget = entry
         return entry
     }
@@ -103,7 +103,7 @@ extension Session {
             }
             sid = given
         } else {
-            sid = freshSid()
+            sid = subscriptions.freshSid()
         }
         let stages = try request.stages()
         let from = try request.fromPosition()
@@ -111,20 +111,20 @@ extension Session {
             throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
         }
         let positions = try request.bool(.positions) ?? false || from != nil
-        guard subscriptions.count < server.config.maxSubscriptionsPerConnection else {
+        guard subscriptions.count < settings.config.maxSubscriptionsPerConnection else {
             throw ProtocolError(
                 .limit,
                 "connection holds \(subscriptions.count) subscriptions (max_subscriptions_per_connection)")
         }
         let pinned = SessionSubscription.pinnedBytes(sid: sid, stagesByteCount: request.stagesByteCount)
-        guard subscriptionBytes + pinned <= server.config.maxSubscriptionBytes else {
+        guard subscriptions.pinnedBytes + pinned <= settings.config.maxSubscriptionBytes else {
             throw ProtocolError(
                 .limit,
-                "connection's subscriptions hold \(subscriptionBytes) bytes of sids and stages; this one's \(pinned) "
-                    + "would pass max_subscription_bytes (\(server.config.maxSubscriptionBytes))")
+                "connection's subscriptions hold \(subscriptions.pinnedBytes) bytes of sids and stages; this one's \(pinned) "
+                    + "would pass max_subscription_bytes (\(settings.config.maxSubscriptionBytes))")
         }
         let admitted = try subjectFilter(checking: pattern)
-        let entry: SubjectEntry? = pattern.isWildcard ? nil : try server.subjectForUse(target)
+        let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
@@ -137,17 +137,14 @@ extension Session {
         if let entry, let (shared, entrance) = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
             start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount, through: entrance) }
         } else {
-            let chain = try server.compileChain(
+            let chain = try context.compileChain(
                 stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
-                lookup: lookup)
+                lookup: lookup, under: settings)
             start = { sink in chain.subscribe(sink) }
         }
 
         subscription.pinnedBytes = pinned
-        subscriptionBytes += pinned
-        subscriptions[sid] = subscription
-        entry?.namedSubscriptions += 1
-        stats.subscriptions += 1
+        subscriptions.insert(subscription)
         // The reply goes out before any event of the subscription (replayed values included).
         writeOK(ref: request.ref) { line in
             line.member("sid", encoded: subscription.sidJSON)
@@ -168,12 +165,13 @@ extension Session {
     private func sharedChain(
         _ stages: [JSONValue], on entry: SubjectEntry, from: Position?, lookup: @escaping SubjectLookup
     ) throws(ProtocolError) -> (chain: SharedStageChain, entrance: Signal<Message>)? {
-        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: server.stageLimits) else {
+        guard let key = SharedStageChain.key(for: stages, on: entry, from: from, limits: settings.stageLimits) else {
             return nil
         }
         let compile = { (account: EvaluationAccount) throws(ProtocolError) -> Signal<Message> in
-            try self.server.compileChain(
-                stages, source: entry.subject, label: entry.label, account: account, lookup: lookup)
+            try self.context.compileChain(
+                stages, source: entry.subject, label: entry.label, account: account, lookup: lookup,
+                under: self.settings)
         }
         if let existing = entry.sharedChains[key] {
             return (existing, try existing.entrance(for: evaluationAccount, compile: compile))
@@ -206,13 +204,13 @@ extension Session {
             guard kind == .replay else {
                 throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
             }
-            guard given >= 1 && given <= server.config.maxBufferValues else {
+            guard given >= 1 && given <= settings.config.maxBufferValues else {
                 throw ProtocolError(
-                    .badRequest, "field 'capacity' must be between 1 and \(server.config.maxBufferValues)")
+                    .badRequest, "field 'capacity' must be between 1 and \(settings.config.maxBufferValues)")
             }
             capacity = given
         } else if kind == .replay {
-            capacity = server.config.defaultReplayCapacity
+            capacity = settings.config.defaultReplayCapacity
         }
         let initial = request.raw(.value)
         if initial != nil && kind != .behavior {
@@ -236,7 +234,7 @@ extension Session {
             writeOK(ref: request.ref)
             return
         }
-        try server.checkSubjectLimit()
+        try context.checkSubjectLimit(under: settings)
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
         subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable).label.slowConsumer =
@@ -299,14 +297,14 @@ extension Session {
     }
 
     private func writeStats(_ request: Request) {
-        writeOK(ref: request.ref) { server.writeStatsMembers(into: &$0) }
+        writeOK(ref: request.ref) { context.owner.writeStatsMembers(into: &$0) }
     }
 
     /// Takes the token's grant (compared in constant time, see `AccessList`); a second `auth`
     /// replaces the first one's grant for later requests.
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
-        guard let found = server.access.grant(for: token) else {
+        guard let found = settings.access.grant(for: token) else {
             throw ProtocolError(.unauthorized, "invalid token")
         }
         if found !== grant { lastPublishTarget = nil }

@@ -11,7 +11,7 @@ import RunnelUV
 /// - `disconnect`: a slow consumer gets a `closing` line and is closed;
 /// - `drop`: a slow consumer's events are dropped (and counted in `dropped` events) until its
 ///   output is back under the soft limit;
-/// - `backpressure`: over the soft limit, the publisher whose value it is (`pauses.current`)
+/// - `backpressure`: over the soft limit, the publisher whose value it is (`context.pauses.current`)
 ///   is paused until this connection's output is back under the soft limit, or it is closed;
 ///   a slow consumer is closed as under `disconnect`, so a dead client stalls nobody for longer
 ///   than the grace.
@@ -20,36 +20,23 @@ import RunnelUV
 /// the connection is closed if any event of the lag was under `disconnect` or `backpressure`.
 /// Loop thread only.
 extension Session {
-    /// One stretch of time over the soft limit.
-    struct Lag {
-        /// Ends the grace; nil once it has ended (or with a grace of zero).
-        var graceTimer: Disposable?
-        /// The grace has ended: the connection is a slow consumer until its output falls.
-        var isPastGrace = false
-        /// An event under `disconnect` or `backpressure` came during the lag: the end of the
-        /// grace closes the connection.
-        var closesPastGrace = false
-        /// The publishers paused on this connection (each once).
-        var publishers: [PublisherGate] = []
-    }
-
     /// An event that found the output over the soft limit: written while the connection is
     /// not a slow consumer (pausing its publisher under `backpressure`), else the policy.
     /// Written through the transport as a `SessionTransport`: the delivery path keeps no
     /// more alive for this call than it must.
     @inline(never)
     func deliverOverSoftLimit(_ message: Message, to subscription: SessionSubscription) {
-        let policy = message.label.slowConsumer ?? server.config.slowConsumer
-        let hardLimit = server.config.maxPendingBytes
+        let policy = message.label.slowConsumer ?? settings.config.slowConsumer
+        let hardLimit = settings.config.maxPendingBytes
         let begins = lag == nil
-        if begins { beginLag() }
+        let lag = self.lag ?? startLag()
         // The end of the lag is awaited last: nothing here may see it end.
         defer { if begins && !isClosing { awaitOutputDrain() } }
-        guard !lag!.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
+        guard !lag.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
             return actOnSlowConsumer(policy, subscription)
         }
-        if policy != .drop { lag!.closesPastGrace = true }
-        if policy == .backpressure, let publisher = pauses.current { hold(publisher) }
+        if policy != .drop { lag.closesPastGrace = true }
+        if policy == .backpressure, let publisher = context.pauses.current { lag.hold(publisher) }
         if subscription.dropped > 0 { writeDropped(subscription) }
         if writeNext(message, subscription, limit: hardLimit, transport) {
             stats.delivered &+= 1
@@ -70,40 +57,31 @@ extension Session {
     }
 
     /// The output went over the soft limit: the grace starts.
-    private func beginLag() {
-        var lag = Lag()
-        let grace = server.config.softPendingSeconds
+    private func startLag() -> SlowConsumerLag {
+        let grace = settings.config.softPendingSeconds
+        var timer: Disposable?
         if grace > .zero {
-            let scheduler = server.scheduler
-            lag.graceTimer = scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in
-                self?.graceEnded()
-            }
-        } else {
-            lag.isPastGrace = true
+            let scheduler = context.scheduler
+            timer = scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in self?.graceEnded() }
         }
-        self.lag = lag
-    }
-
-    /// Pauses `publisher` until this lag ends.
-    private func hold(_ publisher: PublisherGate) {
-        guard !lag!.publishers.contains(where: { $0 === publisher }) else { return }
-        lag!.publishers.append(publisher)
-        publisher.laggardBegan()
+        let lag = SlowConsumerLag(graceTimer: timer)
+        beginLag(lag)
+        return lag
     }
 
     /// The grace timer fired (internal, so tests can stand in for the timer).
     func graceEnded() {
-        guard !isClosing, lag != nil else { return }
-        lag!.graceTimer = nil
+        guard !isClosing, let lag else { return }
+        lag.graceTimerFired()
         guard isOverSoftLimit else { return endLag() }
-        lag!.isPastGrace = true
-        if lag!.closesPastGrace { closeAsSlowConsumer() }
+        lag.passGrace()
+        if lag.closesPastGrace { closeAsSlowConsumer() }
     }
 
     /// Asks the transport to call `outputDrained` once the output is at most the soft limit:
     /// the one wake-up both the lag and held requests (`Session+Input`) wait for.
     func awaitOutputDrain() {
-        output.whenUnsentBytes(fallTo: server.softPendingLimit) { [weak self] in self?.outputDrained() }
+        output.whenUnsentBytes(fallTo: settings.softPendingLimit) { [weak self] in self?.outputDrained() }
     }
 
     private func outputDrained() {
@@ -114,20 +92,11 @@ extension Session {
         resumeInput()
     }
 
-    /// The lag is over (the output fell, or the connection is closing): the grace stops and
-    /// every publisher paused on it is let go.
-    func endLag() {
-        guard let ending = lag else { return }
-        lag = nil
-        ending.graceTimer?.dispose()
-        for publisher in ending.publishers { publisher.laggardEnded() }
-    }
-
     /// The policy `disconnect` (and `backpressure`'s end): one last line, then close.
     func closeAsSlowConsumer() {
         guard !isClosing else { return }
         stats.slowConsumerDisconnects &+= 1
-        server.logger.notice(
+        context.logger.notice(
             "closing slow consumer",
             metadata: [
                 "connection": "\(id)", "peer": "\(transport.peerDescription)", "unsent": "\(output.unsentBytes)",

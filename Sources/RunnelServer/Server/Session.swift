@@ -2,40 +2,41 @@ import Logging
 import Runnel
 import RunnelUV
 
-/// One client's protocol state: its authentication, its subscriptions by sid, and the
-/// writing of its replies and events, over whatever transport carries it.
+/// One client's protocol state, over whatever transport carries it, made of small parts that
+/// own their state: `SessionContext` and `SessionSettings` (what it uses of the server),
+/// `SessionState` (open, closing, closed), `SubscriptionTable` (its subscriptions by sid),
+/// `HeldInput` (requests held under backpressure), `SlowConsumerLag` (a stretch over the soft
+/// limit) and the login wait (`LoginDeadlines`). The files that drive them: requests in
+/// (`Session+Input`), the ops (`Session+Requests`), events out (`Session+Delivery`; over the
+/// soft limit, `Session+SlowConsumer`), the login wait (`Session+Login`), rights
+/// (`Session+Access`). Every line goes out through `transport` (or `cork`), encoded by
+/// `ServerLineWriter` or, for `next` events, from pieces encoded once.
 ///
-/// The work is split by concern over files: requests in (`Session+Input`, with the
-/// backpressure that holds them while replies pile up), the ops (`Session+Requests`), events
-/// out (`Session+Delivery`; over the soft limit, `Session+SlowConsumer`). Every line goes out through
-/// `transport` (or `cork`), encoded by `ServerLineWriter` or, for `next` events, from pieces
-/// encoded once.
-///
-/// Loop thread only: transports call it from the loop, and every subject a session subscribes
-/// to is sent to from the loop. A session ends when its transport closes (either side); it
-/// then disposes every subscription it holds, at once, so their chains, timers and inner
-/// subscriptions are released.
+/// Thread rules: loop thread only; transports call it from the loop, and every subject a
+/// session subscribes to is sent to from the loop. Lifetime rule: its transport holds it until
+/// it has told it `transportDidClose()`, and each event sink holds it until its subscription
+/// is disposed; once its transport closes it disposes every subscription it holds, at once, so
+/// their chains, timers and inner subscriptions are released, and the server forgets it.
 final class Session: RequestReceiver, @unchecked Sendable {
     let id: UInt64
-    /// The server owns its sessions and outlives them; unowned(unsafe) avoids a refcount check
-    /// on every access on the hot path.
-    unowned(unsafe) let server: Server
-    /// The server's counters, held directly: updating them through `server` retains and
-    /// releases the server around every update, twice per delivery.
+    /// What the session uses of its server: its shared parts and the calls back. A `let`:
+    /// the delivery and publish paths reach them without retaining anything.
+    let context: SessionContext
+    /// The parts of `context` the publish and delivery paths use, held directly: a part
+    /// reached through two `let`s is retained and released around each call on those paths,
+    /// one held directly is not.
     let stats: ServerStats
-    /// The server's subject store, held directly for the same reason: a call through the
-    /// unowned `server` retains and releases the store around it, once per publish.
     let subjects: any SubjectStore
-    /// The server's bound on one publish's stage evaluations, held directly for the same reason.
     let publishBound: PublishEvaluationBound
-    /// Publishers paused by `backpressure`, held directly for the same reason.
-    let pauses: PublisherPauses
+    /// The configuration and rights the session was last handed; replaced on reload
+    /// (`settingsDidChange`).
+    private(set) var settings: SessionSettings
     /// This connection as a publisher: paused while a subscriber its values reached lags
     /// under `backpressure` (`Session+Input` holds its requests meanwhile).
     let publisher: PublisherGate
     /// While the unsent output is over the soft limit: the grace and the publishers waiting
     /// for it to fall (`Session+SlowConsumer`).
-    var lag: Lag?
+    private(set) var lag: SlowConsumerLag?
     /// What this connection's stage evaluations are charged to: its own budget of steps
     /// (`max_eval_steps_per_second`, `max_eval_steps_burst`) and the publish bound.
     let evaluationAccount: EvaluationAccount
@@ -47,15 +48,15 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// What the session may do: its token's grant, or the open grant of a server without
     /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`).
     var grant: TokenGrant? {
-        didSet { evaluationAccount.token = server.tokenEvaluationBudget(for: grant) }
+        didSet { evaluationAccount.token = context.owner.tokenEvaluationBudget(for: grant) }
     }
-    var subscriptions: [String: SessionSubscription] = [:]
-    private var nextSid: UInt64 = 1
+    /// The subscriptions by sid, and what they hold together.
+    let subscriptions: SubscriptionTable
     /// The subject of this connection's last `pub` (see `publishTarget`), which `grant` may
     /// publish to; cleared when the grant changes.
     var lastPublishTarget: SubjectEntry?
-    /// Set once the session stops delivering: closed, or closing as a slow consumer.
-    var isClosing = false
+    /// Open, closing or closed; changed only here.
+    private(set) var state = SessionState.open
     /// Requests read while the unsent output was over the soft limit, or while publishing was
     /// paused, kept until both are over (`Session+Input`).
     var held = HeldInput()
@@ -65,61 +66,66 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// Until the client has sent a request and authenticated: the `login_timeout` the server's
     /// sweep closes it at (`Session+Login`); nil once it has, or when there is none.
     var loginWait: Duration?
-    /// Bytes of sids and stage lists this session's subscriptions hold, against
-    /// `max_subscription_bytes`.
-    var subscriptionBytes = 0
 
-    init(id: UInt64, server: Server, transport: any SessionTransport) {
+    init(id: UInt64, context: SessionContext, settings: SessionSettings, transport: any SessionTransport) {
         self.id = id
-        self.server = server
-        self.stats = server.stats
-        self.subjects = server.subjects
-        self.publishBound = server.publishEvaluationBound
-        self.pauses = server.publisherPauses
-        self.publisher = PublisherGate(pauses: server.publisherPauses)
+        self.context = context
+        self.stats = context.stats
+        self.subjects = context.subjects
+        self.publishBound = context.publishBound
+        self.settings = settings
+        self.subscriptions = SubscriptionTable(stats: context.stats)
+        self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(
-                stepsPerSecond: server.config.maxEvalStepsPerSecond, burstSteps: server.config.maxEvalStepsBurst,
-                clock: server.scheduler),
-            publish: server.publishEvaluationBound, stats: server.stats)
+                stepsPerSecond: settings.config.maxEvalStepsPerSecond, burstSteps: settings.config.maxEvalStepsBurst,
+                clock: context.scheduler),
+            publish: context.publishBound, stats: context.stats)
         self.transport = transport
-        self.grant = server.access.openGrant
+        self.grant = settings.access.openGrant
+    }
+
+    // MARK: Reload
+
+    /// A reload made new settings: the connection's evaluation budget takes their limits, and
+    /// when the tokens were rebuilt, the session moves to its token's new grant
+    /// (`accessDidChange`).
+    func settingsDidChange(to new: SessionSettings) {
+        let old = settings
+        settings = new
+        evaluationAccount.connection.configure(
+            stepsPerSecond: new.config.maxEvalStepsPerSecond, burstSteps: new.config.maxEvalStepsBurst)
+        if new.access !== old.access { accessDidChange(to: new.access) }
     }
 
     // MARK: Subscriptions
 
-    /// A sid not in use on this connection.
-    func freshSid() -> String {
-        while true {
-            let sid = "s\(nextSid)"
-            nextSid += 1
-            if subscriptions[sid] == nil { return sid }
-        }
-    }
-
     /// Forgets `subscription` (finished, unsubscribed or closed) and fixes the counts.
-    func forget(_ subscription: SessionSubscription) {
-        guard !subscription.isFinished else { return }
-        subscription.isFinished = true
-        subscription.disposable?.dispose()
-        if subscriptions[subscription.sid] === subscription { subscriptions[subscription.sid] = nil }
-        subscription.entry?.namedSubscriptions -= 1
-        subscriptionBytes -= subscription.pinnedBytes
-        stats.subscriptions -= 1
-    }
-
-    /// Disposes every subscription: the connection is gone or going.
-    func disposeAll() {
-        let all = subscriptions.values
-        for subscription in all { forget(subscription) }
-        subscriptions.removeAll()
-    }
+    func forget(_ subscription: SessionSubscription) { subscriptions.forget(subscription) }
 
     // MARK: Ending
 
+    /// Set once the session stops delivering: closing (by either side) or closed.
+    @inline(__always)
+    var isClosing: Bool { state != .open }
+
+    /// Starts (or continues) the slow-consumer lag: the only writer of `lag` besides `endLag`.
+    func beginLag(_ new: SlowConsumerLag) {
+        assert(lag == nil, "a lag begun during a lag")
+        lag = new
+    }
+
+    /// The lag is over (the output fell, or the connection is closing): the grace stops and
+    /// every publisher paused on it is let go.
+    func endLag() {
+        guard let ending = lag else { return }
+        lag = nil
+        ending.end()
+    }
+
     /// The server is stopping: every subscription goes, queued output drains within `timeout`.
     func close(flushingWithin timeout: Duration) {
-        disposeAll()
+        subscriptions.disposeAll()
         endLag()
         transport.closeAfterFlush(timeout: timeout)
     }
@@ -128,30 +134,34 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// goes, one last `closing` line says why, and the transport closes once that is written
     /// (or after `timeout`).
     func close(saying reason: ProtocolError, flushingWithin timeout: Duration) {
-        isClosing = true
-        disposeAll()
+        state.advance(to: .closing)
+        subscriptions.disposeAll()
         endLag()
-        write(ServerLineWriter.closing(reason))
+        var line = ServerLineWriter.closing(reason)
+        line.finish().withUnsafeBytes { bytes in
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            output.writeClosing(bytes, reason: reason)
+        }
         output.closeAfterFlush(timeout: timeout)
     }
 
     /// The client sent its last request: nothing more is delivered, every subscription goes now.
     func transportDidEndInput() {
-        server.scheduler.assertOnLoopThread()
-        isClosing = true
-        disposeAll()
+        context.scheduler.assertOnLoopThread()
+        state.advance(to: .closing)
+        subscriptions.disposeAll()
         endLag()
     }
 
     /// The transport closed, from either side.
     func transportDidClose() {
-        server.scheduler.assertOnLoopThread()
-        isClosing = true
+        context.scheduler.assertOnLoopThread()
+        state.advance(to: .closed)
         cancelLoginWait()
-        disposeAll()
+        subscriptions.disposeAll()
         endLag()
         publisher.close()
-        server.sessionDidClose(self)
+        context.owner.sessionDidClose(self)
     }
 
     // MARK: Replies

@@ -10,8 +10,9 @@ import RunnelUV
 /// count as unsent output, so `max_pending_bytes` bounds them. Thread rules: loop thread only.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
-    /// Lines in output order; nil marks a reserved reply not filled in yet.
-    private var held: [[UInt8]?] = []
+    /// Lines in output order, each with the reason when it is the `closing` line; nil marks a
+    /// reserved reply not filled in yet.
+    private var held: [(line: [UInt8], closing: ProtocolError?)?] = []
     private var heldBytes = 0
     /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
     private var flushed = 0
@@ -33,12 +34,18 @@ final class CorkedTransport: SessionTransport {
 
     /// Fills the reserved place `slot` and writes every line that is now at the front.
     func fill(_ slot: Int, with line: [UInt8]) {
-        held[slot - flushed] = line
+        held[slot - flushed] = (line, nil)
         heldBytes += line.count
         var written = 0
         while written < held.count, let next = held[written] {
-            next.withUnsafeBytes { inner.writeLine($0) }
-            heldBytes -= next.count
+            next.line.withUnsafeBytes { bytes in
+                if let reason = next.closing {
+                    inner.writeClosing(bytes, reason: reason)
+                } else {
+                    inner.writeLine(bytes)
+                }
+            }
+            heldBytes -= next.line.count
             written += 1
         }
         held.removeFirst(written)
@@ -49,8 +56,8 @@ final class CorkedTransport: SessionTransport {
         }
     }
 
-    private func hold(_ line: [UInt8]) {
-        held.append(line)
+    private func hold(_ line: [UInt8], closing: ProtocolError? = nil) {
+        held.append((line, closing))
         heldBytes += line.count
     }
 
@@ -58,6 +65,7 @@ final class CorkedTransport: SessionTransport {
 
     func start(receiver: any RequestReceiver) { inner.start(receiver: receiver) }
     func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { hold(Array(line), closing: reason) }
 
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,

@@ -96,6 +96,20 @@ final class SSETransport: SessionTransport, HTTPStream {
         }
     }
 
+    /// The session ends the stream, saying why: `event: closing` and the reason's members as
+    /// `data:`, then the response ends with the connection.
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
+        guard case .streaming = state, let connection else { return writeLine(line) }
+        var data = ServerLineWriter.closingObject(reason)
+        var event = Array("event: closing\ndata: ".utf8)
+        event += data.finish()
+        event += "\n\n".utf8
+        heartbeat.noteOutput()
+        event.withUnsafeBytes { _ = connection.write(copying: $0) }
+        state = .ended
+        connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+    }
+
     /// The `sub` reply: the stream's head, or the error answer.
     private func answer(_ exchange: HTTPExchange, reply: UnsafeRawBufferPointer) {
         if let code = SSEFraming.failureCode(ofReply: reply) {

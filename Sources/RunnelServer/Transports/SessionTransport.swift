@@ -26,8 +26,13 @@ protocol SessionTransport: AnyObject {
     /// direct calls rather than through this protocol (`TCPTransport.swift` does).
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
-    /// Queues one server line (replies, terminal and `dropped` events, `closing`).
+    /// Queues one server line (replies, terminal and `dropped` events).
     func writeLine(_ line: UnsafeRawBufferPointer)
+
+    /// Queues the connection's last line, `line`, the `closing` event saying `reason`: a
+    /// transport that ends its stream its own way takes the reason as a value (a WebSocket's
+    /// close code, the end of an SSE stream) instead of reading the line.
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError)
 
     /// Queues one `next` event line made of `head`, `value` and `tail`, all copied (small
     /// values, the common case), unless the output not yet handed to the kernel is over
@@ -88,6 +93,9 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
+    /// For transports whose last line is a line like any other (TCP).
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { writeLine(line) }
+
     /// For transports that copy every line: the large value is copied like a small one.
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,

@@ -9,9 +9,10 @@ import RunnelUV
 ///
 /// Closing: the client's close frame is answered with its code, and ends the session's input;
 /// a protocol violation is answered with the close code the contract names for it. When the
-/// session closes the connection, the close frame says why: 1008 after a `closing` line (a
-/// slow consumer), else 1001 (the server is stopping). Each ends with the connection's
-/// graceful close (`closeAfterFlush`), which sends the frames queued before it.
+/// session closes the connection, the close frame says why: 1008 after its `closing` line
+/// (`writeClosing`: a slow consumer, a token gone), else 1001 (the server is stopping). Each
+/// ends with the connection's graceful close (`closeAfterFlush`), which sends the frames
+/// queued before it.
 ///
 /// Heartbeat: an idle WebSocket gets a ping every `StreamHeartbeat.interval`.
 ///
@@ -76,9 +77,14 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     }
 
     func writeLine(_ line: UnsafeRawBufferPointer) {
-        if ServerLineWriter.isClosing(line) { closeCode = .policyViolation }
         heartbeat.noteOutput()
         writeFrame(.text, payload: line)
+    }
+
+    /// The session ends the connection, saying why: the close frame that follows says so too.
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
+        closeCode = .policyViolation
+        writeLine(line)
     }
 
     @inline(__always)

@@ -1,0 +1,130 @@
+import Logging
+import Runnel
+import RunnelUV
+
+/// What a session uses of its server, handed to it as it opens, in two halves: this one, the
+/// server's shared parts that never change (the subject store, the counters, the publish
+/// bound, the paused publishers, the logger, the scheduler, the expression interner) and the
+/// few calls back into the server a session makes (`owner`); and `SessionSettings`, what the
+/// configuration says now, which a reload hands every session anew
+/// (`Session.settingsDidChange`). So a session reads the configuration it was last handed,
+/// never the server's fields.
+///
+/// Thread rules: loop thread only, like the sessions that read it; its fields never change.
+/// Lifetime rule: the server makes one and holds it; every session holds it strongly (nothing
+/// in it holds a session). `owner` is unowned: the server outlives every session.
+final class SessionContext: @unchecked Sendable {
+    let scheduler: LoopScheduler
+    let logger: Logger
+    let subjects: any SubjectStore
+    let stats: ServerStats
+    /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
+    let publishBound: PublishEvaluationBound
+    /// Publishers paused by `backpressure`.
+    let pauses: PublisherPauses
+    /// One compiled expression for all identical ones in the chains (`compileChain`).
+    let interner: ExpressionInterner
+    /// What a session tells or asks its server.
+    unowned let owner: any SessionOwner
+
+    init(
+        scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, stats: ServerStats,
+        publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
+        owner: any SessionOwner
+    ) {
+        self.scheduler = scheduler
+        self.logger = logger
+        self.subjects = subjects
+        self.stats = stats
+        self.publishBound = publishBound
+        self.pauses = pauses
+        self.interner = interner
+        self.owner = owner
+    }
+
+    // MARK: Subjects
+
+    /// The subject `name` for `pub`, `sub` or a stage that names it: created as a plain
+    /// subject when it does not exist and `auto_create` is on.
+    func subjectForUse(_ name: String, under settings: SessionSettings) throws(ProtocolError) -> SubjectEntry {
+        if let entry = subjects[name] { return entry }
+        guard settings.config.autoCreate else {
+            throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
+        }
+        try checkSubjectLimit(under: settings)
+        return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
+    }
+
+    /// `limit` when the server holds `max_subjects` subjects.
+    func checkSubjectLimit(under settings: SessionSettings) throws(ProtocolError) {
+        guard subjects.count < settings.config.maxSubjects else {
+            throw ProtocolError(.limit, "the server holds \(subjects.count) subjects (max_subjects)")
+        }
+    }
+
+    /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
+    /// name was checked when it was created), else a valid name, created when `auto_create` is
+    /// on. A refusal creates nothing.
+    func publishTarget(named name: String, for grant: TokenGrant, under settings: SessionSettings)
+        throws(ProtocolError) -> SubjectEntry
+    {
+        if let entry = subjects[name] {
+            try grant.checkPublish(to: name)
+            return entry
+        }
+        try SubjectName.check(name)
+        try grant.checkPublish(to: name)
+        return try subjectForUse(name, under: settings)
+    }
+
+    // MARK: Stages
+
+    /// The subscription's signal: `source` through the stage list, compiled whole before
+    /// anything is subscribed, its evaluations charged to `account`. `label` names the
+    /// subscription's subject or pattern; `lookup` finds the subjects stages name
+    /// (`Session.stageLookup`, which checks the token's rights).
+    func compileChain(
+        _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
+        lookup: @escaping SubjectLookup, under settings: SessionSettings
+    ) throws(ProtocolError) -> Signal<Message> {
+        guard !stages.isEmpty else { return source }
+        let compiler = StageCompiler(
+            scheduler: scheduler, limits: settings.stageLimits, defaultLabel: label, account: account,
+            interner: interner, lookup: lookup)
+        return try compiler.compile(stages, source: source)
+    }
+}
+
+/// What the configuration says now, as sessions read it: handed to each session as it opens
+/// and again on every reload. A value: a session's copy changes only when it is handed a new
+/// one. Thread rules: loop thread only. Lifetime rule: each session holds its own copy.
+struct SessionSettings {
+    let config: ServerConfig
+    /// `config.softPendingLimit`, worked out once: every delivery reads it.
+    let softPendingLimit: Int
+    /// The tokens `config` accepts and their rights.
+    let access: AccessList
+    /// The limits chains are compiled under.
+    let stageLimits: StageLimits
+
+    init(config: ServerConfig, access: AccessList) {
+        self.config = config
+        self.softPendingLimit = config.softPendingLimit
+        self.access = access
+        self.stageLimits = StageLimits(config: config)
+    }
+}
+
+/// The calls a session makes back into what owns it (the server). Loop thread only.
+protocol SessionOwner: AnyObject {
+    /// The session's transport closed: it is to be forgotten.
+    func sessionDidClose(_ session: Session)
+    /// The session awaits its login until `deadline` (`login_timeout`).
+    func sessionAwaitsLogin(_ session: Session, until deadline: ContinuousClock.Instant)
+    /// The session logged in, or is closing: it no longer awaits its login.
+    func sessionStoppedAwaitingLogin(_ session: Session)
+    /// The evaluation budget all connections of `grant`'s token share (nil for none).
+    func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
+    /// The `stats` reply's members.
+    func writeStatsMembers(into line: inout ServerLineWriter)
+}

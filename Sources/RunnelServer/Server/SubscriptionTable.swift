@@ -1,0 +1,65 @@
+import Runnel
+
+/// The subscriptions one session holds, by sid, and what they hold together: the bytes of
+/// their sids and stage lists (against `max_subscription_bytes`), the next sid to give out,
+/// and the counts they keep elsewhere (their subject's `namedSubscriptions`, the server's
+/// `subscriptions`), which `insert` and `forget` keep in step.
+///
+/// Thread rules: loop thread only, like its session. Lifetime rule: its session owns it; it
+/// holds each subscription from `insert` until `forget` (or `disposeAll`), which disposes its
+/// chain. A class, not a value: disposing a chain may end other subscriptions of the same
+/// session while `forget` runs.
+final class SubscriptionTable {
+    private var bySid: [String: SessionSubscription] = [:]
+    /// Bytes of sids and stage lists the subscriptions hold (`SessionSubscription.pinnedBytes`).
+    private(set) var pinnedBytes = 0
+    private var nextSid: UInt64 = 1
+    private let stats: ServerStats
+
+    init(stats: ServerStats) { self.stats = stats }
+
+    var count: Int { bySid.count }
+
+    subscript(sid: String) -> SessionSubscription? { bySid[sid] }
+
+    /// Every subscription, as a copy: ending one may change the table.
+    var all: [SessionSubscription] { Array(bySid.values) }
+
+    /// A sid not in use on this connection.
+    func freshSid() -> String {
+        while true {
+            let sid = "s\(nextSid)"
+            nextSid += 1
+            if bySid[sid] == nil { return sid }
+        }
+    }
+
+    /// Takes `subscription` in, under its sid, which must be free.
+    func insert(_ subscription: SessionSubscription) {
+        precondition(bySid[subscription.sid] == nil, "a sid in use")
+        bySid[subscription.sid] = subscription
+        pinnedBytes += subscription.pinnedBytes
+        subscription.entry?.namedSubscriptions += 1
+        stats.subscriptions += 1
+    }
+
+    /// Forgets `subscription` (finished, unsubscribed or closed), disposes its chain and fixes
+    /// the counts; once.
+    func forget(_ subscription: SessionSubscription) {
+        guard !subscription.isFinished else { return }
+        subscription.isFinished = true
+        subscription.disposable?.dispose()
+        if bySid[subscription.sid] === subscription { bySid[subscription.sid] = nil }
+        subscription.entry?.namedSubscriptions -= 1
+        pinnedBytes -= subscription.pinnedBytes
+        stats.subscriptions -= 1
+        assert(pinnedBytes >= 0 && (!bySid.isEmpty || pinnedBytes == 0), "pinned bytes out of step")
+    }
+
+    /// Disposes every subscription: the connection is gone or going.
+    func disposeAll() {
+        for subscription in all { forget(subscription) }
+        bySid.removeAll()
+        assert(pinnedBytes == 0, "pinned bytes out of step")
+    }
+}

@@ -1,0 +1,89 @@
+import Runnel
+import RunnelUV
+import Testing
+
+@testable import RunnelServer
+
+/// The parts a session is made of, each on its own: the subscription table, the slow-consumer
+/// lag and the session's state.
+@Suite struct SessionPartsTests {
+    private static func subscription(_ sid: String, pinned: Int = 10) -> SessionSubscription {
+        let subscription = SessionSubscription(sid: sid, entry: nil, pattern: SubjectPattern("a.*"))
+        subscription.pinnedBytes = pinned
+        return subscription
+    }
+
+    // MARK: SubscriptionTable
+
+    @Test func tableCountsWhatItsSubscriptionsHold() {
+        let stats = ServerStats()
+        let table = SubscriptionTable(stats: stats)
+        let first = Self.subscription("a", pinned: 10)
+        let second = Self.subscription("b", pinned: 5)
+        table.insert(first)
+        table.insert(second)
+        #expect(table.count == 2 && table.pinnedBytes == 15 && stats.subscriptions == 2)
+        #expect(table["a"] === first)
+        table.forget(first)
+        #expect(table["a"] == nil && first.isFinished)
+        #expect(table.count == 1 && table.pinnedBytes == 5 && stats.subscriptions == 1)
+        // Forgetting twice changes nothing.
+        table.forget(first)
+        #expect(table.pinnedBytes == 5 && stats.subscriptions == 1)
+        table.disposeAll()
+        #expect(table.count == 0 && table.pinnedBytes == 0 && stats.subscriptions == 0 && second.isFinished)
+    }
+
+    @Test func freshSidsSkipThoseInUse() {
+        let table = SubscriptionTable(stats: ServerStats())
+        table.insert(Self.subscription("s2"))
+        #expect(table.freshSid() == "s1")
+        #expect(table.freshSid() == "s3")
+    }
+
+    // MARK: SlowConsumerLag
+
+    @Test func lagPausesEachPublisherOnceAndLetsThemGoAtItsEnd() {
+        let loop = EventLoop()
+        let pauses = PublisherPauses(clock: loop.scheduler)
+        let publisher = PublisherGate(pauses: pauses)
+        let other = PublisherGate(pauses: pauses)
+        let lag = SlowConsumerLag(graceTimer: nil)
+        #expect(lag.isPastGrace)
+        lag.hold(publisher)
+        lag.hold(publisher)
+        lag.hold(other)
+        #expect(publisher.laggards == 1 && other.laggards == 1 && pauses.pausedNow == 2)
+        lag.end()
+        #expect(publisher.laggards == 0 && other.laggards == 0 && pauses.pausedNow == 0)
+        #expect(lag.publishers.isEmpty)
+    }
+
+    @Test func lagStopsItsGraceTimerAtItsEnd() {
+        let timer = Disposable()
+        let lag = SlowConsumerLag(graceTimer: timer)
+        #expect(!lag.isPastGrace)
+        lag.end()
+        #expect(timer.isDisposed && lag.graceTimer == nil)
+    }
+
+    @Test func lagPassesItsGraceWhenTheTimerFires() {
+        let lag = SlowConsumerLag(graceTimer: Disposable())
+        lag.graceTimerFired()
+        #expect(lag.graceTimer == nil && !lag.isPastGrace)
+        lag.passGrace()
+        #expect(lag.isPastGrace)
+        lag.end()
+    }
+
+    // MARK: SessionState
+
+    @Test func stateOnlyMovesForward() {
+        var state = SessionState.open
+        state.advance(to: .closing)
+        #expect(state == .closing)
+        state.advance(to: .closing)
+        state.advance(to: .closed)
+        #expect(state == .closed)
+    }
+}
