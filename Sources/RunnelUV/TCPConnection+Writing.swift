@@ -100,7 +100,7 @@ extension TCPConnection {
         guard state == .open else { return false }
         guard buffer.count > 0 else { return true }
         // A small buffer costs less to copy into the chunk than to carry as a segment of its own.
-        if buffer.count <= Self.copyThreshold {
+        if buffer.count <= ByteBuffer.copyThreshold {
             queue.append(buffer.bytes, from: loop.io.chunks)
         } else {
             queue.append(reference: buffer.bytes, owner: buffer.storage)
@@ -109,10 +109,6 @@ extension TCPConnection {
         return true
     }
 
-    /// Buffers up to this size are copied rather than referenced; the server's deliveries hand
-    /// values up to it to be copied and larger ones by reference. Copying a buffer this small
-    /// costs the server less CPU than a segment of its own (one more iovec for the kernel).
-    public static let copyThreshold = 4096
     /// Queued bytes past which a connection is flushed at once rather than in the check phase,
     /// so a large burst handled in one loop turn reaches the kernel as it is produced.
     static let eagerFlushBytes = 64 * 1024

@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func aPartLargerThanADeliveryCopiesHasAPayloadOfItsOwn() throws {
-        let text = String(repeating: "y", count: TCPConnection.copyThreshold + 1)
+        let text = String(repeating: "y", count: ByteBuffer.copyThreshold + 1)
         let (published, sent) = try Self.mapped(#"[{"op":"map","expr":".p"}]"#, #"{"p":"\#(text)"}"#)
         let message = try #require(sent.first)
         #expect(message.part.isWhole && message.source !== published.value)

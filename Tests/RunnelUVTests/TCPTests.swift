@@ -224,7 +224,7 @@ extension RunnelUVTests {
                 let leftOver = onLoop(server.loop) { () -> Int in
                     let leftOver = connection.unsentBytes
                     for line in lines[turn * linesPerTurn..<(turn + 1) * linesPerTurn] {
-                        if line.count > TCPConnection.copyThreshold {
+                        if line.count > ByteBuffer.copyThreshold {
                             connection.write(ByteBuffer(line))
                         } else {
                             _ = line.withUnsafeBytes { connection.write(copying: $0) }

@@ -3,7 +3,7 @@ import Runnel
 import RunnelUV
 
 /// The daemon's protocol server: the subject store, client sessions and their subscriptions,
-/// on one libuv loop. Transports (a `TCPConnection` through `serve(_:)`, ...) become sessions
+/// on one libuv loop. Transports (a TCP connection through `serve(_:)`, ...) become sessions
 /// through `accept(_:)`.
 ///
 /// Loop thread only, apart from `init`: every libuv callback, every subject send and every

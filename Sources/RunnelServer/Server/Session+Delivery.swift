@@ -79,7 +79,7 @@ extension Session {
         _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int,
         _ transport: Transport
     ) -> Bool {
-        if let value = message.publishedBytes, value.count <= TCPConnection.copyThreshold {
+        if let value = message.publishedBytes, value.count <= ByteBuffer.copyThreshold {
             let written =
                 cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
                 ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
@@ -88,7 +88,7 @@ extension Session {
         }
         let value = message.value.raw.buffer
         let written: Bool
-        if value.count > TCPConnection.copyThreshold && cork == nil {
+        if value.count > ByteBuffer.copyThreshold && cork == nil {
             written = transport.writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
         } else {
             written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)

@@ -128,13 +128,13 @@ public struct Message: Sendable {
     /// The value at `range` of `source`'s published bytes (`publishedBytes`), a valid JSON
     /// value there, keeping `source`'s subject and position. A part of `source`'s payload when
     /// the payload shares it (most of its bytes: `Payload.sharesBytes`) and it is no larger
-    /// than a delivery copies into its output (`TCPConnection.copyThreshold`); else a payload of
+    /// than a delivery copies into its output (`ByteBuffer.copyThreshold`); else a payload of
     /// its own (`Payload.projection`), whose bytes a larger value's deliveries share.
     @inline(__always)
     init(madeFrom source: Message, projecting range: Range<Int>) {
         let offset = source.part.isWhole ? 0 : source.part.start
         let inSource = (range.lowerBound &+ offset)..<(range.upperBound &+ offset)
-        guard range.count <= TCPConnection.copyThreshold, source.source.sharesBytes(withPart: inSource.count),
+        guard range.count <= ByteBuffer.copyThreshold, source.source.sharesBytes(withPart: inSource.count),
             let part = Part(inSource)
         else {
             self.init(madeFrom: source, value: Payload.projection(range, of: source.value))
