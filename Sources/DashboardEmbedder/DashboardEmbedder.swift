@@ -1,13 +1,7 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Foundation
 
-/// Reads the files, puts them in line, writes the Swift source (see main.swift). Plain POSIX
-/// calls, no Foundation: the tool is built for every build of the package, so it stays small.
+/// Reads the files, puts them in line, writes the Swift source (see main.swift). It runs at
+/// build time only, so Foundation's file reading is no cost to runneld.
 /// Thread rules: one thread (the tool's main).
 enum DashboardEmbedder {
     static func run(_ arguments: [String]) {
@@ -95,47 +89,21 @@ enum DashboardEmbedder {
     }
 
     static func readText(_ path: String) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { fail("cannot read \(path): \(errorText())") }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                fail("cannot read \(path): \(errorText())")
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
+        guard let bytes = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
         guard let text = String(validating: bytes, as: UTF8.self) else { fail("\(path) is not valid UTF-8") }
         return text
     }
 
     static func writeText(_ text: String, to path: String) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { fail("cannot write \(path): \(errorText())") }
-        var text = text
-        text.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let count = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    fail("cannot write \(path): \(errorText())")
-                }
-                done += count
-            }
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        } catch {
+            fail("cannot write \(path): \(error)")
         }
-        guard close(descriptor) == 0 else { fail("cannot write \(path): \(errorText())") }
     }
 
     static func fail(_ message: String) -> Never {
-        var line = "DashboardEmbedder: error: \(message)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+        FileHandle.standardError.write(Data("DashboardEmbedder: error: \(message)\n".utf8))
         exit(1)
     }
-
-    private static func errorText() -> String { String(cString: strerror(errno)) }
 }

@@ -9,13 +9,5 @@
 // repository stays an ordinary page that links its files. A reference to a file not given, a file
 // given but not referenced, invalid UTF-8, or a `</style` or `</script` inside an inlined file
 // (which would end it early) fails the build.
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 // Top-level code is MainActor-isolated: keep it to this one call.
 DashboardEmbedder.run(CommandLine.arguments)
