@@ -45,6 +45,7 @@ for folder in Sources Plugins web; do
 done
 # Every file or folder the build stage copies by name is in a fresh clone (a name with a
 # pattern may match nothing; a plain name that git does not keep fails `docker build`).
+set -f  # the names are read as written, not expanded against this checkout's files
 for source in $(awk '$1 == "COPY" && $2 !~ /^--/ { for (i = 2; i < NF; i++) print $i }' Dockerfile); do
     case $source in *[][*?]*) continue ;; esac
     git ls-files --error-unmatch "$source" >/dev/null 2>&1 || {
@@ -52,6 +53,7 @@ for source in $(awk '$1 == "COPY" && $2 !~ /^--/ { for (i = 2; i < NF; i++) prin
         exit 1
     }
 done
+set +f
 grep -q '^RUN scripts/build-release.sh$' Dockerfile || {
     echo "docker-build-check: the Dockerfile no longer builds with scripts/build-release.sh" >&2
     exit 1
