@@ -88,6 +88,23 @@ final class MemoryTransport: SessionTransport {
         lines.append(String(decoding: line, as: UTF8.self))
     }
 
+    /// The replies written as values so far, oldest first (their lines are in `lines` too).
+    private(set) var replies: [SessionReply] = []
+
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
+        guard !isClosed, !closeRequested else { return }
+        replies.append(reply)
+        writeLine(line)
+    }
+
+    /// Hands the session a `sub` as a value, as an SSE stream does.
+    func receive(subscription request: SubscribeRequest, maxDepth: Int = JSONLimits.defaultMaxDepth) {
+        let line = request.line()
+        receiver?.transportDidReceive(
+            subscription: request, lineByteCount: line.count,
+            lineProblem: request.lineProblem(line, maxDepth: maxDepth))
+    }
+
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int

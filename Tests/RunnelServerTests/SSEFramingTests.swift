@@ -15,11 +15,6 @@ import Testing
         }
     }
 
-    private func failureCode(_ line: String) -> ErrorCode? {
-        var line = line
-        return line.withUTF8 { SSEFraming.failureCode(ofReply: UnsafeRawBufferPointer($0)) }
-    }
-
     private func position(inTail tail: String) -> String? {
         var tail = tail
         return tail.withUTF8 { bytes in
@@ -32,7 +27,7 @@ import Testing
         let client = harness.connect()
         let sub = #"{"op":"sub","sid":"\#(SSEFraming.sid)","subject":"SUBJECT"}"#
         let reply = client.send(sub.replacingOccurrences(of: "SUBJECT", with: "a"))
-        #expect(reply.count == 1 && failureCode(reply[0]) == nil)
+        #expect(reply == [#"{"ok":true,"sid":"sse"}"#])
         let completed = client.send(#"{"op":"complete","subject":"a"}"#).filter { $0.hasPrefix(#"{"ev""#) }
         #expect(completed.count == 1 && event(completed[0])! == ("event: completed\ndata: {}\n\n", true))
 
@@ -56,15 +51,29 @@ import Testing
             ))
     }
 
-    @Test func aFailedSubReplyGivesItsCode() {
+    @Test func aSubAsAValueIsAnsweredAsItsLineWouldBeWithTheReplyAsAValue() {
         let harness = SessionHarness()
         let client = harness.connect()
-        let reply = client.send(#"{"op":"sub","sid":"sse","subject":"a","ops":[{"op":"nope"}]}"#)
-        #expect(reply.count == 1 && failureCode(reply[0]) == .badOperator)
-        let pattern = client.send(#"{"op":"sub","sid":"sse","subject":"a.*","from":"e:1"}"#)
-        #expect(pattern.count == 1 && failureCode(pattern[0]) == .badRequest)
-        #expect(failureCode(#"{"ok":true,"sid":"sse","resumed":false}"#) == nil)
-        #expect(failureCode("not a reply") == .eval)
+        func subscribe(_ subject: String, stages: [JSONValue] = [], from: String? = nil, maxDepth: Int = 128) {
+            let request = SubscribeRequest(
+                subject: subject, sid: SSEFraming.sid, stages: stages,
+                stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from, positions: true)
+            harness.run { client.transport.receive(subscription: request, maxDepth: maxDepth) }
+        }
+        subscribe("a", stages: [.object(JSONObject([("op", .string("nope"))]))])
+        subscribe("a.*", from: "e:1")
+        subscribe("a", stages: [.object(JSONObject([("op", .array([.array([])]))]))], maxDepth: 3)
+        subscribe("a")
+        let lines = client.lines()
+        #expect(lines.count == 4)
+        #expect(lines.last == #"{"ok":true,"sid":"sse"}"#)
+        let tooDeep = #"{"ok":false,"code":"bad_json","message":"invalid JSON: nesting too deep at byte "#
+        #expect(lines[2].hasPrefix(tooDeep))
+        let codes = client.transport.replies.map { reply -> ErrorCode? in
+            if case .failed(let error) = reply { return error.code }
+            return nil
+        }
+        #expect(codes == [.badOperator, .badRequest, .badJSON, nil])
     }
 
     @Test func thePositionIsReadFromANextTail() {

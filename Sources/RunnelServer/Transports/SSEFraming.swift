@@ -1,7 +1,7 @@
 import RunnelUV
 
 /// How a session's lines become Server-Sent Events (docs/protocol.md, "The HTTP front door"):
-/// the reply to the stream's one `sub`, its `completed`, `error` and `dropped` events, and
+/// the stream's `completed`, `error` and `dropped` events, and
 /// the position in a `next` event's tail. The session writes these lines with
 /// `ServerLineWriter` for the subscription `sid`, so their shapes are fixed and each is read
 /// by its bytes, without parsing. Pure functions: safe from any thread.
@@ -13,19 +13,6 @@ enum SSEFraming {
     /// What comes after an event's name: `","sid":"sse"`.
     private static let sidMember = Array("\",\"sid\":\"\(sid)\"".utf8)
     private static let eventStart = Array("{\"ev\":\"".utf8)
-    private static let okReply = Array("{\"ok\":true".utf8)
-    private static let failureStart = Array("{\"ok\":false,\"code\":\"".utf8)
-
-    /// What the reply to the stream's `sub` says: nil when it succeeded, else the error's code
-    /// (the line is then the error object `{"ok":false,"code":C,"message":M}`, sent as the
-    /// HTTP answer's body).
-    static func failureCode(ofReply line: UnsafeRawBufferPointer) -> ErrorCode? {
-        if line.starts(with: okReply) { return nil }
-        guard line.starts(with: failureStart) else { return .eval }
-        let rest = line.dropFirst(failureStart.count)
-        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return .eval }
-        return ErrorCode(rawValue: String(decoding: rest[..<end], as: UTF8.self)) ?? .eval
-    }
 
     /// The SSE event for one of the subscription's event lines, `{"ev":"NAME","sid":"sse"...}`,
     /// or the connection's `closing` line, `{"ev":"closing",...}`: `event: NAME` and `data:`

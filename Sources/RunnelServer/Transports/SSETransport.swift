@@ -2,10 +2,11 @@ import Runnel
 import RunnelUV
 
 /// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The
-/// HTTP front door"): the session gets one `sub` request (`EventsRoute` builds it) and its
-/// lines become the response. The reply decides the answer: an error reply is the HTTP error
-/// answer (the connection stays HTTP and the session ends); `{"ok":true...}` makes this
-/// transport take the connection over (`HTTPExchange.takeOver`) and write the
+/// HTTP front door"): the session gets one `sub` as a value (`SubscribeRequest`, which
+/// `EventsRoute` makes from the query) and its output becomes the response. The reply, a value
+/// (`SessionReply`), decides the answer: a failure is the HTTP error answer, the reply line its
+/// body (the connection stays HTTP and the session ends); success makes this transport take
+/// the connection over (`HTTPExchange.takeOver`) and write the
 /// `text/event-stream` head. Then each `next` is `id: POS` (when the line has a position) and
 /// `data: VALUE`, the value's bytes as published; `completed`, `error` and `dropped` are named
 /// events (`SSEFraming`), and after a terminal one the response ends with the connection.
@@ -46,14 +47,19 @@ final class SSETransport: SessionTransport, HTTPStream {
         peerDescription = exchange.peerDescription
     }
 
-    /// Hands the session its one request, the stream's `sub`; ends the session at once when
-    /// the reply was an error (after the answer), since nothing is left for it to do. A
-    /// request over `maxRequestBytes` is the line protocol's long line (`line_too_long`).
-    func subscribe(_ request: [UInt8]) {
-        if request.count > maxRequestBytes {
-            receiver?.transportDidDiscardLongRequest(byteCount: request.count)
+    /// Hands the session its one request, the stream's `sub`, as a value; it is measured as
+    /// its line would be: one over `maxRequestBytes` is the line protocol's long line
+    /// (`line_too_long`), one nested deeper than `maxDepth` that line's `bad_json`. Ends the
+    /// session at once when the reply was an error (after the answer), since nothing is left
+    /// for it to do.
+    func subscribe(_ request: SubscribeRequest, maxDepth: Int) {
+        let line = request.line()
+        if line.count > maxRequestBytes {
+            receiver?.transportDidDiscardLongRequest(byteCount: line.count)
         } else {
-            request.withUnsafeBytes { receiver?.transportDidReceive(request: $0) }
+            receiver?.transportDidReceive(
+                subscription: request, lineByteCount: line.count,
+                lineProblem: request.lineProblem(line, maxDepth: maxDepth))
         }
         guard case .abandoned = state else { return }
         endSession()
@@ -81,8 +87,6 @@ final class SSETransport: SessionTransport, HTTPStream {
 
     func writeLine(_ line: UnsafeRawBufferPointer) {
         switch state {
-        case .subscribing(let exchange):
-            answer(exchange, reply: line)
         case .streaming:
             guard let connection, let (event, isTerminal) = SSEFraming.event(fromLine: line) else { return }
             heartbeat.noteOutput()
@@ -91,15 +95,36 @@ final class SSETransport: SessionTransport, HTTPStream {
                 state = .ended
                 connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
             }
-        case .abandoned, .ended:
+        case .subscribing, .abandoned, .ended:
+            // Before the `sub`'s reply (a value, `writeReply`) the session writes nothing.
             return
+        }
+    }
+
+    /// The `sub`'s reply answers the request: its error as the HTTP answer, with the status
+    /// for its code and the reply line as the body, or the stream's head. Later replies are
+    /// written as lines (which the stream ignores).
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
+        guard case .subscribing(let exchange) = state else { return writeLine(line) }
+        switch reply {
+        case .failed(let error):
+            state = .abandoned
+            // The session counted the request error already; the answer counts by status.
+            exchange.answer(.json(Array(line), status: HTTPStatus(reporting: error.code)))
+        case .subscribed:
+            startStream(answering: exchange)
         }
     }
 
     /// The session ends the stream, saying why: `event: closing` and the reason's members as
     /// `data:`, then the response ends with the connection.
+    /// Before the `sub`'s reply, the line answers the request as an internal error.
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
-        guard case .streaming = state, let connection else { return writeLine(line) }
+        if case .subscribing(let exchange) = state {
+            state = .abandoned
+            return exchange.answer(.json(Array(line), status: HTTPStatus(reporting: .eval)))
+        }
+        guard case .streaming = state, let connection else { return }
         var data = ServerLineWriter.closingObject(reason)
         var event = Array("event: closing\ndata: ".utf8)
         event += data.finish()
@@ -110,14 +135,8 @@ final class SSETransport: SessionTransport, HTTPStream {
         connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
     }
 
-    /// The `sub` reply: the stream's head, or the error answer.
-    private func answer(_ exchange: HTTPExchange, reply: UnsafeRawBufferPointer) {
-        if let code = SSEFraming.failureCode(ofReply: reply) {
-            state = .abandoned
-            // The session counted the request error already; the answer counts by status.
-            exchange.answer(.json(Array(reply), status: HTTPStatus(reporting: code)))
-            return
-        }
+    /// Takes the connection over and writes the stream's head.
+    private func startStream(answering exchange: HTTPExchange) {
         var head = HTTPResponse.stream(contentType: "text/event-stream")
         head.fields.append(("Cache-Control", "no-cache"))
         head.fields += exchange.corsFields

@@ -26,8 +26,13 @@ protocol SessionTransport: AnyObject {
     /// direct calls rather than through this protocol (`TCPTransport.swift` does).
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
-    /// Queues one server line (replies, terminal and `dropped` events).
+    /// Queues one server line (replies not given as values, terminal and `dropped` events).
     func writeLine(_ line: UnsafeRawBufferPointer)
+
+    /// Queues a reply line, `line`, that `reply` says as a value: a transport that answers
+    /// in its own framing (an SSE stream's HTTP status) takes the value instead of reading
+    /// the line.
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply)
 
     /// Queues the connection's last line, `line`, the `closing` event saying `reason`: a
     /// transport that ends its stream its own way takes the reason as a value (a WebSocket's
@@ -84,6 +89,10 @@ protocol SessionTransport: AnyObject {
 protocol RequestReceiver: AnyObject {
     /// One request, without its framing; its bytes are valid only during the call.
     func transportDidReceive(request: UnsafeRawBufferPointer)
+    /// A `sub` made as a value on the client's behalf (`GET /events`' query), in place of a
+    /// request line of `lineByteCount` bytes, or why that line would not parse
+    /// (`lineProblem`): counted and answered as that line would be.
+    func transportDidReceive(subscription: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?)
     /// A request over `maxRequestBytes` was thrown away as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int)
     /// The client sent its last request (or went away): nothing more will be delivered to it.
@@ -93,6 +102,9 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
+    /// For transports whose replies are lines like any other (TCP, WebSocket).
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { writeLine(line) }
+
     /// For transports whose last line is a line like any other (TCP).
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { writeLine(line) }
 
