@@ -116,6 +116,28 @@ final class MemoryTransport: SessionTransport {
         return true
     }
 
+    /// The events other than `next` written as values so far, oldest first (their lines are in
+    /// `lines` too).
+    private(set) var events: [(event: SessionEvent, sid: String)] = []
+
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
+        guard !isClosed, !closeRequested else { return }
+        events.append((event, sid))
+        writeLine(line)
+    }
+
+    /// The positions written beside `next` lines so far, as `EPOCH:SEQ`.
+    private(set) var positions: [String] = []
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit) else { return false }
+        positions.append(String(decoding: position.epochAndColon, as: UTF8.self) + String(position.seq))
+        return true
+    }
+
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
     var unsentBytes: Int { unsent }
     func pauseInput() { isInputPaused = true }

@@ -11,7 +11,7 @@ import RunnelUV
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
     /// Lines in output order, each with the value it says when it was written as one (a
-    /// reply, the `closing` line); nil marks a reserved reply not filled in yet.
+    /// reply, an event, the `closing` line); nil marks a reserved reply not filled in yet.
     private var held: [(line: [UInt8], value: HeldValue?)?] = []
     private var heldBytes = 0
     /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
@@ -23,6 +23,7 @@ final class CorkedTransport: SessionTransport {
     private enum HeldValue {
         case closing(ProtocolError)
         case reply(SessionReply)
+        case event(SessionEvent, sid: String)
     }
 
     init(wrapping inner: any SessionTransport) {
@@ -48,6 +49,7 @@ final class CorkedTransport: SessionTransport {
                 switch next.value {
                 case .closing(let reason): inner.writeClosing(bytes, reason: reason)
                 case .reply(let reply): inner.writeReply(bytes, reply)
+                case .event(let event, let sid): inner.writeEvent(bytes, event, sid: sid)
                 case nil: inner.writeLine(bytes)
                 }
             }
@@ -73,6 +75,9 @@ final class CorkedTransport: SessionTransport {
     func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { hold(Array(line), .closing(reason)) }
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { hold(Array(line), .reply(reply)) }
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
+        hold(Array(line), .event(event, sid: sid))
+    }
 
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,

@@ -26,13 +26,18 @@ protocol SessionTransport: AnyObject {
     /// direct calls rather than through this protocol (`TCPTransport.swift` does).
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
-    /// Queues one server line (replies not given as values, terminal and `dropped` events).
+    /// Queues one server line (replies and other lines not given as values).
     func writeLine(_ line: UnsafeRawBufferPointer)
 
     /// Queues a reply line, `line`, that `reply` says as a value: a transport that answers
     /// in its own framing (an SSE stream's HTTP status) takes the value instead of reading
     /// the line.
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply)
+
+    /// Queues one of a subscription's events other than `next`, `line`, that `event` says as a
+    /// value for the subscription `sid`: a transport with its own framing (SSE) writes the
+    /// value instead of reading the line.
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String)
 
     /// Queues the connection's last line, `line`, the `closing` event saying `reason`: a
     /// transport that ends its stream its own way takes the reason as a value (a WebSocket's
@@ -53,6 +58,19 @@ protocol SessionTransport: AnyObject {
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
+    ) -> Bool
+
+    /// The same for a `next` line with a position (its `tail` encodes `position`): a transport
+    /// that frames positions its own way (an SSE `id:`) takes the value.
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool
+
+    /// The same for a large value with a position.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool
 
     /// Whether the output not yet handed to the kernel is over `limit` bytes.
@@ -104,6 +122,26 @@ protocol RequestReceiver: AnyObject {
 extension SessionTransport {
     /// For transports whose replies are lines like any other (TCP, WebSocket).
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { writeLine(line) }
+
+    /// For transports whose events are lines like any other (TCP, WebSocket).
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) { writeLine(line) }
+
+    /// For transports that write a position as the line's tail encodes it.
+    @inline(__always)
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+    }
+
+    @inline(__always)
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
+    }
 
     /// For transports whose last line is a line like any other (TCP).
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { writeLine(line) }
