@@ -74,8 +74,9 @@ import Testing
         #expect(lines.count == 2 && lines[1].hasSuffix(#","pos":"\#(positions[0])"}"#))
         var fields = ""
         let label = SubjectLabel("p", epoch: "Ab_-9")
-        SSEFraming.withFields(before: EventPosition(label: label, seq: 42)) {
-            fields = String(decoding: $0, as: UTF8.self)
+        Array("42".utf8).withUnsafeBytes { digits in
+            let position = EventPosition(prefix: label.positionPrefix!.bytes, seq: 42, digits: digits)
+            SSEFraming.withFields(before: position) { fields = String(decoding: $0, as: UTF8.self) }
         }
         #expect(fields == "id: Ab_-9:42\ndata: ")
         SSEFraming.withFields(before: nil) { fields = String(decoding: $0, as: UTF8.self) }

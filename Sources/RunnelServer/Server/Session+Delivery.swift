@@ -65,9 +65,10 @@ extension Session {
             return end + 2
         }
         return withUnsafeBytes(of: &storage) { tail in
-            writeNext(
+            let digits = UnsafeRawBufferPointer(rebasing: tail[prefix.count..<(count - 2)])
+            return writeNext(
                 message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]),
-                position: EventPosition(label: message.label, seq: seq), limit: limit, transport)
+                position: EventPosition(prefix: prefix, seq: seq, digits: digits), limit: limit, transport)
         }
     }
 

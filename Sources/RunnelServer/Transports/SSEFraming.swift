@@ -42,25 +42,27 @@ enum SSEFraming {
     }
 
     /// Calls `body` with what goes before a `next` event's value: `id: EPOCH:SEQ` and
-    /// `data: ` when it has a position, else `data: `; put together on the stack.
+    /// `data: ` when it has a position, else `data: `; put together on the stack from the
+    /// position's bytes.
     @inline(__always)
     static func withFields(before position: EventPosition?, _ body: (UnsafeRawBufferPointer) -> Void) {
         let dataField: StaticString = "data: "
         guard let position else { return body(dataField.rawBytes) }
         let idField: StaticString = "id: "
         let epoch = position.epochAndColon
-        // `id: `, `EPOCH:`, the seq's digits (at most 20), a line end and `data: `.
-        let capacity = idField.utf8CodeUnitCount + epoch.count + 20 + 1 + dataField.utf8CodeUnitCount
+        let digits = position.seqDigits
+        let capacity = idField.utf8CodeUnitCount + epoch.count + digits.count + 1 + dataField.utf8CodeUnitCount
         withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { start in
             let base = start.baseAddress!
             base.copyMemory(from: idField.utf8Start, byteCount: idField.utf8CodeUnitCount)
             var end = idField.utf8CodeUnitCount
             (base + end).copyMemory(from: epoch.baseAddress!, byteCount: epoch.count)
             end += epoch.count
-            end += JSONWriter.writeDecimal(position.seq, into: UnsafeMutableRawBufferPointer(rebasing: start[end...]))
+            (base + end).copyMemory(from: digits.baseAddress!, byteCount: digits.count)
+            end += digits.count
             base.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: end, as: UInt8.self)
             (base + end + 1).copyMemory(from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
-            body(UnsafeRawBufferPointer(rebasing: start[..<(end + 1 + dataField.utf8CodeUnitCount)]))
+            body(UnsafeRawBufferPointer(start))
         }
     }
 

@@ -18,20 +18,26 @@ enum SessionEvent {
     }
 }
 
-/// A `next` event's position as a value: the subject's label (whose epoch is encoded once)
-/// and the value's seq. The line's tail encodes the same position; a transport that frames
-/// positions its own way (an SSE `id:`) reads this instead.
+/// A `next` event's position as a value: the subject's epoch (as encoded once on its label)
+/// and the value's seq, with the seq's digits as the session wrote them for the line's tail,
+/// so a transport that frames positions its own way (an SSE `id:`) neither reads the tail nor
+/// formats the number again. It holds no reference: passing it retains nothing.
 ///
-/// Thread rules: loop thread only, borrowed for one delivery. Lifetime rule: the label is
-/// held by the message being delivered; `epochAndColon` points into it.
+/// Thread rules: loop thread only, for one delivery. Lifetime rule: `epochAndColon` points
+/// into the label of the message being delivered and `seqDigits` into the session's stack;
+/// both live for the call only.
 struct EventPosition {
-    let label: SubjectLabel
+    /// `EPOCH:`.
+    let epochAndColon: UnsafeRawBufferPointer
     let seq: UInt64
+    /// `seq` in decimal.
+    let seqDigits: UnsafeRawBufferPointer
 
-    /// `EPOCH:`, borrowed from the label's encoded position prefix.
+    /// The position of `seq` on the subject whose label's position prefix is `prefix`.
     @inline(__always)
-    var epochAndColon: UnsafeRawBufferPointer {
-        let prefix = label.positionPrefix!.bytes
-        return UnsafeRawBufferPointer(rebasing: prefix[SubjectLabel.positionKey.utf8CodeUnitCount...])
+    init(prefix: UnsafeRawBufferPointer, seq: UInt64, digits: UnsafeRawBufferPointer) {
+        epochAndColon = UnsafeRawBufferPointer(rebasing: prefix[SubjectLabel.positionKey.utf8CodeUnitCount...])
+        self.seq = seq
+        seqDigits = digits
     }
 }
