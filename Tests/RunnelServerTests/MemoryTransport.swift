@@ -88,6 +88,23 @@ final class MemoryTransport: SessionTransport {
         lines.append(String(decoding: line, as: UTF8.self))
     }
 
+    /// The replies written as values so far, oldest first (their lines are in `lines` too).
+    private(set) var replies: [SessionReply] = []
+
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
+        guard !isClosed, !closeRequested else { return }
+        replies.append(reply)
+        writeLine(line)
+    }
+
+    /// Hands the session a `sub` as a value, as an SSE stream does.
+    func receive(subscription request: SubscribeRequest, maxDepth: Int = JSONLimits.defaultMaxDepth) {
+        let line = request.line()
+        receiver?.transportDidReceive(
+            subscription: request, lineByteCount: line.count,
+            lineProblem: request.lineProblem(line, maxDepth: maxDepth))
+    }
+
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
@@ -96,6 +113,28 @@ final class MemoryTransport: SessionTransport {
         if !isClosed && !closeRequested {
             lines.append(String(decoding: Array(head) + Array(value) + Array(tail), as: UTF8.self))
         }
+        return true
+    }
+
+    /// The events other than `next` written as values so far, oldest first (their lines are in
+    /// `lines` too).
+    private(set) var events: [(event: SessionEvent, sid: String)] = []
+
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
+        guard !isClosed, !closeRequested else { return }
+        events.append((event, sid))
+        writeLine(line)
+    }
+
+    /// The positions written beside `next` lines so far, as `EPOCH:SEQ`.
+    private(set) var positions: [String] = []
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit) else { return false }
+        positions.append(String(decoding: position.epochAndColon, as: UTF8.self) + String(position.seq))
         return true
     }
 

@@ -2,74 +2,85 @@ import Testing
 
 @testable import RunnelServer
 
-/// Server-Sent Events from a session's lines: the lines come from a real session (over a
+/// Server-Sent Events from a session's values: the values come from a real session (over a
 /// `MemoryTransport`) subscribed as an SSE stream subscribes, so the framing is checked
-/// against the shapes the session writes, not against copies of them.
+/// against what the session hands a transport, not against copies of it.
 @Suite struct SSEFramingTests {
-    private func event(_ line: String) -> (text: String, isTerminal: Bool)? {
-        var line = line
-        return line.withUTF8 { bytes in
-            SSEFraming.event(fromLine: UnsafeRawBufferPointer(bytes)).map {
-                (String(decoding: $0.bytes, as: UTF8.self), $0.isTerminal)
-            }
-        }
-    }
+    private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
-    private func failureCode(_ line: String) -> ErrorCode? {
-        var line = line
-        return line.withUTF8 { SSEFraming.failureCode(ofReply: UnsafeRawBufferPointer($0)) }
-    }
-
-    private func position(inTail tail: String) -> String? {
-        var tail = tail
-        return tail.withUTF8 { bytes in
-            SSEFraming.position(inTail: UnsafeRawBufferPointer(bytes)).map { String(decoding: $0, as: UTF8.self) }
-        }
-    }
-
-    @Test func terminalAndDroppedEventsBecomeNamedEventsWithTheirMembersAsData() {
+    @Test func terminalAndDroppedEventsReachTheTransportAsValuesAndBecomeNamedEvents() {
         let harness = SessionHarness()
         let client = harness.connect()
         let sub = #"{"op":"sub","sid":"\#(SSEFraming.sid)","subject":"SUBJECT"}"#
         let reply = client.send(sub.replacingOccurrences(of: "SUBJECT", with: "a"))
-        #expect(reply.count == 1 && failureCode(reply[0]) == nil)
-        let completed = client.send(#"{"op":"complete","subject":"a"}"#).filter { $0.hasPrefix(#"{"ev""#) }
-        #expect(completed.count == 1 && event(completed[0])! == ("event: completed\ndata: {}\n\n", true))
-
+        #expect(reply == [#"{"ok":true,"sid":"sse"}"#])
+        client.send(#"{"op":"complete","subject":"a"}"#)
         client.send(sub.replacingOccurrences(of: "SUBJECT", with: "b"))
-        let failed = client.send(#"{"op":"error","subject":"b","message":"boom"}"#).filter { $0.hasPrefix(#"{"ev""#) }
+        client.send(#"{"op":"error","subject":"b","message":"boom"}"#)
+        let events = client.transport.events
+        #expect(events.count == 2 && events.allSatisfy { $0.sid == "sse" })
+        let framed = events.map { text(SSEFraming.event($0.event)) }
         #expect(
-            failed.count == 1
-                && event(failed[0])!
-                    == ("event: error\ndata: {\"code\":\"subject_error\",\"message\":\"boom\"}\n\n", true)
-        )
+            framed == [
+                "event: completed\ndata: {}\n\n",
+                "event: error\ndata: {\"code\":\"subject_error\",\"message\":\"boom\"}\n\n",
+            ])
+        #expect(events.allSatisfy { $0.event.isTerminal })
 
+        #expect(text(SSEFraming.event(.dropped(count: 12))) == "event: dropped\ndata: {\"count\":12}\n\n")
+        #expect(!SessionEvent.dropped(count: 12).isTerminal)
         #expect(
-            event(#"{"ev":"dropped","sid":"sse","count":12}"#)! == ("event: dropped\ndata: {\"count\":12}\n\n", false))
-        // `closing` (no sid) is a terminal event: the close follows it.
+            text(SSEFraming.closing(ProtocolError(.unauthorized, "m")))
+                == "event: closing\ndata: {\"code\":\"unauthorized\",\"message\":\"m\"}\n\n")
         #expect(
-            event(#"{"ev":"closing","code":"unauthorized","message":"m"}"#)!
-                == ("event: closing\ndata: {\"code\":\"unauthorized\",\"message\":\"m\"}\n\n", true))
-        #expect(
-            event(#"{"ev":"closing","code":"slow_consumer"}"#)! == (
-                "event: closing\ndata: {\"code\":\"slow_consumer\"}\n\n", true
-            ))
+            text(SSEFraming.closing(ProtocolError(.slowConsumer, "")))
+                == "event: closing\ndata: {\"code\":\"slow_consumer\"}\n\n")
     }
 
-    @Test func aFailedSubReplyGivesItsCode() {
+    @Test func aSubAsAValueIsAnsweredAsItsLineWouldBeWithTheReplyAsAValue() {
         let harness = SessionHarness()
         let client = harness.connect()
-        let reply = client.send(#"{"op":"sub","sid":"sse","subject":"a","ops":[{"op":"nope"}]}"#)
-        #expect(reply.count == 1 && failureCode(reply[0]) == .badOperator)
-        let pattern = client.send(#"{"op":"sub","sid":"sse","subject":"a.*","from":"e:1"}"#)
-        #expect(pattern.count == 1 && failureCode(pattern[0]) == .badRequest)
-        #expect(failureCode(#"{"ok":true,"sid":"sse","resumed":false}"#) == nil)
-        #expect(failureCode("not a reply") == .eval)
+        func subscribe(_ subject: String, stages: [JSONValue] = [], from: String? = nil, maxDepth: Int = 128) {
+            let request = SubscribeRequest(
+                subject: subject, sid: SSEFraming.sid, stages: stages,
+                stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from, positions: true)
+            harness.run { client.transport.receive(subscription: request, maxDepth: maxDepth) }
+        }
+        subscribe("a", stages: [.object(JSONObject([("op", .string("nope"))]))])
+        subscribe("a.*", from: "e:1")
+        subscribe("a", stages: [.object(JSONObject([("op", .array([.array([])]))]))], maxDepth: 3)
+        subscribe("a")
+        let lines = client.lines()
+        #expect(lines.count == 4)
+        #expect(lines.last == #"{"ok":true,"sid":"sse"}"#)
+        let tooDeep = #"{"ok":false,"code":"bad_json","message":"invalid JSON: nesting too deep at byte "#
+        #expect(lines[2].hasPrefix(tooDeep))
+        let codes = client.transport.replies.map { reply -> ErrorCode? in
+            if case .failed(let error) = reply { return error.code }
+            return nil
+        }
+        #expect(codes == [.badOperator, .badRequest, .badJSON, nil])
     }
 
-    @Test func thePositionIsReadFromANextTail() {
-        #expect(position(inTail: #","pos":"Ab_-9:42"}"#) == "Ab_-9:42")
-        #expect(position(inTail: "}") == nil)
+    @Test func aPositionReachesTheTransportAsAValueAndBecomesTheEventsID() {
+        let harness = SessionHarness()
+        let client = harness.connect()
+        client.send(#"{"op":"create","subject":"p","kind":"replay","capacity":4}"#)
+        client.send(#"{"op":"pub","subject":"p","value":1}"#)
+        let lines = client.send(#"{"op":"sub","sid":"sse","subject":"p","positions":true}"#)
+        let positions = client.transport.positions
+        #expect(positions.count == 1)
+        // The value beside the line is the position the line's tail encodes.
+        #expect(lines.count == 2 && lines[1].hasSuffix(#","pos":"\#(positions[0])"}"#))
+        var fields = ""
+        let label = SubjectLabel("p", epoch: "Ab_-9")
+        Array("42".utf8).withUnsafeBytes { digits in
+            let position = EventPosition(prefix: label.positionPrefix!.bytes, seq: 42, digits: digits)
+            SSEFraming.withFields(before: position) { fields = String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(fields == "id: Ab_-9:42\ndata: ")
+        SSEFraming.withFields(before: nil) { fields = String(decoding: $0, as: UTF8.self) }
+        #expect(fields == "data: ")
     }
 
     @Test func lineBreaksInAValueBecomeSpaces() {

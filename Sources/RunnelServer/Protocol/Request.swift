@@ -47,16 +47,6 @@ struct Request {
     /// The boolean in `key`; nil when absent; `bad_request` when not a boolean.
     func bool(_ key: EnvelopeKey) throws(ProtocolError) -> Bool? { try scanned.bool(key) }
 
-    /// `from` as a position; nil when absent; `bad_request` unless a string `EPOCH:SEQ`.
-    func fromPosition() throws(ProtocolError) -> Position? {
-        guard let text = try string(.from) else { return nil }
-        guard let position = Position(parsing: text) else {
-            throw ProtocolError(
-                .badRequest, "field 'from' must be a position EPOCH:SEQ (an epoch of 1 to 32 of A-Z a-z 0-9 _ -)")
-        }
-        return position
-    }
-
     /// The value in `key` as exact bytes that outlive the line; nil when absent.
     func raw(_ key: EnvelopeKey) -> RawJSON? { scanned.rawJSON(key) }
 
@@ -67,20 +57,11 @@ struct Request {
         return name
     }
 
-    /// `subject` as a name or a wildcard pattern.
-    func subjectPattern() throws(ProtocolError) -> SubjectPattern {
-        let text = try requiredString(.subject)
-        if let problem = SubjectName.problem(withPattern: text) {
-            throw ProtocolError(.badRequest, "bad subject or pattern: \(problem)")
-        }
-        return SubjectPattern(text)
-    }
-
-    /// The stage list in `ops`: absent or `[]` is no stages; anything but an array of
-    /// objects is `bad_request`.
     /// The length of the `ops` field's JSON text (0 without one): what its stages can pin.
     var stagesByteCount: Int { scanned.ops?.range.count ?? 0 }
 
+    /// The stage list in `ops`: absent or `[]` is no stages; anything but an array of
+    /// objects is `bad_request`.
     func stages() throws(ProtocolError) -> [JSONValue] {
         guard let field = scanned.ops else { return [] }
         guard field.kind == .array else { throw ProtocolError(.badRequest, "field 'ops' must be an array of stages") }

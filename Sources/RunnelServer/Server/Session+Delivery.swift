@@ -65,31 +65,48 @@ extension Session {
             return end + 2
         }
         return withUnsafeBytes(of: &storage) { tail in
-            writeNext(
-                message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]), limit: limit, transport)
+            let digits = UnsafeRawBufferPointer(rebasing: tail[prefix.count..<(count - 2)])
+            return writeNext(
+                message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]),
+                position: EventPosition(prefix: prefix, seq: seq, digits: digits), limit: limit, transport)
         }
     }
 
     /// Writes `head`, the message's value and `tail` as one `next` line, unless the output is
-    /// over `limit`. The common line, a small published value, is copied straight from the
-    /// published bytes (`message` holds the payload until this returns), so nothing is
-    /// retained or encoded for it.
+    /// over `limit`; `position`, when the tail encodes one, goes beside it as a value. The
+    /// common line, a small published value, is copied straight from the published bytes
+    /// (`message` holds the payload until this returns), so nothing is retained or encoded
+    /// for it.
     @inline(__always)
     private func writeNext<Transport: SessionTransport>(
-        _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, limit: Int,
-        _ transport: Transport
+        _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition? = nil, limit: Int, _ transport: Transport
     ) -> Bool {
         if let value = message.publishedBytes, value.count <= ByteBuffer.copyThreshold {
-            let written =
-                cork?.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
-                ?? transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+            let written: Bool
+            if let cork {
+                written = cork.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+            } else if let position {
+                written = transport.writeNext(
+                    head: head, value: value, tail: tail, position: position, unlessUnsentOver: limit)
+            } else {
+                written = transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+            }
             if written { stats.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1) }
             return written
         }
         let value = message.value.raw.buffer
         let written: Bool
         if value.count > ByteBuffer.copyThreshold && cork == nil {
-            written = transport.writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
+            if let position {
+                written = transport.writeNext(
+                    head: head, sharedValue: value, tail: tail, position: position, unlessUnsentOver: limit)
+            } else {
+                written = transport.writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
+            }
+        } else if cork == nil, let position {
+            written = transport.writeNext(
+                head: head, value: value.bytes, tail: tail, position: position, unlessUnsentOver: limit)
         } else {
             written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
         }
@@ -125,18 +142,30 @@ extension Session {
         guard !isClosing else { return }
         if subscription.dropped > 0 { writeDropped(subscription) }
         if let error {
+            let failure = ProtocolError(wrapping: error)
             var line = ServerLineWriter.event("error", sid: subscription.sidJSON)
-            line.members(of: ProtocolError(wrapping: error))
-            write(line)
+            line.members(of: failure)
+            write(line, .error(failure), of: subscription)
         } else {
-            write(ServerLineWriter.event("completed", sid: subscription.sidJSON))
+            write(ServerLineWriter.event("completed", sid: subscription.sidJSON), .completed, of: subscription)
         }
     }
 
     func writeDropped(_ subscription: SessionSubscription) {
         var line = ServerLineWriter.event("dropped", sid: subscription.sidJSON)
         line.member("count", integer: subscription.dropped)
+        let count = subscription.dropped
         subscription.dropped = 0
-        write(line)
+        write(line, .dropped(count: count), of: subscription)
+    }
+
+    /// Writes one of `subscription`'s events other than `next`, `event` beside its line.
+    private func write(
+        _ line: consuming ServerLineWriter, _ event: SessionEvent, of subscription: SessionSubscription
+    ) {
+        line.finish().withUnsafeBytes { bytes in
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            output.writeEvent(bytes, event, sid: subscription.sid)
+        }
     }
 }

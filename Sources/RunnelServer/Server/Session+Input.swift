@@ -31,6 +31,23 @@ extension Session {
         }
     }
 
+    /// A `sub` a transport made as a value on its client's behalf (an SSE stream's, its
+    /// session's only request): counted, checked and answered as its line would be, by the
+    /// rules a `sub` line goes through (`subscribe`), its reply a value (`SessionReply`).
+    func transportDidReceive(subscription request: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?) {
+        stats.bytesIn &+= UInt64(lineByteCount + 1)
+        guard !isClosing else { return }
+        defer { noteRequestForLogin() }
+        do throws(ProtocolError) {
+            if let lineProblem { throw lineProblem }
+            context.scheduler.assertOnLoopThread()
+            guard grant != nil else { throw Self.authenticateFirst }
+            try subscribe(request)
+        } catch {
+            writeReply(error: error, ref: lineProblem == nil ? request.ref : nil)
+        }
+    }
+
     /// A request over `max_line_bytes` was discarded as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int) {
         stats.bytesIn &+= UInt64(byteCount)

@@ -10,7 +10,7 @@ extension Session {
         context.scheduler.assertOnLoopThread()
         let operation = try request.operation()
         if grant == nil && operation != .known(.auth) {
-            throw ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
+            throw Self.authenticateFirst
         }
         guard case .known(let op) = operation else {
             if case .unknown(let name) = operation { throw ProtocolError(.unknownOp, "unknown op '\(name)'") }
@@ -18,7 +18,7 @@ extension Session {
         }
         switch op {
         case .pub: try publish(request)
-        case .sub: try subscribe(request)
+        case .sub: try subscribe(SubscribeRequest(parsing: request))
         case .unsub: try unsubscribe(request)
         case .create:
             try rights.checkManage("create subjects")
@@ -39,6 +39,11 @@ extension Session {
         case .ping: writeOK(ref: request.ref)
         case .auth: try authenticate(request)
         }
+    }
+
+    /// What a request before `auth` gets, when the server asks for tokens.
+    static var authenticateFirst: ProtocolError {
+        ProtocolError(.unauthorized, "authenticate first with {\"op\":\"auth\",\"token\":...}")
     }
 
     /// The grant of an authenticated session: `handle` refuses every request but `auth`
@@ -92,11 +97,14 @@ extension Session {
 
     // MARK: sub / unsub
 
-    private func subscribe(_ request: Request) throws(ProtocolError) {
-        let pattern = try request.subjectPattern()
+    /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
+    /// line, or a stream's query): its reply goes out as a value beside its line
+    /// (`SessionReply.subscribed`) before any of its events.
+    func subscribe(_ request: SubscribeRequest) throws(ProtocolError) {
+        let pattern = try request.pattern()
         let target = pattern.text
         let sid: String
-        if let given = try request.string(.sid) {
+        if let given = request.sid {
             guard !given.isEmpty else { throw ProtocolError(.badRequest, "field 'sid' must not be empty") }
             guard subscriptions[given] == nil else {
                 throw ProtocolError(.duplicateSid, "sid '\(given)' is already in use on this connection")
@@ -105,12 +113,12 @@ extension Session {
         } else {
             sid = subscriptions.freshSid()
         }
-        let stages = try request.stages()
+        let stages = request.stages
         let from = try request.fromPosition()
         if from != nil && pattern.isWildcard {
             throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
         }
-        let positions = try request.bool(.positions) ?? false || from != nil
+        let positions = request.positions ?? false || from != nil
         guard subscriptions.count < settings.config.maxSubscriptionsPerConnection else {
             throw ProtocolError(
                 .limit,
@@ -146,10 +154,10 @@ extension Session {
         subscription.pinnedBytes = pinned
         subscriptions.insert(subscription)
         // The reply goes out before any event of the subscription (replayed values included).
-        writeOK(ref: request.ref) { line in
-            line.member("sid", encoded: subscription.sidJSON)
-            if let resumed { line.member("resumed", bool: resumed) }
-        }
+        var reply = ServerLineWriter.reply(ok: true, ref: request.ref)
+        reply.member("sid", encoded: subscription.sidJSON)
+        if let resumed { reply.member("resumed", bool: resumed) }
+        write(reply, .subscribed(sid: sid, resumed: resumed))
         let disposable = start(transport.makeEventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()

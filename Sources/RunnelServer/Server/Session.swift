@@ -169,7 +169,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func writeReply(error: any Error, ref: RawJSON?) {
         let failure = ProtocolError(wrapping: error)
         stats.countRequestError(failure.code)
-        write(ServerLineWriter.failure(failure, ref: ref))
+        write(ServerLineWriter.failure(failure, ref: ref), .failed(failure))
     }
 
     /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}`.
@@ -187,6 +187,14 @@ final class Session: RequestReceiver, @unchecked Sendable {
     }
 
     /// Where lines go now: the transport, or the cork while there is one.
+    /// Writes a reply that a transport may answer its own way, `reply` beside its line.
+    func write(_ line: consuming ServerLineWriter, _ reply: SessionReply) {
+        line.finish().withUnsafeBytes { bytes in
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            output.writeReply(bytes, reply)
+        }
+    }
+
     var output: any SessionTransport { cork ?? transport }
 
     /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}` once the durable

@@ -12,6 +12,8 @@ public final class SubjectLabel: Sendable {
     public let epoch: String?
     /// `,"pos":"EPOCH:` for a subject's label: what comes before a value's seq in an event.
     let positionPrefix: ByteBuffer?
+    /// What `positionPrefix` starts with; `EPOCH:` follows it (`EventPosition.epochAndColon`).
+    static let positionKey: StaticString = ",\"pos\":\""
     /// The subject's own slow-consumer policy (`create`'s or its `[[subjects]]` table's
     /// `slow_consumer`); nil: the global one. Kept here, on what every delivered value carries,
     /// so a delivery over the soft limit finds it without a lookup. Loop thread only: set when
@@ -26,7 +28,7 @@ public final class SubjectLabel: Sendable {
         self.json = builder.makeBuffer()
         positionPrefix = epoch.map { epoch in
             var prefix = JSONWriter(reservingCapacity: 10 + epoch.utf8.count)
-            prefix.append(",\"pos\":\"")
+            prefix.append(SubjectLabel.positionKey)
             prefix.append(raw: ByteBuffer(Array(epoch.utf8)))
             prefix.append(UInt8(ascii: ":"))
             return prefix.makeBuffer()

@@ -10,14 +10,21 @@ import RunnelUV
 /// count as unsent output, so `max_pending_bytes` bounds them. Thread rules: loop thread only.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
-    /// Lines in output order, each with the reason when it is the `closing` line; nil marks a
-    /// reserved reply not filled in yet.
-    private var held: [(line: [UInt8], closing: ProtocolError?)?] = []
+    /// Lines in output order, each with the value it says when it was written as one (a
+    /// reply, an event, the `closing` line); nil marks a reserved reply not filled in yet.
+    private var held: [(line: [UInt8], value: HeldValue?)?] = []
     private var heldBytes = 0
     /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
     private var flushed = 0
     /// A `whenUnsentBytes` waiting for held lines to go out.
     private var waiter: (threshold: Int, action: () -> Void)?
+
+    /// What a held line says as a value, handed on with it.
+    private enum HeldValue {
+        case closing(ProtocolError)
+        case reply(SessionReply)
+        case event(SessionEvent, sid: String)
+    }
 
     init(wrapping inner: any SessionTransport) {
         self.inner = inner
@@ -39,10 +46,11 @@ final class CorkedTransport: SessionTransport {
         var written = 0
         while written < held.count, let next = held[written] {
             next.line.withUnsafeBytes { bytes in
-                if let reason = next.closing {
-                    inner.writeClosing(bytes, reason: reason)
-                } else {
-                    inner.writeLine(bytes)
+                switch next.value {
+                case .closing(let reason): inner.writeClosing(bytes, reason: reason)
+                case .reply(let reply): inner.writeReply(bytes, reply)
+                case .event(let event, let sid): inner.writeEvent(bytes, event, sid: sid)
+                case nil: inner.writeLine(bytes)
                 }
             }
             heldBytes -= next.line.count
@@ -56,8 +64,8 @@ final class CorkedTransport: SessionTransport {
         }
     }
 
-    private func hold(_ line: [UInt8], closing: ProtocolError? = nil) {
-        held.append((line, closing))
+    private func hold(_ line: [UInt8], _ value: HeldValue? = nil) {
+        held.append((line, value))
         heldBytes += line.count
     }
 
@@ -65,7 +73,11 @@ final class CorkedTransport: SessionTransport {
 
     func start(receiver: any RequestReceiver) { inner.start(receiver: receiver) }
     func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { hold(Array(line), closing: reason) }
+    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { hold(Array(line), .closing(reason)) }
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { hold(Array(line), .reply(reply)) }
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
+        hold(Array(line), .event(event, sid: sid))
+    }
 
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,

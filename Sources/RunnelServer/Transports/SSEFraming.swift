@@ -1,65 +1,69 @@
 import RunnelUV
 
-/// How a session's lines become Server-Sent Events (docs/protocol.md, "The HTTP front door"):
-/// the reply to the stream's one `sub`, its `completed`, `error` and `dropped` events, and
-/// the position in a `next` event's tail. The session writes these lines with
-/// `ServerLineWriter` for the subscription `sid`, so their shapes are fixed and each is read
-/// by its bytes, without parsing. Pure functions: safe from any thread.
+/// How a session's output becomes Server-Sent Events (docs/protocol.md, "The HTTP front
+/// door"), written from values, not from lines: a subscription's `completed`, `error` and
+/// `dropped` events (`SessionEvent`), the `closing` event, and the fields before a `next`
+/// event's value (`id:` from its `EventPosition`).
+///
+/// Thread rules: pure functions, safe from any thread. Lifetime rule: holds nothing.
 enum SSEFraming {
     /// The sid of a stream's subscription, as a JSON string's contents.
     static let sid = "sse"
-    /// The end of a `next` line's tail before the position: `,"pos":"`; `"}` follows it.
-    private static let positionStart = Array(",\"pos\":\"".utf8)
-    /// What comes after an event's name: `","sid":"sse"`.
-    private static let sidMember = Array("\",\"sid\":\"\(sid)\"".utf8)
-    private static let eventStart = Array("{\"ev\":\"".utf8)
-    private static let okReply = Array("{\"ok\":true".utf8)
-    private static let failureStart = Array("{\"ok\":false,\"code\":\"".utf8)
 
-    /// What the reply to the stream's `sub` says: nil when it succeeded, else the error's code
-    /// (the line is then the error object `{"ok":false,"code":C,"message":M}`, sent as the
-    /// HTTP answer's body).
-    static func failureCode(ofReply line: UnsafeRawBufferPointer) -> ErrorCode? {
-        if line.starts(with: okReply) { return nil }
-        guard line.starts(with: failureStart) else { return .eval }
-        let rest = line.dropFirst(failureStart.count)
-        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return .eval }
-        return ErrorCode(rawValue: String(decoding: rest[..<end], as: UTF8.self)) ?? .eval
+    /// `event: NAME`, `data:` the event's members as an object (`{}` when none), the empty
+    /// line: the members a line protocol's event line carries besides `ev` and `sid`.
+    static func event(_ event: SessionEvent) -> [UInt8] {
+        var data = ServerLineWriter.object()
+        let name: String
+        switch event {
+        case .completed:
+            name = "completed"
+        case .error(let error):
+            name = "error"
+            data.members(of: error)
+        case .dropped(let count):
+            name = "dropped"
+            data.member("count", integer: count)
+        }
+        return framed(name, data: &data)
     }
 
-    /// The SSE event for one of the subscription's event lines, `{"ev":"NAME","sid":"sse"...}`,
-    /// or the connection's `closing` line, `{"ev":"closing",...}`: `event: NAME` and `data:`
-    /// the line's other members as an object (`{}` when none), then the empty line; and
-    /// whether it ends the stream (`completed`, `error`, `closing`). Nil for any other line.
-    static func event(fromLine line: UnsafeRawBufferPointer) -> (bytes: [UInt8], isTerminal: Bool)? {
-        guard line.starts(with: eventStart) else { return nil }
-        let afterStart = line.dropFirst(eventStart.count)
-        guard let nameEnd = afterStart.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-        let name = afterStart[..<nameEnd]
-        let afterName = afterStart[nameEnd...]
-        let isClosing = name.elementsEqual("closing".utf8)
-        // A `closing` line has no sid: its members follow the name's closing quote.
-        let memberStart = isClosing ? 1 : sidMember.count
-        guard isClosing || afterName.starts(with: sidMember) else { return nil }
-        let members = afterName.dropFirst(memberStart)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(line.count + 16)
-        bytes.append(contentsOf: "event: ".utf8)
-        bytes.append(contentsOf: name)
-        bytes.append(contentsOf: "\ndata: {".utf8)
-        // `}` alone, or `,` and the members then `}`.
-        bytes.append(contentsOf: members.dropFirst(members.first == UInt8(ascii: ",") ? 1 : 0))
-        bytes.append(contentsOf: "\n\n".utf8)
-        let isTerminal = isClosing || name.elementsEqual("completed".utf8) || name.elementsEqual("error".utf8)
-        return (bytes, isTerminal)
+    /// The `closing` event: its reason's members as `data:`.
+    static func closing(_ reason: ProtocolError) -> [UInt8] {
+        var data = ServerLineWriter.closingObject(reason)
+        return framed("closing", data: &data)
     }
 
-    /// The position `EPOCH:SEQ` in a `next` line's tail `,"pos":"EPOCH:SEQ"}`; nil for the
-    /// tail `}` of a value without one.
+    private static func framed(_ name: String, data: inout ServerLineWriter) -> [UInt8] {
+        var bytes = Array("event: \(name)\ndata: ".utf8)
+        bytes += data.finish()
+        bytes += "\n\n".utf8
+        return bytes
+    }
+
+    /// Calls `body` with what goes before a `next` event's value: `id: EPOCH:SEQ` and
+    /// `data: ` when it has a position, else `data: `; put together on the stack from the
+    /// position's bytes.
     @inline(__always)
-    static func position(inTail tail: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard tail.count > positionStart.count + 2 else { return nil }
-        return UnsafeRawBufferPointer(rebasing: tail[positionStart.count..<(tail.count - 2)])
+    static func withFields(before position: EventPosition?, _ body: (UnsafeRawBufferPointer) -> Void) {
+        let dataField: StaticString = "data: "
+        guard let position else { return body(dataField.rawBytes) }
+        let idField: StaticString = "id: "
+        let epoch = position.epochAndColon
+        let digits = position.seqDigits
+        let capacity = idField.utf8CodeUnitCount + epoch.count + digits.count + 1 + dataField.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { start in
+            let base = start.baseAddress!
+            base.copyMemory(from: idField.utf8Start, byteCount: idField.utf8CodeUnitCount)
+            var end = idField.utf8CodeUnitCount
+            (base + end).copyMemory(from: epoch.baseAddress!, byteCount: epoch.count)
+            end += epoch.count
+            (base + end).copyMemory(from: digits.baseAddress!, byteCount: digits.count)
+            end += digits.count
+            base.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: end, as: UInt8.self)
+            (base + end + 1).copyMemory(from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
+            body(UnsafeRawBufferPointer(start))
+        }
     }
 
     /// Whether `value` holds a line break: JSON allows a raw `\r` as whitespace between

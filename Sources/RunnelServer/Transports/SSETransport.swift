@@ -2,14 +2,16 @@ import Runnel
 import RunnelUV
 
 /// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The
-/// HTTP front door"): the session gets one `sub` request (`EventsRoute` builds it) and its
-/// lines become the response. The reply decides the answer: an error reply is the HTTP error
-/// answer (the connection stays HTTP and the session ends); `{"ok":true...}` makes this
-/// transport take the connection over (`HTTPExchange.takeOver`) and write the
-/// `text/event-stream` head. Then each `next` is `id: POS` (when the line has a position) and
-/// `data: VALUE`, the value's bytes as published; `completed`, `error` and `dropped` are named
-/// events (`SSEFraming`), and after a terminal one the response ends with the connection.
-/// `closing` ends it too. What the client sends after its request is read and ignored, so
+/// HTTP front door"): the session gets one `sub` as a value (`SubscribeRequest`, which
+/// `EventsRoute` makes from the query) and its output becomes the response. The reply, a value
+/// (`SessionReply`), decides the answer: a failure is the HTTP error answer, the reply line its
+/// body (the connection stays HTTP and the session ends); success makes this transport take
+/// the connection over (`HTTPExchange.takeOver`) and write the
+/// `text/event-stream` head. Then each `next` is `id: POS` (when it has a position, an
+/// `EventPosition`) and `data: VALUE`, the value's bytes as published; `completed`, `error` and
+/// `dropped` are named events written from their values (`SessionEvent`, `SSEFraming`), and
+/// after a terminal one the response ends with the connection. `closing` ends it too. No
+/// line of the session's is read. What the client sends after its request is read and ignored, so
 /// its close is seen at once and disposes the subscription (`transportDidEndInput`).
 ///
 /// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
@@ -46,14 +48,19 @@ final class SSETransport: SessionTransport, HTTPStream {
         peerDescription = exchange.peerDescription
     }
 
-    /// Hands the session its one request, the stream's `sub`; ends the session at once when
-    /// the reply was an error (after the answer), since nothing is left for it to do. A
-    /// request over `maxRequestBytes` is the line protocol's long line (`line_too_long`).
-    func subscribe(_ request: [UInt8]) {
-        if request.count > maxRequestBytes {
-            receiver?.transportDidDiscardLongRequest(byteCount: request.count)
+    /// Hands the session its one request, the stream's `sub`, as a value; it is measured as
+    /// its line would be: one over `maxRequestBytes` is the line protocol's long line
+    /// (`line_too_long`), one nested deeper than `maxDepth` that line's `bad_json`. Ends the
+    /// session at once when the reply was an error (after the answer), since nothing is left
+    /// for it to do.
+    func subscribe(_ request: SubscribeRequest, maxDepth: Int) {
+        let line = request.line()
+        if line.count > maxRequestBytes {
+            receiver?.transportDidDiscardLongRequest(byteCount: line.count)
         } else {
-            request.withUnsafeBytes { receiver?.transportDidReceive(request: $0) }
+            receiver?.transportDidReceive(
+                subscription: request, lineByteCount: line.count,
+                lineProblem: request.lineProblem(line, maxDepth: maxDepth))
         }
         guard case .abandoned = state else { return }
         endSession()
@@ -79,45 +86,55 @@ final class SSETransport: SessionTransport, HTTPStream {
         SSEEventSink(session: session, subscription: subscription, transport: self)
     }
 
-    func writeLine(_ line: UnsafeRawBufferPointer) {
-        switch state {
-        case .subscribing(let exchange):
-            answer(exchange, reply: line)
-        case .streaming:
-            guard let connection, let (event, isTerminal) = SSEFraming.event(fromLine: line) else { return }
-            heartbeat.noteOutput()
-            event.withUnsafeBytes { _ = connection.write(copying: $0) }
-            if isTerminal {
-                state = .ended
-                connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
-            }
-        case .abandoned, .ended:
-            return
+    /// Every line the stream shows comes as a value (`writeReply`, `writeEvent`,
+    /// `writeClosing`, `writeNext`); other lines mean nothing to it. (A stream's session is
+    /// never corked: its one request is a `sub`.)
+    func writeLine(_ line: UnsafeRawBufferPointer) {}
+
+    /// A terminal or `dropped` event, written from the value (`SSEFraming.event`); after a
+    /// terminal one the response ends with the connection.
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
+        guard case .streaming = state, let connection else { return }
+        heartbeat.noteOutput()
+        SSEFraming.event(event).withUnsafeBytes { _ = connection.write(copying: $0) }
+        if event.isTerminal {
+            state = .ended
+            connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+        }
+    }
+
+    /// The `sub`'s reply answers the request: its error as the HTTP answer, with the status
+    /// for its code and the reply line as the body, or the stream's head. Later replies are
+    /// written as lines (which the stream ignores).
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
+        guard case .subscribing(let exchange) = state else { return writeLine(line) }
+        switch reply {
+        case .failed(let error):
+            state = .abandoned
+            // The session counted the request error already; the answer counts by status.
+            exchange.answer(.json(Array(line), status: HTTPStatus(reporting: error.code)))
+        case .subscribed:
+            startStream(answering: exchange)
         }
     }
 
     /// The session ends the stream, saying why: `event: closing` and the reason's members as
     /// `data:`, then the response ends with the connection.
+    /// Before the `sub`'s reply, the line answers the request as an internal error.
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
-        guard case .streaming = state, let connection else { return writeLine(line) }
-        var data = ServerLineWriter.closingObject(reason)
-        var event = Array("event: closing\ndata: ".utf8)
-        event += data.finish()
-        event += "\n\n".utf8
+        if case .subscribing(let exchange) = state {
+            state = .abandoned
+            return exchange.answer(.json(Array(line), status: HTTPStatus(reporting: .eval)))
+        }
+        guard case .streaming = state, let connection else { return }
         heartbeat.noteOutput()
-        event.withUnsafeBytes { _ = connection.write(copying: $0) }
+        SSEFraming.closing(reason).withUnsafeBytes { _ = connection.write(copying: $0) }
         state = .ended
         connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
     }
 
-    /// The `sub` reply: the stream's head, or the error answer.
-    private func answer(_ exchange: HTTPExchange, reply: UnsafeRawBufferPointer) {
-        if let code = SSEFraming.failureCode(ofReply: reply) {
-            state = .abandoned
-            // The session counted the request error already; the answer counts by status.
-            exchange.answer(.json(Array(reply), status: HTTPStatus(reporting: code)))
-            return
-        }
+    /// Takes the connection over and writes the stream's head.
+    private func startStream(answering exchange: HTTPExchange) {
         var head = HTTPResponse.stream(contentType: "text/event-stream")
         head.fields.append(("Cache-Control", "no-cache"))
         head.fields += exchange.corsFields
@@ -138,11 +155,41 @@ final class SSETransport: SessionTransport, HTTPStream {
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
+        writeEvent(value: value, position: nil, unlessUnsentOver: limit)
+    }
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeEvent(value: value, position: position, unlessUnsentOver: limit)
+    }
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeEvent(sharedValue: value, position: nil, unlessUnsentOver: limit)
+    }
+
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeEvent(sharedValue: value, position: position, unlessUnsentOver: limit)
+    }
+
+    /// A `next` event from its value and position (the line's head and tail are not read):
+    /// `id: POS` when it has one, `data: VALUE`, the empty line.
+    @inline(__always)
+    private func writeEvent(
+        value: UnsafeRawBufferPointer, position: EventPosition?, unlessUnsentOver limit: Int
+    ) -> Bool {
         guard let connection else { return true }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         heartbeat.noteOutput()
         let newline = ("\n" as StaticString).rawBytes
-        withFields(before: tail) { fields in
+        SSEFraming.withFields(before: position) { fields in
             if SSEFraming.hasLineBreak(value) {
                 SSEFraming.withoutLineBreaks(value).withUnsafeBytes {
                     _ = connection.writeLine(copying: fields, $0, newline)
@@ -155,41 +202,18 @@ final class SSETransport: SessionTransport, HTTPStream {
     }
 
     /// A large value is written by reference, as on TCP.
-    func writeNext(
-        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
-        unlessUnsentOver limit: Int
+    private func writeEvent(
+        sharedValue value: ByteBuffer, position: EventPosition?, unlessUnsentOver limit: Int
     ) -> Bool {
         guard let connection, !SSEFraming.hasLineBreak(value.bytes) else {
-            return writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
+            return writeEvent(value: value.bytes, position: position, unlessUnsentOver: limit)
         }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         heartbeat.noteOutput()
-        withFields(before: tail) { _ = connection.write(copying: $0) }
+        SSEFraming.withFields(before: position) { _ = connection.write(copying: $0) }
         connection.write(value)
         connection.write(copying: ("\n\n" as StaticString).rawBytes)
         return true
-    }
-
-    /// Calls `body` with what goes before an event's value: `id: POS` and `data: ` when the
-    /// `next` line's tail has a position, else `data: `; put together on the stack.
-    @inline(__always)
-    private func withFields(before tail: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
-        let dataField: StaticString = "data: "
-        guard let position = SSEFraming.position(inTail: tail) else {
-            return body(dataField.rawBytes)
-        }
-        let idField: StaticString = "id: "
-        let count = idField.utf8CodeUnitCount + position.count + 1 + dataField.utf8CodeUnitCount
-        withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { start in
-            let base = start.baseAddress!
-            base.copyMemory(from: idField.utf8Start, byteCount: idField.utf8CodeUnitCount)
-            var end = idField.utf8CodeUnitCount
-            (base + end).copyMemory(from: position.baseAddress!, byteCount: position.count)
-            end += position.count
-            base.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: end, as: UInt8.self)
-            (base + end + 1).copyMemory(from: dataField.utf8Start, byteCount: dataField.utf8CodeUnitCount)
-            body(UnsafeRawBufferPointer(start))
-        }
     }
 
     func hasUnsentBytes(over limit: Int) -> Bool { connection?.hasUnsentBytes(over: limit) ?? false }

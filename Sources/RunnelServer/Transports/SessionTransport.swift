@@ -26,8 +26,18 @@ protocol SessionTransport: AnyObject {
     /// direct calls rather than through this protocol (`TCPTransport.swift` does).
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
-    /// Queues one server line (replies, terminal and `dropped` events).
+    /// Queues one server line (replies and other lines not given as values).
     func writeLine(_ line: UnsafeRawBufferPointer)
+
+    /// Queues a reply line, `line`, that `reply` says as a value: a transport that answers
+    /// in its own framing (an SSE stream's HTTP status) takes the value instead of reading
+    /// the line.
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply)
+
+    /// Queues one of a subscription's events other than `next`, `line`, that `event` says as a
+    /// value for the subscription `sid`: a transport with its own framing (SSE) writes the
+    /// value instead of reading the line.
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String)
 
     /// Queues the connection's last line, `line`, the `closing` event saying `reason`: a
     /// transport that ends its stream its own way takes the reason as a value (a WebSocket's
@@ -48,6 +58,19 @@ protocol SessionTransport: AnyObject {
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
+    ) -> Bool
+
+    /// The same for a `next` line with a position (its `tail` encodes `position`): a transport
+    /// that frames positions its own way (an SSE `id:`) takes the value.
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool
+
+    /// The same for a large value with a position.
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool
 
     /// Whether the output not yet handed to the kernel is over `limit` bytes.
@@ -84,6 +107,10 @@ protocol SessionTransport: AnyObject {
 protocol RequestReceiver: AnyObject {
     /// One request, without its framing; its bytes are valid only during the call.
     func transportDidReceive(request: UnsafeRawBufferPointer)
+    /// A `sub` made as a value on the client's behalf (`GET /events`' query), in place of a
+    /// request line of `lineByteCount` bytes, or why that line would not parse
+    /// (`lineProblem`): counted and answered as that line would be.
+    func transportDidReceive(subscription: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?)
     /// A request over `maxRequestBytes` was thrown away as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int)
     /// The client sent its last request (or went away): nothing more will be delivered to it.
@@ -93,6 +120,29 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
+    /// For transports whose replies are lines like any other (TCP, WebSocket).
+    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { writeLine(line) }
+
+    /// For transports whose events are lines like any other (TCP, WebSocket).
+    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) { writeLine(line) }
+
+    /// For transports that write a position as the line's tail encodes it.
+    @inline(__always)
+    func writeNext(
+        head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
+    }
+
+    @inline(__always)
+    func writeNext(
+        head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
+        position: EventPosition, unlessUnsentOver limit: Int
+    ) -> Bool {
+        writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
+    }
+
     /// For transports whose last line is a line like any other (TCP).
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { writeLine(line) }
 

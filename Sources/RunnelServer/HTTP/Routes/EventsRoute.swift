@@ -1,8 +1,8 @@
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
-/// one `sub` request, as `runnel sub` builds it: the `StageShortcuts` (`filter`, `map`,
+/// one `sub` request as a value (`SubscribeRequest`), as `runnel sub` would send it: the `StageShortcuts` (`filter`, `map`,
 /// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
 /// `positions` for a single subject, so events carry `id:`. A session over an `SSETransport`
-/// handles that request like any other, so subscribing, stages, resuming and the slow-consumer
+/// handles that request by the rules of a `sub` line, so subscribing, stages, resuming and the slow-consumer
 /// policy are the line protocol's own. Only the query's own rules are checked here, and one
 /// answer is given here: `204` for a reconnect after the last value of an ended subject.
 final class EventsRoute: HTTPRoute {
@@ -14,7 +14,7 @@ final class EventsRoute: HTTPRoute {
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         let frontDoor = server.servingFrontDoor
-        let request: [UInt8]
+        let request: SubscribeRequest
         do throws(ProtocolError) {
             request = try subscription(for: exchange)
         } catch {
@@ -28,7 +28,7 @@ final class EventsRoute: HTTPRoute {
         let stream = SSETransport(exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes)
         // The front door checked the token (header or `?token=`); the `sub` checks its rights.
         server.openSession(over: stream, grant: exchange.checkedGrant)
-        stream.subscribe(request)
+        stream.subscribe(request, maxDepth: server.config.maxDepth)
         return nil
     }
 
@@ -48,7 +48,7 @@ final class EventsRoute: HTTPRoute {
     }
 
     /// The `sub` request the query asks for.
-    private func subscription(for exchange: HTTPExchange) throws(ProtocolError) -> [UInt8] {
+    private func subscription(for exchange: HTTPExchange) throws(ProtocolError) -> SubscribeRequest {
         let query = exchange.query
         guard let subject = query["subject"] else {
             throw ProtocolError(.badRequest, "query parameter 'subject' is required")
@@ -74,15 +74,10 @@ final class EventsRoute: HTTPRoute {
             }
             stages += extra
         }
-        var request = JSONObject([
-            ("op", .string("sub")), ("sid", .string(SSEFraming.sid)), ("subject", .string(subject)),
-        ])
-        if !stages.isEmpty { request.set("ops", .array(stages)) }
-        if !SubjectPattern(subject).isWildcard { request.set("positions", .bool(true)) }
-        if let from = from(exchange) { request.set("from", .string(from)) }
-        var writer = JSONWriter()
-        writer.write(.object(request))
-        return writer.bytes
+        let positions = SubjectPattern(subject).isWildcard ? nil : true
+        return SubscribeRequest(
+            subject: subject, sid: SSEFraming.sid, stages: stages,
+            stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from(exchange), positions: positions)
     }
 
     /// A query parameter's JSON; `bad_json` when it is not JSON.
