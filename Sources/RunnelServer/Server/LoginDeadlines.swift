@@ -6,8 +6,6 @@
 struct LoginDeadlines {
     private var waiting: [UInt64: (deadline: ContinuousClock.Instant, session: Session)] = [:]
 
-    var count: Int { waiting.count }
-
     mutating func add(_ session: Session, deadline: ContinuousClock.Instant) {
         waiting[session.id] = (deadline, session)
     }

@@ -34,7 +34,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The server's own timer, for the deadlines it keeps in seconds.
     private let sweep = ServerSweep()
     /// The sessions `login_timeout` will close unless they log in first.
-    var loginDeadlines = LoginDeadlines()
+    private var loginDeadlines = LoginDeadlines()
     private let started = ContinuousClock.now
     /// When the server started, in seconds since the Unix epoch.
     let startTimeUnixSeconds = ProcessStatistics.wallClockSeconds()
@@ -114,11 +114,6 @@ public final class Server: SessionOwner, @unchecked Sendable {
                 subject.name, kind: subject.kind, capacity: capacity, initial: initial, durable: subject.durable
             ).label.slowConsumer = subject.slowConsumer
         }
-    }
-
-    /// The subject `name` for `pub`, `sub` or a stage that names it (`SessionContext.subjectForUse`).
-    func subjectForUse(_ name: String) throws(ProtocolError) -> SubjectEntry {
-        try sessionContext.subjectForUse(name, under: sessionSettings)
     }
 
     // MARK: Connections
