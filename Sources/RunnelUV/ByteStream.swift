@@ -17,6 +17,8 @@ public protocol ByteStream: AnyObject {
     var pendingBytes: Int { get }
     /// Bytes written and not yet taken by the kernel: queued here or in libuv.
     var unsentBytes: Int { get }
+    /// Bytes the kernel has taken since the stream opened: grows while the peer reads.
+    var sentBytes: UInt64 { get }
     /// Whether `unsentBytes` is over `limit` (cheaper than reading it).
     func hasUnsentBytes(over limit: Int) -> Bool
     /// Runs `action` once, as soon as `unsentBytes` is at most `threshold`.

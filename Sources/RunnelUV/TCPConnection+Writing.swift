@@ -122,6 +122,13 @@ extension TCPConnection {
         queue.queuedBytes + Int(handle.pointee.write_queue_size)
     }
 
+    /// Bytes the kernel has taken since the connection opened: the writes that ended and what
+    /// libuv has written of those in flight. It grows while the peer reads, so a caller can
+    /// tell a consumer that is draining from one that has stopped. Loop thread.
+    public var sentBytes: UInt64 {
+        queue.finishedBytes &+ UInt64(max(0, queue.inFlightBytes &- Int(handle.pointee.write_queue_size)))
+    }
+
     /// Whether `unsentBytes` is over `limit`. The same answer, cheaper: `pendingBytes` is never
     /// less than `unsentBytes` (it also counts what libuv has handed to the kernel from a write
     /// still in progress) and sits in the state every write touches, while `unsentBytes` follows

@@ -29,6 +29,10 @@ struct WriteQueue {
     private(set) var segmentBytes = 0
     /// Bytes handed to write requests whose completion has not come back.
     private(set) var inFlightBytes = 0
+    /// Bytes of the writes that have ended (taken by the kernel, or failed as the connection
+    /// closed) since the queue began: with what libuv has written of the writes in flight,
+    /// how far the peer has read (`TCPConnection.sentBytes`).
+    private(set) var finishedBytes: UInt64 = 0
     /// Completed requests kept for reuse.
     private(set) var spareRequests: [WriteRequest] = []
 
@@ -169,6 +173,7 @@ struct WriteQueue {
         }
         segmentBytes -= byteCount
         pendingBytes -= byteCount
+        finishedBytes &+= UInt64(byteCount)
         checkInvariants()
     }
 
@@ -194,6 +199,7 @@ struct WriteQueue {
         request.owners.removeAll(keepingCapacity: true)
         inFlightBytes -= request.byteCount
         pendingBytes -= request.byteCount
+        finishedBytes &+= UInt64(request.byteCount)
         if keepsSpare && spareRequests.count < Self.maxSpareRequests { spareRequests.append(request) }
         recycleIdleChunk(to: pool)
         checkInvariants()

@@ -16,6 +16,8 @@ final class MemoryTransport: SessionTransport {
     /// What `hasUnsentBytes(over:)` and `unsentBytes` report; set it to play a slow consumer,
     /// and `drain()` to play one that caught up.
     var unsent = 0
+    /// What `sentBytes` reports; raise it to play a slow consumer that still reads.
+    var sent: UInt64 = 0
     let maxRequestBytes: Int
     let peerDescription = "memory"
     let transportName = "memory"
@@ -59,6 +61,7 @@ final class MemoryTransport: SessionTransport {
 
     /// The client caught up: no output is unsent.
     func drain() {
+        sent &+= UInt64(unsent)
         unsent = 0
         if let waiter = unsentWaiter {
             unsentWaiter = nil
@@ -140,6 +143,7 @@ final class MemoryTransport: SessionTransport {
 
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
     var unsentBytes: Int { unsent }
+    var sentBytes: UInt64 { sent }
     func pauseInput() { isInputPaused = true }
     func resumeInput() { isInputPaused = false }
 

@@ -59,6 +59,52 @@ import Testing
         #expect(lag.publishers.isEmpty)
     }
 
+    @Test func lagHoldsPublishersWhileItDrainsAndLetsThemGoWhenItStalls() {
+        let loop = EventLoop()
+        let pauses = PublisherPauses(clock: loop.scheduler)
+        let publisher = PublisherGate(pauses: pauses)
+        let other = PublisherGate(pauses: pauses)
+        let lag = SlowConsumerLag(graceTimer: Disposable())
+        #expect(lag.holdWhileDraining(publisher, sent: 10))
+        let timer = Disposable()
+        lag.drainCheckArmed(timer)
+        #expect(!lag.holdWhileDraining(publisher, sent: 12))
+        #expect(!lag.holdWhileDraining(other, sent: 12))
+        #expect(publisher.laggards == 1 && other.laggards == 1)
+        // Progress since the look began: the next is armed.
+        #expect(lag.drainChecked(sent: 20))
+        lag.drainCheckArmed(Disposable())
+        // None since: both go, and it is stalled.
+        #expect(!lag.drainChecked(sent: 20))
+        #expect(lag.isStalled && publisher.laggards == 0 && other.laggards == 0 && pauses.pausedNow == 0)
+        #expect(!lag.holdWhileDraining(publisher, sent: 20))
+        #expect(publisher.laggards == 0)
+        // It read again.
+        #expect(lag.holdWhileDraining(publisher, sent: 21))
+        #expect(!lag.isStalled && publisher.laggards == 1)
+        let again = Disposable()
+        lag.drainCheckArmed(again)
+        lag.end()
+        #expect(again.isDisposed && lag.drainTimer == nil && publisher.laggards == 0)
+    }
+
+    @Test func lagMovesAPublisherHeldWhileDrainingToHeldUntilTheEnd() {
+        let loop = EventLoop()
+        let pauses = PublisherPauses(clock: loop.scheduler)
+        let publisher = PublisherGate(pauses: pauses)
+        let lag = SlowConsumerLag(graceTimer: nil)
+        #expect(lag.holdWhileDraining(publisher, sent: 0))
+        lag.drainCheckArmed(Disposable())
+        lag.hold(publisher)
+        #expect(publisher.laggards == 1 && lag.drainingPublishers.isEmpty && lag.publishers.count == 1)
+        // A look without progress keeps it: it is held until the end now.
+        #expect(!lag.drainChecked(sent: 0))
+        #expect(publisher.laggards == 1)
+        #expect(!lag.holdWhileDraining(publisher, sent: 0))
+        lag.end()
+        #expect(publisher.laggards == 0 && pauses.pausedNow == 0)
+    }
+
     @Test func lagStopsItsGraceTimerAtItsEnd() {
         let timer = Disposable()
         let lag = SlowConsumerLag(graceTimer: timer)

@@ -86,7 +86,8 @@ import Testing
     @Test func aSubscriberOverTheSoftLimitWithinTheGraceKeepsEveryValue() {
         let (harness, client, publisher) = Self.subscribed()
         client.transport.unsent = 2000
-        publisher.send(#"{"op":"pub","subject":"a","value":1}"#, #"{"op":"pub","subject":"a","value":2}"#)
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        harness.run { publisher.transport.receiveReadAhead(#"{"op":"pub","subject":"a","value":2}"#) }
         #expect(session(of: client).lag?.graceTimer != nil)
         harness.run { client.transport.drain() }
         #expect(session(of: client).lag == nil)
@@ -154,7 +155,85 @@ import Testing
         #expect(client.lines() == [#"{"ok":true,"ref":1}"#])
     }
 
+    // MARK: disconnect: a burst paced by the subscribers that read it
+
+    @Test func aSubscriberThatDrainsPausesThePublisherAndLosesNothing() {
+        let (harness, client, publisher) = Self.subscribed()
+        client.transport.unsent = 2000
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        #expect(publisher.transport.isInputPaused)
+        harness.run { publisher.transport.receiveReadAhead(#"{"op":"pub","subject":"a","value":2}"#) }
+        // It reads between two looks: the publisher stays paused.
+        client.transport.sent += 500
+        harness.run { session(of: client).drainCheckDue() }
+        #expect(publisher.transport.isInputPaused)
+        #expect(session(of: client).lag?.drainTimer != nil)
+        harness.run { client.transport.drain() }
+        #expect(!publisher.transport.isInputPaused)
+        #expect(client.lines() == [1, 2].map { #"{"ev":"next","sid":"x","value":\#($0)}"# })
+        #expect(!client.transport.isClosed)
+        #expect(harness.server.publisherPauses.pauses == 1 && harness.server.publisherPauses.pausedNow == 0)
+    }
+
+    @Test func aSubscriberThatStopsReadingLetsThePublisherGoAtTheNextLookAndIsCut() {
+        let (harness, client, publisher) = Self.subscribed()
+        client.transport.unsent = 2000
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        #expect(publisher.transport.isInputPaused)
+        harness.run { session(of: client).drainCheckDue() }
+        #expect(!publisher.transport.isInputPaused)
+        #expect(session(of: client).lag?.isStalled == true && session(of: client).lag?.drainTimer == nil)
+        // Its values keep coming without pausing anyone, until the hard limit cuts it.
+        publisher.send(#"{"op":"pub","subject":"a","value":2}"#)
+        #expect(!publisher.transport.isInputPaused)
+        client.transport.unsent = 10_001
+        publisher.send(#"{"op":"pub","subject":"a","value":3}"#)
+        #expect(
+            client.lines() == [
+                #"{"ev":"next","sid":"x","value":1}"#, #"{"ev":"next","sid":"x","value":2}"#, Self.closing,
+            ])
+        #expect(client.transport.isClosed)
+        #expect(harness.server.publisherPauses.pauses == 1 && harness.server.publisherPauses.pausedNow == 0)
+    }
+
+    @Test func aStalledSubscriberThatReadsAgainPausesThePublisherAgain() {
+        let (harness, client, publisher) = Self.subscribed()
+        client.transport.unsent = 2000
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        harness.run { session(of: client).drainCheckDue() }
+        #expect(!publisher.transport.isInputPaused)
+        client.transport.sent += 100
+        publisher.send(#"{"op":"pub","subject":"a","value":2}"#)
+        #expect(publisher.transport.isInputPaused)
+        #expect(session(of: client).lag?.isStalled == false && session(of: client).lag?.drainTimer != nil)
+        #expect(harness.server.publisherPauses.pauses == 2)
+        harness.run { client.transport.drain() }
+        #expect(!publisher.transport.isInputPaused)
+        #expect(client.lines().count == 2)
+    }
+
+    @Test func aStalledSubscriberIsCutWhenTheGraceEnds() {
+        let (harness, client, publisher) = Self.subscribed()
+        client.transport.unsent = 2000
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        harness.run { session(of: client).drainCheckDue() }
+        harness.run { session(of: client).graceEnded() }
+        #expect(client.lines() == [#"{"ev":"next","sid":"x","value":1}"#, Self.closing])
+        #expect(!publisher.transport.isInputPaused)
+    }
+
     // MARK: backpressure
+
+    @Test func aLookAtProgressDoesNotLetABackpressurePublisherGo() {
+        let (harness, client, publisher) = Self.subscribed(.backpressure)
+        client.transport.unsent = 2000
+        publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
+        #expect(session(of: client).lag?.drainTimer == nil)
+        harness.run { session(of: client).drainCheckDue() }
+        #expect(publisher.transport.isInputPaused)
+        harness.run { client.transport.drain() }
+        #expect(!publisher.transport.isInputPaused)
+    }
 
     @Test func aPublisherIsPausedWhileASubscriberLagsAndResumesWithoutLoss() {
         let (harness, client, publisher) = Self.subscribed(.backpressure)

@@ -278,28 +278,34 @@ extension RunnelUVTests {
 
         /// The cheap limit check agrees with `unsentBytes` in every state output passes through:
         /// queued here, queued in libuv, and partly handed to the kernel from a write libuv still
-        /// holds (where `pendingBytes` runs ahead of `unsentBytes`).
+        /// holds (where `pendingBytes` runs ahead of `unsentBytes`); and `sentBytes` is the rest
+        /// of what was written, growing as the peer reads.
         @Test func hasUnsentBytesOverAgreesWithUnsentBytes() throws {
             let server = try Server { _ in nil }
             let (client, connection) = try server.connectClient()
             let block = ByteBuffer(count: 1 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 42) }
             var sawPendingAhead = false
             /// `unsent`, `pending`, and the limits where the two checks disagree (on the loop).
-            func check() -> (unsent: Int, pending: Int, disagreeing: [Int]) {
+            func check() -> (unsent: Int, pending: Int, sent: UInt64, disagreeing: [Int]) {
                 onLoop(server.loop) {
+                    let sent = connection.sentBytes
                     let unsent = connection.unsentBytes
                     let pending = connection.pendingBytes
                     let limits = [0, unsent - 1, unsent, unsent + 1, pending - 1, pending, pending + 1]
                     let disagreeing = limits.filter { $0 >= 0 && connection.hasUnsentBytes(over: $0) != (unsent > $0) }
-                    return (unsent, pending, disagreeing)
+                    return (unsent, pending, sent, disagreeing)
                 }
             }
             // More than the socket buffers hold: the kernel takes part, libuv queues the rest.
             onLoop(server.loop) { for _ in 0..<16 { connection.write(block) } }
             #expect(check().unsent > 1 << 20)
             var received = 0
+            var lastSent: UInt64 = 0
             for _ in 0..<16 {
                 let state = check()
+                #expect(state.sent + UInt64(state.unsent) == 16 << 20)
+                #expect(state.sent >= lastSent)
+                lastSent = state.sent
                 #expect(state.pending >= state.unsent)
                 #expect(state.disagreeing == [], "unsent \(state.unsent), pending \(state.pending)")
                 if state.pending > state.unsent { sawPendingAhead = true }
@@ -308,6 +314,7 @@ extension RunnelUVTests {
             #expect(received == 16 << 20)
             #expect(eventually { onLoop(server.loop) { connection.pendingBytes } == 0 })
             #expect(check().disagreeing == [])
+            #expect(check().sent == 16 << 20)
             #expect(sawPendingAhead, "never saw a write libuv had partly handed to the kernel")
             #expect(server.stop() == 0)
         }

@@ -92,8 +92,10 @@ extension RunnelUVTests {
             queue.seal()
             let started2 = startWrite(&queue)
             let (second, _) = try #require(started2)
+            #expect(queue.finishedBytes == 0)
             queue.completeWrite(request, keepsSpare: true, pool: pool)
             #expect(queue.pendingBytes == 4 && queue.spareRequests.count == 1 && request.owners.isEmpty)
+            #expect(queue.finishedBytes == 4)
             // The chunk is still referenced by the second write: it stays.
             let keepsChunk = queue.chunk != nil
             #expect(pool.spareCount == 0 && keepsChunk)
@@ -135,6 +137,7 @@ extension RunnelUVTests {
             #expect(queue.segments.count == 2 && queue.pendingBytes == 11 && queue.invariantsHold)
             queue.dropWritten(11)
             #expect(queue.segments.isEmpty && queue.pendingBytes == 0 && queue.invariantsHold)
+            #expect(queue.finishedBytes == 16)
         }
 
         @Test func segmentsSetAsideGoBackInFront() throws {

@@ -55,14 +55,14 @@ extension Server {
         metrics.metric(
             "runnel_publish_pauses_total", .counter,
             help: "Times a publisher was paused because a subscriber its value reached lagged "
-                + "(slow_consumer = backpressure).",
+                + "(slow_consumer = disconnect while it reads, or backpressure).",
             Double(publisherPauses.pauses))
         metrics.metric(
-            "runnel_publishers_paused", .gauge, help: "Publishers paused now (slow_consumer = backpressure).",
+            "runnel_publishers_paused", .gauge, help: "Publishers paused now by lagging subscribers.",
             Double(publisherPauses.pausedNow))
         metrics.metric(
             "runnel_publish_paused_seconds_total", .counter,
-            help: "Seconds publishers have spent paused (slow_consumer = backpressure).",
+            help: "Seconds publishers have spent paused by lagging subscribers.",
             publisherPauses.pausedSeconds)
         metrics.metric(
             "runnel_stage_evaluations_refused_total", .counter,

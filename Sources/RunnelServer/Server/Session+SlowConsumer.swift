@@ -8,7 +8,9 @@ import RunnelUV
 /// (`max_pending_bytes`), or stays over the soft limit for longer than the grace
 /// (`soft_pending_seconds`). Until then its events are written. Each event applies the policy
 /// of the subject its value came from (`SubjectLabel.slowConsumer`, else `slow_consumer`):
-/// - `disconnect`: a slow consumer gets a `closing` line and is closed;
+/// - `disconnect`: over the soft limit, the publisher whose value it is is paused while the
+///   connection drains (`SlowConsumerLag.holdWhileDraining`), so a burst costs nobody; a
+///   slow consumer gets a `closing` line and is closed;
 /// - `drop`: a slow consumer's events are dropped (and counted in `dropped` events) until its
 ///   output is back under the soft limit;
 /// - `backpressure`: over the soft limit, the publisher whose value it is (`context.pauses.current`)
@@ -36,7 +38,13 @@ extension Session {
             return actOnSlowConsumer(policy, subscription)
         }
         if policy != .drop { lag.closesPastGrace = true }
-        if policy == .backpressure, let publisher = context.pauses.current { lag.hold(publisher) }
+        if let publisher = context.pauses.current {
+            switch policy {
+            case .disconnect: holdWhileDraining(publisher, lag)
+            case .backpressure: lag.hold(publisher)
+            case .drop: break
+            }
+        }
         if subscription.dropped > 0 { writeDropped(subscription) }
         if writeNext(message, subscription, limit: hardLimit, transport) {
             stats.delivered &+= 1
@@ -67,6 +75,28 @@ extension Session {
         let lag = SlowConsumerLag(graceTimer: timer)
         beginLag(lag)
         return lag
+    }
+
+    /// Pauses `publisher` while this connection drains, arming the look at its progress the
+    /// lag asks for.
+    private func holdWhileDraining(_ publisher: PublisherGate, _ lag: SlowConsumerLag) {
+        guard lag.holdWhileDraining(publisher, sent: transport.sentBytes) else { return }
+        armDrainCheck(lag)
+    }
+
+    private func armDrainCheck(_ lag: SlowConsumerLag) {
+        let scheduler = context.scheduler
+        lag.drainCheckArmed(
+            scheduler.after(scheduler.now.advanced(by: SlowConsumerLag.drainCheck)) { [weak self] in
+                self?.drainCheckDue()
+            })
+    }
+
+    /// The look at the connection's progress is due (internal, so tests can stand in for the
+    /// timer): the publishers held while it drains go if it has taken nothing since the last.
+    func drainCheckDue() {
+        guard !isClosing, let lag else { return }
+        if lag.drainChecked(sent: transport.sentBytes) { armDrainCheck(lag) }
     }
 
     /// The grace timer fired (internal, so tests can stand in for the timer).

@@ -4,10 +4,22 @@ import Runnel
 /// (`Session+SlowConsumer`): the grace timer, whether the grace has ended, whether an event of
 /// the stretch closes the connection when it does, and the publishers paused on it.
 ///
+/// Publishers are held two ways. Under `backpressure` a publisher is held until the lag ends
+/// (`hold`). Under `disconnect` it is held only while the connection drains
+/// (`holdWhileDraining`): the session looks every `drainCheck` at the bytes the kernel has
+/// taken from the connection (`drainChecked(sent:)`); a look that finds none taken since the
+/// last lets those publishers go and marks the connection stalled, and an event that finds it
+/// reading again later holds them anew. So a burst is paced by the subscribers that read it,
+/// and one that has stopped reading delays a publisher by one `drainCheck` at most.
+///
 /// Thread rules: loop thread only. Lifetime rule: its session holds it from the first event
 /// over the soft limit until the output falls or the session closes, and then calls `end()`,
-/// once, which stops the timer and lets every paused publisher go.
+/// once, which stops the timers and lets every paused publisher go.
 final class SlowConsumerLag {
+    /// How long a connection holding publishers while it drains may hand the kernel nothing
+    /// before it counts as stalled and lets them go.
+    static let drainCheck = Duration.milliseconds(50)
+
     /// Ends the grace; nil once it has ended (or with a grace of zero).
     private(set) var graceTimer: Disposable?
     /// The grace has ended: the connection is a slow consumer until its output falls.
@@ -15,8 +27,17 @@ final class SlowConsumerLag {
     /// An event under `disconnect` or `backpressure` came during the lag: the end of the
     /// grace closes the connection.
     var closesPastGrace = false
-    /// The publishers paused on this connection, each once.
+    /// The publishers paused on this connection until the lag ends, each once.
     private(set) var publishers: [PublisherGate] = []
+    /// The publishers paused on this connection while it drains, each once and none of them
+    /// in `publishers`.
+    private(set) var drainingPublishers: [PublisherGate] = []
+    /// The next look at the connection's progress; nil when none is due.
+    private(set) var drainTimer: Disposable?
+    /// The connection's `sentBytes` at the last look (or when the looks began).
+    private var sentAtCheck: UInt64 = 0
+    /// A look found no progress: publishers are not held while it drains until it reads again.
+    private(set) var isStalled = false
     private var hasEnded = false
 
     /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`); none is past its grace
@@ -31,7 +52,53 @@ final class SlowConsumerLag {
         assert(!hasEnded, "a publisher held by an ended lag")
         guard !publishers.contains(where: { $0 === publisher }) else { return }
         publishers.append(publisher)
-        publisher.laggardBegan()
+        if let index = drainingPublishers.firstIndex(where: { $0 === publisher }) {
+            drainingPublishers.remove(at: index)
+        } else {
+            publisher.laggardBegan()
+        }
+    }
+
+    /// Pauses `publisher` while the connection, whose `sentBytes` is `sent` now, drains:
+    /// nothing while it is stalled and has taken nothing since. Returns true when a look at
+    /// its progress must be armed (`drainCheckArmed`).
+    func holdWhileDraining(_ publisher: PublisherGate, sent: UInt64) -> Bool {
+        assert(!hasEnded, "a publisher held by an ended lag")
+        if isStalled {
+            guard sent != sentAtCheck else { return false }
+            isStalled = false
+        }
+        if !publishers.contains(where: { $0 === publisher })
+            && !drainingPublishers.contains(where: { $0 === publisher })
+        {
+            drainingPublishers.append(publisher)
+            publisher.laggardBegan()
+        }
+        guard drainTimer == nil else { return false }
+        sentAtCheck = sent
+        return true
+    }
+
+    /// The look `holdWhileDraining` asked for is armed (nil: the loop is stopping, and there
+    /// will be none).
+    func drainCheckArmed(_ timer: Disposable?) {
+        assert(drainTimer == nil && !hasEnded, "a second look at a lag's progress")
+        drainTimer = timer
+    }
+
+    /// The look is due, the connection's `sentBytes` being `sent`: with progress since the
+    /// last, it returns true (arm the next); without, the publishers held while it drains go.
+    func drainChecked(sent: UInt64) -> Bool {
+        drainTimer = nil
+        guard sent == sentAtCheck else {
+            sentAtCheck = sent
+            return !drainingPublishers.isEmpty
+        }
+        isStalled = true
+        let released = drainingPublishers
+        drainingPublishers = []
+        for publisher in released { publisher.laggardEnded() }
+        return false
     }
 
     /// The grace timer fired.
@@ -40,14 +107,17 @@ final class SlowConsumerLag {
     /// The grace ended with the output still over the soft limit.
     func passGrace() { isPastGrace = true }
 
-    /// The lag is over: the grace stops and every publisher paused on it is let go.
+    /// The lag is over: the timers stop and every publisher paused on it is let go.
     func end() {
         precondition(!hasEnded, "a lag ended twice")
         hasEnded = true
         graceTimer?.dispose()
         graceTimer = nil
-        let paused = publishers
+        drainTimer?.dispose()
+        drainTimer = nil
+        let paused = publishers + drainingPublishers
         publishers = []
+        drainingPublishers = []
         for publisher in paused { publisher.laggardEnded() }
     }
 }

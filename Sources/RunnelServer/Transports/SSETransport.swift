@@ -218,6 +218,7 @@ final class SSETransport: SessionTransport, HTTPStream {
 
     func hasUnsentBytes(over limit: Int) -> Bool { connection?.hasUnsentBytes(over: limit) ?? false }
     var unsentBytes: Int { connection?.unsentBytes ?? 0 }
+    var sentBytes: UInt64 { connection?.sentBytes ?? 0 }
     func pauseInput() { connection?.stopReading() }
     func resumeInput() { connection?.startReading() }
 

@@ -79,6 +79,10 @@ protocol SessionTransport: AnyObject {
     /// The output not yet handed to the kernel, in bytes (for logs).
     var unsentBytes: Int { get }
 
+    /// Bytes the kernel has taken from this connection since it opened: grows while the client
+    /// reads (what tells a slow consumer that drains from one that has stopped).
+    var sentBytes: UInt64 { get }
+
     /// Stops handing over requests until `resumeInput()`; the peer is pushed back on.
     func pauseInput()
     func resumeInput()

@@ -116,6 +116,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
 
     func hasUnsentBytes(over limit: Int) -> Bool { connection.hasUnsentBytes(over: limit) }
     var unsentBytes: Int { connection.unsentBytes }
+    var sentBytes: UInt64 { connection.sentBytes }
 
     func pauseInput() {
         reader.pause()
