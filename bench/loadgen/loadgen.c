@@ -63,6 +63,10 @@
  * done), or when neither a delivery nor a publish has happened for --timeout seconds
  * (stalled=1).
  *
+ * --read-cost NS makes the subscriber thread spend NS nanoseconds (spinning) on every message
+ * it reads, as a client that parses what it receives does: a reader slower than the server, for
+ * what a server does when a burst outruns its subscribers (nowindow.sh --read-cost).
+ *
  * --warmup S leaves messages sent in the first S seconds out of the latency percentiles (they
  * are still delivered and counted): fresh connections start with small TCP windows and cold
  * buffers, and in a run of a couple of seconds that start-up alone can set the p99.
@@ -115,6 +119,7 @@ static double warmup_s = 0;
 static const char *subject = "bench.load";
 static long window_bytes = 2 << 20;
 static int no_window = 0; /* --no-window: the publisher sends as fast as the server reads */
+static uint64_t read_cost_ns = 0; /* --read-cost: the reader's own work per message */
 static int watch_pid = 0;
 static const char *tls_ca = NULL;
 static SSL_CTX *tls_context;
@@ -758,6 +763,10 @@ static void *subscriber_thread(void *arg) {
                 } else {
                     found = scan(&c->scan, buf, (size_t)r, t);
                 }
+                if (read_cost_ns && found > 0) {
+                    uint64_t until = now_ns() + (uint64_t)found * read_cost_ns;
+                    while (now_ns() < until) {}
+                }
                 c->got += found;
                 seen += found;
                 live_seen += found;
@@ -984,6 +993,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--stages")) stages = v;
         else if (!strcmp(k, "--timeout")) timeout_s = atof(v);
         else if (!strcmp(k, "--warmup")) warmup_s = atof(v);
+        else if (!strcmp(k, "--read-cost")) read_cost_ns = (uint64_t)atol(v);
         else if (!strcmp(k, "--subject")) subject = v;
         else if (!strcmp(k, "--window-bytes")) window_bytes = atol(v);
         else if (!strcmp(k, "--watch-pid")) watch_pid = atoi(v);

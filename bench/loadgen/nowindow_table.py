@@ -3,8 +3,8 @@
 deliveries against those expected over all runs, and per run what was lost and how many
 subscribers the server disconnected; then runnel+backpressure's msgs/s against Redis's.
 
-Input: one tab-separated line per loadgen run: server (runnel, backpressure, redis, nats), K, B,
-repetition, and loadgen's key=value output (empty when loadgen failed outright).
+Input: one tab-separated line per loadgen run: server (runnel, baseline, backpressure, redis,
+nats), K, B, repetition, and loadgen's key=value output (empty when loadgen failed outright).
 """
 import statistics
 import sys
@@ -15,7 +15,13 @@ for line in open(sys.argv[1]):
     server, k, b, _rep, fields = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
     runs[(server, int(k), int(b))].append(dict(kv.split("=", 1) for kv in fields.split() if "=" in kv))
 
-names = {"runnel": "runnel", "backpressure": "runnel+backpressure", "redis": "redis", "nats": "nats"}
+names = {
+    "runnel": "runnel",
+    "baseline": "runnel (baseline)",
+    "backpressure": "runnel+backpressure",
+    "redis": "redis",
+    "nats": "nats",
+}
 servers = [s for s in names if any(key[0] == s for key in runs)]
 cells = sorted({(k, b) for (_, k, b) in runs}, key=lambda c: (c[1], c[0]))
 
