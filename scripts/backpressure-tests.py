@@ -11,7 +11,8 @@ order, and the publisher goes on. A subscriber that never reads is cut (`closing
 slow_consumer) when the grace ends, and its publisher, paused meanwhile, goes on. `stats` and
 `/metrics` count the pauses. Then, under "disconnect" with a hard limit of 16 MiB and a grace
 of 30 s: a subscriber stalled while 8 MB are queued for it keeps every value; one that reads
-more slowly than a 40 MB burst paces its publisher and loses nothing; one that never reads is
+more slowly than a 40 MB burst paces its publisher and loses nothing, over TCP and as an SSE
+stream; one that never reads is
 cut at the hard limit with its `closing` line, having paused its publisher once, for at most
 100 ms. No pass/fail timing but that documented bound (the server's own count, set by its
 50 ms timer): deadlines only, generous for a loaded 2-core machine.
@@ -23,7 +24,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import LineClient, Suite, main, poll_until
+from runneld_process import EventStream, LineClient, Suite, main, poll_until
 from websockets.sync.client import connect
 
 # Values of about 1 KiB: 12,000 of them are 12 MB, past what the kernel's buffers on both ends
@@ -254,6 +255,37 @@ def check_a_subscriber_reading_slower_than_a_burst_paces_it_and_loses_nothing(d)
     publisher.close()
 
 
+def check_an_sse_subscriber_reading_slower_than_a_burst_paces_it_and_loses_nothing(d):
+    # The same over GET /events (httpx): the stream's reads pace the publisher.
+    before = stats(d)
+    stream = EventStream(d, {"subject": "burst.sse"}, timeout=60)
+    wait_for(d, lambda s: s["subscriptions"] > before["subscriptions"], "SSE subscription")
+    publisher = LineClient(d.port)
+    publisher.socket.settimeout(120)
+    count = 40_000
+
+    def publish():
+        for n in range(count):
+            publisher.send({"op": "pub", "subject": "burst.sse", "value": value(n)})
+        assert publisher.request({"op": "ping"})["ok"]
+
+    join = publish_in_background(publish)
+    seen = []
+    while len(seen) < count:
+        event = stream.event()
+        assert event is not None and "event" not in event, event
+        seen.append(json.loads(event["data"])["n"])
+        if len(seen) % 200 == 0:
+            time.sleep(0.01)
+    join()
+    assert seen == list(range(count)), (len(seen), seen[-3:])
+    after = stats(d)
+    assert after["slow_consumer_disconnects"] == before["slow_consumer_disconnects"], after
+    assert after["publish_pauses"] > before["publish_pauses"], after
+    stream.close()
+    publisher.close()
+
+
 def check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line(d):
     # It never reads: its publisher is paused once, when its output passes the soft limit, and
     # let go at the next look at its progress (50 ms), so the publisher loses at most 100 ms.
@@ -293,6 +325,7 @@ soft_pending_seconds = 3
 GRACE_CHECKS = [
     check_a_subscriber_stalled_within_the_grace_keeps_every_value,
     check_a_subscriber_reading_slower_than_a_burst_paces_it_and_loses_nothing,
+    check_an_sse_subscriber_reading_slower_than_a_burst_paces_it_and_loses_nothing,
     check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line,
 ]
 
