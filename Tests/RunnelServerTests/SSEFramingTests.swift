@@ -56,7 +56,7 @@ import Testing
         let tooDeep = #"{"ok":false,"code":"bad_json","message":"invalid JSON: nesting too deep at byte "#
         #expect(lines[2].hasPrefix(tooDeep))
         let codes = client.transport.replies.map { reply -> ErrorCode? in
-            if case .failed(let error) = reply { return error.code }
+            if case .failed(let error) = reply.outcome { return error.code }
             return nil
         }
         #expect(codes == [.badOperator, .badRequest, .badJSON, nil])

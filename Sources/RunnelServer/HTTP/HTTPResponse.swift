@@ -43,10 +43,10 @@ struct HTTPResponse {
         HTTPResponse(status: status, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
     }
 
-    /// An error: `{"ok":false,"code":C,"message":M}` (with the members `extra` adds), under
-    /// its status.
+    /// An error: a failed reply's line, `{"ok":false,"code":C,"message":M}` (with the members
+    /// `extra` adds), under its status.
     static func failure(_ failure: HTTPFailure, _ extra: (inout ServerLineWriter) -> Void = { _ in }) -> HTTPResponse {
-        var line = ServerLineWriter.failure(failure.error, ref: nil)
+        var line = ServerLineWriter.reply(SessionReply(ref: nil, .failed(failure.error)))
         extra(&line)
         var response = json(line.finish(), status: failure.status)
         response.errorCode = failure.error.code

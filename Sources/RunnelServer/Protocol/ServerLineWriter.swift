@@ -6,8 +6,10 @@ import RunnelUV
 ///
 /// The one encoder of every line the server writes apart from the `next` events' hot path,
 /// whose pieces (`SessionSubscription.nextPrefix`, the published bytes, `}`) it never
-/// encodes per value. Start with `reply(ok:ref:)`, `event(_:sid:)` or `closing(_:)`, add
-/// members, then take `finish()`. Keys are `StaticString`s written as they are, so they must
+/// encodes per value. Start with `reply(_:)` (a reply's whole line from its value, a
+/// `SessionReply`; defined beside that type), `event(_:sid:)` or `closing(_:)`, add members,
+/// then take `finish()`; `reply(ok:ref:)` is the start of a reply, for `reply(_:)` and for
+/// answers no session gives (an NDJSON body's count). Keys are `StaticString`s written as they are, so they must
 /// be plain ASCII needing no escapes (all of the protocol's are); values are escaped or
 /// encoded. A value type used by one thread at a time.
 struct ServerLineWriter {
@@ -33,13 +35,6 @@ struct ServerLineWriter {
     static func reply(ok: Bool, ref: RawJSON?) -> ServerLineWriter {
         var line = ServerLineWriter(ok ? "{\"ok\":true" : "{\"ok\":false")
         if let ref { line.member("ref", raw: ref) }
-        return line
-    }
-
-    /// The reply to a request that failed: `{"ok":false,"ref":R,"code":C,"message":M,"stage":N}`.
-    static func failure(_ error: ProtocolError, ref: RawJSON?) -> ServerLineWriter {
-        var line = reply(ok: false, ref: ref)
-        line.members(of: error)
         return line
     }
 
@@ -116,12 +111,6 @@ struct ServerLineWriter {
     mutating func member(_ key: StaticString, raw: RawJSON) {
         self.key(key)
         writer.write(raw)
-    }
-
-    /// A member whose value is already-encoded JSON (a pre-encoded sid or subject name).
-    mutating func member(_ key: StaticString, encoded: ByteBuffer) {
-        self.key(key)
-        writer.append(raw: encoded)
     }
 
     /// A member whose value `body` writes (an array of objects, for `list`).

@@ -1,54 +1,22 @@
-/// What `stats` and `list` report, written once for every front door that asks (the line
-/// protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
+/// What `stats` and `list` report, read and written once for every front door that asks (the
+/// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
 extension Server {
-    /// The `stats` reply's members: `"connections":N,...` (see docs/protocol.md).
-    func writeStatsMembers(into line: inout ServerLineWriter) {
-        line.member("connections", integer: connectionCount)
-        line.member("subscriptions", integer: stats.subscriptions)
-        line.member("subjects", integer: subjects.count)
-        line.member("timers", integer: scheduler.armedTimerCount)
-        line.member("published", integer: stats.published)
-        line.member("delivered", integer: stats.delivered)
-        line.member("dropped", integer: stats.dropped)
-        line.member("slow_consumer_disconnects", integer: stats.slowConsumerDisconnects)
-        line.member("publish_pauses", integer: publisherPauses.pauses)
-        line.member("publishers_paused", integer: publisherPauses.pausedNow)
-        line.member("publish_paused_ms", integer: Int((publisherPauses.pausedSeconds * 1000).rounded()))
-        line.member("bytes_in", integer: stats.bytesIn)
-        line.member("bytes_out", integer: stats.bytesOut)
-        line.member("uptime_s", integer: uptimeSeconds)
-        line.member("retained_bytes", integer: subjects.retained.bytes)
-        line.member(
-            "shared_chains",
-            counts: [
-                "chains": UInt64(stats.sharedChains), "subscriptions": UInt64(stats.sharedChainSubscriptions),
-            ])
-        line.member(
-            "eval_refused",
-            counts: [
-                "connection": stats.evaluationsRefusedByConnectionBudget,
-                "token": stats.evaluationsRefusedByTokenBudget, "publish": stats.evaluationsRefusedByPublishBound,
-            ])
+    /// The `stats` reply's figures, as they are now (see docs/protocol.md).
+    var statsReport: ServerStatsReport {
         let turns = scheduler.turnLengths
-        line.member(
-            "loop",
-            counts: [
-                "turns": turns.turns, "turn_p50_us": turns.quantileMicroseconds(0.5),
-                "turn_p99_us": turns.quantileMicroseconds(0.99), "turn_max_us": turns.longestNanoseconds / 1000,
-            ])
-        if let journal = subjects.journalStatistics {
-            line.member("durable") { json in
-                json.append("{\"queue\":")
-                json.writeInteger(journal.queued)
-                json.append(",\"batches\":")
-                json.writeInteger(journal.batches)
-                json.append(",\"commit_us\":")
-                json.writeInteger(journal.lastCommitMicroseconds)
-                json.append(",\"bytes\":")
-                json.writeInteger(journal.bytesOnDisk)
-                json.append(journal.failing ? ",\"failing\":true}" : ",\"failing\":false}")
-            }
-        }
+        return ServerStatsReport(
+            connections: connectionCount, subscriptions: stats.subscriptions, subjects: subjects.count,
+            timers: scheduler.armedTimerCount, published: stats.published, delivered: stats.delivered,
+            dropped: stats.dropped, slowConsumerDisconnects: stats.slowConsumerDisconnects,
+            publishPauses: publisherPauses.pauses, publishersPaused: publisherPauses.pausedNow,
+            publishPausedMilliseconds: Int((publisherPauses.pausedSeconds * 1000).rounded()), bytesIn: stats.bytesIn,
+            bytesOut: stats.bytesOut, uptimeSeconds: uptimeSeconds, retainedBytes: subjects.retained.bytes,
+            sharedChains: stats.sharedChains, sharedChainSubscriptions: stats.sharedChainSubscriptions,
+            evaluationsRefusedByConnectionBudget: stats.evaluationsRefusedByConnectionBudget,
+            evaluationsRefusedByTokenBudget: stats.evaluationsRefusedByTokenBudget,
+            evaluationsRefusedByPublishBound: stats.evaluationsRefusedByPublishBound, loopTurns: turns.turns,
+            turnP50Microseconds: turns.quantileMicroseconds(0.5), turnP99Microseconds: turns.quantileMicroseconds(0.99),
+            turnMaxMicroseconds: turns.longestNanoseconds / 1000, journal: subjects.journalStatistics)
     }
 }
 

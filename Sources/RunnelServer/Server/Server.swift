@@ -135,7 +135,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         let host = AddressCounts.host(of: transport.peerDescription)
         if let refusal = refusal(ofConnectionFrom: host) {
             var line = ServerLineWriter.closing(refusal)
-            line.finish().withUnsafeBytes { transport.writeLine($0) }
+            line.finish().withUnsafeBytes { transport.writeClosing($0, reason: refusal) }
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }

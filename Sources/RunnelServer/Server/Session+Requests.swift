@@ -1,7 +1,8 @@
 import Runnel
 
 /// The protocol's requests. Each handler validates everything before it changes anything, and
-/// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply. Every
+/// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply, a
+/// `SessionReply` (`write(_:)`, or `replyWhenWritten` after a durable change). Every
 /// change to a subject goes through the server's subject store. The token's rights are checked
 /// before a request reads, creates or changes anything: a refusal is `unauthorized` naming the
 /// missing right.
@@ -36,7 +37,7 @@ extension Session {
         case .stats:
             try rights.checkManage("read the server's stats")
             writeStats(request)
-        case .ping: writeOK(ref: request.ref)
+        case .ping: write(SessionReply(ref: request.ref, .done))
         case .auth: try authenticate(request)
         }
     }
@@ -72,9 +73,9 @@ extension Session {
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
             counting: stats, bounding: publishBound, by: publisher)
         if entry.isDurable {
-            replyWhenWritten(ref: ref) { $0.member("receivers", integer: entry.subject.subscriberCount) }
+            replyWhenWritten(ref: ref) { .published(receivers: entry.subject.subscriberCount) }
         } else {
-            writeOK(ref: ref) { $0.member("receivers", integer: receivers) }
+            write(SessionReply(ref: ref, .published(receivers: receivers)))
         }
     }
 
@@ -98,8 +99,8 @@ extension Session {
     // MARK: sub / unsub
 
     /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
-    /// line, or a stream's query): its reply goes out as a value beside its line
-    /// (`SessionReply.subscribed`) before any of its events.
+    /// line, or a stream's query): its reply (`SessionReply.Outcome.subscribed`) goes out
+    /// before any of its events.
     func subscribe(_ request: SubscribeRequest) throws(ProtocolError) {
         let pattern = try request.pattern()
         let target = pattern.text
@@ -154,10 +155,7 @@ extension Session {
         subscription.pinnedBytes = pinned
         subscriptions.insert(subscription)
         // The reply goes out before any event of the subscription (replayed values included).
-        var reply = ServerLineWriter.reply(ok: true, ref: request.ref)
-        reply.member("sid", encoded: subscription.sidJSON)
-        if let resumed { reply.member("resumed", bool: resumed) }
-        write(reply, .subscribed(sid: sid, resumed: resumed))
+        write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
         let disposable = start(transport.makeEventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()
@@ -196,7 +194,7 @@ extension Session {
             throw ProtocolError(.unknownSid, "no subscription '\(sid)' on this connection")
         }
         forget(subscription)
-        writeOK(ref: request.ref)
+        write(SessionReply(ref: request.ref, .done))
     }
 
     // MARK: create / complete / error / delete
@@ -239,7 +237,7 @@ extension Session {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
             if let policy { existing.label.slowConsumer = policy }
-            writeOK(ref: request.ref)
+            write(SessionReply(ref: request.ref, .done))
             return
         }
         try context.checkSubjectLimit(under: settings)
@@ -250,7 +248,7 @@ extension Session {
         if durable {
             replyWhenWritten(ref: request.ref)
         } else {
-            writeOK(ref: request.ref)
+            write(SessionReply(ref: request.ref, .done))
         }
     }
 
@@ -276,7 +274,7 @@ extension Session {
         if entry.isDurable {
             replyWhenWritten(ref: request.ref)
         } else {
-            writeOK(ref: request.ref)
+            write(SessionReply(ref: request.ref, .done))
         }
     }
 
@@ -290,7 +288,7 @@ extension Session {
         if entry.isDurable {
             replyWhenWritten(ref: request.ref)
         } else {
-            writeOK(ref: request.ref)
+            write(SessionReply(ref: request.ref, .done))
         }
     }
 
@@ -301,11 +299,11 @@ extension Session {
         let prefix = try request.string(.prefix) ?? ""
         let grant = rights
         let entries = subjects.list(prefix: prefix).filter { grant.mayList($0.name) }
-        writeOK(ref: request.ref) { line in line.member("subjects") { $0.writeSubjectList(entries) } }
+        write(SessionReply(ref: request.ref, .subjects(entries)))
     }
 
     private func writeStats(_ request: Request) {
-        writeOK(ref: request.ref) { context.owner.writeStatsMembers(into: &$0) }
+        write(SessionReply(ref: request.ref, .stats(context.owner.statsReport)))
     }
 
     /// Takes the token's grant (compared in constant time, see `AccessList`); a second `auth`
@@ -317,6 +315,6 @@ extension Session {
         }
         if found !== grant { lastPublishTarget = nil }
         grant = found
-        writeOK(ref: request.ref)
+        write(SessionReply(ref: request.ref, .done))
     }
 }

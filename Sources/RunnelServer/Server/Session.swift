@@ -10,7 +10,8 @@ import RunnelUV
 /// (`Session+Input`), the ops (`Session+Requests`), events out (`Session+Delivery`; over the
 /// soft limit, `Session+SlowConsumer`), the login wait (`Session+Login`), rights
 /// (`Session+Access`). Every line goes out through `transport` (or `cork`), encoded by
-/// `ServerLineWriter` or, for `next` events, from pieces encoded once.
+/// `ServerLineWriter` or, for `next` events, from pieces encoded once; every reply goes out
+/// as a value beside its line (`SessionReply`).
 ///
 /// Thread rules: loop thread only; transports call it from the loop, and every subject a
 /// session subscribes to is sent to from the loop. Lifetime rule: its transport holds it until
@@ -169,55 +170,36 @@ final class Session: RequestReceiver, @unchecked Sendable {
     func writeReply(error: any Error, ref: RawJSON?) {
         let failure = ProtocolError(wrapping: error)
         stats.countRequestError(failure.code)
-        write(ServerLineWriter.failure(failure, ref: ref), .failed(failure))
+        write(SessionReply(ref: ref, .failed(failure)))
     }
 
-    /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}`.
-    func writeOK(ref: RawJSON?, _ fields: (inout ServerLineWriter) -> Void = { _ in }) {
-        var line = ServerLineWriter.reply(ok: true, ref: ref)
-        fields(&line)
-        write(line)
-    }
-
-    func write(_ line: consuming ServerLineWriter) {
-        line.finish().withUnsafeBytes { bytes in
-            stats.bytesOut &+= UInt64(bytes.count + 1)
-            output.writeLine(bytes)
-        }
-    }
-
-    /// Where lines go now: the transport, or the cork while there is one.
-    /// Writes a reply that a transport may answer its own way, `reply` beside its line.
-    func write(_ line: consuming ServerLineWriter, _ reply: SessionReply) {
+    /// Writes `reply`, its line (`ServerLineWriter.reply(_:)`) with the value beside it.
+    func write(_ reply: SessionReply) {
+        var line = ServerLineWriter.reply(reply)
         line.finish().withUnsafeBytes { bytes in
             stats.bytesOut &+= UInt64(bytes.count + 1)
             output.writeReply(bytes, reply)
         }
     }
 
+    /// Where lines go now: the transport, or the cork while there is one.
     var output: any SessionTransport { cork ?? transport }
 
-    /// Writes `{"ok":true[,"ref":R]`, the members `fields` adds, and `}` once the durable
-    /// changes made so far are on disk (at once unless replies wait for the disk), or the
-    /// error that kept them off it. Every line after it waits behind it, so nothing overtakes
-    /// the reply.
-    func replyWhenWritten(ref: RawJSON?, _ fields: @escaping (inout ServerLineWriter) -> Void = { _ in }) {
+    /// Writes the reply `outcome` makes, once the durable changes made so far are on disk (at
+    /// once unless replies wait for the disk), or the error that kept them off it. Every line
+    /// after it waits behind it, so nothing overtakes the reply.
+    func replyWhenWritten(ref: RawJSON?, _ outcome: @escaping () -> SessionReply.Outcome = { .done }) {
         guard subjects.repliesWaitForDisk else {
-            writeOK(ref: ref, fields)
+            write(SessionReply(ref: ref, outcome()))
             return
         }
         let cork = self.cork ?? CorkedTransport(wrapping: transport)
         self.cork = cork
         let slot = cork.reserve()
         subjects.whenWritten { [self] error in
-            var line: ServerLineWriter
-            if let error {
-                line = ServerLineWriter.failure(error, ref: ref)
-            } else {
-                line = ServerLineWriter.reply(ok: true, ref: ref)
-                fields(&line)
-            }
-            cork.fill(slot, with: line.finish())
+            let reply = SessionReply(ref: ref, error.map { .failed($0) } ?? outcome())
+            var line = ServerLineWriter.reply(reply)
+            cork.fill(slot, with: line.finish(), reply)
             if cork.isDrained && self.cork === cork { self.cork = nil }
         }
     }

@@ -125,6 +125,6 @@ protocol SessionOwner: AnyObject {
     func sessionStoppedAwaitingLogin(_ session: Session)
     /// The evaluation budget all connections of `grant`'s token share (nil for none).
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
-    /// The `stats` reply's members.
-    func writeStatsMembers(into line: inout ServerLineWriter)
+    /// The `stats` reply's figures, as they are now.
+    var statsReport: ServerStatsReport { get }
 }

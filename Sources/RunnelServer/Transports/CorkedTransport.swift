@@ -2,12 +2,15 @@ import RunnelUV
 
 /// A session's output held back while a reply waits for the disk (durable subjects under
 /// `fsync = always`): the reply's place in the output is reserved, every line written after it
-/// is kept in order behind it, and once the reply is filled in, everything up to the next
-/// unfilled reply goes out. So replies stay in request order, a `sub` reply stays ahead of its
+/// is kept in order behind it, and once the reply is filled in (its line and its value, a
+/// `SessionReply`), everything up to the next unfilled reply goes out, each line with the
+/// value it was written with. So replies stay in request order, a `sub` reply stays ahead of its
 /// events, and no event follows an `unsub` reply.
 ///
 /// It wraps the session's real transport and forwards everything but the writes; held lines
 /// count as unsent output, so `max_pending_bytes` bounds them. Thread rules: loop thread only.
+/// Lifetime rule: the session holds it while it holds anything (`Session.cork`) and each
+/// reserved reply's disk report until it is filled; it holds the real transport.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
     /// Lines in output order, each with the value it says when it was written as one (a
@@ -33,15 +36,16 @@ final class CorkedTransport: SessionTransport {
     /// Whether nothing is held any more: the session can write to `inner` directly again.
     var isDrained: Bool { held.isEmpty }
 
-    /// Reserves the next line's place; `fill` it with the line later.
+    /// Reserves the next reply's place; `fill` it with the reply later.
     func reserve() -> Int {
         held.append(nil)
         return flushed + held.count - 1
     }
 
-    /// Fills the reserved place `slot` and writes every line that is now at the front.
-    func fill(_ slot: Int, with line: [UInt8]) {
-        held[slot - flushed] = (line, nil)
+    /// Fills the reserved place `slot` with `reply` and its line, and writes every line that
+    /// is now at the front.
+    func fill(_ slot: Int, with line: [UInt8], _ reply: SessionReply) {
+        held[slot - flushed] = (line, .reply(reply))
         heldBytes += line.count
         var written = 0
         while written < held.count, let next = held[written] {

@@ -104,17 +104,20 @@ final class SSETransport: SessionTransport, HTTPStream {
     }
 
     /// The `sub`'s reply answers the request: its error as the HTTP answer, with the status
-    /// for its code and the reply line as the body, or the stream's head. Later replies are
-    /// written as lines (which the stream ignores).
+    /// for its code and the reply line as the body, or the stream's head. Any other reply
+    /// (there is none: the stream's one request is its `sub`) is written as a line, which the
+    /// stream ignores.
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
         guard case .subscribing(let exchange) = state else { return writeLine(line) }
-        switch reply {
+        switch reply.outcome {
         case .failed(let error):
             state = .abandoned
             // The session counted the request error already; the answer counts by status.
             exchange.answer(.json(Array(line), status: HTTPStatus(reporting: error.code)))
         case .subscribed:
             startStream(answering: exchange)
+        case .done, .published, .subjects, .stats:
+            writeLine(line)
         }
     }
 

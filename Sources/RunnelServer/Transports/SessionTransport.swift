@@ -6,10 +6,12 @@ import RunnelUV
 /// (`WebSocketTransport`) or a Server-Sent Events stream (`SSETransport`).
 ///
 /// A session hands over whole server lines, each a JSON object without a line end; the
-/// transport frames them (a `\n` on TCP). `next` events come through their own two calls, in
-/// pieces, so the hot path copies a small line once and writes a large value by reference,
-/// and so a transport that shapes events its own way can take the value without parsing the
-/// line.
+/// transport frames them (a `\n` on TCP). Every reply, every event but `next` and the
+/// `closing` line come with the value they say (`writeReply`, `writeEvent`, `writeClosing`),
+/// so a transport with a framing of its own encodes the value and never parses a line; the
+/// line protocols take the defaults, which write the line. `next` events come through their
+/// own calls, in pieces, so the hot path copies a small line once and writes a large value by
+/// reference, with the position beside them as a value where the line has one.
 ///
 /// The session counts `bytes_in` and `bytes_out` as the protocol's lines, each with its line
 /// end: on TCP, the bytes on the wire.
@@ -26,12 +28,13 @@ protocol SessionTransport: AnyObject {
     /// direct calls rather than through this protocol (`TCPTransport.swift` does).
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
 
-    /// Queues one server line (replies and other lines not given as values).
+    /// Queues one server line that comes without a value: what the defaults below write, and
+    /// a `next` line held behind a reply (`CorkedTransport`).
     func writeLine(_ line: UnsafeRawBufferPointer)
 
-    /// Queues a reply line, `line`, that `reply` says as a value: a transport that answers
-    /// in its own framing (an SSE stream's HTTP status) takes the value instead of reading
-    /// the line.
+    /// Queues the reply line `line`, which `reply` says as a value: every reply to a request
+    /// comes this way. A transport that answers in its own framing (an SSE stream's HTTP
+    /// status) takes the value instead of reading the line.
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply)
 
     /// Queues one of a subscription's events other than `next`, `line`, that `event` says as a

@@ -1,6 +1,6 @@
 /// The body of a `POST /pub/SUBJECT` that is one JSON value: gathered whole (within
 /// `max_body_bytes`, which the parser enforces), then published; answered
-/// `{"ok":true,"receivers":N}`. Loop thread only.
+/// `{"ok":true,"receivers":N}`, `pub`'s reply. Loop thread only.
 final class SingleValueBody: HTTPBodyReader {
     private let publication: Publication
     private var bytes: [UInt8] = []
@@ -18,8 +18,8 @@ final class SingleValueBody: HTTPBodyReader {
             let receivers = try publication.publish(value)
             publication.answer {
                 // A durable value's receivers are counted once it is on disk, as `pub`'s are.
-                var line = ServerLineWriter.reply(ok: true, ref: nil)
-                line.member("receivers", integer: publication.wroteDurable ? publication.subscriberCount : receivers)
+                let counted = publication.wroteDurable ? publication.subscriberCount : receivers
+                var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: counted)))
                 return .json(line.finish())
             }
         } catch {

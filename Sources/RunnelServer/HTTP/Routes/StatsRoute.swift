@@ -14,7 +14,7 @@ final class StatsRoute: HTTPRoute {
             return nil
         }
         var object = ServerLineWriter.object()
-        server.writeStatsMembers(into: &object)
+        server.statsReport.writeMembers(into: &object)
         exchange.answer(.json(object.finish()))
         return nil
     }
