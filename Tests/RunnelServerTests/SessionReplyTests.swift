@@ -171,13 +171,18 @@ import Testing
         // and counts the receivers once written.
         #expect(
             client.send(#"{"op":"pub","subject":"d","value":7,"ref":"p"}"#) == [#"{"ev":"next","sid":"x","value":7}"#])
+        let bytesOut = harness.server.stats.bytesOut
         harness.run { store.commit() }
         #expect(client.lines() == [#"{"ok":true,"ref":"p","receivers":1}"#])
+        // Counted in bytes_out once written, like any other line.
+        #expect(
+            harness.server.stats.bytesOut - bytesOut == UInt64(#"{"ok":true,"ref":"p","receivers":1}"#.utf8.count + 1))
         #expect(Self.summary(client.transport.replies.last) == "published 1 ref \"p\"")
 
         #expect(client.send(#"{"op":"delete","subject":"d","ref":3}"#) == [#"{"ev":"completed","sid":"x"}"#])
         harness.run { store.commit(failing: ProtocolError(.storage, "disk full")) }
         #expect(client.lines() == [#"{"ok":false,"ref":3,"code":"storage","message":"disk full"}"#])
+        #expect(harness.server.stats.requestErrors[.storage] == 1)
         #expect(Self.summary(client.transport.replies.last) == "failed storage ref 3")
         client.close()
         store.close()

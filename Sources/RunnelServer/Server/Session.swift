@@ -198,8 +198,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
         let slot = cork.reserve()
         subjects.whenWritten { [self] error in
             let reply = SessionReply(ref: ref, error.map { .failed($0) } ?? outcome())
+            if let error { stats.countRequestError(error.code) }
             var line = ServerLineWriter.reply(reply)
-            cork.fill(slot, with: line.finish(), reply)
+            let bytes = line.finish()
+            stats.bytesOut &+= UInt64(bytes.count + 1)
+            cork.fill(slot, with: bytes, reply)
             if cork.isDrained && self.cork === cork { self.cork = nil }
         }
     }
