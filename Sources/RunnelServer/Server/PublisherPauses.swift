@@ -1,7 +1,7 @@
 import Runnel
 import RunnelUV
 
-/// The `backpressure` policy's view of publishers: whose value is being fanned out right now
+/// Slow consumers' view of publishers (`Session+SlowConsumer`): whose value is being fanned out right now
 /// (so a subscriber it puts over the soft limit knows whom to pause), and what `stats` and
 /// `/metrics` report about pauses. One per server, held directly by every session and HTTP
 /// publication (as `ServerStats` is). Loop thread only.

@@ -6,7 +6,7 @@ enum Publishing {
     /// `limit` when the subject keeps values and the store's retained bytes have no room for
     /// it, `storage` when a durable subject cannot be written now. A durable value is on
     /// disk once `whenWritten` runs. The fan-out's stage evaluations are held to `bound`; a
-    /// subscriber it puts over the soft limit under `backpressure` pauses `publisher`.
+    /// subscriber it puts over the soft limit may pause `publisher` (`Session+SlowConsumer`).
     /// (A function of the store as a value, not a protocol extension: a generic one costs
     /// every `pub` calls through value witnesses.)
     @inline(__always)

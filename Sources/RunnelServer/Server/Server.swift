@@ -18,7 +18,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishEvaluationBound: PublishEvaluationBound
-    /// Publishers paused by `backpressure`, and the counts of pauses.
+    /// Publishers paused by lagging subscribers, and the counts of pauses.
     let publisherPauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let expressionInterner = ExpressionInterner(clock: Expression.systemClock)

@@ -1,5 +1,5 @@
 /// Requests in: each request a transport hands over is handled in order, or held while the
-/// client does not read its replies, or while its publishing is paused (`backpressure`).
+/// client does not read its replies, or while its publishing is paused by a lagging subscriber.
 extension Session {
     /// Handles one request, or holds it while replies pile up.
     func transportDidReceive(request line: UnsafeRawBufferPointer) {
@@ -75,7 +75,7 @@ extension Session {
     /// output is over the soft limit, the session stops taking input: the requests already
     /// handed over are held (at most one read buffer and one line), and the rest waits in the
     /// kernel, which pushes back on the client. The same holds while a value this connection
-    /// published has a subscriber lagging under `backpressure` (`publisher.isPaused`). When
+    /// published has a lagging subscriber that paused it (`publisher.isPaused`). When
     /// both are over, the held requests are handled, in order, pausing again whenever either
     /// comes back, and input resumes.
     private func holdInput() {

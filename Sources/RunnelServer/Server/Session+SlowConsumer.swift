@@ -23,7 +23,8 @@ import RunnelUV
 /// Loop thread only.
 extension Session {
     /// An event that found the output over the soft limit: written while the connection is
-    /// not a slow consumer (pausing its publisher under `backpressure`), else the policy.
+    /// not a slow consumer (pausing its publisher under `backpressure`, or `disconnect` while it
+    /// drains), else the policy.
     /// Written through the transport as a `SessionTransport`: the delivery path keeps no
     /// more alive for this call than it must.
     @inline(never)

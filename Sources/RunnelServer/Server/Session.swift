@@ -5,7 +5,7 @@ import RunnelUV
 /// One client's protocol state, over whatever transport carries it, made of small parts that
 /// own their state: `SessionContext` and `SessionSettings` (what it uses of the server),
 /// `SessionState` (open, closing, closed), `SubscriptionTable` (its subscriptions by sid),
-/// `HeldInput` (requests held under backpressure), `SlowConsumerLag` (a stretch over the soft
+/// `HeldInput` (requests held while replies pile up or publishing is paused), `SlowConsumerLag` (a stretch over the soft
 /// limit) and the login wait (`LoginDeadlines`). The files that drive them: requests in
 /// (`Session+Input`), the ops (`Session+Requests`), events out (`Session+Delivery`; over the
 /// soft limit, `Session+SlowConsumer`), the login wait (`Session+Login`), rights
@@ -33,7 +33,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// (`settingsDidChange`).
     private(set) var settings: SessionSettings
     /// This connection as a publisher: paused while a subscriber its values reached lags
-    /// under `backpressure` (`Session+Input` holds its requests meanwhile).
+    /// (`Session+SlowConsumer`; `Session+Input` holds its requests meanwhile).
     let publisher: PublisherGate
     /// While the unsent output is over the soft limit: the grace and the publishers waiting
     /// for it to fall (`Session+SlowConsumer`).

@@ -20,7 +20,7 @@ final class SessionContext: @unchecked Sendable {
     let stats: ServerStats
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishBound: PublishEvaluationBound
-    /// Publishers paused by `backpressure`.
+    /// Publishers paused by lagging subscribers.
     let pauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let interner: ExpressionInterner

@@ -89,7 +89,7 @@ final class Publication {
         return receivers
     }
 
-    /// Whether a subscriber a value reached lags under `backpressure`: nothing more is
+    /// Whether a subscriber a value reached lags and paused it: nothing more is
     /// published, nor answered, until `whenResumed`.
     var isPaused: Bool { gate.isPaused }
 
