@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// What `stats` and `list` report, written once for every front door that asks (the line
 /// protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
 extension Server {
