@@ -9,14 +9,28 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
-/// The daemon's own targets, which no product for other packages exposes, also drop Swift's
-/// run-time exclusivity checks in release builds (debug builds and the sanitizer runs keep
+/// Release builds of the daemon's own targets, which no product for other packages exposes
+/// (the products of `RunnelJSON` and `RunnelServer` are for this repository's fuzz package),
+/// also drop Swift's run-time exclusivity checks (debug builds and the sanitizer runs keep
 /// them). The library targets keep them for everyone who depends on them: where a check sits
 /// on the hot path they mark that property `@exclusivity(unchecked)` instead.
-let daemon: [SwiftSetting] =
-    strict + [
-        .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
-    ]
+let exclusivityUnchecked: SwiftSetting = .unsafeFlags(
+    ["-enforce-exclusivity=unchecked"], .when(configuration: .release)
+)
+
+let daemon: [SwiftSetting] = strict + [exclusivityUnchecked]
+
+/// RunnelJSON, a daemon target too, is what the server's hot paths call (the envelope scan on
+/// every publish, member lookups on every filtered delivery), through `package` declarations.
+/// `-cross-module-optimization` serialises only `public` functions (and no `@inlinable
+/// package` body is serialised either), and it overrides the flag that serialises them all:
+/// this module takes that flag in its place, so the server inlines and specialises them as it
+/// did when they were its own.
+let json: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+    .unsafeFlags(["-enable-cmo-everything"], .when(configuration: .release)),
+    exclusivityUnchecked,
+]
 
 let package = Package(
     name: "Runnel",
@@ -24,6 +38,7 @@ let package = Package(
         .library(name: "Runnel", targets: ["Runnel"]),
         .library(name: "RunnelUV", targets: ["RunnelUV"]),
         // For the fuzz targets in Fuzz/, a package of their own built with -sanitize=fuzzer.
+        .library(name: "RunnelJSON", targets: ["RunnelJSON"]),
         .library(name: "RunnelServer", targets: ["RunnelServer"]),
         .executable(name: "runneld", targets: ["runneld"]),
         .executable(name: "runnel", targets: ["runnel"]),
@@ -74,12 +89,15 @@ let package = Package(
         // users that need no TLS do not link it.
         .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: daemon),
 
-        // The daemon as a library: JSON, expressions, protocol, transports, subject store, stages, config.
+        // JSON: the validating scanner, parser, writer, and values read in place from their bytes.
+        .target(name: "RunnelJSON", dependencies: ["RunnelUV"], swiftSettings: json),
+
+        // The daemon as a library: expressions, protocol, transports, subject store, stages, config.
         // Its dashboard page is web/dashboard/, put in the binary by the EmbedDashboard plugin.
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "RunnelTLS", "CSQLite", "CHTTPParser", "CLibCrypto",
+                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -98,7 +116,8 @@ let package = Package(
         .executableTarget(
             name: "runnel",
             dependencies: [
-                "RunnelServer", "RunnelTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RunnelServer", "RunnelJSON", "RunnelTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: daemon
         ),
@@ -119,8 +138,13 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "RunnelJSONTests",
+            dependencies: ["RunnelJSON", "RunnelTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "RunnelServerTests",
-            dependencies: ["RunnelServer", "RunnelTestSupport"],
+            dependencies: ["RunnelServer", "RunnelJSON", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -37,11 +37,11 @@ let package = Package(
         // The driver call and the property check every target uses.
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], swiftSettings: [.treatAllWarnings(as: .error)]),
         fuzzer("LineFramerFuzzer", ["RunnelUV"]),
-        fuzzer("JSONFuzzer", ["RunnelServer"]),
-        fuzzer("RequestFuzzer", ["RunnelServer"]),
-        fuzzer("ExpressionFuzzer", ["RunnelServer"]),
+        fuzzer("JSONFuzzer", ["RunnelJSON"]),
+        fuzzer("RequestFuzzer", ["RunnelServer", "RunnelJSON"]),
+        fuzzer("ExpressionFuzzer", ["RunnelServer", "RunnelJSON"]),
         fuzzer("HTTPFuzzer", ["RunnelServer"]),
         fuzzer("WebSocketFuzzer", ["RunnelServer"]),
-        fuzzer("LazyPathFuzzer", ["RunnelServer"]),
+        fuzzer("LazyPathFuzzer", ["RunnelServer", "RunnelJSON"]),
     ]
 )

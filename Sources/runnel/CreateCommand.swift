@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelJSON
 import RunnelServer
 
 /// `runnel create SUBJECT`: creates a subject of a kind (a no-op when it exists alike).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelJSON
 import RunnelServer
 
 /// `runnel list [PREFIX]`: the subjects as an aligned table.

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelServer
 
 /// Builds one request line (`{"op":...,...}\n`) with the server's `JSONWriter`, so strings are

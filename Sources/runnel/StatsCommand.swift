@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelJSON
 import RunnelServer
 
 /// `runnel stats`: the server's counters as `key: value` lines, or the raw reply with `--json`.

@@ -1,4 +1,5 @@
 import Glibc
+import RunnelJSON
 import RunnelServer
 
 /// Publishes every line of stdin to one subject, pipelined.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelJSON
 import RunnelServer
 
 /// `runnel sub SUBJECT_OR_PATTERN`: prints a subscription's values, one per line, until it ends.

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelServer
 
 /// The rule for values typed by a user: text that parses as JSON is that JSON; anything else

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelServer
 import RunnelTestSupport
 import Testing

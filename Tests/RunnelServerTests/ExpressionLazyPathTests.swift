@@ -1,3 +1,5 @@
+import RunnelJSON
+import RunnelTestSupport
 import Testing
 
 @testable import RunnelServer
@@ -217,7 +219,7 @@ import Testing
     /// error and on the steps, and a projection's bytes decode to the full value. Documents
     /// whose full decode fails (a number out of range) are the one intended difference.
     @Test func lazyAgreesWithFullOnTheJSONSuite() throws {
-        let cases = try JSONSuiteTests.cases().filter { $0.name.hasPrefix("y_") }
+        let cases = try JSONTestSuite.cases().filter { $0.name.hasPrefix("y_") }
         #expect(cases.count >= 95)
         var checked = 0
         for item in cases {

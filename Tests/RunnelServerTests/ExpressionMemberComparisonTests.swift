@@ -1,3 +1,4 @@
+import RunnelJSON
 import Testing
 
 @testable import RunnelServer

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelServer
 
 /// Helpers shared by the Expression*Tests suites.

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import RunnelJSON
 @testable import RunnelServer
 
 /// The index of an object's members that the first lookup in a published value notes

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 import Testing
 
 @testable import RunnelServer

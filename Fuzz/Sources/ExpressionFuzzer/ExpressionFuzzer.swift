@@ -1,4 +1,5 @@
 import FuzzSupport
+import RunnelJSON
 import RunnelServer
 
 // The expression language: compile, then evaluate what compiles.

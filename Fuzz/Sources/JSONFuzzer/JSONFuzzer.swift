@@ -1,5 +1,5 @@
 import FuzzSupport
-import RunnelServer
+import RunnelJSON
 
 // The JSON validator, parser and writer on arbitrary bytes.
 //

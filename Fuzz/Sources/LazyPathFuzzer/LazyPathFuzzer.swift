@@ -1,4 +1,5 @@
 import FuzzSupport
+import RunnelJSON
 import RunnelServer
 
 // Lazy evaluation against full evaluation: an expression evaluated on a published value's

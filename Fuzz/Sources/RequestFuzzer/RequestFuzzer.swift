@@ -1,4 +1,5 @@
 import FuzzSupport
+import RunnelJSON
 import RunnelServer
 
 // The request decoder: `EnvelopeScanner` on one line, then every field accessor.

@@ -1,3 +1,4 @@
+import RunnelJSON
 import TOMLKit
 
 /// Renders a TOML value as JSON text, for a behavior subject's initial `value`.

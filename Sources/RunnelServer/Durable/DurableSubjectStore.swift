@@ -1,5 +1,6 @@
 import Logging
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// The subject store with a disk: every subject lives in memory (a `MemorySubjectStore`), and

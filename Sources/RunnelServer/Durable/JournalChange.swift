@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// One change to a durable subject, as the store made it; the journal applies them in order.

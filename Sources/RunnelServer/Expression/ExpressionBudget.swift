@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// How much one evaluation of an expression may do: steps of work and bytes of values built.
 /// Past either, the evaluation stops with an error of kind `.limit` (a stage reports it as
 /// `eval` with the message "limit"), so no single value can stall the server's loop or grow

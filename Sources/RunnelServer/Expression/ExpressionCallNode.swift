@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// A function call; the parser has checked the argument count against the function's arity.
 final class ExpressionCallNode: ExpressionNode, @unchecked Sendable {
     let function: ExpressionFunction

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `[e, ...]`.
 final class ExpressionArrayNode: ExpressionNode, @unchecked Sendable {
     let items: [ExpressionNode]

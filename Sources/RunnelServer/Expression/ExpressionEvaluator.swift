@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The semantics the node classes share: path steps and binary operators.
 ///
 /// Choices where the protocol leaves room:

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The expression language's built-in functions, resolved by name at compile time.
 ///
 /// Choices where the protocol leaves room (all wrong-type arguments are `eval` errors):

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The value an expression is evaluated on (`.`): a decoded tree, or the bytes of a published
 /// value, which path nodes read in place (`JSONValueBytes`): `.load` scans to the member it
 /// needs and decodes only that, so a value is never decoded whole for an expression that reads

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// A minimal compact JSON writer for `str(x)` and error messages.
 ///
 /// The traversal is its own because it is metered (a step per value, the strings' bytes, and

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `.name OP number` or `number OP .name` (`.load > 0.9`, `.count == 3`), the commonest
 /// filter, recognised when the expression is compiled and tested on a published value's bytes
 /// without walking the node tree: the member is looked up (through the payload's index of its

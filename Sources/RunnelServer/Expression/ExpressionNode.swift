@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The compiled form of an expression: a tree of small immutable node objects whose variables
 /// are resolved to slots and whose functions are resolved to `ExpressionFunction` ids, so
 /// evaluating does no lookups by name. Each node kind evaluates itself (one virtual call per

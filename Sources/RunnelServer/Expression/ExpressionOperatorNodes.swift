@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// Prefix `-`: numbers only.
 final class ExpressionNegateNode: ExpressionNode, @unchecked Sendable {
     let operand: ExpressionNode

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `base.a[e]...`: member and index steps applied left to right, in a loop.
 ///
 /// A path from `.` reads a published value's bytes in place when the input is bytes

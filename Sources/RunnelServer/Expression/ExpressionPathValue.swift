@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// What a path step (`.a`, `[e]`) reads: a decoded tree, or the bytes of a published value
 /// read in place without decoding (`JSONValueBytes`). `ExpressionEvaluator.member` and
 /// `index` are generic over it, so both forms follow the one copy of each rule.

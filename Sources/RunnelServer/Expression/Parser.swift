@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// Turns tokens into an `ExpressionNode` tree: recursive descent, one function per precedence
 /// level, loosest first.
 ///

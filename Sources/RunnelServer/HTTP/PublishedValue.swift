@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// One JSON value from an HTTP body, made fit to travel on the line protocol. Pure function:

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// Reads a protocol line's envelope in one validating pass: a request, as the server reads
 /// it, or a server line, as the `runnel` CLI reads it (the two share `ref`, `sid`, `value`,
 /// `subject` and `message`).

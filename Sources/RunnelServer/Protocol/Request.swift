@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// One request line being handled: the scanned line and the protocol's reads of its fields.

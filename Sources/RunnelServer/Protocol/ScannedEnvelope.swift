@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// A validated protocol line (a request, or a server line) and where its top-level fields are,

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// Builds one server line (docs/protocol.md, "Two kinds of server lines"): a compact JSON

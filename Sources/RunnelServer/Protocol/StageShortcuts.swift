@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The shortcuts for the commonest stages, shared by `runnel sub`'s options and the query of
 /// `GET /events`: each one given becomes a stage, always in the order filter, map, throttle,
 /// take, and any further stages come after them. Pure: safe from any thread.

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// One `sub` as values: what to subscribe to, with which stages, from where, under which sid.
 /// A `sub` line becomes one (`init(parsing:)`, which checks only its fields' types); a
 /// transport that subscribes on its client's behalf makes one directly (`GET /events`, from its

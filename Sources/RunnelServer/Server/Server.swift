@@ -1,5 +1,6 @@
 import Logging
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// The daemon's protocol server: the subject store, client sessions and their subscriptions,

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// Events out: each subscription's events, written as they come; over the soft limit, the

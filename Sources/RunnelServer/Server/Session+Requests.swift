@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// The protocol's requests. Each handler validates everything before it changes anything, and
 /// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply, a

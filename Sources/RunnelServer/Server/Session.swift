@@ -1,5 +1,6 @@
 import Logging
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// One client's protocol state, over whatever transport carries it, made of small parts that

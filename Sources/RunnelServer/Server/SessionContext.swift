@@ -1,5 +1,6 @@
 import Logging
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// What a session uses of its server, handed to it as it opens, in two halves: this one, the

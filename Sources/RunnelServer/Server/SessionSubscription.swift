@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// One subscription a client holds, by its `sid`. Loop thread only.

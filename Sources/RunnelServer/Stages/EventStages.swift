@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// `materialize` and `dematerialize`: events as values `{"event":"next","value":V}`,

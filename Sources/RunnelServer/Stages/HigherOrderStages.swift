@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
 /// when the value arrives; the library merges those subjects or follows the latest.

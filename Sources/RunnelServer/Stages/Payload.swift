@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// Builds the JSON arrays `collect`, `bufferWithTime`, `combineLatestWith` and `zipWith` send

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// One stage chain on one subject, subscribed to the subject once and shared by every
 /// subscription of that subject with the same stages: its expressions run once per value

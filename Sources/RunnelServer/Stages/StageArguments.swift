@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// Typed, validated reads of one stage object `{"op": NAME, ...}`.
 ///
 /// Every failure is a `ProtocolError` carrying the stage's index: a missing or wrongly typed

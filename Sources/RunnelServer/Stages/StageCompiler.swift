@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// Finds another subject's signal by name, for the stages that name subjects
 /// (`combineLatestWith`, `merge`, `flattenMap`...). The server's lookup creates the subject

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// A stage's compiled expression together with the stage it belongs to, so that evaluating
 /// it on a message decodes the message (once, through its shared `Payload`), binds

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The run-time errors a stage ends its subscription with: code `eval`, naming the stage.
 enum StageFailure {
     /// `eval` with `message`, from stage `stage` (named `name`).

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// `map`, `mapReplace`, `reduceEach`, `scan`, `aggregate`, `collect`, `combinePrevious`,
 /// `startWith`: each on the library operator of the same name.

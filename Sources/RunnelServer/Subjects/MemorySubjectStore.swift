@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// The subject store that keeps everything in memory: the named subjects by name, and the
 /// live pattern subscriptions indexed by their tokens so that a new subject joins the ones

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// A subject's name with its JSON string form encoded once, shared by every event that

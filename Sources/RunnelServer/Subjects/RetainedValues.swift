@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The bytes of values the subjects keep for late subscribers (a replay subject's history, a
 /// behavior subject's current value), all subjects together, against `max_retained_bytes`;
 /// and the per-subject bound new replay subjects get (`max_replay_bytes`).

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// One named subject: the library subject that carries its values, and the server's
 /// bookkeeping about it (its position, its subscriptions). Loop thread only.

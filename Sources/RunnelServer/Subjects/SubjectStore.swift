@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 /// The server's named subjects, and the one owner of every change to them: every creation,
 /// publish, termination and deletion passes through a store, whether it comes from a request,

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelUV
 
 /// How a session's output becomes Server-Sent Events (docs/protocol.md, "The HTTP front

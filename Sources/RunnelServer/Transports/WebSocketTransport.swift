@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 import RunnelUV
 
 /// A session carried by a WebSocket (`GET /ws`, docs/protocol.md "The HTTP front door"): each

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
 /// one `sub` request as a value (`SubscribeRequest`), as `runnel sub` would send it: the `StageShortcuts` (`filter`, `map`,
 /// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `POST /pub/SUBJECT`: publishes the body to SUBJECT (the rest of the path, percent-decoded),
 /// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,
 /// `Publishing.publish(_:to:in:counting:)`). The body is one JSON value

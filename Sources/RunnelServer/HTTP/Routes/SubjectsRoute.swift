@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// `GET /subjects?prefix=P`: the `list` reply's `subjects` array: only the subjects the
 /// token may subscribe or publish to, as in `list`.
 final class SubjectsRoute: HTTPRoute {

@@ -17,7 +17,7 @@ public enum JSONValue: Sendable, Equatable {
     public var typeName: String { kind.typeName }
 
     /// Which of the six kinds of value it is.
-    var kind: JSONKind {
+    package var kind: JSONKind {
         switch self {
         case .null: return .null
         case .bool: return .boolean
@@ -39,11 +39,11 @@ public enum JSONValue: Sendable, Equatable {
 
 /// The six kinds of JSON value, for code that reads a value's kind without its contents (a
 /// decoded `JSONValue` or the bytes of one, `JSONValueBytes`).
-enum JSONKind {
+package enum JSONKind {
     case null, boolean, number, string, array, object
 
     /// The protocol's type name: "null", "boolean", "number", "string", "array", "object".
-    var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: return "null"
         case .boolean: return "boolean"

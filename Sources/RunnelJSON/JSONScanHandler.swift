@@ -6,7 +6,7 @@
 /// on; a container's begin and end carry the depth of the container itself. Handlers are
 /// generic parameters, so the optimiser specialises the scanner for each one and a handler
 /// that ignores a token costs nothing.
-protocol JSONScanHandler {
+package protocol JSONScanHandler {
     mutating func beginObject(at offset: Int, depth: Int)
     /// `end` is the offset just past the closing `}`.
     mutating func endObject(end: Int, depth: Int)
@@ -22,21 +22,21 @@ protocol JSONScanHandler {
 
 /// A validated string token: `range` covers the quotes, `hasEscapes` says whether the content
 /// holds any backslash escape (when it does not, the content bytes are the string's UTF-8).
-struct JSONStringToken {
-    var range: Range<Int>
-    var hasEscapes: Bool
+package struct JSONStringToken {
+    package var range: Range<Int>
+    package var hasEscapes: Bool
     /// The bytes between the quotes.
-    var content: Range<Int> { (range.lowerBound + 1)..<(range.upperBound - 1) }
+    package var content: Range<Int> { (range.lowerBound + 1)..<(range.upperBound - 1) }
 }
 
 /// A validated number token; `isInteger` when it has neither fraction nor exponent.
-struct JSONNumberToken {
-    var range: Range<Int>
-    var isInteger: Bool
+package struct JSONNumberToken {
+    package var range: Range<Int>
+    package var isInteger: Bool
 }
 
 /// `true`, `false` or `null`.
-enum JSONLiteral {
+package enum JSONLiteral {
     case `true`, `false`, null
 }
 

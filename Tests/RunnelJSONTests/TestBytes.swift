@@ -1,4 +1,4 @@
-@testable import RunnelServer
+@testable import RunnelJSON
 
 /// Helpers shared by the JSON tests: run the byte-level APIs on strings and byte arrays.
 enum TestBytes {

@@ -8,10 +8,10 @@
 /// allocates nothing on the heap. Strings are checked for well-formed UTF-8 and for escapes
 /// that pair surrogates correctly. A value, not just an object or array, may stand at the top.
 /// Stateless; safe to use from any thread on memory that does not change while scanned.
-enum JSONScanner {
+package enum JSONScanner {
     /// Scans `bytes` as exactly one JSON text (whitespace allowed around it).
     @inline(__always)
-    static func scan<Handler: JSONScanHandler>(
+    package static func scan<Handler: JSONScanHandler>(
         _ bytes: UnsafeRawBufferPointer, maxDepth: Int, handler: inout Handler
     ) throws(JSONError) {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
@@ -37,8 +37,6 @@ enum JSONScanner {
             self.input = input
             self.count = count
         }
-
-        @inline(__always) func byte(_ offset: Int) -> UInt8 { input[offset] }
 
         @inline(__always) mutating func skipWhitespace() {
             while position < count {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import RunnelServer
+@testable import RunnelJSON
 
 @Suite struct JSONParserTests {
     func parse(_ text: String, maxDepth: Int = JSONLimits.defaultMaxDepth) throws -> JSONValue {

@@ -18,15 +18,15 @@
 ///
 /// A view, not an owner: valid only while the buffer it points into is alive and unchanged
 /// (the caller keeps the `Payload` or `RawJSON` alive around its use). Any thread.
-struct JSONValueBytes {
+package struct JSONValueBytes {
     /// The whole validated buffer this value sits in (offsets in errors are into it).
-    let buffer: UnsafeRawBufferPointer
+    package let buffer: UnsafeRawBufferPointer
     /// The value's own bytes within `buffer`, without surrounding whitespace.
-    let range: Range<Int>
+    package let range: Range<Int>
 
     /// The value that `bytes`, one whole validated JSON text, holds (whitespace around it allowed).
     @inline(__always)
-    init(validated bytes: UnsafeRawBufferPointer) {
+    package init(validated bytes: UnsafeRawBufferPointer) {
         var start = 0
         var end = bytes.count
         while start < end, JSONValueBytes.isWhitespace(bytes[start]) { start += 1 }
@@ -41,11 +41,11 @@ struct JSONValueBytes {
     }
 
     /// The value's own bytes.
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[range]) }
+    package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[range]) }
 
     /// What kind of value it is, from its first byte.
     @inline(__always)
-    var kind: JSONKind {
+    package var kind: JSONKind {
         switch buffer[range.lowerBound] {
         case UInt8(ascii: "{"): return .object
         case UInt8(ascii: "["): return .array
@@ -58,13 +58,13 @@ struct JSONValueBytes {
 
     /// For an object: the value of the last member named `name` (nil when there is none) and
     /// how many members it has, repeated keys included. Keys with escapes compare decoded.
-    func lastMember(named name: JSONMemberName) -> (value: JSONValueBytes?, memberCount: Int) {
+    package func lastMember(named name: JSONMemberName) -> (value: JSONValueBytes?, memberCount: Int) {
         var ignorer = JSONMemberIgnorer()
         return lastMember(utf8: name.utf8, noting: &ignorer)
     }
 
     /// `lastMember(named:)` that also notes where the members sit in `index`.
-    func lastMember(named name: JSONMemberName, noting index: inout JSONMemberIndex) -> (
+    package func lastMember(named name: JSONMemberName, noting index: inout JSONMemberIndex) -> (
         value: JSONValueBytes?, memberCount: Int
     ) {
         lastMember(utf8: name.utf8, noting: &index)
@@ -75,8 +75,9 @@ struct JSONValueBytes {
     /// scanned, not even the value found. A name that needs escapes cannot equal a key without
     /// them, so it matches none.
     @inline(__always)
-    func lastMember(named name: JSONMemberName, in index: JSONMemberIndex) -> (value: JSONValueBytes?, memberCount: Int)
-    {
+    package func lastMember(named name: JSONMemberName, in index: JSONMemberIndex) -> (
+        value: JSONValueBytes?, memberCount: Int
+    ) {
         assert(kind == .object && index.isAvailable)
         let count = index.count
         guard name.isPlain else { return (nil, count) }
@@ -123,7 +124,7 @@ struct JSONValueBytes {
     }
 
     /// `lastMember(named:)` for a name computed during an evaluation (`.[$subject]`).
-    func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
+    package func lastMember(named key: String) -> (value: JSONValueBytes?, memberCount: Int) {
         var key = key
         var ignorer = JSONMemberIgnorer()
         return key.withUTF8 { lastMember(utf8: UnsafeRawBufferPointer($0), noting: &ignorer) }
@@ -194,7 +195,7 @@ struct JSONValueBytes {
     }
 
     /// For an array: how many items it has.
-    var elementCount: Int {
+    package var elementCount: Int {
         assert(kind == .array)
         var count = 0
         forEachElement { _ in count += 1 }
@@ -202,7 +203,7 @@ struct JSONValueBytes {
     }
 
     /// For an array: the item at `offset` (0 ≤ `offset` < `elementCount`).
-    func element(at offset: Int) -> JSONValueBytes {
+    package func element(at offset: Int) -> JSONValueBytes {
         assert(kind == .array)
         var index = 0
         var found: Range<Int>?
@@ -216,7 +217,7 @@ struct JSONValueBytes {
 
     /// The value as a tree. Fails only for a number too large for a Double (the offset is
     /// into `buffer`, as a full decode of it would report).
-    func decoded() throws(JSONError) -> JSONValue {
+    package func decoded() throws(JSONError) -> JSONValue {
         let start = range.lowerBound
         switch kind {
         case .null: return .null

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import RunnelServer
+@testable import RunnelJSON
 
 /// JSON made to fit on one line: line breaks between tokens become spaces, nothing else moves.
 @Suite struct OneLineJSONTests {

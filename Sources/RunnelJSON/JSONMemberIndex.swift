@@ -23,11 +23,14 @@ public struct JSONMemberIndex: Sendable {
     private static let notBuilt: UInt8 = .max
     private static let unavailable: UInt8 = .max - 1
 
+    /// An index not built yet.
+    package init() {}
+
     /// Whether the object has been scanned: the index is then complete, or unavailable.
-    var isBuilt: Bool { state != Self.notBuilt }
+    package var isBuilt: Bool { state != Self.notBuilt }
 
     /// Whether every member of the object is noted.
-    var isAvailable: Bool { state <= Self.capacity }
+    package var isAvailable: Bool { state <= Self.capacity }
 
     /// How many members the object has (when `isAvailable`).
     var count: Int { Int(state) }
@@ -57,12 +60,12 @@ struct JSONMemberIgnorer: JSONMemberRecorder {
 
 extension JSONMemberIndex: JSONMemberRecorder {
     @inline(__always)
-    mutating func begin() { state = 0 }
+    package mutating func begin() { state = 0 }
 
     /// Notes the next member; one past `capacity`, with a key that has escapes, or with its
     /// key past 64 KiB makes the index unavailable.
     @inline(__always)
-    mutating func note(key: Int, escaped: Bool) {
+    package mutating func note(key: Int, escaped: Bool) {
         guard state < Self.capacity, !escaped, key <= Int(UInt16.max) else {
             if isAvailable { state = Self.unavailable }
             return

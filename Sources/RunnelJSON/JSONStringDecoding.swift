@@ -5,8 +5,8 @@
 /// surrogate escapes paired, so nothing here can fail. Unescaping never lengthens the text
 /// (`\uXXXX` is 6 bytes for at most 3 of UTF-8, a pair 12 for 4), so the result is written
 /// straight into the new string's storage. Stateless and thread-safe.
-enum JSONStringDecoding {
-    static func string(content: UnsafeRawBufferPointer, hasEscapes: Bool) -> String {
+package enum JSONStringDecoding {
+    package static func string(content: UnsafeRawBufferPointer, hasEscapes: Bool) -> String {
         guard hasEscapes else { return String(decoding: content, as: UTF8.self) }
         return String(unsafeUninitializedCapacity: content.count) { output in
             unescape(content, into: UnsafeMutableRawBufferPointer(output))

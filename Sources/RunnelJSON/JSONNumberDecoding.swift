@@ -4,11 +4,11 @@
 /// of at most 2^53, with a power of ten of at most 22, is exact with one multiply or divide by
 /// an exactly representable power of ten (Clinger's fast path). Everything else goes to the
 /// standard library's correctly rounded parser (no Foundation). Stateless and thread-safe.
-enum JSONNumberDecoding {
+package enum JSONNumberDecoding {
     /// The value of `bytes`, which `JSONScanner` has accepted as a number; nil when its
     /// magnitude is too large for a Double (JSON allows it; our values cannot hold it).
     @inline(__always)
-    static func double(_ bytes: UnsafeRawBufferPointer) -> Double? {
+    package static func double(_ bytes: UnsafeRawBufferPointer) -> Double? {
         if let exact = fastPath(bytes) { return exact }
         return parsed(bytes)
     }

@@ -6,15 +6,15 @@ import RunnelUV
 /// it has at hand instead of getting them out of the `String` every time.
 ///
 /// Immutable; any thread.
-final class JSONMemberName: Sendable {
-    let string: String
+package final class JSONMemberName: Sendable {
+    package let string: String
     /// The name's UTF-8, kept alive by this object.
     private let storage: ByteBuffer
     /// Whether the name is written in JSON without escapes (`JSONWriter.needsEscape` holds for
     /// none of its bytes): only such a name can equal a key written without them.
     let isPlain: Bool
 
-    init(_ string: String) {
+    package init(_ string: String) {
         self.string = string
         storage = ByteBuffer(Array(string.utf8))
         isPlain = !string.utf8.contains(where: JSONWriter.needsEscape)

@@ -1,7 +1,7 @@
 import RunnelUV
 import Testing
 
-@testable import RunnelServer
+@testable import RunnelJSON
 
 @Suite struct RawJSONTests {
     /// The bytes a client sent are the bytes kept: no normalisation of any kind.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import RunnelServer
+@testable import RunnelJSON
 
 @Suite struct JSONWriterTests {
     func number(_ value: Double) -> String {
