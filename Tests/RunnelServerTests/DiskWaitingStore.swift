@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 
 @testable import RunnelServer
 

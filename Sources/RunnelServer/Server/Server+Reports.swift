@@ -1,12 +1,7 @@
-<<<<<<< HEAD
-/// What `stats` and `list` report, read and written once for every front door that asks (the
-/// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
-=======
 import RunnelJSON
 
-/// What `stats` and `list` report, written once for every front door that asks (the line
-/// protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
->>>>>>> json-module
+/// What `stats` and `list` report, read and written once for every front door that asks (the
+/// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
 extension Server {
     /// The `stats` reply's figures, as they are now (see docs/protocol.md).
     var statsReport: ServerStatsReport {

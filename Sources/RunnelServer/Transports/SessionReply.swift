@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// A reply to one request as a value, handed to a transport beside its line
 /// (`SessionTransport.writeReply`): every reply a session writes goes out this way. A transport
 /// that answers in a framing of its own (an SSE stream's HTTP answer) reads the value instead
