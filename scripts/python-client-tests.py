@@ -505,11 +505,18 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     lost, reasons, on_disconnect = noticing()
     client = await runnel.connect(url(d), token=TOKEN, on_disconnect=on_disconnect)
     subscription = await client.subscribe("plain.ticks")
+    # A client that does not reconnect: its subscription ends with the loss.
+    once_lost, _, once_disconnect = noticing()
+    once = await runnel.connect(url(d), token=TOKEN, reconnect=False, on_disconnect=once_disconnect)
+    ended = await once.subscribe("plain.ticks")
     for n in range(1, 4):
         await client.publish("plain.ticks", n)
     assert await values_until(subscription, 3) == [1, 2, 3]
+    assert await values_until(ended, 3) == [1, 2, 3]
     position = subscription.position
-    await restarts.kill_and_restart(lost)
+    await restarts.kill_and_restart(lost, once_lost)
+    await expect_error(anext(ended), "connection_lost")
+    await expect_error(once.publish("plain.ticks", 0), "connection_lost")
     # The restarted server has a new epoch for the subject: no resume, a gap before what follows.
     gap = await asyncio.wait_for(anext(subscription), DEADLINE)
     assert gap.reason == "not_resumed" and gap.count is None and gap.cause.code == "connection_lost", gap
@@ -517,7 +524,9 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     await client.publish("plain.ticks", 4)
     event = await asyncio.wait_for(anext(subscription), DEADLINE)
     assert event.value == 4 and event.pos.split(":")[0] != position.split(":")[0], (event, position)
+    assert not once.connected
     await client.close()
+    await once.close()
 
 
 # --- slow: a consumer the server cuts (`closing` slow_consumer) -----------------------------------
