@@ -5,9 +5,9 @@ none, one a reload removes); every transport (runnel://, runnels://, ws://, wss:
 and without a reply; typed errors; subscribe with stages, as an iterator and with callbacks;
 positions and `from`; runneld killed with SIGKILL and restarted under a durable subscription
 (nothing lost or repeated) and under a plain one (a gap reported); a `closing` line; the client's
-bounded buffer under a consumer slower than the network; a clean close (the server's `stats` back
-to what they were); the blocking wrapper; `pip install` of the package. One line per check; exit
-status 0 when every check passed.
+bounded buffer under a consumer slower than the network; the server's `dropped` events as gaps; a
+clean close (the server's `stats` back to what they were); the blocking wrapper; `pip install` of
+the package. One line per check; exit status 0 when every check passed.
 
     python3 scripts/python-client-tests.py --runneld .build/debug/runneld
 
@@ -529,7 +529,7 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     await once.close()
 
 
-# --- slow: a consumer the server cuts (`closing` slow_consumer) -----------------------------------
+# --- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for --------------
 
 SLOW_CONFIG = f'''
 auth_tokens = ["{TOKEN}"]
@@ -556,6 +556,44 @@ async def check_a_closing_line_is_the_disconnect_reason_and_the_subscription_res
     assert seen == list(range(count)), (len(seen), seen[:3])
     # Its replay after each reconnect may outrun it again: each cut is a slow_consumer one.
     assert reasons and {(reason.code, reason.message) for reason in reasons} == {("slow_consumer", "")}, reasons
+    await subscriber.close()
+    await publisher.close()
+
+
+@runs_async
+async def check_the_servers_dropped_events_are_gaps_with_their_count(d):
+    # A subject whose policy is "drop": the server drops what the stalled client cannot take.
+    subscriber = await connected(d, buffer=1, overflow="wait")
+    publisher = await connected(d)
+    before = await publisher.request("stats")
+    await publisher.request("create", subject="slow.drop", kind="subject", slow_consumer="drop")
+    subscription = await subscriber.subscribe("slow.drop")
+    count = 20_000
+    for n in range(count):
+        await publisher.publish("slow.drop", {"n": n, "pad": "x" * 1000})
+    await poll(lambda: publisher.request("stats"), lambda s: s["dropped"] > before["dropped"], "drops", 30)
+    events = []
+
+    async def consume():
+        async for event in subscription:
+            events.append(event)
+
+    consumer = asyncio.create_task(consume())
+    # Once the subscriber has read up to its ping's reply it reads as fast as the server writes:
+    # the marker after it is delivered, with the `dropped` event that waited for it.
+    await subscriber.request("ping")
+    await publisher.publish("slow.drop", {"n": count}, reply=True)
+    async def received():
+        return events
+
+    await poll(received, lambda e: e and getattr(e[-1], "value", {}).get("n") == count, "the marker")
+    consumer.cancel()
+    values = [event.value["n"] for event in events if isinstance(event, Value)]
+    gaps = [event for event in events if isinstance(event, Gap)]
+    assert gaps and {gap.reason for gap in gaps} == {"dropped"}, gaps
+    assert values == sorted(values) and len(values) + sum(gap.count for gap in gaps) == count + 1, (len(values), gaps)
+    after = await publisher.request("stats")
+    assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
     await subscriber.close()
     await publisher.close()
 
@@ -590,7 +628,8 @@ SUITES = [
     Suite("restart", [check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated,
                       check_a_plain_subscription_reports_a_gap_across_a_kill],
           start=restarts_started, stops_a_daemon=False),
-    Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes], SLOW_CONFIG),
+    Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
+                   check_the_servers_dropped_events_are_gaps_with_their_count], SLOW_CONFIG),
     Suite("package", [check_the_package_installs_with_pip], start=binary_given, stops_a_daemon=False),
 ]
 
