@@ -6,10 +6,11 @@
 #   bench/clients/run.sh [--runneld BIN] [--reps N] [--count N]
 #
 # Installs nats-server from Debian and nats-py from PyPI when missing, builds runneld (release,
-# under flock /tmp/runnel-build.lock; skipped with --runneld), starts runneld (TCP 7661) and
-# nats-server (7662) on loopback, runs each client in each mode (iterator, callback) N times
-# (3 by default), interleaved, COUNT values each (200,000), stops both servers by PID, and
-# prints the median msgs/s of each and runnel's ratio to nats-py. Not part of CI.
+# under flock /tmp/runnel-build.lock; skipped with --runneld), starts runneld and nats-server on
+# loopback with bench/loadgen/servers.sh (ports 7611 and 7613), runs each client in each mode
+# (iterator, callback) N times (3 by default), interleaved, COUNT values each (200,000), stops
+# both servers by PID, and prints the median msgs/s of each and runnel's ratio to nats-py. Not
+# part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -40,28 +41,18 @@ else
     built="$runneld, given ($(stat -c %y "$runneld" | cut -d. -f1))"
 fi
 
-work=$(mktemp -d)
-pids=()
-stop_servers() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap stop_servers EXIT
-
-"$runneld" --listen 127.0.0.1:7661 --http-listen "" --config /dev/null >"$work/runneld.log" 2>&1 &
-pids+=($!)
-nats-server -a 127.0.0.1 -p 7662 >"$work/nats.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-    grep -q "listening on 127.0.0.1:7661" "$work/runneld.log" && grep -q "Server is ready" "$work/nats.log" && break
-    sleep 0.1
-done
+# start_server, wait_started, and the servers stopped by PID at exit.
+source bench/loadgen/servers.sh
+start_server runnel
+start_server nats
+wait_started runnel nats
 
 for rep in $(seq 1 "$reps"); do
     for mode in iterator callback; do
-        python3 bench/clients/throughput.py runnel runnel://127.0.0.1:7661 "$mode" --count "$count" >>"$work/results"
-        python3 bench/clients/throughput.py nats nats://127.0.0.1:7662 "$mode" --count "$count" >>"$work/results"
+        python3 bench/clients/throughput.py runnel "runnel://127.0.0.1:${port[runnel]}" "$mode" --count "$count" \
+            >>"$work/results"
+        python3 bench/clients/throughput.py nats "nats://127.0.0.1:${port[nats]}" "$mode" --count "$count" \
+            >>"$work/results"
     done
     echo "repetition $rep of $reps done" >&2
 done
