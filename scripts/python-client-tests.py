@@ -441,12 +441,14 @@ class Restarts:
         self.binary = binary
         self.daemon = Daemon(binary, RESTART_CONFIG)
 
-    async def kill_and_restart(self, *lost):
-        """SIGKILL; waits until every client of `lost` (asyncio.Events) has noticed, then starts
-        runneld again (on a thread: the clients keep running meanwhile)."""
+    async def kill(self, *lost):
+        """SIGKILL; waits until every client of `lost` (asyncio.Events) has noticed."""
         self.daemon.kill()
         for event in lost:
             await wait_for_event(event, "the client noticing the kill")
+
+    async def restart(self):
+        """Starts runneld again (on a thread: the clients keep running meanwhile)."""
         d = self.daemon
         self.daemon = await asyncio.to_thread(Daemon, self.binary, RESTART_CONFIG, port=d.port,
                                               http_port=d.http_port, directory=d.directory)
@@ -483,7 +485,8 @@ async def check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_o
         await publisher.publish("durable.orders", n, reply=n == 50)
     for subscription in subscriptions:
         assert await values_until(subscription, 50) == list(range(1, 51))
-    await restarts.kill_and_restart(*events)
+    await restarts.kill(*events)
+    await restarts.restart()
     # The publisher's requests wait for its reconnection; with fsync = "always" the epoch holds.
     for n in range(51, 101):
         await publisher.publish("durable.orders", n, reply=n == 100)
@@ -514,7 +517,10 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     assert await values_until(subscription, 3) == [1, 2, 3]
     assert await values_until(ended, 3) == [1, 2, 3]
     position = subscription.position
-    await restarts.kill_and_restart(lost, once_lost)
+    await restarts.kill(lost, once_lost)
+    # A subscribe made while the client reconnects waits for the connection, and is made once.
+    late = asyncio.create_task(client.subscribe("plain.late"))
+    await restarts.restart()
     await expect_error(anext(ended), "connection_lost")
     await expect_error(once.publish("plain.ticks", 0), "connection_lost")
     # The restarted server has a new epoch for the subject: no resume, a gap before what follows.
@@ -525,6 +531,9 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     event = await asyncio.wait_for(anext(subscription), DEADLINE)
     assert event.value == 4 and event.pos.split(":")[0] != position.split(":")[0], (event, position)
     assert not once.connected
+    late_subscription = await asyncio.wait_for(late, DEADLINE)
+    await client.publish("plain.late", "late")
+    assert await values_until(late_subscription, "late") == ["late"]
     await client.close()
     await once.close()
 

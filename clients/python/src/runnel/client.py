@@ -300,9 +300,11 @@ class Client:
         subscription = Subscription(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end)
         if subscription.pattern and "from" in options:
             raise ValueError("a pattern subscription has no position to start from")
+        # Registered once connected, so that a reconnect under way does not subscribe it too.
+        await self._wait_ready()
         self._subscriptions[subscription.sid] = subscription
         try:
-            await self._call(subscription._request(), subscription._answered)
+            await self._call(subscription._request(), subscription._answered, ready=False)
         except RunnelError:
             self._subscriptions.pop(subscription.sid, None)
             raise
