@@ -17,6 +17,7 @@ Needs openssl (the test certificate) and websockets 13 or later (the client's we
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -111,6 +112,17 @@ async def expect_end(subscription):
         raise AssertionError(f"the subscription went on: {event}")
     except StopAsyncIteration:
         pass
+
+
+class Recorded(logging.Handler):
+    """Keeps what is logged to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
 
 
 async def poll(read, predicate, what, seconds=DEADLINE):
@@ -252,6 +264,26 @@ async def check_subscribe_with_stages_as_an_iterator_and_with_callbacks(d):
     await wait_for_event(ended, "completion")
     assert endings == [None, None] and completes.sid != callback.sid
     await throttled.unsubscribe()
+    # A callback that raises is logged; the subscription and the connection go on.
+    failing, raised = [], asyncio.Event()
+
+    def broken(event):
+        failing.append(event.value)
+        if len(failing) == 2:
+            raised.set()
+        raise RuntimeError("the callback's own bug")
+
+    logged = Recorded()
+    logging.getLogger("runnel").addHandler(logged)
+    try:
+        await client.subscribe("callback.broken", None, broken)
+        await client.publish("callback.broken", 1)
+        await client.publish("callback.broken", 2)
+        await wait_for_event(raised, "the second value")
+        assert failing == [1, 2] and (await client.request("ping"))["ok"]
+    finally:
+        logging.getLogger("runnel").removeHandler(logged)
+    assert [record.exc_info[1].args for record in logged.records] == [("the callback's own bug",)] * 2
     await client.close()
 
 

@@ -14,11 +14,12 @@ import ssl as ssl_module
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict, TypeVar, Union
 
 from .transport import Transport, open_transport
 
 log = logging.getLogger("runnel")
+T = TypeVar("T")
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _decode = json.JSONDecoder().decode
 
@@ -188,10 +189,7 @@ class Subscription:
 
     def _put(self, event: Event) -> None:
         if self._on_value is not None:
-            try:
-                self._on_value(event)
-            except Exception:  # noqa: BLE001 - a failing callback must not stop the connection
-                log.exception("runnel: the on_value callback of %s raised", self.subject)
+            _call_back(self._on_value, event)
             return
         if isinstance(event, Value) and len(self._queue) >= self._client._buffer:
             self._overflowed += 1
@@ -214,13 +212,21 @@ class Subscription:
         self._room.set()
         self._wake()
         if self._on_end is not None:
-            self._on_end(error)
+            _call_back(self._on_end, error)
         elif error is not None and self._on_value is not None:
             log.warning("runnel: the subscription to %s ended: %s", self.subject, error)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+def _call_back(callback: Callable[[T], None], argument: T) -> None:
+    """Calls one of the caller's callbacks: one that raises is logged, and stops nothing."""
+    try:
+        callback(argument)
+    except Exception:  # noqa: BLE001 - the connection and its other subscriptions go on
+        log.exception("runnel: a callback raised")
 
 
 def _split(pos: str) -> tuple[str, int]:
@@ -368,7 +374,7 @@ class Client:
                     await self._transport.close()
                 self.last_disconnect = reason
                 if self._on_disconnect is not None:
-                    self._on_disconnect(reason)
+                    _call_back(self._on_disconnect, reason)
                 if not self._reconnect or reason.code == "unauthorized":
                     self._give_up(reason)
                     return
@@ -428,7 +434,7 @@ class Client:
             # Only a `pub` without `ref` is answered without one, and only when it failed.
             error = RunnelError.of(line)
             if self._on_error is not None:
-                self._on_error(error)
+                _call_back(self._on_error, error)
             else:
                 log.warning("runnel: a publish failed: %s", error)
             return
