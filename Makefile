@@ -11,7 +11,8 @@ APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-confi
 # python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
 # scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
 # headless browser of scripts/dashboard-tests.py), openssl (the command that makes
-# scripts/tls-tests.py's certificates and its s_client checks), node-typescript (tsc, which
+# scripts/tls-tests.py's certificates and its s_client checks, and scripts/python-client-tests.py's
+# certificate), node-typescript (tsc, which
 # check-js runs over the dashboard's script); websockets and selenium come from PyPI (test-deps).
 TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl node-typescript
 
@@ -26,8 +27,10 @@ test-deps: deps
 	@# Debian's python3-httpx serves /usr/bin/python3; another python3 on PATH (pyenv, a venv)
 	@# gets httpx from PyPI.
 	@python3 -c 'import httpx' 2>/dev/null || python3 -m pip install --quiet httpx
-	@# Python's websockets (scripts/websocket-tests.py, scripts/permissions-tests.py, scripts/backpressure-tests.py) from PyPI: 13 or later has the client it
-	@# uses, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
+	@# Python's websockets (scripts/websocket-tests.py, scripts/permissions-tests.py, scripts/backpressure-tests.py,
+	@# and the Python client's websocket extra in scripts/python-client-tests.py) from PyPI: 13 or later has the
+	@# client they use, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
+	@# The Python client itself (clients/python) is not installed: its tests import this checkout's.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
 	@# selenium (scripts/dashboard-tests.py) drives Debian's chromium through chromium-driver.

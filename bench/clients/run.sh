@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Throughput through the Python client (clients/python) against PyPI's nats-py talking to Debian's
+# nats-server, in the same run: 1 publisher -> 1 subscriber, 64-byte values, one process and
+# one asyncio loop per measurement (bench/clients/throughput.py).
+#
+#   bench/clients/run.sh [--runneld BIN] [--reps N] [--count N]
+#
+# Installs nats-server from Debian and nats-py from PyPI when missing, builds runneld (release,
+# under flock /tmp/runnel-build.lock; skipped with --runneld), starts runneld and nats-server on
+# loopback with bench/loadgen/servers.sh (ports 7611 and 7613), runs each client in each mode
+# (iterator, callback) N times (3 by default), interleaved, COUNT values each (200,000), stops
+# both servers by PID, and prints the median msgs/s of each and runnel's ratio to nats-py. Not
+# part of CI.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+reps=3
+count=200000
+runneld=
+while (($#)); do
+    case $1 in
+    --runneld) runneld=$(realpath "$2"); shift ;;
+    --reps) reps=$2; shift ;;
+    --count) count=$2; shift ;;
+    *) echo "usage: $0 [--runneld BIN] [--reps N] [--count N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if ! command -v nats-server >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server
+fi
+# A Debian python3 needs pip's --break-system-packages.
+python3 -c 'import nats' 2>/dev/null || python3 -m pip install --quiet nats-py \
+    || python3 -m pip install --quiet --break-system-packages nats-py
+if [[ -z $runneld ]]; then
+    flock /tmp/runnel-build.lock swift build -c release --product runneld >/dev/null
+    runneld=$PWD/.build/release/runneld
+    built="built from $(git rev-parse --short HEAD)"
+else
+    built="$runneld, given ($(stat -c %y "$runneld" | cut -d. -f1))"
+fi
+
+# start_server, wait_started, and the servers stopped by PID at exit.
+source bench/loadgen/servers.sh
+start_server runnel
+start_server nats
+wait_started runnel nats
+
+for rep in $(seq 1 "$reps"); do
+    for mode in iterator callback; do
+        python3 bench/clients/throughput.py runnel "runnel://127.0.0.1:${port[runnel]}" "$mode" --count "$count" \
+            >>"$work/results"
+        python3 bench/clients/throughput.py nats "nats://127.0.0.1:${port[nats]}" "$mode" --count "$count" \
+            >>"$work/results"
+    done
+    echo "repetition $rep of $reps done" >&2
+done
+
+echo "runneld: $built; nats-server $(nats-server --version | awk '{print $2}'); nats-py $(python3 -m pip show nats-py 2>/dev/null | awk '/^Version/ {print $2}'); $(python3 --version)"
+python3 - "$work/results" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+median = {}
+for client in ("runnel", "nats"):
+    for mode in ("iterator", "callback"):
+        median[client, mode] = statistics.median(r["msgs_per_s"] for r in rows if (r["client"], r["mode"]) == (client, mode))
+print(f"{'mode':10} {'runnel msgs/s':>14} {'nats-py msgs/s':>15} {'runnel/nats-py':>15}")
+for mode in ("iterator", "callback"):
+    runnel, nats = median["runnel", mode], median["nats", mode]
+    print(f"{mode:10} {runnel:>14,.0f} {nats:>15,.0f} {runnel / nats:>14.2f}x")
+EOF

@@ -1,0 +1,97 @@
+"""The client for scripts that do not use asyncio: the same client, running its event loop on a
+thread of its own; each call blocks until it is done there. Callbacks (`on_value`, `on_end`,
+`on_disconnect`, `on_error`) run on that thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+from .client import Client, Event, RunnelError, SubscribeOptions, Subscription
+from .client import connect as connect_async
+
+T = TypeVar("T")
+
+
+class BlockingSubscription:
+    """A subscription to iterate over with `for`: the iteration ends when the subscription
+    completes, is unsubscribed or the client closed, and raises RunnelError when it fails."""
+
+    def __init__(self, subscription: Subscription, loop: asyncio.AbstractEventLoop) -> None:
+        self._subscription = subscription
+        self._loop = loop
+
+    @property
+    def position(self) -> str | None:
+        return self._subscription.position
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        try:
+            return _run(self._loop, self._subscription.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def unsubscribe(self) -> None:
+        _run(self._loop, self._subscription.unsubscribe())
+
+
+class BlockingClient:
+    """A `Client` whose methods block (see `connect`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, client: Client) -> None:
+        self._loop = loop
+        self._thread = thread
+        self._client = client
+
+    def publish(self, subject: str, value: Any = None, reply: bool = False) -> int | None:
+        return _run(self._loop, self._client.publish(subject, value, reply))
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        return _run(self._loop, self._client.request(op, **fields))
+
+    def subscribe(self, subject: str, options: SubscribeOptions | None = None,
+                  on_value: Callable[[Event], None] | None = None, *,
+                  on_end: Callable[[RunnelError | None], None] | None = None) -> BlockingSubscription:
+        subscription = _run(self._loop, self._client.subscribe(subject, options, on_value, on_end=on_end))
+        return BlockingSubscription(subscription, self._loop)
+
+    def close(self) -> None:
+        """Closes the client and stops its thread."""
+        if self._loop.is_closed():
+            return
+        _run(self._loop, self._client.close())
+        _stop(self._loop, self._thread)
+
+    def __enter__(self) -> BlockingClient:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+
+def connect(url: str = "runnel://127.0.0.1:7455", **options: Any) -> BlockingClient:
+    """`runnel.connect` for scripts, with the same arguments; raises what it raises."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="runnel", daemon=True)
+    thread.start()
+    try:
+        client = _run(loop, connect_async(url, **options))
+    except BaseException:
+        _stop(loop, thread)
+        raise
+    return BlockingClient(loop, thread, client)
+
+
+def _run(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()

@@ -1,0 +1,682 @@
+#!/usr/bin/env python3
+"""The Python client (clients/python, imported from this checkout) against real runneld processes:
+the client behaviour checklist of docs/clients.md. Connect and auth (a good token, a wrong one,
+none, one a reload removes); every transport (runnel://, runnels://, ws://, wss://); publish with
+and without a reply; typed errors; subscribe with stages, as an iterator and with callbacks;
+positions and `from`; runneld killed with SIGKILL and restarted under a durable subscription
+(nothing lost or repeated) and under a plain one (a gap reported); a `closing` line; the client's
+bounded buffer under a consumer slower than the network; the server's `dropped` events as gaps; a
+clean close (the server's `stats` back to what they were); the blocking wrapper; `pip install` of
+the package. One line per check; exit status 0 when every check passed.
+
+    python3 scripts/python-client-tests.py --runneld .build/debug/runneld
+
+Needs openssl (the test certificate) and websockets 13 or later (the client's websocket extra).
+"""
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from runneld_process import Daemon, Suite, daemon_started, main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The client under test is this checkout's, not an installed copy.
+sys.path.insert(0, os.path.join(ROOT, "clients", "python", "src"))
+
+import runnel  # noqa: E402
+import runnel.blocking  # noqa: E402
+from runnel import Gap, RunnelError, Value  # noqa: E402
+
+CERTS = os.path.join(tempfile.gettempdir(), f"runnel-client-certs-{os.getpid()}")
+TOKEN = "client-token"
+DEADLINE = 10  # seconds for any one thing to happen
+
+
+def certificate(name):
+    return os.path.join(CERTS, name)
+
+
+def certificate_made():
+    """A self-signed certificate for 127.0.0.1 (removed at exit)."""
+    if not os.path.isdir(CERTS):
+        os.makedirs(CERTS)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", certificate("server.key"), "-out", certificate("server.pem"), "-days", "2",
+                        "-subj", "/CN=runnel client test", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True)
+
+
+def trusting_context():
+    return ssl.create_default_context(cafile=certificate("server.pem"))
+
+
+def runs_async(check):
+    """A check written as a coroutine, run on a fresh event loop."""
+
+    @functools.wraps(check)
+    def run(argument):
+        asyncio.run(check(argument))
+
+    return run
+
+
+def url(d):
+    return f"runnel://127.0.0.1:{d.port}"
+
+
+async def connected(d, **options):
+    return await runnel.connect(url(d), token=TOKEN, **options)
+
+
+async def take(subscription, count):
+    """The next `count` events, within the deadline."""
+    return [await asyncio.wait_for(anext(subscription), DEADLINE) for _ in range(count)]
+
+
+async def values_until(subscription, last, gaps=None):
+    """Values (their `value`) until one equals `last`; gaps go to `gaps` (else they fail)."""
+    seen = []
+    while not seen or seen[-1] != last:
+        event = await asyncio.wait_for(anext(subscription), DEADLINE)
+        if isinstance(event, Gap):
+            assert gaps is not None, f"a gap where none was: {event}, after {seen}"
+            gaps.append((len(seen), event))
+        else:
+            seen.append(event.value)
+    return seen
+
+
+async def expect_error(awaitable, code):
+    try:
+        await awaitable
+    except RunnelError as error:
+        assert error.code == code, (error.code, error)
+        return error
+    raise AssertionError(f"no {code} error")
+
+
+async def expect_end(subscription):
+    try:
+        event = await asyncio.wait_for(anext(subscription), DEADLINE)
+        raise AssertionError(f"the subscription went on: {event}")
+    except StopAsyncIteration:
+        pass
+
+
+class Recorded(logging.Handler):
+    """Keeps what is logged to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+async def poll(read, predicate, what, seconds=DEADLINE):
+    """Awaits `read()` every 50 ms until `predicate` holds of it, as runneld_process.poll_until."""
+    deadline = time.monotonic() + seconds
+    while True:
+        current = await read()
+        if predicate(current):
+            return current
+        assert time.monotonic() < deadline, f"{what}: {current}"
+        await asyncio.sleep(0.05)
+
+
+async def wait_for_event(event, what):
+    try:
+        await asyncio.wait_for(event.wait(), DEADLINE)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"no {what} within {DEADLINE} s") from None
+
+
+# --- main: one daemon with a token, a token of limited rights, TLS and HTTPS -------------------------
+
+
+@runs_async
+async def check_connect_with_a_good_token_a_wrong_one_and_none(d):
+    client = await connected(d)
+    assert (await client.request("ping"))["ok"]
+    await client.close()
+    wrong = await expect_error(runnel.connect(url(d), token="not-a-token"), "unauthorized")
+    assert wrong.message, wrong
+    await expect_error(runnel.connect(url(d)), "unauthorized")
+    await expect_error(runnel.connect(d.ws_url, token="not-a-token"), "unauthorized")
+
+
+@runs_async
+async def check_every_transport_publishes_and_subscribes(d):
+    urls = {"runnel": url(d), "runnels": f"runnels://127.0.0.1:{d.tls_port}", "ws": d.ws_url,
+            "wss": f"wss://127.0.0.1:{d.https_port}/ws"}
+    publisher = await connected(d)
+    for scheme, address in urls.items():
+        secure = {"ssl": trusting_context()} if scheme in ("runnels", "wss") else {}
+        client = await runnel.connect(address, token=TOKEN, **secure)
+        subject = f"transport.{scheme}"
+        subscription = await client.subscribe(subject, {"map": ".n"})
+        assert await publisher.publish(subject, {"n": 21}, reply=True) == 1
+        big = "x" * 300_000  # many TLS records, one long WebSocket message
+        await client.publish(subject, {"n": big})
+        [first, second] = await take(subscription, 2)
+        assert first == Value(21, subject, first.pos) and first.pos.endswith(":1"), first
+        assert second.value == big, scheme
+        await client.close()
+    # A certificate the client does not trust fails the connection, over TLS and wss.
+    for address in (urls["runnels"], urls["wss"]):
+        with contextlib.suppress(ssl.SSLCertVerificationError):
+            await runnel.connect(address, token=TOKEN)
+            raise AssertionError(f"{address}: an untrusted certificate was accepted")
+    await publisher.close()
+
+
+@runs_async
+async def check_publish_with_and_without_a_reply(d):
+    failures = []
+    client = await connected(d, on_error=failures.append)
+    first = await client.subscribe("pub.a")
+    second = await client.subscribe("pub.>")
+    assert await client.publish("pub.a", {"k": 1}, reply=True) == 2
+    assert await client.publish("pub.a", [2]) is None
+    assert [event.value for event in await take(first, 2)] == [{"k": 1}, [2]]
+    assert [(event.subject, event.value) for event in await take(second, 2)] == [("pub.a", {"k": 1}), ("pub.a", [2])]
+    assert await client.publish("nobody.here", None, reply=True) == 0
+    # A quiet publish is answered only when it fails: the failure goes to on_error.
+    await client.request("complete", subject="pub.a")
+    await client.publish("pub.a", 3)
+    await client.request("ping")  # answered after the publish's failure, in order
+    assert [failure.code for failure in failures] == ["terminated"], failures
+    await expect_error(client.publish("pub.a", 4, reply=True), "terminated")
+    # The limited token may publish to `limited.>` only: the server's message names the right.
+    limited = await runnel.connect(url(d), token="limited-token")
+    assert await limited.publish("limited.x", 1, reply=True) == 0
+    refused = await expect_error(limited.publish("pub.b", 1, reply=True), "unauthorized")
+    assert "may not publish to pub.b" in refused.message, refused
+    await limited.close()
+    await client.close()
+
+
+@runs_async
+async def check_typed_errors_carry_code_message_and_stage(d):
+    client = await connected(d)
+    error = await expect_error(client.subscribe("err.a", {"filter": ".a > 1", "map": ".b +"}), "bad_expr")
+    assert error.stage == 1 and error.message, error
+    error = await expect_error(client.subscribe("err.a", {"ops": [{"op": "nosuch"}]}), "bad_operator")
+    assert error.stage == 0, error
+    await expect_error(client.subscribe("bad name"), "bad_request")
+    await client.request("create", subject="err.r", kind="replay", capacity=2)
+    error = await expect_error(client.request("create", subject="err.r", kind="replay", capacity=3), "kind_mismatch")
+    assert error.stage is None, error
+    # A stage failing on a value ends its subscription: iterating raises the error event's.
+    failing = await client.subscribe("err.eval", {"map": ".n + 1"})
+    await client.publish("err.eval", {"n": "text"})
+    try:
+        await take(failing, 1)
+        raise AssertionError("no eval error")
+    except RunnelError as error:
+        assert (error.code, error.stage) == ("eval", 0), error
+    ended = await client.subscribe("err.subject")
+    await client.request("error", subject="err.subject", message="it broke")
+    try:
+        await take(ended, 1)
+        raise AssertionError("no subject_error")
+    except RunnelError as error:
+        assert (error.code, error.message) == ("subject_error", "it broke"), error
+    await client.close()
+
+
+@runs_async
+async def check_subscribe_with_stages_as_an_iterator_and_with_callbacks(d):
+    client = await connected(d)
+    hot = await client.subscribe("cpu", {"filter": ".load > 0.9", "map": ".host", "ops": [{"op": "take", "count": 2}]})
+    throttled = await client.subscribe("cpu", {"map": ".host", "throttle": 0.05})
+    seen, called, ended, endings = [], asyncio.Event(), asyncio.Event(), []
+    callback = await client.subscribe("cpu", {"filter": ".load < 0.5", "map": ".host"},
+                                      lambda event: (seen.append(event), called.set()),
+                                      on_end=lambda error: (endings.append(error), ended.set()))
+    for host, load in (("a", 0.95), ("b", 0.2), ("c", 0.99), ("d", 0.97)):
+        await client.publish("cpu", {"host": host, "load": load})
+    # take 2 completes the first: the iteration ends after "a" and "c".
+    assert [event.value for event in await take(hot, 2)] == ["a", "c"]
+    await expect_end(hot)
+    # throttle keeps the newest of a burst.
+    assert (await take(throttled, 1))[0].value == "d"
+    await wait_for_event(called, "the callback")
+    assert [event.value for event in seen] == ["b"], seen
+    await callback.unsubscribe()
+    assert endings == [None], endings
+    ended.clear()
+    completes = await client.subscribe("cpu", {"ops": [{"op": "take", "count": 1}]}, seen.append,
+                                       on_end=lambda error: (endings.append(error), ended.set()))
+    await client.publish("cpu", {"host": "e", "load": 0.1})
+    await wait_for_event(ended, "completion")
+    assert endings == [None, None] and completes.sid != callback.sid
+    await throttled.unsubscribe()
+    # A callback that raises is logged; the subscription and the connection go on.
+    failing, raised = [], asyncio.Event()
+
+    def broken(event):
+        failing.append(event.value)
+        if len(failing) == 2:
+            raised.set()
+        raise RuntimeError("the callback's own bug")
+
+    logged = Recorded()
+    logging.getLogger("runnel").addHandler(logged)
+    try:
+        await client.subscribe("callback.broken", None, broken)
+        await client.publish("callback.broken", 1)
+        await client.publish("callback.broken", 2)
+        await wait_for_event(raised, "the second value")
+        assert failing == [1, 2] and (await client.request("ping"))["ok"]
+    finally:
+        logging.getLogger("runnel").removeHandler(logged)
+    assert [record.exc_info[1].args for record in logged.records] == [("the callback's own bug",)] * 2
+    await client.close()
+
+
+@runs_async
+async def check_positions_and_from(d):
+    client = await connected(d)
+    await client.request("create", subject="pos.r", kind="replay", capacity=10)
+    for n in range(1, 6):
+        await client.publish("pos.r", n)
+    everything = await client.subscribe("pos.r")
+    events = await take(everything, 5)
+    epochs = {event.pos.split(":")[0] for event in events}
+    assert len(epochs) == 1 and [event.pos.split(":")[1] for event in events] == ["1", "2", "3", "4", "5"], events
+    assert everything.position == events[-1].pos
+    # From the second value's position: exactly the values after it, and no gap.
+    after = await client.subscribe("pos.r", {"from": events[1].pos})
+    assert [event.value for event in await take(after, 3)] == [3, 4, 5]
+    await client.publish("pos.r", 6)
+    assert (await take(after, 1))[0].value == 6
+    # A position the server cannot continue from: a gap, then what a plain sub gets.
+    lost = await client.subscribe("pos.r", {"from": "another-epoch:3"})
+    gap, *replayed = await take(lost, 7)
+    assert gap == Gap("not_resumed"), gap
+    assert [event.value for event in replayed] == [1, 2, 3, 4, 5, 6]
+    await client.close()
+
+
+@runs_async
+async def check_a_full_buffer_drops_the_newest_and_reports_a_gap(d):
+    subscriber = await connected(d, buffer=10)
+    publisher = await connected(d)
+    before = await publisher.request("stats")
+    subscription = await subscriber.subscribe("buffer.drop")
+    for n in range(50):
+        await publisher.publish("buffer.drop", n)
+    await publisher.request("ping")
+    # The subscriber's ping is answered after every event the server wrote it before.
+    await subscriber.request("ping")
+    first = await take(subscription, 11)
+    assert [event.value for event in first[:10]] == list(range(10))
+    assert first[10] == Gap("overflow", 40), first[10]
+    await publisher.publish("buffer.drop", 50)
+    assert (await take(subscription, 1))[0].value == 50
+    after = await publisher.request("stats")
+    assert after["dropped"] == before["dropped"], "the client dropped them, not the server"
+    await subscriber.close()
+    await publisher.close()
+
+
+@runs_async
+async def check_a_full_buffer_under_overflow_wait_loses_nothing(d):
+    subscriber = await connected(d, buffer=10, overflow="wait")
+    publisher = await connected(d)
+    subscription = await subscriber.subscribe("buffer.wait")
+    for n in range(2000):
+        await publisher.publish("buffer.wait", {"n": n, "pad": "x" * 100})
+    await publisher.request("ping")
+    # The client stopped reading at 10: the rest waited in the sockets, and all of it comes.
+    assert [event.value["n"] for event in await take(subscription, 2000)] == list(range(2000))
+    await subscriber.close()
+    await publisher.close()
+
+
+@runs_async
+async def check_clean_close_disposes_the_servers_subscriptions(d):
+    admin = await connected(d)
+    before = await admin.request("stats")
+    client = await connected(d)
+    await client.subscribe("close.a", {"throttle": 30})  # a value waiting holds a timer
+    await client.subscribe("close.>", {"filter": ".x > 1"})
+    await client.subscribe("close.b", {"ops": [{"op": "delay", "seconds": 30}]})
+    await client.publish("close.a", {"x": 5})
+    await client.publish("close.b", {"x": 5})
+    during = await poll(lambda: admin.request("stats"), lambda s: s["timers"] >= before["timers"] + 2, "timers")
+    assert during["subscriptions"] == before["subscriptions"] + 3, during
+    assert during["connections"] == before["connections"] + 1, during
+    await client.close()
+    keys = ("connections", "subscriptions", "timers")
+    await poll(lambda: admin.request("stats"), lambda s: all(s[k] == before[k] for k in keys), "stats as before")
+    await expect_error(client.publish("close.a", 1), "closed")
+    await admin.close()
+
+
+def check_the_blocking_client(d):
+    with runnel.blocking.connect(url(d), token=TOKEN) as client:
+        client.request("create", subject="blocking.r", kind="replay", capacity=5)
+        assert client.publish("blocking.r", "one", reply=True) == 0
+        client.publish("blocking.r", "two")
+        subscription = client.subscribe("blocking.r", {"ops": [{"op": "take", "count": 2}]})
+        assert [event.value for event in subscription] == ["one", "two"]
+        seen, done = [], threading.Event()
+        client.subscribe("blocking.r", {"from": subscription.position}, seen.append, on_end=lambda error: done.set())
+        client.publish("blocking.r", "three")
+        client.request("complete", subject="blocking.r")
+        assert done.wait(DEADLINE), "no completion"
+        assert [event.value for event in seen] == ["three"], seen
+        try:
+            client.subscribe("blocking.r", {"map": "+"})
+            raise AssertionError("no bad_expr")
+        except RunnelError as error:
+            assert error.code == "bad_expr"
+    with contextlib.suppress(RunnelError):
+        runnel.blocking.connect(url(d), token="wrong")
+        raise AssertionError("a wrong token was accepted")
+
+
+@runs_async
+async def check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting(d):
+    # Static tokens do not expire; a reload that removes one is how a token stops working today.
+    admin = await connected(d)
+    reasons, lost = [], asyncio.Event()
+    client = await runnel.connect(url(d), token="revoked-token",
+                                  on_disconnect=lambda reason: (reasons.append(reason), lost.set()))
+    subscription = await client.subscribe("reload.a")
+    before = await admin.request("stats")
+    config = os.path.join(d.directory, "runneld.toml")
+    with open(config) as file:
+        text = file.read()
+    with open(config, "w") as file:
+        file.write(text.replace(', "revoked-token"', ""))
+    d.process.send_signal(signal.SIGHUP)
+    await wait_for_event(lost, "disconnect")
+    assert [(reason.code, reason.message) for reason in reasons] == [
+        ("unauthorized", "the token was removed from the configuration")], reasons
+    try:
+        await take(subscription, 1)
+        raise AssertionError("the subscription went on")
+    except RunnelError as error:
+        assert error.code == "unauthorized", error
+    await expect_error(client.publish("reload.a", 1, reply=True), "unauthorized")
+    await poll(lambda: admin.request("stats"), lambda s: s["connections"] == before["connections"] - 1,
+               "the connection closed and not opened again")
+    await client.close()
+    await admin.close()
+
+
+MAIN_CHECKS = [
+    check_connect_with_a_good_token_a_wrong_one_and_none,
+    check_every_transport_publishes_and_subscribes,
+    check_publish_with_and_without_a_reply,
+    check_typed_errors_carry_code_message_and_stage,
+    check_subscribe_with_stages_as_an_iterator_and_with_callbacks,
+    check_positions_and_from,
+    check_a_full_buffer_drops_the_newest_and_reports_a_gap,
+    check_a_full_buffer_under_overflow_wait_loses_nothing,
+    check_clean_close_disposes_the_servers_subscriptions,
+    check_the_blocking_client,
+    # Last: it changes the configuration.
+    check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
+]
+
+
+def main_config():
+    return f'''
+auth_tokens = ["{TOKEN}", "revoked-token"]
+tls_listen = "127.0.0.1:0"
+https_listen = "127.0.0.1:0"
+tls_cert_file = "{certificate('server.pem')}"
+tls_key_file = "{certificate('server.key')}"
+
+[[tokens]]
+token = "limited-token"
+publish = ["limited.>"]
+'''
+
+
+@contextlib.contextmanager
+def main_daemon_started(binary):
+    certificate_made()
+    with daemon_started(binary, main_config()) as daemon:
+        yield daemon
+
+
+# --- restart: runneld killed with SIGKILL and started again on its ports and data ---------------------
+
+RESTART_CONFIG = f'''
+auth_tokens = ["{TOKEN}"]
+data_dir = "DATA_DIR"
+fsync = "always"
+'''
+
+
+class Restarts:
+    """A daemon that a check kills and starts again on the same ports and directory."""
+
+    def __init__(self, binary):
+        self.binary = binary
+        self.daemon = Daemon(binary, RESTART_CONFIG)
+
+    async def kill(self, *lost):
+        """SIGKILL; waits until every client of `lost` (asyncio.Events) has noticed."""
+        self.daemon.kill()
+        for event in lost:
+            await wait_for_event(event, "the client noticing the kill")
+
+    async def restart(self):
+        """Starts runneld again (on a thread: the clients keep running meanwhile)."""
+        d = self.daemon
+        self.daemon = await asyncio.to_thread(Daemon, self.binary, RESTART_CONFIG, port=d.port,
+                                              http_port=d.http_port, directory=d.directory)
+
+
+@contextlib.contextmanager
+def restarts_started(binary):
+    restarts = Restarts(binary)
+    try:
+        yield restarts
+    finally:
+        restarts.daemon.stop()
+
+
+def noticing():
+    """An asyncio.Event set by the disconnect it is given to, and the reasons."""
+    lost, reasons = asyncio.Event(), []
+    return lost, reasons, lambda reason: (reasons.append(reason), lost.set())
+
+
+@runs_async
+async def check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated(restarts):
+    d = restarts.daemon
+    clients, events = [], []
+    for address in (url(d), d.ws_url):
+        lost, _, on_disconnect = noticing()
+        clients.append(await runnel.connect(address, token=TOKEN, on_disconnect=on_disconnect))
+        events.append(lost)
+    publisher, ws_subscriber = clients
+    await publisher.request("create", subject="durable.orders", kind="replay", capacity=1000, durable=True)
+    subscriptions = [await publisher.subscribe("durable.orders"), await ws_subscriber.subscribe("durable.orders"),
+                     await ws_subscriber.subscribe("durable.>")]
+    for n in range(1, 51):
+        await publisher.publish("durable.orders", n, reply=n == 50)
+    for subscription in subscriptions:
+        assert await values_until(subscription, 50) == list(range(1, 51))
+    await restarts.kill(*events)
+    await restarts.restart()
+    # The publisher's requests wait for its reconnection; with fsync = "always" the epoch holds.
+    for n in range(51, 101):
+        await publisher.publish("durable.orders", n, reply=n == 100)
+    single, over_ws, pattern = subscriptions
+    assert await values_until(single, 100) == list(range(51, 101))
+    assert await values_until(over_ws, 100) == list(range(51, 101))
+    # A pattern cannot resume: a gap, and the values it had (replayed again) are not repeated.
+    gaps = []
+    assert await values_until(pattern, 100, gaps) == list(range(51, 101))
+    assert [(at, gap.reason, gap.cause.code) for at, gap in gaps] == [(0, "not_resumed", "connection_lost")], gaps
+    assert single.position.endswith(":100")
+    for client in clients:
+        await client.close()
+
+
+@runs_async
+async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
+    d = restarts.daemon
+    lost, reasons, on_disconnect = noticing()
+    client = await runnel.connect(url(d), token=TOKEN, on_disconnect=on_disconnect)
+    subscription = await client.subscribe("plain.ticks")
+    # A client that does not reconnect: its subscription ends with the loss.
+    once_lost, _, once_disconnect = noticing()
+    once = await runnel.connect(url(d), token=TOKEN, reconnect=False, on_disconnect=once_disconnect)
+    ended = await once.subscribe("plain.ticks")
+    for n in range(1, 4):
+        await client.publish("plain.ticks", n)
+    assert await values_until(subscription, 3) == [1, 2, 3]
+    assert await values_until(ended, 3) == [1, 2, 3]
+    position = subscription.position
+    await restarts.kill(lost, once_lost)
+    # A subscribe made while the client reconnects waits for the connection, and is made once.
+    late = asyncio.create_task(client.subscribe("plain.late"))
+    await restarts.restart()
+    await expect_error(anext(ended), "connection_lost")
+    await expect_error(once.publish("plain.ticks", 0), "connection_lost")
+    # The restarted server has a new epoch for the subject: no resume, a gap before what follows.
+    gap = await asyncio.wait_for(anext(subscription), DEADLINE)
+    assert gap.reason == "not_resumed" and gap.count is None and gap.cause.code == "connection_lost", gap
+    assert [reason.code for reason in reasons] == ["connection_lost"], reasons
+    await client.publish("plain.ticks", 4)
+    event = await asyncio.wait_for(anext(subscription), DEADLINE)
+    assert event.value == 4 and event.pos.split(":")[0] != position.split(":")[0], (event, position)
+    assert not once.connected
+    late_subscription = await asyncio.wait_for(late, DEADLINE)
+    await client.publish("plain.late", "late")
+    assert await values_until(late_subscription, "late") == ["late"]
+    await client.close()
+    await once.close()
+
+
+# --- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for --------------
+
+SLOW_CONFIG = f'''
+auth_tokens = ["{TOKEN}"]
+max_pending_bytes = 262144
+slow_consumer = "disconnect"
+'''
+
+
+@runs_async
+async def check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes(d):
+    lost, reasons, on_disconnect = noticing()
+    # overflow "wait" with a buffer of 1: the client stops reading at once, and the server cuts it.
+    subscriber = await connected(d, buffer=1, overflow="wait", on_disconnect=on_disconnect)
+    publisher = await connected(d)
+    count = 20_000  # 20 MB: past the kernel's buffers and the server's 256 KiB
+    await publisher.request("create", subject="slow.r", kind="replay", capacity=count)
+    subscription = await subscriber.subscribe("slow.r")
+    for n in range(count):
+        await publisher.publish("slow.r", {"n": n, "pad": "x" * 1000})
+    await poll(lambda: publisher.request("stats"), lambda s: s["slow_consumer_disconnects"] == 1, "the cut", 30)
+    assert not lost.is_set(), "the client read past a full buffer"
+    # Reading again, the client meets the closing line, reconnects and resumes: nothing missed.
+    seen = [event.value["n"] for event in await take(subscription, count)]
+    assert seen == list(range(count)), (len(seen), seen[:3])
+    # Its replay after each reconnect may outrun it again: each cut is a slow_consumer one.
+    assert reasons and {(reason.code, reason.message) for reason in reasons} == {("slow_consumer", "")}, reasons
+    await subscriber.close()
+    await publisher.close()
+
+
+@runs_async
+async def check_the_servers_dropped_events_are_gaps_with_their_count(d):
+    # A subject whose policy is "drop": the server drops what the stalled client cannot take.
+    subscriber = await connected(d, buffer=1, overflow="wait")
+    publisher = await connected(d)
+    before = await publisher.request("stats")
+    await publisher.request("create", subject="slow.drop", kind="subject", slow_consumer="drop")
+    subscription = await subscriber.subscribe("slow.drop")
+    count = 20_000
+    for n in range(count):
+        await publisher.publish("slow.drop", {"n": n, "pad": "x" * 1000})
+    await poll(lambda: publisher.request("stats"), lambda s: s["dropped"] > before["dropped"], "drops", 30)
+    events = []
+
+    async def consume():
+        async for event in subscription:
+            events.append(event)
+
+    consumer = asyncio.create_task(consume())
+    # Once the subscriber has read up to its ping's reply it reads as fast as the server writes:
+    # the marker after it is delivered, with the `dropped` event that waited for it.
+    await subscriber.request("ping")
+    await publisher.publish("slow.drop", {"n": count}, reply=True)
+    async def received():
+        return events
+
+    await poll(received, lambda e: e and getattr(e[-1], "value", {}).get("n") == count, "the marker")
+    consumer.cancel()
+    values = [event.value["n"] for event in events if isinstance(event, Value)]
+    gaps = [event for event in events if isinstance(event, Gap)]
+    assert gaps and {gap.reason for gap in gaps} == {"dropped"}, gaps
+    assert values == sorted(values) and len(values) + sum(gap.count for gap in gaps) == count + 1, (len(values), gaps)
+    after = await publisher.request("stats")
+    assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
+    await subscriber.close()
+    await publisher.close()
+
+
+# --- package: pip install ./clients/python -----------------------------------------------------------
+
+
+def check_the_package_installs_with_pip(binary):
+    with tempfile.TemporaryDirectory() as work:
+        source = os.path.join(work, "source")
+        shutil.copytree(os.path.join(ROOT, "clients", "python"), source, ignore=shutil.ignore_patterns("__pycache__"))
+        target = os.path.join(work, "site")
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", target, source],
+                       check=True, capture_output=True, timeout=120)
+        probe = ("import runnel, runnel.blocking, os; print(os.path.dirname(runnel.__file__)); "
+                 "print(sorted(runnel.__all__))")
+        result = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, PYTHONPATH=target),
+                                capture_output=True, text=True, check=True)
+        where, names = result.stdout.splitlines()
+        assert where == os.path.join(target, "runnel"), where
+        assert "'connect'" in names and "'RunnelError'" in names, names
+        assert os.path.exists(os.path.join(target, "runnel", "py.typed"))
+
+
+@contextlib.contextmanager
+def binary_given(binary):
+    yield binary
+
+
+SUITES = [
+    Suite("main", MAIN_CHECKS, start=main_daemon_started),
+    Suite("restart", [check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated,
+                      check_a_plain_subscription_reports_a_gap_across_a_kill],
+          start=restarts_started, stops_a_daemon=False),
+    Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
+                   check_the_servers_dropped_events_are_gaps_with_their_count], SLOW_CONFIG),
+    Suite("package", [check_the_package_installs_with_pip], start=binary_given, stops_a_daemon=False),
+]
+
+
+if __name__ == "__main__":
+    try:
+        main(__doc__.split("\n\n")[0], SUITES)
+    finally:
+        shutil.rmtree(CERTS, ignore_errors=True)
