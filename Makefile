@@ -30,6 +30,9 @@ test-deps: deps
 	@# uses, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
+	@# PyJWT and cryptography (scripts/jwt-tests.py) sign the tokens and make the keys it checks with.
+	@python3 -c 'import jwt, cryptography' 2>/dev/null || python3 -m pip install --quiet PyJWT cryptography \
+		|| python3 -m pip install --quiet --break-system-packages PyJWT cryptography
 	@# selenium (scripts/dashboard-tests.py) drives Debian's chromium through chromium-driver.
 	@python3 -c 'import selenium.webdriver' 2>/dev/null || python3 -m pip install --quiet selenium \
 		|| python3 -m pip install --quiet --break-system-packages selenium
