@@ -96,7 +96,10 @@ extension Session {
     private func closeAsUnauthorized(_ reason: String) {
         context.logger.notice(
             "closing connection: token no longer valid",
-            metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason)"])
+            metadata: [
+                "connection": "\(id)", "peer": "\(transport.peerDescription)", "token": "\(grant?.source ?? "")",
+                "reason": "\(reason)",
+            ])
         close(saying: ProtocolError(.unauthorized, reason), flushingWithin: .seconds(2))
     }
 }

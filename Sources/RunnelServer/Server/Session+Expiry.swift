@@ -15,12 +15,10 @@ extension Session {
 
     /// The sweep found the token expired (and has dropped its deadline).
     func tokenExpired() {
-        guard !isClosing, let jwt = grant?.jwt else { return }
+        guard !isClosing, let grant, grant.jwt != nil else { return }
         context.logger.info(
             "closing connection: token expired",
-            metadata: [
-                "connection": "\(id)", "peer": "\(transport.peerDescription)", "user": "\(jwt.subject ?? "")",
-            ])
+            metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "token": "\(grant.source)"])
         close(saying: ProtocolError(.unauthorized, "token expired"), flushingWithin: .seconds(1))
     }
 }

@@ -312,6 +312,7 @@ extension Session {
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
         let found = try settings.access.authenticate(token, at: ProcessStatistics.wallClockSeconds()).get()
+        context.logger.debug("authenticated", metadata: ["connection": "\(id)", "token": "\(found.source)"])
         move(to: found, because: "the connection authenticated again")
         write(SessionReply(ref: request.ref, .done))
     }
