@@ -33,6 +33,9 @@ test-deps: deps
 	@# The Python client itself (clients/python) is not installed: its tests import this checkout's.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
+	@# PyJWT and cryptography (scripts/jwt-tests.py) sign the tokens and make the keys it checks with.
+	@python3 -c 'import jwt, cryptography' 2>/dev/null || python3 -m pip install --quiet PyJWT cryptography \
+		|| python3 -m pip install --quiet --break-system-packages PyJWT cryptography
 	@# selenium (scripts/dashboard-tests.py) drives Debian's chromium through chromium-driver.
 	@python3 -c 'import selenium.webdriver' 2>/dev/null || python3 -m pip install --quiet selenium \
 		|| python3 -m pip install --quiet --break-system-packages selenium

@@ -29,8 +29,7 @@ import tempfile
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, Suite, main
-from websockets.exceptions import ConnectionClosed
+from runneld_process import EventStream, LineClient, Suite, expect_closing, main
 from websockets.sync.client import connect
 
 HASHED = "hashed-writer"
@@ -354,23 +353,7 @@ def check_reload_grants_and_revokes_on_open_connections(d):
         assert ended == {"b": f"token may no longer subscribe to sensors.b {reason}",
                          "p": f"token may no longer subscribe to sensors.b {reason}"}, ended
         closing = {"ev": "closing", "code": "unauthorized", "message": "the token was removed from the configuration"}
-        assert doomed.line() == closing
-        try:
-            doomed.line()
-            raise AssertionError("the connection of a removed token stayed open")
-        except (EOFError, ConnectionResetError):
-            pass
-        assert json.loads(doomed_ws.recv(timeout=5)) == closing
-        try:
-            doomed_ws.recv(timeout=5)
-            raise AssertionError("the WebSocket of a removed token stayed open")
-        except ConnectionClosed:
-            pass
-        assert doomed_ws.close_code == 1008, doomed_ws.close_code
-        assert doomed_sse.event() == {"event": "closing", "data": json.dumps(
-            {"code": "unauthorized", "message": "the token was removed from the configuration"}, separators=(",", ":"))}
-        assert doomed_sse.event() is None
-        doomed_sse.close()
+        expect_closing(closing, line=doomed, websockets=[doomed_ws], stream=doomed_sse)
         assert narrowed_sse.event() == {"event": "error", "data": json.dumps(
             refused(f"token may no longer subscribe to sensors.b {reason}"), separators=(",", ":"))}
         assert narrowed_sse.event() is None

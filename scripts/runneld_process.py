@@ -219,6 +219,35 @@ class EventStream:
         self.client.close()
 
 
+def expect_closing(closing, line=None, websockets=(), stream=None):
+    """`closing` (a `closing` line as a dict) is the last thing the server sends each of them
+    before it closes: a `LineClient`'s last line, a WebSocket's last text message (then close
+    code 1008), an `EventStream`'s `event: closing` (then the response ends; the stream is closed
+    here)."""
+    from websockets.exceptions import ConnectionClosed  # here, so the crash harness needs no websockets
+
+    if line is not None:
+        assert line.line() == closing
+        try:
+            extra = line.line()
+            raise AssertionError(f"the connection stayed open after its closing line: {extra}")
+        except (EOFError, ConnectionResetError):
+            pass
+    for websocket in websockets:
+        assert json.loads(websocket.recv(timeout=5)) == closing
+        try:
+            websocket.recv(timeout=5)
+            raise AssertionError("the WebSocket stayed open after its closing message")
+        except ConnectionClosed:
+            pass
+        assert websocket.close_code == 1008, websocket.close_code
+    if stream is not None:
+        reason = {key: value for key, value in closing.items() if key != "ev"}
+        assert stream.event() == {"event": "closing", "data": json.dumps(reason, separators=(",", ":"))}
+        assert stream.event() is None
+        stream.close()
+
+
 class Suite:
     """Checks run in order against one thing they share: what `start(binary)` yields, a
     context manager (by default a daemon on `config`, stopped after the last check, which

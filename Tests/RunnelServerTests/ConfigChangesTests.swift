@@ -99,54 +99,63 @@ struct ConfigChangesTests {
 
     @Test func everyTopLevelKeyIsComparedExceptSubjects() throws {
         // A config differing in every key yields one change per key, so no key is forgotten.
-        let new = try ServerConfig.parse(
-            toml: """
-                listen = "127.0.0.1:1"
-                http_listen = ""
-                max_body_bytes = 4096
-                http_allowed_origins = ["https://a.example"]
-                max_line_bytes = 100
-                max_pending_bytes = 2000
-                max_expr_bytes = 20
-                max_depth = 2
-                max_connections = 2
-                max_subscriptions_per_connection = 2
-                slow_consumer = "drop"
-                auto_create = false
-                default_replay_capacity = 2
-                auth_tokens = ["x"]
-                max_stages = 2
-                max_buffer_values = 2
-                max_eval_steps = 200
-                max_eval_bytes = 2048
-                max_eval_steps_per_second = 5000
-                max_eval_steps_burst = 6000
-                max_publish_eval_ms = 7
-                log_level = "error"
-                shutdown_timeout = 2
-                max_subjects = 2
-                data_dir = "/var/lib/elsewhere"
-                fsync = "always"
-                token_eval_steps_per_second = 5000
-                token_eval_steps_burst = 5000
-                login_timeout = 5
-                max_connections_per_address = 3
-                max_subscription_bytes = 4096
-                max_replay_bytes = 4096
-                max_retained_bytes = 8192
-                soft_pending_bytes = 1500
-                soft_pending_seconds = 3
-                tls_listen = "127.0.0.1:3"
-                https_listen = "127.0.0.1:4"
-                tls_cert_file = "/c.pem"
-                tls_key_file = "/k.pem"
-                tls_ca_file = "/ca.pem"
-                tls_min_version = "1.3"
-                [[tokens]]
-                token = "y"
-                """)
-        let keys = new.changes(from: ServerConfig()).map(\.key)
-        #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))
+        // The JWT keys' files are read as the configuration is.
+        try ConfigJWTTests.withFiles(["k.pem": JWTFixtures.rsaPEM, "k.json": JWTFixtures.jwks]) { directory in
+            let new = try ServerConfig.parse(
+                toml: """
+                    listen = "127.0.0.1:1"
+                    http_listen = ""
+                    max_body_bytes = 4096
+                    http_allowed_origins = ["https://a.example"]
+                    max_line_bytes = 100
+                    max_pending_bytes = 2000
+                    max_expr_bytes = 20
+                    max_depth = 2
+                    max_connections = 2
+                    max_subscriptions_per_connection = 2
+                    slow_consumer = "drop"
+                    auto_create = false
+                    default_replay_capacity = 2
+                    auth_tokens = ["x"]
+                    max_stages = 2
+                    max_buffer_values = 2
+                    max_eval_steps = 200
+                    max_eval_bytes = 2048
+                    max_eval_steps_per_second = 5000
+                    max_eval_steps_burst = 6000
+                    max_publish_eval_ms = 7
+                    log_level = "error"
+                    shutdown_timeout = 2
+                    max_subjects = 2
+                    data_dir = "/var/lib/elsewhere"
+                    fsync = "always"
+                    token_eval_steps_per_second = 5000
+                    token_eval_steps_burst = 5000
+                    login_timeout = 5
+                    max_connections_per_address = 3
+                    max_subscription_bytes = 4096
+                    max_replay_bytes = 4096
+                    max_retained_bytes = 8192
+                    soft_pending_bytes = 1500
+                    soft_pending_seconds = 3
+                    tls_listen = "127.0.0.1:3"
+                    https_listen = "127.0.0.1:4"
+                    tls_cert_file = "/c.pem"
+                    tls_key_file = "/k.pem"
+                    tls_ca_file = "/ca.pem"
+                    tls_min_version = "1.3"
+                    jwt_secrets = ["\(JWTFixtures.secret)"]
+                    jwt_public_keys = ["\(directory)/k.pem"]
+                    jwt_jwks_file = "\(directory)/k.json"
+                    jwt_issuer = "i"
+                    jwt_audience = "a"
+                    jwt_leeway = 0
+                    [[tokens]]
+                    token = "y"
+                    """)
+            let keys = new.changes(from: ServerConfig()).map(\.key)
+            #expect(keys == ConfigKey.allCases.filter { $0 != .subjects }.map(\.rawValue))
+        }
     }
 
     @Test func evaluationBudgetChangesLive() throws {

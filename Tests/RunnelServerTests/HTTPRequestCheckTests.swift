@@ -67,15 +67,17 @@ import Testing
         let check = HTTPAuthenticationCheck()
         let absent = Self.answer(check.decide(Self.facts("GET /stats", credential: .absent)))
         #expect(absent?.status == 401 && absent?.code == .unauthorized)
-        #expect(Self.answer(check.decide(Self.facts("GET /stats", credential: .refused)))?.status == 401)
+        let refused = HTTPAccess.Credential.refused(ProtocolError(.unauthorized, "JWT expired"))
+        let wrong = Self.answer(check.decide(Self.facts("GET /stats", credential: refused)))
+        #expect(wrong?.status == 401 && wrong?.code == .unauthorized)
         #expect(Self.answer(check.decide(Self.facts("POST /healthz", credential: .absent)))?.status == 401)
         #expect(Self.answer(check.decide(Self.facts("GET /stats"))) == nil)
         for open in ["GET /healthz", "HEAD /healthz", "GET /", "HEAD /", "OPTIONS /pub/a"] {
-            #expect(Self.answer(check.decide(Self.facts(open, credential: .refused))) == nil, "\(open)")
+            #expect(Self.answer(check.decide(Self.facts(open, credential: refused))) == nil, "\(open)")
         }
         // A WebSocket may authenticate with its first message, but not after a wrong token.
         #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: .absent))) == nil)
-        #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: .refused)))?.status == 401)
+        #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: refused)))?.status == 401)
     }
 
     @Test func aPathWithoutARouteIsNotFoundAndAnotherMethodNotAllowed() {

@@ -5,7 +5,7 @@ import Testing
 /// Per-token rights over a session's requests, whatever carries it (the wire tests in
 /// `scripts/permissions-tests.py` run them over TCP, WebSocket, SSE and HTTP): each right on
 /// each request, pattern subscriptions meeting subjects they may not read, stages reaching
-/// subjects at `sub` time and at run time, and reloads that grant and revoke.
+/// subjects at `sub` time and at run time, reloads that grant and revoke, and a second `auth`.
 @Suite struct SessionPermissionTests {
     static let toml = """
         auth_tokens = ["admin"]
@@ -226,6 +226,24 @@ import Testing
     }
 
     private static let admin = "[[tokens]]\ntoken = \"admin\"\npublish = [\">\"]\nsubscribe = [\">\"]\nmanage = true"
+
+    @Test func aSecondAuthMovesTheSessionToTheNewTokensRights() throws {
+        let harness = try harness()
+        let client = client(harness, token: "admin")
+        #expect(client.send(#"{"op":"sub","subject":"sensors.a","sid":"s"}"#) == [#"{"ok":true,"sid":"s"}"#])
+        #expect(client.send(#"{"op":"sub","subject":"orders","sid":"o"}"#) == [#"{"ok":true,"sid":"o"}"#])
+        #expect(
+            client.send(#"{"op":"auth","token":"reader","ref":1}"#) == [
+                #"{"ev":"error","sid":"o","code":"unauthorized","message":"token may no longer subscribe to orders (the connection authenticated again)"}"#,
+                #"{"ok":true,"ref":1}"#,
+            ])
+        // A refused token changes nothing: the reader's rights stay.
+        #expect(client.send(#"{"op":"auth","token":"nobody","ref":2}"#) == [refusal("invalid token", ref: 2)])
+        #expect(
+            client.send(#"{"op":"create","subject":"x","ref":1}"#) == [
+                refusal("token may not create subjects (it lacks manage)")
+            ])
+    }
 
     @Test func tokensAddedToAnOpenServerCloseAnonymousConnections() throws {
         let harness = SessionHarness()

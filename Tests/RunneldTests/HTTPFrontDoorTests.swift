@@ -7,7 +7,7 @@ import Testing
 /// `scripts/dashboard-tests.py` with headless Chromium driven by selenium, `scripts/tls-tests.py`
 /// with Python's `ssl`, `openssl s_client` and the runnel CLI, `scripts/backpressure-tests.py`
 /// with publishers over TCP, `websockets` and httpx, `scripts/permissions-tests.py` with all of
-/// them. Each check of a script is a test case of its own (`PythonScript`): the script runs
+/// them, `scripts/jwt-tests.py` with all of them and tokens signed by PyJWT. Each check of a script is a test case of its own (`PythonScript`): the script runs
 /// once, its suites of checks sharing a daemon each, on free ports, with the configurations
 /// they need; a case reports its check's result. One of the HTTP checks waits out the
 /// 10-second head limit; the hostile TLS suite waits out the 10-second handshake limit once.
@@ -39,6 +39,14 @@ import Testing
     /// loss; a dead subscriber cut when the grace ends.
     @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/backpressure-tests.py"))
     func theBackpressureChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
+    }
+
+    /// JWTs: tokens signed by PyJWT with keys made by `cryptography` at test time, of each
+    /// algorithm; every refusal naming its check; a refresh before expiry; expiry closing TCP,
+    /// WebSocket and SSE; key files re-read on SIGHUP.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/jwt-tests.py"))
+    func theJWTChecksPass(_ check: PythonCheck) async {
         await PythonScript.expectPasses(check)
     }
 

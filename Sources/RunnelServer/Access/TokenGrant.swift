@@ -1,28 +1,35 @@
-/// What one configured token may do: the subjects it may publish to and subscribe to, and
-/// whether it may manage subjects and read the server's figures. One per configured token (a
-/// `[[tokens]]` table, or an `auth_tokens` entry, which may do everything), plus one for a
-/// server without tokens; every session and request authenticated with that token shares it.
+/// What one token may do: the subjects it may publish to and subscribe to, and whether it may
+/// manage subjects and read the server's figures. One per configured token (a `[[tokens]]`
+/// table, or an `auth_tokens` entry, which may do everything), one for a server without
+/// tokens, and one per verified JWT (its `runnel` claim); every session and request
+/// authenticated with that token shares it.
 ///
-/// A class for its identity: a reload builds new grants (`AccessList`), and a session moves
-/// to the new grant of its token, found by `digest`. Immutable, so it is `Sendable`; it is
-/// read on the loop thread.
+/// Thread rules: immutable, so `Sendable`; read on the loop thread. Lifetime rule: a class for
+/// its identity: a reload builds new grants (`AccessList`), and a session moves to its token's
+/// new grant (found by `digest`, or by verifying its JWT again); sessions and requests hold it.
 final class TokenGrant: Sendable {
-    /// SHA-256 of the token; nil for a server without tokens.
+    /// SHA-256 of a configured token; nil for a server without tokens and for a JWT.
     let digest: [UInt8]?
-    /// Where the token is configured (`tokens[2]`, `auth_tokens[0]`), for logs.
+    /// Where the token is configured (`tokens[2]`, `auth_tokens[0]`), or the JWT's `sub`, for logs.
     let source: String
     let publish: SubjectRights
     let subscribe: SubjectRights
     /// `create`, `complete`, `error`, `delete`, and the server's figures (`stats`, `/stats`,
     /// `/metrics`).
     let mayManage: Bool
+    /// The JWT this grant was made from; nil for a configured token.
+    let jwt: JWTIdentity?
 
-    init(digest: [UInt8]?, source: String, publish: SubjectRights, subscribe: SubjectRights, mayManage: Bool) {
+    init(
+        digest: [UInt8]?, source: String, publish: SubjectRights, subscribe: SubjectRights, mayManage: Bool,
+        jwt: JWTIdentity? = nil
+    ) {
         self.digest = digest
         self.source = source
         self.publish = publish
         self.subscribe = subscribe
         self.mayManage = mayManage
+        self.jwt = jwt
     }
 
     /// Every right: an `auth_tokens` token, or everyone on a server without tokens.

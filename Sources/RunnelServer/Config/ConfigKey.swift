@@ -48,6 +48,13 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case tlsKeyFile = "tls_key_file"
     case tlsCAFile = "tls_ca_file"
     case tlsMinVersion = "tls_min_version"
+    // JWTs minted by web apps: their keys and the claims they must carry.
+    case jwtSecrets = "jwt_secrets"
+    case jwtPublicKeys = "jwt_public_keys"
+    case jwtJWKSFile = "jwt_jwks_file"
+    case jwtIssuer = "jwt_issuer"
+    case jwtAudience = "jwt_audience"
+    case jwtLeeway = "jwt_leeway"
     case subjects
     case tokens
 
@@ -77,6 +84,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxReplayBytes: return 1024...1_099_511_627_776
         case .maxRetainedBytes: return 1024...1_099_511_627_776
         case .softPendingBytes: return 1024...17_179_869_184
+        case .jwtLeeway: return 0...3600
         default: return nil
         }
     }
@@ -90,8 +98,8 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,
     /// `https_listen`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
     /// (new ones are created, others ignored). The TLS files and version apply to connections
-    /// accepted after the reload. `tokens` is live: open connections move to their token's new
-    /// rights, or are closed when it is gone.
+    /// accepted after the reload. `tokens` and the JWT keys are live: open connections move to
+    /// their token's new rights, or are closed when it is gone (or, for a JWT, no longer verifies).
     public var isLive: Bool {
         switch self {
         case .listen, .httpListen, .tlsListen, .httpsListen, .dataDir, .fsync, .subjects: return false

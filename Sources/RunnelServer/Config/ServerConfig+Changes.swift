@@ -11,11 +11,14 @@ extension ServerConfig {
         for key in ConfigKey.allCases where key != .subjects {
             let before = old.renderedValue(of: key)
             let after = renderedValue(of: key)
-            // Tokens render hidden, so compare them directly.
+            // Tokens and secrets render hidden, and key files may change under the same path:
+            // compare them directly.
             let differs =
                 switch key {
                 case .authTokens: old.authTokens != authTokens
                 case .tokens: old.tokens != tokens
+                case .jwtSecrets, .jwtPublicKeys, .jwtJWKSFile:
+                    before != after || old.jwtKeys(from: key) != jwtKeys(from: key)
                 default: before != after
                 }
             guard differs else { continue }

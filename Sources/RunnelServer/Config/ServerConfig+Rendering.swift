@@ -1,6 +1,6 @@
 extension ServerConfig {
     /// `key`'s current value written as in `runneld.toml` (strings quoted), for summaries and
-    /// reload logs. Auth tokens are never shown, only counted. `subjects` gives a count; see
+    /// reload logs. Auth tokens and JWT secrets are never shown, only counted. `subjects` gives a count; see
     /// `SubjectDefinition.description` for each.
     public func renderedValue(of key: ConfigKey) -> String {
         switch key {
@@ -47,6 +47,12 @@ extension ServerConfig {
         case .tlsKeyFile: return TOMLConfigReader.quote(tlsKeyFile ?? "")
         case .tlsCAFile: return TOMLConfigReader.quote(tlsCAFile ?? "")
         case .tlsMinVersion: return TOMLConfigReader.quote(tlsMinVersion.rawValue)
+        case .jwtSecrets: return jwtSecrets.isEmpty ? "[]" : "[\(jwtSecrets.count) secret(s), hidden]"
+        case .jwtPublicKeys: return "[\(jwtPublicKeys.map(TOMLConfigReader.quote).joined(separator: ", "))]"
+        case .jwtJWKSFile: return TOMLConfigReader.quote(jwtJWKSFile ?? "")
+        case .jwtIssuer: return TOMLConfigReader.quote(jwtIssuer ?? "")
+        case .jwtAudience: return TOMLConfigReader.quote(jwtAudience ?? "")
+        case .jwtLeeway: return String(jwtLeeway)
         case .subjects: return "\(subjects.count) subject(s)"
         case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"
         }

@@ -72,6 +72,7 @@ struct TOMLConfigReader {
         }
         if let value = values[.tokens] { config.tokens = try tokens(value, authTokens: config.authTokens) }
         if let problem = config.tlsProblem { throw error(problem.key, problem.text) }
+        config.jwtKeys = try jwtKeys(of: config)
         return config
     }
 
@@ -178,12 +179,15 @@ struct TOMLConfigReader {
             config.fsync = mode
         case .tlsListen, .httpsListen, .tlsCertFile, .tlsKeyFile, .tlsCAFile, .tlsMinVersion:
             try applyTLS(key, value, to: &config)
+        case .jwtSecrets, .jwtPublicKeys, .jwtJWKSFile, .jwtIssuer, .jwtAudience:
+            try applyJWT(key, value, to: &config)
+        case .jwtLeeway: config.jwtLeeway = try integer(key, value)
         case .subjects, .tokens:
             break  // Read by `read(_:)` after the keys they depend on.
         }
     }
 
-    private func integer(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Int {
+    func integer(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Int {
         let range = key.integerRange!
         guard value.type == .int, let number = value.int, range.contains(number) else {
             throw error(

@@ -114,6 +114,23 @@ public struct ServerConfig: Sendable, Equatable {
     public var tlsCAFile: String? = nil
     /// The oldest TLS version accepted (`tls_min_version`, `1.2` or `1.3`, default `1.2`).
     public var tlsMinVersion: TLSVersion = .tls12
+    /// HMAC secrets that verify HS256 JWTs (`jwt_secrets`, default none), each at least 32 bytes.
+    public var jwtSecrets: [String] = []
+    /// PEM files of RSA or P-256 public keys that verify RS256 and ES256 JWTs
+    /// (`jwt_public_keys`, default none). Re-read on every reload.
+    public var jwtPublicKeys: [String] = []
+    /// A JWKS file of such keys, chosen by `kid` (`jwt_jwks_file`, default none). Re-read on
+    /// every reload.
+    public var jwtJWKSFile: String? = nil
+    /// When set, a JWT's `iss` must be it (`jwt_issuer`, default none).
+    public var jwtIssuer: String? = nil
+    /// When set, a JWT's `aud` must be or include it (`jwt_audience`, default none).
+    public var jwtAudience: String? = nil
+    /// Seconds of clock skew allowed to `exp` and `nbf` (`jwt_leeway`, default 5).
+    public var jwtLeeway: Int = 5
+    /// The keys of `jwt_secrets`, `jwt_public_keys` and `jwt_jwks_file`, loaded when the
+    /// configuration was read; empty: JWTs are not accepted.
+    var jwtKeys: [JWTKey] = []
 
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []

@@ -13,8 +13,8 @@ struct HTTPAccess {
     enum Credential {
         /// An accepted token with its rights, or the open grant when none is configured.
         case accepted(TokenGrant)
-        /// A token that is not one of the configured ones.
-        case refused
+        /// A token that is not one of the configured ones, nor a JWT that verifies: why.
+        case refused(ProtocolError)
         /// No token, where tokens are configured.
         case absent
 
@@ -26,8 +26,9 @@ struct HTTPAccess {
     }
 
     /// The request's token (`Authorization: Bearer` wins over `?token=`), compared in constant
-    /// time as the line protocol's `auth` is (`AccessList.grant(for:)`).
-    func credential(of head: HTTPRequestHead, query: [String: String]) -> Credential {
+    /// time or verified as a JWT, as the line protocol's `auth` is (`AccessList.authenticate`);
+    /// `now` is seconds since the Unix epoch.
+    func credential(of head: HTTPRequestHead, query: [String: String], at now: Double) -> Credential {
         if let openGrant = tokens.openGrant { return .accepted(openGrant) }
         let bearer = "bearer "
         let token: String?
@@ -37,7 +38,10 @@ struct HTTPAccess {
             token = query["token"]
         }
         guard let token else { return .absent }
-        return tokens.grant(for: token).map(Credential.accepted) ?? .refused
+        switch tokens.authenticate(token, at: now) {
+        case .success(let grant): return .accepted(grant)
+        case .failure(let reason): return .refused(reason)
+        }
     }
 
     /// The request's `Origin` when it is one the server allows to read its answers: listed in

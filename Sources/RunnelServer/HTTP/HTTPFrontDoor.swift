@@ -110,7 +110,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
     func begin(_ head: HTTPRequestHead, on connection: HTTPConnection) -> (HTTPExchange, (any HTTPBodyReader)?) {
         let access = HTTPAccess(tokens: server.access, allowedOrigins: server.config.httpAllowedOrigins)
         let query = head.queryParameters()
-        let credential = access.credential(of: head, query: query ?? [:])
+        let credential = access.credential(of: head, query: query ?? [:], at: ProcessStatistics.wallClockSeconds())
         let grant = credential.grant
         let exchange = HTTPExchange(
             head: head, query: query ?? [:],

@@ -35,7 +35,9 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The server's own timer, for the deadlines it keeps in seconds.
     private let sweep = ServerSweep()
     /// The sessions `login_timeout` will close unless they log in first.
-    private var loginDeadlines = LoginDeadlines()
+    private var loginDeadlines = SessionDeadlines()
+    /// The sessions authenticated with a JWT, closed when it expires unless they `auth` again.
+    private var tokenExpiries = SessionDeadlines()
     private let started = ContinuousClock.now
     /// When the server started, in seconds since the Unix epoch.
     let startTimeUnixSeconds = ProcessStatistics.wallClockSeconds()
@@ -125,6 +127,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
             guard let self else { return }
             let now = ContinuousClock.now
             for session in loginDeadlines.takeExpired(at: now) { session.loginTimedOut() }
+            for session in tokenExpiries.takeExpired(at: now) { session.tokenExpired() }
             httpFrontDoor?.sweep(now)
         }
     }
@@ -207,7 +210,12 @@ public final class Server: SessionOwner, @unchecked Sendable {
 
     func sessionStoppedAwaitingLogin(_ session: Session) { loginDeadlines.remove(session) }
 
+    func sessionToken(of session: Session, expiresAt deadline: ContinuousClock.Instant?) {
+        if let deadline { tokenExpiries.add(session, deadline: deadline) } else { tokenExpiries.remove(session) }
+    }
+
     func sessionDidClose(_ session: Session) {
+        tokenExpiries.remove(session)
         guard sessions.removeValue(forKey: session.id) != nil else { return }
         if let host = session.countedHost { addresses.close(host) }
         logger.debug("connection closed", metadata: ["connection": "\(session.id)"])
@@ -246,7 +254,9 @@ public final class Server: SessionOwner, @unchecked Sendable {
         // The listening addresses are fixed for the life of the process.
         applied.listen = config.listen
         applied.httpListen = config.httpListen
-        let tokensChanged = applied.authTokens != config.authTokens || applied.tokens != config.tokens
+        let tokensChanged =
+            applied.authTokens != config.authTokens || applied.tokens != config.tokens
+            || !applied.verifiesJWTsAs(config)
         config = applied
         applyRetentionLimits()
         if tokensChanged { access = AccessList(config: applied) }

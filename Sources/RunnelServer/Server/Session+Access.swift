@@ -1,8 +1,8 @@
 import Runnel
 
 /// The token's rights over what a session reads: at `sub` (its subject or pattern, and the
-/// subjects its stages reach, at `sub` time and at run time), and again when a reload changes
-/// them (docs/protocol.md, "Permissions per token").
+/// subjects its stages reach, at `sub` time and at run time), and again when a reload or a
+/// second `auth` changes them (docs/protocol.md, "Permissions per token").
 ///
 /// Nothing here runs per delivered value: a pattern subscription is filtered when it meets a
 /// subject (`PatternWatcher`), a stage when it looks a subject up.
@@ -39,10 +39,9 @@ extension Session {
         }
     }
 
-    /// The server's tokens were rebuilt: the session moves to its token's new grant. When
-    /// the token is gone, the connection is closed with a `closing` line `unauthorized`; when
-    /// its rights changed, every subscription reading a subject they no longer allow ends
-    /// with an `error` event `unauthorized`, and later requests use the new rights.
+    /// The server's tokens were rebuilt: the session moves to its token's new grant (a JWT
+    /// verified again). When the token is gone, or its JWT no longer verifies, the connection
+    /// is closed with a `closing` line `unauthorized`; when its rights changed, `move(to:because:)`.
     func accessDidChange(to access: AccessList) {
         guard !isClosing else { return }
         guard let old = grant else {
@@ -50,23 +49,25 @@ extension Session {
             grant = access.openGrant
             return
         }
-        guard let new = access.successor(of: old) else {
-            let reason =
-                old.digest == nil
-                ? "the server now requires a token (configuration reloaded)"
-                : "the token was removed from the configuration"
-            return closeAsUnauthorized(reason)
+        switch access.successor(of: old, at: ProcessStatistics.wallClockSeconds()) {
+        case .success(let new): move(to: new, because: "permissions changed by a reload")
+        case .failure(let reason): closeAsUnauthorized(reason.message)
         }
+    }
+
+    /// Moves the session to `new` (a reload's grant, or a second `auth`'s): later requests use
+    /// its rights, and every subscription reading a subject they do not allow ends with an
+    /// `error` event `unauthorized` saying `cause`.
+    func move(to new: TokenGrant, because cause: String) {
+        let old = grant
         grant = new
-        guard !new.hasSameRights(as: old) else { return }
+        guard let old, !new.hasSameRights(as: old) else { return }
         lastPublishTarget = nil
         for subscription in subscriptions.all {
             guard let name = forbiddenSubject(of: subscription, before: old, after: new) else { continue }
             // Ended as its own error event would end it.
             deliverTerminal(
-                ProtocolError(
-                    .unauthorized, "token may no longer subscribe to \(name) (permissions changed by a reload)"),
-                to: subscription)
+                ProtocolError(.unauthorized, "token may no longer subscribe to \(name) (\(cause))"), to: subscription)
         }
     }
 
@@ -95,7 +96,10 @@ extension Session {
     private func closeAsUnauthorized(_ reason: String) {
         context.logger.notice(
             "closing connection: token no longer valid",
-            metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason)"])
+            metadata: [
+                "connection": "\(id)", "peer": "\(transport.peerDescription)", "token": "\(grant?.source ?? "")",
+                "reason": "\(reason)",
+            ])
         close(saying: ProtocolError(.unauthorized, reason), flushingWithin: .seconds(2))
     }
 }

@@ -2,7 +2,7 @@ import Runnel
 
 /// `login_timeout`: a connection that opens and then sends nothing, or (with tokens
 /// configured) never authenticates, would hold a connection slot for ever. Until it has sent a
-/// request and is authenticated, the server's sweep watches its deadline (`LoginDeadlines`);
+/// request and is authenticated, the server's sweep watches its deadline (`SessionDeadlines`);
 /// past it, the session gets a `closing` line saying why and is closed.
 extension Session {
     /// Starts the wait, when the configuration sets a timeout. Called once, as the session opens.

@@ -307,15 +307,14 @@ extension Session {
         write(SessionReply(ref: request.ref, .stats(context.owner.statsReport)))
     }
 
-    /// Takes the token's grant (compared in constant time, see `AccessList`); a second `auth`
-    /// replaces the first one's grant for later requests.
+    /// Takes the token's grant (compared in constant time, or verified as a JWT, see
+    /// `AccessList`); a second `auth` moves the session to the new grant, ending the
+    /// subscriptions its rights forbid (a JWT refreshed before it expires).
     private func authenticate(_ request: Request) throws(ProtocolError) {
         let token = try request.requiredString(.token)
-        guard let found = settings.access.grant(for: token) else {
-            throw ProtocolError(.unauthorized, "invalid token")
-        }
-        if found !== grant { lastPublishTarget = nil }
-        grant = found
+        let found = try settings.access.authenticate(token, at: ProcessStatistics.wallClockSeconds()).get()
+        context.logger.debug("authenticated", metadata: ["connection": "\(id)", "token": "\(found.source)"])
+        move(to: found, because: "the connection authenticated again")
         write(SessionReply(ref: request.ref, .done))
     }
 }

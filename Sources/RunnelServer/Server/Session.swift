@@ -7,10 +7,10 @@ import RunnelUV
 /// own their state: `SessionContext` and `SessionSettings` (what it uses of the server),
 /// `SessionState` (open, closing, closed), `SubscriptionTable` (its subscriptions by sid),
 /// `HeldInput` (requests held while replies pile up or publishing is paused), `SlowConsumerLag` (a stretch over the soft
-/// limit) and the login wait (`LoginDeadlines`). The files that drive them: requests in
-/// (`Session+Input`), the ops (`Session+Requests`), events out (`Session+Delivery`; over the
-/// soft limit, `Session+SlowConsumer`), the login wait (`Session+Login`), rights
-/// (`Session+Access`). Every line goes out through `transport` (or `cork`), encoded by
+/// limit), the login wait and the token's expiry (`SessionDeadlines`). The files that drive
+/// them: requests in (`Session+Input`), the ops (`Session+Requests`), events out
+/// (`Session+Delivery`; over the soft limit, `Session+SlowConsumer`), the login wait
+/// (`Session+Login`), rights (`Session+Access`), a JWT's expiry (`Session+Expiry`). Every line goes out through `transport` (or `cork`), encoded by
 /// `ServerLineWriter` or, for `next` events, from pieces encoded once; every reply goes out
 /// as a value beside its line (`SessionReply`).
 ///
@@ -48,9 +48,13 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// `transport`: it holds them in order behind the reply.
     private(set) var cork: CorkedTransport?
     /// What the session may do: its token's grant, or the open grant of a server without
-    /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`).
+    /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`); a JWT's is
+    /// watched for its expiry (`Session+Expiry`).
     var grant: TokenGrant? {
-        didSet { evaluationAccount.token = context.owner.tokenEvaluationBudget(for: grant) }
+        didSet {
+            evaluationAccount.token = context.owner.tokenEvaluationBudget(for: grant)
+            if grant?.jwt?.closesAt != oldValue?.jwt?.closesAt { watchTokenExpiry() }
+        }
     }
     /// The subscriptions by sid, and what they hold together.
     let subscriptions: SubscriptionTable

@@ -124,6 +124,8 @@ protocol SessionOwner: AnyObject {
     func sessionAwaitsLogin(_ session: Session, until deadline: ContinuousClock.Instant)
     /// The session logged in, or is closing: it no longer awaits its login.
     func sessionStoppedAwaitingLogin(_ session: Session)
+    /// The session's token expires at `deadline` (a JWT's); nil: it no longer expires.
+    func sessionToken(of session: Session, expiresAt deadline: ContinuousClock.Instant?)
     /// The evaluation budget all connections of `grant`'s token share (nil for none).
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
     /// The `stats` reply's figures, as they are now.

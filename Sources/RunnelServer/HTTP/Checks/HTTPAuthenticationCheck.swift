@@ -1,7 +1,8 @@
 /// A request without an accepted token is `401 unauthorized`, except where none is needed:
 /// a CORS preflight (browsers send it without credentials), `/healthz` and the dashboard's
 /// page (which holds no data and asks for a token itself, over `/ws`), and a WebSocket
-/// upgrade without any token, which may send `auth` as its first message, as on TCP.
+/// upgrade without any token, which may send `auth` as its first message, as on TCP. A refused
+/// token's answer says why (a JWT's failed check).
 ///
 /// Thread rules: an immutable value. Lifetime rule: one request's.
 struct HTTPAuthenticationCheck: HTTPRequestCheck {
@@ -13,8 +14,12 @@ struct HTTPAuthenticationCheck: HTTPRequestCheck {
             head.method == .options
             || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
         if isOpenToAll { return .pass }
-        if case .absent = request.credential, head.method == .get, path == WebSocketRoute.path { return .pass }
-        return .answer(
-            .failure(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token=")))
+        switch request.credential {
+        case .refused(let reason): return .answer(.failure(HTTPFailure(reason)))
+        case .absent where head.method == .get && path == WebSocketRoute.path: return .pass
+        default:
+            return .answer(
+                .failure(HTTPFailure(.unauthorized, "a token is needed: Authorization: Bearer TOKEN or ?token=")))
+        }
     }
 }

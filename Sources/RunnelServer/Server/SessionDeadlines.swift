@@ -1,11 +1,14 @@
-/// The sessions that have not yet sent a request and authenticated, with the instant at which
-/// `login_timeout` closes each (`Session+Login`); the server's sweep takes the expired ones.
+/// Sessions with an instant each at which the server's sweep acts on them: the server keeps
+/// one for `login_timeout` (`Session+Login`) and one for the expiry of the JWT a session
+/// authenticated with (`Session+Expiry`). The sweep takes the expired ones.
 ///
 /// Thread rules: loop thread only. Lifetime rule: a value the server owns; it holds each
-/// waiting session until the session logs in, closes or is taken as expired.
-struct LoginDeadlines {
+/// session until the session's deadline is removed or replaced, the session closes, or it is
+/// taken as expired.
+struct SessionDeadlines {
     private var waiting: [UInt64: (deadline: ContinuousClock.Instant, session: Session)] = [:]
 
+    /// Sets `session`'s deadline, replacing the one it had.
     mutating func add(_ session: Session, deadline: ContinuousClock.Instant) {
         waiting[session.id] = (deadline, session)
     }

@@ -1,0 +1,61 @@
+/// Keys and tokens for `JWTVerifierTests`, made once by PyJWT 2 and cryptography (RSA 2048,
+/// P-256) so that the tests sign nothing; each token's times are fixed (`nbf` 1000000000, `exp`
+/// 2000000000) and the tests choose the instant they verify at.
+///
+/// Thread rules: constants. Lifetime rule: none (a namespace).
+enum JWTFixtures {
+    static let secret = "unit-test-secret-of-32-bytes-or-more"
+    static let rsaPEM = """
+        -----BEGIN PUBLIC KEY-----
+        MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEArMVpu3YAda5l1b0ECWDO
+        4vzK81KI7M10roXuEhIxQbRA0/392zBEKVGKXeZKdLWJutJe/4AswTWRfDVaPWFb
+        Grt7gS7/QflQbS/BgGEUldQ+xOgi2EsJ4T0AaDPTRSaJCz34FiHgGco2qYShqgXQ
+        GYaWDEnx4zwO+mgaY44QUjvG5TGG/AN7GBaPFh/jMxGqtgi9Pl4uSa3cpjWakCoT
+        qzIu9Gx91OZ8SjQOcmMRLTWHl/1VE7BVyWVNPfdDidwWbxGraWhieB5qBfzv8/Tv
+        1g+7GR2jUPXX9ghrx/0WI+1pLENYB6cLaxRji2rt1fBeNK++Lu5nUiiTJbOrvXmV
+        AwIDAQAB
+        -----END PUBLIC KEY-----
+        """
+    static let ecPEM = """
+        -----BEGIN PUBLIC KEY-----
+        MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEwSffGA1UPRqGzU2HtSS/OwQSeRUd
+        p/nAiItb+U8C9/EGn6bH5U9T/MmPh8ZRIHCg5dlZ+pALIFbPaEQtqmHQBA==
+        -----END PUBLIC KEY-----
+        """
+    static let jwks =
+        #"{"keys": [{"kty": "RSA", "kid": "r2", "alg": "RS256", "n": "wwVUqByXA0m9GqEVSWom7xbMGWre_OJBUIMmteA5_KteQqKGm209WfMP-ROfxV-XGu9bpwNCgzrsrQ09COX4Ux5EeYiCVuBOCQj5FiR4aQqXO38HB-UaeMkmyci34Z8fezEP21HpBk29GXwWPBG5845BzOkq_0XHdzHIGXJRsDSxiis4lr4Ac06D0TrdSK9zdG791DS4jRbj7De4Pvl2EWPFC_PTfqzBSrQQknhGiwPOsIhTsLFOrrsmzuNRXJoHt21lALfH3mWHoObJSer9VDyJ2K_IUeX_63UAM8xY0FF7_bxzkvVdARC637b5R_vSLzTlGCTA4JIpjI7XvpD7Fw", "e": "AQAB"}, {"kty": "EC", "kid": "e2", "crv": "P-256", "x": "hWRJWJHdi6oRv4aEbeoI2nAB3nqSEdEtj81b7qdl4EI", "y": "CineFYZKgqRdopeyOdKJI-CP9-hGmgD_QN964k7kpbU"}]}"#
+    static let hs256 =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.JuvMCtqqKjOB9f2Ay0iEEviNhZ9Bj-46b4jPE3DmcvE"
+    static let rs256 =
+        "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.L2WcpvLSzksRc_nub-IkrBMnqMr4tIiHcedZ9YJn7OyTk1NuCCuy6FmuEa9xspN4Vo46WcBtXvC08l5BZpb8SEkujx-dfujL_W7grYmEjVOIOGPDeNoyn6FSjZKFRRJxX_lx0w5jnnKd5ElGhSTxR4aiWf8kFkkOT3D-CG0nMqgeM8wkHFgUX7u0A7jxd4IguL_A0FU-ScdSevmYXnHEHVK4xkQazM-tyh0Vpu9HPyoKYhgCIV3Upa0k57vvMm3QFoa5InWtsoTo3rCd8cqFhJpvrQnNy6WJqgNnTY5FIktXocpgu-0Cb0Uyj3jtIcRWeN9CCmsJG8wmlJPlrtnx1A"
+    static let es256 =
+        "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.flheWYSCNFWIcBTgg2c3o4RhI4tm-JpSJGuNrSD_S-rn1bNRqEv52umDVgp1DGxesDz0tX9PP2aNRHlk_b5YPw"
+    static let rs256JWKS =
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6InIyIiwidHlwIjoiSldUIn0.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.SwQovmCWPAndkQRymkZVQgnps62ov-2FMfGqYy-q-jnO139BAbYseGO7WwwlfYua3hhzDVaasF6rRzVx3n0rvEC4hEkQYm3QgIRQqahURDXwVuoU0KV0jA-Q29l8s66R_cj3nQQ_TDZSbkbLU5P2Yp6ARKxLCE6emw8JBRKpaBsIZfn1kwRfF6rvwaihVAr1ItsanPQHkrqDLX5KDNcF3ZOq0vqtaV2cOUDnKQZjx8-xef3z1jyDODfSGFciRRGIvcjZlsMOg1DTdpv7Ng_ma_xcB88sRjUHdrzh3tEn9Q4Sq3AGTnZA3Dl99pknyi9kLGTOhOAshA5mfHu6o06jOA"
+    static let es256JWKS =
+        "eyJhbGciOiJFUzI1NiIsImtpZCI6ImUyIiwidHlwIjoiSldUIn0.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.WPWY_Bk3oZt2a7Zc3SFmdLk4EorcjdeBo6ehRMjsMHJCmsiYNFgMw5cydMxncXkokwuq7bSkWbPIWuBJ-krBtA"
+    static let rs256UnknownKid =
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6Im5vYm9keSIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.m1cw2pJnBwItUGGIT8XfZYtLkPkJk6DdFzvMv1GygoSESzQtLnkvhoPED_Jg8X4YqGHRZeyO_lnXcU4hNK-AO5jFp2c-ynRIamol2fZs2XJqdLi5CRe6oodMA1MrrvKGGmdbU64HzY_bssG3tyxxutHaHpI0qD5ZMEDuawQ1jzr_rDnpQYng8ITV1-pvTHqdpK_e4bgnaRSzdRoYiKogBLugxmidrvru-q4FD09rd13ThxqERrpEo0kMHaSmedBFgTdtO-79ithyzCeB_xsqqU03yure-Qapx2ZsOOJ5ZwCKc6J409jcdL4Cl2wGOa5CiOYksBEelZE_U1-4POFl8Q"
+    static let rs256OtherKey =
+        "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.KYl5mFXt0XVIOKJmFkTJJRVYyNq-2SV5206nnDQCK1ZieKqNKvafp8StDYNMn-YXZIH6Ce6yoRRzr03zRQLCChL8N2ItUjrMwjtHKmperXhwUNrPWJ02vLN9Cr-RE78PO-7CTjaUAL0uSz7r2Ii2kFFmIc0U8rlnQef52VRMpKUVeqne2aTxTQry7-P-nsYxDfTaWPmTPAokDo1H7sKBGDSH85V8pZ53I3zFTAifb4h_F8CLdQtoF5qTp0DBvDCK1Mzc9AJ6XrtHRT1ODKhU9vGx-T-EoKkjOkJtccqeIB2zWhZU5tCQ3zEFVY26s2ossGUzTYxR2CH9yzWP_bcvJw"
+    static let algNone =
+        "eyJhbGciOiAibm9uZSJ9.eyJpc3MiOiAiaHR0cHM6Ly9hcHAuZXhhbXBsZSIsICJhdWQiOiBbIm90aGVyIiwgInJ1bm5lbCJdLCAic3ViIjogImFsaWNlIiwgIm5iZiI6IDEwMDAwMDAwMDAsICJleHAiOiAyMDAwMDAwMDAwLCAicnVubmVsIjogeyJwdWJsaXNoIjogWyJjaGF0LioiXSwgInN1YnNjcmliZSI6IFsiY2hhdC4-IiwgIm5ld3MiXSwgIm1hbmFnZSI6IHRydWV9fQ."
+    static let hs256WithRSAPublicKey =
+        "eyJhbGciOiAiSFMyNTYiLCAidHlwIjogIkpXVCJ9.eyJpc3MiOiAiaHR0cHM6Ly9hcHAuZXhhbXBsZSIsICJhdWQiOiBbIm90aGVyIiwgInJ1bm5lbCJdLCAic3ViIjogImFsaWNlIiwgIm5iZiI6IDEwMDAwMDAwMDAsICJleHAiOiAyMDAwMDAwMDAwLCAicnVubmVsIjogeyJwdWJsaXNoIjogWyJjaGF0LioiXSwgInN1YnNjcmliZSI6IFsiY2hhdC4-IiwgIm5ld3MiXSwgIm1hbmFnZSI6IHRydWV9fQ.0KFxH7c52YWVJrsjLFNx1MdLYh6qh0MCL17CQXpLUyM"
+    static let hs512 =
+        "eyJhbGciOiJIUzUxMiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.rcGZFa4cVtEAiNK7MOf2WvMIxFTT3Tk_NXckxYx52FBmwC261aM7mkNVUAweLCNPs08--MlirF_At40_lHSFbA"
+    static let noExp =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJydW5uZWwiOnsicHVibGlzaCI6WyJjaGF0LioiXSwic3Vic2NyaWJlIjpbImNoYXQuPiIsIm5ld3MiXSwibWFuYWdlIjp0cnVlfX0.A5MMgH_HR6CJCb-sFuhaUYyvwQhzdElGla7njBogUX8"
+    static let noRights =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjoicnVubmVsIiwiZXhwIjoyMDAwMDAwMDAwfQ.pYexxBGXItHVnYwqgp6Xs1g5S1yQbyJEblOu7JeZxLM"
+    static let wrongIssuer =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2V2aWwuZXhhbXBsZSIsImF1ZCI6WyJvdGhlciIsInJ1bm5lbCJdLCJzdWIiOiJhbGljZSIsIm5iZiI6MTAwMDAwMDAwMCwiZXhwIjoyMDAwMDAwMDAwLCJydW5uZWwiOnsicHVibGlzaCI6WyJjaGF0LioiXSwic3Vic2NyaWJlIjpbImNoYXQuPiIsIm5ld3MiXSwibWFuYWdlIjp0cnVlfX0.7i64ZJw1WprammeQsxzFduJ_iu65xSuPDmXU-R5nQSQ"
+    static let wrongAudience =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjoic29tZW9uZSIsInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.sNLrfLEIGpN0zZaIVYYELHU5ehngMzU8U5egfqIepdo"
+    static let badRights =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImEuPi5iIl19fQ.jPR556SdPEaY5CnLvilMgp2Hg8nz-PmB9IuPLW5IocE"
+    static let unknownRight =
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJyZWFkIjpbImEiXX19.lZJOidqyndY72OzLPY4H884pZgENKmk6zFvGLGQ1v0M"
+    static let crit =
+        "eyJhbGciOiJIUzI1NiIsImNyaXQiOlsiZXhwIl0sInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2FwcC5leGFtcGxlIiwiYXVkIjpbIm90aGVyIiwicnVubmVsIl0sInN1YiI6ImFsaWNlIiwibmJmIjoxMDAwMDAwMDAwLCJleHAiOjIwMDAwMDAwMDAsInJ1bm5lbCI6eyJwdWJsaXNoIjpbImNoYXQuKiJdLCJzdWJzY3JpYmUiOlsiY2hhdC4-IiwibmV3cyJdLCJtYW5hZ2UiOnRydWV9fQ.FgqCbTGAL5x7gnL5fL4ycPw1wRUKrYhAidHjd19WVRE"
+}
