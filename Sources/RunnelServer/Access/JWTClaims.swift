@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// The claims of a JWT's payload that runneld reads (RFC 7519 §4.1): `exp` (required), `nbf`,
 /// `iss`, `aud` (a string or a list of them), `sub`, and the rights in `runnel`, read as a
 /// `[[tokens]]` table's (`publish` and `subscribe` lists, absent empty; `manage`, absent

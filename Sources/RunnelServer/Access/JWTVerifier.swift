@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// Verifies tokens of the form `header.payload.signature` as JWTs (RFC 7519, JWS compact
 /// serialization) against the configured keys, and turns one that passes into the grant of
 /// the rights its `runnel` claim gives. The checks, in order, each refusing with

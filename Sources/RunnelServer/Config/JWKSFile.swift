@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// A JSON Web Key Set (RFC 7517 §5), `{"keys":[...]}`, read into the keys that verify JWTs:
 /// `kty` `RSA` (`n`, `e`) for RS256 and `EC` with `crv` `P-256` (`x`, `y`) for ES256, each
 /// with its `kid` when it has one. A key whose `alg` names another algorithm, whose `use` is
