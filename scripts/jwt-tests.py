@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 import warnings
@@ -36,7 +35,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from runneld_process import EventStream, LineClient, Suite, daemon_started, expect_closing, main
+from runneld_process import EventStream, LineClient, Suite, check_config, daemon_started, expect_closing, main
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -341,22 +340,10 @@ def check_bad_key_settings_are_config_errors(s):
     ]
     binary = s.daemon.process.args[0]
     for toml, expected in cases:
-        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
-            file.write(toml)
-        try:
-            result = subprocess.run([binary, "--config", file.name, "--check-config"], capture_output=True,
-                                    text=True, timeout=20)
-        finally:
-            os.unlink(file.name)
+        result = check_config(binary, toml)
         assert result.returncode == 2 and expected in result.stderr, (toml, result.returncode, result.stderr)
     # The secret is never printed.
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
-        file.write(s.keys.config())
-    try:
-        result = subprocess.run([binary, "--config", file.name, "--check-config"], capture_output=True, text=True,
-                                timeout=20)
-    finally:
-        os.unlink(file.name)
+    result = check_config(binary, s.keys.config())
     assert result.returncode == 0 and SECRET not in result.stdout, result.stdout
     assert "jwt_secrets = [1 secret(s), hidden]" in result.stdout, result.stdout
 

@@ -24,12 +24,10 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import tempfile
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, Suite, expect_closing, main
+from runneld_process import EventStream, LineClient, Suite, check_config, expect_closing, main
 from websockets.sync.client import connect
 
 HASHED = "hashed-writer"
@@ -187,13 +185,7 @@ def check_config_errors_name_the_table(d):
     ]
     binary = d.process.args[0]
     for toml, expected in cases:
-        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
-            file.write(toml)
-        try:
-            result = subprocess.run([binary, "--config", file.name, "--check-config"], capture_output=True,
-                                    text=True, timeout=20)
-        finally:
-            os.unlink(file.name)
+        result = check_config(binary, toml)
         assert result.returncode == 2 and expected in result.stderr, (result.returncode, result.stderr)
 
 

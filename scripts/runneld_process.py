@@ -114,6 +114,18 @@ def _port(announcement, line):
     return int(match.group(1)) if match else None
 
 
+def check_config(binary, toml):
+    """`runneld --config FILE --check-config` on a file holding `toml`: the finished process,
+    its output captured."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
+        file.write(toml)
+    try:
+        return subprocess.run([binary, "--config", file.name, "--check-config"], capture_output=True, text=True,
+                              timeout=20)
+    finally:
+        os.unlink(file.name)
+
+
 def poll_until(read, predicate, what, seconds=5):
     """Calls `read` every 50 ms, for up to `seconds`, until `predicate` holds of what it
     returns (a server's stats, say); returns that, or fails naming `what`."""
