@@ -5,9 +5,9 @@
 #
 #   bench/clients/run.sh [--runneld BIN] [--reps N] [--count N]
 #
-# Installs nats-server from Debian and nats-py from PyPI when missing, builds runneld (release,
-# under flock /tmp/runnel-build.lock; skipped with --runneld), starts runneld and nats-server on
-# loopback with bench/loadgen/servers.sh (ports 7611 and 7613), runs each client in each mode
+# Installs nats-py from PyPI when missing; bench/loadgen/servers.sh installs the peers from
+# Debian, builds runneld (release, under flock /tmp/runnel-build.lock; skipped with --runneld)
+# and starts runneld and nats-server on loopback (ports 7611 and 7613); runs each client in each mode
 # (iterator, callback) N times (3 by default), interleaved, COUNT values each (200,000), stops
 # both servers by PID, and prints the median msgs/s of each and runnel's ratio to nats-py. Not
 # part of CI.
@@ -27,22 +27,13 @@ while (($#)); do
     shift
 done
 
-if ! command -v nats-server >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server
-fi
 # A Debian python3 needs pip's --break-system-packages.
 python3 -c 'import nats' 2>/dev/null || python3 -m pip install --quiet nats-py \
     || python3 -m pip install --quiet --break-system-packages nats-py
-if [[ -z $runneld ]]; then
-    flock /tmp/runnel-build.lock swift build -c release --product runneld >/dev/null
-    runneld=$PWD/.build/release/runneld
-    built="built from $(git rev-parse --short HEAD)"
-else
-    built="$runneld, given ($(stat -c %y "$runneld" | cut -d. -f1))"
-fi
-
-# start_server, wait_started, and the servers stopped by PID at exit.
+# The peers installed and runneld built (build_tools), start_server, wait_started, and the
+# servers stopped by PID at exit.
 source bench/loadgen/servers.sh
+build_tools
 start_server runnel
 start_server nats
 wait_started runnel nats
@@ -57,7 +48,8 @@ for rep in $(seq 1 "$reps"); do
     echo "repetition $rep of $reps done" >&2
 done
 
-echo "runneld: $built; nats-server $(nats-server --version | awk '{print $2}'); nats-py $(python3 -m pip show nats-py 2>/dev/null | awk '/^Version/ {print $2}'); $(python3 --version)"
+describe_servers
+echo "nats-py $(python3 -m pip show nats-py 2>/dev/null | awk '/^Version/ {print $2}'); $(python3 --version)"
 python3 - "$work/results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
