@@ -58,12 +58,16 @@ release: deps
 run: release
 	./.build/release/runneld --config config/runneld.toml
 
-# The whole output is kept in .build/test-output.log; on a failure its failing lines are
-# printed again at the end, since Swift Testing reports a failure where it happens, among
-# hundreds of lines of tests running in parallel.
+# The whole suite with every runneld on one event loop, then the suites that start runneld
+# again with four loops (RUNNEL_TEST_LOOPS, which the harnesses pass as --loops). The whole
+# output is kept in .build/test-output.log; on a failure its failing lines are printed again
+# at the end, since Swift Testing reports a failure where it happens, among hundreds of lines
+# of tests running in parallel.
 test: test-deps
 	@mkdir -p .build
-	@set -o pipefail; $(SWIFT) test 2>&1 | tee .build/test-output.log || { \
+	@set -o pipefail; { RUNNEL_TEST_LOOPS=1 $(SWIFT) test 2>&1 && \
+		echo "=== again, every runneld on four loops" && \
+		RUNNEL_TEST_LOOPS=4 $(SWIFT) test --filter RunneldTests 2>&1; } | tee .build/test-output.log || { \
 		echo; echo "=== what failed (all of it in .build/test-output.log):"; \
 		grep -aE -A 15 '✘ Test .*(recorded an issue|failed)|error:|Fatal error|Assertion failed' .build/test-output.log | tail -n 150; \
 		exit 1; }

@@ -24,7 +24,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, Suite, main, poll_until
+from runneld_process import TEST_LOOPS, EventStream, LineClient, Suite, main, poll_until, stats
 from websockets.sync.client import connect
 
 # Values of about 1 KiB: 12,000 of them are 12 MB, past what the kernel's buffers on both ends
@@ -36,14 +36,6 @@ PAD = "x" * 1000
 
 def value(n):
     return {"n": n, "pad": PAD}
-
-
-def stats(d):
-    client = LineClient(d.port)
-    try:
-        return client.request({"op": "stats"})
-    finally:
-        client.close()
 
 
 def wait_for(d, predicate, what):
@@ -279,8 +271,11 @@ def check_an_sse_subscriber_reading_slower_than_a_burst_paces_it_and_loses_nothi
 
 
 def check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line(d):
-    # It never reads: its publisher is paused once, when its output passes the soft limit, and
-    # let go at the next look at its progress (50 ms), so the publisher loses at most 100 ms.
+    # It never reads: its publisher is paused when its output passes the soft limit, and let go
+    # at the next look at its progress (50 ms), so the publisher loses at most 100 ms. With
+    # several loops the subscriber's output crosses to its socket's loop before the kernel
+    # takes it, so short pauses may come before (each ends as that loop catches up): the bound
+    # is on the publisher's time paused in all.
     before = stats(d)
     dead = SlowSubscriber(d, "grace.dead", "d")
     publisher = LineClient(d.port)
@@ -292,7 +287,8 @@ def check_a_subscriber_past_the_hard_limit_is_disconnected_with_its_closing_line
     last = dead.last_line()
     assert last == {"ev": "closing", "code": "slow_consumer"}, last
     after = stats(d)
-    assert after["publish_pauses"] - before["publish_pauses"] == 1, after
+    pauses = after["publish_pauses"] - before["publish_pauses"]
+    assert pauses == 1 or (pauses > 1 and TEST_LOOPS != "1"), after
     assert after["publish_paused_ms"] - before["publish_paused_ms"] <= 100, after
     dead.close()
     publisher.close()

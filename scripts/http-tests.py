@@ -22,7 +22,7 @@ import threading
 import time
 
 import httpx
-from runneld_process import EventStream, LineClient, Suite, main, poll_until
+from runneld_process import TEST_LOOPS, EventStream, LineClient, Suite, main, poll_until
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -194,8 +194,15 @@ def check_metrics(d):
     assert after['runnel_connections{transport="tcp"}'] >= 1, after
     assert after['runnel_connections{transport="http"}'] >= 1, after
     assert after["runnel_subscriptions"] >= 1 and after["process_resident_memory_bytes"] > 0, after
-    turns = after["runnel_loop_turn_duration_seconds_count"]
-    assert turns > 0 and after['runnel_loop_turn_duration_seconds_bucket{le="+Inf"}'] == turns, after
+    loops = tcp.request({"op": "stats"})["loops"]
+    assert loops == int(TEST_LOOPS), (loops, TEST_LOOPS)
+    for loop in range(loops):
+        turns = after[f'runnel_loop_turn_duration_seconds_count{{loop="{loop}"}}']
+        assert turns > 0 and after[f'runnel_loop_turn_duration_seconds_bucket{{loop="{loop}",le="+Inf"}}'] == turns, after
+        assert f'runnel_loop_handoffs_total{{loop="{loop}"}}' in after, after
+    # Every connection open now is on one loop or another: the TCP client and this scrape's.
+    on_loops = sum(after[f'runnel_loop_connections{{loop="{loop}"}}'] for loop in range(loops))
+    assert on_loops == after['runnel_connections{transport="tcp"}'] + after['runnel_connections{transport="http"}'], after
     assert "runnel_journal_size_bytes" in after, "the config has a data_dir: the journal's figures are there"
     tcp.close()
 

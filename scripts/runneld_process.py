@@ -25,25 +25,31 @@ import traceback
 # As long as the Swift harness (RunneldProcess.startupTimeout) waits for the listening line.
 STARTUP_SECONDS = 15
 
+# The event loops every daemon gets (`--loops`), as the Swift harness gives them: the test run's
+# `RUNNEL_TEST_LOOPS`, else 1 (`make test` runs the suites with 1 and with 4).
+TEST_LOOPS = os.environ.get("RUNNEL_TEST_LOOPS", "1")
+
 
 class Daemon:
     """One runneld process with its own config file (`toml`, where DATA_DIR is its data
     directory), started as the Swift harness starts one: `--listen 127.0.0.1:0 --http-listen
-    127.0.0.1:0 --config FILE`, stdout and stderr read as one stream, and the ports read from
+    127.0.0.1:0 --config FILE --loops TEST_LOOPS`, stdout and stderr read as one stream, and the ports read from
     the lines `serving HTTP on 127.0.0.1:PORT` and then `listening on 127.0.0.1:PORT`. To
     restart one, the given ports (`port`, `http_port`) in a given directory (`directory`, an
     earlier daemon's, which then has to be stopped with `keep_directory=True`). `http=False`
     serves no HTTP (`--http-listen ""`). A config with `tls_listen` or `https_listen` on port 0
-    gets the ports chosen as `tls_port` and `https_port` (None when off)."""
+    gets the ports chosen as `tls_port` and `https_port` (None when off). `loops` overrides
+    TEST_LOOPS."""
 
-    def __init__(self, binary, toml, port=0, http_port=0, directory=None, http=True):
+    def __init__(self, binary, toml, port=0, http_port=0, directory=None, http=True, loops=None):
         self.directory = directory or tempfile.mkdtemp(prefix="runneld-test-")
         config = os.path.join(self.directory, "runneld.toml")
         with open(config, "w") as file:
             file.write(toml.replace("DATA_DIR", os.path.join(self.directory, "data")))
         http_listen = f"127.0.0.1:{http_port}" if http else ""
         self.process = subprocess.Popen(
-            [binary, "--listen", f"127.0.0.1:{port}", "--http-listen", http_listen, "--config", config],
+            [binary, "--listen", f"127.0.0.1:{port}", "--http-listen", http_listen, "--config", config,
+             "--loops", str(loops or TEST_LOOPS)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.log = []
         self.port = self.http_port = self.tls_port = self.https_port = None
@@ -197,6 +203,15 @@ class LineClient:
 
     def close(self):
         self.socket.close()
+
+
+def stats(d):
+    """`stats` over a connection of its own (a server without tokens)."""
+    client = LineClient(d.port)
+    try:
+        return client.request({"op": "stats"})
+    finally:
+        client.close()
 
 
 class EventStream:

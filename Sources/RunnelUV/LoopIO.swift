@@ -1,13 +1,17 @@
 import CLibUV
+import Runnel
 
 /// The I/O state one loop's connections share: the read buffer, the pool of write chunks (`WriteChunkPool`), the
 /// list of connections with output to flush, and the readers paused until the next turn.
 ///
 /// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
-/// writes the output every connection queued during the iteration, then resumes the readers
-/// that spent their read budget. Connections ask for both (`needsFlush`,
-/// `resumeReadingNextTurn`); this type only calls back `TCPConnection.flush()` and
-/// `resumeAfterTurn()`.
+/// writes the output every connection queued during the iteration and runs the turn-end work
+/// asked for (`atTurnEnd`: relayed streams handing their output over, mailboxes sending their
+/// batch to another loop), then resumes the readers that spent their read budget. Connections
+/// ask for these (`needsFlush`, `atTurnEnd`, `resumeReadingNextTurn`); this type only calls
+/// back `TCPConnection.flush()`, `TurnEndWork.turnEnded()` and `resumeAfterTurn()`. What the
+/// close callbacks, which libuv runs after the check phase, ask for is done in the prepare
+/// phase, before the loop waits.
 ///
 /// It also measures how long each turn works (`turnLengths`): from the loop's wake-up, which
 /// the first callback of the turn marks (`noteAwake()`; the check phase when no marked
@@ -44,6 +48,13 @@ final class LoopIO {
     let chunks = WriteChunkPool()
     /// Connections whose reading paused for the rest of this turn (their read budget is spent).
     private var pausedReaders: [TCPConnection] = []
+    /// What else hands over output once per turn (streams relayed to another loop, the
+    /// mailboxes to other loops), after the connections' flush; and the list being walked.
+    private var turnEndWork: [any TurnEndWork] = []
+    private var walkingWork: [any TurnEndWork] = []
+    /// When the loop is one of a `LoopGroup`'s others, its statistics, whose copy of the turn
+    /// lengths it updates at the end of every turn for other threads to read.
+    var sharedStatistics: LoopStatistics?
 
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
         readBuffer = .allocate(byteCount: readBufferSize, alignment: 16)
@@ -81,6 +92,12 @@ final class LoopIO {
         connectionsToFlush.append(connection)
     }
 
+    /// Asks for `work` to run once at the end of this loop iteration, after the connections'
+    /// flush (it asks again for the next).
+    func atTurnEnd(_ work: any TurnEndWork) {
+        turnEndWork.append(work)
+    }
+
     /// Asks for reading on `connection` to resume after this turn's output is flushed.
     func resumeReadingNextTurn(_ connection: TCPConnection) {
         pausedReaders.append(connection)
@@ -90,17 +107,31 @@ final class LoopIO {
     /// that used up their budget.
     private func checkPhase() {
         noteAwake()
-        while !connectionsToFlush.isEmpty {
-            swap(&connectionsToFlush, &walking)
-            for connection in walking { connection.flush() }
-            walking.removeAll(keepingCapacity: true)
-        }
+        flushAll()
         turn &+= 1
         if !pausedReaders.isEmpty {
             swap(&pausedReaders, &walking)
             for connection in walking { connection.resumeAfterTurn() }
             walking.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// Writes every connection's queued output and runs the turn-end work, until neither
+    /// asks for more.
+    private func flushAll() {
+        repeat {
+            while !connectionsToFlush.isEmpty {
+                swap(&connectionsToFlush, &walking)
+                for connection in walking { connection.flush() }
+                walking.removeAll(keepingCapacity: true)
+            }
+            // A relayed stream's output goes into a mailbox, which then asks to be sent.
+            while !turnEndWork.isEmpty {
+                swap(&turnEndWork, &walkingWork)
+                for work in walkingWork { work.turnEnded() }
+                walkingWork.removeAll(keepingCapacity: true)
+            }
+        } while !connectionsToFlush.isEmpty
     }
 
     // MARK: Turn lengths
@@ -115,8 +146,20 @@ final class LoopIO {
 
     /// The loop is about to wait in the kernel: the turn under way has ended.
     private func prepareToWait() {
+        // What the close callbacks (which run after the check phase) asked for goes out before
+        // the loop waits: a relay's last event, a write.
+        if !connectionsToFlush.isEmpty || !turnEndWork.isEmpty { flushAll() }
         guard turnStart != 0 else { return }
         turnLengths.record(nanoseconds: uv_hrtime() &- turnStart)
         turnStart = 0
+        if let sharedStatistics {
+            let lengths = turnLengths
+            sharedStatistics.turnLengthsCopy.withLock { $0 = lengths }
+        }
     }
+}
+
+/// Work a loop does once at the end of a turn when asked (`LoopIO.atTurnEnd`): loop thread.
+protocol TurnEndWork: AnyObject {
+    func turnEnded()
 }

@@ -1,6 +1,13 @@
 import Runnel
 
-extension TCPConnection {
+/// A byte stream a line protocol reads: one with a connection's configuration, whose line
+/// limits its `LineReader` takes. A `TCPConnection`, or a `RelayedStream` whose socket is on
+/// another loop.
+public protocol LineConnection: ByteStream {
+    var configuration: TCPConnection.Configuration { get }
+}
+
+extension LineConnection {
     /// Makes `delegate` the receiver of this connection's lines: a `LineReader` with the
     /// configuration's line limits becomes the connection's delegate (nil: no delegate).
     /// Loop thread.
@@ -11,6 +18,11 @@ extension TCPConnection {
                 deliversTLSHelloAsLine: configuration.deliversTLSHelloAsLine)
         }
     }
+}
+
+extension TCPConnection: LineConnection {}
+
+extension TCPConnection {
 
     /// The connection's lines as arrays (a copy each: for tests and tools, not the hot path),
     /// on the loop thread; completes when the connection closes. Subscribing makes the

@@ -100,7 +100,7 @@ extension TCPConnection {
             uv_read_stop(stream)
             delegate?.connectionDidEndInput(self)
             if state == .open {
-                closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
+                if configuration.drainsAtEndOfInput { closeAfterFlush(timeout: configuration.lingerAfterEndOfInput) }
             } else {
                 continueDrain()
             }

@@ -244,5 +244,6 @@ extension TCPConnection {
             unsentWaiter = nil
             waiter.action()
         }
+        onOutputConfirmed?()
     }
 }

@@ -43,16 +43,21 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         /// Whether a first read that starts like a TLS handshake goes to the line delegate at
         /// once as one line (`LineReader`).
         public var deliversTLSHelloAsLine: Bool
+        /// Whether the peer's end of input starts `closeAfterFlush` (with
+        /// `lingerAfterEndOfInput`); false leaves that to the delegate (a `StreamRelay`, whose
+        /// stream's output may still be on its way from another loop).
+        public var drainsAtEndOfInput: Bool
 
         public init(
             maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5),
-            deliversTLSHelloAsLine: Bool = false
+            deliversTLSHelloAsLine: Bool = false, drainsAtEndOfInput: Bool = true
         ) {
             precondition(maxLineLength > 0)
             self.maxLineLength = maxLineLength
             self.noDelay = noDelay
             self.lingerAfterEndOfInput = lingerAfterEndOfInput
             self.deliversTLSHelloAsLine = deliversTLSHelloAsLine
+            self.drainsAtEndOfInput = drainsAtEndOfInput
         }
     }
 
@@ -93,9 +98,12 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// What `whenUnsentBytes(fallTo:_:)` waits for: the threshold and the action.
     var unsentWaiter: (threshold: Int, action: () -> Void)?
+    /// Called on the loop thread each time the kernel has taken output (or a write failed):
+    /// how a `StreamRelay` reports progress to the loop its stream lives on.
+    var onOutputConfirmed: (() -> Void)?
 
     // Closing.
-    private let hooks = Locked<[@Sendable () -> Void]?>([])
+    private let hooks = CloseHooks()
     private var drainTimer: Disposable?
     private var shutdownSent = false
 
@@ -154,14 +162,7 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// Runs `hook` once when the connection closes (at once if it has). Any thread; the hook
     /// runs on the loop thread.
-    public func onClose(_ hook: @escaping @Sendable () -> Void) {
-        let added = hooks.withLock { hooks -> Bool in
-            guard hooks != nil else { return false }
-            hooks!.append(hook)
-            return true
-        }
-        if !added { hook() }
-    }
+    public func onClose(_ hook: @escaping @Sendable () -> Void) { hooks.add(hook) }
 
     /// Closes now, dropping output not yet written. Any thread.
     public func close() {
@@ -257,13 +258,10 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         state = .closed
         queue.removeAll()
         unsentWaiter = nil
+        onOutputConfirmed = nil
         filterStage = nil
         loop.handles.unregister(self)
-        let toRun = hooks.withLock { hooks -> [@Sendable () -> Void] in
-            defer { hooks = nil }
-            return hooks ?? []
-        }
-        for hook in toRun { hook() }
+        hooks.run()
         let delegate = self.delegate
         self.delegate = nil
         delegate?.connectionDidClose(self)

@@ -32,6 +32,12 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
 
     /// Called on the loop thread with each accepted connection, instead of `connections`.
     public var onAccept: ((TCPConnection) -> Void)?
+    /// The loops accepted connections are spread over; with one, each accepted connection goes
+    /// to `onAcceptStream` (placed by the group, filtered) instead of `onAccept`. Loop thread.
+    public var loopGroup: LoopGroup?
+    /// Called on the loop thread with each accepted connection as the group placed it: a
+    /// `TCPConnection` on this loop or a `RelayedStream` for a socket on another.
+    public var onAcceptStream: ((any LineConnection) -> Void)?
 
     /// Accepted connections, on the loop thread; completes when the listener closes. Hot:
     /// a subscriber sees the connections accepted while it is subscribed.
@@ -110,6 +116,10 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
             return
         }
         connection.didConnect()
+        if let loopGroup, let onAcceptStream {
+            if let placed = loopGroup.place(connection, makeFilter: makeFilter) { onAcceptStream(placed) }
+            return
+        }
         if let makeFilter {
             do {
                 connection.attach(filter: try makeFilter())
@@ -136,6 +146,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         guard isOpen else { return }
         isOpen = false
         onAccept = nil
+        onAcceptStream = nil
         uv_close(runnel_tcp_as_handle(handle)) { handle in
             let listener = Unmanaged<TCPListener>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             handle!.deallocate()

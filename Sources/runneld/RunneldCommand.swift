@@ -20,8 +20,8 @@ struct RunneldCommand: ParsableCommand {
         discussion: """
             Without --config, runneld uses its built-in defaults (the protocol on 127.0.0.1:7455, HTTP on 127.0.0.1:7456). \
             Packages install the documented configuration as \(ServerConfig.packagedPath) and run \
-            `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen, --tls-listen, --https-listen and \
-            --log-level override the file (the TLS listeners take their certificate from it). \
+            `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen, --tls-listen, --https-listen, \
+            --loops and --log-level override the file (the TLS listeners take their certificate from it). \
             Exit status 2 means the configuration or the command line is invalid.
             """)
 
@@ -64,6 +64,13 @@ struct RunneldCommand: ParsableCommand {
     var httpsListen: String?
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Serve connections on N event loops (0: one per CPU this process may run on; 1: a single loop), overriding the file.",
+            valueName: "N"))
+    var loops: String?
+
+    @Option(
         name: .customLong("log-level"),
         help: ArgumentHelp(
             "Least severe level logged: trace, debug, info, notice, warning, error or critical. Overrides the file.",
@@ -80,7 +87,7 @@ struct RunneldCommand: ParsableCommand {
         do {
             resolved = try ServerConfig.resolve(
                 configPath: config, listen: listen, httpListen: httpListen, tlsListen: tlsListen,
-                httpsListen: httpsListen, logLevel: logLevel)
+                httpsListen: httpsListen, loops: loops, logLevel: logLevel)
         } catch {
             Self.writeToStderr("runneld: \(error)\n")
             throw ExitCode(Self.configurationErrorStatus)
@@ -98,13 +105,13 @@ struct RunneldCommand: ParsableCommand {
             resolved.summaryLines.forEach { print("  \($0)") }
             return
         }
-        let (path, listen, httpListen, tlsListen, httpsListen, logLevel) = (
-            config, listen, httpListen, tlsListen, httpsListen, logLevel
+        let (path, listen, httpListen, tlsListen, httpsListen, loops, logLevel) = (
+            config, listen, httpListen, tlsListen, httpsListen, loops, logLevel
         )
         let status = RunneldMain.run(config: resolved) {
             try ServerConfig.resolve(
                 configPath: path, listen: listen, httpListen: httpListen, tlsListen: tlsListen,
-                httpsListen: httpsListen, logLevel: logLevel)
+                httpsListen: httpsListen, loops: loops, logLevel: logLevel)
         }
         if status != 0 { throw ExitCode(status) }
     }

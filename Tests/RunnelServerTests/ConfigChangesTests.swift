@@ -104,6 +104,7 @@ struct ConfigChangesTests {
             let new = try ServerConfig.parse(
                 toml: """
                     listen = "127.0.0.1:1"
+                    loops = 3
                     http_listen = ""
                     max_body_bytes = 4096
                     http_allowed_origins = ["https://a.example"]

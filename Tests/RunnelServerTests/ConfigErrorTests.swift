@@ -139,7 +139,7 @@ struct ConfigErrorTests {
         #expect(message("a = \"\u{0}\"")?.contains("NUL") == true)
     }
 
-    @Test func commandLineOverridesNameTheOption() {
+    @Test func commandLineOverridesNameTheOption() throws {
         var config = ServerConfig()
         #expect(throws: ConfigError.self) { try config.overrideListen("nowhere") }
         do {
@@ -157,6 +157,21 @@ struct ConfigErrorTests {
                     == "command line: option '--log-level': must be one of trace, debug, info, notice, warning, error, critical, got \"loud\""
             )
         }
+        for bad in ["-1", "1025", "four", ""] {
+            do {
+                try config.overrideLoops(bad)
+                Issue.record("no error for --loops \(bad)")
+            } catch {
+                #expect(
+                    error.description
+                        == "command line: option '--loops': must be an integer from 0 to 1024 (0: one per CPU), got \"\(bad)\""
+                )
+            }
+        }
         #expect(config == ServerConfig())
+        try config.overrideLoops("4")
+        #expect(config.loops == 4)
+        #expect(try ServerConfig.parse(toml: "loops = 2").loops == 2)
+        #expect(ServerConfig().loops == 0)
     }
 }

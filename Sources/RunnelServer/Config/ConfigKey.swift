@@ -5,6 +5,7 @@
 /// new key cannot be forgotten by one of them.
 public enum ConfigKey: String, Sendable, CaseIterable {
     case listen
+    case loops
     case httpListen = "http_listen"
     case maxBodyBytes = "max_body_bytes"
     case httpAllowedOrigins = "http_allowed_origins"
@@ -61,6 +62,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     /// The inclusive range of an integer key; `nil` for keys that are not integers.
     public var integerRange: ClosedRange<Int>? {
         switch self {
+        case .loops: return 0...1024
         case .maxBodyBytes: return 1024...1_099_511_627_776
         case .maxLineBytes: return 64...1_073_741_824
         case .maxPendingBytes: return 1024...17_179_869_184
@@ -96,13 +98,13 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     public static let maxTimeoutSeconds = 3600.0
 
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,
-    /// `https_listen`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
+    /// `https_listen`, `loops`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
     /// (new ones are created, others ignored). The TLS files and version apply to connections
     /// accepted after the reload. `tokens` and the JWT keys are live: open connections move to
     /// their token's new rights, or are closed when it is gone (or, for a JWT, no longer verifies).
     public var isLive: Bool {
         switch self {
-        case .listen, .httpListen, .tlsListen, .httpsListen, .dataDir, .fsync, .subjects: return false
+        case .listen, .httpListen, .tlsListen, .httpsListen, .loops, .dataDir, .fsync, .subjects: return false
         default: return true
         }
     }

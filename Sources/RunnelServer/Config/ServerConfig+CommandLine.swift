@@ -6,10 +6,10 @@ extension ServerConfig {
 
     /// The effective configuration for `runneld`'s options: the file at `configPath` (or the
     /// built-in defaults when `nil`), then `--listen`, `--http-listen`, `--tls-listen`,
-    /// `--https-listen` and `--log-level`, which override it.
+    /// `--https-listen`, `--loops` and `--log-level`, which override it.
     public static func resolve(
         configPath: String?, listen: String?, httpListen: String? = nil, tlsListen: String? = nil,
-        httpsListen: String? = nil, logLevel: String?
+        httpsListen: String? = nil, loops: String? = nil, logLevel: String?
     ) throws(ConfigError) -> ServerConfig {
         var config = ServerConfig()
         if let configPath { config = try load(path: configPath) }
@@ -17,6 +17,7 @@ extension ServerConfig {
         if let httpListen { try config.overrideHTTPListen(httpListen) }
         if let tlsListen { try config.overrideTLSListen(tlsListen, option: "--tls-listen", \.tlsListen) }
         if let httpsListen { try config.overrideTLSListen(httpsListen, option: "--https-listen", \.httpsListen) }
+        if let loops { try config.overrideLoops(loops) }
         if let logLevel { try config.overrideLogLevel(logLevel) }
         if tlsListen != nil || httpsListen != nil, let problem = config.tlsProblem {
             throw ConfigError(
@@ -41,6 +42,19 @@ extension ServerConfig {
         case .failure(let problem):
             throw ConfigError(origin: Self.commandLineOrigin, key: "--http-listen", problem: problem.description)
         }
+    }
+
+    /// Applies `--loops N`, in the range the file's `loops` takes.
+    public mutating func overrideLoops(_ text: String) throws(ConfigError) {
+        let range = ConfigKey.loops.integerRange!
+        guard let count = Int(text), range.contains(count) else {
+            throw ConfigError(
+                origin: Self.commandLineOrigin, key: "--loops",
+                problem:
+                    "must be an integer from \(range.lowerBound) to \(range.upperBound) (0: one per CPU), got \(TOMLConfigReader.quote(text))"
+            )
+        }
+        loops = count
     }
 
     /// Applies `--log-level LEVEL`.

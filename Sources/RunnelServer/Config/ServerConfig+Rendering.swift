@@ -29,6 +29,7 @@ extension ServerConfig {
         case .maxPublishEvalMs: return String(maxPublishEvalMs)
         case .logLevel: return TOMLConfigReader.quote(logLevel.rawValue)
         case .shutdownTimeout: return Self.renderSeconds(shutdownTimeout)
+        case .loops: return String(loops)
         case .maxSubjects: return String(maxSubjects)
         case .dataDir: return dataDir.map(TOMLConfigReader.quote) ?? "(none: no durable subjects)"
         case .fsync: return TOMLConfigReader.quote(fsync.rawValue)

@@ -159,6 +159,7 @@ struct TOMLConfigReader {
             }
             config.logLevel = level
         case .shutdownTimeout: config.shutdownTimeout = try duration(key, value)
+        case .loops: config.loops = try integer(key, value)
         case .loginTimeout: config.loginTimeout = try duration(key, value)
         case .maxConnectionsPerAddress: config.maxConnectionsPerAddress = try integer(key, value)
         case .maxSubscriptionBytes: config.maxSubscriptionBytes = try integer(key, value)

@@ -13,6 +13,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// Where to serve HTTP (`http_listen`, default `127.0.0.1:7456`; `""` turns it off, nil
     /// here). Needs a restart.
     public var httpListen: ListenAddress? = .defaultHTTPAddress
+    /// How many event loops serve connections (`loops`, default 0: one per CPU the process may
+    /// run on, its affinity mask; 1: a single loop). Needs a restart.
+    public var loops: Int = 0
     /// Longest HTTP request body, in bytes (`max_body_bytes`, default 16 MiB).
     public var maxBodyBytes: Int = 16_777_216
     /// Web origins (`https://example.com`) whose pages may publish over HTTP and get CORS

@@ -42,7 +42,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
     /// Takes a new connection, or answers it `503` with `limit` and closes it when the server
     /// is at `max_connections` or the client's address at `max_connections_per_address`. An
     /// admitted connection counts against its address until it closes, whatever it becomes.
-    func accept(_ connection: TCPConnection) {
+    func accept(_ connection: any ByteStream) {
         server.scheduler.assertOnLoopThread()
         let host = AddressCounts.host(of: connection.remoteAddress)
         let refusal = isOpen ? server.refusal(ofConnectionFrom: host) : server.connectionLimitReached
@@ -143,6 +143,11 @@ extension Server {
         let frontDoor = httpFrontDoor ?? HTTPFrontDoor(server: self)
         httpFrontDoor = frontDoor
         startSweep()
-        listener.onAccept = { connection in frontDoor.accept(connection) }
+        if let loopGroup {
+            listener.loopGroup = loopGroup
+            listener.onAcceptStream = { connection in frontDoor.accept(connection) }
+        } else {
+            listener.onAccept = { connection in frontDoor.accept(connection) }
+        }
     }
 }

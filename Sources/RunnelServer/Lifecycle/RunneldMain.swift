@@ -10,7 +10,8 @@ import RunnelUV
 
 /// The daemon's life: start, serve, reload on SIGHUP, drain and stop on SIGTERM/SIGINT.
 ///
-/// Everything after start-up runs on one libuv loop on the calling (main) thread.
+/// Everything after start-up runs on one libuv loop on the calling (main) thread, the first of
+/// the `LoopGroup` whose other loops serve the sockets placed on them (`loops`).
 public enum RunneldMain {
     /// Runs `runneld` with `config` until SIGTERM or SIGINT. `reload` re-reads the
     /// configuration (the file and the flags) for SIGHUP. Returns the exit status: 0 after a
@@ -44,9 +45,14 @@ public enum RunneldMain {
             subjects = MemorySubjectStore(retained: retained)
         }
         let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
+        let loops = LoopGroup(first: loop, count: config.loops == 0 ? LoopGroup.availableParallelism : config.loops)
+        server.loopGroup = loops
         let daemon = Daemon(loop: loop, server: server, logger: logger, levelSetting: levelSetting, reload: reload)
         loop.scheduler.schedule { daemon.start() }
         let closeStatus = loop.run()
+        // The other loops' connections closed with the server's sessions (or, after a second
+        // stop signal, close now).
+        loops.shutdown()
         // Every durable change accepted is written before the process ends.
         subjects.close()
         if closeStatus != 0 {
@@ -140,7 +146,7 @@ private final class Daemon: @unchecked Sendable {
             self.listener = listener
             logger.notice(
                 "runneld listening on \(Self.describe(listener, config.listen))",
-                metadata: ["subjects": "\(server.subjects.count)"])
+                metadata: ["subjects": "\(server.subjects.count)", "loops": "\(server.loopGroup?.count ?? 1)"])
         } catch {
             logger.critical(
                 "cannot start: \(error)",

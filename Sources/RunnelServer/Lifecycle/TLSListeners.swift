@@ -78,8 +78,17 @@ final class TLSListeners {
 
     /// Counts a session's failure and logs it at debug level: a failed handshake is a
     /// client's problem (or a scanner's), not the server's, and must not flood the log.
+    /// Counts a failure on the server's loop: a session on another of its loops (`loops`)
+    /// reports from there.
     private static func failureHandler(_ server: Server) -> @Sendable (String) -> Void {
-        { [weak server] reason in server?.countTLSFailure(reason) }
+        { [weak server] reason in
+            guard let server else { return }
+            if server.scheduler.isOnLoopThread {
+                server.countTLSFailure(reason)
+            } else {
+                server.scheduler.schedule { [weak server] in server?.countTLSFailure(reason) }
+            }
+        }
     }
 
     private static func describe(_ listener: TCPListener, _ address: ListenAddress) -> String {

@@ -28,17 +28,35 @@ struct PrometheusExposition {
     /// A histogram: `counts[i]` observations fell at or below `upperBounds[i]` and above the
     /// bound before it; `counts` has one more entry, for those above the last bound.
     mutating func histogram(_ name: String, help: String, upperBounds: [Double], counts: [UInt64], sum: Double) {
-        precondition(counts.count == upperBounds.count + 1, "one count per bucket and one above them")
         header(name, .histogram, help: help)
+        histogramSeries(name, labels: [], upperBounds: upperBounds, counts: counts, sum: sum)
+    }
+
+    /// A histogram with one series per value of `label`, in the order given, each as above.
+    mutating func histogram(
+        _ name: String, help: String, upperBounds: [Double], label: String,
+        _ series: [(labelValue: String, counts: [UInt64], sum: Double)]
+    ) {
+        header(name, .histogram, help: help)
+        for one in series {
+            histogramSeries(
+                name, labels: [(label, one.labelValue)], upperBounds: upperBounds, counts: one.counts, sum: one.sum)
+        }
+    }
+
+    private mutating func histogramSeries(
+        _ name: String, labels: [(String, String)], upperBounds: [Double], counts: [UInt64], sum: Double
+    ) {
+        precondition(counts.count == upperBounds.count + 1, "one count per bucket and one above them")
         var cumulative: UInt64 = 0
         for (bound, count) in zip(upperBounds, counts) {
             cumulative += count
-            sample(name + "_bucket", labels: [("le", Self.format(bound))], Double(cumulative))
+            sample(name + "_bucket", labels: labels + [("le", Self.format(bound))], Double(cumulative))
         }
         cumulative += counts[counts.count - 1]
-        sample(name + "_bucket", labels: [("le", "+Inf")], Double(cumulative))
-        sample(name + "_sum", sum)
-        sample(name + "_count", Double(cumulative))
+        sample(name + "_bucket", labels: labels + [("le", "+Inf")], Double(cumulative))
+        sample(name + "_sum", labels: labels, sum)
+        sample(name + "_count", labels: labels, Double(cumulative))
     }
 
     private mutating func header(_ name: String, _ type: MetricType, help: String) {

@@ -88,15 +88,7 @@ extension Server {
         metrics.metric(
             "runnel_http_responses_total", .counter, help: "Answers of the HTTP front door, by status code.",
             label: "status", stats.httpResponses.sorted { $0.key < $1.key }.map { (String($0.key), Double($0.value)) })
-        let turns = scheduler.turnLengths
-        metrics.histogram(
-            "runnel_loop_turn_duration_seconds",
-            help: "How long each event loop iteration worked, from its wake-up to its next wait.",
-            upperBounds: TurnLengths.boundsMicroseconds.map { Double($0) / 1e6 }, counts: turns.counts,
-            sum: Double(turns.totalNanoseconds) / 1e9)
-        metrics.metric(
-            "runnel_loop_turn_max_seconds", .gauge, help: "The longest event loop iteration since start.",
-            Double(turns.longestNanoseconds) / 1e9)
+        writeLoopMetrics(into: &metrics)
         if let journal = subjects.journalStatistics {
             metrics.metric(
                 "runnel_journal_queue_changes", .gauge, help: "Changes waiting for the durable journal's writer.",
@@ -138,4 +130,32 @@ extension Server {
     /// The transports `runnel_connections` always lists (so a dashboard's series exist at 0);
     /// any other one with open connections is listed after them.
     static let transportNames = ["tcp", "http", "sse", "websocket"]
+}
+
+extension Server {
+    /// Each event loop's series, labelled `loop` (0: the first, where the protocol runs):
+    /// its connections, the batches other loops handed it, its turn lengths.
+    fileprivate func writeLoopMetrics(into metrics: inout PrometheusExposition) {
+        let loops = (0..<(loopGroup?.count ?? 1)).map { index in
+            (
+                label: String(index), statistics: loopGroup?.statistics[index],
+                turns: loopGroup?.turnLengths(ofLoop: index) ?? scheduler.turnLengths
+            )
+        }
+        metrics.metric(
+            "runnel_loop_connections", .gauge, help: "Client connections whose sockets each event loop serves.",
+            label: "loop", loops.map { ($0.label, Double($0.statistics?.connections ?? connectionCount)) })
+        metrics.metric(
+            "runnel_loop_handoffs_total", .counter,
+            help: "Batches of work other event loops handed each loop (one per loop turn at most).",
+            label: "loop", loops.map { ($0.label, Double($0.statistics?.handoffs ?? 0)) })
+        metrics.histogram(
+            "runnel_loop_turn_duration_seconds",
+            help: "How long each event loop iteration worked, from its wake-up to its next wait.",
+            upperBounds: TurnLengths.boundsMicroseconds.map { Double($0) / 1e6 }, label: "loop",
+            loops.map { ($0.label, $0.turns.counts, Double($0.turns.totalNanoseconds) / 1e9) })
+        metrics.metric(
+            "runnel_loop_turn_max_seconds", .gauge, help: "The longest iteration of each event loop since start.",
+            label: "loop", loops.map { ($0.label, Double($0.turns.longestNanoseconds) / 1e9) })
+    }
 }

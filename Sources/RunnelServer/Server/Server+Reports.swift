@@ -18,7 +18,8 @@ extension Server {
             evaluationsRefusedByTokenBudget: stats.evaluationsRefusedByTokenBudget,
             evaluationsRefusedByPublishBound: stats.evaluationsRefusedByPublishBound, loopTurns: turns.turns,
             turnP50Microseconds: turns.quantileMicroseconds(0.5), turnP99Microseconds: turns.quantileMicroseconds(0.99),
-            turnMaxMicroseconds: turns.longestNanoseconds / 1000, journal: subjects.journalStatistics)
+            turnMaxMicroseconds: turns.longestNanoseconds / 1000, loops: loopGroup?.count ?? 1,
+            journal: subjects.journalStatistics)
     }
 }
 

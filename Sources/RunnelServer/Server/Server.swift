@@ -31,6 +31,9 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
     /// the sessions.
     var httpFrontDoor: HTTPFrontDoor?
+    /// The loops connections are spread over, when there are several (`loops`); the server
+    /// runs on the first, `scheduler`'s. Set before serving.
+    public var loopGroup: LoopGroup?
     private var nextSessionID: UInt64 = 1
     /// The server's own timer, for the deadlines it keeps in seconds.
     private let sweep = ServerSweep()

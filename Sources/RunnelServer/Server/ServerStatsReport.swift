@@ -29,6 +29,8 @@ struct ServerStatsReport {
     let turnP50Microseconds: UInt64
     let turnP99Microseconds: UInt64
     let turnMaxMicroseconds: UInt64
+    /// How many event loops serve connections.
+    let loops: Int
     /// The durable journal's figures; nil without one (no `durable` member).
     let journal: JournalStatistics?
 
@@ -64,6 +66,7 @@ struct ServerStatsReport {
                 "turns": loopTurns, "turn_p50_us": turnP50Microseconds, "turn_p99_us": turnP99Microseconds,
                 "turn_max_us": turnMaxMicroseconds,
             ])
+        line.member("loops", integer: loops)
         if let journal {
             line.member("durable") { json in
                 json.append("{\"queue\":")

@@ -1,14 +1,21 @@
 import Runnel
 import RunnelUV
 
-/// The line protocol over TCP: a `TCPConnection` is a session's transport as it is (requests
-/// are its lines, framed by a `LineReader` in front of the session; server lines go out with a
+/// The line protocol over TCP: the connection is a session's transport as it is (requests are
+/// its lines, framed by a `LineReader` in front of the session; server lines go out with a
 /// `\n` after each), so delivering a value touches no object between the session and the
-/// connection. With the listeners' accept code, the only server code that touches
-/// `TCPConnection`; HTTP and its streams see a `ByteStream`.
+/// connection. Two connections are: a `TCPConnection`, and a `RelayedStream` whose socket
+/// another loop serves (`LoopGroup`); each gets the protocol's code specialised for it. With
+/// the listeners' accept code, the only server code that touches them; HTTP and its streams
+/// see a `ByteStream`.
 ///
 /// Thread rules: loop thread only (libuv calls it there).
-extension TCPConnection: SessionTransport {
+protocol LineTransport: SessionTransport, LineConnection {}
+
+extension TCPConnection: LineTransport {}
+extension RelayedStream: LineTransport {}
+
+extension LineTransport {
     func start(receiver: any RequestReceiver) {
         readLines(into: TCPRequestReader(receiver: receiver))
         startReading()
@@ -38,7 +45,7 @@ extension TCPConnection: SessionTransport {
     }
 
     func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        TCPEventSink(session: session, subscription: subscription, connection: self)
+        LineEventSink(session: session, subscription: subscription, connection: self)
     }
 
     func pauseInput() { stopReading() }
@@ -76,15 +83,15 @@ private final class TCPRequestReader: LineReaderDelegate {
     }
 }
 
-/// A subscription's events for a session on TCP: the delivery path specialised for
-/// `TCPConnection`, so a value reaches the socket's buffer through direct calls. Lifetime rule:
-/// holds the session (which holds the connection) until the subscription is disposed.
-private final class TCPEventSink: Subscriber, @unchecked Sendable {
+/// A subscription's events for a session on a line connection: the delivery path specialised
+/// for the connection's type, so a value reaches its buffer through direct calls. Lifetime
+/// rule: holds the session (which holds the connection) until the subscription is disposed.
+private final class LineEventSink<Connection: LineTransport>: Subscriber, @unchecked Sendable {
     let session: Session
     let subscription: SessionSubscription
-    let connection: TCPConnection
+    let connection: Connection
 
-    init(session: Session, subscription: SessionSubscription, connection: TCPConnection) {
+    init(session: Session, subscription: SessionSubscription, connection: Connection) {
         self.session = session
         self.subscription = subscription
         self.connection = connection
@@ -97,9 +104,21 @@ private final class TCPEventSink: Subscriber, @unchecked Sendable {
 }
 
 extension Server {
-    /// Serves the line protocol on `listener`: each accepted connection becomes a session.
+    /// Serves the line protocol on `listener`: each accepted connection becomes a session, on
+    /// whichever of the server's loops (`loopGroup`) it was placed.
     public func serve(_ listener: TCPListener) {
         startSweep()
-        listener.onAccept = { [self] connection in accept(connection) }
+        guard let loopGroup else {
+            listener.onAccept = { [self] connection in accept(connection) }
+            return
+        }
+        listener.loopGroup = loopGroup
+        listener.onAcceptStream = { [self] connection in
+            if let relayed = connection as? RelayedStream {
+                accept(relayed)
+            } else if let local = connection as? TCPConnection {
+                accept(local)
+            }
+        }
     }
 }

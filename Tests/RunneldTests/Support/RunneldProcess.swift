@@ -24,6 +24,10 @@ final class RunneldProcess {
     private let output: OutputCollector
     private var exitStatus: Int32?
 
+    /// The event loops each daemon gets unless a test says otherwise: `RUNNEL_TEST_LOOPS`, else 1
+    /// (`make test` runs the suites once with 1 and once with 4).
+    static let testLoops = ProcessInfo.processInfo.environment["RUNNEL_TEST_LOOPS"] ?? "1"
+
     /// Starts the built `runneld` with `config`.
     convenience init(config: RunneldConfig = RunneldConfig(), extraArguments: [String] = []) throws {
         let directory = FileManager.default.temporaryDirectory
@@ -31,8 +35,10 @@ final class RunneldProcess {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let configPath = directory + "/runneld.toml"
         try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let loops = extraArguments.contains("--loops") ? [] : ["--loops", Self.testLoops]
         let arguments =
-            ["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--config", configPath] + extraArguments
+            ["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--config", configPath] + loops
+            + extraArguments
         try self.init(
             executable: try RunneldBinary.path(), arguments: arguments, configPath: configPath, directory: directory)
     }
