@@ -695,7 +695,8 @@ export class Client {
    * @param {unknown} data
    */
   #receive(connection, data) {
-    if (typeof data !== "string") return; // runneld sends text messages only
+    // runneld sends text messages only; nothing is read from a connection already given up.
+    if (typeof data !== "string" || connection.ended) return;
     /** @type {Line} */
     let line;
     try {
