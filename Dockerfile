@@ -12,9 +12,11 @@ WORKDIR /src
 COPY Package.swift Package.resolve[d] ./
 RUN swift package resolve
 COPY Sources Sources
-# The plugin that puts the dashboard (web/dashboard/) in the binary at build time, and its files.
+# The plugin that puts the dashboard (web/dashboard/) and the JavaScript client (clients/js/) in
+# the binary at build time, and their files.
 COPY Plugins Plugins
 COPY web web
+COPY clients/js clients/js
 COPY Tests Tests
 COPY scripts/build-release.sh scripts/
 RUN scripts/build-release.sh

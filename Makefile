@@ -12,9 +12,10 @@ APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-confi
 # scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
 # headless browser of scripts/dashboard-tests.py), openssl (the command that makes
 # scripts/tls-tests.py's certificates and its s_client checks, and scripts/python-client-tests.py's
-# certificate), node-typescript (tsc, which
-# check-js runs over the dashboard's script); websockets and selenium come from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl node-typescript
+# certificate), nodejs (Node, which runs scripts/js-client-checks.mjs: 20 or later, with its
+# WebSocket; Debian 12's own is 18, too old), node-typescript (tsc, which check-js runs over the
+# dashboard's script and the JavaScript client); websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript
 
 .PHONY: deps test-deps apt-install build release run test lint check-js install uninstall clean
 
@@ -75,10 +76,16 @@ test: test-deps
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel Sources Tests bench Fuzz Plugins examples
 
-# The dashboard's script type-checked from its JSDoc annotations (web/dashboard/tsconfig.json:
-# strict, DOM and ES2020); a type error fails.
+# The dashboard's script and the JavaScript client type-checked from their JSDoc annotations
+# (web/dashboard/tsconfig.json, clients/js/tsconfig.json: strict, DOM); then the client's
+# hand-written declarations (clients/js/runnel.d.ts) compiled with a TypeScript program that uses
+# them and compared, member by member, with the declarations tsc makes from the JSDoc (written to
+# .build/js-types); a type error or a difference fails.
 check-js: test-deps
 	tsc -p web/dashboard
+	tsc -p clients/js
+	tsc -p clients/js --noEmit false --declaration --emitDeclarationOnly --outDir .build/js-types
+	tsc -p clients/js/types-test
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/runnel $(DESTDIR)$(UNITDIR)

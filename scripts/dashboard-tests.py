@@ -25,9 +25,7 @@ import threading
 import time
 from urllib.parse import quote
 
-from runneld_process import Daemon, LineClient, Suite, assert_clean_stop, main
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from runneld_process import Daemon, LineClient, Suite, assert_clean_stop, chromium, main, severe_console_entries
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
@@ -52,17 +50,6 @@ durable = true
 AUTH_CONFIG = f"""
 auth_tokens = ["{TOKEN}"]
 """
-
-
-def chromium(width=1280, height=800):
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--disable-extensions", f"--window-size={width},{height}"]:
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(service=service, options=options)
 
 
 def wait_until(predicate, what, timeout=5.0):
@@ -126,10 +113,6 @@ def logged(driver, panel):
 
 def gap_lines(panel):
     return panel.find_elements(By.CSS_SELECTOR, ".log li.gap")
-
-
-def severe_console_entries(driver):
-    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def publish(tcp, subject, values):

@@ -35,9 +35,9 @@ fi
 for port in 7455 7456; do
     grep -q "^EXPOSE $port\$" Dockerfile || { echo "docker-build-check: Dockerfile does not EXPOSE $port" >&2; exit 1; }
 done
-# The build reads these folders besides Package.swift (Plugins/EmbedDashboard puts web/ in the
-# binary); the image has only what the Dockerfile copies.
-for folder in Sources Plugins web; do
+# The build reads these folders besides Package.swift (Plugins/EmbedDashboard puts web/ and
+# clients/js/ in the binary); the image has only what the Dockerfile copies.
+for folder in Sources Plugins web clients/js; do
     grep -q "^COPY $folder $folder\$" Dockerfile || {
         echo "docker-build-check: the Dockerfile does not COPY $folder, which the build reads" >&2
         exit 1

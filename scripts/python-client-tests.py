@@ -28,7 +28,9 @@ import tempfile
 import threading
 import time
 
-from runneld_process import Daemon, Suite, daemon_started, main
+from client_checklist import (CERTS, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate, main_daemon_started,
+                              restarted_daemon_stopped)
+from runneld_process import Daemon, Suite, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The client under test is this checkout's, not an installed copy.
@@ -38,23 +40,7 @@ import runnel  # noqa: E402
 import runnel.blocking  # noqa: E402
 from runnel import Gap, RunnelError, Value  # noqa: E402
 
-CERTS = os.path.join(tempfile.gettempdir(), f"runnel-client-certs-{os.getpid()}")
-TOKEN = "client-token"
 DEADLINE = 10  # seconds for any one thing to happen
-
-
-def certificate(name):
-    return os.path.join(CERTS, name)
-
-
-def certificate_made():
-    """A self-signed certificate for 127.0.0.1 (removed at exit)."""
-    if not os.path.isdir(CERTS):
-        os.makedirs(CERTS)
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-keyout", certificate("server.key"), "-out", certificate("server.pem"), "-days", "2",
-                        "-subj", "/CN=runnel client test", "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
 
 
 def trusting_context():
@@ -436,35 +422,7 @@ MAIN_CHECKS = [
 ]
 
 
-def main_config():
-    return f'''
-auth_tokens = ["{TOKEN}", "revoked-token"]
-tls_listen = "127.0.0.1:0"
-https_listen = "127.0.0.1:0"
-tls_cert_file = "{certificate('server.pem')}"
-tls_key_file = "{certificate('server.key')}"
-
-[[tokens]]
-token = "limited-token"
-publish = ["limited.>"]
-'''
-
-
-@contextlib.contextmanager
-def main_daemon_started(binary):
-    certificate_made()
-    with daemon_started(binary, main_config()) as daemon:
-        yield daemon
-
-
 # --- restart: runneld killed with SIGKILL and started again on its ports and data ---------------------
-
-RESTART_CONFIG = f'''
-auth_tokens = ["{TOKEN}"]
-data_dir = "DATA_DIR"
-fsync = "always"
-'''
-
 
 class Restarts:
     """A daemon that a check kills and starts again on the same ports and directory."""
@@ -486,13 +444,8 @@ class Restarts:
                                               http_port=d.http_port, directory=d.directory)
 
 
-@contextlib.contextmanager
 def restarts_started(binary):
-    restarts = Restarts(binary)
-    try:
-        yield restarts
-    finally:
-        restarts.daemon.stop()
+    return restarted_daemon_stopped(Restarts(binary))
 
 
 def noticing():
@@ -571,13 +524,6 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
 
 
 # --- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for --------------
-
-SLOW_CONFIG = f'''
-auth_tokens = ["{TOKEN}"]
-max_pending_bytes = 262144
-slow_consumer = "disconnect"
-'''
-
 
 @runs_async
 async def check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes(d):

@@ -1,8 +1,8 @@
 """The one harness of the Python test scripts (http-tests.py, websocket-tests.py,
-permissions-tests.py, backpressure-tests.py, tls-tests.py, dashboard-tests.py, and
-crash-harness.py's daemon): a runneld process of their own on free loopback ports, started
+permissions-tests.py, backpressure-tests.py, tls-tests.py, dashboard-tests.py, the client
+checklists python-client-tests.py and js-client-tests.py, and crash-harness.py's daemon): a runneld process of their own on free loopback ports, started
 as the Swift tests' `RunneldProcess` starts one; a line-protocol client over TCP; a reader of
-GET /events streams; and the command line every test script shares (`main`), which runs
+GET /events streams; a self-signed certificate; headless Chromium; and the command line every test script shares (`main`), which runs
 named checks in suites that share one daemon, lists them (`--list`), runs some (`--only`)
 and reports each (`--results`, read by Tests/RunneldTests/Support/PythonScript.swift)."""
 
@@ -130,6 +130,38 @@ def check_config(binary, toml):
                               timeout=20)
     finally:
         os.unlink(file.name)
+
+
+def self_signed_certificate(directory):
+    """`server.pem` and `server.key` in `directory` (made when missing): a self-signed P-256
+    certificate for 127.0.0.1, for the client checks' TLS listeners."""
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", os.path.join(directory, "server.key"), "-out", os.path.join(directory, "server.pem"),
+                        "-days", "2", "-subj", "/CN=runnel client test", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True)
+
+
+def chromium(width=1280, height=800):
+    """Headless Chromium driven by selenium (Debian's chromium and chromium-driver, or the
+    CHROMIUM and CHROMEDRIVER paths), keeping the browser console's log."""
+    from selenium import webdriver  # here, so the scripts without a browser need no selenium
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--disable-extensions", f"--window-size={width},{height}"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+def severe_console_entries(driver):
+    """The browser console's errors so far."""
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def poll_until(read, predicate, what, seconds=5):

@@ -5,8 +5,12 @@ import Foundation
 /// Thread rules: one thread (the tool's main).
 enum DashboardEmbedder {
     static func run(_ arguments: [String]) {
+        if arguments.count == 4 && arguments[1] == "--module" {
+            embedModule(output: arguments[2], path: arguments[3])
+            return
+        }
         guard arguments.count >= 3 else {
-            fail("usage: DashboardEmbedder OUTPUT.swift INDEX.html FILE...")
+            fail("usage: DashboardEmbedder OUTPUT.swift INDEX.html FILE... | --module OUTPUT.swift MODULE.js")
         }
         let output = arguments[1]
         let indexPath = arguments[2]
@@ -26,11 +30,11 @@ enum DashboardEmbedder {
                 fail("\(indexPath) references \(name), which is not among the files to put in line")
             }
             var text = readText(path)
-            if text.contains("</\(element)") {
-                fail("\(path) contains </\(element), which would end its <\(element)> element early")
+            if text.contains("</\(element.name)") {
+                fail("\(path) contains </\(element.name), which would end its <\(element.name)> element early")
             }
             if !text.hasSuffix("\n") { text += "\n" }
-            document += "<\(element)>\n\(text)</\(element)>"
+            document += "<\(element.opening)>\n\(text)</\(element.name)>"
             inlined.insert(name)
         }
         for name in files.keys.sorted() where !inlined.contains(name) {
@@ -47,12 +51,29 @@ enum DashboardEmbedder {
         writeText(source, to: output)
     }
 
-    /// The file name and element (`style` or `script`) of a line that references a file to put
-    /// in line, or nil.
-    static func reference(in line: Substring) -> (String, String)? {
+    /// The JavaScript client module (clients/js/runnel.js) as the Swift source of
+    /// `ClientModule.source`, the file's text as it is.
+    static func embedModule(output: String, path: String) {
+        let source = """
+            // Generated at build time by DashboardEmbedder (the EmbedDashboard plugin) from \
+            \(baseName(path)); do not edit.
+            extension ClientModule {
+                static let source = \(literal(readText(path)))
+            }
+
+            """
+        writeText(source, to: output)
+    }
+
+    /// The file name and element of a line that references a file to put in line, or nil: the
+    /// element's name (`style` or `script`) and its opening tag's contents (`script
+    /// type="module"` for a module script, whose `import`s then work in line as well).
+    static func reference(in line: Substring) -> (String, (name: String, opening: String))? {
         let trimmed = line.drop(while: { $0 == " " || $0 == "\t" })
         for (prefix, suffix, element) in [
-            ("<link rel=\"stylesheet\" href=\"", "\">", "style"), ("<script src=\"", "\"></script>", "script"),
+            ("<link rel=\"stylesheet\" href=\"", "\">", (name: "style", opening: "style")),
+            ("<script src=\"", "\"></script>", (name: "script", opening: "script")),
+            ("<script type=\"module\" src=\"", "\"></script>", (name: "script", opening: "script type=\"module\"")),
         ] {
             var rest = trimmed
             while rest.last == " " || rest.last == "\t" { rest = rest.dropLast() }

@@ -72,7 +72,9 @@ import Testing
         #expect(wrong?.status == 401 && wrong?.code == .unauthorized)
         #expect(Self.answer(check.decide(Self.facts("POST /healthz", credential: .absent)))?.status == 401)
         #expect(Self.answer(check.decide(Self.facts("GET /stats"))) == nil)
-        for open in ["GET /healthz", "HEAD /healthz", "GET /", "HEAD /", "OPTIONS /pub/a"] {
+        for open in [
+            "GET /healthz", "HEAD /healthz", "GET /", "HEAD /", "GET /runnel.js", "HEAD /runnel.js", "OPTIONS /pub/a",
+        ] {
             #expect(Self.answer(check.decide(Self.facts(open, credential: refused))) == nil, "\(open)")
         }
         // A WebSocket may authenticate with its first message, but not after a wrong token.

@@ -1,7 +1,9 @@
-// The dashboard's script, inlined into the page runneld serves at `GET /`. It talks to runneld
-// only over `GET /ws` with the line protocol's requests (docs/protocol.md). JSDoc types are
-// checked by `tsc -p web/dashboard` (no build step: the browser runs this file as written).
-"use strict";
+// The dashboard's script, inlined into the page runneld serves at `GET /` as a module. It talks
+// to runneld through the JavaScript client runneld serves (`/runnel.js`, clients/js/runnel.js):
+// one connection over `GET /ws`, which reconnects and resumes every panel's subscription from
+// its last position, reporting what it could not resume as gaps. JSDoc types are checked by
+// `tsc -p web/dashboard` (no build step: the browser runs this file as written).
+import { connect, Gap, RunnelError } from "/runnel.js";
 
 // ---- Limits -------------------------------------------------------------------------------
 const MAX_LOG = 1000;          // log lines kept per panel
@@ -13,32 +15,7 @@ const TOKEN_KEY = "runnel.token";
 const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490", "#854d0e", "#be185d"];
 
 // ---- The line protocol's shapes, as far as the page reads them ------------------------------
-/**
- * A reply to a request, matched to it by `ref`.
- * @typedef {object} Reply
- * @property {boolean} ok
- * @property {number} [ref]
- * @property {string} [code] when not ok
- * @property {string} [message] when not ok
- * @property {number} [stage] when not ok: the index of the stage that was refused
- * @property {SubjectEntry[]} [subjects] `list`
- * @property {number} [receivers] `pub`
- * @property {boolean} [resumed] `sub` with `from`
- */
-/**
- * An event of a subscription (`next`, `dropped`, `error`, `completed`) or of the connection
- * (`closing`).
- * @typedef {object} ServerEvent
- * @property {string} ev
- * @property {string} [sid]
- * @property {string} [subject] the source subject of a pattern's value
- * @property {unknown} [value]
- * @property {string} [pos] "EPOCH:SEQ"
- * @property {number} [count] `dropped`
- * @property {string} [code] `error`, `closing`
- * @property {string} [message] `error`
- * @property {number} [stage] `error`
- */
+/** @typedef {import("/runnel.js").Client} Client */
 /**
  * One subject of a `list` reply.
  * @typedef {object} SubjectEntry
@@ -56,7 +33,6 @@ const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490"
  * @typedef {{ op: "filter" | "map", expr: string } | { op: "throttle", seconds: number }} Stage
  */
 /** @typedef {{ code?: string, message?: string, stage?: number }} PanelError */
-/** @typedef {(reply: Reply) => void} ReplyHandler */
 
 /**
  * The element with this id, which the page's markup has, of this type.
@@ -94,14 +70,11 @@ const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
 /** @param {string} subject */
 const isPattern = (subject) => subject.split(".").some((token) => token === "*" || token === ">");
 
-// ---- The connection: one WebSocket to /ws, requests matched to replies by ref ----------------
-/**
- * @type {{ ws: WebSocket | null, open: boolean, attempt: number, nextRef: number,
- *   pending: Map<number, ReplyHandler>, timer: number | undefined, needsToken: boolean }}
- */
-const conn = { ws: null, open: false, attempt: 0, nextRef: 1, pending: new Map(), timer: undefined, needsToken: false };
-/** @type {Map<string, Panel>} sid -> panel */
-const sids = new Map();
+// ---- The connection: the client of /runnel.js, made again when a token is given -------------
+/** @type {Client | null} connected, or reconnecting by itself; null before, or after it gave up */
+let client = null;
+let attempt = 0;          // failed first connections in a row
+let needsToken = false;
 
 /**
  * @param {string} state
@@ -113,104 +86,87 @@ function setConnState(state, text) {
   badge.textContent = text;
 }
 
-function connect() {
-  clearTimeout(conn.timer);
-  setConnState("connecting", conn.attempt ? `reconnecting (attempt ${conn.attempt + 1})…` : "connecting…");
-  const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
-  conn.ws = ws;
-  ws.onopen = () => {
-    conn.open = true;
-    conn.attempt = 0;
-    setConnState("connected", "connected");
-    const token = sessionStorage.getItem(TOKEN_KEY);
-    if (token) {
-      request({ op: "auth", token }, (reply) => {
-        if (!reply.ok) askForToken("the saved token was refused: " + reply.message);
-      });
+/**
+ * Connects with `token` (none: without authenticating). A refused token asks for another;
+ * a failed first connection is tried again, with backoff; once connected, the client
+ * reconnects by itself.
+ * @param {string | null} token
+ */
+async function open(token) {
+  setConnState("connecting", attempt ? `reconnecting (attempt ${attempt + 1})…` : "connecting…");
+  try {
+    adopt(await connect(location.origin, { token: token ?? undefined, backoff: [0.25, 5], onDisconnect, onReconnect }));
+  } catch (error) {
+    if (error instanceof RunnelError && error.code === "unauthorized") {
+      askForToken(token ? "the saved token was refused: " + error.message : undefined);
+      return;
     }
-    startSession();
-  };
-  ws.onmessage = (message) => {
-    /** @type {Reply | ServerEvent} */
-    let line;
-    try { line = JSON.parse(message.data); } catch { return; }
-    handleLine(line);
-  };
-  ws.onclose = () => {
-    if (conn.ws !== ws) return;
-    conn.ws = null;
-    conn.open = false;
-    conn.pending.clear();
-    for (const panel of panels) panel.detach();
-    const delay = Math.min(5000, 250 * 2 ** conn.attempt) * (0.8 + Math.random() * 0.4);
-    conn.attempt += 1;
+    const delay = Math.min(5000, 250 * 2 ** attempt) * (0.8 + Math.random() * 0.4);
+    attempt += 1;
     setConnState("disconnected", `disconnected; retrying in ${(delay / 1000).toFixed(1)} s`);
-    conn.timer = window.setTimeout(connect, delay);
-  };
+    window.setTimeout(() => open(token), delay);
+  }
 }
 
 /**
- * Sends a request (a `ref` added); false when not connected.
- * @param {Record<string, unknown>} body
- * @param {ReplyHandler} [onReply]
+ * The client to use from now on: the panels subscribe through it.
+ * @param {Client} made
  */
-function request(body, onReply) {
-  if (!conn.open || !conn.ws) return false;
-  const ref = conn.nextRef++;
-  if (onReply) conn.pending.set(ref, onReply);
-  conn.ws.send(JSON.stringify({ ...body, ref }));
-  return true;
-}
-
-/** @param {Reply | ServerEvent} line */
-function handleLine(line) {
-  if ("ok" in line) {
-    const onReply = line.ref === undefined ? undefined : conn.pending.get(line.ref);
-    if (line.ref !== undefined) conn.pending.delete(line.ref);
-    if (!line.ok && line.code === "unauthorized") askForToken();
-    if (onReply) onReply(line);
-    return;
-  }
-  if (line.ev === "closing") {
-    setConnState("disconnected", "closed by the server: " + line.code);
-    return;
-  }
-  const panel = line.sid === undefined ? undefined : sids.get(line.sid);
-  if (panel) panel.onEvent(line);
-}
-
-function startSession() {
+function adopt(made) {
+  const before = client;
+  client = made;
+  attempt = 0;
+  for (const panel of panels) panel.detach();
+  before?.close();
+  setConnState("connected", "connected");
   for (const panel of panels) panel.subscribe();
   refreshSubjects();
 }
 
-// ---- Auth: asked for on the first `unauthorized`, kept in sessionStorage only --------------
+/** @param {RunnelError} reason */
+function onDisconnect(reason) {
+  for (const panel of panels) panel.disconnected();
+  if (reason.code === "unauthorized") {
+    // The client does not reconnect with a token the server no longer takes.
+    client = null;
+    askForToken(reason.message);
+  } else if (reason.code === "connection_lost") {
+    setConnState("disconnected", "disconnected; reconnecting…");
+  } else {
+    setConnState("disconnected", `closed by the server: ${reason.code}; reconnecting…`);
+  }
+}
+
+function onReconnect() {
+  setConnState("connected", "connected");
+  for (const panel of panels) panel.reconnected();
+}
+
+// ---- Auth: asked for on an `unauthorized`, kept in sessionStorage only --------------------
 /** @param {string} [why] */
 function askForToken(why) {
-  if (conn.needsToken) return;
-  conn.needsToken = true;
   const form = byId("token-form", HTMLFormElement);
-  form.hidden = false;
   byId("token-status", HTMLElement).textContent = why || "";
   setConnState("token", "a token is needed");
+  if (needsToken) return;
+  needsToken = true;
+  form.hidden = false;
   byId("token-input", HTMLInputElement).focus();
 }
 
-byId("token-form", HTMLFormElement).addEventListener("submit", (event) => {
+byId("token-form", HTMLFormElement).addEventListener("submit", async (event) => {
   event.preventDefault();
   const token = byId("token-input", HTMLInputElement).value;
-  request({ op: "auth", token }, (reply) => {
-    if (reply.ok) {
-      sessionStorage.setItem(TOKEN_KEY, token);
-      conn.needsToken = false;
-      byId("token-form", HTMLFormElement).hidden = true;
-      byId("token-input", HTMLInputElement).value = "";
-      setConnState("connected", "connected");
-      startSession();
-    } else {
-      byId("token-status", HTMLElement).textContent = reply.message ?? "";
-    }
-  });
+  try {
+    const made = await connect(location.origin, { token, backoff: [0.25, 5], onDisconnect, onReconnect });
+    sessionStorage.setItem(TOKEN_KEY, token);
+    needsToken = false;
+    byId("token-form", HTMLFormElement).hidden = true;
+    byId("token-input", HTMLInputElement).value = "";
+    adopt(made);
+  } catch (error) {
+    byId("token-status", HTMLElement).textContent = error instanceof RunnelError ? error.message || error.code : String(error);
+  }
 });
 
 // ---- Subjects list ---------------------------------------------------------------------------
@@ -218,18 +174,14 @@ byId("token-form", HTMLFormElement).addEventListener("submit", (event) => {
 const lastCounts = new Map();
 
 function refreshSubjects() {
+  if (!client || !client.connected) return;
   const prefix = byId("prefix", HTMLInputElement).value.trim();
-  /** @type {{ op: "list", prefix?: string }} */
-  const body = { op: "list" };
-  if (prefix) body.prefix = prefix;
-  request(body, (reply) => {
-    if (!reply.ok) {
-      byId("subjects-status", HTMLElement).textContent = reply.message ?? "";
+  client.request("list", prefix ? { prefix } : {}).then(
+    (reply) => renderSubjects(/** @type {SubjectEntry[]} */ (reply.subjects ?? [])),
+    (/** @type {unknown} */ error) => {
+      byId("subjects-status", HTMLElement).textContent = error instanceof RunnelError ? error.message : String(error);
       byId("subjects-status", HTMLElement).className = "status bad";
-      return;
-    }
-    renderSubjects(reply.subjects ?? []);
-  });
+    });
 }
 
 /** @param {SubjectEntry[]} subjects */
@@ -270,11 +222,14 @@ byId("publish-form", HTMLFormElement).addEventListener("submit", (event) => {
   let note = "";
   try { value = JSON.parse(text); } catch { value = text; note = " (as a string)"; }
   const status = byId("pub-status", HTMLElement);
-  const sent = request({ op: "pub", subject, value }, (reply) => {
-    status.className = reply.ok ? "status" : "status bad";
-    status.textContent = reply.ok ? `published${note}: reached ${reply.receivers} subscription(s)` : reply.message ?? "";
+  if (!client || !client.connected) { status.className = "status bad"; status.textContent = "not connected"; return; }
+  client.publish(subject, value, { reply: true }).then((receivers) => {
+    status.className = "status";
+    status.textContent = `published${note}: reached ${receivers} subscription(s)`;
+  }, (/** @type {unknown} */ error) => {
+    status.className = "status bad";
+    status.textContent = error instanceof RunnelError ? error.message : String(error);
   });
-  if (!sent) { status.className = "status bad"; status.textContent = "not connected"; }
 });
 
 // ---- Panels ------------------------------------------------------------------------------------------
@@ -314,9 +269,9 @@ class Panel {
     this.spec = { subject: spec.subject, filter: spec.filter || "", map: spec.map || "",
       throttle: spec.throttle || "", view: VIEWS.find((view) => view === spec.view) ?? "log" };
     this.pattern = isPattern(this.spec.subject);
-    /** @type {string | null} */
-    this.sid = null;
-    this.generation = 0;
+    /** @type {import("/runnel.js").Subscription | null} */
+    this.subscription = null;
+    this.generation = 0;      // one more per subscription: callbacks of an older one are ignored
     /** @type {string | null} "EPOCH:SEQ" of the newest value shown (single subjects) */
     this.lastPos = null;
     this.count = 0;           // values shown
@@ -411,52 +366,67 @@ class Panel {
     }
   }
 
-  subscribe() {
-    if (this.sid || !conn.open) return;
-    const sid = `p${this.id}.${++this.generation}`;
-    /** @type {{ op: "sub", subject: string, sid: string, ops?: Stage[], positions?: boolean, from?: string }} */
-    const body = { op: "sub", subject: this.spec.subject, sid };
-    const ops = this.ops();
-    if (ops.length) body.ops = ops;
-    if (!this.pattern) body.positions = true;
+  /**
+   * Subscribes through the client, from the newest position shown (a panel made again by a new
+   * client, after a token was given); the client resumes it after its own reconnects.
+   */
+  async subscribe() {
+    if (!client) return;
+    const generation = ++this.generation;
     const from = this.pattern ? null : this.lastPos;
-    if (from) body.from = from;
-    this.sid = sid;
-    sids.set(sid, this);
     this.state = "subscribing";
     this.markDirty();
-    request(body, (reply) => {
-      if (this.sid !== sid) return;
-      if (!reply.ok) {
-        sids.delete(sid);
-        this.sid = null;
-        this.error = reply;
-        this.state = reply.code === "unauthorized" ? "waiting for a token" : "refused";
-      } else {
-        this.error = null;
-        this.state = "live";
-        if (from && reply.resumed === false) {
-          this.addGap("gap: values may have been missed while disconnected (could not resume after " + from + ")");
-        } else if (!from && this.wasLive) {
-          // A pattern (or a subject with no value shown yet) cannot resume: say so.
-          this.addGap("gap: values published while disconnected were not resumed");
-        }
-        this.wasLive = true;
+    try {
+      const subscription = await client.subscribe(this.spec.subject, { ops: this.ops(), ...(from ? { from } : {}) },
+        (event) => { if (this.generation === generation) this.onEvent(event); },
+        (error) => { if (this.generation === generation) this.onEnd(error); });
+      if (this.generation !== generation) {
+        subscription.unsubscribe();
+        return;
       }
-      this.markDirty();
-    });
+      this.subscription = subscription;
+      this.error = null;
+      this.state = "live";
+      if (!from && this.wasLive) {
+        // A pattern (or a subject with no value shown yet) cannot resume: say so.
+        this.addGap("gap: values published while disconnected were not resumed");
+      }
+      this.wasLive = true;
+    } catch (error) {
+      if (this.generation !== generation) return;
+      const refusal = error instanceof RunnelError ? error : new RunnelError("error", String(error));
+      this.error = { code: refusal.code, message: refusal.message, stage: refusal.stage ?? undefined };
+      this.state = refusal.code === "unauthorized" ? "waiting for a token" : "refused";
+      if (refusal.code === "unauthorized") askForToken(refusal.message);
+    }
+    this.markDirty();
   }
 
+  /** Forgets the subscription, whose client is going (its callbacks are ignored from now on). */
   detach() {
-    if (this.sid) sids.delete(this.sid);
-    this.sid = null;
+    this.generation += 1;
+    this.subscription = null;
     this.state = "disconnected";
     this.markDirty();
   }
 
+  /** The client lost its connection; it resumes the subscription when it is back. */
+  disconnected() {
+    if (this.state !== "live") return;
+    this.state = "disconnected";
+    this.markDirty();
+  }
+
+  reconnected() {
+    if (this.state !== "disconnected" || !this.subscription || this.subscription.ended) return;
+    this.state = "live";
+    this.markDirty();
+  }
+
   unsubscribe() {
-    if (this.sid && conn.open) request({ op: "unsub", sid: this.sid });
+    const subscription = this.subscription;
     this.detach();
+    subscription?.unsubscribe();
   }
 
   /** @param {string} message */
@@ -468,26 +438,29 @@ class Panel {
     this.markDirty();
   }
 
-  /** @param {ServerEvent} line */
-  onEvent(line) {
-    if (line.ev === "next") {
-      if (line.pos && this.lastPos) {
-        // A value at or before the newest one shown (same epoch) is one already shown.
-        const [epoch, seq] = splitPos(line.pos);
-        const [lastEpoch, lastSeq] = splitPos(this.lastPos);
-        if (epoch === lastEpoch && seq <= lastSeq) return;
+  /** @param {import("/runnel.js").RunnelEvent} event a value, or a gap the client reports */
+  onEvent(event) {
+    if (event instanceof Gap) {
+      if (event.reason === "dropped") {
+        this.addGap(`gap: the server dropped ${event.count} value(s) (slow consumer)`);
+      } else if (event.reason === "not_resumed" && this.lastPos) {
+        this.addGap("gap: values may have been missed while disconnected (could not resume after " + this.lastPos + ")");
+      } else {
+        this.addGap(event.reason === "overflow" ? `gap: ${event.count} value(s) not shown`
+          : "gap: values published while disconnected were not resumed");
       }
-      if (line.pos) this.lastPos = line.pos;
-      this.accept(line.subject || this.spec.subject, line.value, line.pos);
-    } else if (line.ev === "dropped") {
-      this.addGap(`gap: the server dropped ${line.count} value(s) (slow consumer)`);
-    } else if (line.ev === "error" || line.ev === "completed") {
-      if (line.sid !== undefined) sids.delete(line.sid);
-      this.sid = null;
-      this.state = line.ev === "completed" ? "completed" : "ended with an error";
-      if (line.ev === "error") this.error = line;
-      this.markDirty();
+      return;
     }
+    if (event.pos && !this.pattern) this.lastPos = event.pos;
+    this.accept(event.subject, event.value, event.pos ?? undefined);
+  }
+
+  /** @param {RunnelError | null} error what ended the subscription, or null: it completed */
+  onEnd(error) {
+    this.subscription = null;
+    this.state = error ? "ended with an error" : "completed";
+    if (error) this.error = { code: error.code, message: error.message, stage: error.stage ?? undefined };
+    this.markDirty();
   }
 
   /**
@@ -818,4 +791,4 @@ window.addEventListener("hashchange", () => { if (location.hash !== savedHash) r
 byId("prefix", HTMLInputElement).addEventListener("change", saveState);
 
 restoreState();
-connect();
+open(sessionStorage.getItem(TOKEN_KEY));

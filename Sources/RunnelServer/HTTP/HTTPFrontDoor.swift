@@ -30,7 +30,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
         self.server = server
         router = HTTPRouter(
             exact: [
-                IndexRoute.path: IndexRoute(), HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
+                IndexRoute.path: IndexRoute(), ClientModuleRoute.path: ClientModuleRoute(),
+                HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
                 "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
                 EventsRoute.path: EventsRoute(server: server), WebSocketRoute.path: WebSocketRoute(server: server),
             ],

@@ -43,6 +43,11 @@ struct HTTPResponse {
         HTTPResponse(status: status, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
     }
 
+    /// `source` as `text/javascript` (the JavaScript client module).
+    static func javascript(_ source: String) -> HTTPResponse {
+        HTTPResponse(status: .ok, contentType: "text/javascript; charset=utf-8", body: Array(source.utf8))
+    }
+
     /// An error: a failed reply's line, `{"ok":false,"code":C,"message":M}` (with the members
     /// `extra` adds), under its status.
     static func failure(_ failure: HTTPFailure, _ extra: (inout ServerLineWriter) -> Void = { _ in }) -> HTTPResponse {

@@ -1,6 +1,7 @@
 /// A request without an accepted token is `401 unauthorized`, except where none is needed:
-/// a CORS preflight (browsers send it without credentials), `/healthz` and the dashboard's
-/// page (which holds no data and asks for a token itself, over `/ws`), and a WebSocket
+/// a CORS preflight (browsers send it without credentials), `/healthz`, the dashboard's
+/// page (which holds no data and asks for a token itself, over `/ws`) and the JavaScript client
+/// it loads (`/runnel.js`, code that is no secret), and a WebSocket
 /// upgrade without any token, which may send `auth` as its first message, as on TCP. A refused
 /// token's answer says why (a JWT's failed check).
 ///
@@ -12,7 +13,8 @@ struct HTTPAuthenticationCheck: HTTPRequestCheck {
         if request.credential.grant != nil { return .pass }
         let isOpenToAll =
             head.method == .options
-            || ([.get, .head].contains(head.method) && (path == HealthRoute.path || path == IndexRoute.path))
+            || ([.get, .head].contains(head.method)
+                && (path == HealthRoute.path || path == IndexRoute.path || path == ClientModuleRoute.path))
         if isOpenToAll { return .pass }
         switch request.credential {
         case .refused(let reason): return .answer(.failure(HTTPFailure(reason)))

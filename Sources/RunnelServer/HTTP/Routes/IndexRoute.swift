@@ -1,5 +1,6 @@
-/// `GET /`: the live dashboard page (`DashboardPage`), one self-contained document that talks
-/// to runneld over `GET /ws`. It holds no data, so it needs no token.
+/// `GET /`: the live dashboard page (`DashboardPage`), one document that talks to runneld over
+/// `GET /ws` through the client it imports (`GET /runnel.js`). It holds no data, so it needs no
+/// token.
 final class IndexRoute: HTTPRoute {
     static let path = "/"
     let methods: [HTTPMethod] = [.get, .head]

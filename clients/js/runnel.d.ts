@@ -1,0 +1,142 @@
+// Types of the JavaScript client of runneld (runnel.js, docs/clients.md "JavaScript"), for
+// TypeScript users: `import { connect } from "./runnel.js"` finds them beside the module.
+// Written by hand; `make check-js` compiles types-test/usage.ts against them and compares them with
+// the declarations tsc makes from runnel.js's JSDoc (types-test/conformance.ts).
+
+/** A reply to a request, or a server event: the line protocol's JSON object. */
+export interface Line {
+  [member: string]: unknown;
+}
+
+/** A stage of a subscription: `{op: "take", count: 2}` (docs/protocol.md, "Stages"). */
+export interface Stage {
+  op: string;
+  [argument: string]: unknown;
+}
+
+/** What `subscribe` takes. */
+export interface SubscribeOptions {
+  /** An expression: a `filter` stage. */
+  filter?: string;
+  /** An expression: a `map` stage, after the filter. */
+  map?: string;
+  /** Seconds: a `throttle` stage, after both. */
+  throttle?: number;
+  /** More stages, after those. */
+  ops?: Stage[];
+  /** A position (`EPOCH:SEQ`) to continue right after; not for a pattern. */
+  from?: string;
+}
+
+/** Where the client's own notes go (console by default). */
+export interface Logger {
+  info(...data: unknown[]): void;
+  warn(...data: unknown[]): void;
+  error(...data: unknown[]): void;
+}
+
+/** `connect`'s options. */
+export interface ConnectOptions {
+  /** Sent as `auth` on every connection. */
+  token?: string;
+  /** The WebSocket class to use (default: the global one; Node 20 has it with --experimental-websocket). */
+  WebSocket?: new (url: string) => WebSocket;
+  /** Reconnect when the connection is lost (never after `unauthorized`). Default true. */
+  reconnect?: boolean;
+  /** Seconds before reconnect attempts: the first, doubling up to the second, each drawn from its upper half. Default [0.1, 5]. */
+  backoff?: [number, number];
+  /** Seconds to connect and get the answer to `auth` or `ping`. Default 10. */
+  timeout?: number;
+  /** Events an iterated subscription holds for its consumer at most. Default 1000. */
+  buffer?: number;
+  /** Each time the connection is lost, with why. */
+  onDisconnect?: (reason: RunnelError) => void;
+  /** Each time the connection is back, every subscription resumed. */
+  onReconnect?: () => void;
+  /** A publish without reply that failed (default: logged). */
+  onError?: (error: RunnelError) => void;
+  /** Where the client's notes go. Default console. */
+  logger?: Logger;
+}
+
+/**
+ * A failure with the protocol's `code`, the server's `message`, and `stage` when a stage of a
+ * subscription caused it; or one of the client's own codes: `connection_lost`, `timeout`, `closed`.
+ */
+export class RunnelError extends Error {
+  constructor(code: string, message?: string, stage?: number | null);
+  code: string;
+  stage: number | null;
+  static of(line: Line): RunnelError;
+}
+
+/** A value of a subscription, with the subject it was published to and its position. */
+export class Value {
+  constructor(value: unknown, subject: string, pos: string | null);
+  readonly type: "value";
+  value: unknown;
+  subject: string;
+  /** `EPOCH:SEQ`; null for a value a stage made from no value of the subject. */
+  pos: string | null;
+}
+
+/** Values this subscription will not get, in their place in the stream. */
+export class Gap {
+  constructor(reason: "dropped" | "overflow" | "not_resumed", count?: number | null, cause?: RunnelError | null);
+  readonly type: "gap";
+  reason: "dropped" | "overflow" | "not_resumed";
+  /** How many (`dropped`, `overflow`); null for `not_resumed`. */
+  count: number | null;
+  /** The disconnect's reason, for `not_resumed` after a reconnect. */
+  cause: RunnelError | null;
+}
+
+export type RunnelEvent = Value | Gap;
+
+/**
+ * One `sub`: an async iterator of events (or a callback for them), which ends at completion,
+ * throws the RunnelError that ended it, and ends quietly after `unsubscribe()` or `close()`.
+ * Leaving a `for await` loop early unsubscribes.
+ */
+export class Subscription implements AsyncIterableIterator<RunnelEvent> {
+  private constructor();
+  readonly sid: string;
+  readonly subject: string;
+  readonly pattern: boolean;
+  /** The position of the newest value (or the `from`), for a later `{from: position}`; null for a pattern. */
+  readonly position: string | null;
+  readonly ended: boolean;
+  next(): Promise<IteratorResult<RunnelEvent, undefined>>;
+  return(): Promise<IteratorResult<RunnelEvent, undefined>>;
+  [Symbol.asyncIterator](): Subscription;
+  unsubscribe(): Promise<void>;
+}
+
+/** A connection to runneld, reconnecting and resuming its subscriptions (see `connect`). */
+export class Client {
+  private constructor();
+  static connect(url: string, options?: ConnectOptions): Promise<Client>;
+  /** The WebSocket URL the client connects to. */
+  readonly url: string;
+  /** Whether a connection is up and set up now. */
+  readonly connected: boolean;
+  /** Why the connection was last lost, or null. */
+  readonly lastDisconnect: RunnelError | null;
+  /** Resolves with how many subscriptions received the value. */
+  publish(subject: string, value: unknown, options: { reply: true }): Promise<number>;
+  /** Resolves once sent; a failure goes to `onError`. */
+  publish(subject: string, value?: unknown, options?: { reply?: false }): Promise<undefined>;
+  publish(subject: string, value?: unknown, options?: { reply?: boolean }): Promise<number | undefined>;
+  /** `create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`: the reply. */
+  request(op: string, fields?: Record<string, unknown>): Promise<Line>;
+  subscribe(
+    subject: string,
+    options?: SubscribeOptions,
+    onValue?: (event: RunnelEvent) => void,
+    onEnd?: (error: RunnelError | null) => void,
+  ): Promise<Subscription>;
+  close(): Promise<void>;
+}
+
+/** Connects (`ws://HOST:PORT/ws`, `wss://`, or `http(s)://HOST:PORT` for its `/ws`) and authenticates. */
+export function connect(url: string, options?: ConnectOptions): Promise<Client>;

@@ -1,0 +1,850 @@
+// The JavaScript client of runneld (docs/clients.md, "JavaScript"): one ES module, no build step
+// and no dependencies, for browsers and Node 20+ (Node 20 needs `--experimental-websocket`, or a
+// WebSocket class in `connect`'s options). It speaks the line protocol over a WebSocket (`/ws`),
+// one request or server line per text message: replies matched to requests by `ref`, and
+// subscriptions that survive reconnects, each resumed from its last position, with what could
+// not be resumed reported as a gap. runneld serves this file at `GET /runnel.js`; its types are
+// checked by `tsc -p clients/js` (JSDoc) and described for TypeScript in runnel.d.ts.
+
+/**
+ * A reply to a request (`"ok"` in it), or a server line that is an event (`"ev"`).
+ * @typedef {{ [member: string]: unknown }} Line
+ */
+/**
+ * A stage of a subscription: `{op: "take", count: 2}` (docs/protocol.md, "Stages").
+ * @typedef {{ op: string, [argument: string]: unknown }} Stage
+ */
+/**
+ * What `subscribe` takes: `filter` and `map` (expressions), `throttle` (seconds), which become
+ * stages in that order, then `ops` (more stages); `from`, a position to continue after.
+ * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string }} SubscribeOptions
+ */
+/**
+ * What a subscription yields: a value, or a gap where values are missing.
+ * @typedef {Value | Gap} RunnelEvent
+ */
+/**
+ * Where the client's own notes go (console by default).
+ * @typedef {{ info: (...data: unknown[]) => void, warn: (...data: unknown[]) => void, error: (...data: unknown[]) => void }} Logger
+ */
+/**
+ * A WebSocket class: the browser's, Node's global one, or one given (`options.WebSocket`).
+ * @typedef {new (url: string) => WebSocket} WebSocketClass
+ */
+/**
+ * `connect`'s options (docs/clients.md lists their defaults).
+ * @typedef {object} ConnectOptions
+ * @property {string} [token] sent as `auth` on every connection
+ * @property {WebSocketClass} [WebSocket] the WebSocket class to use (default: the global one)
+ * @property {boolean} [reconnect] reconnect when the connection is lost (never after `unauthorized`)
+ * @property {[number, number]} [backoff] seconds before reconnect attempts: the first, doubling up to the second, each drawn from its upper half
+ * @property {number} [timeout] seconds to connect and get the answer to `auth` or `ping`
+ * @property {number} [buffer] events an iterated subscription holds for its consumer at most
+ * @property {(reason: RunnelError) => void} [onDisconnect] each time the connection is lost, with why
+ * @property {() => void} [onReconnect] each time the connection is back, every subscription resumed
+ * @property {(error: RunnelError) => void} [onError] a publish without reply that failed
+ * @property {Logger} [logger] where the client's notes go (a callback that threw, a failed publish without `onError`)
+ */
+/**
+ * A request waiting for its reply.
+ * @typedef {{ resolve: (reply: Line) => void, reject: (error: unknown) => void, hook: ((reply: Line) => void) | undefined }} Pending
+ */
+/**
+ * One WebSocket and what it said before it closed.
+ * @typedef {{ ws: WebSocket, closing: RunnelError | null, ended: boolean, setUp: boolean }} Connection
+ */
+
+/**
+ * A failure with the protocol's `code` (`bad_expr`, `unauthorized`, `slow_consumer`...), the
+ * server's `message`, and `stage` when a stage of a subscription caused it; or one of the
+ * client's own codes: `connection_lost` (the connection ended before the answer came, or could
+ * not be opened), `timeout` (no connection within `timeout`) and `closed` (the client was
+ * closed).
+ */
+export class RunnelError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} [message]
+   * @param {number | null} [stage]
+   */
+  constructor(code, message = "", stage = null) {
+    super(message);
+    this.name = "RunnelError";
+    /** @type {string} */
+    this.code = code;
+    /** @type {number | null} */
+    this.stage = stage;
+  }
+
+  toString() {
+    return `RunnelError ${this.code}` + (this.stage !== null ? ` (stage ${this.stage})` : "") +
+      (this.message ? `: ${this.message}` : "");
+  }
+
+  /**
+   * The error a failed reply, an `error` event or a `closing` line carries.
+   * @param {Line} line
+   */
+  static of(line) {
+    const stage = typeof line.stage === "number" ? line.stage : null;
+    return new RunnelError(String(line.code), typeof line.message === "string" ? line.message : "", stage);
+  }
+}
+
+/**
+ * A value of a subscription: `subject` is where it was published (for a pattern, the matching
+ * subject), `pos` its position `EPOCH:SEQ` (null for a value a stage made from no value of the
+ * subject, such as `startWith`'s).
+ */
+export class Value {
+  /**
+   * @param {unknown} value
+   * @param {string} subject
+   * @param {string | null} pos
+   */
+  constructor(value, subject, pos) {
+    /** @type {"value"} */
+    this.type = "value";
+    this.value = value;
+    this.subject = subject;
+    this.pos = pos;
+  }
+}
+
+/**
+ * Values this subscription will not get, in their place in the stream: `reason` `dropped` (the
+ * server's slow-consumer policy `drop` dropped `count` events), `overflow` (this client's buffer
+ * dropped `count` events) or `not_resumed` (after a reconnect, or with a `from` the server could
+ * not continue from, values may be missing: `count` is null; `cause` is the disconnect's reason).
+ */
+export class Gap {
+  /**
+   * @param {"dropped" | "overflow" | "not_resumed"} reason
+   * @param {number | null} [count]
+   * @param {RunnelError | null} [cause]
+   */
+  constructor(reason, count = null, cause = null) {
+    /** @type {"gap"} */
+    this.type = "gap";
+    this.reason = reason;
+    this.count = count;
+    this.cause = cause;
+  }
+}
+
+/**
+ * Calls one of the caller's callbacks: one that throws is logged, and stops nothing.
+ * @template T
+ * @param {Logger} logger
+ * @param {((argument: T) => void) | undefined} callback
+ * @param {T} argument
+ */
+function callBack(logger, callback, argument) {
+  if (!callback) return;
+  try {
+    callback(argument);
+  } catch (error) {
+    logger.error("runnel: a callback threw", error);
+  }
+}
+
+/**
+ * "EPOCH:SEQ" as its epoch and its sequence number.
+ * @param {string} pos
+ * @returns {[string, number]}
+ */
+function splitPosition(pos) {
+  const colon = pos.lastIndexOf(":");
+  return [pos.slice(0, colon), Number(pos.slice(colon + 1))];
+}
+
+/** @param {string} subject */
+function isPattern(subject) {
+  return subject.split(".").some((token) => token === "*" || token === ">");
+}
+
+/**
+ * The WebSocket URL of `url`: `ws://` and `wss://` as they are, `http://` and `https://` as
+ * `ws://` and `wss://`; an empty path is `/ws`.
+ * @param {string} url
+ */
+function webSocketURL(url) {
+  const parsed = new URL(url);
+  if (parsed.protocol === "http:") parsed.protocol = "ws:";
+  else if (parsed.protocol === "https:") parsed.protocol = "wss:";
+  else if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
+    throw new TypeError(`runnel: ${url} is not a ws://, wss://, http:// or https:// URL`);
+  }
+  if (parsed.pathname === "/" || parsed.pathname === "") parsed.pathname = "/ws";
+  return parsed.href;
+}
+
+/**
+ * What a subscription needs of its client.
+ * @typedef {object} ClientLink
+ * @property {number} buffer
+ * @property {Logger} logger
+ * @property {() => boolean} connected
+ * @property {() => RunnelError | null} lastDisconnect
+ * @property {(body: Line) => Promise<Line>} call sends a request once connected, returns its reply
+ * @property {(body: Line) => void} sendSoon sends a request, its reply unread
+ * @property {(sid: string) => void} forget the subscription ended
+ */
+
+/**
+ * One subscription's state: its stages, its positions, its buffer. The client feeds it the
+ * reply to each of its `sub` requests and its events; `Subscription` is its face.
+ */
+class SubscriptionState {
+  /**
+   * @param {ClientLink} link
+   * @param {string} sid
+   * @param {string} subject
+   * @param {Stage[]} ops
+   * @param {string | undefined} start
+   * @param {((event: RunnelEvent) => void) | undefined} onValue
+   * @param {((error: RunnelError | null) => void) | undefined} onEnd
+   */
+  constructor(link, sid, subject, ops, start, onValue, onEnd) {
+    this.link = link;
+    this.sid = sid;
+    this.subject = subject;
+    this.pattern = isPattern(subject);
+    this.ops = ops;
+    this.onValue = onValue;
+    this.onEnd = onEnd;
+    /** @type {Map<string, string>} the newest position seen, per source subject */
+    this.positions = new Map(start && !this.pattern ? [[subject, start]] : []);
+    /** @type {Map<string, [string, number]>} after a subscription that could not resume: what a value must pass */
+    this.skip = new Map();
+    this.subscribedBefore = false;
+    /** @type {RunnelEvent[]} */
+    this.queue = [];
+    this.overflowed = 0;
+    /** @type {Promise<void> | null} what consumers waiting for an event await */
+    this.arrival = null;
+    this.arrived = () => {};
+    this.ended = false;
+    /** @type {RunnelError | null} */
+    this.error = null;
+  }
+
+  get position() {
+    return this.pattern ? null : this.positions.get(this.subject) ?? null;
+  }
+
+  /** This subscription's `sub` request, from its last position when it has one. */
+  request() {
+    /** @type {Line} */
+    const body = { op: "sub", subject: this.subject, sid: this.sid, positions: true };
+    if (this.ops.length) body.ops = this.ops;
+    if (this.position) body.from = this.position;
+    return body;
+  }
+
+  /**
+   * The reply to one of this subscription's `sub` requests (handled before any of its events).
+   * A refused first `sub` is the caller's error (`subscribe` rejects), not an end to report.
+   * @param {Line} reply
+   * @param {Line} sent
+   */
+  answered(reply, sent) {
+    if (!reply.ok) {
+      if (this.subscribedBefore) this.end(RunnelError.of(reply));
+      else this.ended = true;
+      return;
+    }
+    if (this.ended) {
+      // Unsubscribed while a resubscription was under way.
+      this.link.sendSoon({ op: "unsub", sid: this.sid });
+      return;
+    }
+    if (reply.resumed === false || (this.subscribedBefore && !("from" in sent))) {
+      this.skip = new Map([...this.positions].map(([subject, pos]) => [subject, splitPosition(pos)]));
+      this.put(new Gap("not_resumed", null, this.link.lastDisconnect()));
+    }
+    this.subscribedBefore = true;
+  }
+
+  /** @param {Line} line an event of this subscription */
+  event(line) {
+    if (line.ev === "next") {
+      const subject = typeof line.subject === "string" ? line.subject : this.subject;
+      const pos = typeof line.pos === "string" ? line.pos : null;
+      if (pos) {
+        const shown = this.skip.get(subject);
+        if (shown) {
+          const [epoch, seq] = splitPosition(pos);
+          if (epoch === shown[0] && seq <= shown[1]) return;
+          this.skip.delete(subject);
+        }
+        this.positions.set(subject, pos);
+      }
+      this.put(new Value(line.value === undefined ? null : line.value, subject, pos));
+    } else if (line.ev === "dropped") {
+      this.put(new Gap("dropped", Number(line.count ?? 0)));
+    } else if (line.ev === "completed") {
+      this.end(null);
+    } else if (line.ev === "error") {
+      this.end(RunnelError.of(line));
+    }
+  }
+
+  /** @param {RunnelEvent} event */
+  put(event) {
+    if (this.onValue) {
+      callBack(this.link.logger, this.onValue, event);
+      return;
+    }
+    if (event instanceof Value && this.queue.length >= this.link.buffer) {
+      this.overflowed += 1;
+      return;
+    }
+    if (this.overflowed) this.queue.push(this.takeOverflow());
+    this.queue.push(event);
+    this.wake();
+  }
+
+  takeOverflow() {
+    const count = this.overflowed;
+    this.overflowed = 0;
+    return new Gap("overflow", count);
+  }
+
+  /** @returns {Promise<IteratorResult<RunnelEvent, undefined>>} */
+  async next() {
+    for (;;) {
+      const event = this.queue.shift();
+      if (event) return { value: event, done: false };
+      if (this.overflowed) return { value: this.takeOverflow(), done: false };
+      if (this.ended) {
+        if (this.error) throw this.error;
+        return { value: undefined, done: true };
+      }
+      this.arrival ??= new Promise((resolve) => { this.arrived = resolve; });
+      await this.arrival;
+    }
+  }
+
+  /** @param {RunnelError | null} error */
+  end(error) {
+    if (this.ended) return;
+    this.ended = true;
+    this.error = error;
+    this.link.forget(this.sid);
+    this.wake();
+    if (this.onEnd) callBack(this.link.logger, this.onEnd, error);
+    else if (error && this.onValue) this.link.logger.warn(`runnel: the subscription to ${this.subject} ended:`, error);
+  }
+
+  wake() {
+    if (!this.arrival) return;
+    this.arrival = null;
+    this.arrived();
+  }
+
+  async unsubscribe() {
+    if (this.ended) return;
+    this.end(null);
+    this.queue.length = 0;
+    this.overflowed = 0;
+    if (!this.link.connected()) return; // a connection lost meanwhile took the server's subscription with it
+    try {
+      await this.link.call({ op: "unsub", sid: this.sid });
+    } catch (error) {
+      if (!(error instanceof RunnelError)) throw error;
+    }
+  }
+}
+
+/**
+ * One `sub`: an async iterator of `Value` and `Gap` events (or, given `onValue`, a callback for
+ * them), which ends when the subscription completes, throws the RunnelError that ended it, and
+ * ends quietly after `unsubscribe()` or the client's `close()`. Leaving a `for await` loop early
+ * (`break`, `return`, a throw) unsubscribes.
+ * @implements {AsyncIterableIterator<RunnelEvent>}
+ */
+export class Subscription {
+  /** @type {SubscriptionState} */
+  #state;
+
+  /** @param {SubscriptionState} state */
+  constructor(state) {
+    this.#state = state;
+    this.sid = state.sid;
+    this.subject = state.subject;
+    this.pattern = state.pattern;
+  }
+
+  /**
+   * The position of the newest value of a one-subject subscription (or its `from`): give it as
+   * `from` to a later subscription to continue after it. Null for a pattern.
+   */
+  get position() {
+    return this.#state.position;
+  }
+
+  /** Whether the subscription has ended (completed, failed, unsubscribed or closed). */
+  get ended() {
+    return this.#state.ended;
+  }
+
+  /** The next event; `done` once the subscription has ended, after what it buffered. */
+  next() {
+    return this.#state.next();
+  }
+
+  /**
+   * Unsubscribes (the end of a `for await` loop left early).
+   * @returns {Promise<IteratorResult<RunnelEvent, undefined>>}
+   */
+  async return() {
+    await this.#state.unsubscribe();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  /** Ends the subscription: in the server (`unsub`) and here (what it buffered is dropped). */
+  unsubscribe() {
+    return this.#state.unsubscribe();
+  }
+}
+
+/** What only `connect` passes to `Client`'s constructor. */
+const CONNECTING = Symbol("connect");
+
+/** A connection to runneld (see `connect`). */
+export class Client {
+  #url;
+  #token;
+  /** @type {WebSocketClass} */
+  #WebSocket;
+  #reconnect;
+  /** @type {[number, number]} */
+  #backoff;
+  #timeout;
+  #onDisconnect;
+  #onReconnect;
+  #onError;
+  /** @type {Logger} */
+  #logger;
+  /** @type {Connection | null} */
+  #connection = null;
+  #nextRef = 1;
+  #nextSid = 1;
+  /** @type {Map<number, Pending>} */
+  #pending = new Map();
+  /** @type {Map<string, SubscriptionState>} */
+  #subscriptions = new Map();
+  /** @type {Promise<void>} resolved while connected and set up (or when the client is done) */
+  #ready;
+  /** @type {() => void} */
+  #setReady = () => {};
+  #isReady = false;
+  /** @type {RunnelError | null} why the client will never connect again */
+  #final = null;
+  /** @type {RunnelError | null} */
+  #lastDisconnect = null;
+  /** @type {{ timer: ReturnType<typeof setTimeout>, wake: () => void } | null} a reconnect's wait */
+  #sleeping = null;
+  /** @type {ClientLink} */
+  #link;
+  /** @type {WebSocket | null} the WebSocket a connection is being set up on, until it is */
+  #opening = null;
+
+  /**
+   * Use `connect`, which also opens the first connection.
+   * @param {string} url
+   * @param {ConnectOptions} options
+   * @param {symbol} key `connect`'s
+   */
+  constructor(url, options, key) {
+    if (key !== CONNECTING) throw new TypeError("runnel: use connect() to make a Client");
+    const WebSocketClass = options.WebSocket ?? /** @type {WebSocketClass | undefined} */ (globalThis.WebSocket);
+    if (!WebSocketClass) {
+      throw new TypeError("runnel: no WebSocket here: run Node 20 with --experimental-websocket, or pass options.WebSocket");
+    }
+    const buffer = options.buffer ?? 1000;
+    if (!(buffer >= 1)) throw new RangeError("runnel: buffer is at least 1");
+    this.#url = webSocketURL(url);
+    this.#token = options.token;
+    this.#WebSocket = WebSocketClass;
+    this.#reconnect = options.reconnect ?? true;
+    this.#backoff = options.backoff ?? [0.1, 5];
+    this.#timeout = options.timeout ?? 10;
+    this.#onDisconnect = options.onDisconnect;
+    this.#onReconnect = options.onReconnect;
+    this.#onError = options.onError;
+    this.#logger = options.logger ?? console;
+    this.#ready = this.#notReady();
+    this.#link = {
+      buffer,
+      logger: this.#logger,
+      connected: () => this.connected,
+      lastDisconnect: () => this.#lastDisconnect,
+      call: (body) => this.#call(body),
+      sendSoon: (body) => {
+        this.#call(body, { check: false }).catch((error) => this.#logger.info("runnel:", error));
+      },
+      forget: (sid) => { this.#subscriptions.delete(sid); },
+    };
+  }
+
+  /**
+   * Connects to `url` and authenticates with `options.token` (or pings without one); resolves
+   * with the client once the server has answered, or rejects with a RunnelError
+   * (`unauthorized`, `limit`, `connection_lost`, `timeout`): the first connection is not retried.
+   * @param {string} url
+   * @param {ConnectOptions} [options]
+   */
+  static async connect(url, options = {}) {
+    const client = new Client(url, options, CONNECTING);
+    await client.#open();
+    return client;
+  }
+
+  /** The WebSocket URL the client connects to. */
+  get url() {
+    return this.#url;
+  }
+
+  /** Whether a connection is up and set up now. */
+  get connected() {
+    return this.#isReady && this.#final === null;
+  }
+
+  /** Why the connection was last lost (a `closing` line's code, or `connection_lost`), or null. */
+  get lastDisconnect() {
+    return this.#lastDisconnect;
+  }
+
+  /**
+   * Publishes `value` (any JSON value) to `subject`. With `{reply: true}`, resolves with how many
+   * subscriptions received it, or rejects with the server's RunnelError; without, resolves once
+   * the line is sent, and a failure (the server answers only those) goes to `onError`.
+   * @param {string} subject
+   * @param {unknown} [value]
+   * @param {{ reply?: boolean }} [options]
+   * @returns {Promise<number | undefined>}
+   */
+  async publish(subject, value = null, options = {}) {
+    const body = { op: "pub", subject, value };
+    if (options.reply) return Number((await this.#call(body)).receivers);
+    await this.#waitReady();
+    this.#send(body);
+    return undefined;
+  }
+
+  /**
+   * Sends one request (`create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`) with
+   * `fields`, and resolves with its reply; rejects with the RunnelError when the server refused
+   * it. `sub`, `unsub` and `auth` are `subscribe`, `unsubscribe` and the `token` option.
+   * @param {string} op
+   * @param {Record<string, unknown>} [fields]
+   * @returns {Promise<Line>}
+   */
+  async request(op, fields = {}) {
+    if (op === "sub" || op === "unsub" || op === "auth") {
+      throw new TypeError(`runnel: ${op}: use subscribe(), Subscription.unsubscribe() or connect's token`);
+    }
+    return this.#call({ ...fields, op });
+  }
+
+  /**
+   * Subscribes to `subject` (a name or a pattern); resolves once the server has accepted it, or
+   * rejects with its RunnelError (`bad_expr` with its `stage`, `unauthorized`...). Without
+   * `onValue`, iterate over the subscription; with it, `onValue` is called with each event and
+   * `onEnd` with null at completion, unsubscribe or close, or with the error that ended it.
+   * @param {string} subject
+   * @param {SubscribeOptions} [options]
+   * @param {(event: RunnelEvent) => void} [onValue]
+   * @param {(error: RunnelError | null) => void} [onEnd]
+   */
+  async subscribe(subject, options = {}, onValue, onEnd) {
+    /** @type {Stage[]} */
+    const ops = [];
+    if (options.filter !== undefined) ops.push({ op: "filter", expr: options.filter });
+    if (options.map !== undefined) ops.push({ op: "map", expr: options.map });
+    if (options.throttle !== undefined) ops.push({ op: "throttle", seconds: options.throttle });
+    ops.push(...(options.ops ?? []));
+    const state = new SubscriptionState(this.#link, `s${this.#nextSid++}`, subject, ops, options.from, onValue, onEnd);
+    if (state.pattern && options.from !== undefined) {
+      throw new TypeError("runnel: a pattern subscription has no position to start from");
+    }
+    // Registered once connected, so that a reconnect under way does not subscribe it too.
+    await this.#waitReady();
+    this.#subscriptions.set(state.sid, state);
+    try {
+      await this.#call(state.request(), { hook: (reply, sent) => state.answered(reply, sent), ready: false });
+    } catch (error) {
+      this.#subscriptions.delete(state.sid);
+      throw error;
+    }
+    return new Subscription(state);
+  }
+
+  /**
+   * Closes the connection, which disposes every subscription in the server; subscriptions here
+   * end, requests still waiting and later calls reject with `closed`. Resolves once the
+   * WebSocket has closed.
+   * @returns {Promise<void>}
+   */
+  async close() {
+    if (this.#final !== null) return;
+    this.#final = new RunnelError("closed", "the client was closed");
+    this.#wakeUp();
+    this.#setReady();
+    for (const subscription of [...this.#subscriptions.values()]) subscription.end(null);
+    this.#failPending(this.#final);
+    this.#opening?.close();
+    const connection = this.#connection;
+    if (!connection || connection.ended) return;
+    await new Promise((resolve) => {
+      const done = () => { clearTimeout(timer); resolve(undefined); };
+      const timer = setTimeout(done, this.#timeout * 1000);
+      connection.ws.addEventListener("close", done);
+      connection.ws.close(1000);
+    });
+  }
+
+  /** @returns {Promise<void>} */
+  #notReady() {
+    this.#isReady = false;
+    return new Promise((resolve) => {
+      this.#setReady = () => {
+        this.#isReady = true;
+        resolve();
+      };
+    });
+  }
+
+  async #waitReady() {
+    await this.#ready;
+    if (this.#final !== null) throw this.#final;
+  }
+
+  /**
+   * Connects, authenticates (or pings), subscribes again every subscription from its position;
+   * then the client is ready. All within `timeout` seconds.
+   */
+  async #open() {
+    let timedOut = false;
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      this.#opening?.close();
+    }, this.#timeout * 1000);
+    try {
+      const ws = await this.#socket(() => timedOut);
+      this.#opening = ws;
+      /** @type {Connection} */
+      const connection = { ws, closing: null, ended: false, setUp: false };
+      this.#connection = connection;
+      ws.onmessage = (message) => this.#receive(connection, message.data);
+      ws.onclose = (event) => this.#closed(connection, event.code, event.reason);
+      ws.onerror = () => {
+        // A WebSocket that failed may not say `close` as well (Node 20's): it is closed now.
+        this.#closed(connection, 1006, "");
+        connection.ws.close();
+      };
+      try {
+        await this.#call(this.#token !== undefined ? { op: "auth", token: this.#token } : { op: "ping" }, { ready: false });
+        await Promise.all([...this.#subscriptions.values()].map((subscription) =>
+          this.#call(subscription.request(), {
+            hook: (reply, sent) => subscription.answered(reply, sent), ready: false, check: false,
+          })));
+        if (this.#final !== null) throw this.#final;
+        if (connection.ended) throw connection.closing ?? new RunnelError("connection_lost", "the server closed the connection");
+      } catch (error) {
+        ws.close();
+        throw timedOut ? this.#timedOut() : error;
+      }
+      connection.setUp = true;
+      this.#setReady();
+    } finally {
+      this.#opening = null;
+      clearTimeout(deadline);
+    }
+  }
+
+  #timedOut() {
+    return new RunnelError("timeout", `no answer from ${this.#url} within ${this.#timeout} s`);
+  }
+
+  /**
+   * A WebSocket to the URL, once open.
+   * @param {() => boolean} timedOut
+   * @returns {Promise<WebSocket>}
+   */
+  #socket(timedOut) {
+    return new Promise((resolve, reject) => {
+      const ws = new this.#WebSocket(this.#url);
+      this.#opening = ws;
+      ws.onopen = () => resolve(ws);
+      // Node 20's WebSocket reports a failed connection with `error` alone, no `close`.
+      ws.onerror = ws.onclose = () => {
+        reject(timedOut() ? this.#timedOut() : new RunnelError("connection_lost", `could not connect to ${this.#url}`));
+      };
+    });
+  }
+
+  /**
+   * @param {Connection} connection
+   * @param {unknown} data
+   */
+  #receive(connection, data) {
+    // runneld sends text messages only; nothing is read from a connection already given up.
+    if (typeof data !== "string" || connection.ended) return;
+    /** @type {Line} */
+    let line;
+    try {
+      line = JSON.parse(data);
+    } catch {
+      this.#logger.warn("runnel: a message that is not JSON:", data.slice(0, 200));
+      return;
+    }
+    if ("ok" in line) {
+      this.#reply(line);
+    } else if (line.ev === "closing") {
+      connection.closing = RunnelError.of(line);
+    } else if (typeof line.sid === "string") {
+      this.#subscriptions.get(line.sid)?.event(line);
+    }
+  }
+
+  /** @param {Line} line */
+  #reply(line) {
+    if (line.ref === undefined) {
+      // Only a `pub` without `ref` is answered without one, and only when it failed.
+      const error = RunnelError.of(line);
+      if (this.#onError) callBack(this.#logger, this.#onError, error);
+      else this.#logger.warn("runnel: a publish failed:", error);
+      return;
+    }
+    const ref = Number(line.ref);
+    const waiting = this.#pending.get(ref);
+    if (!waiting) return;
+    this.#pending.delete(ref);
+    waiting.hook?.(line);
+    waiting.resolve(line);
+  }
+
+  /**
+   * The connection closed: what waits for a reply on it fails, and, if it was set up, the client
+   * reconnects (or gives up).
+   * @param {Connection} connection
+   * @param {number} code the WebSocket's close code
+   * @param {string} why the WebSocket's close reason
+   */
+  #closed(connection, code, why) {
+    if (connection.ended) return;
+    connection.ended = true;
+    const reason = connection.closing ??
+      new RunnelError("connection_lost", why || `the connection closed (WebSocket code ${code})`);
+    if (this.#connection === connection) this.#connection = null;
+    this.#failPending(reason);
+    if (!connection.setUp || this.#final !== null) return;
+    this.#ready = this.#notReady();
+    this.#lastDisconnect = reason;
+    callBack(this.#logger, this.#onDisconnect, reason);
+    if (!this.#reconnect || reason.code === "unauthorized") {
+      this.#giveUp(reason);
+      return;
+    }
+    this.#reconnectWithBackoff();
+  }
+
+  /** Reconnects, waiting before each attempt (doubling from the first delay to the second). */
+  async #reconnectWithBackoff() {
+    let delay = this.#backoff[0];
+    for (;;) {
+      await new Promise((resolve) => {
+        const wake = () => resolve(undefined);
+        this.#sleeping = { timer: setTimeout(wake, delay * (0.5 + Math.random() / 2) * 1000), wake };
+      });
+      this.#sleeping = null;
+      if (this.#final !== null) return;
+      try {
+        await this.#open();
+        callBack(this.#logger, this.#onReconnect, undefined);
+        return;
+      } catch (error) {
+        if (this.#final !== null) return;
+        if (error instanceof RunnelError && error.code === "unauthorized") {
+          this.#giveUp(error);
+          return;
+        }
+        this.#logger.info(`runnel: reconnecting to ${this.#url}:`, String(error));
+      }
+      delay = Math.min(delay * 2, this.#backoff[1]);
+    }
+  }
+
+  #wakeUp() {
+    if (!this.#sleeping) return;
+    clearTimeout(this.#sleeping.timer);
+    this.#sleeping.wake();
+  }
+
+  /** @param {RunnelError} reason */
+  #giveUp(reason) {
+    this.#final = reason;
+    this.#setReady();
+    for (const subscription of [...this.#subscriptions.values()]) subscription.end(reason);
+  }
+
+  /** @param {RunnelError} reason */
+  #failPending(reason) {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const waiting of pending) waiting.reject(reason);
+  }
+
+  /**
+   * Sends `body` with a fresh `ref` and resolves with the reply (rejecting with its error when
+   * `check`); `hook` sees the reply first, as it is read. Waits for the connection unless
+   * `ready` is false (the requests that set a new connection up).
+   * @param {Line} body
+   * @param {{ hook?: (reply: Line, sent: Line) => void, ready?: boolean, check?: boolean }} [options]
+   * @returns {Promise<Line>}
+   */
+  async #call(body, options = {}) {
+    const { hook, ready = true, check = true } = options;
+    if (ready) await this.#waitReady();
+    const ref = this.#nextRef++;
+    const reply = await new Promise((resolve, reject) => {
+      this.#pending.set(ref, { resolve, reject, hook: hook && ((line) => hook(line, body)) });
+      try {
+        this.#send({ ...body, ref });
+      } catch (error) {
+        this.#pending.delete(ref);
+        reject(error);
+      }
+    });
+    if (check && !reply.ok) throw RunnelError.of(reply);
+    return reply;
+  }
+
+  /** @param {Line} body */
+  #send(body) {
+    const connection = this.#connection;
+    if (!connection || connection.ended) throw this.#final ?? new RunnelError("connection_lost", "not connected");
+    connection.ws.send(JSON.stringify(body));
+  }
+}
+
+/**
+ * Connects to runneld at `url` (`ws://HOST:PORT/ws`, `wss://...`; `http://HOST:PORT` is taken as
+ * its `/ws`) and authenticates with `options.token` (or pings without one): resolves with the
+ * client once the server has answered, or rejects with a RunnelError (`unauthorized`, `limit`,
+ * `connection_lost`, `timeout`). Then, when the connection is lost, it reconnects (unless
+ * `reconnect` is false or the server said `unauthorized`) and resumes each subscription;
+ * `onDisconnect` is called with each loss's reason, `onReconnect` when it is back.
+ * @param {string} url
+ * @param {ConnectOptions} [options]
+ */
+export function connect(url, options = {}) {
+  return Client.connect(url, options);
+}

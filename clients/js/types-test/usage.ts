@@ -1,0 +1,39 @@
+// A TypeScript program using the client, compiled against ../runnel.d.ts by `make check-js`
+// (`tsc -p clients/js/types-test`, with conformance.ts): the types a user sees, and that they
+// narrow as documented.
+import { Client, connect, Gap, RunnelError, Subscription, Value, type RunnelEvent } from "../runnel.js";
+
+export async function example(url: string): Promise<number> {
+  const client: Client = await connect(url, {
+    token: "s3cret",
+    backoff: [0.25, 5],
+    onDisconnect: (reason: RunnelError) => console.log(reason.code, reason.message),
+    onReconnect: () => console.log("back"),
+  });
+  const receivers: number = await client.publish("cpu", { host: "a", load: 0.97 }, { reply: true });
+  const quiet: undefined = await client.publish("cpu", 1);
+  const stats = await client.request("stats");
+  const hot: Subscription = await client.subscribe("cpu", { filter: ".load > 0.9", map: ".host", throttle: 0.2 });
+  for await (const event of hot) {
+    if (event.type === "gap") {
+      const count: number | null = event.count;
+      console.log(event.reason, count, event.cause?.code);
+    } else {
+      const pos: string | null = event.pos;
+      console.log(event.value, event.subject, pos);
+      break;
+    }
+  }
+  const position: string | null = hot.position;
+  const later = await client.subscribe("cpu", { from: position ?? undefined, ops: [{ op: "take", count: 1 }] },
+    (event: RunnelEvent) => console.log(event instanceof Value ? event.value : (event as Gap).reason),
+    (error: RunnelError | null) => console.log(error?.stage));
+  await later.unsubscribe();
+  try {
+    await client.subscribe("cpu", { map: ".a +" });
+  } catch (error) {
+    if (error instanceof RunnelError && error.code === "bad_expr") console.log(error.stage);
+  }
+  await client.close();
+  return receivers + (quiet ?? 0) + Number(stats.subscriptions);
+}

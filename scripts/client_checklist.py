@@ -1,0 +1,62 @@
+"""What the client checklist scripts (python-client-tests.py, js-client-tests.py) share: the
+daemons their suites run against (docs/clients.md, "The behaviour checklist"). `main`: a token,
+a token that a reload removes, a token of limited rights, TLS and HTTPS with a self-signed
+certificate; `restart`: durable subjects with fsync "always", for a daemon killed and started
+again; `slow`: a small hard limit, so a reader that stops is cut or dropped for at once."""
+
+import contextlib
+import os
+import tempfile
+
+from runneld_process import daemon_started, self_signed_certificate
+
+TOKEN = "client-token"
+# The test certificate's directory, removed at exit by the script that made it.
+CERTS = os.path.join(tempfile.gettempdir(), f"runnel-client-certs-{os.getpid()}")
+
+
+def certificate(name):
+    return os.path.join(CERTS, name)
+
+
+MAIN_CONFIG = f'''
+auth_tokens = ["{TOKEN}", "revoked-token"]
+tls_listen = "127.0.0.1:0"
+https_listen = "127.0.0.1:0"
+tls_cert_file = "{certificate('server.pem')}"
+tls_key_file = "{certificate('server.key')}"
+
+[[tokens]]
+token = "limited-token"
+publish = ["limited.>"]
+'''
+
+
+@contextlib.contextmanager
+def main_daemon_started(binary):
+    self_signed_certificate(CERTS)
+    with daemon_started(binary, MAIN_CONFIG) as daemon:
+        yield daemon
+
+
+RESTART_CONFIG = f'''
+auth_tokens = ["{TOKEN}"]
+data_dir = "DATA_DIR"
+fsync = "always"
+'''
+
+SLOW_CONFIG = f'''
+auth_tokens = ["{TOKEN}"]
+max_pending_bytes = 262144
+slow_consumer = "disconnect"
+'''
+
+
+@contextlib.contextmanager
+def restarted_daemon_stopped(restarts):
+    """Yields `restarts`, whose `daemon` its checks kill and start again, and stops the daemon
+    it has after them (its directory removed)."""
+    try:
+        yield restarts
+    finally:
+        restarts.daemon.stop()

@@ -1,0 +1,630 @@
+// The JavaScript client's checks (clients/js/runnel.js, imported from this checkout) in Node:
+// the client behaviour checklist of docs/clients.md. scripts/js-client-tests.py runs each check
+// as a process of its own against the runneld it started, which it describes in the environment
+// (RUNNEL_CHECK, JSON: `ws`, `wss`, `http` URLs, `token`, `pid`, `config`); a check that needs
+// runneld killed or restarted asks the harness on stdout (`@harness kill`) and reads its answer,
+// one JSON line, on stdin.
+//
+//   node scripts/js-client-checks.mjs --list     # SUITE NAME [trusts-ca], one check a line
+//   node scripts/js-client-checks.mjs NAME       # runs one; exit status 0 when it passed
+//
+// Node 20 needs --experimental-websocket (the harness adds it when Node has no WebSocket).
+
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { createInterface } from "node:readline";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { Client, connect, Gap, RunnelError, Value } from "../clients/js/runnel.js";
+
+const context = JSON.parse(process.env.RUNNEL_CHECK ?? "{}");
+const TOKEN = context.token;
+const DEADLINE = 10_000; // ms for any one thing to happen
+
+// ---- helpers -------------------------------------------------------------------------------
+
+/** Resolves as `promise` does, or fails when that takes longer than `ms`. */
+async function within(promise, what, ms = DEADLINE) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A promise to set: `latch.set()` resolves `latch.promise`. */
+function latch() {
+  const result = { isSet: false };
+  result.promise = new Promise((resolve) => {
+    result.set = () => {
+      result.isSet = true;
+      resolve();
+    };
+  });
+  return result;
+}
+
+function connected(options = {}) {
+  return connect(context.ws, { token: TOKEN, ...options });
+}
+
+/** The next `count` events of `subscription`, within the deadline each. */
+async function take(subscription, count) {
+  const events = [];
+  for (let i = 0; i < count; i++) {
+    const next = await within(subscription.next(), `event ${i + 1} of ${count}`);
+    assert.ok(!next.done, `the subscription ended after ${events.length} events`);
+    events.push(next.value);
+  }
+  return events;
+}
+
+/** Values (their `value`) until one equals `last`; gaps go to `gaps` with their place (else they fail). */
+async function valuesUntil(subscription, last, gaps = null) {
+  const seen = [];
+  while (!seen.length || seen[seen.length - 1] !== last) {
+    const [event] = await take(subscription, 1);
+    if (event instanceof Gap) {
+      assert.ok(gaps, `a gap where none was: ${JSON.stringify(event)}, after ${seen}`);
+      gaps.push([seen.length, event]);
+    } else {
+      seen.push(event.value);
+    }
+  }
+  return seen;
+}
+
+async function expectError(promise, code) {
+  try {
+    await within(promise, `${code} error`);
+  } catch (error) {
+    assert.ok(error instanceof RunnelError, `not a RunnelError: ${error?.stack ?? error}`);
+    assert.equal(error.code, code, String(error));
+    return error;
+  }
+  assert.fail(`no ${code} error`);
+}
+
+async function expectEnd(subscription) {
+  const next = await within(subscription.next(), "the end");
+  assert.ok(next.done, `the subscription went on: ${JSON.stringify(next.value)}`);
+}
+
+/** Awaits `read()` every 50 ms until `predicate` holds of it (a server's stats: no event tells). */
+async function poll(read, predicate, what, ms = DEADLINE) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const current = await read();
+    if (predicate(current)) return current;
+    assert.ok(Date.now() < deadline, `${what}: ${JSON.stringify(current)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
+
+/** A logger that keeps what it is given. */
+function recording() {
+  const records = [];
+  const keep = (level) => (...data) => records.push([level, ...data]);
+  return { records, info: keep("info"), warn: keep("warn"), error: keep("error") };
+}
+
+let stdinLines = null;
+
+/** Asks scripts/js-client-tests.py to do `action` to the daemon (`kill`, `restart`); its answer. */
+async function harness(action) {
+  stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  process.stdout.write(`@harness ${action}\n`);
+  const answer = await within(stdinLines.next(), `the harness's answer to ${action}`, 30_000);
+  assert.ok(!answer.done, "the harness went away");
+  const reply = JSON.parse(answer.value);
+  Object.assign(context, reply);
+  return reply;
+}
+
+/**
+ * Runs `job` (publishing, then waiting for the server's stats to show `key` above `above`) on a
+ * worker thread while this thread is blocked: its clients read nothing meanwhile, a consumer far
+ * slower than the network, and the server's slow-consumer policy applies to them.
+ */
+async function blockedWhile(job) {
+  const shared = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(new URL(import.meta.url), { workerData: { job, shared, context } });
+  const finished = once(worker, "message");
+  const outcome = Atomics.wait(shared, 0, 0, 120_000);
+  assert.notEqual(outcome, "timed-out", "the worker did not finish within 120 s");
+  const [message] = await finished;
+  await worker.terminate();
+  assert.ok(!message.error, message.error);
+}
+
+/** The worker's side of `blockedWhile`. */
+async function publishInWorker({ job, shared, context: given }) {
+  try {
+    const publisher = await connect(given.ws, { token: given.token });
+    for (let n = 0; n < job.count; n++) publisher.publish(job.subject, { n, pad: "x".repeat(job.pad) });
+    await poll(() => publisher.request("stats"), (stats) => stats[job.key] > job.above, job.key, 60_000);
+    await publisher.close();
+    parentPort?.postMessage({});
+  } catch (error) {
+    parentPort?.postMessage({ error: String(error?.stack ?? error) });
+  } finally {
+    Atomics.store(shared, 0, 1);
+    Atomics.notify(shared, 0);
+  }
+}
+
+// ---- main: one daemon with a token, a token of limited rights, HTTPS -----------------------
+
+async function check_connect_with_a_good_token_a_wrong_one_and_none() {
+  const client = await connected();
+  assert.ok(client.connected);
+  assert.equal((await client.request("ping")).ok, true);
+  await client.close();
+  assert.ok(!client.connected);
+  const wrong = await expectError(connect(context.ws, { token: "not-a-token" }), "unauthorized");
+  assert.ok(wrong.message, String(wrong));
+  await expectError(connect(context.ws), "unauthorized");
+  // An http:// URL is its server's /ws.
+  const viaHTTP = await connect(context.http, { token: TOKEN });
+  assert.equal(viaHTTP.url, context.ws);
+  await viaHTTP.close();
+  assert.throws(() => new Client(context.ws, {}), TypeError, "a Client made without connect()");
+  // Nothing listening: the first connection is not retried.
+  await expectError(connect("ws://127.0.0.1:1/ws", { token: TOKEN }), "connection_lost");
+  // A server that accepts and never answers: `timeout`. (Node 20's WebSocket does not close a
+  // socket still in its handshake when told to, so the server's side is destroyed here.)
+  const sockets = [];
+  const silent = createServer((socket) => sockets.push(socket));
+  await once(silent.listen(0, "127.0.0.1"), "listening");
+  const started = Date.now();
+  await expectError(connect(`ws://127.0.0.1:${silent.address().port}/ws`, { timeout: 0.3 }), "timeout");
+  assert.ok(Date.now() - started >= 300);
+  assert.equal(sockets.length, 1);
+  sockets[0].destroy();
+  silent.close();
+}
+
+async function check_every_transport_publishes_and_subscribes() {
+  const publisher = await connected();
+  for (const [scheme, address] of [["ws", context.ws], ["wss", context.wss]]) {
+    const client = await connect(address, { token: TOKEN });
+    const subject = `transport.${scheme}`;
+    const subscription = await client.subscribe(subject, { map: ".n" });
+    assert.equal(await publisher.publish(subject, { n: 21 }, { reply: true }), 1);
+    const big = "x".repeat(300_000); // one long WebSocket message, many TLS records
+    await client.publish(subject, { n: big });
+    const [first, second] = await take(subscription, 2);
+    assert.ok(first instanceof Value && first.type === "value");
+    assert.deepEqual([first.value, first.subject], [21, subject]);
+    assert.match(first.pos, /^[A-Za-z0-9_-]+:1$/);
+    assert.equal(second.value, big, scheme);
+    await client.close();
+  }
+  await publisher.close();
+}
+
+async function check_an_untrusted_certificate_fails_the_connection() {
+  // This process was not told to trust the test certificate (NODE_EXTRA_CA_CERTS).
+  await expectError(connect(context.wss, { token: TOKEN }), "connection_lost");
+}
+
+async function check_publish_with_and_without_a_reply() {
+  const failures = [];
+  const client = await connected({ onError: (error) => failures.push(error) });
+  const first = await client.subscribe("pub.a");
+  const second = await client.subscribe("pub.>");
+  assert.equal(await client.publish("pub.a", { k: 1 }, { reply: true }), 2);
+  assert.equal(await client.publish("pub.a", [2]), undefined);
+  assert.deepEqual((await take(first, 2)).map((event) => event.value), [{ k: 1 }, [2]]);
+  assert.deepEqual((await take(second, 2)).map((event) => [event.subject, event.value]),
+    [["pub.a", { k: 1 }], ["pub.a", [2]]]);
+  assert.equal(await client.publish("nobody.here", null, { reply: true }), 0);
+  // A quiet publish is answered only when it fails: the failure goes to onError.
+  await client.request("complete", { subject: "pub.a" });
+  await client.publish("pub.a", 3);
+  await client.request("ping"); // answered after the publish's failure, in order
+  assert.deepEqual(failures.map((failure) => failure.code), ["terminated"]);
+  await expectError(client.publish("pub.a", 4, { reply: true }), "terminated");
+  // Without onError, the logger hears of it.
+  const logger = recording();
+  const quiet = await connected({ logger });
+  await quiet.publish("pub.a", 5);
+  await quiet.request("ping");
+  assert.deepEqual(logger.records.map(([level, , error]) => [level, error?.code]), [["warn", "terminated"]]);
+  await quiet.close();
+  // The limited token may publish to `limited.>` only: the server's message names the right.
+  const limited = await connect(context.ws, { token: "limited-token" });
+  assert.equal(await limited.publish("limited.x", 1, { reply: true }), 0);
+  const refused = await expectError(limited.publish("pub.b", 1, { reply: true }), "unauthorized");
+  assert.match(refused.message, /may not publish to pub\.b/);
+  await limited.close();
+  await client.close();
+}
+
+async function check_typed_errors_carry_code_message_and_stage() {
+  const client = await connected();
+  let error = await expectError(client.subscribe("err.a", { filter: ".a > 1", map: ".b +" }), "bad_expr");
+  assert.ok(error instanceof Error && error.stage === 1 && error.message, String(error));
+  assert.match(String(error), /^RunnelError bad_expr \(stage 1\): /);
+  error = await expectError(client.subscribe("err.a", { ops: [{ op: "nosuch" }] }), "bad_operator");
+  assert.equal(error.stage, 0);
+  await expectError(client.subscribe("bad name"), "bad_request");
+  await client.request("create", { subject: "err.r", kind: "replay", capacity: 2 });
+  error = await expectError(client.request("create", { subject: "err.r", kind: "replay", capacity: 3 }), "kind_mismatch");
+  assert.equal(error.stage, null);
+  // A stage failing on a value ends its subscription: iterating throws the error event's.
+  const failing = await client.subscribe("err.eval", { map: ".n + 1" });
+  await client.publish("err.eval", { n: "text" });
+  error = await expectError(failing.next(), "eval");
+  assert.equal(error.stage, 0);
+  const ended = await client.subscribe("err.subject");
+  await client.request("error", { subject: "err.subject", message: "it broke" });
+  error = await expectError(ended.next(), "subject_error");
+  assert.equal(error.message, "it broke");
+  // With callbacks, onEnd gets the error.
+  const endings = [];
+  const over = latch();
+  await client.subscribe("err.eval2", { map: ".n + 1" }, () => {}, (end) => { endings.push(end); over.set(); });
+  await client.publish("err.eval2", { n: [] });
+  await within(over.promise, "onEnd");
+  assert.deepEqual(endings.map((end) => [end.code, end.stage]), [["eval", 0]]);
+  await assert.rejects(client.request("sub", { subject: "x" }), TypeError);
+  await client.close();
+}
+
+async function check_subscribe_with_stages_as_an_iterator_and_with_callbacks() {
+  const client = await connected();
+  const hot = await client.subscribe("cpu", { filter: ".load > 0.9", map: ".host", ops: [{ op: "take", count: 2 }] });
+  const throttled = await client.subscribe("cpu", { map: ".host", throttle: 0.05 });
+  const seen = [];
+  const endings = [];
+  const called = latch();
+  let ended = latch();
+  const callback = await client.subscribe("cpu", { filter: ".load < 0.5", map: ".host" },
+    (event) => { seen.push(event); called.set(); }, (error) => { endings.push(error); ended.set(); });
+  for (const [host, load] of [["a", 0.95], ["b", 0.2], ["c", 0.99], ["d", 0.97]]) {
+    await client.publish("cpu", { host, load });
+  }
+  // take 2 completes the first: the iteration ends after "a" and "c".
+  assert.deepEqual((await take(hot, 2)).map((event) => event.value), ["a", "c"]);
+  await expectEnd(hot);
+  assert.ok(hot.ended);
+  // throttle keeps the newest of a burst.
+  assert.equal((await take(throttled, 1))[0].value, "d");
+  await within(called.promise, "the callback");
+  assert.deepEqual(seen.map((event) => event.value), ["b"]);
+  await callback.unsubscribe();
+  assert.deepEqual(endings, [null]);
+  ended = latch();
+  const completes = await client.subscribe("cpu", { ops: [{ op: "take", count: 1 }] }, (event) => seen.push(event),
+    (error) => { endings.push(error); ended.set(); });
+  await client.publish("cpu", { host: "e", load: 0.1 });
+  await within(ended.promise, "completion");
+  assert.deepEqual(endings, [null, null]);
+  assert.notEqual(completes.sid, callback.sid);
+  await throttled.unsubscribe();
+  // Two consumers waiting at once each get an event, in order.
+  const twice = await client.subscribe("twice.a");
+  const both = Promise.all([twice.next(), twice.next()]);
+  await client.publish("twice.a", 1);
+  await client.publish("twice.a", 2);
+  assert.deepEqual((await within(both, "two waiting consumers")).map((next) => next.value.value), [1, 2]);
+  // Leaving a for-await loop early unsubscribes.
+  const looped = await client.subscribe("loop.a");
+  await client.publish("loop.a", 1);
+  let got = null;
+  for await (const event of looped) {
+    got = event.value;
+    break;
+  }
+  assert.equal(got, 1);
+  assert.ok(looped.ended);
+  const [entry] = (await client.request("list", { prefix: "loop.a" })).subjects;
+  assert.equal(entry.subscribers, 0);
+  // A callback that throws is logged; the subscription and the connection go on.
+  const logger = recording();
+  const other = await connected({ logger });
+  const failing = [];
+  const raised = latch();
+  await other.subscribe("callback.broken", {}, (event) => {
+    failing.push(event.value);
+    if (failing.length === 2) raised.set();
+    throw new Error("the callback's own bug");
+  });
+  await other.publish("callback.broken", 1);
+  await other.publish("callback.broken", 2);
+  await within(raised.promise, "the second value");
+  assert.deepEqual(failing, [1, 2]);
+  assert.equal((await other.request("ping")).ok, true);
+  assert.deepEqual(logger.records.map(([level, , error]) => [level, error.message]),
+    [["error", "the callback's own bug"], ["error", "the callback's own bug"]]);
+  await other.close();
+  await client.close();
+}
+
+async function check_positions_and_from() {
+  const client = await connected();
+  await client.request("create", { subject: "pos.r", kind: "replay", capacity: 10 });
+  for (let n = 1; n <= 5; n++) await client.publish("pos.r", n);
+  const everything = await client.subscribe("pos.r");
+  const events = await take(everything, 5);
+  const epochs = new Set(events.map((event) => event.pos.split(":")[0]));
+  assert.equal(epochs.size, 1);
+  assert.deepEqual(events.map((event) => event.pos.split(":")[1]), ["1", "2", "3", "4", "5"]);
+  assert.equal(everything.position, events[4].pos);
+  // From the second value's position: exactly the values after it, and no gap.
+  const after = await client.subscribe("pos.r", { from: events[1].pos });
+  assert.deepEqual((await take(after, 3)).map((event) => event.value), [3, 4, 5]);
+  await client.publish("pos.r", 6);
+  assert.equal((await take(after, 1))[0].value, 6);
+  // A position the server cannot continue from: a gap, then what a plain sub gets.
+  const lost = await client.subscribe("pos.r", { from: "another-epoch:3" });
+  const [gap, ...replayed] = await take(lost, 7);
+  assert.deepEqual(gap, new Gap("not_resumed"));
+  assert.deepEqual(replayed.map((event) => event.value), [1, 2, 3, 4, 5, 6]);
+  await assert.rejects(client.subscribe("pos.*", { from: events[1].pos }), TypeError);
+  await client.close();
+}
+
+async function check_a_full_buffer_drops_the_newest_and_reports_a_gap() {
+  const subscriber = await connected({ buffer: 10 });
+  const publisher = await connected();
+  const before = await publisher.request("stats");
+  const subscription = await subscriber.subscribe("buffer.drop");
+  for (let n = 0; n < 50; n++) await publisher.publish("buffer.drop", n);
+  await publisher.request("ping");
+  // The subscriber's ping is answered after every event the server wrote it before.
+  await subscriber.request("ping");
+  const first = await take(subscription, 11);
+  assert.deepEqual(first.slice(0, 10).map((event) => event.value), range(0, 10));
+  assert.deepEqual(first[10], new Gap("overflow", 40));
+  await publisher.publish("buffer.drop", 50);
+  assert.equal((await take(subscription, 1))[0].value, 50);
+  const after = await publisher.request("stats");
+  assert.equal(after.dropped, before.dropped, "the client dropped them, not the server");
+  await subscriber.close();
+  await publisher.close();
+}
+
+async function check_clean_close_disposes_the_servers_subscriptions() {
+  const admin = await connected();
+  const before = await admin.request("stats");
+  const client = await connected();
+  await client.subscribe("close.a", { throttle: 30 }); // a value waiting holds a timer
+  await client.subscribe("close.>", { filter: ".x > 1" });
+  await client.subscribe("close.b", { ops: [{ op: "delay", seconds: 30 }] });
+  await client.publish("close.a", { x: 5 });
+  await client.publish("close.b", { x: 5 });
+  const during = await poll(() => admin.request("stats"), (stats) => stats.timers >= before.timers + 2, "timers");
+  assert.equal(during.subscriptions, before.subscriptions + 3);
+  assert.equal(during.connections, before.connections + 1);
+  await client.close();
+  const keys = ["connections", "subscriptions", "timers"];
+  await poll(() => admin.request("stats"), (stats) => keys.every((key) => stats[key] === before[key]), "stats as before");
+  await expectError(client.publish("close.a", 1), "closed");
+  await admin.close();
+}
+
+async function check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting() {
+  // Static tokens do not expire; a reload that removes one is how a token stops working today.
+  const admin = await connected();
+  const reasons = [];
+  const lost = latch();
+  const client = await connect(context.ws, {
+    token: "revoked-token", onDisconnect: (reason) => { reasons.push(reason); lost.set(); },
+  });
+  const subscription = await client.subscribe("reload.a");
+  const before = await admin.request("stats");
+  writeFileSync(context.config, readFileSync(context.config, "utf8").replace(', "revoked-token"', ""));
+  process.kill(context.pid, "SIGHUP");
+  await within(lost.promise, "the disconnect");
+  assert.deepEqual(reasons.map((reason) => [reason.code, reason.message]),
+    [["unauthorized", "the token was removed from the configuration"]]);
+  await expectError(subscription.next(), "unauthorized");
+  await expectError(client.publish("reload.a", 1, { reply: true }), "unauthorized");
+  await poll(() => admin.request("stats"), (stats) => stats.connections === before.connections - 1,
+    "the connection closed and not opened again");
+  await client.close();
+  await admin.close();
+}
+
+// ---- restart: runneld killed with SIGKILL and started again on its ports and data -----------
+
+async function check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated() {
+  const lost = [latch(), latch()];
+  const [publisher, subscriber] = [await connected({ onDisconnect: lost[0].set }), await connected({ onDisconnect: lost[1].set })];
+  await publisher.request("create", { subject: "durable.orders", kind: "replay", capacity: 1000, durable: true });
+  const subscriptions = [await publisher.subscribe("durable.orders"), await subscriber.subscribe("durable.orders"),
+    await subscriber.subscribe("durable.>")];
+  for (let n = 1; n <= 50; n++) await publisher.publish("durable.orders", n, { reply: n === 50 });
+  for (const subscription of subscriptions) assert.deepEqual(await valuesUntil(subscription, 50), range(1, 51));
+  await harness("kill");
+  await within(Promise.all(lost.map((each) => each.promise)), "the clients noticing the kill");
+  await harness("restart");
+  // The publisher's requests wait for its reconnection; with fsync = "always" the epoch holds.
+  for (let n = 51; n <= 100; n++) await publisher.publish("durable.orders", n, { reply: n === 100 });
+  const [single, other, pattern] = subscriptions;
+  assert.deepEqual(await valuesUntil(single, 100), range(51, 101));
+  assert.deepEqual(await valuesUntil(other, 100), range(51, 101));
+  // A pattern cannot resume: a gap, and the values it had (replayed again) are not repeated.
+  const gaps = [];
+  assert.deepEqual(await valuesUntil(pattern, 100, gaps), range(51, 101));
+  assert.deepEqual(gaps.map(([at, gap]) => [at, gap.reason, gap.cause?.code]), [[0, "not_resumed", "connection_lost"]]);
+  assert.match(single.position, /:100$/);
+  await publisher.close();
+  await subscriber.close();
+}
+
+async function check_a_plain_subscription_reports_a_gap_across_a_kill() {
+  const lost = latch();
+  const reasons = [];
+  const client = await connected({ onDisconnect: (reason) => { reasons.push(reason); lost.set(); } });
+  const back = latch();
+  const reconnects = [];
+  const watched = await connected({ onReconnect: () => { reconnects.push(true); back.set(); } });
+  const subscription = await client.subscribe("plain.ticks");
+  // A client told not to reconnect: its subscription ends with the loss.
+  const onceLost = latch();
+  const once = await connected({ reconnect: false, onDisconnect: onceLost.set });
+  const ended = await once.subscribe("plain.ticks");
+  // A client closed while it reconnects: what waits for the connection fails with `closed`.
+  const abandonedLost = latch();
+  const abandoned = await connected({ onDisconnect: abandonedLost.set });
+  for (let n = 1; n <= 3; n++) await client.publish("plain.ticks", n);
+  assert.deepEqual(await valuesUntil(subscription, 3), [1, 2, 3]);
+  assert.deepEqual(await valuesUntil(ended, 3), [1, 2, 3]);
+  const position = subscription.position;
+  await harness("kill");
+  await within(Promise.all([lost.promise, onceLost.promise, abandonedLost.promise]), "the clients noticing the kill");
+  const waiting = abandoned.request("ping");
+  await within(abandoned.close(), "the close");
+  await expectError(waiting, "closed");
+  // A subscribe made while the client reconnects waits for the connection, and is made once.
+  const late = client.subscribe("plain.late");
+  await harness("restart");
+  await expectError(ended.next(), "connection_lost");
+  await expectError(once.publish("plain.ticks", 0), "connection_lost");
+  // The restarted server has a new epoch for the subject: no resume, a gap before what follows.
+  const [gap] = await take(subscription, 1);
+  assert.ok(gap instanceof Gap && gap.reason === "not_resumed" && gap.count === null, JSON.stringify(gap));
+  assert.equal(gap.cause.code, "connection_lost");
+  assert.deepEqual(reasons.map((reason) => reason.code), ["connection_lost"]);
+  await client.publish("plain.ticks", 4);
+  const [event] = await take(subscription, 1);
+  assert.equal(event.value, 4);
+  assert.notEqual(event.pos.split(":")[0], position.split(":")[0]);
+  assert.ok(!once.connected);
+  const lateSubscription = await within(late, "the late subscription");
+  await client.publish("plain.late", "late");
+  assert.deepEqual(await valuesUntil(lateSubscription, "late"), ["late"]);
+  await within(back.promise, "onReconnect");
+  assert.deepEqual(reconnects, [true]);
+  assert.ok(watched.connected);
+  await client.close();
+  await once.close();
+  await watched.close();
+}
+
+// ---- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for -------
+
+async function check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes() {
+  const reasons = [];
+  const subscriber = await connected({ onDisconnect: (reason) => reasons.push(reason) });
+  const publisher = await connected();
+  const count = 20_000; // 20 MB: past the kernel's buffers and the server's 256 KiB
+  await publisher.request("create", { subject: "slow.r", kind: "replay", capacity: count });
+  const seen = [];
+  const gaps = [];
+  const all = latch();
+  await subscriber.subscribe("slow.r", {}, (event) => {
+    if (event instanceof Gap) gaps.push(event);
+    else seen.push(event.value.n);
+    if (event.value?.n === count - 1) all.set();
+  });
+  const before = await publisher.request("stats");
+  await blockedWhile({ subject: "slow.r", count, pad: 1000, key: "slow_consumer_disconnects",
+    above: before.slow_consumer_disconnects });
+  // Reading again, the client meets the closing line, reconnects and resumes: nothing missed.
+  await within(all.promise, "the last value", 60_000);
+  assert.deepEqual(gaps, []);
+  assert.ok(seen.length === count && seen.every((n, i) => n === i), `${seen.length} values: ${seen.slice(0, 3)}...`);
+  // Its replay after each reconnect may outrun it again: each cut is a slow_consumer one.
+  assert.ok(reasons.length > 0);
+  assert.deepEqual(new Set(reasons.map((reason) => `${reason.code}: ${reason.message}`)), new Set(["slow_consumer: "]));
+  await subscriber.close();
+  await publisher.close();
+}
+
+async function check_the_servers_dropped_events_are_gaps_with_their_count() {
+  const subscriber = await connected();
+  const publisher = await connected();
+  const before = await publisher.request("stats");
+  await publisher.request("create", { subject: "slow.drop", kind: "subject", slow_consumer: "drop" });
+  const count = 20_000;
+  const events = [];
+  const marker = latch();
+  await subscriber.subscribe("slow.drop", {}, (event) => {
+    events.push(event);
+    if (event.value?.n === count) marker.set();
+  });
+  // The server drops what the blocked client cannot take.
+  await blockedWhile({ subject: "slow.drop", count, pad: 1000, key: "dropped", above: before.dropped });
+  // Once the subscriber has read up to its ping's reply it reads as fast as the server writes:
+  // the marker after it is delivered, with the `dropped` event that waited for it.
+  await subscriber.request("ping");
+  await publisher.publish("slow.drop", { n: count }, { reply: true });
+  await within(marker.promise, "the marker");
+  const values = events.filter((event) => event instanceof Value).map((event) => event.value.n);
+  const gaps = events.filter((event) => event instanceof Gap);
+  assert.ok(gaps.length > 0 && gaps.every((gap) => gap.reason === "dropped"), JSON.stringify(gaps));
+  const dropped = gaps.reduce((sum, gap) => sum + gap.count, 0);
+  assert.ok(values.every((n, i) => i === 0 || n > values[i - 1]), "values out of order");
+  assert.equal(values.length + dropped, count + 1);
+  const after = await publisher.request("stats");
+  assert.equal(after.dropped - before.dropped, dropped);
+  await subscriber.close();
+  await publisher.close();
+}
+
+// ---- the command line ------------------------------------------------------------------------
+
+const SUITES = {
+  main: [
+    check_connect_with_a_good_token_a_wrong_one_and_none,
+    check_every_transport_publishes_and_subscribes,
+    check_an_untrusted_certificate_fails_the_connection,
+    check_publish_with_and_without_a_reply,
+    check_typed_errors_carry_code_message_and_stage,
+    check_subscribe_with_stages_as_an_iterator_and_with_callbacks,
+    check_positions_and_from,
+    check_a_full_buffer_drops_the_newest_and_reports_a_gap,
+    check_clean_close_disposes_the_servers_subscriptions,
+    // Last: it changes the configuration.
+    check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
+  ],
+  restart: [
+    check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated,
+    check_a_plain_subscription_reports_a_gap_across_a_kill,
+  ],
+  slow: [
+    check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
+    check_the_servers_dropped_events_are_gaps_with_their_count,
+  ],
+};
+// Checks run with the test certificate trusted (NODE_EXTRA_CA_CERTS).
+const TRUSTING = new Set([check_every_transport_publishes_and_subscribes]);
+
+async function main() {
+  const name = process.argv[2];
+  if (name === "--list") {
+    for (const [suite, checks] of Object.entries(SUITES)) {
+      for (const check of checks) console.log(`${suite} ${check.name}${TRUSTING.has(check) ? " trusts-ca" : ""}`);
+    }
+    return 0;
+  }
+  const check = Object.values(SUITES).flat().find((each) => each.name === name);
+  if (!check) {
+    console.error(`no such check: ${name} (--list lists them)`);
+    return 2;
+  }
+  try {
+    await check();
+    return 0;
+  } catch (error) {
+    console.log(error?.stack ?? String(error));
+    return 1;
+  }
+}
+
+if (isMainThread) {
+  process.exit(await main());
+} else {
+  await publishInWorker(workerData);
+}
