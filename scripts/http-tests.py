@@ -80,7 +80,8 @@ def check_index(d):
     response = httpx.get(d.url + "/")
     assert response.status_code == 200, response
     assert response.headers["content-type"] == "text/html; charset=utf-8", response.headers
-    assert response.text.startswith("<!doctype html>") and '"/ws"' in response.text, response.text[:200]
+    # The dashboard's script, in line, talks to runneld through the client it serves.
+    assert response.text.startswith("<!doctype html>") and '"/runnel.js"' in response.text, response.text[:200]
     head = httpx.head(d.url + "/")
     assert head.status_code == 200 and head.content == b"", head
     assert head.headers["content-length"] == str(len(response.content)), head.headers

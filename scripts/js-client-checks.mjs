@@ -535,9 +535,14 @@ async function check_a_closing_line_is_the_disconnect_reason_and_the_subscriptio
   await within(all.promise, "the last value", 60_000);
   assert.deepEqual(gaps, []);
   assert.ok(seen.length === count && seen.every((n, i) => n === i), `${seen.length} values: ${seen.slice(0, 3)}...`);
-  // Its replay after each reconnect may outrun it again: each cut is a slow_consumer one.
-  assert.ok(reasons.length > 0);
-  assert.deepEqual(new Set(reasons.map((reason) => `${reason.code}: ${reason.message}`)), new Set(["slow_consumer: "]));
+  // The cuts are slow_consumer ones, told by their closing line; its replay after each
+  // reconnect may outrun it again. A cut whose closing line does not reach the client within
+  // the server's 2 s flush (a loaded machine, the client still catching up) is a lost
+  // connection instead: allowed, but not all of them.
+  assert.ok(reasons.some((reason) => reason.code === "slow_consumer" && reason.message === ""), String(reasons));
+  for (const reason of reasons) {
+    assert.ok(["slow_consumer", "connection_lost"].includes(reason.code), `${reason.code}: ${reason.message}`);
+  }
   await subscriber.close();
   await publisher.close();
 }

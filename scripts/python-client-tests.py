@@ -541,8 +541,12 @@ async def check_a_closing_line_is_the_disconnect_reason_and_the_subscription_res
     # Reading again, the client meets the closing line, reconnects and resumes: nothing missed.
     seen = [event.value["n"] for event in await take(subscription, count)]
     assert seen == list(range(count)), (len(seen), seen[:3])
-    # Its replay after each reconnect may outrun it again: each cut is a slow_consumer one.
-    assert reasons and {(reason.code, reason.message) for reason in reasons} == {("slow_consumer", "")}, reasons
+    # The cuts are slow_consumer ones, told by their closing line; its replay after each
+    # reconnect may outrun it again. A cut whose closing line does not reach the client within
+    # the server's 2 s flush (a loaded machine, the client still catching up) is a lost
+    # connection instead: allowed, but not all of them.
+    assert ("slow_consumer", "") in {(reason.code, reason.message) for reason in reasons}, reasons
+    assert {reason.code for reason in reasons} <= {"slow_consumer", "connection_lost"}, reasons
     await subscriber.close()
     await publisher.close()
 

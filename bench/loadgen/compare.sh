@@ -3,7 +3,7 @@
 # generator (bench/loadgen/loadgen.c).
 #
 #   bench/loadgen/compare.sh [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN]
-#                            [--reps N] [--quick] [--same-rate] [--cross]
+#                            [--reps N] [--quick] [--same-rate] [--cross] [--loops N] [--one-loop]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release, under the
 # shared build lock) and
@@ -25,7 +25,10 @@
 # peer and sustains less than Redis at 64 bytes, stays at half of its own maximum). --cross also
 # runs Runnel at half of Redis's maximum and Redis at half of Runnel's, so that the two are
 # compared at each of the two rates as well as each at its own (with --backpressure, that row
-# at Redis's half too). --runneld BIN runs that binary instead of building one.
+# at Redis's half too). --runneld BIN runs that binary instead of building one. --loops N runs
+# the runnel row with --loops N (else runneld's default: one loop per CPU); --one-loop adds a
+# row of the same runneld on one loop, which the runnel row is compared with (what the
+# hand-offs between loops cost, per delivery).
 # The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever
 # happens. Not part of CI: timings depend on the machine and on whatever else it is doing.
 set -euo pipefail
@@ -39,6 +42,7 @@ baseline=
 runneld=
 same_rate=0
 cross=0
+one_loop=0
 while (($#)); do
     case $1 in
     --stages) with_stages=1 ;;
@@ -49,7 +53,9 @@ while (($#)); do
     --quick) reps=1; deliveries=300000 ;;
     --same-rate) same_rate=1 ;;
     --cross) cross=1 ;;
-    *) echo "usage: $0 [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN] [--reps N] [--quick] [--same-rate] [--cross]" >&2; exit 2 ;;
+    --loops) runneld_loops=$2; shift ;;
+    --one-loop) one_loop=1 ;;
+    *) echo "usage: $0 [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN] [--reps N] [--quick] [--same-rate] [--cross] [--loops N] [--one-loop]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -69,6 +75,10 @@ if [[ -n $baseline ]]; then
     start_server baseline "$baseline"
     started+=(baseline)
 fi
+if ((one_loop)); then
+    start_server loops1
+    started+=(loops1)
+fi
 wait_started "${started[@]}"
 
 describe_servers
@@ -78,6 +88,7 @@ servers=(runnel redis nats)
 ((with_stages)) && servers+=(stages)
 ((with_backpressure)) && servers+=(backpressure)
 [[ -n $baseline ]] && servers+=(baseline)
+((one_loop)) && servers+=(loops1)
 chain='[{"op":"filter","expr":".load > 0.9"},{"op":"map","expr":".p"}]'
 results=$work/results.tsv
 : >"$results"

@@ -9,7 +9,8 @@
 # 6.3 writes) under `valgrind --tool=callgrind` on a loopback port, drives it with
 # loadgen (default: 10 subscribers, 64-byte values, 20,000 messages, so 200,000 deliveries),
 # stops it, and prints the instructions it executed in all (start-up and shutdown included,
-# the same for every binary) and per delivery. Not part of CI.
+# the same for every binary) and per delivery, every thread counted. A build with `--loops` runs
+# on $LOOPS loops (default 1). Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binaries=()
@@ -28,6 +29,8 @@ for binary in "${binaries[@]}"; do
     # Builds with the HTTP front door get it turned off; earlier ones have no such flag.
     http=()
     "$binary" --help 2>&1 | grep -q -- --http-listen && http=(--http-listen "")
+    # Builds with event loops run on $LOOPS of them (default 1: callgrind runs one thread at a time).
+    "$binary" --help 2>&1 | grep -q -- --loops && http+=(--loops "${LOOPS:-1}")
     valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" "${http[@]}" \
         --log-level warning 2>"$work/valgrind.log" &
     pid=$!

@@ -9,15 +9,18 @@
 #   start_server runnel; start_server redis; start_server nats
 #   start_server backpressure || ...  # refused by a runneld without that policy
 #   start_server baseline OLD_RUNNELD
+#   start_server loops1
 #   wait_started runnel redis nats ...
 #
-# Servers: runnel (runneld with its defaults), backpressure (runneld with slow_consumer =
-# "backpressure" in a config file), baseline (another runneld binary), redis, nats. Each one's
-# port is ${port[NAME]}, its PID ${pid[NAME]}, its log $work/NAME.log.
+# Servers: runnel (runneld with its defaults, or `--loops $runneld_loops` when that is set),
+# backpressure (runneld with slow_consumer = "backpressure" in a config file), baseline
+# (another runneld binary, with its defaults), loops1 (this runneld on one event loop), redis,
+# nats. Each one's port is ${port[NAME]}, its PID ${pid[NAME]}, its log $work/NAME.log.
 
-declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614 [backpressure]=7615)
+declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614 [backpressure]=7615 [loops1]=7616)
 declare -A pid
 runneld=${runneld:-}
+runneld_loops=${runneld_loops:-}
 work=$(mktemp -d)
 started_pids=()
 
@@ -50,7 +53,12 @@ start_server() {
     local name=$1
     case $name in
     runnel)
-        "$runneld" --listen "127.0.0.1:${port[runnel]}" --http-listen "" --log-level warning 2>"$work/runnel.log" &
+        "$runneld" --listen "127.0.0.1:${port[runnel]}" --http-listen "" --log-level warning \
+            ${runneld_loops:+--loops "$runneld_loops"} 2>"$work/runnel.log" &
+        ;;
+    loops1)
+        "$runneld" --listen "127.0.0.1:${port[loops1]}" --http-listen "" --log-level warning --loops 1 \
+            2>"$work/loops1.log" &
         ;;
     baseline)
         "$2" --listen "127.0.0.1:${port[baseline]}" --http-listen "" --log-level warning 2>"$work/baseline.log" &
@@ -94,5 +102,5 @@ describe_servers() {
     local built="$(git rev-parse --short HEAD), built here"
     [[ $runneld == "$PWD/.build/release/runneld" ]] || built="given ($(stat -c %y "$runneld" | cut -d. -f1))"
     echo "runneld $runneld, $built; $(redis-server --version | cut -d' ' -f1-3), nats-server $(nats-server --version | awk '{print $NF}')"
-    echo "$(nproc) cores, $(uname -r)"
+    echo "$(nproc) cores, $(uname -r); runnel's loops: ${runneld_loops:-its default, one per CPU}"
 }

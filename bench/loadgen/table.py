@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints compare.sh's results as one table: medians per server and cell, and Runnel's ratios.
 
-Input: one tab-separated line per loadgen run: server (runnel, stages, backpressure, baseline,
+Input: one tab-separated line per loadgen run: server (runnel, stages, backpressure, baseline, loops1,
 redis, nats), K, B, mode (max | half | atredis | atrunnel: at half of that server's maximum),
 repetition, and loadgen's key=value output. runnel+backpressure gets ratios to Redis as runnel
 does. A run that lost deliveries is counted as failed and shown.
@@ -43,10 +43,10 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-servers = [s for s in ("runnel", "stages", "backpressure", "baseline", "redis", "nats")
+servers = [s for s in ("runnel", "stages", "backpressure", "baseline", "loops1", "redis", "nats")
            if any(key[0] == s for key in runs)]
 names = {"runnel": "runnel", "stages": "runnel+filter+map", "backpressure": "runnel+backpressure",
-         "baseline": "runnel (baseline)", "redis": "redis", "nats": "nats"}
+         "baseline": "runnel (baseline)", "loops1": "runnel (1 loop)", "redis": "redis", "nats": "nats"}
 cells = sorted({(k, b) for (_, k, b, _) in runs}, key=lambda c: (c[1], c[0]))
 
 header = f"{'K':>4} {'B':>5}  {'server':<19} {'msgs/s':>10} {'p50 us':>7} {'p99 us':>7} {'p99.9 us':>8} {'peak RSS':>9} {'CPU ns/msg':>10}  note"
@@ -71,7 +71,7 @@ for k, b in cells:
         print(f"{k:>4} {b:>5}  {names[server]:<19} {fmt(rate, '10,.0f')} {fmt(p50, '7.0f')} {fmt(p99, '7.0f')} "
               f"{fmt(p999, '8.0f')} {fmt(rss, '7.1f')} MB {fmt(cpu_ns(server, k, b), '10.0f')}  {note}")
     # Runnel's ratios to each peer, and runnel+backpressure's to Redis.
-    for ours_name, peers in (("runnel", ("redis", "nats", "baseline")), ("backpressure", ("redis",))):
+    for ours_name, peers in (("runnel", ("redis", "nats", "baseline", "loops1")), ("backpressure", ("redis",))):
         ours = median("msgs_per_s", ours_name, k, b, "max")
         our_p99 = median("p99_us", ours_name, k, b, "half")
         for peer in peers:

@@ -4,7 +4,7 @@
 # (bench/loadgen/loadgen.c, --transport ws | sse).
 #
 #   bench/websocket/run.sh [--runneld BIN] [--reps N] [--quick] [--no-sse] [--sse-only]
-#                          [--sse-subs K] [--sse-rate R] [--sse-seconds S]
+#                          [--sse-subs K] [--sse-rate R] [--sse-seconds S] [--loops "N ..."]
 #
 # Installs nats-server from Debian if missing, builds runneld (release; skipped with --runneld,
 # which runs that binary instead: one with GET /ws, say) and loadgen, then:
@@ -35,6 +35,9 @@ ws=1
 sse_subs=10000
 sse_rate=100
 sse_seconds=10
+# The event loops runneld is given (--loops): each SSE repetition runs once per value listed;
+# the WebSocket and TCP runs take the first. Empty: runneld's default, one loop per CPU.
+loops_list=
 while (($#)); do
     case $1 in
     --runneld) runneld=$(realpath "$2"); shift ;;
@@ -45,8 +48,9 @@ while (($#)); do
     --sse-subs) sse_subs=$2; shift ;;
     --sse-rate) sse_rate=$2; shift ;;
     --sse-seconds) sse_seconds=$2; shift ;;
+    --loops) loops_list=$2; shift ;;
     *)
-        echo "usage: $0 [--runneld BIN] [--reps N] [--quick] [--no-sse] [--sse-only] [--sse-subs K] [--sse-rate R] [--sse-seconds S]" >&2
+        echo "usage: $0 [--runneld BIN] [--reps N] [--quick] [--no-sse] [--sse-only] [--sse-subs K] [--sse-rate R] [--sse-seconds S] [--loops \"N ...\"]" >&2
         exit 2
         ;;
     esac
@@ -95,10 +99,11 @@ port: ${port[nats]}
 websocket { host: 127.0.0.1, port: ${port[nats_ws]}, no_tls: true }
 EOF
 
-# start_runneld LOG: a runneld on the bench ports; its PID in $runneld_pid.
+# start_runneld LOG [LOOPS]: a runneld on the bench ports (on LOOPS event loops when given); its
+# PID in $runneld_pid.
 start_runneld() {
     "$runneld" --config "$work/runneld.toml" --listen "127.0.0.1:${port[runnel]}" \
-        --http-listen "127.0.0.1:${port[runnel_http]}" 2>>"$1" &
+        --http-listen "127.0.0.1:${port[runnel_http]}" ${2:+--loops "$2"} 2>>"$1" &
     runneld_pid=$!
     pids+=("$runneld_pid")
     for _ in $(seq 1 100); do curl -sf "127.0.0.1:${port[runnel_http]}/healthz" >/dev/null 2>&1 && return; sleep 0.1; done
@@ -122,7 +127,8 @@ results=$work/results.tsv
 : >"$results"
 
 if ((ws)); then
-    start_runneld "$work/runneld.log"
+    read -r first_loops _ <<<"$loops_list"
+    start_runneld "$work/runneld.log" "$first_loops"
     declare -A pid=([runnel]=$runneld_pid)
     nats-server -c "$work/nats.conf" -l "$work/nats.log" &
     pid[nats]=$!
@@ -175,14 +181,18 @@ fi
 if ((sse)); then
     echo "SSE: $sse_subs subscribers, $sse_rate values/s for $sse_seconds s, a fresh runneld per repetition..." >&2
     for rep in $(seq 1 "$reps"); do
-        start_runneld "$work/runneld-sse.log"
-        idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$runneld_pid/status")
-        line=$(.build/loadgen --proto runnel --transport sse --port "${port[runnel_http]}" --pub-port "${port[runnel]}" \
-            --subs "$sse_subs" --size 64 --rate "$sse_rate" --msgs $((sse_rate * sse_seconds)) --warmup 1 \
-            --timeout 10 --subject "bench.sse.$rep" --watch-pid "$runneld_pid" 2>>"$work/loadgen.log") || true
-        stop_pid "$runneld_pid"
-        printf 'sse\tsse\t%s\t64\t%s\t%s idle_rss_kb=%s rate=%s\n' "$sse_subs" "$rep" "$line" "$idle_kb" "$sse_rate" >>"$results"
-        printf '  sse K=%s #%s %s idle_rss_kb=%s\n' "$sse_subs" "$rep" "$line" "$idle_kb" >&2
+        for loops in ${loops_list:-default}; do
+            [[ $loops == default ]] && loops=
+            start_runneld "$work/runneld-sse.log" "$loops"
+            idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$runneld_pid/status")
+            line=$(.build/loadgen --proto runnel --transport sse --port "${port[runnel_http]}" --pub-port "${port[runnel]}" \
+                --subs "$sse_subs" --size 64 --rate "$sse_rate" --msgs $((sse_rate * sse_seconds)) --warmup 1 \
+                --timeout 10 --subject "bench.sse.$rep" --watch-pid "$runneld_pid" 2>>"$work/loadgen.log") || true
+            stop_pid "$runneld_pid"
+            printf 'sse\tsse%s\t%s\t64\t%s\t%s idle_rss_kb=%s rate=%s\n' "${loops:+-$loops}" "$sse_subs" "$rep" "$line" \
+                "$idle_kb" "$sse_rate" >>"$results"
+            printf '  sse%s K=%s #%s %s idle_rss_kb=%s\n' "${loops:+ loops=$loops}" "$sse_subs" "$rep" "$line" "$idle_kb" >&2
+        done
     done
 fi
 

@@ -75,7 +75,8 @@ for (part, server, k, b), rs in sorted(runs.items()):
         continue
     rate = rs[0].get("rate", "?")
     good = [r for r in rs if r["ok"]]
-    print(f"SSE: {k:,} subscribers on one subject, {rate} values/s of {b} B over TCP "
+    loops = f" on {server[4:]} loop(s)" if server.startswith("sse-") else ""
+    print(f"SSE{loops}: {k:,} subscribers on one subject, {rate} values/s of {b} B over TCP "
           f"({k * int(rate):,} deliveries/s offered), {len(rs)} run(s), medians"
           + (f"; {len(rs) - len(good)} run(s) lost messages" if len(good) < len(rs) else ""))
     header = f"{'delivered/s':>12} {'p50 us':>8} {'p99 us':>8} {'p99.9 us':>9} {'idle RSS':>9} {'peak RSS':>9} " \
