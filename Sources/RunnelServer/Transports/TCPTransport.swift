@@ -12,8 +12,17 @@ import RunnelUV
 /// Thread rules: loop thread only (libuv calls it there).
 protocol LineTransport: SessionTransport, LineConnection {}
 
-extension TCPConnection: LineTransport {}
-extension RelayedStream: LineTransport {}
+extension TCPConnection: LineTransport {
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
+        TCPEventSink(session: session, subscription: subscription, connection: self)
+    }
+}
+
+extension RelayedStream: LineTransport {
+    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
+        RelayedEventSink(session: session, subscription: subscription, connection: self)
+    }
+}
 
 extension LineTransport {
     func start(receiver: any RequestReceiver) {
@@ -42,10 +51,6 @@ extension LineTransport {
         write(value)
         writeLine(copying: tail)
         return true
-    }
-
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        LineEventSink(session: session, subscription: subscription, connection: self)
     }
 
     func pauseInput() { stopReading() }
@@ -83,24 +88,46 @@ private final class TCPRequestReader: LineReaderDelegate {
     }
 }
 
-/// A subscription's events for a session on a line connection: the delivery path specialised
-/// for the connection's type, so a value reaches its buffer through direct calls. Lifetime
-/// rule: holds the session (which holds the connection) until the subscription is disposed.
-private final class LineEventSink<Connection: LineTransport>: Subscriber, @unchecked Sendable {
+/// A subscription's events for a session on a line connection: what every kind shares. Each
+/// connection type has a subclass of its own whose `sendNext` names the type, so the delivery
+/// path is specialised for it and a value reaches its buffer through direct calls (a generic
+/// sink's `sendNext`, reached through the `Subscriber` witness, would run unspecialised).
+/// Lifetime rule: holds the session (which holds the connection) until the subscription is
+/// disposed.
+private class LineEventSink: @unchecked Sendable {
     let session: Session
     let subscription: SessionSubscription
-    let connection: Connection
 
-    init(session: Session, subscription: SessionSubscription, connection: Connection) {
+    init(session: Session, subscription: SessionSubscription) {
         self.session = session
         self.subscription = subscription
-        self.connection = connection
     }
 
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
     func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
     func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
     func didSubscribe(with disposable: CompoundDisposable) {}
+}
+
+private final class TCPEventSink: LineEventSink, Subscriber, @unchecked Sendable {
+    let connection: TCPConnection
+
+    init(session: Session, subscription: SessionSubscription, connection: TCPConnection) {
+        self.connection = connection
+        super.init(session: session, subscription: subscription)
+    }
+
+    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
+}
+
+private final class RelayedEventSink: LineEventSink, Subscriber, @unchecked Sendable {
+    let connection: RelayedStream
+
+    init(session: Session, subscription: SessionSubscription, connection: RelayedStream) {
+        self.connection = connection
+        super.init(session: session, subscription: subscription)
+    }
+
+    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
 }
 
 extension Server {
