@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Throughput through the Python client (clients/python) against PyPI's nats-py talking to Debian's
 # nats-server, in the same run: 1 publisher -> 1 subscriber, 64-byte values, one process and
-# one asyncio loop per measurement (bench/clients/throughput.py).
+# one asyncio loop per measurement (bench/clients/throughput.py); and through the JavaScript
+# client (clients/js/runnel.js) in Node over WebSocket (bench/clients/throughput.mjs), with no
+# peer: npm's registry, where nats.js is, cannot be reached from these machines.
 #
 #   bench/clients/run.sh [--runneld BIN] [--reps N] [--count N]
 #
@@ -37,6 +39,13 @@ build_tools
 start_server runnel
 start_server nats
 wait_started runnel nats
+# The JavaScript client speaks WebSocket: a runneld with its HTTP front door.
+"$runneld" --listen 127.0.0.1:7617 --http-listen 127.0.0.1:7618 --log-level warning 2>"$work/runnel-ws.log" &
+started_pids+=("$!")
+for _ in $(seq 1 100); do nc -z 127.0.0.1 7618 2>/dev/null && break; sleep 0.1; done
+# Node 20 has a WebSocket with --experimental-websocket; later ones without.
+node=(node)
+node -e 'if (typeof WebSocket === "undefined") process.exit(1)' 2>/dev/null || node+=(--experimental-websocket)
 
 for rep in $(seq 1 "$reps"); do
     for mode in iterator callback; do
@@ -44,12 +53,13 @@ for rep in $(seq 1 "$reps"); do
             >>"$work/results"
         python3 bench/clients/throughput.py nats "nats://127.0.0.1:${port[nats]}" "$mode" --count "$count" \
             >>"$work/results"
+        "${node[@]}" bench/clients/throughput.mjs ws://127.0.0.1:7618/ws "$mode" "$count" >>"$work/results"
     done
     echo "repetition $rep of $reps done" >&2
 done
 
 describe_servers
-echo "nats-py $(python3 -m pip show nats-py 2>/dev/null | awk '/^Version/ {print $2}'); $(python3 --version)"
+echo "nats-py $(python3 -m pip show nats-py 2>/dev/null | awk '/^Version/ {print $2}'); $(python3 --version); node $(node --version)"
 python3 - "$work/results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
@@ -57,8 +67,11 @@ median = {}
 for client in ("runnel", "nats"):
     for mode in ("iterator", "callback"):
         median[client, mode] = statistics.median(r["msgs_per_s"] for r in rows if (r["client"], r["mode"]) == (client, mode))
-print(f"{'mode':10} {'runnel msgs/s':>14} {'nats-py msgs/s':>15} {'runnel/nats-py':>15}")
+for client in ("runnel.js",):
+    for mode in ("iterator", "callback"):
+        median[client, mode] = statistics.median(r["msgs_per_s"] for r in rows if (r["client"], r["mode"]) == (client, mode))
+print(f"{'mode':10} {'runnel msgs/s':>14} {'nats-py msgs/s':>15} {'runnel/nats-py':>15} {'runnel.js msgs/s':>17}")
 for mode in ("iterator", "callback"):
-    runnel, nats = median["runnel", mode], median["nats", mode]
-    print(f"{mode:10} {runnel:>14,.0f} {nats:>15,.0f} {runnel / nats:>14.2f}x")
+    runnel, nats, js = median["runnel", mode], median["nats", mode], median["runnel.js", mode]
+    print(f"{mode:10} {runnel:>14,.0f} {nats:>15,.0f} {runnel / nats:>14.2f}x {js:>17,.0f}")
 EOF
