@@ -609,6 +609,51 @@ def check_the_package_installs_with_pip(binary):
         assert os.path.exists(os.path.join(target, "runnel", "py.typed"))
 
 
+# --- expiry: JWTs, which expire ------------------------------------------------------------------
+
+JWT_SECRET = "client-checklist-secret-at-least-32-bytes"
+EXPIRY_CONFIG = f'''
+jwt_secrets = ["{JWT_SECRET}"]
+'''
+
+
+def expiring_token(seconds):
+    """An HS256 JWT (PyJWT) that expires `seconds` from now (in the past when negative), with the
+    rights to publish and subscribe to `expiry.>`."""
+    import jwt
+
+    now = int(time.time())
+    claims = {"sub": "checklist", "iat": now, "exp": now + seconds,
+              "runnel": {"publish": ["expiry.>"], "subscribe": ["expiry.>"]}}
+    return jwt.encode(claims, JWT_SECRET, algorithm="HS256")
+
+
+@runs_async
+async def check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection(d):
+    # Expired already: refused at connect, over TCP and WebSocket, naming the expiry.
+    for address in (url(d), d.ws_url):
+        error = await expect_error(runnel.connect(address, token=expiring_token(-60)), "unauthorized")
+        assert error.message == "JWT expired", error
+    # Expiring while connected: the server's closing line (`unauthorized`, "token expired") is the
+    # reason, the subscription ends with that error, and the client does not reconnect with the
+    # token it has (it would be refused).
+    reasons, lost = [], asyncio.Event()
+    client = await runnel.connect(url(d), token=expiring_token(2),
+                                  on_disconnect=lambda reason: (reasons.append(reason), lost.set()))
+    subscription = await client.subscribe("expiry.a")
+    assert await client.publish("expiry.a", 1, reply=True) == 1
+    assert (await take(subscription, 1))[0].value == 1
+    await wait_for_event(lost, "the expiry")
+    assert [(reason.code, reason.message) for reason in reasons] == [("unauthorized", "token expired")], reasons
+    try:
+        await take(subscription, 1)
+        raise AssertionError("the subscription went on")
+    except RunnelError as error:
+        assert error.code == "unauthorized", error
+    await expect_error(client.publish("expiry.a", 2, reply=True), "unauthorized")
+    await client.close()
+
+
 @contextlib.contextmanager
 def binary_given(binary):
     yield binary
@@ -621,6 +666,8 @@ SUITES = [
           start=restarts_started, stops_a_daemon=False),
     Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
                    check_the_servers_dropped_events_are_gaps_with_their_count], SLOW_CONFIG),
+    Suite("expiry", [check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection],
+          EXPIRY_CONFIG),
     Suite("package", [check_the_package_installs_with_pip], start=binary_given, stops_a_daemon=False),
 ]
 
