@@ -2,7 +2,8 @@
 daemons their suites run against (docs/clients.md, "The behaviour checklist"). `main`: a token,
 a token that a reload removes, a token of limited rights, TLS and HTTPS with a self-signed
 certificate; `restart`: durable subjects with fsync "always", for a daemon killed and started
-again; `slow`: a small hard limit, so a reader that stops is cut or dropped for at once."""
+again; `slow`: a small hard limit, so a reader that stops is cut or dropped for at once;
+`expiry`: a JWT secret, for tokens that expire."""
 
 import contextlib
 import os
@@ -43,6 +44,12 @@ RESTART_CONFIG = f'''
 auth_tokens = ["{TOKEN}"]
 data_dir = "DATA_DIR"
 fsync = "always"
+'''
+
+# `expiry`: JWTs signed with this secret (HS256), which expire.
+JWT_SECRET = "client-checklist-secret-at-least-32-bytes"
+EXPIRY_CONFIG = f'''
+jwt_secrets = ["{JWT_SECRET}"]
 '''
 
 SLOW_CONFIG = f'''

@@ -11,6 +11,7 @@
 // Node 20 needs --experimental-websocket (the harness adds it when Node has no WebSocket).
 
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -435,6 +436,40 @@ async function check_a_token_removed_by_a_reload_ends_its_subscriptions_without_
   await admin.close();
 }
 
+// ---- expiry: JWTs, which expire ------------------------------------------------------------
+
+/** An HS256 JWT (signed here with node:crypto) that expires `seconds` from now (in the past when
+ * negative), with the rights to publish and subscribe to `expiry.>`. */
+function expiringToken(seconds) {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (object) => Buffer.from(JSON.stringify(object)).toString("base64url");
+  const unsigned = `${part({ alg: "HS256", typ: "JWT" })}.${part({
+    sub: "checklist", iat: now, exp: now + seconds, runnel: { publish: ["expiry.>"], subscribe: ["expiry.>"] },
+  })}`;
+  return `${unsigned}.${createHmac("sha256", context.jwtSecret).update(unsigned).digest("base64url")}`;
+}
+
+async function check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection() {
+  // Expired already: refused at connect, naming the expiry.
+  const error = await expectError(connect(context.ws, { token: expiringToken(-60) }), "unauthorized");
+  assert.equal(error.message, "JWT expired");
+  // Expiring while connected: the server's closing line is the reason, the subscription ends with
+  // that error, and the client does not reconnect with the token it has.
+  const reasons = [];
+  const lost = latch();
+  const client = await connect(context.ws, {
+    token: expiringToken(2), onDisconnect: (reason) => { reasons.push(reason); lost.set(); },
+  });
+  const subscription = await client.subscribe("expiry.a");
+  assert.equal(await client.publish("expiry.a", 1, { reply: true }), 1);
+  assert.equal((await within(subscription.next(), "the value")).value.value, 1);
+  await within(lost.promise, "the expiry");
+  assert.deepEqual(reasons.map((reason) => [reason.code, reason.message]), [["unauthorized", "token expired"]]);
+  await expectError(subscription.next(), "unauthorized");
+  await expectError(client.publish("expiry.a", 2, { reply: true }), "unauthorized");
+  await client.close();
+}
+
 // ---- restart: runneld killed with SIGKILL and started again on its ports and data -----------
 
 async function check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated() {
@@ -602,6 +637,7 @@ const SUITES = {
     check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
     check_the_servers_dropped_events_are_gaps_with_their_count,
   ],
+  expiry: [check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection],
 };
 // Checks run with the test certificate trusted (NODE_EXTRA_CA_CERTS).
 const TRUSTING = new Set([check_every_transport_publishes_and_subscribes]);

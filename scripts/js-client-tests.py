@@ -22,8 +22,8 @@ import subprocess
 import threading
 import urllib.request
 
-from client_checklist import (CERTS, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate, main_daemon_started,
-                              restarted_daemon_stopped)
+from client_checklist import (CERTS, EXPIRY_CONFIG, JWT_SECRET, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate,
+                              main_daemon_started, restarted_daemon_stopped)
 from runneld_process import Daemon, Suite, chromium, main, severe_console_entries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +46,8 @@ def node_command():
 def described(daemon):
     """What a Node check is told of the daemon (RUNNEL_CHECK)."""
     return {"ws": daemon.ws_url, "http": daemon.url, "wss": f"wss://127.0.0.1:{daemon.https_port}/ws",
-            "token": TOKEN, "pid": daemon.process.pid, "config": os.path.join(daemon.directory, "runneld.toml")}
+            "token": TOKEN, "pid": daemon.process.pid, "config": os.path.join(daemon.directory, "runneld.toml"),
+            "jwtSecret": JWT_SECRET}
 
 
 class Restarts:
@@ -182,11 +183,12 @@ def check_the_module_publishes_and_subscribes_in_chromium(d):
 
 def suites(arguments):
     checks = node_checks()
-    assert set(checks) == {"main", "restart", "slow"}, f"suites of js-client-checks.mjs: {sorted(checks)}"
+    assert set(checks) == {"main", "restart", "slow", "expiry"}, f"suites of js-client-checks.mjs: {sorted(checks)}"
     return [
         Suite("main", checks.pop("main"), start=main_daemon_started),
         Suite("restart", checks.pop("restart"), start=restarts_started, stops_a_daemon=False),
         Suite("slow", checks.pop("slow"), SLOW_CONFIG),
+        Suite("expiry", checks.pop("expiry"), EXPIRY_CONFIG),
         Suite("browser", [check_runneld_serves_the_module_without_a_token,
                           check_the_module_publishes_and_subscribes_in_chromium], BROWSER_CONFIG),
     ]

@@ -28,8 +28,8 @@ import tempfile
 import threading
 import time
 
-from client_checklist import (CERTS, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate, main_daemon_started,
-                              restarted_daemon_stopped)
+from client_checklist import (CERTS, EXPIRY_CONFIG, JWT_SECRET, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate,
+                              main_daemon_started, restarted_daemon_stopped)
 from runneld_process import Daemon, Suite, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -610,12 +610,6 @@ def check_the_package_installs_with_pip(binary):
 
 
 # --- expiry: JWTs, which expire ------------------------------------------------------------------
-
-JWT_SECRET = "client-checklist-secret-at-least-32-bytes"
-EXPIRY_CONFIG = f'''
-jwt_secrets = ["{JWT_SECRET}"]
-'''
-
 
 def expiring_token(seconds):
     """An HS256 JWT (PyJWT) that expires `seconds` from now (in the past when negative), with the
