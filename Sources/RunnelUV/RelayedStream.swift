@@ -32,8 +32,13 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     @exclusivity(unchecked) private var state = TCPConnection.State.open
     /// Bytes accepted by writes since the stream opened.
     @exclusivity(unchecked) private var accepted: UInt64 = 0
-    /// The buffer this turn's output is copied into, and how much of it is used.
+    /// The buffer this turn's output is copied into, where its bytes start, how many it holds and
+    /// how much of it is used. A write touches only the last three: reading the object (to bind
+    /// it, or ask its capacity, which is `malloc_usable_size`) cost a retain, a release and a
+    /// call per delivery.
     @exclusivity(unchecked) private var output: ByteBuffer.Storage?
+    @exclusivity(unchecked) private var outputBase: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var outputCapacity = 0
     @exclusivity(unchecked) private var outputUsed = 0
     /// The size of the last buffer handed over, for the next one's capacity.
     private var lastOutputSize = 0
@@ -180,16 +185,32 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     /// open one handed over first).
     @inline(__always)
     private func reserve(_ count: Int) -> UnsafeMutableRawPointer {
-        if let output, output.capacity - outputUsed >= count {
-            return output.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0 + outputUsed) }
-        }
+        if outputCapacity - outputUsed >= count, let outputBase { return outputBase + outputUsed }
+        return reserveNewBuffer(count)
+    }
+
+    /// `reserve` when the open buffer has no room: it is handed over and a new one made, sized by
+    /// the last one handed over.
+    @inline(never)
+    private func reserveNewBuffer(_ count: Int) -> UnsafeMutableRawPointer {
         handOffOutput()
         let capacity = max(count, min(TCPConnection.eagerFlushBytes, max(512, lastOutputSize * 2)))
         let made = unsafeDowncast(
             ByteBuffer.Storage.create(minimumCapacity: capacity) { _ in 0 }, to: ByteBuffer.Storage.self)
+        let base = made.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
         output = made
+        outputBase = base
+        outputCapacity = capacity
         outputUsed = 0
-        return made.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
+        return base
+    }
+
+    /// Drops the output buffer and what points into it.
+    private func dropOutput() {
+        output = nil
+        outputBase = nil
+        outputCapacity = 0
+        outputUsed = 0
     }
 
     /// Hands the output buffer to the relay, if it holds anything.
@@ -197,8 +218,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         guard let output, outputUsed > 0 else { return }
         output.withUnsafeMutablePointerToHeader { $0.pointee = outputUsed }
         lastOutputSize = outputUsed
-        self.output = nil
-        outputUsed = 0
+        dropOutput()
         commands.post(.write(relay, ByteBuffer(storage: output)))
     }
 
@@ -272,8 +292,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         }
         guard state == .open || state == .draining else { return }
         state = .closing
-        output = nil
-        outputUsed = 0
+        dropOutput()
         heldInput.removeAll()
         commands.post(.close(relay))
     }
@@ -294,7 +313,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     private func didClose() {
         guard state != .closed else { return }
         state = .closed
-        output = nil
+        dropOutput()
         unsentWaiter = nil
         heldInput.removeAll()
         hooks.run()
