@@ -7,11 +7,12 @@ import Runnel
 /// Output is copied into one buffer of the stream's (`write(_: ByteBuffer)` past
 /// `ByteBuffer.copyThreshold` goes by reference) and handed to the relay once a turn, with
 /// every other stream's for that loop, in one `CrossLoopMailbox` batch; the relay writes it
-/// as any connection writes. Its unsent bytes are what it accepted less what the relay's
-/// socket has sent (`StreamRelay.sent`, an atomic the relay updates per completed write), so
-/// the slow-consumer checks of a delivery read one atomic, and no message crosses per write.
-/// With TLS the relay counts ciphertext, a little more than the bytes accepted: the unsent
-/// figure errs low by the records' overhead.
+/// as any connection writes. Its unsent bytes are what it accepted and the relay has not taken
+/// yet (on its way, `StreamRelay.taken`) plus what the relay's connection has not handed to the
+/// kernel (`StreamRelay.backlog`, its `unsentBytes` as the relay last saw them, after each write
+/// and each completed one): two atomics a delivery's slow-consumer check reads, no message per
+/// write, and no figure that drifts (a TLS connection's ciphertext, counted cumulatively
+/// against the plaintext accepted, would have).
 ///
 /// Input arrives in the batches of the relay's loop; while the stream is not reading it is
 /// held here (at most `StreamRelay.inputCredit` and one read, past which the relay stops
@@ -68,9 +69,12 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
 
     // MARK: Unsent output
 
+    /// Read in this order, against the relay's (backlog, then taken): a write the relay takes
+    /// meanwhile is counted twice, never missed.
     @inline(__always)
     public var pendingBytes: Int {
-        max(0, Int(bitPattern: UInt(accepted &- relay.sent.load(ordering: .sequentiallyConsistent))))
+        let taken = relay.taken.load(ordering: .sequentiallyConsistent)
+        return Int(truncatingIfNeeded: accepted &- taken) + relay.backlog.load(ordering: .sequentiallyConsistent)
     }
     public var unsentBytes: Int { pendingBytes }
     public var sentBytes: UInt64 { relay.sent.load(ordering: .sequentiallyConsistent) }

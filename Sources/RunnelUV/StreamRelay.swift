@@ -23,8 +23,10 @@ enum RelayCommand {
 /// reads it sends to the stream's loop (copied, in the turn's batch) and whose output comes
 /// from there. It reads ahead at most `inputCredit` bytes that the stream has not consumed
 /// yet, so a stream that stops reading stops the socket's reading too, as `stopReading`
-/// would. It publishes the bytes the kernel has taken (`sent`), which the stream reads to
-/// know its unsent output without a message per write.
+/// would. It publishes what it has taken of the stream's output (`taken`), what its
+/// connection has not handed to the kernel yet (`backlog`) and what the kernel has taken
+/// (`sent`), which the stream reads to know its unsent output and progress without a message
+/// per write.
 ///
 /// Thread rules: `handle(_:)` and the connection's callbacks on the relay's own loop; the
 /// atomics from either thread. Lifetime rule: its `RelayedStream` holds it for life; it holds
@@ -41,6 +43,10 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
 
     /// Bytes the kernel has taken from the connection (`TCPConnection.sentBytes`).
     let sent = Atomic<UInt64>(0)
+    /// Bytes of the stream's output the relay has taken (its `.write` commands).
+    let taken = Atomic<UInt64>(0)
+    /// The connection's `unsentBytes` after the last write it took or completed.
+    let backlog = Atomic<Int>(0)
     /// Bytes read and sent to the stream that it has not consumed yet.
     let unconsumed = Atomic<Int>(0)
     /// Reading stopped because `unconsumed` passed `inputCredit`.
@@ -55,7 +61,7 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
         switch command {
         case .open(let relay, let socket, let configuration, let filter):
             relay.open(socket: socket, configuration: configuration, filter: filter)
-        case .write(let relay, let buffer): relay.connection?.write(buffer)
+        case .write(let relay, let buffer): relay.take(buffer)
         case .returnCredit(let relay): relay.resumeIfCredited()
         case .closeAfterFlush(let relay, let timeout): relay.connection?.closeAfterFlush(timeout: timeout)
         case .close(let relay): relay.connection?.close()
@@ -79,8 +85,19 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
         connection.startReading()
     }
 
+    /// Writes `buffer` and counts it: the backlog first, then what was taken (the order the
+    /// stream reads them in reverse).
+    private func take(_ buffer: ByteBuffer) {
+        if let connection {
+            connection.write(buffer)
+            backlog.store(connection.unsentBytes, ordering: .sequentiallyConsistent)
+        }
+        taken.add(UInt64(buffer.count), ordering: .sequentiallyConsistent)
+    }
+
     private func outputConfirmed() {
         guard let connection, let stream else { return }
+        backlog.store(connection.unsentBytes, ordering: .sequentiallyConsistent)
         sent.store(connection.sentBytes, ordering: .sequentiallyConsistent)
         if wantsProgress.exchange(false, ordering: .sequentiallyConsistent) { events.post(.progress(stream)) }
     }
