@@ -45,10 +45,13 @@ data_dir = "DATA_DIR"
 fsync = "always"
 '''
 
+# The slow-consumer checks fill max_pending_bytes with repetitive values: compressed over a
+# WebSocket (permessage-deflate, which Node and browsers offer) they would not fill it.
 SLOW_CONFIG = f'''
 auth_tokens = ["{TOKEN}"]
 max_pending_bytes = 262144
 slow_consumer = "disconnect"
+compression = false
 '''
 
 
