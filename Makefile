@@ -6,7 +6,7 @@ SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
 SHELL := /bin/bash
-APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev pkg-config
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
 # python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
 # scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the

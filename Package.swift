@@ -81,6 +81,12 @@ let package = Package(
             pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // zlib: WebSocket permessage-deflate (RFC 7692).
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
@@ -97,7 +103,7 @@ let package = Package(
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto",
+                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],

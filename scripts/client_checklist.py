@@ -52,10 +52,13 @@ EXPIRY_CONFIG = f'''
 jwt_secrets = ["{JWT_SECRET}"]
 '''
 
+# The slow-consumer checks fill max_pending_bytes with repetitive values: compressed over a
+# WebSocket (permessage-deflate, which Node and browsers offer) they would not fill it.
 SLOW_CONFIG = f'''
 auth_tokens = ["{TOKEN}"]
 max_pending_bytes = 262144
 slow_consumer = "disconnect"
+compression = false
 '''
 
 

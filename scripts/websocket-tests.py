@@ -12,7 +12,10 @@ the handshake (101 and its accept value, 426, 400, 405), authentication (401 bef
 of 0 to 262144 bytes, whole and in small TCP writes), 2 pings and pongs, 3 reserved bits,
 4 opcodes, 5 fragmentation, 6 UTF-8 (a table of valid and invalid sequences, whole, split
 across fragments, cut short), 7 close handling (every close code, the server's echo, 1002 and
-1007), 9 limits (max_line_bytes, 1009, length fields not in shortest form); disposal of a
+1007), 9 limits (max_line_bytes, 1009, length fields not in shortest form), 12 and 13
+permessage-deflate (RFC 7692: negotiated by default, message sizes both ways, every parameter
+combination websockets offers, offers declined, RSV1 misplaced, a decompression bomb refused
+with 1009 and the RSS bound, `compression = false`); disposal of a
 WebSocket's subscriptions however it ends; the slow-consumer policy (the `closing` line, then
 1008); and a hostile group (10,000 WebSockets opened and dropped, garbage after a good
 handshake, a WebSocket that never reads), after which the same daemon still serves a
@@ -31,10 +34,12 @@ import resource
 import socket
 import struct
 import time
+import zlib
 
 import httpx
 from runneld_process import LineClient, Suite, main, poll_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.sync.client import connect
 
 TOKEN = "s3cret"
@@ -347,9 +352,10 @@ def check_handshake_101(d):
     ws = RawWS(d, {"Upgrade": "WebSocket", "Connection": "keep-alive, Upgrade"})
     assert ws.request({"op": "ping"})["ok"]
     ws.close()
-    # The well-behaved client offers permessage-deflate: not taken, messages still plain text.
+    # The well-behaved client offers permessage-deflate, and gets it (group 12 below).
     with ws_connect(d) as client:
-        assert client.response.headers.get("Sec-WebSocket-Extensions") is None, client.response.headers
+        assert client.response.headers.get("Sec-WebSocket-Extensions") == "permessage-deflate", \
+            client.response.headers
         assert ws_request(client, {"op": "ping"}) == {"ok": True, "ref": 1}
 
 
@@ -534,6 +540,237 @@ def check_3_rsv_bits_are_1002(d):
             + frame(PING, b"never"))
     texts = ws.expect_close(1002)
     assert texts == ['{"ok":true,"ref":7}'], texts
+
+
+# Groups 12 and 13: permessage-deflate (RFC 7692), message sizes and parameter combinations.
+
+class DeflateRawWS(RawWS):
+    """A raw WebSocket that offers `offer` in Sec-WebSocket-Extensions: server frames may have
+    RSV1 on a message's first frame; `message()` inflates those (zlib, raw, 00 00 ff ff added
+    back), with one window across messages unless `fresh` (server_no_context_takeover)."""
+
+    def __init__(self, d, offer="permessage-deflate", fresh=False):
+        super().__init__(d, {"Sec-WebSocket-Extensions": offer})
+        self.fresh = fresh
+        self.inflater = zlib.decompressobj(-15)
+        self.compressed = []  # whether each text message was compressed, in order
+
+    def frame(self):
+        # RSV1 is read here and cleared, so RawWS's check of the other bits still applies.
+        first = self._take(1)[0]
+        self.buffer = bytes([first & ~0x40]) + self.buffer
+        fin, opcode, payload = super().frame()
+        self.frame_rsv1 = bool(first & 0x40)
+        if self.frame_rsv1 and opcode >= 8:
+            raise ProtocolViolation(f"RSV1 on a control frame, opcode {opcode}")
+        return fin, opcode, payload
+
+    def message(self):
+        fin, opcode, payload = self.frame()
+        compressed = self.frame_rsv1
+        if opcode >= 8:
+            return opcode, payload
+        while not fin:
+            fin, more, part = self.frame()
+            assert more == CONTINUATION and not self.frame_rsv1, (more, self.frame_rsv1)
+            payload += part
+        if compressed:
+            if self.fresh:
+                self.inflater = zlib.decompressobj(-15)
+            payload = self.inflater.decompress(payload + b"\x00\x00\xff\xff")
+        self.compressed.append(compressed)
+        return opcode, payload.decode("utf-8") if opcode == TEXT else payload
+
+
+def deflated(text, compressor=None):
+    """A client's compressed message payload: raw deflate, sync flush, 00 00 ff ff taken off."""
+    compressor = compressor or zlib.compressobj(wbits=-15)
+    data = compressor.compress(text.encode() if isinstance(text, str) else text) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    assert data.endswith(b"\x00\x00\xff\xff")
+    return data[:-4]
+
+
+def metrics_value(i, width):
+    """A dashboard-like JSON value of about `width` bytes, repetitive as metrics are."""
+    return {"host": f"web-{i % 7}", "cpu": round(i * 0.37 % 1, 3), "mem": 1000 + i,
+            "tags": ["prod", "eu-west", "metrics"] * max(1, width // 30)}
+
+
+def check_12_negotiated_and_round_trip_sizes_websockets(d):
+    """websockets' default offer is taken; messages of many sizes go both ways compressed."""
+    with ws_connect(d) as client, ws_connect(d) as publisher:
+        assert client.response.headers.get("Sec-WebSocket-Extensions") == "permessage-deflate"
+        assert ws_request(client, {"op": "sub", "subject": "z12", "sid": "s"})["ok"]
+        sizes = [0, 1, 16, 64, 125, 126, 1000, 4096, 65535, 65536, 200000]
+        for size in sizes:
+            value = "a" * size if size % 2 else "".join(chr(97 + (i * 7919) % 26) for i in range(size))
+            publisher.send(json.dumps({"op": "pub", "subject": "z12", "value": value}))
+            event = json.loads(client.recv(timeout=10))
+            assert event == {"ev": "next", "sid": "s", "value": value}, (size, str(event)[:80])
+        # Requests near the limit, compressed by the client, are still read whole.
+        request, reply = ping_of_length(MAX_LINE)
+        client.send(request)
+        assert json.loads(client.recv(timeout=10)) == reply
+
+
+def check_12_raw_frames_have_rsv1_and_inflate(d):
+    """Server text messages carry RSV1 and inflate with one window across messages (context
+    takeover); control frames never; a client's compressed frames are read, fragmented too."""
+    ws = DeflateRawWS(d)
+    assert ws.fields.get("sec-websocket-extensions") == "permessage-deflate", ws.fields
+    compressor = zlib.compressobj(wbits=-15)
+    payload = deflated('{"op":"sub","subject":"r12","sid":"x","ref":1}', compressor)
+    ws.send_frame(TEXT, payload, rsv=4)
+    assert ws.reply() == {"ok": True, "sid": "x", "ref": 1}
+    # Context takeover on the client's side too: the next message refers to the last.
+    for i in range(3):
+        payload = deflated(json.dumps({"op": "pub", "subject": "r12", "value": metrics_value(i, 200)}), compressor)
+        half = len(payload) // 2
+        ws.send(frame(TEXT, payload[:half], fin=False, rsv=4) + frame(PING, b"p")
+                + frame(CONTINUATION, payload[half:]))
+        got = ws.reply()
+        assert got == {"ev": "next", "sid": "x", "value": metrics_value(i, 200)}, got
+    ws.send_frame(TEXT, '{"op":"ping","ref":9}')  # an uncompressed message is fine too
+    assert ws.reply() == {"ok": True, "ref": 9}
+    assert all(ws.compressed), ws.compressed
+    ws.send_frame(CLOSE, close_payload(1000))
+    ws.expect_close(1000)
+
+
+def check_13_parameter_combinations_websockets(d):
+    """Every combination of the four parameters websockets can offer: the answer names what was
+    asked, and compressed messages round-trip both ways, many in a row (takeover or not)."""
+    combinations = []
+    for server_nct in (False, True):
+        for client_nct in (False, True):
+            for server_bits in (None, 9, 12, 15):
+                for client_bits in (None, True, 10):
+                    combinations.append((server_nct, client_nct, server_bits, client_bits))
+    with ws_connect(d) as publisher:
+        for server_nct, client_nct, server_bits, client_bits in combinations:
+            factory = ClientPerMessageDeflateFactory(
+                server_no_context_takeover=server_nct, client_no_context_takeover=client_nct,
+                server_max_window_bits=server_bits, client_max_window_bits=client_bits)
+            with ws_connect(d, extensions=[factory]) as client:
+                answer = client.response.headers.get("Sec-WebSocket-Extensions")
+                assert answer.startswith("permessage-deflate"), answer
+                assert ("server_no_context_takeover" in answer) == server_nct, answer
+                assert ("client_no_context_takeover" in answer) == client_nct, answer
+                assert (f"server_max_window_bits={server_bits}" in answer) == (server_bits is not None), answer
+                assert ws_request(client, {"op": "sub", "subject": "z13", "sid": "c"})["ok"]
+                for i in range(5):
+                    value = metrics_value(i, 40 * (i + 1) ** 3)
+                    publisher.send(json.dumps({"op": "pub", "subject": "z13", "value": value}))
+                    event = json.loads(client.recv(timeout=10))
+                    assert event == {"ev": "next", "sid": "c", "value": value}, (answer, i)
+                    assert ws_request(client, {"op": "ping"}, ref=i + 2) == {"ok": True, "ref": i + 2}
+
+
+def check_13_shared_value_many_subscribers_no_context_takeover(d):
+    """Subscribers with and without server_no_context_takeover on one subject, positions and
+    patterns among them: every one gets every value, whole (the shared compressed value)."""
+    clients = []
+    for index in range(6):
+        nct = index % 2 == 0
+        factory = ClientPerMessageDeflateFactory(server_no_context_takeover=nct)
+        client = ws_connect(d, extensions=[factory])
+        subscription = {"op": "sub", "subject": "z13.s" if index < 4 else "z13.*", "sid": f"s{index}"}
+        if index == 1 or index == 2:
+            subscription["positions"] = True
+        assert ws_request(client, subscription)["ok"]
+        clients.append(client)
+    raw = DeflateRawWS(d, "permessage-deflate; server_no_context_takeover", fresh=True)
+    assert raw.request({"op": "sub", "subject": "z13.s", "sid": "raw"})["ok"]
+    with ws_connect(d) as publisher:
+        for i in range(20):
+            value = metrics_value(i, 25 * i)
+            publisher.send(json.dumps({"op": "pub", "subject": "z13.s", "value": value}))
+            for index, client in enumerate(clients):
+                event = json.loads(client.recv(timeout=10))
+                assert event["sid"] == f"s{index}" and event["value"] == value, (index, i)
+            assert raw.reply() == {"ev": "next", "sid": "raw", "value": value}
+    assert all(raw.compressed), raw.compressed
+    for client in clients:
+        client.close()
+    raw.close()
+
+
+def check_13_offers_declined_or_absent_get_plain_frames(d):
+    """No offer, an offer with an unknown or invalid parameter, or one the server cannot keep to
+    (server_max_window_bits=8): no Sec-WebSocket-Extensions, plain frames (RawWS refuses RSV1);
+    the first acceptable of several offers is the one taken."""
+    for offer in [None, "permessage-deflate; foo", "permessage-deflate; server_max_window_bits=8",
+                  "permessage-deflate; client_max_window_bits=16", "permessage-deflate; server_no_context_takeover=1",
+                  "permessage-deflate; server_no_context_takeover; server_no_context_takeover",
+                  "x-webkit-deflate-frame", "permessage-deflate; a=\"b"]:
+        ws = RawWS(d, {"Sec-WebSocket-Extensions": offer} if offer else None)
+        assert "sec-websocket-extensions" not in ws.fields, (offer, ws.fields)
+        assert ws.request({"op": "ping"}) == {"ok": True, "ref": 1}
+        # RSV1 on a connection without the extension is a protocol error.
+        ws.send_frame(TEXT, deflated('{"op":"ping"}'), rsv=4)
+        ws.expect_close(1002)
+    ws = DeflateRawWS(d, "permessage-deflate; server_max_window_bits=8, "
+                         "permessage-deflate; server_max_window_bits=10; client_max_window_bits")
+    assert ws.fields["sec-websocket-extensions"] == "permessage-deflate; server_max_window_bits=10", ws.fields
+    assert ws.request({"op": "ping"}) == {"ok": True, "ref": 1}
+    ws.close()
+
+
+def check_13_rsv1_misplaced_and_corrupt_are_1002(d):
+    """With the extension: RSV1 on a continuation or a control frame is 1002, and so is a
+    compressed message that does not inflate; a compressed message that is not UTF-8 is 1007."""
+    ws = DeflateRawWS(d)
+    payload = deflated('{"op":"ping"}')
+    ws.send(frame(TEXT, payload[:3], fin=False, rsv=4) + frame(CONTINUATION, payload[3:], rsv=4))
+    ws.expect_close(1002)
+    ws = DeflateRawWS(d)
+    ws.send_frame(PING, b"p", rsv=4)
+    ws.expect_close(1002)
+    ws = DeflateRawWS(d)
+    ws.send_frame(TEXT, b"\xff\xff\xff\xff\xff", rsv=4)
+    ws.expect_close(1002)
+    ws = DeflateRawWS(d)
+    ws.send_frame(TEXT, deflated(b'{"op":"ping","ref":"\xc3"}'), rsv=4)
+    ws.expect_close(1007)
+
+
+def check_13_decompression_bomb_is_1009_and_rss_bounded(d):
+    """Compressed messages that inflate past max_line_bytes (by one byte; to 200 MiB from about
+    200 KiB) close with 1009, and the server's RSS grows by less than 16 MiB meanwhile."""
+    ws = DeflateRawWS(d)
+    over, _ = ping_of_length(MAX_LINE + 1)
+    ws.send_frame(TEXT, deflated(over), rsv=4)
+    ws.expect_close(1009)
+    ok, _ = ping_of_length(MAX_LINE)
+    ws = DeflateRawWS(d)
+    ws.send_frame(TEXT, deflated(ok), rsv=4)
+    assert ws.reply()["ok"]
+    ws.close()
+    compressor = zlib.compressobj(level=9, wbits=-15)
+    block = b" " * (1 << 20)
+    bomb = b"".join(compressor.compress(block) for _ in range(200)) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    bomb = bomb[:-4]
+    assert len(bomb) < MAX_LINE, len(bomb)
+    before = d.rss_bytes()
+    for _ in range(5):
+        ws = DeflateRawWS(d)
+        assert ws.request({"op": "ping"})["ok"]
+        ws.send_frame(TEXT, bomb, rsv=4)
+        ws.expect_close(1009)
+    growth = d.rss_bytes() - before
+    assert growth < 16 << 20, f"RSS grew by {growth >> 20} MiB"
+    print(f"     200 MiB bomb in {len(bomb)} bytes, x5: RSS grew by {growth >> 10} KiB", flush=True)
+
+
+def check_13_compression_off(d):
+    """`compression = false`: websockets' offer is declined and frames are plain."""
+    with ws_connect(d) as client:
+        assert client.response.headers.get("Sec-WebSocket-Extensions") is None, client.response.headers
+        assert ws_request(client, {"op": "ping"}) == {"ok": True, "ref": 1}
+    ws = RawWS(d, {"Sec-WebSocket-Extensions": "permessage-deflate"})
+    assert "sec-websocket-extensions" not in ws.fields, ws.fields
+    assert ws.request({"op": "ping"}) == {"ok": True, "ref": 1}
+    ws.close()
 
 
 # Group 4: opcodes.
@@ -1012,6 +1249,10 @@ MAIN_CHECKS = [
     check_7_close_ends_the_session,
     check_9_message_over_max_line_bytes_is_1009, check_9_lengths_not_in_shortest_form_are_1002,
     check_9_unmasked_frames_are_1002, check_9_many_messages_in_order,
+    check_12_negotiated_and_round_trip_sizes_websockets, check_12_raw_frames_have_rsv1_and_inflate,
+    check_13_parameter_combinations_websockets, check_13_shared_value_many_subscribers_no_context_takeover,
+    check_13_offers_declined_or_absent_get_plain_frames, check_13_rsv1_misplaced_and_corrupt_are_1002,
+    check_13_decompression_bomb_is_1009_and_rss_bounded,
     check_events_reach_a_websocket, check_disposal_on_close,
 ]
 
@@ -1319,4 +1560,5 @@ log_level = "notice"
 
 if __name__ == "__main__":
     main(__doc__.splitlines()[0], [Suite("main", MAIN_CHECKS, MAIN_CONFIG), Suite("auth", AUTH_CHECKS, AUTH_CONFIG),
-                                   Suite("hostile", HOSTILE_CHECKS, HOSTILE_CONFIG)])
+                                   Suite("hostile", HOSTILE_CHECKS, HOSTILE_CONFIG),
+                                   Suite("uncompressed", [check_13_compression_off], "compression = false\n")])

@@ -116,6 +116,7 @@ struct ConfigChangesTests {
                     max_subscriptions_per_connection = 2
                     slow_consumer = "drop"
                     auto_create = false
+                    compression = false
                     default_replay_capacity = 2
                     auth_tokens = ["x"]
                     max_stages = 2

@@ -56,6 +56,7 @@ struct ConfigErrorTests {
             ),
             ("auto_create = \"yes\"", "key 'auto_create': must be true or false, got the string \"yes\""),
             ("auto_create = 1", "key 'auto_create': must be true or false, got 1"),
+            ("compression = \"on\"", "key 'compression': must be true or false, got the string \"on\""),
             ("auth_tokens = \"x\"", "key 'auth_tokens': must be an array of non-empty strings"),
             ("auth_tokens = [\"ok\", 5]", "key 'auth_tokens[1]': must be a non-empty string, got 5"),
             ("auth_tokens = [\"\"]", "key 'auth_tokens[0]': must be a non-empty string"),

@@ -18,6 +18,7 @@ struct ConfigParsingTests {
         #expect(config.maxSubscriptionsPerConnection == 10_000)
         #expect(config.slowConsumer == .disconnect)
         #expect(config.autoCreate)
+        #expect(config.compression)
         #expect(config.defaultReplayCapacity == 100)
         #expect(config.authTokens.isEmpty)
         #expect(config.maxStages == 32)
@@ -51,6 +52,7 @@ struct ConfigParsingTests {
                 max_subscriptions_per_connection = 4
                 slow_consumer = "drop"
                 auto_create = false
+                compression = false
                 default_replay_capacity = 7
                 auth_tokens = ["a", "b c"]
                 max_stages = 5
@@ -97,6 +99,7 @@ struct ConfigParsingTests {
         #expect(config.maxSubscriptionsPerConnection == 4)
         #expect(config.slowConsumer == .drop)
         #expect(config.autoCreate == false)
+        #expect(config.compression == false)
         #expect(config.defaultReplayCapacity == 7)
         #expect(config.authTokens == ["a", "b c"])
         #expect(config.maxStages == 5)

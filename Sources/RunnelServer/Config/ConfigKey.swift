@@ -17,6 +17,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxSubscriptionsPerConnection = "max_subscriptions_per_connection"
     case slowConsumer = "slow_consumer"
     case autoCreate = "auto_create"
+    case compression
     case defaultReplayCapacity = "default_replay_capacity"
     case authTokens = "auth_tokens"
     case maxStages = "max_stages"

@@ -16,6 +16,7 @@ extension ServerConfig {
         case .maxSubscriptionsPerConnection: return String(maxSubscriptionsPerConnection)
         case .slowConsumer: return TOMLConfigReader.quote(slowConsumer.rawValue)
         case .autoCreate: return autoCreate ? "true" : "false"
+        case .compression: return compression ? "true" : "false"
         case .defaultReplayCapacity: return String(defaultReplayCapacity)
         case .authTokens: return authTokens.isEmpty ? "[] (no auth)" : "[\(authTokens.count) token(s), hidden]"
         case .maxStages: return String(maxStages)

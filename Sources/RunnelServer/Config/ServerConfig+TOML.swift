@@ -135,11 +135,8 @@ struct TOMLConfigReader {
                 throw error(key.rawValue, "must be \(SlowConsumerPolicy.namesForErrors), got \(Self.describe(value))")
             }
             config.slowConsumer = policy
-        case .autoCreate:
-            guard value.type == .bool, let flag = value.bool else {
-                throw error(key.rawValue, "must be true or false, got \(Self.describe(value))")
-            }
-            config.autoCreate = flag
+        case .autoCreate: config.autoCreate = try boolean(key, value)
+        case .compression: config.compression = try boolean(key, value)
         case .authTokens:
             guard value.type == .array, let array = value.array else {
                 throw error(key.rawValue, "must be an array of non-empty strings, got \(Self.describe(value))")
@@ -186,6 +183,13 @@ struct TOMLConfigReader {
         case .subjects, .tokens:
             break  // Read by `read(_:)` after the keys they depend on.
         }
+    }
+
+    func boolean(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Bool {
+        guard value.type == .bool, let flag = value.bool else {
+            throw error(key.rawValue, "must be true or false, got \(Self.describe(value))")
+        }
+        return flag
     }
 
     func integer(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Int {

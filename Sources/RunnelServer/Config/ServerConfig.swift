@@ -39,6 +39,9 @@ public struct ServerConfig: Sendable, Equatable {
     public var slowConsumer: SlowConsumerPolicy = .disconnect
     /// Whether `pub`/`sub` on an unknown subject creates it (`auto_create`, default true).
     public var autoCreate: Bool = true
+    /// Whether a WebSocket client that offers permessage-deflate gets it (`compression`,
+    /// default true; applies to WebSockets opened after a reload).
+    public var compression: Bool = true
     /// A replay subject's capacity when `create` gives none (`default_replay_capacity`, 100).
     public var defaultReplayCapacity: Int = 100
     /// Accepted `auth` tokens (`auth_tokens`); empty means no authentication.

@@ -23,6 +23,8 @@ final class HTTPFrontDoor: @unchecked Sendable {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The streams that took over a connection, for their heartbeats.
     private var streams: [ObjectIdentifier: any HTTPStream] = [:]
+    /// permessage-deflate for the WebSockets without server context takeover.
+    let sharedDeflate = WebSocketSharedDeflate()
     /// False once the server is stopping: answers then close their connections.
     private(set) var isOpen = true
 

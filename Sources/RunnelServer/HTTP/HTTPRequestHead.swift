@@ -71,6 +71,15 @@ public struct HTTPRequestHead {
         return nil
     }
 
+    /// The values of every field named `name` (lower-case), in order, without surrounding
+    /// spaces: a list-valued field may be sent as several (`Sec-WebSocket-Extensions`).
+    public func fieldValues(_ name: StaticString) -> [String] {
+        let wanted = name.rawBytes
+        return fields.filter { $0.name.count == wanted.count && bytes[$0.name].elementsEqual(wanted) }.map {
+            String(decoding: bytes[$0.value], as: UTF8.self).trimmingSpaces()
+        }
+    }
+
     /// Whether the field named `name` lists `token` (lower-case) among its comma-separated
     /// values, in any case (`Connection: keep-alive, Upgrade` lists `upgrade`).
     public func field(_ name: StaticString, hasToken token: String) -> Bool {

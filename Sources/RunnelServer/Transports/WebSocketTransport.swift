@@ -17,6 +17,13 @@ import RunnelUV
 ///
 /// Heartbeat: an idle WebSocket gets a ping every `StreamHeartbeat.interval`.
 ///
+/// Compression: with permessage-deflate agreed (`PerMessageDeflateAgreement`), the reader
+/// inflates the client's compressed messages and every text message out is compressed (RSV1
+/// set; control frames never). With context takeover, by a deflater of this connection's own
+/// that keeps its window from one message to the next; with `server_no_context_takeover`, by
+/// the front door's `WebSocketSharedDeflate`, which compresses a delivered value once for all
+/// such subscribers.
+///
 /// Thread rules: loop thread only. Lifetime rule: its `ByteStream` holds it as delegate until
 /// it has closed; it holds its session until it has told it `transportDidClose()`; the session
 /// holds it for the rest of its life.
@@ -29,13 +36,29 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     private var closeCode = WebSocketCloseCode.goingAway
     private var hasSentClose = false
     private var heartbeat = StreamHeartbeat()
+    /// What the client agreed for permessage-deflate; nil for uncompressed frames.
+    private let compression: PerMessageDeflateAgreement?
+    /// This connection's deflater, with context takeover; nil without compression or with
+    /// `server_no_context_takeover` (then the front door's shared one serves).
+    private let deflater: WebSocketDeflater?
     let peerDescription: String
     let transportName = "websocket"
 
-    init(connection: any ByteStream, frontDoor: HTTPFrontDoor, maxMessageBytes: Int) {
+    init(
+        connection: any ByteStream, frontDoor: HTTPFrontDoor, maxMessageBytes: Int,
+        compression: PerMessageDeflateAgreement?
+    ) {
         self.connection = connection
         self.frontDoor = frontDoor
-        reader = WebSocketFrameReader(maxMessageBytes: maxMessageBytes)
+        self.compression = compression
+        if let compression, !compression.serverNoContextTakeover {
+            deflater = WebSocketDeflater.perConnection(maxWindowBits: compression.serverMaxWindowBits)
+        } else {
+            deflater = nil
+        }
+        reader = WebSocketFrameReader(
+            maxMessageBytes: maxMessageBytes,
+            inflater: compression.map { WebSocketInflater(resetsEachMessage: $0.clientNoContextTakeover) })
         peerDescription = connection.remoteAddress
         reader.delegate = self
     }
@@ -48,12 +71,44 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         writeFrame(.ping, payload: UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
-    /// Queues one frame whose payload is `payload`.
-    private func writeFrame(_ opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
+    /// Queues one frame whose payload is `payload`: a text message compressed when agreed,
+    /// unless not `compressing`.
+    private func writeFrame(_ opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, compressing: Bool = true) {
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        if opcode == .text, compressing, let compression {
+            let compressed =
+                deflater?.compress(payload)
+                ?? frontDoor.sharedDeflate.deflater(windowBits: compression.serverMaxWindowBits).compress(payload)
+            return writeCompressed(compressed)
+        }
         WebSocketFrameHead.withHead(opcode, length: payload.count) {
             _ = connection.write(copying: $0, payload, none, none)
         }
+    }
+
+    /// Queues one compressed text message.
+    private func writeCompressed(_ payload: UnsafeRawBufferPointer) {
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        WebSocketFrameHead.withHead(.text, length: payload.count, compressed: true) {
+            _ = connection.write(copying: $0, payload, none, none)
+        }
+    }
+
+    /// A `next` line compressed, unless the output is over `limit` (then false, nothing sent).
+    private func writeCompressedNext(
+        _ compression: PerMessageDeflateAgreement, head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+        tail: UnsafeRawBufferPointer, unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard !connection.hasUnsentBytes(over: limit) else { return false }
+        heartbeat.noteOutput()
+        if let deflater {
+            writeCompressed(deflater.compress(head, value, tail))
+        } else {
+            writeCompressed(
+                frontDoor.sharedDeflate.compressNext(
+                    head: head, value: value, tail: tail, windowBits: compression.serverMaxWindowBits))
+        }
+        return true
     }
 
     /// Queues a close frame with `code` and `reason` (cut to fit a control frame's 125 bytes),
@@ -83,9 +138,13 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     }
 
     /// The session ends the connection, saying why: the close frame that follows says so too.
+    /// The line goes uncompressed (RFC 7692 allows any message to): Node's WebSocket (undici)
+    /// inflates asynchronously, and a compressed last message followed at once by the close
+    /// frame and the end of the connection was lost to it, seen as a 1006 without its reason.
     func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
         closeCode = .policyViolation
-        writeLine(line)
+        heartbeat.noteOutput()
+        writeFrame(.text, payload: line, compressing: false)
     }
 
     @inline(__always)
@@ -93,6 +152,9 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
+        if let compression {
+            return writeCompressedNext(compression, head: head, value: value, tail: tail, unlessUnsentOver: limit)
+        }
         let written = WebSocketFrameHead.withHead(.text, length: head.count &+ value.count &+ tail.count) {
             connection.write(copying: $0, head, value, tail, unlessUnsentOver: limit)
         }
@@ -104,6 +166,10 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
+        if let compression {
+            return writeCompressedNext(
+                compression, head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
+        }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         heartbeat.noteOutput()
         let none = UnsafeRawBufferPointer(start: nil, count: 0)

@@ -16,14 +16,14 @@ enum WebSocketOpcode: UInt8 {
 /// into the connection's buffer with the frame's head in one copy.
 enum WebSocketFrameHead {
     /// Calls `body` with the head of a final, unmasked frame of `opcode` carrying `length`
-    /// payload bytes.
+    /// payload bytes; RSV1 set when the payload is `compressed` (permessage-deflate).
     @inline(__always)
     static func withHead<Result>(
-        _ opcode: WebSocketOpcode, length: Int, _ body: (UnsafeRawBufferPointer) -> Result
+        _ opcode: WebSocketOpcode, length: Int, compressed: Bool = false, _ body: (UnsafeRawBufferPointer) -> Result
     ) -> Result {
         var storage: (UInt64, UInt16) = (0, 0)
         return withUnsafeMutableBytes(of: &storage) { head in
-            head[0] = 0x80 | opcode.rawValue
+            head[0] = 0x80 | (compressed ? 0x40 : 0) | opcode.rawValue
             let size: Int
             if length < 126 {
                 head[1] = UInt8(length)

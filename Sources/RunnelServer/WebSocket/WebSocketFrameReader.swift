@@ -19,6 +19,12 @@ public protocol WebSocketFrameReaderDelegate: AnyObject {
 /// close frame's code and reason. Which failure closes with which code is docs/protocol.md's:
 /// binary 1003, too long 1009, not UTF-8 1007, anything else 1002.
 ///
+/// With permessage-deflate agreed (an `inflater`), RSV1 on a message's first frame marks it
+/// compressed: its payload is gathered as it comes and inflated at its end, bounded by the
+/// same limit (a decompression bomb is 1009), then checked as UTF-8. RSV1 anywhere else, or
+/// without the agreement, and RSV2 or RSV3 always, are 1002: the one check of the reserved
+/// bits is `beginFrame`'s.
+///
 /// Not wslay: its frame reader copies every read into a buffer of its own and unmasks a byte
 /// at a time, the largest cost of the server over WebSocket; see docs/architecture.md.
 ///
@@ -59,8 +65,18 @@ public final class WebSocketFrameReader {
     /// The control frame in progress, unmasked (at most 125 bytes).
     private let control = WebSocketPayloadBuffer()
 
-    public init(maxMessageBytes: Int) {
+    /// Whether the message in progress is compressed (RSV1 on its first frame).
+    private var isCompressed = false
+    /// Inflates compressed messages; nil without permessage-deflate.
+    private let inflater: WebSocketInflater?
+    /// A compressed message, inflated.
+    private let inflated = WebSocketPayloadBuffer()
+
+    public convenience init(maxMessageBytes: Int) { self.init(maxMessageBytes: maxMessageBytes, inflater: nil) }
+
+    init(maxMessageBytes: Int, inflater: WebSocketInflater?) {
         self.maxMessageBytes = maxMessageBytes
+        self.inflater = inflater
         head.reserveCapacity(14)
     }
 
@@ -156,9 +172,17 @@ public final class WebSocketFrameReader {
         }
         guard head[1] & 0x80 != 0 else { return fail(.protocolError, "a client frame must be masked") }
         maskKey = head.loadUnaligned(fromByteOffset: index, as: UInt32.self)
-        guard head[0] & 0x70 == 0 else { return fail(.protocolError, "reserved bits set: no extension was agreed") }
         guard let opcode = WebSocketOpcode(rawValue: head[0] & 0x0F) else {
             return fail(.protocolError, "reserved opcode \(head[0] & 0x0F)")
+        }
+        let reserved = head[0] & 0x70
+        if reserved != 0 {
+            guard reserved == 0x40, inflater != nil else {
+                return fail(.protocolError, "reserved bits set: no extension was agreed that uses them")
+            }
+            guard opcode == .text || opcode == .binary else {
+                return fail(.protocolError, "RSV1 on a frame other than a message's first")
+            }
         }
         frameOpcode = opcode
         frameRemaining = length
@@ -170,6 +194,7 @@ public final class WebSocketFrameReader {
             }
             guard opcode == .text else { return fail(.unsupportedData, "binary messages are not supported: send text") }
             isInMessage = true
+            isCompressed = reserved != 0
         case .continuation:
             guard isInMessage else { return fail(.protocolError, "a continuation frame outside a message") }
         case .close, .ping, .pong:
@@ -196,6 +221,10 @@ public final class WebSocketFrameReader {
             return
         }
         let start = message.count
+        if isCompressed {
+            _ = message.append(unmasking: piece, key: maskKey, phase: phase)
+            return
+        }
         // ASCII after a whole character needs no more checking.
         guard !message.append(unmasking: piece, key: maskKey, phase: phase) || !utf8.isComplete else { return }
         if !utf8.validate(UnsafeRawBufferPointer(rebasing: message.bytes[start...])) {
@@ -222,6 +251,7 @@ public final class WebSocketFrameReader {
 
     private func endMessage() {
         isInMessage = false
+        if isCompressed { return endCompressedMessage() }
         guard utf8.isComplete else {
             fail(.invalidPayload, "a text message that ends inside a UTF-8 character")
             return
@@ -229,6 +259,31 @@ public final class WebSocketFrameReader {
         utf8 = UTF8Validator()
         delegate?.frameReader(self, didReadText: message.bytes)
         message.removeAll()
+    }
+
+    /// A compressed message is complete: inflated within the limit, checked, handed over.
+    private func endCompressedMessage() {
+        isCompressed = false
+        defer {
+            message.removeAll()
+            inflated.removeAll()
+        }
+        switch inflater?.inflate(message.bytes, into: inflated, limit: maxMessageBytes) {
+        case .inflated:
+            break
+        case .tooBig:
+            fail(.messageTooBig, "a message that inflates past \(maxMessageBytes) bytes (max_line_bytes)")
+            return
+        case .corrupt, nil:
+            fail(.protocolError, "a compressed message that does not inflate")
+            return
+        }
+        var utf8 = UTF8Validator()
+        guard utf8.validate(inflated.bytes), utf8.isComplete else {
+            fail(.invalidPayload, "a text message that is not UTF-8")
+            return
+        }
+        delegate?.frameReader(self, didReadText: inflated.bytes)
     }
 
     /// A close frame: empty, or a sendable code and a UTF-8 reason.

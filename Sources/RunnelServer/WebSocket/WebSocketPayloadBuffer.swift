@@ -1,6 +1,7 @@
 /// Where a WebSocket message (or control frame) is gathered: client payloads are unmasked on
 /// their way in, eight bytes at a time, in the one pass that copies them, which also tells
 /// whether they were all ASCII (so the UTF-8 check of most messages costs nothing more).
+/// permessage-deflate inflates and deflates into one (`append(room:_:)`).
 ///
 /// Thread rules: not thread-safe; one owner. Lifetime rule: owns its memory, freed in
 /// `deinit`; `bytes` is valid until the next change.
@@ -45,6 +46,17 @@ final class WebSocketPayloadBuffer {
         }
         return seen & highBits == 0
     }
+
+    /// Makes room for `room` more bytes and lets `body` write into it; `body` returns how
+    /// many it wrote, which are then part of the buffer.
+    func append(room: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int) {
+        reserve(count + max(room, 1))
+        let written = body(UnsafeMutableRawBufferPointer(start: storage! + count, count: room))
+        count += written
+    }
+
+    /// Forgets the last `byteCount` bytes.
+    func removeLast(_ byteCount: Int) { count -= byteCount }
 
     /// Empties the buffer; a large one gives its memory back, so an idle connection keeps none.
     func removeAll() {

@@ -3,7 +3,8 @@
 /// is not a WebSocket one; a good one is answered `101` and its connection becomes the
 /// transport's. The front door has checked the origin (a page of another site is refused
 /// `403 forbidden_origin`) and the token: a WebSocket without one is let in unauthenticated,
-/// to send `auth` first as on TCP.
+/// to send `auth` first as on TCP. A client that offers permessage-deflate gets it when
+/// `compression` is on (`PerMessageDeflateAgreement`), named in the answer.
 final class WebSocketRoute: HTTPRoute {
     static let path = "/ws"
     let methods: [HTTPMethod] = [.get]
@@ -29,12 +30,17 @@ final class WebSocketRoute: HTTPRoute {
             ("Upgrade", "websocket"), ("Connection", "Upgrade"),
             ("Sec-WebSocket-Accept", WebSocketHandshake.acceptValue(forKey: key)),
         ]
+        let compression =
+            server.config.compression
+            ? PerMessageDeflateAgreement.negotiate(exchange.head.fieldValues("sec-websocket-extensions")) : nil
+        if let compression { response.fields.append(("Sec-WebSocket-Extensions", compression.responseValue)) }
         response.fields += exchange.corsFields
         let transport = exchange.takeOver { connection in
             frontDoor.count(response)
             response.write(to: connection, closing: false)
             return WebSocketTransport(
-                connection: connection, frontDoor: frontDoor, maxMessageBytes: server.config.maxLineBytes)
+                connection: connection, frontDoor: frontDoor, maxMessageBytes: server.config.maxLineBytes,
+                compression: compression)
         }
         if let transport { server.openSession(over: transport, grant: exchange.grant) }
         return nil
