@@ -60,7 +60,10 @@ run: release
 	./.build/release/runneld --config config/runneld.toml
 
 # The whole suite with every runneld on one event loop, then the suites that start runneld
-# again with four loops (RUNNEL_TEST_LOOPS, which the harnesses pass as --loops). The whole
+# again with four loops (RUNNEL_TEST_LOOPS, which the harnesses pass as --loops), but for the
+# evaluation stall's timing bound, which is about the first loop's own work (CI runs it once
+# more against the release build) and which four loops' threads on a two-core machine, beside
+# the other suites, can push past its debug bound. The whole
 # output is kept in .build/test-output.log; on a failure its failing lines are printed again
 # at the end, since Swift Testing reports a failure where it happens, among hundreds of lines
 # of tests running in parallel.
@@ -68,7 +71,8 @@ test: test-deps
 	@mkdir -p .build
 	@set -o pipefail; { RUNNEL_TEST_LOOPS=1 $(SWIFT) test 2>&1 && \
 		echo "=== again, every runneld on four loops" && \
-		RUNNEL_TEST_LOOPS=4 $(SWIFT) test --filter RunneldTests 2>&1; } | tee .build/test-output.log || { \
+		RUNNEL_TEST_LOOPS=4 $(SWIFT) test --filter RunneldTests \
+			--skip tenThousandDistinctMapsOnOneValueDoNotStallTheLoop 2>&1; } | tee .build/test-output.log || { \
 		echo; echo "=== what failed (all of it in .build/test-output.log):"; \
 		grep -aE -A 15 '✘ Test .*(recorded an issue|failed)|error:|Fatal error|Assertion failed' .build/test-output.log | tail -n 150; \
 		exit 1; }
