@@ -37,7 +37,7 @@ public final class LoopGroup: @unchecked Sendable {
         var others: [EventLoop] = []
         var commands: [CrossLoopMailbox<RelayCommand>?] = [nil]
         var events: [CrossLoopMailbox<RelayEvent>?] = [nil]
-        for index in 1..<max(count, 1) {
+        for index in 1..<count {
             let loop = EventLoop()
             loop.scheduler.io.sharedStatistics = statistics[index]
             commands.append(
@@ -114,7 +114,7 @@ public final class LoopGroup: @unchecked Sendable {
     /// choice so that ties take turns.
     private func leastLoaded() -> Int {
         var best = nextCandidate % count
-        for step in 1..<max(count, 1) {
+        for step in 1..<count {
             let index = (nextCandidate + step) % count
             if statistics[index].connections < statistics[best].connections { best = index }
         }

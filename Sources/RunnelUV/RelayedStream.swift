@@ -34,9 +34,8 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     /// Bytes accepted by writes since the stream opened.
     @exclusivity(unchecked) private var accepted: UInt64 = 0
     /// The buffer this turn's output is copied into, where its bytes start, how many it holds and
-    /// how much of it is used. A write touches only the last three: reading the object (to bind
-    /// it, or ask its capacity, which is `malloc_usable_size`) cost a retain, a release and a
-    /// call per delivery.
+    /// how much of it is used. A write touches only the last three, so a delivery neither retains
+    /// the object nor asks it its capacity (`malloc_usable_size`).
     @exclusivity(unchecked) private var output: ByteBuffer.Storage?
     @exclusivity(unchecked) private var outputBase: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var outputCapacity = 0
