@@ -149,8 +149,12 @@ async function blockedWhile(job) {
 async function publishInWorker({ job, shared, context: given }) {
   try {
     const publisher = await connect(given.ws, { token: given.token });
+    // Watched over a connection of its own: a `stats` behind the publisher's queued values would
+    // come back only once all of them were read, long after what it waits for.
+    const watcher = await connect(given.ws, { token: given.token });
     for (let n = 0; n < job.count; n++) publisher.publish(job.subject, { n, pad: "x".repeat(job.pad) });
-    await poll(() => publisher.request("stats"), (stats) => stats[job.key] > job.above, job.key, 60_000);
+    await poll(() => watcher.request("stats"), (stats) => stats[job.key] > job.above, job.key, 60_000);
+    await watcher.close();
     await publisher.close();
     parentPort?.postMessage({});
   } catch (error) {
