@@ -532,12 +532,16 @@ async def check_a_closing_line_is_the_disconnect_reason_and_the_subscription_res
     # overflow "wait" with a buffer of 1: the client stops reading at once, and the server cuts it.
     subscriber = await connected(d, buffer=1, overflow="wait", on_disconnect=on_disconnect)
     publisher = await connected(d)
+    # Watched over a connection of its own: a `stats` behind the publisher's values would come
+    # back only once all of them were read.
+    watcher = await connected(d)
     count = 20_000  # 20 MB: past the kernel's buffers and the server's 256 KiB
     await publisher.request("create", subject="slow.r", kind="replay", capacity=count)
     subscription = await subscriber.subscribe("slow.r")
     for n in range(count):
         await publisher.publish("slow.r", {"n": n, "pad": "x" * 1000})
-    await poll(lambda: publisher.request("stats"), lambda s: s["slow_consumer_disconnects"] == 1, "the cut", 30)
+    await poll(lambda: watcher.request("stats"), lambda s: s["slow_consumer_disconnects"] == 1, "the cut", 30)
+    await watcher.close()
     assert not lost.is_set(), "the client read past a full buffer"
     # Reading again, the client meets the closing line, reconnects and resumes: nothing missed.
     seen = [event.value["n"] for event in await take(subscription, count)]
