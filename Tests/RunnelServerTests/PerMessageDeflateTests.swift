@@ -79,19 +79,26 @@ import Testing
     private func inflate(_ inflater: WebSocketInflater, _ bytes: [UInt8], limit: Int = 1 << 20) -> (
         WebSocketInflater.Outcome, [UInt8]
     ) {
-        let output = WebSocketPayloadBuffer()
+        let output = GrowableBuffer()
         let outcome = bytes.withUnsafeBytes { inflater.inflate($0, into: output, limit: limit) }
         return (outcome, Array(output.bytes))
     }
 
+    /// A message as RFC 7692's sender sends it: blocks ended by a sync flush, without its last
+    /// four bytes, `00 00 ff ff`.
+    private static func message(_ flushed: UnsafeRawBufferPointer) -> [UInt8] {
+        #expect(Array(flushed.suffix(4)) == [0x00, 0x00, 0xFF, 0xFF])
+        return Array(flushed.dropLast(4))
+    }
+
     @Test(arguments: [true, false])
     func messagesRoundTripWithAndWithoutContextTakeover(_ takeover: Bool) {
-        let deflater = WebSocketDeflater(windowBits: 15, takesOverContext: takeover)
+        let deflater = Deflater(windowBits: 15, takesOverContext: takeover)
         let inflater = WebSocketInflater(resetsEachMessage: !takeover)
         let line = Array(#"{"ev":"next","sid":"a","value":{"host":"web-1","load":0.97}}"#.utf8)
         var sizes: [Int] = []
         for _ in 0..<3 {
-            let compressed = line.withUnsafeBytes { Array(deflater.compress($0)) }
+            let compressed = line.withUnsafeBytes { Self.message(deflater.compressFlushed($0)) }
             sizes.append(compressed.count)
             let (outcome, plain) = inflate(inflater, compressed)
             #expect(outcome == .inflated && plain == line)
@@ -101,7 +108,7 @@ import Testing
     }
 
     @Test func aSharedValueIsCompressedOnceAndEachSubscribersMessageInflates() {
-        let shared = WebSocketSharedDeflate()
+        let shared = WebSocketSharedDeflate(values: SharedValueDeflate())
         let inflater = WebSocketInflater(resetsEachMessage: false)
         let value = Array(String(repeating: #"{"metric":"cpu","value":0.5},"#, count: 40).utf8)
         for sid in ["a", "bb", String(repeating: "c", count: 70_000)] {
@@ -110,7 +117,7 @@ import Testing
             let message = head.withUnsafeBytes { head in
                 value.withUnsafeBytes { value in
                     tail.withUnsafeBytes {
-                        Array(shared.compressNext(head: head, value: value, tail: $0, windowBits: 15))
+                        Self.message(shared.compressNext(head: head, value: value, tail: $0, windowBits: 15))
                     }
                 }
             }
@@ -120,9 +127,9 @@ import Testing
     }
 
     @Test func aDecompressionBombStopsOneBytePastTheLimit() {
-        let deflater = WebSocketDeflater(windowBits: 15, takesOverContext: false)
+        let deflater = Deflater(windowBits: 15, takesOverContext: false)
         let zeros = [UInt8](repeating: 0x20, count: 4 << 20)
-        let bomb = zeros.withUnsafeBytes { Array(deflater.compress($0)) }
+        let bomb = zeros.withUnsafeBytes { Self.message(deflater.compressFlushed($0)) }
         #expect(bomb.count < 8 * 1024)
         let (outcome, plain) = inflate(WebSocketInflater(resetsEachMessage: false), bomb, limit: 1000)
         #expect(outcome == .tooBig)

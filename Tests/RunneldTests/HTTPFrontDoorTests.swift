@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The HTTP front door against real runneld processes, driven by scripts with clients no one
-/// here wrote: `scripts/http-tests.py` with httpx, `scripts/websocket-tests.py` with Python's
+/// here wrote: `scripts/http-tests.py` with httpx, `scripts/gzip-tests.py` with the standard
+/// library's gzip and zlib, httpx and curl, `scripts/websocket-tests.py` with Python's
 /// `websockets` (and raw sockets for what no well-behaved client sends),
 /// `scripts/dashboard-tests.py` with headless Chromium driven by selenium, `scripts/tls-tests.py`
 /// with Python's `ssl`, `openssl s_client` and the runnel CLI, `scripts/backpressure-tests.py`
@@ -16,6 +17,11 @@ import Testing
 @Suite struct HTTPFrontDoorTests {
     @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/http-tests.py"))
     func theContractsHTTPChecksPass(_ check: PythonCheck) async {
+        await PythonScript.expectPasses(check)
+    }
+
+    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/gzip-tests.py"))
+    func gzipdAnswersAndStreamsPass(_ check: PythonCheck) async {
         await PythonScript.expectPasses(check)
     }
 

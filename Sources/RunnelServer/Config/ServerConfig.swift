@@ -39,7 +39,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var slowConsumer: SlowConsumerPolicy = .disconnect
     /// Whether `pub`/`sub` on an unknown subject creates it (`auto_create`, default true).
     public var autoCreate: Bool = true
-    /// Whether a WebSocket client that offers permessage-deflate gets it (`compression`,
+    /// Whether HTTP answers and event streams are gzip'd for a request that accepts it, and a
+    /// WebSocket client that offers permessage-deflate gets it (`compression`,
     /// default true; applies to WebSockets opened after a reload).
     public var compression: Bool = true
     /// A replay subject's capacity when `create` gives none (`default_replay_capacity`, 100).

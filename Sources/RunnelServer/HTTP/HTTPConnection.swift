@@ -187,6 +187,7 @@ final class HTTPConnection: ByteStreamDelegate, HTTPRequestParserDelegate {
         scheduler.assertOnLoopThread()
         guard connection.isOpen else { return }
         let closing = !keepsAlive || exchange == nil || !frontDoor.isOpen
+        let response = exchange.map { frontDoor.encode(response, answering: $0.head) } ?? response
         frontDoor.count(response)
         response.write(to: connection, closing: closing, withBody: exchange?.head.method != .head)
         if closing {

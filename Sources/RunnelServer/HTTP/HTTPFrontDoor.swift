@@ -23,13 +23,18 @@ final class HTTPFrontDoor: @unchecked Sendable {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The streams that took over a connection, for their heartbeats.
     private var streams: [ObjectIdentifier: any HTTPStream] = [:]
-    /// permessage-deflate for the WebSockets without server context takeover.
-    let sharedDeflate = WebSocketSharedDeflate()
+    /// Values compressed once for every compressed stream that keeps no context: gzip'd event
+    /// streams, and WebSockets without server context takeover (`webSocketDeflate`).
+    let sharedDeflate = SharedValueDeflate()
+    let webSocketDeflate: WebSocketSharedDeflate
+    /// Whole answers gzip'd (`GzipBody`).
+    let gzip = GzipBody()
     /// False once the server is stopping: answers then close their connections.
     private(set) var isOpen = true
 
     init(server: Server) {
         self.server = server
+        webSocketDeflate = WebSocketSharedDeflate(values: sharedDeflate)
         router = HTTPRouter(
             exact: [
                 IndexRoute.path: IndexRoute(), ClientModuleRoute.path: ClientModuleRoute(),
@@ -41,6 +46,16 @@ final class HTTPFrontDoor: @unchecked Sendable {
     }
 
     var connectionCount: Int { connections.count }
+
+    /// The compressed streams open now, and zlib's memory.
+    var compressionFigures: CompressionFigures {
+        var webSockets = 0
+        var eventStreams = 0
+        for stream in streams.values where stream.isCompressed {
+            if stream.transportName == "websocket" { webSockets += 1 } else { eventStreams += 1 }
+        }
+        return CompressionFigures(webSockets: webSockets, eventStreams: eventStreams, memoryBytes: ZlibMemory.bytes)
+    }
 
     /// Takes a new connection, or answers it `503` with `limit` and closes it when the server
     /// is at `max_connections` or the client's address at `max_connections_per_address`. An
@@ -77,6 +92,14 @@ final class HTTPFrontDoor: @unchecked Sendable {
     func count(_ response: HTTPResponse) {
         server.stats.countHTTPResponse(status: response.status.code)
         if let code = response.errorCode { server.stats.countRequestError(code) }
+    }
+
+    /// `response` as answered to `request`: with `compression` on, gzip'd when the request's
+    /// `Accept-Encoding` allows it (`HTTPResponse.encoded(gzip:)`).
+    func encode(_ response: HTTPResponse, answering request: HTTPRequestHead) -> HTTPResponse {
+        guard server.config.compression else { return response }
+        let accepted = AcceptedEncodings(fields: request.fieldValues("accept-encoding"))
+        return response.encoded(gzip: accepted.allowsGzip ? gzip : nil)
     }
 
     func connectionDidClose(_ connection: HTTPConnection) {

@@ -6,7 +6,7 @@ import RunnelUV
 struct HTTPResponse {
     let status: HTTPStatus
     let contentType: StaticString?
-    let body: [UInt8]
+    private(set) var body: [UInt8]
     /// Fields beyond the ones every answer has (`Allow`, `WWW-Authenticate`, CORS).
     var fields: [(name: StaticString, value: String)] = []
     /// The protocol error the body reports, for an error answer (counted in `/metrics`).
@@ -14,6 +14,10 @@ struct HTTPResponse {
     /// Whether the body is not `body` but a stream written after the head until the
     /// connection closes (Server-Sent Events): the head then has no `Content-Length`.
     private(set) var isStream = false
+    /// Whether the body (or the stream) is gzip'd (`encoded(gzip:)`).
+    private(set) var isGzipped = false
+    /// The body gzip'd ahead of time, for an answer given many times (`precompressed()`).
+    private var gzippedBody: [UInt8]?
 
     init(status: HTTPStatus, contentType: StaticString?, body: [UInt8]) {
         self.status = status
@@ -46,6 +50,29 @@ struct HTTPResponse {
     /// `source` as `text/javascript` (the JavaScript client module).
     static func javascript(_ source: String) -> HTTPResponse {
         HTTPResponse(status: .ok, contentType: "text/javascript; charset=utf-8", body: Array(source.utf8))
+    }
+
+    /// This answer with its gzip'd body made now, for a route that gives it again and again
+    /// (the dashboard page, the client module), so no request compresses it.
+    func precompressed() -> HTTPResponse {
+        var response = self
+        response.gzippedBody = GzipBody().compress(body)
+        return response
+    }
+
+    /// This answer as sent with compression on: `Vary: Accept-Encoding` on one with a body or a
+    /// stream, and with `gzip` (given when the request accepts it) its body gzip'd, or its
+    /// stream to be, with `Content-Encoding: gzip`.
+    func encoded(gzip: GzipBody?) -> HTTPResponse {
+        guard !body.isEmpty || isStream else { return self }
+        var encoded = self
+        encoded.fields.append(("Vary", "Accept-Encoding"))
+        guard let gzip else { return encoded }
+        if !isStream { encoded.body = gzippedBody ?? gzip.compress(body) }
+        encoded.gzippedBody = nil
+        encoded.isGzipped = true
+        encoded.fields.append(("Content-Encoding", "gzip"))
+        return encoded
     }
 
     /// An error: a failed reply's line, `{"ok":false,"code":C,"message":M}` (with the members

@@ -7,6 +7,10 @@ import RunnelUV
 ///
 /// Thread rules: loop thread only.
 protocol HTTPStream: ByteStreamDelegate {
+    /// `"sse"` or `"websocket"`.
+    var transportName: String { get }
+    /// Whether its output is compressed (gzip, permessage-deflate).
+    var isCompressed: Bool { get }
     /// One sweep of the server's, once a second (`ServerSweep.interval`).
     func tick()
 }

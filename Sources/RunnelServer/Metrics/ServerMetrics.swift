@@ -24,6 +24,15 @@ extension Server {
         metrics.metric(
             "runnel_retained_bytes", .gauge, help: "Bytes of values kept by replay and behavior subjects.",
             Double(subjects.retained.bytes))
+        let compression = compressionFigures
+        metrics.metric(
+            "runnel_compressed_streams", .gauge,
+            help: "WebSockets with permessage-deflate and gzip'd event streams open now.", label: "transport",
+            [("websocket", Double(compression.webSockets)), ("sse", Double(compression.eventStreams))])
+        metrics.metric(
+            "runnel_compression_memory_bytes", .gauge,
+            help: "Bytes zlib holds for compression and decompression, all connections together.",
+            Double(compression.memoryBytes))
         metrics.metric(
             "runnel_tls_failures_total", .counter,
             help: "TLS connections that failed or did not finish their handshake.", Double(stats.tlsFailures))

@@ -19,7 +19,7 @@ extension Server {
             evaluationsRefusedByPublishBound: stats.evaluationsRefusedByPublishBound, loopTurns: turns.turns,
             turnP50Microseconds: turns.quantileMicroseconds(0.5), turnP99Microseconds: turns.quantileMicroseconds(0.99),
             turnMaxMicroseconds: turns.longestNanoseconds / 1000, loops: loopGroup?.count ?? 1,
-            journal: subjects.journalStatistics)
+            compression: compressionFigures, journal: subjects.journalStatistics)
     }
 }
 
@@ -47,5 +47,13 @@ extension JSONWriter {
             append(entry.isTerminated ? ",\"terminated\":true}" : ",\"terminated\":false}")
         }
         append("]")
+    }
+}
+
+extension Server {
+    /// The compressed streams open now and zlib's memory (none of either without a front door).
+    var compressionFigures: CompressionFigures {
+        httpFrontDoor?.compressionFigures
+            ?? CompressionFigures(webSockets: 0, eventStreams: 0, memoryBytes: ZlibMemory.bytes)
     }
 }

@@ -31,6 +31,8 @@ struct ServerStatsReport {
     let turnMaxMicroseconds: UInt64
     /// How many event loops serve connections.
     let loops: Int
+    /// Compressed streams and zlib's memory.
+    let compression: CompressionFigures
     /// The durable journal's figures; nil without one (no `durable` member).
     let journal: JournalStatistics?
 
@@ -67,6 +69,12 @@ struct ServerStatsReport {
                 "turn_max_us": turnMaxMicroseconds,
             ])
         line.member("loops", integer: loops)
+        line.member(
+            "compression",
+            counts: [
+                "websockets": UInt64(compression.webSockets), "event_streams": UInt64(compression.eventStreams),
+                "memory_bytes": UInt64(compression.memoryBytes),
+            ])
         if let journal {
             line.member("durable") { json in
                 json.append("{\"queue\":")

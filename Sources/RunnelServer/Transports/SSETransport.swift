@@ -16,6 +16,11 @@ import RunnelUV
 ///
 /// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
 ///
+/// Compression: when the request accepts gzip (and `compression` is on), the stream is one gzip
+/// member written as it goes (`GzipEventStream`): each event flushed whole, a `next` event's
+/// value compressed once for every stream it goes to (the front door's `SharedValueDeflate`),
+/// the final block and trailer written when the stream ends.
+///
 /// Thread rules: loop thread only. Lifetime rule: before the take-over, the route's call
 /// holds it; after, its connection (a `ByteStream`) holds it as delegate until it has closed, and it holds
 /// its session until it has told it `transportDidClose()`.
@@ -40,6 +45,8 @@ final class SSETransport: SessionTransport, HTTPStream {
     let peerDescription: String
     let transportName = "sse"
     private var heartbeat = StreamHeartbeat()
+    /// The gzip stream the response is, when the client accepts gzip.
+    private var gzip: GzipEventStream?
 
     init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int) {
         state = .subscribing(exchange)
@@ -75,7 +82,24 @@ final class SSETransport: SessionTransport, HTTPStream {
     /// One sweep of the front door: a heartbeat when the stream has been idle long enough.
     func tick() {
         guard case .streaming = state, let connection, heartbeat.tick() else { return }
-        connection.writeLine(copying: (":" as StaticString).rawBytes)
+        send((":\n" as StaticString).rawBytes, on: connection)
+    }
+
+    /// Whether the stream is gzip'd.
+    var isCompressed: Bool { gzip != nil }
+
+    /// Queues `bytes`, as stored blocks in a gzip'd stream.
+    private func send(_ bytes: UnsafeRawBufferPointer, on connection: any ByteStream) {
+        guard gzip != nil else { return _ = connection.write(copying: bytes) }
+        gzip?.write(bytes, on: connection)
+    }
+
+    /// Ends the stream (after its last event): a gzip'd one with its final block and trailer,
+    /// then the connection closes once its output is written.
+    private func end(_ connection: any ByteStream, timeout: Duration) {
+        state = .ended
+        gzip?.finish(on: connection)
+        connection.closeAfterFlush(timeout: timeout)
     }
 
     // MARK: SessionTransport
@@ -96,11 +120,8 @@ final class SSETransport: SessionTransport, HTTPStream {
     func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
         guard case .streaming = state, let connection else { return }
         heartbeat.noteOutput()
-        SSEFraming.event(event).withUnsafeBytes { _ = connection.write(copying: $0) }
-        if event.isTerminal {
-            state = .ended
-            connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
-        }
+        SSEFraming.event(event).withUnsafeBytes { send($0, on: connection) }
+        if event.isTerminal { end(connection, timeout: HTTPConnection.closeTimeout) }
     }
 
     /// The `sub`'s reply answers the request: its error as the HTTP answer, with the status
@@ -131,9 +152,8 @@ final class SSETransport: SessionTransport, HTTPStream {
         }
         guard case .streaming = state, let connection else { return }
         heartbeat.noteOutput()
-        SSEFraming.closing(reason).withUnsafeBytes { _ = connection.write(copying: $0) }
-        state = .ended
-        connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+        SSEFraming.closing(reason).withUnsafeBytes { send($0, on: connection) }
+        end(connection, timeout: HTTPConnection.closeTimeout)
     }
 
     /// Takes the connection over and writes the stream's head.
@@ -141,6 +161,7 @@ final class SSETransport: SessionTransport, HTTPStream {
         var head = HTTPResponse.stream(contentType: "text/event-stream")
         head.fields.append(("Cache-Control", "no-cache"))
         head.fields += exchange.corsFields
+        head = frontDoor.encode(head, answering: exchange.head)
         let taken = exchange.takeOver { connection in
             self.connection = connection
             return self
@@ -152,6 +173,10 @@ final class SSETransport: SessionTransport, HTTPStream {
         state = .streaming
         frontDoor.count(head)
         head.write(to: connection, closing: true)
+        if head.isGzipped {
+            gzip = GzipEventStream()
+            gzip?.start(on: connection)
+        }
     }
 
     func writeNext(
@@ -191,6 +216,16 @@ final class SSETransport: SessionTransport, HTTPStream {
         guard let connection else { return true }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         heartbeat.noteOutput()
+        if gzip != nil {
+            SSEFraming.withFields(before: position) { fields in
+                if SSEFraming.hasLineBreak(value) {
+                    SSEFraming.withoutLineBreaks(value).withUnsafeBytes { writeCompressed(fields, $0, connection) }
+                } else {
+                    writeCompressed(fields, value, connection)
+                }
+            }
+            return true
+        }
         let newline = ("\n" as StaticString).rawBytes
         SSEFraming.withFields(before: position) { fields in
             if SSEFraming.hasLineBreak(value) {
@@ -208,7 +243,7 @@ final class SSETransport: SessionTransport, HTTPStream {
     private func writeEvent(
         sharedValue value: ByteBuffer, position: EventPosition?, unlessUnsentOver limit: Int
     ) -> Bool {
-        guard let connection, !SSEFraming.hasLineBreak(value.bytes) else {
+        guard let connection, gzip == nil, !SSEFraming.hasLineBreak(value.bytes) else {
             return writeEvent(value: value.bytes, position: position, unlessUnsentOver: limit)
         }
         guard !connection.hasUnsentBytes(over: limit) else { return false }
@@ -217,6 +252,14 @@ final class SSETransport: SessionTransport, HTTPStream {
         connection.write(value)
         connection.write(copying: ("\n\n" as StaticString).rawBytes)
         return true
+    }
+
+    /// A `next` event in the gzip stream, its value compressed once for every stream.
+    private func writeCompressed(
+        _ fields: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ connection: any ByteStream
+    ) {
+        let blocks = frontDoor.sharedDeflate.blocks(of: value, windowBits: 15)
+        gzip?.writeNext(fields: fields, value: blocks, tail: ("\n\n" as StaticString).rawBytes, on: connection)
     }
 
     func hasUnsentBytes(over limit: Int) -> Bool { connection?.hasUnsentBytes(over: limit) ?? false }
@@ -231,12 +274,14 @@ final class SSETransport: SessionTransport, HTTPStream {
     }
 
     func closeAfterFlush(timeout: Duration) {
+        let wasStreaming = if case .streaming = state { true } else { false }
         state = .ended
         guard let connection else {
             // Not taken over: nothing of the session's is on the connection; the session ends.
             return endSession()
         }
-        connection.closeAfterFlush(timeout: timeout)
+        guard wasStreaming else { return connection.closeAfterFlush(timeout: timeout) }
+        end(connection, timeout: timeout)
     }
 
     // MARK: ByteStreamDelegate (after the take-over)

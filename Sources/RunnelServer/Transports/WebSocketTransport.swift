@@ -40,7 +40,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     private let compression: PerMessageDeflateAgreement?
     /// This connection's deflater, with context takeover; nil without compression or with
     /// `server_no_context_takeover` (then the front door's shared one serves).
-    private let deflater: WebSocketDeflater?
+    private let deflater: Deflater?
     let peerDescription: String
     let transportName = "websocket"
 
@@ -52,7 +52,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         self.frontDoor = frontDoor
         self.compression = compression
         if let compression, !compression.serverNoContextTakeover {
-            deflater = WebSocketDeflater.perConnection(maxWindowBits: compression.serverMaxWindowBits)
+            deflater = Deflater.perConnection(maxWindowBits: compression.serverMaxWindowBits)
         } else {
             deflater = nil
         }
@@ -64,6 +64,9 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     }
 
     var maxRequestBytes: Int { reader.maxMessageBytes }
+
+    /// Whether permessage-deflate was agreed.
+    var isCompressed: Bool { compression != nil }
 
     /// One sweep of the front door: a ping when the WebSocket has been idle long enough.
     func tick() {
@@ -77,8 +80,8 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         if opcode == .text, compressing, let compression {
             let compressed =
-                deflater?.compress(payload)
-                ?? frontDoor.sharedDeflate.deflater(windowBits: compression.serverMaxWindowBits).compress(payload)
+                deflater?.compressFlushed(payload)
+                ?? frontDoor.webSocketDeflate.compress(payload, windowBits: compression.serverMaxWindowBits)
             return writeCompressed(compressed)
         }
         WebSocketFrameHead.withHead(opcode, length: payload.count) {
@@ -86,9 +89,11 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         }
     }
 
-    /// Queues one compressed text message.
-    private func writeCompressed(_ payload: UnsafeRawBufferPointer) {
+    /// Queues one compressed text message: `flushed`, blocks ended by a sync flush, without
+    /// the flush's last four bytes, `00 00 ff ff`, which the receiver adds back (RFC 7692, 7.2.1).
+    private func writeCompressed(_ flushed: UnsafeRawBufferPointer) {
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        let payload = UnsafeRawBufferPointer(rebasing: flushed.dropLast(4))
         WebSocketFrameHead.withHead(.text, length: payload.count, compressed: true) {
             _ = connection.write(copying: $0, payload, none, none)
         }
@@ -102,10 +107,10 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         guard !connection.hasUnsentBytes(over: limit) else { return false }
         heartbeat.noteOutput()
         if let deflater {
-            writeCompressed(deflater.compress(head, value, tail))
+            writeCompressed(deflater.compressFlushed(head, value, tail))
         } else {
             writeCompressed(
-                frontDoor.sharedDeflate.compressNext(
+                frontDoor.webSocketDeflate.compressNext(
                     head: head, value: value, tail: tail, windowBits: compression.serverMaxWindowBits))
         }
         return true

@@ -60,17 +60,17 @@ public final class WebSocketFrameReader {
     /// Whether a text message is in progress (a fragment without FIN has been read).
     private var isInMessage = false
     /// The message in progress, unmasked.
-    private let message = WebSocketPayloadBuffer()
+    private let message = GrowableBuffer()
     private var utf8 = UTF8Validator()
     /// The control frame in progress, unmasked (at most 125 bytes).
-    private let control = WebSocketPayloadBuffer()
+    private let control = GrowableBuffer()
 
     /// Whether the message in progress is compressed (RSV1 on its first frame).
     private var isCompressed = false
     /// Inflates compressed messages; nil without permessage-deflate.
     private let inflater: WebSocketInflater?
     /// A compressed message, inflated.
-    private let inflated = WebSocketPayloadBuffer()
+    private let inflated = GrowableBuffer()
 
     public convenience init(maxMessageBytes: Int) { self.init(maxMessageBytes: maxMessageBytes, inflater: nil) }
 

@@ -37,7 +37,7 @@ final class WebSocketInflater {
 
     /// Inflates the compressed message `input` and appends it to `output`, which may hold at
     /// most `limit` bytes in all.
-    func inflate(_ input: UnsafeRawBufferPointer, into output: WebSocketPayloadBuffer, limit: Int) -> Outcome {
+    func inflate(_ input: UnsafeRawBufferPointer, into output: GrowableBuffer, limit: Int) -> Outcome {
         guard let stream = openStream() else { return .corrupt }
         var outcome = feed(input, stream, output, limit)
         if outcome == .inflated {
@@ -51,6 +51,7 @@ final class WebSocketInflater {
         if let stream { return stream }
         let made = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         made.initialize(to: z_stream())
+        ZlibMemory.track(made)
         guard runnel_inflate_init(made, 15) == Z_OK else {
             made.deallocate()
             return nil
@@ -61,7 +62,7 @@ final class WebSocketInflater {
 
     /// Gives zlib all of `input`, appending what it writes to `output`.
     private func feed(
-        _ input: UnsafeRawBufferPointer, _ stream: UnsafeMutablePointer<z_stream>, _ output: WebSocketPayloadBuffer,
+        _ input: UnsafeRawBufferPointer, _ stream: UnsafeMutablePointer<z_stream>, _ output: GrowableBuffer,
         _ limit: Int
     ) -> Outcome {
         guard let base = input.baseAddress else { return .inflated }

@@ -5,7 +5,7 @@
 final class ClientModuleRoute: HTTPRoute {
     static let path = "/runnel.js"
     let methods: [HTTPMethod] = [.get, .head]
-    private let module = HTTPResponse.javascript(ClientModule.source)
+    private let module = HTTPResponse.javascript(ClientModule.source).precompressed()
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         exchange.answer(module)

@@ -4,7 +4,7 @@
 final class IndexRoute: HTTPRoute {
     static let path = "/"
     let methods: [HTTPMethod] = [.get, .head]
-    private let page = HTTPResponse.html(DashboardPage.html)
+    private let page = HTTPResponse.html(DashboardPage.html).precompressed()
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
         exchange.answer(page)

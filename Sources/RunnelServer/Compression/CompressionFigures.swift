@@ -1,0 +1,11 @@
+/// What compression costs now, for `stats.compression` and `/metrics`: the WebSockets with
+/// permessage-deflate and the gzip'd event streams open now, and the bytes zlib holds for the
+/// whole process (`ZlibMemory`: every compressed WebSocket's deflater and inflater, the shared
+/// deflaters).
+///
+/// Thread rules: a value. Lifetime rule: holds nothing.
+struct CompressionFigures {
+    let webSockets: Int
+    let eventStreams: Int
+    let memoryBytes: Int
+}
