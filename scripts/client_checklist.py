@@ -48,8 +48,10 @@ fsync = "always"
 
 # `expiry`: JWTs signed with this secret (HS256), which expire.
 JWT_SECRET = "client-checklist-secret-at-least-32-bytes"
+# No leeway: a token expires when its `exp` says, so the checks wait seconds, not tens.
 EXPIRY_CONFIG = f'''
 jwt_secrets = ["{JWT_SECRET}"]
+jwt_leeway = 0
 '''
 
 # The slow-consumer checks fill max_pending_bytes with repetitive values: compressed over a

@@ -25,6 +25,8 @@ import threading
 import time
 from urllib.parse import quote
 
+import httpx
+
 from runneld_process import Daemon, LineClient, Suite, assert_clean_stop, chromium, main, severe_console_entries
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -310,6 +312,90 @@ def check_asks_for_a_token_and_keeps_it_for_the_session(run):
         daemon.stop()
 
 
+JWT_SECRET = "dashboard-check-secret-of-at-least-32-bytes"
+JWT_CONFIG = f"""
+jwt_secrets = ["{JWT_SECRET}"]
+jwt_leeway = 0
+"""
+
+
+def jwt_for(seconds, rights):
+    """An HS256 JWT (PyJWT) with `rights` (the `runnel` claim) that expires `seconds` from now."""
+    import jwt
+
+    now = int(time.time())
+    return jwt.encode({"sub": "dashboard-check", "iat": now, "exp": now + seconds, "runnel": rights}, JWT_SECRET,
+                      algorithm="HS256")
+
+
+@contextlib.contextmanager
+def token_server(origin):
+    """The web app's token endpoint, on a port of its own: each GET mints a 3-second JWT that
+    may read `app.>`, for the page at `origin` (CORS with credentials). Yields (its URL, the
+    tokens it handed out)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    minted = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802: http.server's name
+            minted.append(jwt_for(3, {"subscribe": ["app.>"]}))
+            body = minted[-1].encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Access-Control-Allow-Credentials", "true")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *arguments):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/token", minted
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def check_gets_short_lived_tokens_from_the_app_and_refreshes_them(run):
+    # A page inside a web app (`?token_url=`): its tokens are 3-second JWTs the app's endpoint
+    # mints; the client fetches a new one before each expires, so the panel stays live across
+    # several expiries, with no gap and no token asked for.
+    daemon = Daemon(run.binary, JWT_CONFIG)
+    driver = chromium()
+    try:
+        with token_server(daemon.url) as (token_url, minted):
+            panels = "#" + quote(json.dumps({"panels": [{"subject": "app.a", "view": "log"}]}))
+            open_page(driver, daemon.url + "/?token_url=" + quote(token_url, safe="") + panels)
+            wait_until(lambda: conn_state(driver) == "connected", "connected with the app's token")
+            panel = panel_for(driver, "app.a")
+            wait_live(panel)
+            tcp = LineClient(daemon.port)
+            assert tcp.request({"op": "auth", "token": jwt_for(60, {"publish": ["app.>"]})})["ok"]
+            for n in range(8):
+                publish(tcp, "app.a", [n])
+                time.sleep(1)
+            tcp.close()
+            wait_until(lambda: logged(driver, panel) == list(range(8)), "every value across the expiries")
+            assert len(minted) >= 3, len(minted)
+            assert conn_state(driver) == "connected" and not gap_lines(panel)
+            # One WebSocket all along: refreshed, not reconnected after each expiry.
+            manage = {"Authorization": "Bearer " + jwt_for(60, {"manage": True})}
+            metrics = httpx.get(daemon.url + "/metrics", headers=manage).text
+            assert 'runnel_http_responses_total{status="101"} 1\n' in metrics, metrics
+            assert not driver.find_element(By.ID, "token-input").is_displayed()
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+    finally:
+        driver.quit()
+        daemon.stop()
+
+
 def set_viewport(driver, width, height, mobile):
     """The page's viewport exactly (the window's size includes what headless Chromium keeps for
     its own frame)."""
@@ -400,6 +486,7 @@ CHECKS = [
     check_removing_a_panel_unsubscribes, check_the_url_restores_the_panels_in_a_fresh_browser,
     check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gaps,
     check_asks_for_a_token_and_keeps_it_for_the_session,
+    check_gets_short_lived_tokens_from_the_app_and_refreshes_them,
 ]
 
 

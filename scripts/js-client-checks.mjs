@@ -475,6 +475,35 @@ async function check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_
   await client.close();
 }
 
+async function check_a_token_function_refreshes_its_jwt_and_authenticate_replaces_a_token() {
+  // A function hands out 3-second JWTs (the server allows no leeway here): the client sends a new
+  // one as `auth` before each expires, so the connection and its subscription outlive several.
+  const minted = [];
+  const reasons = [];
+  const client = await connect(context.ws, {
+    token: async () => { minted.push(expiringToken(3)); return minted.at(-1); },
+    onDisconnect: (reason) => reasons.push(reason),
+  });
+  const subscription = await client.subscribe("expiry.refresh");
+  for (let n = 0; n < 8; n++) {
+    assert.equal(await client.publish("expiry.refresh", n, { reply: true }), 1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  assert.deepEqual((await take(subscription, 8)).map((event) => event.value), [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(reasons, []);
+  assert.ok(minted.length >= 3, `${minted.length} tokens`);
+  await client.close();
+  // A token given by hand: a refused one leaves the connection as it was; a good one before the
+  // old one expires keeps the connection past that expiry.
+  const replaced = await connect(context.ws, { token: expiringToken(2), onDisconnect: (reason) => reasons.push(reason) });
+  await expectError(replaced.authenticate("not-a-token"), "unauthorized");
+  await replaced.authenticate(expiringToken(60));
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  assert.equal(await replaced.publish("expiry.b", 1, { reply: true }), 0);
+  assert.deepEqual(reasons, []);
+  await replaced.close();
+}
+
 // ---- restart: runneld killed with SIGKILL and started again on its ports and data -----------
 
 async function check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated() {
@@ -642,7 +671,10 @@ const SUITES = {
     check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
     check_the_servers_dropped_events_are_gaps_with_their_count,
   ],
-  expiry: [check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection],
+  expiry: [
+    check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection,
+    check_a_token_function_refreshes_its_jwt_and_authenticate_replaces_a_token,
+  ],
 };
 // Checks run with the test certificate trusted (NODE_EXTRA_CA_CERTS).
 const TRUSTING = new Set([check_every_transport_publishes_and_subscribes]);

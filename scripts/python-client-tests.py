@@ -653,6 +653,40 @@ async def check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_c
     await client.close()
 
 
+@runs_async
+async def check_a_token_function_refreshes_its_jwt_and_authenticate_replaces_a_token(d):
+    # A function hands out 3-second JWTs (the server allows no leeway here): the client sends a
+    # new one as `auth` before each expires, so the connection and its subscription outlive
+    # several tokens, over TCP with a plain function and over WebSocket with an async one.
+    for address, is_async in ((url(d), False), (d.ws_url, True)):
+        minted, reasons = [], []
+
+        def mint():
+            minted.append(expiring_token(3))
+            return minted[-1]
+
+        async def mint_async():
+            return mint()
+
+        client = await runnel.connect(address, token=mint_async if is_async else mint, on_disconnect=reasons.append)
+        subscription = await client.subscribe("expiry.refresh")
+        for n in range(8):
+            assert await client.publish("expiry.refresh", n, reply=True) == 1
+            await asyncio.sleep(1)
+        assert [event.value for event in await take(subscription, 8)] == list(range(8))
+        assert reasons == [] and len(minted) >= 3, (reasons, len(minted))
+        await client.close()
+    # A token given by hand: a refused one leaves the connection as it was; a good one before
+    # the old one expires keeps the connection past that expiry.
+    reasons = []
+    client = await runnel.connect(url(d), token=expiring_token(2), on_disconnect=reasons.append)
+    await expect_error(client.authenticate("not-a-token"), "unauthorized")
+    await client.authenticate(expiring_token(60))
+    await asyncio.sleep(3)
+    assert await client.publish("expiry.b", 1, reply=True) == 0 and reasons == [], reasons
+    await client.close()
+
+
 @contextlib.contextmanager
 def binary_given(binary):
     yield binary
@@ -665,8 +699,8 @@ SUITES = [
           start=restarts_started, stops_a_daemon=False),
     Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
                    check_the_servers_dropped_events_are_gaps_with_their_count], SLOW_CONFIG),
-    Suite("expiry", [check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection],
-          EXPIRY_CONFIG),
+    Suite("expiry", [check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection,
+                     check_a_token_function_refreshes_its_jwt_and_authenticate_replaces_a_token], EXPIRY_CONFIG),
     Suite("package", [check_the_package_installs_with_pip], start=binary_given, stops_a_daemon=False),
 ]
 

@@ -37,8 +37,12 @@ export interface Logger {
 
 /** `connect`'s options. */
 export interface ConnectOptions {
-  /** Sent as `auth` on every connection. */
-  token?: string;
+  /**
+   * Sent as `auth` on every connection. A function is called for every connection, and a JWT it
+   * returns is refreshed (the function called again, its token sent as `auth`) when 80% of the
+   * time it had left has passed; `unauthorized` then does not stop the reconnects.
+   */
+  token?: string | (() => string | Promise<string>);
   /** The WebSocket class to use (default: the global one; Node 20 has it with --experimental-websocket). */
   WebSocket?: new (url: string) => WebSocket;
   /** Reconnect when the connection is lost (never after `unauthorized`). Default true. */
@@ -129,6 +133,8 @@ export class Client {
   publish(subject: string, value?: unknown, options?: { reply?: boolean }): Promise<number | undefined>;
   /** `create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`: the reply. */
   request(op: string, fields?: Record<string, unknown>): Promise<Line>;
+  /** Sends `token` as `auth` on the live connection; the next connections send it too (unless `token` is a function). */
+  authenticate(token: string): Promise<void>;
   subscribe(
     subject: string,
     options?: SubscribeOptions,

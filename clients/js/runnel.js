@@ -34,7 +34,7 @@
 /**
  * `connect`'s options (docs/clients.md lists their defaults).
  * @typedef {object} ConnectOptions
- * @property {string} [token] sent as `auth` on every connection
+ * @property {string | (() => string | Promise<string>)} [token] sent as `auth` on every connection; a function is called for every connection, and a JWT it returns is refreshed (the function called again, its token sent as `auth`) when 80% of the time it had left has passed
  * @property {WebSocketClass} [WebSocket] the WebSocket class to use (default: the global one)
  * @property {boolean} [reconnect] reconnect when the connection is lost (never after `unauthorized`)
  * @property {[number, number]} [backoff] seconds before reconnect attempts: the first, doubling up to the second, each drawn from its upper half
@@ -413,13 +413,32 @@ export class Subscription {
   }
 }
 
+/**
+ * A JWT's `exp` (seconds since 1970), or null when `token` is not a JWT with a numeric one.
+ * @param {string} token
+ * @returns {number | null}
+ */
+function jwtExpiry(token) {
+  const parts = token.split(".");
+  if (parts.length !== 3) return null;
+  try {
+    const payload = JSON.parse(atob(parts[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return typeof payload?.exp === "number" ? payload.exp : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What only `connect` passes to `Client`'s constructor. */
 const CONNECTING = Symbol("connect");
 
 /** A connection to runneld (see `connect`). */
 export class Client {
   #url;
+  /** @type {string | (() => string | Promise<string>) | undefined} */
   #token;
+  /** @type {ReturnType<typeof setTimeout> | null} the next refresh of a function's JWT */
+  #refreshTimer = null;
   /** @type {WebSocketClass} */
   #WebSocket;
   #reconnect;
@@ -539,6 +558,18 @@ export class Client {
   }
 
   /**
+   * Sends `token` as `auth` on the live connection; rejects with the RunnelError when refused
+   * (the connection keeps its rights). The next connections send it too, unless the `token`
+   * option is a function. The new token's rights apply to the subscriptions already made.
+   * @param {string} token
+   * @returns {Promise<void>}
+   */
+  async authenticate(token) {
+    await this.#call({ op: "auth", token });
+    if (typeof this.#token !== "function") this.#token = token;
+  }
+
+  /**
    * Sends one request (`create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`) with
    * `fields`, and resolves with its reply; rejects with the RunnelError when the server refused
    * it. `sub`, `unsub` and `auth` are `subscribe`, `unsubscribe` and the `token` option.
@@ -548,7 +579,7 @@ export class Client {
    */
   async request(op, fields = {}) {
     if (op === "sub" || op === "unsub" || op === "auth") {
-      throw new TypeError(`runnel: ${op}: use subscribe(), Subscription.unsubscribe() or connect's token`);
+      throw new TypeError(`runnel: ${op}: use subscribe(), Subscription.unsubscribe() or authenticate()`);
     }
     return this.#call({ ...fields, op });
   }
@@ -595,6 +626,7 @@ export class Client {
   async close() {
     if (this.#final !== null) return;
     this.#final = new RunnelError("closed", "the client was closed");
+    this.#refreshLater(undefined);
     this.#wakeUp();
     this.#setReady();
     for (const subscription of [...this.#subscriptions.values()]) subscription.end(null);
@@ -636,6 +668,8 @@ export class Client {
       timedOut = true;
       this.#opening?.close();
     }, this.#timeout * 1000);
+    /** @type {string | undefined} */
+    let token;
     try {
       const ws = await this.#socket(() => timedOut);
       this.#opening = ws;
@@ -650,7 +684,8 @@ export class Client {
         connection.ws.close();
       };
       try {
-        await this.#call(this.#token !== undefined ? { op: "auth", token: this.#token } : { op: "ping" }, { ready: false });
+        token = await this.#currentToken();
+        await this.#call(token !== undefined ? { op: "auth", token } : { op: "ping" }, { ready: false });
         await Promise.all([...this.#subscriptions.values()].map((subscription) =>
           this.#call(subscription.request(), {
             hook: (reply, sent) => subscription.answered(reply, sent), ready: false, check: false,
@@ -663,10 +698,40 @@ export class Client {
       }
       connection.setUp = true;
       this.#setReady();
+      this.#refreshLater(token);
     } finally {
       this.#opening = null;
       clearTimeout(deadline);
     }
+  }
+
+  /** The token for a new connection: the option's, or what its function returns now. */
+  async #currentToken() {
+    return typeof this.#token === "function" ? String(await this.#token()) : this.#token;
+  }
+
+  /**
+   * When `token` came from a function and is a JWT with `exp`: gets a new one and sends it as
+   * `auth` before it expires (a failure is logged; the expiry then closes the connection, and the
+   * reconnect asks the function again). `undefined` only stops the one planned.
+   * @param {string | undefined} token
+   */
+  #refreshLater(token) {
+    if (this.#refreshTimer !== null) clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = null;
+    const expiry = typeof this.#token === "function" && token !== undefined ? jwtExpiry(token) : null;
+    if (expiry === null || this.#final !== null) return;
+    const delay = Math.max(0, (expiry * 1000 - Date.now()) * 0.8);
+    this.#refreshTimer = setTimeout(async () => {
+      this.#refreshTimer = null;
+      try {
+        const fresh = await this.#currentToken();
+        await this.#call({ op: "auth", token: fresh });
+        this.#refreshLater(fresh);
+      } catch (error) {
+        this.#logger.warn("runnel: the token's refresh failed:", String(error));
+      }
+    }, delay);
   }
 
   #timedOut() {
@@ -749,7 +814,8 @@ export class Client {
     this.#ready = this.#notReady();
     this.#lastDisconnect = reason;
     callBack(this.#logger, this.#onDisconnect, reason);
-    if (!this.#reconnect || reason.code === "unauthorized") {
+    // A token refused now is refused again, unless a function hands out new ones.
+    if (!this.#reconnect || (reason.code === "unauthorized" && typeof this.#token !== "function")) {
       this.#giveUp(reason);
       return;
     }
@@ -791,6 +857,7 @@ export class Client {
   /** @param {RunnelError} reason */
   #giveUp(reason) {
     this.#final = reason;
+    this.#refreshLater(undefined);
     this.#setReady();
     for (const subscription of [...this.#subscriptions.values()]) subscription.end(reason);
   }

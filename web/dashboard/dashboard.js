@@ -12,6 +12,10 @@ const MAX_ROWS = 500;          // table rows (source subjects) per panel
 const WINDOW_MS = 60000;       // the chart's time window
 const LIST_EVERY_MS = 1500;    // subjects list refresh
 const TOKEN_KEY = "runnel.token";
+// `?token_url=URL`: a page inside a web app gets its tokens from the app (short-lived JWTs its
+// backend mints for the user): fetched, with the app's cookies, for every connection and again
+// before each one expires (the client's token function). No token is asked for or kept then.
+const TOKEN_URL = new URLSearchParams(location.search).get("token_url");
 const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490", "#854d0e", "#be185d"];
 
 // ---- The line protocol's shapes, as far as the page reads them ------------------------------
@@ -86,11 +90,19 @@ function setConnState(state, text) {
   badge.textContent = text;
 }
 
+/** A token from `TOKEN_URL`: its answer's text. */
+async function fetchToken() {
+  const url = /** @type {string} */ (TOKEN_URL);
+  const response = await fetch(url, { credentials: "include", cache: "no-store" });
+  if (!response.ok) throw new RunnelError("unauthorized", `${url} answered ${response.status}`);
+  return (await response.text()).trim();
+}
+
 /**
- * Connects with `token` (none: without authenticating). A refused token asks for another;
- * a failed first connection is tried again, with backoff; once connected, the client
- * reconnects by itself.
- * @param {string | null} token
+ * Connects with `token` (none: without authenticating; a function: the app's, `TOKEN_URL`). A
+ * refused token asks for another; a failed first connection is tried again, with backoff; once
+ * connected, the client reconnects by itself.
+ * @param {string | (() => Promise<string>) | null} token
  */
 async function open(token) {
   setConnState("connecting", attempt ? `reconnecting (attempt ${attempt + 1})…` : "connecting…");
@@ -98,7 +110,8 @@ async function open(token) {
     adopt(await connect(location.origin, { token: token ?? undefined, backoff: [0.25, 5], onDisconnect, onReconnect }));
   } catch (error) {
     if (error instanceof RunnelError && error.code === "unauthorized") {
-      askForToken(token ? "the saved token was refused: " + error.message : undefined);
+      const whose = typeof token === "function" ? "the app's token was refused: " : "the saved token was refused: ";
+      askForToken(token ? whose + error.message : undefined);
       return;
     }
     const delay = Math.min(5000, 250 * 2 ** attempt) * (0.8 + Math.random() * 0.4);
@@ -126,8 +139,9 @@ function adopt(made) {
 /** @param {RunnelError} reason */
 function onDisconnect(reason) {
   for (const panel of panels) panel.disconnected();
-  if (reason.code === "unauthorized") {
-    // The client does not reconnect with a token the server no longer takes.
+  if (reason.code === "unauthorized" && !TOKEN_URL) {
+    // The client does not reconnect with a token the server no longer takes (the app's tokens
+    // are fetched again for the reconnect).
     client = null;
     askForToken(reason.message);
   } else if (reason.code === "connection_lost") {
@@ -791,4 +805,4 @@ window.addEventListener("hashchange", () => { if (location.hash !== savedHash) r
 byId("prefix", HTMLInputElement).addEventListener("change", saveState);
 
 restoreState();
-open(sessionStorage.getItem(TOKEN_KEY));
+open(TOKEN_URL ? fetchToken : sessionStorage.getItem(TOKEN_KEY));

@@ -37,3 +37,10 @@ export async function example(url: string): Promise<number> {
   await client.close();
   return receivers + (quiet ?? 0) + Number(stats.subscriptions);
 }
+
+export async function withTokensAnAppMints(url: string): Promise<void> {
+  const client = await connect(url, { token: async () => (await fetch("/api/runnel-token")).text() });
+  const again: Client = await connect(url, { token: () => "header.payload.signature" });
+  await client.authenticate("another.jwt.token");
+  await Promise.all([client.close(), again.close()]);
+}

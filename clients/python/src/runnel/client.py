@@ -11,11 +11,13 @@ import json
 import logging
 import random
 import ssl as ssl_module
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, TypeVar, Union
 
+from .tokens import Token, TokenSource, refresh_delay
 from .transport import Transport, open_transport
 
 log = logging.getLogger("runnel")
@@ -237,7 +239,7 @@ def _split(pos: str) -> tuple[str, int]:
 class Client:
     """A connection to runneld (see `connect`)."""
 
-    def __init__(self, url: str, token: str | None, ssl: ssl_module.SSLContext | None, server_hostname: str | None,
+    def __init__(self, url: str, token: Token, ssl: ssl_module.SSLContext | None, server_hostname: str | None,
                  reconnect: bool, backoff: tuple[float, float], timeout: float, buffer: int,
                  overflow: Literal["drop", "wait"], on_disconnect: Callable[[RunnelError], None] | None,
                  on_error: Callable[[RunnelError], None] | None) -> None:
@@ -245,7 +247,8 @@ class Client:
             raise ValueError("buffer is at least 1, and overflow is 'drop' or 'wait'")
         self.url = url
         self.last_disconnect: RunnelError | None = None
-        self._token = token
+        self._tokens = TokenSource(token)
+        self._refresher: asyncio.Task[None] | None = None
         self._ssl = ssl
         self._server_hostname = server_hostname
         self._reconnect = reconnect
@@ -280,11 +283,18 @@ class Client:
         await self._send(body)
         return None
 
+    async def authenticate(self, token: str) -> None:
+        """Sends `token` as `auth` on the live connection (RunnelError when refused: the
+        connection keeps its rights); the next connections send it too, unless the token comes
+        from a function. The new token's rights apply to the subscriptions already made."""
+        await self._call({"op": "auth", "token": token})
+        self._tokens.replace(token)
+
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Sends one request (`create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`...)
         and returns its reply; RunnelError when the server refused it."""
         if op in ("sub", "unsub", "auth"):
-            raise ValueError(f"{op}: use subscribe(), Subscription.unsubscribe() or connect(token=...)")
+            raise ValueError(f"{op}: use subscribe(), Subscription.unsubscribe() or authenticate()")
         return await self._call({"op": op, **fields})
 
     async def subscribe(self, subject: str, options: SubscribeOptions | None = None,
@@ -350,7 +360,8 @@ class Client:
         self._transport = transport
         reader = asyncio.create_task(self._read(transport))
         try:
-            hello = {"op": "auth", "token": self._token} if self._token is not None else {"op": "ping"}
+            token = await asyncio.wait_for(self._tokens.current(), self._timeout)
+            hello = {"op": "auth", "token": token} if token is not None else {"op": "ping"}
             await asyncio.wait_for(self._call(hello, ready=False), self._timeout)
             subscriptions = list(self._subscriptions.values())
             await asyncio.gather(*(self._call(s._request(), s._answered, ready=False, check=False)
@@ -361,7 +372,36 @@ class Client:
             await transport.close()
             raise
         self._ready.set()
+        self._refresh_later(token)
         return reader
+
+    def _refresh_later(self, token: str | None) -> None:
+        """When `token` came from a function and is a JWT with `exp`: gets a new one and sends it
+        as `auth` before it expires (a failure is logged; the expiry then closes the connection,
+        and the reconnect asks the function again)."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
+        delay = refresh_delay(token, time.time()) if token is not None and self._tokens.refreshes else None
+        if delay is None:
+            return
+
+        async def refresh() -> None:
+            await asyncio.sleep(delay)
+            try:
+                fresh = await asyncio.wait_for(self._tokens.current(), self._timeout)
+                await self._call({"op": "auth", "token": fresh})
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001: whatever the function raised, logged
+                log.warning("runnel: the token's refresh failed: %s", error)
+                return
+            self._refresher = None
+            self._refresh_later(fresh)
+
+        self._refresher = asyncio.create_task(refresh())
+        self._tasks.add(self._refresher)
+        self._refresher.add_done_callback(self._tasks.discard)
 
     async def _supervise(self, reader: asyncio.Task[RunnelError]) -> None:
         """Waits for the connection to end; then reconnects with backoff (doubling from the first
@@ -375,7 +415,8 @@ class Client:
                 self.last_disconnect = reason
                 if self._on_disconnect is not None:
                     _call_back(self._on_disconnect, reason)
-                if not self._reconnect or reason.code == "unauthorized":
+                # A token refused now is refused again, unless a function hands out new ones.
+                if not self._reconnect or (reason.code == "unauthorized" and not self._tokens.refreshes):
                     self._give_up(reason)
                     return
                 delay = self._backoff[0]
@@ -499,7 +540,7 @@ class Client:
             log.info("runnel: %s", task.exception())
 
 
-async def connect(url: str = "runnel://127.0.0.1:7455", *, token: str | None = None,
+async def connect(url: str = "runnel://127.0.0.1:7455", *, token: Token = None,
                   ssl: ssl_module.SSLContext | None = None, server_hostname: str | None = None,
                   reconnect: bool = True, backoff: tuple[float, float] = (0.1, 5.0), timeout: float = 10.0,
                   buffer: int = 1000, overflow: Literal["drop", "wait"] = "drop",
@@ -507,9 +548,11 @@ async def connect(url: str = "runnel://127.0.0.1:7455", *, token: str | None = N
                   on_error: Callable[[RunnelError], None] | None = None) -> Client:
     """Connects to runneld at `url` and authenticates with `token` (or pings without one): returns
     the client once the server has answered, or raises RunnelError (`unauthorized`, `limit`...),
-    OSError, ssl.SSLError or asyncio.TimeoutError. Then, when the connection is lost, it
-    reconnects (unless `reconnect` is False or the server said `unauthorized`) and resumes each
-    subscription; `on_disconnect` is called with each loss's reason. Each subscription buffers at
+    OSError, ssl.SSLError or asyncio.TimeoutError. `token` may be a function (plain or async)
+    returning one, called for every connection; a JWT it returns is refreshed (the function called
+    again, its token sent as `auth`) when 80% of the time it had left has passed. Then, when the
+    connection is lost, it reconnects (unless `reconnect` is False, or the server said
+    `unauthorized` to a token that is not a function's) and resumes each subscription; `on_disconnect` is called with each loss's reason. Each subscription buffers at
     most `buffer` events its consumer has not taken; past that, `overflow` `drop` drops the newest
     (reported as a `Gap`), `wait` stops reading the connection until the consumer takes one."""
     client = Client(url, token, ssl, server_hostname, reconnect, backoff, timeout, buffer, overflow, on_disconnect,
