@@ -51,6 +51,9 @@ class BlockingClient:
     def publish(self, subject: str, value: Any = None, reply: bool = False) -> int | None:
         return _run(self._loop, self._client.publish(subject, value, reply))
 
+    def authenticate(self, token: str) -> None:
+        _run(self._loop, self._client.authenticate(token))
+
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
         return _run(self._loop, self._client.request(op, **fields))
 
