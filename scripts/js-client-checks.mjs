@@ -210,6 +210,9 @@ async function check_every_transport_publishes_and_subscribes() {
     assert.deepEqual([first.value, first.subject], [21, subject]);
     assert.match(first.pos, /^[A-Za-z0-9_-]+:1$/);
     assert.equal(second.value, big, scheme);
+    // Compressed, this client's WebSocket and the publisher's: Node's WebSocket offers
+    // permessage-deflate, and runneld accepts.
+    assert.equal((await client.request("stats")).compression.websockets, 2, scheme);
     await client.close();
   }
   await publisher.close();

@@ -159,6 +159,9 @@ async def check_every_transport_publishes_and_subscribes(d):
         [first, second] = await take(subscription, 2)
         assert first == Value(21, subject, first.pos) and first.pos.endswith(":1"), first
         assert second.value == big, scheme
+        # Over a WebSocket, compressed (websockets offers permessage-deflate; runneld accepts).
+        compressed = (await client.request("stats"))["compression"]["websockets"]
+        assert compressed == (1 if scheme in ("ws", "wss") else 0), (scheme, compressed)
         await client.close()
     # A certificate the client does not trust fails the connection, over TLS and wss.
     for address in (urls["runnels"], urls["wss"]):

@@ -53,7 +53,7 @@ async def open_transport(url: str, ssl: ssl_module.SSLContext | None, server_hos
                               "pip install './clients/python[websocket]'") from error
         context = _context(parts.scheme == "wss", ssl, url)
         options: dict[str, Any] = {"ssl": context, "server_hostname": server_hostname} if context else {}
-        socket = await websocket_connect(url, max_size=MAX_LINE_BYTES, compression=None, open_timeout=timeout,
+        socket = await websocket_connect(url, max_size=MAX_LINE_BYTES, open_timeout=timeout,
                                          **options)
         return _WebSocketTransport(socket)
     raise ValueError(f"{url}: the scheme is runnel://, runnels://, ws:// or wss://")
