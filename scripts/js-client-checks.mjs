@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect as connectTCP, createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { Client, connect, Gap, RunnelError, Value } from "../clients/js/runnel.js";
@@ -401,6 +401,60 @@ async function check_a_full_buffer_drops_the_newest_and_reports_a_gap() {
   await publisher.close();
 }
 
+/**
+ * A TCP proxy to runneld's HTTP port, on a port of its own: `silence()` makes the connections
+ * open now lose everything, both ways, without closing (a network that drops a connection
+ * without a word); connections made after it are forwarded.
+ */
+async function silentNetwork() {
+  const upstream = Number(new URL(context.ws).port);
+  let era = 0;
+  const sockets = [];
+  const server = createServer((client) => {
+    const server = connectTCP(upstream, "127.0.0.1");
+    const mine = era;
+    sockets.push(client, server);
+    client.on("data", (data) => { if (era === mine) server.write(data); });
+    server.on("data", (data) => { if (era === mine) client.write(data); });
+    client.on("error", () => server.destroy());
+    server.on("error", () => client.destroy());
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `ws://127.0.0.1:${server.address().port}/ws`,
+    silence: () => { era += 1; },
+    close: () => { server.close(); for (const socket of sockets) socket.destroy(); },
+  };
+}
+
+async function check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed() {
+  // keepalive = 1 s, timeout = 1 s: a WebSocket the network dropped silently is taken for lost
+  // within about 2 s, and the subscription resumes on a new one with nothing lost.
+  const network = await silentNetwork();
+  const admin = await connected();
+  await admin.request("create", { subject: "silent.r", kind: "replay", capacity: 100 });
+  const reasons = [];
+  const client = await connect(network.url, {
+    token: TOKEN, keepalive: 1, timeout: 1, onDisconnect: (reason) => reasons.push(reason),
+  });
+  const subscription = await client.subscribe("silent.r");
+  assert.equal(await admin.publish("silent.r", 0, { reply: true }), 1);
+  assert.equal((await take(subscription, 1))[0].value, 0);
+  network.silence();
+  for (let n = 1; n <= 5; n++) await admin.publish("silent.r", n, { reply: true });
+  assert.deepEqual((await take(subscription, 5)).map((event) => event.value), [1, 2, 3, 4, 5]);
+  assert.deepEqual(reasons.map((reason) => [reason.code, reason.message]),
+    [["connection_lost", "no answer to a keep-alive ping within 1 s"]]);
+  // A quiet connection that answers is kept: its pings are answered.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  assert.equal(reasons.length, 1);
+  assert.ok(client.connected);
+  await client.close();
+  await admin.close();
+  network.close();
+}
+
 async function check_clean_close_disposes_the_servers_subscriptions() {
   const admin = await connected();
   // From a quiet server: the last check's connections close a moment after their clients.
@@ -663,6 +717,7 @@ const SUITES = {
     check_positions_and_from,
     check_a_full_buffer_drops_the_newest_and_reports_a_gap,
     check_clean_close_disposes_the_servers_subscriptions,
+    check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,
     // Last: it changes the configuration.
     check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
   ],

@@ -410,6 +410,73 @@ async def check_a_token_removed_by_a_reload_ends_its_subscriptions_without_recon
     await admin.close()
 
 
+class SilentNetwork:
+    """A TCP proxy to `port`, on a port of its own. `silence()` makes the connections open now
+    lose everything, both ways, without closing (a network that drops a connection without a
+    word: neither end hears of it); connections made after it are forwarded."""
+
+    def __init__(self, port):
+        self.upstream = port
+        self.era = 0
+        self.writers = []
+        self.tasks = []
+
+    async def start(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def _serve(self, reader, writer):
+        self.tasks.append(asyncio.current_task())
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        self.writers += [writer, up_writer]
+        era = self.era
+
+        async def pump(source, sink):
+            while data := await source.read(65536):
+                if self.era == era:
+                    sink.write(data)
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer), return_exceptions=True)
+
+    def silence(self):
+        self.era += 1
+
+    async def close(self):
+        self.server.close()
+        # Closed sockets end the pumps' reads (cancelling a handler confuses asyncio's streams).
+        for writer in self.writers:
+            writer.close()
+        await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), DEADLINE)
+
+
+@runs_async
+async def check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed(d):
+    # keepalive = 1 s, timeout = 1 s: a connection the network dropped silently is taken for lost
+    # within about 2 s, and the subscription resumes on a new one with nothing lost.
+    network = await SilentNetwork(d.port).start()
+    admin = await connected(d)
+    await admin.request("create", subject="silent.r", kind="replay", capacity=100)
+    reasons = []
+    client = await runnel.connect(f"runnel://127.0.0.1:{network.port}", token=TOKEN, keepalive=1, timeout=1,
+                                  on_disconnect=reasons.append)
+    subscription = await client.subscribe("silent.r")
+    assert await admin.publish("silent.r", 0, reply=True) == 1
+    assert (await take(subscription, 1))[0].value == 0
+    network.silence()
+    for n in range(1, 6):
+        await admin.publish("silent.r", n, reply=True)
+    assert [event.value for event in await take(subscription, 5)] == [1, 2, 3, 4, 5]
+    assert [(reason.code, reason.message) for reason in reasons] == [
+        ("connection_lost", "no answer to a keep-alive ping within 1 s")], reasons
+    # A quiet connection that answers is kept: its pings are answered.
+    await asyncio.sleep(3)
+    assert len(reasons) == 1 and client.connected, reasons
+    await client.close()
+    await admin.close()
+    await network.close()
+
+
 MAIN_CHECKS = [
     check_connect_with_a_good_token_a_wrong_one_and_none,
     check_every_transport_publishes_and_subscribes,
@@ -421,6 +488,7 @@ MAIN_CHECKS = [
     check_a_full_buffer_under_overflow_wait_loses_nothing,
     check_clean_close_disposes_the_servers_subscriptions,
     check_the_blocking_client,
+    check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,
     # Last: it changes the configuration.
     check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
 ]

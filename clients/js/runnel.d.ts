@@ -51,6 +51,8 @@ export interface ConnectOptions {
   backoff?: [number, number];
   /** Seconds to connect and get the answer to `auth` or `ping`. Default 10. */
   timeout?: number;
+  /** Seconds of silence from the server after which the client sends a `ping`; when nothing comes within `timeout` more, the connection is taken for lost. Default 30; 0: off. */
+  keepalive?: number;
   /** Events an iterated subscription holds for its consumer at most. Default 1000. */
   buffer?: number;
   /** Each time the connection is lost, with why. */

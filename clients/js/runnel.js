@@ -39,6 +39,7 @@
  * @property {boolean} [reconnect] reconnect when the connection is lost (never after `unauthorized`)
  * @property {[number, number]} [backoff] seconds before reconnect attempts: the first, doubling up to the second, each drawn from its upper half
  * @property {number} [timeout] seconds to connect and get the answer to `auth` or `ping`
+ * @property {number} [keepalive] seconds of silence from the server after which the client sends a `ping`; when nothing comes within `timeout` more, the connection is taken for lost (0: off)
  * @property {number} [buffer] events an iterated subscription holds for its consumer at most
  * @property {(reason: RunnelError) => void} [onDisconnect] each time the connection is lost, with why
  * @property {() => void} [onReconnect] each time the connection is back, every subscription resumed
@@ -51,7 +52,7 @@
  */
 /**
  * One WebSocket and what it said before it closed.
- * @typedef {{ ws: WebSocket, closing: RunnelError | null, ended: boolean, setUp: boolean }} Connection
+ * @typedef {{ ws: WebSocket, closing: RunnelError | null, ended: boolean, setUp: boolean, heard: number, watch: ReturnType<typeof setTimeout> | null }} Connection
  */
 
 /**
@@ -445,6 +446,7 @@ export class Client {
   /** @type {[number, number]} */
   #backoff;
   #timeout;
+  #keepalive;
   #onDisconnect;
   #onReconnect;
   #onError;
@@ -494,6 +496,7 @@ export class Client {
     this.#reconnect = options.reconnect ?? true;
     this.#backoff = options.backoff ?? [0.1, 5];
     this.#timeout = options.timeout ?? 10;
+    this.#keepalive = options.keepalive ?? 30;
     this.#onDisconnect = options.onDisconnect;
     this.#onReconnect = options.onReconnect;
     this.#onError = options.onError;
@@ -634,6 +637,7 @@ export class Client {
     this.#opening?.close();
     const connection = this.#connection;
     if (!connection || connection.ended) return;
+    if (connection.watch !== null) clearTimeout(connection.watch);
     await new Promise((resolve) => {
       const done = () => { clearTimeout(timer); resolve(undefined); };
       const timer = setTimeout(done, this.#timeout * 1000);
@@ -674,7 +678,7 @@ export class Client {
       const ws = await this.#socket(() => timedOut);
       this.#opening = ws;
       /** @type {Connection} */
-      const connection = { ws, closing: null, ended: false, setUp: false };
+      const connection = { ws, closing: null, ended: false, setUp: false, heard: Date.now(), watch: null };
       this.#connection = connection;
       ws.onmessage = (message) => this.#receive(connection, message.data);
       ws.onclose = (event) => this.#closed(connection, event.code, event.reason);
@@ -699,10 +703,33 @@ export class Client {
       connection.setUp = true;
       this.#setReady();
       this.#refreshLater(token);
+      this.#watch(connection);
     } finally {
       this.#opening = null;
       clearTimeout(deadline);
     }
+  }
+
+  /**
+   * After `keepalive` seconds without a message from the server, a `ping`; when nothing at all
+   * comes within `timeout` seconds more, the connection is taken for lost (a peer gone without
+   * a word, or a network that dropped it, leaves a WebSocket open that would never hear again),
+   * so the client reconnects.
+   * @param {Connection} connection
+   */
+  #watch(connection) {
+    if (!(this.#keepalive > 0) || connection.ended) return;
+    const wait = Math.max(0, connection.heard + this.#keepalive * 1000 - Date.now());
+    connection.watch = setTimeout(() => {
+      if (Date.now() - connection.heard < this.#keepalive * 1000) return this.#watch(connection);
+      const asked = Date.now();
+      this.#call({ op: "ping" }, { ready: false }).catch(() => {});
+      connection.watch = setTimeout(() => {
+        if (connection.heard >= asked) return this.#watch(connection);
+        this.#closed(connection, 1006, `no answer to a keep-alive ping within ${this.#timeout} s`);
+        connection.ws.close();
+      }, this.#timeout * 1000);
+    }, wait);
   }
 
   /** The token for a new connection: the option's, or what its function returns now. */
@@ -762,6 +789,7 @@ export class Client {
   #receive(connection, data) {
     // runneld sends text messages only; nothing is read from a connection already given up.
     if (typeof data !== "string" || connection.ended) return;
+    connection.heard = Date.now();
     /** @type {Line} */
     let line;
     try {
@@ -806,6 +834,7 @@ export class Client {
   #closed(connection, code, why) {
     if (connection.ended) return;
     connection.ended = true;
+    if (connection.watch !== null) clearTimeout(connection.watch);
     const reason = connection.closing ??
       new RunnelError("connection_lost", why || `the connection closed (WebSocket code ${code})`);
     if (this.#connection === connection) this.#connection = null;

@@ -240,7 +240,7 @@ class Client:
     """A connection to runneld (see `connect`)."""
 
     def __init__(self, url: str, token: Token, ssl: ssl_module.SSLContext | None, server_hostname: str | None,
-                 reconnect: bool, backoff: tuple[float, float], timeout: float, buffer: int,
+                 reconnect: bool, backoff: tuple[float, float], timeout: float, keepalive: float | None, buffer: int,
                  overflow: Literal["drop", "wait"], on_disconnect: Callable[[RunnelError], None] | None,
                  on_error: Callable[[RunnelError], None] | None) -> None:
         if buffer < 1 or overflow not in ("drop", "wait"):
@@ -254,6 +254,7 @@ class Client:
         self._reconnect = reconnect
         self._backoff = backoff
         self._timeout = timeout
+        self._keepalive = keepalive
         self._buffer = buffer
         self._overflow = overflow
         self._on_disconnect = on_disconnect
@@ -437,6 +438,25 @@ class Client:
             if self._transport is not None:
                 await self._transport.close()
 
+    async def _receive(self, transport: Transport) -> list[bytes]:
+        """The connection's next lines. After `keepalive` seconds without a byte from the server,
+        a `ping`: when nothing at all comes within `timeout` seconds more, the connection is taken
+        for dead (a peer gone without a word, a network that dropped it, leaves a socket open
+        that would never be read from again) and ConnectionError ends it, so the client
+        reconnects."""
+        if not self._keepalive:
+            return await transport.receive()
+        receiving = asyncio.ensure_future(transport.receive())
+        try:
+            return await asyncio.wait_for(asyncio.shield(receiving), self._keepalive)
+        except asyncio.TimeoutError:
+            pass
+        self._send_soon({"op": "ping"})
+        try:
+            return await asyncio.wait_for(receiving, self._timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError(f"no answer to a keep-alive ping within {self._timeout:g} s") from None
+
     def _give_up(self, reason: RunnelError) -> None:
         self._final = reason
         self._ready.set()
@@ -449,7 +469,7 @@ class Client:
         closing = None
         try:
             while True:
-                lines = await transport.receive()
+                lines = await self._receive(transport)
                 if not lines:
                     reason = closing or RunnelError("connection_lost", "the server closed the connection")
                     break
@@ -543,6 +563,7 @@ class Client:
 async def connect(url: str = "runnel://127.0.0.1:7455", *, token: Token = None,
                   ssl: ssl_module.SSLContext | None = None, server_hostname: str | None = None,
                   reconnect: bool = True, backoff: tuple[float, float] = (0.1, 5.0), timeout: float = 10.0,
+                  keepalive: float | None = 30.0,
                   buffer: int = 1000, overflow: Literal["drop", "wait"] = "drop",
                   on_disconnect: Callable[[RunnelError], None] | None = None,
                   on_error: Callable[[RunnelError], None] | None = None) -> Client:
@@ -552,10 +573,13 @@ async def connect(url: str = "runnel://127.0.0.1:7455", *, token: Token = None,
     returning one, called for every connection; a JWT it returns is refreshed (the function called
     again, its token sent as `auth`) when 80% of the time it had left has passed. Then, when the
     connection is lost, it reconnects (unless `reconnect` is False, or the server said
-    `unauthorized` to a token that is not a function's) and resumes each subscription; `on_disconnect` is called with each loss's reason. Each subscription buffers at
+    `unauthorized` to a token that is not a function's) and resumes each subscription;
+    `on_disconnect` is called with each loss's reason. A connection silent for `keepalive` seconds
+    gets a `ping`; one that then stays silent for `timeout` seconds is taken for lost (None turns
+    that off). Each subscription buffers at
     most `buffer` events its consumer has not taken; past that, `overflow` `drop` drops the newest
     (reported as a `Gap`), `wait` stops reading the connection until the consumer takes one."""
-    client = Client(url, token, ssl, server_hostname, reconnect, backoff, timeout, buffer, overflow, on_disconnect,
-                    on_error)
+    client = Client(url, token, ssl, server_hostname, reconnect, backoff, timeout, keepalive, buffer, overflow,
+                    on_disconnect, on_error)
     await client._start()
     return client
