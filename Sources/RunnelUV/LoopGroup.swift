@@ -66,7 +66,7 @@ public final class LoopGroup: @unchecked Sendable {
     /// The turn lengths of loop `index`: read on the first loop for itself, else the copy
     /// that loop publishes. First loop thread for index 0.
     public func turnLengths(ofLoop index: Int) -> TurnLengths {
-        index == 0 ? first.turnLengths : statistics[index].publishedTurnLengths
+        index == 0 ? first.turnLengths : statistics[index].recordedTurnLengths
     }
 
     /// Places `connection`, just accepted on the first loop and not yet read or written, on

@@ -31,7 +31,7 @@ final class LoopIO {
     let readBufferSize = 256 * 1024
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
-    /// How long the turns worked.
+    /// How long the turns worked: the first loop's (another loop's are in its `sharedStatistics`).
     private(set) var turnLengths = TurnLengths()
     /// When the loop woke for the turn under way (`uv_hrtime`, nanoseconds); 0 while it waits.
     private var turnStart: UInt64 = 0
@@ -150,12 +150,12 @@ final class LoopIO {
         // the loop waits: a relay's last event, a write.
         if !connectionsToFlush.isEmpty || !turnEndWork.isEmpty { flushAll() }
         guard turnStart != 0 else { return }
-        turnLengths.record(nanoseconds: uv_hrtime() &- turnStart)
+        let length = uv_hrtime() &- turnStart
         turnStart = 0
-        if let sharedStatistics {
-            let lengths = turnLengths
-            sharedStatistics.turnLengthsCopy.withLock { $0 = lengths }
-        }
+        // Another loop's lengths are counted where any thread may read them (an uncontended
+        // lock a turn): a copy published each turn would copy the buckets' array each time.
+        guard let sharedStatistics else { return turnLengths.record(nanoseconds: length) }
+        sharedStatistics.turnLengths.withLock { $0.record(nanoseconds: length) }
     }
 }
 

@@ -118,7 +118,8 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         LoopTimer(loop: self, deadline: time, interval: interval, action: action).start()
     }
 
-    /// How long the loop's turns took so far (loop thread).
+    /// How long the loop's turns took so far (loop thread), for a loop alone or the first of a
+    /// group (`LoopGroup.turnLengths(ofLoop:)` has the others').
     public var turnLengths: TurnLengths { io.turnLengths }
 
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers

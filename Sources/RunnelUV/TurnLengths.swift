@@ -2,7 +2,8 @@
 /// callbacks, the flush), its idle wait in the kernel taken out, counted in fixed buckets.
 /// A long turn is a stall for every connection on the loop.
 ///
-/// A value type; the loop's copy is `LoopScheduler.turnLengths` (loop thread).
+/// A value type; the first loop's is `LoopScheduler.turnLengths` (loop thread), another loop's
+/// its `LoopStatistics.turnLengths` (behind a lock).
 public struct TurnLengths: Sendable {
     /// The buckets' upper bounds, in microseconds; the last bucket has none.
     public static let boundsMicroseconds: [UInt64] = [
