@@ -719,9 +719,11 @@ def check_12_3_message_sizes_websockets(d):
         assert json.loads(client.recv(timeout=10)) == reply
 
 
-def check_12_4_fragmented_and_uncompressed_client_messages(d):
+def check_12_4_fragmented_final_block_and_uncompressed_client_messages(d):
     """A client's compressed message in fragments (RSV1 on the first only) with a ping between
-    them is read; so is an uncompressed message on a compressed WebSocket; pongs go out plain."""
+    them is read; so are messages ending in a final block (BFINAL, RFC 7692 7.2.3.3) and the
+    messages after them, and an uncompressed message on a compressed WebSocket; pongs go out
+    plain."""
     ws = DeflateRawWS(d)
     deflater = ClientDeflater()
     ws.send_frame(TEXT, deflater.message('{"op":"sub","subject":"r12","sid":"x","ref":1}'), rsv=4)
@@ -734,6 +736,13 @@ def check_12_4_fragmented_and_uncompressed_client_messages(d):
         assert ws.message() == (PONG, b"p")
         got = ws.reply()
         assert got == {"ev": "next", "sid": "x", "value": metrics_value(i, 200)}, got
+    # Each a deflate stream of its own, ended by a final block; then one sync-flushed again.
+    for ref in range(3):
+        compressor = zlib.compressobj(wbits=-15)
+        ws.send_frame(TEXT, compressor.compress(b'{"op":"ping","ref":%d}' % ref) + compressor.flush(), rsv=4)
+        assert ws.reply() == {"ok": True, "ref": ref}
+    ws.send_frame(TEXT, ClientDeflater().message('{"op":"ping","ref":8}'), rsv=4)
+    assert ws.reply() == {"ok": True, "ref": 8}
     ws.send_frame(TEXT, '{"op":"ping","ref":9}')
     assert ws.reply() == {"ok": True, "ref": 9}
     assert all(ws.compressed), ws.compressed
@@ -765,7 +774,7 @@ def check_13_parameter_combinations(d):
                         offer.append(f"server_max_window_bits={server_bits}")
                         expected.add(f"server_max_window_bits={server_bits}")
                     if client_bits is not None:
-                        offer.append(f"client_max_window_bits={client_bits}" if client_bits else "client_max_window_bits")
+                        offer.append("client_max_window_bits" + (f"={client_bits}" if client_bits else ""))
                     offer = "; ".join(offer)
                     window = server_bits or 15
                     ws = DeflateRawWS(d, offer, fresh=server_nct, window_bits=window)
@@ -1378,7 +1387,7 @@ MAIN_CHECKS = [
     check_9_message_over_max_line_bytes_is_1009, check_9_lengths_not_in_shortest_form_are_1002,
     check_9_unmasked_frames_are_1002, check_9_many_messages_in_order,
     check_12_1_message_sizes_context_takeover, check_12_2_message_sizes_no_context_takeover,
-    check_12_3_message_sizes_websockets, check_12_4_fragmented_and_uncompressed_client_messages,
+    check_12_3_message_sizes_websockets, check_12_4_fragmented_final_block_and_uncompressed_client_messages,
     check_13_parameter_combinations, check_13_shared_value_many_subscribers_no_context_takeover,
     check_13_offers_declined_or_absent_get_plain_frames, check_13_rsv1_misplaced_and_corrupt_are_1002,
     check_13_decompression_bomb_is_1009_and_rss_bounded,
