@@ -44,6 +44,12 @@ private final class ClientDeflater {
     /// A message's payload: `text` deflated and sync-flushed without the flush's 00 00 ff ff,
     /// or ending in a final block when `final` (a new stream follows, as the reader's does).
     func compress(_ text: [UInt8], final: Bool) -> [UInt8] {
+        // zlib makes no second sync flush without input between (Z_BUF_ERROR): an empty
+        // message is an empty stored block's first byte, as RFC 7692 7.2.3.6 shows.
+        if text.isEmpty && !final {
+            if !takesOverContext { deflateReset(stream) }
+            return [0x00]
+        }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(stream, UInt(text.count))) + 64)
         var input = text
         let produced = input.withUnsafeMutableBufferPointer { input in
