@@ -14,8 +14,9 @@ APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-de
 # scripts/tls-tests.py's certificates and its s_client checks, and scripts/python-client-tests.py's
 # certificate), nodejs (Node, which runs scripts/js-client-checks.mjs: 20 or later, with its
 # WebSocket; Debian 12's own is 18, too old), node-typescript (tsc, which check-js runs over the
-# dashboard's script and the JavaScript client); websockets and selenium come from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript
+# dashboard's script and the JavaScript client), iproute2 (ss, whose byte counts show
+# scripts/dashboard-tests.py the page's compressed frames); websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript iproute2
 
 .PHONY: deps test-deps apt-install build release run test lint check-js install uninstall clean
 

@@ -20,10 +20,10 @@ let settings: [SwiftSetting] = [
     .unsafeFlags(["-parse-as-library"]),
 ]
 
-func fuzzer(_ name: String, _ products: [String]) -> Target {
+func fuzzer(_ name: String, _ products: [String], _ targets: [Target.Dependency] = []) -> Target {
     .executableTarget(
         name: name,
-        dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: rootIdentity) },
+        dependencies: ["FuzzSupport"] + targets + products.map { .product(name: $0, package: rootIdentity) },
         swiftSettings: settings
     )
 }
@@ -41,7 +41,15 @@ let package = Package(
         fuzzer("RequestFuzzer", ["RunnelServer", "RunnelJSON"]),
         fuzzer("ExpressionFuzzer", ["RunnelServer", "RunnelJSON"]),
         fuzzer("HTTPFuzzer", ["RunnelServer"]),
-        fuzzer("WebSocketFuzzer", ["RunnelServer"]),
+        // What the two WebSocket targets share: the reader's events, checked as they come.
+        .target(
+            name: "WebSocketFuzzSupport",
+            dependencies: ["FuzzSupport", .product(name: "RunnelServer", package: rootIdentity)],
+            swiftSettings: [.treatAllWarnings(as: .error)]),
+        // zlib, for the inflate target's client side.
+        .systemLibrary(name: "CFuzzZlib"),
+        fuzzer("WebSocketFuzzer", ["RunnelServer"], ["WebSocketFuzzSupport"]),
+        fuzzer("WebSocketInflateFuzzer", ["RunnelServer"], ["WebSocketFuzzSupport", "CFuzzZlib"]),
         fuzzer("LazyPathFuzzer", ["RunnelServer", "RunnelJSON"]),
     ]
 )

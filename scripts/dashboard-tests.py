@@ -10,7 +10,10 @@ the server; a bad expression shows the server's `bad_expr` message; removing a p
 unsubscribes; the URL restores the panels in a fresh browser; after the daemon restarts (same
 ports, same data directory) the page reconnects, resumes a durable replay subject with every
 value once, and marks a gap where values were lost (`resumed: false`); with tokens configured
-the page asks for one. With --screenshots DIR it saves the dashboard with a chart, a table and a
+the page asks for one; the page's WebSocket negotiates permessage-deflate (the handshake as
+Chromium's DevTools report it) and a large value reaches it compressed on the wire (the
+kernel's byte count), and with `compression = false` nothing is negotiated and the page still
+works. With --screenshots DIR it saves the dashboard with a chart, a table and a
 log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
 1,000 values/s into one chart panel (Chromium's Performance.getMetrics). Prints one line per
 check; exit status 0 when every check passed. Needs selenium (PyPI) and Debian's chromium and
@@ -21,6 +24,8 @@ import contextlib
 import json
 import math
 import os
+import re
+import subprocess
 import threading
 import time
 from urllib.parse import quote
@@ -394,6 +399,87 @@ def check_gets_short_lived_tokens_from_the_app_and_refreshes_them(run):
     finally:
         driver.quit()
         daemon.stop()
+def websocket_handshakes(driver):
+    """The WebSocket handshakes Chromium's DevTools reported since the last call (the driver's
+    performance log): for each, the URL and the request's and the response's header fields."""
+    urls, requests, handshakes = {}, {}, []
+    for entry in driver.get_log("performance"):
+        event = json.loads(entry["message"])["message"]
+        params = event.get("params", {})
+        if event["method"] == "Network.webSocketCreated":
+            urls[params["requestId"]] = params["url"]
+        elif event["method"] == "Network.webSocketWillSendHandshakeRequest":
+            requests[params["requestId"]] = params["request"]["headers"]
+        elif event["method"] == "Network.webSocketHandshakeResponseReceived":
+            handshakes.append({"url": urls.get(params["requestId"]), "request": requests.get(params["requestId"], {}),
+                               "response": params["response"]["headers"], "status": params["response"]["status"]})
+    return handshakes
+
+
+def server_bytes_sent(daemon):
+    """The bytes the kernel has sent from the daemon's HTTP port, over every connection open now
+    (`ss`'s bytes_sent: what went on the wire, compressed or not)."""
+    listing = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{daemon.http_port} )"],
+                             capture_output=True, text=True, check=True).stdout
+    return sum(int(count) for count in re.findall(r"bytes_sent:(\d+)", listing))
+
+
+def repetitive_value(size):
+    """A dashboard-like JSON value of about `size` bytes: rows of metrics, as a table panel gets."""
+    return {"rows": [{"host": f"web-{i % 9}", "cpu": i % 100, "mem": 2048 + i % 50, "ok": True}
+                     for i in range(size // 50)]}
+
+
+def page_shows_a_value_sent_as(daemon, offer_answered):
+    """A fresh Chromium opens the page with a log panel; its WebSocket's handshake, as Chromium
+    saw it, offered permessage-deflate and got `offer_answered` (None: no extension); a value of
+    about 40 KB published over TCP reaches the panel, and the bytes the server sent meanwhile
+    (the WebSocket's frames) are returned."""
+    driver = chromium(performance_log=True)
+    tcp = LineClient(daemon.port)
+    try:
+        panels = "#" + quote(json.dumps({"panels": [{"subject": "dash.z", "view": "log"}]}))
+        open_page(driver, daemon.url + "/" + panels)
+        panel = panel_for(driver, "dash.z")
+        wait_live(panel)
+        handshakes = [h for h in websocket_handshakes(driver) if h["url"] and h["url"].startswith("ws://")]
+        assert len(handshakes) == 1, handshakes
+        handshake = handshakes[0]
+        assert handshake["status"] == 101, handshake
+        assert "permessage-deflate" in handshake["request"].get("Sec-WebSocket-Extensions", ""), handshake
+        response = {name.lower(): value for name, value in handshake["response"].items()}
+        assert response.get("sec-websocket-extensions") == offer_answered, handshake
+        value = repetitive_value(40000)
+        before = server_bytes_sent(daemon)
+        publish(tcp, "dash.z", [value])
+        wait_until(lambda: logged(driver, panel) == [value], "the value in the panel", timeout=5)
+        sent = server_bytes_sent(daemon) - before
+        errors = severe_console_entries(driver)
+        assert not errors, errors
+        return len(json.dumps(value, separators=(",", ":"))), sent
+    finally:
+        tcp.close()
+        driver.quit()
+
+
+def check_page_negotiates_permessage_deflate_and_gets_compressed_frames(run):
+    """The page's WebSocket (runnel.js in Chromium) offers permessage-deflate and gets it; a
+    40 KB value reaches the page in a small fraction of its size on the wire."""
+    size, sent = page_shows_a_value_sent_as(run.daemon, "permessage-deflate")
+    assert sent < size // 4, (size, sent)
+    print(f"     a {size}-byte value reached the page in {sent} bytes on the wire", flush=True)
+
+
+def check_page_works_uncompressed_with_compression_off(run):
+    """`compression = false`: the page's offer is declined, the page works, the same value goes
+    on the wire whole."""
+    daemon = Daemon(run.binary, "compression = false\n")
+    try:
+        size, sent = page_shows_a_value_sent_as(daemon, None)
+        assert sent > size, (size, sent)
+        print(f"     a {size}-byte value reached the page in {sent} bytes on the wire", flush=True)
+    finally:
+        assert_clean_stop(daemon)
 
 
 def set_viewport(driver, width, height, mobile):
@@ -487,6 +573,8 @@ CHECKS = [
     check_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gaps,
     check_asks_for_a_token_and_keeps_it_for_the_session,
     check_gets_short_lived_tokens_from_the_app_and_refreshes_them,
+    check_page_negotiates_permessage_deflate_and_gets_compressed_frames,
+    check_page_works_uncompressed_with_compression_off,
 ]
 
 

@@ -143,9 +143,10 @@ def self_signed_certificate(directory):
                        check=True, capture_output=True)
 
 
-def chromium(width=1280, height=800):
+def chromium(width=1280, height=800, performance_log=False):
     """Headless Chromium driven by selenium (Debian's chromium and chromium-driver, or the
-    CHROMIUM and CHROMEDRIVER paths), keeping the browser console's log."""
+    CHROMIUM and CHROMEDRIVER paths), keeping the browser console's log; with
+    `performance_log`, its DevTools events too (`get_log("performance")`: Network.*, Page.*)."""
     from selenium import webdriver  # here, so the scripts without a browser need no selenium
     from selenium.webdriver.chrome.service import Service
 
@@ -154,7 +155,8 @@ def chromium(width=1280, height=800):
     for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      "--disable-extensions", f"--window-size={width},{height}"]:
         options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    logs = {"browser": "ALL", "performance": "ALL"} if performance_log else {"browser": "ALL"}
+    options.set_capability("goog:loggingPrefs", logs)
     service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
     return webdriver.Chrome(service=service, options=options)
 

@@ -13,9 +13,11 @@ of 0 to 262144 bytes, whole and in small TCP writes), 2 pings and pongs, 3 reser
 4 opcodes, 5 fragmentation, 6 UTF-8 (a table of valid and invalid sequences, whole, split
 across fragments, cut short), 7 close handling (every close code, the server's echo, 1002 and
 1007), 9 limits (max_line_bytes, 1009, length fields not in shortest form), 12 and 13
-permessage-deflate (RFC 7692: negotiated by default, message sizes both ways, every parameter
-combination websockets offers, offers declined, RSV1 misplaced, a decompression bomb refused
-with 1009 and the RSS bound, `compression = false`); disposal of a
+permessage-deflate (RFC 7692: 12, Autobahn's message sizes from 16 B to 128 KiB compressed both
+ways, with and without context takeover, and through websockets' own implementation; 13, every
+combination of the four parameters, its answer and the windows kept to; offers declined, RSV1
+misplaced, a decompression bomb refused with 1009 and the RSS bound, `compression = false`);
+disposal of a
 WebSocket's subscriptions however it ends; the slow-consumer policy (the `closing` line, then
 1008); and a hostile group (10,000 WebSockets opened and dropped, garbage after a good
 handshake, a WebSocket that never reads), after which the same daemon still serves a
@@ -547,13 +549,16 @@ def check_3_rsv_bits_are_1002(d):
 class DeflateRawWS(RawWS):
     """A raw WebSocket that offers `offer` in Sec-WebSocket-Extensions: server frames may have
     RSV1 on a message's first frame; `message()` inflates those (zlib, raw, 00 00 ff ff added
-    back), with one window across messages unless `fresh` (server_no_context_takeover)."""
+    back) with a window of `window_bits` (the agreed server_max_window_bits: a reference
+    farther back fails), one window across messages unless `fresh` (server_no_context_takeover)."""
 
-    def __init__(self, d, offer="permessage-deflate", fresh=False):
+    def __init__(self, d, offer="permessage-deflate", fresh=False, window_bits=15):
         super().__init__(d, {"Sec-WebSocket-Extensions": offer})
         self.fresh = fresh
-        self.inflater = zlib.decompressobj(-15)
+        self.window_bits = window_bits
+        self.inflater = zlib.decompressobj(-window_bits)
         self.compressed = []  # whether each text message was compressed, in order
+        self.payloads = []  # each compressed text message's payload as received, in order
 
     def frame(self):
         # RSV1 is read here and cleared, so RawWS's check of the other bits still applies.
@@ -575,9 +580,10 @@ class DeflateRawWS(RawWS):
             assert more == CONTINUATION and not self.frame_rsv1, (more, self.frame_rsv1)
             payload += part
         if compressed:
+            self.payloads.append(payload)
             if self.fresh:
-                self.inflater = zlib.decompressobj(-15)
-            payload = self.inflater.decompress(payload + b"\x00\x00\xff\xff")
+                self.inflater = zlib.decompressobj(-self.window_bits)
+            payload = self.inflater.decompress(payload + TAIL)
         self.compressed.append(compressed)
         return opcode, payload.decode("utf-8") if opcode == TEXT else payload
 
@@ -596,74 +602,205 @@ def metrics_value(i, width):
             "tags": ["prod", "eu-west", "metrics"] * max(1, width // 30)}
 
 
-def check_12_negotiated_and_round_trip_sizes_websockets(d):
-    """websockets' default offer is taken; messages of many sizes go both ways compressed."""
+# Group 12 (Autobahn's 12.x): messages of the testsuite's sizes, compressed both ways, several of
+# each in a row, with and without context takeover. Group 13 (Autobahn's 13.x): the parameter
+# combinations a client offers, each with the answer it must get and messages that show the
+# windows were kept to.
+
+AUTOBAHN_SIZES = [16, 64, 256, 1024, 4096, 8192, 16384, 32768, 65536, 131072]
+WORDS = ("cpu mem disk net rx tx host web db cache prod eu-west us-east load p99 latency error ok "
+         "requests queue depth 0.93 17 4096 1024 up down").split()
+TAIL = b"\x00\x00\xff\xff"
+
+
+def sized_value(size, i):
+    """A JSON object of exactly `size` bytes (16 or more; `i` under 10): text of a small
+    vocabulary, as metrics and logs are, different for each `i`."""
+    words = random.Random(size * 31 + i)
+    head = f'{{"n":{i},"t":"'
+    room = size - len(head) - 2
+    text = ""
+    while len(text) < room:
+        text += words.choice(WORDS) + " "
+    value = head + text[:room] + '"}'
+    assert len(value) == size, (size, len(value))
+    return value
+
+
+def inflates_alone(payload, window_bits=15):
+    """Whether a compressed message inflates without the window of the messages before it."""
+    try:
+        zlib.decompressobj(-window_bits).decompress(payload + TAIL)
+        return True
+    except zlib.error:
+        return False
+
+
+class ClientDeflater:
+    """The client's side of permessage-deflate: raw deflate with a `window_bits` window, the
+    window kept from one message to the next unless not `takeover` (client_no_context_takeover)."""
+
+    def __init__(self, window_bits=15, takeover=True):
+        self.window_bits, self.takeover = window_bits, takeover
+        self.compressor = zlib.compressobj(wbits=-window_bits)
+
+    def message(self, text):
+        if not self.takeover:
+            self.compressor = zlib.compressobj(wbits=-self.window_bits)
+        return deflated(text, self.compressor)
+
+
+def extension_parameters(answer):
+    """The answer's `Sec-WebSocket-Extensions`, one permessage-deflate: its parameters, a set."""
+    name, *parameters = [part.strip() for part in answer.split(";")]
+    assert name == "permessage-deflate", answer
+    assert "," not in answer, answer
+    return set(parameters)
+
+
+def round_trip_sizes(d, offer, takeover):
+    """Group 12's run for one offer: a publisher and a subscriber on raw WebSockets, each message
+    of each size published compressed (the publisher's window kept when `takeover`) and received
+    compressed, byte for byte as published. The server's compressed messages, in order."""
+    publisher = DeflateRawWS(d, offer, fresh=not takeover)
+    subscriber = DeflateRawWS(d, offer, fresh=not takeover)
+    assert publisher.fields.get("sec-websocket-extensions") == offer, publisher.fields
+    subject = f"a12.{int(takeover)}"
+    assert subscriber.request({"op": "sub", "subject": subject, "sid": "s"})["ok"]
+    deflater = ClientDeflater(takeover=takeover)
+    for size in AUTOBAHN_SIZES:
+        for i in range(4):
+            value = sized_value(size, i)
+            payload = deflater.message('{"op":"pub","subject":"' + subject + '","value":' + value + "}")
+            if takeover and i > 0 and size <= 4096:
+                # The publisher's message needs its window: the server kept it too.
+                assert not inflates_alone(payload), (size, i)
+            publisher.send_frame(TEXT, payload, rsv=4)
+            opcode, text = subscriber.message()
+            assert opcode == TEXT and text == '{"ev":"next","sid":"s","value":' + value + "}", (size, i, text[:80])
+    assert subscriber.compressed == [True] * (1 + 4 * len(AUTOBAHN_SIZES)), subscriber.compressed
+    publisher.close()
+    subscriber.close()
+    return subscriber.payloads
+
+
+def check_12_1_message_sizes_context_takeover(d):
+    """16 B to 128 KiB, four of each, `permessage-deflate` with both windows kept: what the
+    server sends refers back to its last message (a small one does not inflate alone)."""
+    payloads = round_trip_sizes(d, "permessage-deflate", takeover=True)
+    # The first is the sub's reply; then four of each size. Up to 4 KiB, the last message is
+    # inside the server's window: the second to fourth of a size need it.
+    for index, size in enumerate(AUTOBAHN_SIZES[:5]):
+        for i in range(1, 4):
+            assert not inflates_alone(payloads[1 + 4 * index + i]), (size, i)
+
+
+def check_12_2_message_sizes_no_context_takeover(d):
+    """The same with `server_no_context_takeover; client_no_context_takeover`: every message of
+    the server inflates alone (DeflateRawWS inflates each with a fresh window), every message of
+    the publisher is compressed alone."""
+    round_trip_sizes(d, "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                     takeover=False)
+
+
+def check_12_3_message_sizes_websockets(d):
+    """websockets' default offer is taken; messages of the testsuite's sizes and at the frame
+    lengths' edges go both ways compressed by its implementation, not ours."""
     with ws_connect(d) as client, ws_connect(d) as publisher:
         assert client.response.headers.get("Sec-WebSocket-Extensions") == "permessage-deflate"
         assert ws_request(client, {"op": "sub", "subject": "z12", "sid": "s"})["ok"]
-        sizes = [0, 1, 16, 64, 125, 126, 1000, 4096, 65535, 65536, 200000]
-        for size in sizes:
-            value = "a" * size if size % 2 else "".join(chr(97 + (i * 7919) % 26) for i in range(size))
-            publisher.send(json.dumps({"op": "pub", "subject": "z12", "value": value}))
-            event = json.loads(client.recv(timeout=10))
-            assert event == {"ev": "next", "sid": "s", "value": value}, (size, str(event)[:80])
+        for size in [16, 125, 126, 65535, 65536, 200000] + AUTOBAHN_SIZES:
+            value = sized_value(size, size % 10)
+            publisher.send('{"op":"pub","subject":"z12","value":' + value + "}")
+            assert client.recv(timeout=10) == '{"ev":"next","sid":"s","value":' + value + "}", size
         # Requests near the limit, compressed by the client, are still read whole.
         request, reply = ping_of_length(MAX_LINE)
         client.send(request)
         assert json.loads(client.recv(timeout=10)) == reply
 
 
-def check_12_raw_frames_have_rsv1_and_inflate(d):
-    """Server text messages carry RSV1 and inflate with one window across messages (context
-    takeover); control frames never; a client's compressed frames are read, fragmented too."""
+def check_12_4_fragmented_final_block_and_uncompressed_client_messages(d):
+    """A client's compressed message in fragments (RSV1 on the first only) with a ping between
+    them is read; so are messages ending in a final block (BFINAL, RFC 7692 7.2.3.3) and the
+    messages after them, and an uncompressed message on a compressed WebSocket; pongs go out
+    plain."""
     ws = DeflateRawWS(d)
-    assert ws.fields.get("sec-websocket-extensions") == "permessage-deflate", ws.fields
-    compressor = zlib.compressobj(wbits=-15)
-    payload = deflated('{"op":"sub","subject":"r12","sid":"x","ref":1}', compressor)
-    ws.send_frame(TEXT, payload, rsv=4)
+    deflater = ClientDeflater()
+    ws.send_frame(TEXT, deflater.message('{"op":"sub","subject":"r12","sid":"x","ref":1}'), rsv=4)
     assert ws.reply() == {"ok": True, "sid": "x", "ref": 1}
-    # Context takeover on the client's side too: the next message refers to the last.
     for i in range(3):
-        payload = deflated(json.dumps({"op": "pub", "subject": "r12", "value": metrics_value(i, 200)}), compressor)
+        payload = deflater.message(json.dumps({"op": "pub", "subject": "r12", "value": metrics_value(i, 200)}))
         half = len(payload) // 2
         ws.send(frame(TEXT, payload[:half], fin=False, rsv=4) + frame(PING, b"p")
                 + frame(CONTINUATION, payload[half:]))
+        assert ws.message() == (PONG, b"p")
         got = ws.reply()
         assert got == {"ev": "next", "sid": "x", "value": metrics_value(i, 200)}, got
-    ws.send_frame(TEXT, '{"op":"ping","ref":9}')  # an uncompressed message is fine too
+    # Each a deflate stream of its own, ended by a final block; then one sync-flushed again.
+    for ref in range(3):
+        compressor = zlib.compressobj(wbits=-15)
+        ws.send_frame(TEXT, compressor.compress(b'{"op":"ping","ref":%d}' % ref) + compressor.flush(), rsv=4)
+        assert ws.reply() == {"ok": True, "ref": ref}
+    ws.send_frame(TEXT, ClientDeflater().message('{"op":"ping","ref":8}'), rsv=4)
+    assert ws.reply() == {"ok": True, "ref": 8}
+    ws.send_frame(TEXT, '{"op":"ping","ref":9}')
     assert ws.reply() == {"ok": True, "ref": 9}
     assert all(ws.compressed), ws.compressed
     ws.send_frame(CLOSE, close_payload(1000))
     ws.expect_close(1000)
 
 
-def check_13_parameter_combinations_websockets(d):
-    """Every combination of the four parameters websockets can offer: the answer names what was
-    asked, and compressed messages round-trip both ways, many in a row (takeover or not)."""
-    combinations = []
+def check_13_parameter_combinations(d):
+    """Every combination of server_no_context_takeover, client_no_context_takeover,
+    server_max_window_bits (none, 9, 15) and client_max_window_bits (none, no value, 9, 15):
+    the answer names exactly the first three as offered (never client_max_window_bits); six
+    messages in a row go both ways, the client compressing with its window and the server's read
+    with the agreed one (a 9-bit inflater fails on a farther reference); with server takeover
+    the server's messages refer back, without it each stands alone; with client takeover the
+    client's messages that need their window are read, without it such a message is 1002."""
+    sizes = [200, 230, 1500, 260, 3000, 290]
     for server_nct in (False, True):
         for client_nct in (False, True):
-            for server_bits in (None, 9, 12, 15):
-                for client_bits in (None, True, 10):
-                    combinations.append((server_nct, client_nct, server_bits, client_bits))
-    with ws_connect(d) as publisher:
-        for server_nct, client_nct, server_bits, client_bits in combinations:
-            factory = ClientPerMessageDeflateFactory(
-                server_no_context_takeover=server_nct, client_no_context_takeover=client_nct,
-                server_max_window_bits=server_bits, client_max_window_bits=client_bits)
-            with ws_connect(d, extensions=[factory]) as client:
-                answer = client.response.headers.get("Sec-WebSocket-Extensions")
-                assert answer.startswith("permessage-deflate"), answer
-                assert ("server_no_context_takeover" in answer) == server_nct, answer
-                assert ("client_no_context_takeover" in answer) == client_nct, answer
-                assert (f"server_max_window_bits={server_bits}" in answer) == (server_bits is not None), answer
-                assert ws_request(client, {"op": "sub", "subject": "z13", "sid": "c"})["ok"]
-                for i in range(5):
-                    value = metrics_value(i, 40 * (i + 1) ** 3)
-                    publisher.send(json.dumps({"op": "pub", "subject": "z13", "value": value}))
-                    event = json.loads(client.recv(timeout=10))
-                    assert event == {"ev": "next", "sid": "c", "value": value}, (answer, i)
-                    assert ws_request(client, {"op": "ping"}, ref=i + 2) == {"ok": True, "ref": i + 2}
+            for server_bits in (None, 9, 15):
+                for client_bits in (None, "", 9, 15):
+                    offer, expected = ["permessage-deflate"], set()
+                    if server_nct:
+                        offer.append("server_no_context_takeover")
+                        expected.add("server_no_context_takeover")
+                    if client_nct:
+                        offer.append("client_no_context_takeover")
+                        expected.add("client_no_context_takeover")
+                    if server_bits:
+                        offer.append(f"server_max_window_bits={server_bits}")
+                        expected.add(f"server_max_window_bits={server_bits}")
+                    if client_bits is not None:
+                        offer.append("client_max_window_bits" + (f"={client_bits}" if client_bits else ""))
+                    offer = "; ".join(offer)
+                    window = server_bits or 15
+                    ws = DeflateRawWS(d, offer, fresh=server_nct, window_bits=window)
+                    answer = ws.fields.get("sec-websocket-extensions", "")
+                    assert extension_parameters(answer) == expected, (offer, answer)
+                    assert ws.request({"op": "sub", "subject": "a13", "sid": "c"})["ok"]
+                    deflater = ClientDeflater(client_bits or 15, takeover=not client_nct)
+                    for i, size in enumerate(sizes):
+                        value = sized_value(size, i)
+                        payload = deflater.message('{"op":"pub","subject":"a13","value":' + value + "}")
+                        assert inflates_alone(payload) == (client_nct or i == 0), (offer, i)
+                        ws.send_frame(TEXT, payload, rsv=4)
+                        opcode, text = ws.message()
+                        assert text == '{"ev":"next","sid":"c","value":' + value + "}", (offer, i, text[:80])
+                    # The reply to the sub, then the six: the second refers to the first unless
+                    # the server compresses each alone.
+                    assert inflates_alone(ws.payloads[2], window) == server_nct, offer
+                    if client_nct:
+                        # A message that needs the last one's window: the server reset its own.
+                        sender = ClientDeflater(client_bits or 15)
+                        ws.send_frame(TEXT, sender.message('{"op":"ping","ref":"a"}'), rsv=4)
+                        assert ws.reply() == {"ok": True, "ref": "a"}
+                        ws.send_frame(TEXT, sender.message('{"op":"ping","ref":"b"}'), rsv=4)
+                        ws.expect_close(1002)
+                    else:
+                        ws.close()
 
 
 def check_13_shared_value_many_subscribers_no_context_takeover(d):
@@ -1249,8 +1386,9 @@ MAIN_CHECKS = [
     check_7_close_ends_the_session,
     check_9_message_over_max_line_bytes_is_1009, check_9_lengths_not_in_shortest_form_are_1002,
     check_9_unmasked_frames_are_1002, check_9_many_messages_in_order,
-    check_12_negotiated_and_round_trip_sizes_websockets, check_12_raw_frames_have_rsv1_and_inflate,
-    check_13_parameter_combinations_websockets, check_13_shared_value_many_subscribers_no_context_takeover,
+    check_12_1_message_sizes_context_takeover, check_12_2_message_sizes_no_context_takeover,
+    check_12_3_message_sizes_websockets, check_12_4_fragmented_final_block_and_uncompressed_client_messages,
+    check_13_parameter_combinations, check_13_shared_value_many_subscribers_no_context_takeover,
     check_13_offers_declined_or_absent_get_plain_frames, check_13_rsv1_misplaced_and_corrupt_are_1002,
     check_13_decompression_bomb_is_1009_and_rss_bounded,
     check_events_reach_a_websocket, check_disposal_on_close,

@@ -107,6 +107,20 @@ import Testing
         #expect(takeover ? sizes[1] < sizes[0] : sizes[1] == sizes[0])
     }
 
+    /// RFC 7692 7.2.3.3: "Hello" ending in a final block (BFINAL), and 7.2.3.1's sync-flushed
+    /// "Hello", in turns on one window: a final block ends its stream, and the next message
+    /// starts a new one (WebSocketInflateFuzzer found the next message refused with 1002).
+    @Test(arguments: [true, false])
+    func aMessageEndingInAFinalBlockIsFollowedByMoreMessages(_ resets: Bool) {
+        let inflater = WebSocketInflater(resetsEachMessage: resets)
+        let final: [UInt8] = [0xF3, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00]
+        let flushed: [UInt8] = [0xF2, 0x48, 0xCD, 0xC9, 0xC9, 0x07, 0x00]
+        for message in [final, final, flushed, final, flushed] {
+            let (outcome, plain) = inflate(inflater, message)
+            #expect(outcome == .inflated && plain == Array("Hello".utf8))
+        }
+    }
+
     @Test func aSharedValueIsCompressedOnceAndEachSubscribersMessageInflates() {
         let shared = WebSocketSharedDeflate(values: SharedValueDeflate())
         let inflater = WebSocketInflater(resetsEachMessage: false)

@@ -1,5 +1,6 @@
 import FuzzSupport
 import RunnelServer
+import WebSocketFuzzSupport
 
 // The WebSocket frame reader: `WebSocketFrameReader` (wslay's frame layer and the message
 // rules of docs/protocol.md) over a client's byte stream.
@@ -11,64 +12,10 @@ import RunnelServer
 // reader reports the same events and ends the same way; every text message is UTF-8 and
 // within the limit; a ping's payload is at most 125 bytes; a peer's close code is one that
 // may be sent; a failure closes with 1002, 1003, 1007 or 1009; nothing is reported after a
-// close or a failure.
+// close or a failure (`WebSocketFuzzSupport`'s checks).
 
-private final class Recorder: WebSocketFrameReaderDelegate {
-    enum Event: Equatable {
-        case text([UInt8])
-        case ping([UInt8])
-        case close(UInt16?)
-        case failure(UInt16)
-    }
-    var events: [Event] = []
-    let pausesAfterMessages: Bool
-
-    init(pausesAfterMessages: Bool) { self.pausesAfterMessages = pausesAfterMessages }
-
-    private func record(_ event: Event) {
-        switch events.last {
-        case .close, .failure: require(false, "\(event) after \(events.last!)")
-        default: events.append(event)
-        }
-    }
-
-    func frameReader(_ reader: WebSocketFrameReader, didReadText message: UnsafeRawBufferPointer) {
-        let bytes = Array(message)
-        require(bytes.count <= reader.maxMessageBytes, "a message of \(bytes.count) over \(reader.maxMessageBytes)")
-        require(Array(String(decoding: bytes, as: UTF8.self).utf8) == bytes, "a text message that is not UTF-8")
-        record(.text(bytes))
-        if pausesAfterMessages { reader.pause() }
-    }
-
-    func frameReader(_ reader: WebSocketFrameReader, didReadPing payload: UnsafeRawBufferPointer) {
-        require(payload.count <= 125, "a ping of \(payload.count) bytes")
-        record(.ping(Array(payload)))
-    }
-
-    func frameReader(_ reader: WebSocketFrameReader, didReadClose code: WebSocketCloseCode?) {
-        require(code?.isSendable ?? true, "close code \(code!) accepted")
-        record(.close(code?.rawValue))
-    }
-
-    func frameReader(_ reader: WebSocketFrameReader, didFail code: WebSocketCloseCode, reason: String) {
-        require([1002, 1003, 1007, 1009].contains(code.rawValue), "failure with close code \(code)")
-        require(reason.utf8.count <= 123, "a reason too long for a close frame")
-        record(.failure(code.rawValue))
-    }
-}
-
-private func run(_ input: UnsafeRawBufferPointer, piece: Int, maxMessageBytes: Int, pausing: Bool) -> [Recorder.Event] {
-    let recorder = Recorder(pausesAfterMessages: pausing)
-    let reader = WebSocketFrameReader(maxMessageBytes: maxMessageBytes)
-    reader.delegate = recorder
-    var offset = 0
-    while offset < input.count {
-        let chunk = UnsafeRawBufferPointer(rebasing: input[offset..<min(input.count, offset + piece)])
-        offset += chunk.count
-        reader.read(chunk)
-        while reader.isPaused { reader.resume() }
-    }
-    return recorder.events
+private func run(_ input: UnsafeRawBufferPointer, piece: Int, maxMessageBytes: Int, pausing: Bool) -> [WebSocketEvent] {
+    readEvents(input, piece: piece, pausing: pausing, reader: WebSocketFrameReader(maxMessageBytes: maxMessageBytes))
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -74,6 +74,14 @@ public final class WebSocketFrameReader {
 
     public convenience init(maxMessageBytes: Int) { self.init(maxMessageBytes: maxMessageBytes, inflater: nil) }
 
+    /// A reader of a WebSocket with permessage-deflate agreed, its client's window reset after
+    /// each message when `clientNoContextTakeover` (the fuzz package's way in; the transport
+    /// passes its inflater).
+    public convenience init(maxMessageBytes: Int, clientNoContextTakeover: Bool) {
+        self.init(
+            maxMessageBytes: maxMessageBytes, inflater: WebSocketInflater(resetsEachMessage: clientNoContextTakeover))
+    }
+
     init(maxMessageBytes: Int, inflater: WebSocketInflater?) {
         self.maxMessageBytes = maxMessageBytes
         self.inflater = inflater

@@ -7,7 +7,9 @@ import CZlib
 /// The window is 32 KiB whatever the client's window (a larger window reads what a smaller
 /// one wrote). With `client_no_context_takeover` the stream is reset after each message;
 /// else the window carries over, as the client's does. A message ending in a final block
-/// (BFINAL, which RFC 7692 allows) ends the stream: it is reset, as the client's must be.
+/// (BFINAL, which RFC 7692 allows) ends the stream: it is reset, as the client's must be, and
+/// gets no `00 00 ff ff` (which, read as the start of a new stream, would be an unfinished
+/// stored block that breaks the next message).
 ///
 /// Thread rules: not thread-safe; one owner (a connection's frame reader, on the loop
 /// thread). Lifetime rule: owns its zlib stream (about 7 KiB and the 32 KiB window, made at
@@ -39,9 +41,10 @@ final class WebSocketInflater {
     /// most `limit` bytes in all.
     func inflate(_ input: UnsafeRawBufferPointer, into output: GrowableBuffer, limit: Int) -> Outcome {
         guard let stream = openStream() else { return .corrupt }
-        var outcome = feed(input, stream, output, limit)
-        if outcome == .inflated {
-            outcome = Self.tail.withUnsafeBytes { feed($0, stream, output, limit) }
+        var endsStream = false
+        var outcome = feed(input, stream, output, limit, endsStream: &endsStream)
+        if outcome == .inflated && !endsStream {
+            outcome = Self.tail.withUnsafeBytes { feed($0, stream, output, limit, endsStream: &endsStream) }
         }
         if outcome != .inflated || resetsEachMessage { inflateReset(stream) }
         return outcome
@@ -60,11 +63,13 @@ final class WebSocketInflater {
         return made
     }
 
-    /// Gives zlib all of `input`, appending what it writes to `output`.
+    /// Gives zlib all of `input`, appending what it writes to `output`; `endsStream` tells
+    /// whether the input ended with a final block.
     private func feed(
         _ input: UnsafeRawBufferPointer, _ stream: UnsafeMutablePointer<z_stream>, _ output: GrowableBuffer,
-        _ limit: Int
+        _ limit: Int, endsStream: inout Bool
     ) -> Outcome {
+        endsStream = false
         guard let base = input.baseAddress else { return .inflated }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = UInt32(input.count)
@@ -83,7 +88,10 @@ final class WebSocketInflater {
             case Z_STREAM_END:
                 inflateReset(stream)
                 // What follows a final block starts a new stream.
-                if stream.pointee.avail_in == 0 { return .inflated }
+                if stream.pointee.avail_in == 0 {
+                    endsStream = true
+                    return .inflated
+                }
                 continue
             case Z_OK, Z_BUF_ERROR:
                 // Done when zlib has read everything and had room to spare.
