@@ -39,6 +39,7 @@ package final class LineSocket: @unchecked Sendable {
         self.address = address
         let fd = try LineSocket.open(host: host, port: port, address, timeoutMilliseconds: timeoutMilliseconds)
         if let settings {
+            LineSocket.ignoreBrokenPipes()
             do {
                 tls = try TLSSocketClient(
                     fd: fd, context: try settings.makeContext(), serverName: settings.serverName ?? host,
@@ -239,6 +240,15 @@ package final class LineSocket: @unchecked Sendable {
         var size = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
         return error
+    }
+
+    /// OpenSSL writes with its own `write(2)`, which cannot pass `MSG_NOSIGNAL`: a server gone
+    /// mid-write would kill the process with SIGPIPE. So a TLS connection has SIGPIPE ignored,
+    /// when it is at its default (a program that handles it keeps its handler).
+    private static func ignoreBrokenPipes() {
+        var current = sigaction()
+        sigaction(SIGPIPE, nil, &current)
+        if current.__sigaction_handler.sa_handler == nil { signal(SIGPIPE, SIG_IGN) }
     }
 
     package static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
