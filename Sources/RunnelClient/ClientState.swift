@@ -19,12 +19,14 @@ struct ClientState {
 
     /// The connection being set up or in use; nil between connections.
     var connection: LineSocket?
+    /// Its outbox, once it is set up.
+    var outbox: Outbox?
     /// Whether `connection` is set up (authenticated, subscriptions made again).
     var ready = false
     /// Set once the client has stopped: `closed`, or the reason it will not reconnect.
     var final: RunnelError?
     var lastDisconnect: RunnelError?
-    var readyWaiters: [CheckedContinuation<Result<LineSocket, RunnelError>, Never>] = []
+    var readyWaiters: [CheckedContinuation<Result<Outbox, RunnelError>, Never>] = []
     var pending: [Int: Pending] = [:]
     var subscriptions: [String: Subscription] = [:]
     var nextRef = 1
@@ -32,6 +34,9 @@ struct ClientState {
     /// Whether the reader thread has ended, and who waits for it to.
     var readerEnded = false
     var endWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Why the connection a call was made on is gone: the client's final error, else the loss.
+    var lostConnection: RunnelError { final ?? lastDisconnect ?? .connectionLost("the connection was lost") }
 
     mutating func takeRef() -> Int {
         defer { nextRef += 1 }

@@ -9,7 +9,7 @@ extension RunnelClient {
         defer { readerEnded() }
         var connection: LineSocket
         do throws(RunnelError) {
-            connection = try establish()
+            connection = try establish(reconnecting: false)
         } catch {
             state.withLock { $0.final = $0.final ?? error }
             started.resume(returning: error)
@@ -25,21 +25,20 @@ extension RunnelClient {
             while true {
                 guard pause(delay * Double.random(in: 0.5...1)) else { return }
                 do throws(RunnelError) {
-                    connection = try establish()
+                    connection = try establish(reconnecting: true)
                     break
                 } catch {
                     if error.code == "unauthorized" { return stop(error) }
                     delay = min(delay * 2, options.backoff.limit)
                 }
             }
-            options.onReconnect?()
         }
     }
 
     /// Connects and sets the connection up: `auth` (or `ping`), then every live subscription's
-    /// `sub` from its position, their events dispatched as they come; the calls waiting for the
-    /// connection are then let through.
-    private func establish() throws(RunnelError) -> LineSocket {
+    /// `sub` from its position, their events dispatched as they come; then `onReconnect` (when
+    /// `reconnecting`), and the calls waiting for the connection are let through.
+    private func establish(reconnecting: Bool) throws(RunnelError) -> LineSocket {
         let timeout = options.timeout.components
         let milliseconds = Int32(clamping: timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000)
         let connection = try LineSocket(
@@ -66,13 +65,21 @@ extension RunnelClient {
             state.withLock { if $0.connection === connection { $0.connection = nil } }
             throw error
         }
-        let waiters = state.withLock { state -> [CheckedContinuation<Result<LineSocket, RunnelError>, Never>] in
-            guard state.final == nil else { return [] }
+        if reconnecting { options.onReconnect?() }
+        let outbox = Outbox(socket: connection)
+        let waiters = state.withLock { state -> [CheckedContinuation<Result<Outbox, RunnelError>, Never>]? in
+            guard state.final == nil else { return nil }
             state.ready = true
+            state.outbox = outbox
             defer { state.readyWaiters = [] }
             return state.readyWaiters
         }
-        for waiter in waiters { waiter.resume(returning: .success(connection)) }
+        // Closed meanwhile: `close` shut the connection down, and the reader will find it ended.
+        guard let waiters else {
+            outbox.stop()
+            return connection
+        }
+        for waiter in waiters { waiter.resume(returning: .success(outbox)) }
         return connection
     }
 
@@ -106,13 +113,16 @@ extension RunnelClient {
         _ connection: LineSocket, deadline: Int64, _ handled: (ServerLine) throws(RunnelError) -> Bool
     ) throws(RunnelError) {
         var closing: RunnelError?
+        var woken = ConsumersToWake()
+        defer { woken.wake() }
         while true {
             while let line = connection.bufferedLine() {
                 guard let parsed = ServerLine(line) else { continue }
                 if case .event("closing") = parsed.kind { closing = parsed.error }
                 if try handled(parsed) { return }
-                dispatch(parsed)
+                dispatch(parsed, waking: &woken)
             }
+            woken.wake()
             let remaining = deadline - MonotonicClock.milliseconds
             guard remaining > 0 else { throw RunnelError(code: "timeout", message: "no answer within the timeout") }
             do throws(RunnelError) {
@@ -127,8 +137,10 @@ extension RunnelClient {
     /// one).
     private func read(_ connection: LineSocket) -> RunnelError {
         var closing: RunnelError?
+        var woken = ConsumersToWake()
         while true {
-            while let _ = connection.withNextLine({ handle($0, closing: &closing) }) {}
+            while let _ = connection.withNextLine({ handle($0, closing: &closing, waking: &woken) }) {}
+            woken.wake()
             do throws(RunnelError) {
                 _ = try connection.receive(timeoutMilliseconds: -1)
             } catch {
@@ -138,26 +150,28 @@ extension RunnelClient {
     }
 
     /// One line: the common `next` event on the fast path (`NextEventShape`), any other parsed.
-    private func handle(_ raw: UnsafeRawBufferPointer, closing: inout RunnelError?) {
+    private func handle(_ raw: UnsafeRawBufferPointer, closing: inout RunnelError?, waking woken: inout ConsumersToWake)
+    {
         if let next = NextEventShape.match(raw) {
             let sid = String(decoding: UnsafeRawBufferPointer(rebasing: raw[next.sid]), as: UTF8.self)
             guard let subscription = state.withLock({ $0.subscriptions[sid] }) else { return }
             if options.overflow == .wait { subscription.waitForRoom() }
-            subscription.received(
+            let waiting = subscription.received(
                 json: Array(raw[next.value]),
                 from: next.subject.map { String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0]), as: UTF8.self) },
                 position: next.position.map {
                     String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0]), as: UTF8.self)
                 })
+            if waiting { woken.add(subscription) }
             return
         }
         guard let line = ServerLine(Array(raw)) else { return }
         if case .event("closing") = line.kind { closing = line.error }
-        dispatch(line)
+        dispatch(line, waking: &woken)
     }
 
     /// A parsed line: a reply to its waiting call, an event to its subscription.
-    private func dispatch(_ line: ServerLine) {
+    private func dispatch(_ line: ServerLine, waking woken: inout ConsumersToWake) {
         switch line.kind {
         case .reply:
             guard let ref = line.ref.flatMap({ Int($0) }) else {
@@ -181,11 +195,13 @@ extension RunnelClient {
                 let subscription = state.withLock({ $0.subscriptions[sid] })
             else { return }
             if options.overflow == .wait { subscription.waitForRoom() }
-            if name == "next", let range = line.valueRange {
-                subscription.received(json: Array(line.bytes[range]), from: line.subject, position: line.pos)
-            } else {
-                subscription.received(line)
-            }
+            let waiting =
+                if name == "next", let range = line.valueRange {
+                    subscription.received(json: Array(line.bytes[range]), from: line.subject, position: line.pos)
+                } else {
+                    subscription.received(line)
+                }
+            if waiting { woken.add(subscription) }
         }
     }
 
@@ -193,12 +209,14 @@ extension RunnelClient {
     /// was closed meanwhile (nothing more to do).
     private func disconnected(_ connection: LineSocket, _ reason: RunnelError) -> RunnelError? {
         connection.shutdown()
-        let (pending, closed) = state.withLock { state in
+        let (pending, closed, outbox) = state.withLock { state in
+            defer { state.outbox = nil }
             state.ready = false
             state.connection = nil
             state.lastDisconnect = reason
-            return (state.takePending(), state.final != nil)
+            return (state.takePending(), state.final != nil, state.outbox)
         }
+        outbox?.stop()
         for call in pending { call.resume(returning: .failure(reason)) }
         return closed ? nil : reason
     }
@@ -229,6 +247,23 @@ extension RunnelClient {
             return state.endWaiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// The subscriptions whose consumers wait for events the reader has put since it last woke them:
+/// woken together once every line read is handled.
+///
+/// Thread rules: the reader thread's, a local value. Lifetime rule: none.
+struct ConsumersToWake {
+    private var subscriptions: [Subscription] = []
+
+    mutating func add(_ subscription: Subscription) {
+        if subscriptions.last !== subscription { subscriptions.append(subscription) }
+    }
+
+    mutating func wake() {
+        for subscription in subscriptions { subscription.wake() }
+        subscriptions.removeAll(keepingCapacity: true)
     }
 }
 

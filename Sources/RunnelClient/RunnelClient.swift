@@ -13,8 +13,9 @@ import Synchronization
 /// and reconnects. A thread, not a task: `connect`, `poll`, `recv` and TLS block, and a
 /// consumer too slow under `Overflow.wait` is made to stop the reading by blocking that thread,
 /// none of which a task of the cooperative pool may do; and no event loop (libuv, NIO) is
-/// linked for one connection. Callers write their request lines themselves, from their tasks
-/// (a short blocking `send`, serialised per connection), so a publish costs no thread hop.
+/// linked for one connection. Callers queue their request lines in the connection's `Outbox`,
+/// whose writer thread sends everything queued at once: a publisher's lines are gathered into
+/// large writes rather than a system call (and a packet) each.
 ///
 /// Thread rules: every method may be called from any task; the mutable state is behind
 /// `state`'s mutex, and the callbacks of `ClientOptions` run on the reader thread. Lifetime
@@ -57,7 +58,7 @@ public final class RunnelClient: Sendable {
         if !endpoint.secure { options.tls = nil }
         let client = RunnelClient(endpoint: endpoint, token: token, options: options)
         let started = await withCheckedContinuation { (started: CheckedContinuation<RunnelError?, Never>) in
-            ReaderThread.start { client.run(reportingTo: started) }
+            DetachedThread.start { client.run(reportingTo: started) }
         }
         if let started { throw started }
         return client
@@ -91,7 +92,7 @@ public final class RunnelClient: Sendable {
 
     private func publish(_ request: RequestLine, reply: Bool) async throws(RunnelError) -> Int? {
         guard reply else {
-            try await readyConnection().send(request.finished())
+            guard try await readyConnection().enqueue(request.finished()) else { throw lostConnection }
             return nil
         }
         let answer = try await call(request)
@@ -145,17 +146,19 @@ public final class RunnelClient: Sendable {
     /// subscriptions here end, and calls waiting or made later throw `closed`. Returns once the
     /// reader thread has ended.
     public func close() async {
-        let stopped = state.withLock { state -> (LineSocket?, [Subscription], [ClientStateWaiter])? in
+        let stopped = state.withLock { state -> (LineSocket?, Outbox?, [Subscription], [ClientStateWaiter])? in
             guard state.final == nil else { return nil }
             state.final = .closed
             let waiters =
                 state.takePending().map(ClientStateWaiter.reply) + state.readyWaiters.map(ClientStateWaiter.ready)
             state.readyWaiters = []
-            return (state.connection, Array(state.subscriptions.values), waiters)
+            return (state.connection, state.outbox, Array(state.subscriptions.values), waiters)
         }
-        if let (connection, subscriptions, waiters) = stopped {
+        if let (connection, outbox, subscriptions, waiters) = stopped {
             for subscription in subscriptions { subscription.end(nil, dropBuffered: false) }
             for waiter in waiters { waiter.fail(.closed) }
+            // What was published is written before the connection closes.
+            await outbox?.finish()
             connection?.shutdown()
             var byte: UInt8 = 1
             _ = Glibc.write(wake.write, &byte, 1)
@@ -172,20 +175,20 @@ public final class RunnelClient: Sendable {
 
     // MARK: Calls
 
-    /// The connection once it is set up: waits while the client reconnects; throws once it has
-    /// stopped.
-    func readyConnection() async throws(RunnelError) -> LineSocket {
-        let immediate = state.withLock { state -> Result<LineSocket, RunnelError>? in
+    /// The connection's outbox once it is set up: waits while the client reconnects; throws once
+    /// it has stopped.
+    func readyConnection() async throws(RunnelError) -> Outbox {
+        let immediate = state.withLock { state -> Result<Outbox, RunnelError>? in
             if let final = state.final { return .failure(final) }
-            if state.ready, let connection = state.connection { return .success(connection) }
+            if state.ready, let outbox = state.outbox { return .success(outbox) }
             return nil
         }
         if let immediate { return try immediate.get() }
         let later = await withCheckedContinuation {
-            (waiter: CheckedContinuation<Result<LineSocket, RunnelError>, Never>) in
-            let now = state.withLock { state -> Result<LineSocket, RunnelError>? in
+            (waiter: CheckedContinuation<Result<Outbox, RunnelError>, Never>) in
+            let now = state.withLock { state -> Result<Outbox, RunnelError>? in
                 if let final = state.final { return .failure(final) }
-                if state.ready, let connection = state.connection { return .success(connection) }
+                if state.ready, let outbox = state.outbox { return .success(outbox) }
                 state.readyWaiters.append(waiter)
                 return nil
             }
@@ -211,14 +214,12 @@ public final class RunnelClient: Sendable {
     /// Notes a call waiting for its reply on `connection`; nil (and `continuation` resumed with
     /// the failure) when that connection is no longer the one in use.
     private func register(
-        on connection: LineSocket, _ continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never>,
+        on connection: Outbox, _ continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never>,
         _ pending: (Int) -> ClientState.Pending
     ) -> Int? {
         let ref = state.withLock { state -> Result<Int, RunnelError> in
             if let final = state.final { return .failure(final) }
-            guard state.connection === connection else {
-                return .failure(state.lastDisconnect ?? .connectionLost("the connection was lost"))
-            }
+            guard state.outbox === connection else { return .failure(state.lostConnection) }
             let ref = state.takeRef()
             state.pending[ref] = pending(ref)
             return .success(ref)
@@ -231,15 +232,18 @@ public final class RunnelClient: Sendable {
         }
     }
 
-    /// Writes a registered call's line; a failed write fails the call (unless the reader thread
-    /// has failed it already, as the connection ended).
-    private func send(_ line: [UInt8], on connection: LineSocket, ref: Int) {
-        do throws(RunnelError) {
-            try connection.send(line)
-        } catch {
-            state.withLock { $0.pending.removeValue(forKey: ref) }?.continuation.resume(returning: .failure(error))
+    /// Queues a registered call's line; when the connection has gone meanwhile, the call fails
+    /// (unless the reader thread has failed it already).
+    private func send(_ line: [UInt8], on connection: Outbox, ref: Int) {
+        guard !connection.push(line) else { return }
+        let failed = state.withLock { state in
+            state.pending.removeValue(forKey: ref).map { ($0.continuation, state.lostConnection) }
         }
+        if let (continuation, error) = failed { continuation.resume(returning: .failure(error)) }
     }
+
+    /// Why the connection a call was made on is gone.
+    private var lostConnection: RunnelError { state.withLock { $0.lostConnection } }
 
     // MARK: Subscriptions
 
@@ -265,7 +269,7 @@ public final class RunnelClient: Sendable {
 /// Thread rules: resumed once, from any thread. Lifetime rule: none (a value).
 enum ClientStateWaiter {
     case reply(CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
-    case ready(CheckedContinuation<Result<LineSocket, RunnelError>, Never>)
+    case ready(CheckedContinuation<Result<Outbox, RunnelError>, Never>)
 
     func fail(_ error: RunnelError) {
         switch self {

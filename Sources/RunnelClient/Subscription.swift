@@ -7,7 +7,8 @@ import Synchronization
 /// `unauthorized`, or a lost connection the client will not reconnect).
 ///
 /// The client's reader thread puts events into a bounded buffer (`ClientOptions.buffer`); the
-/// consumer takes them. Past the bound, `drop` counts the values it drops and reports them as
+/// consumer takes them. A consumer waiting is woken once the reader has handled every line it
+/// has read (`wake`), not at each event: one wake-up per read, not per value. Past the bound, `drop` counts the values it drops and reports them as
 /// one `Gap` (`overflow`) before the next event; `wait` makes the reader thread wait for room
 /// (`waitForRoom`). After a reconnect the subscription is made again from its last position;
 /// when the server cannot continue from there, a `Gap` (`not_resumed`) comes first and values
@@ -129,13 +130,14 @@ public final class Subscription: AsyncSequence, Sendable {
             state.skip = state.positions.compactMapValues(Position.init)
             return Gap(.notResumed, cause: state.subscribedBefore ? cause : nil)
         }
-        if let gap { put(.gap(gap)) }
+        if let gap, put(.gap(gap)) { wake() }
         return true
     }
 
     /// A `next` event's value: skipped when a subscription that could not resume sees again what
-    /// it had; else remembered as the newest position and put in the buffer.
-    func received(json: [UInt8], from source: String?, position: String?) {
+    /// it had; else remembered as the newest position and put in the buffer. True when a
+    /// consumer waits to be woken (`wake`).
+    func received(json: [UInt8], from source: String?, position: String?) -> Bool {
         let subject = source ?? self.subject
         let shown = state.withLock { state -> Bool in
             guard let position else { return true }
@@ -148,22 +150,31 @@ public final class Subscription: AsyncSequence, Sendable {
             state.positions[subject] = position
             return true
         }
-        if shown { put(.value(Value(json: json, subject: subject, position: position))) }
+        return shown && put(.value(Value(json: json, subject: subject, position: position)))
     }
 
-    /// Any other event of this subscription (`dropped`, `completed`, `error`).
-    func received(_ line: ServerLine) {
-        guard case .event(let name) = line.kind else { return }
+    /// Any other event of this subscription (`dropped`, `completed`, `error`). True when a
+    /// consumer waits to be woken (`wake`).
+    func received(_ line: ServerLine) -> Bool {
+        guard case .event(let name) = line.kind else { return false }
         switch name {
-        case "dropped": put(.gap(Gap(.dropped, count: line.count ?? 0)))
+        case "dropped": return put(.gap(Gap(.dropped, count: line.count ?? 0)))
         case "completed": end(nil, dropBuffered: false)
         case "error": end(line.error, dropBuffered: false)
         default: break
         }
+        return false
     }
 
-    /// Blocks the reader thread while the buffer is full (`Overflow.wait`).
+    /// Gives the consumer waiting what has been put since it began to wait.
+    func wake() {
+        if let (waiter, taken) = state.withLock({ $0.wake() }) { waiter.resume(returning: taken) }
+    }
+
+    /// Blocks the reader thread while the buffer is full (`Overflow.wait`), the consumer woken
+    /// first.
     func waitForRoom() {
+        wake()
         while state.withLock({ $0.mustWaitForRoom(capacity: capacity) }) { room.wait() }
     }
 
@@ -171,16 +182,15 @@ public final class Subscription: AsyncSequence, Sendable {
     /// when it had ended already.
     @discardableResult
     func end(_ error: RunnelError?, dropBuffered: Bool) -> Bool {
-        let (ended, waiter, madeRoom) = state.withLock { state in state.end(error, dropBuffered: dropBuffered) }
+        let (ended, woken, madeRoom) = state.withLock { state in state.end(error, dropBuffered: dropBuffered) }
         guard ended else { return false }
         client.forget(self)
         if madeRoom { room.signal() }
-        waiter?.resume(returning: error.map { .end($0) } ?? .end(nil))
+        if let (waiter, taken) = woken { waiter.resume(returning: taken) }
         return true
     }
 
-    private func put(_ event: SubscriptionEvent) {
-        let (waiter, taken) = state.withLock { $0.put(event, capacity: capacity) }
-        if let waiter, let taken { waiter.resume(returning: taken) }
+    private func put(_ event: SubscriptionEvent) -> Bool {
+        state.withLock { $0.put(event, capacity: capacity) }
     }
 }

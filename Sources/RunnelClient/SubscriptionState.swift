@@ -51,19 +51,24 @@ struct SubscriptionState {
         return nil
     }
 
-    /// Buffers `event` (a value past `capacity` is counted as dropped instead) and returns the
-    /// consumer waiting, with what to give it.
-    mutating func put(_ event: SubscriptionEvent, capacity: Int) -> (CheckedContinuation<Taken, Never>?, Taken?) {
-        guard !ended else { return (nil, nil) }
+    /// Buffers `event` (a value past `capacity` is counted as dropped instead); returns whether
+    /// a consumer waits, to be woken (`wake`).
+    mutating func put(_ event: SubscriptionEvent, capacity: Int) -> Bool {
+        guard !ended else { return false }
         if case .value = event, count >= capacity {
             overflowed += 1
-            return (nil, nil)
+        } else {
+            if overflowed > 0 { events.append(.gap(takeOverflow())) }
+            events.append(event)
         }
-        if overflowed > 0 { events.append(.gap(takeOverflow())) }
-        events.append(event)
-        guard let waiting = waiter else { return (nil, nil) }
+        return waiter != nil
+    }
+
+    /// The consumer waiting, with what to give it, when there is something.
+    mutating func wake() -> (CheckedContinuation<Taken, Never>, Taken)? {
+        guard let waiting = waiter, let taken = take() else { return nil }
         waiter = nil
-        return (waiting, take())
+        return (waiting, taken)
     }
 
     /// Whether the reader must wait for the consumer; if so it is noted as waiting.
@@ -72,9 +77,11 @@ struct SubscriptionState {
         return readerWaits
     }
 
-    /// Marks the end; returns whether it had not ended yet, the consumer waiting, and whether the
-    /// reader thread waits for room.
-    mutating func end(_ error: RunnelError?, dropBuffered: Bool) -> (Bool, CheckedContinuation<Taken, Never>?, Bool) {
+    /// Marks the end; returns whether it had not ended yet, the consumer waiting with what to give
+    /// it (what is still buffered comes first), and whether the reader thread waits for room.
+    mutating func end(_ error: RunnelError?, dropBuffered: Bool) -> (
+        Bool, (CheckedContinuation<Taken, Never>, Taken)?, Bool
+    ) {
         guard !ended else { return (false, nil, false) }
         ended = true
         self.error = error
@@ -83,11 +90,9 @@ struct SubscriptionState {
             head = 0
             overflowed = 0
         }
-        let waiting = waiter
-        waiter = nil
         let madeRoom = readerWaits
         readerWaits = false
-        return (true, waiting, madeRoom)
+        return (true, wake(), madeRoom)
     }
 
     private mutating func takeOverflow() -> Gap {

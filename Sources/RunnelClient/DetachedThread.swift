@@ -1,12 +1,12 @@
 import Glibc
 
 /// Starts a detached POSIX thread running a closure: the client's reader, which blocks in
-/// `poll` and `recv` (and in `connect` while reconnecting), work no task of the cooperative
-/// pool may do.
+/// `poll` and `recv` (and in `connect` while reconnecting), and each connection's writer, which
+/// blocks in `send`: work no task of the cooperative pool may do.
 ///
 /// Thread rules: `start` from any thread. Lifetime rule: the closure is retained until the
 /// thread has run it; the thread is detached, so nothing joins it (the client awaits its end).
-enum ReaderThread {
+enum DetachedThread {
     private final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
