@@ -27,7 +27,6 @@ package final class LineSocket: @unchecked Sendable {
     private var readStart = 0
     /// Where the scan for the next `\n` resumes.
     private var scanStart = 0
-    package private(set) var isClosedByPeer = false
     /// Where `recv` writes; its bytes are then appended to `buffer`.
     private let chunk: UnsafeMutableRawBufferPointer
     private let ioLock = Mutex(())
@@ -163,7 +162,6 @@ package final class LineSocket: @unchecked Sendable {
         }
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<received]))
         if received == 0 {
-            isClosedByPeer = true
             throw .connectionLost("the server closed the connection")
         }
         return true

@@ -34,12 +34,6 @@ package struct RequestLine {
         writer.writeInteger(value)
     }
 
-    /// A member whose value is bytes already known to be one valid JSON value.
-    package mutating func raw(_ key: StaticString, _ value: UnsafeRawBufferPointer) {
-        member(key)
-        writer.append(raw: value)
-    }
-
     package mutating func raw(_ key: StaticString, _ value: RawJSON) {
         member(key)
         writer.write(value)
