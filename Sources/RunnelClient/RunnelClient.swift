@@ -70,9 +70,9 @@ public final class RunnelClient: Sendable {
     /// The reason the last connection was lost.
     public var lastDisconnect: RunnelError? { state.withLock { $0.lastDisconnect } }
 
-    /// Publishes `value` to `subject`. Without `reply`, returns nil once the line is written (a
-    /// refusal goes to `onError`); with it, waits for the answer and returns how many
-    /// subscriptions received the value.
+    /// Publishes `value` to `subject`. Without `reply`, returns nil once the line is queued for
+    /// the connection (waiting while over 1 MiB is queued; a refusal goes to `onError`); with it,
+    /// waits for the answer and returns how many subscriptions received the value.
     @discardableResult
     public func publish(_ subject: String, _ value: JSONValue, reply: Bool = false) async throws(RunnelError) -> Int? {
         var request = RequestLine(op: "pub")
@@ -143,8 +143,9 @@ public final class RunnelClient: Sendable {
     }
 
     /// Closes the connection, which disposes every subscription in the server at once;
-    /// subscriptions here end, and calls waiting or made later throw `closed`. Returns once the
-    /// reader thread has ended.
+    /// subscriptions here end, and calls waiting or made later throw `closed`. Lines already
+    /// queued (publishes without reply) are written first, for up to `ClientOptions.timeout`.
+    /// Returns once the reader thread has ended.
     public func close() async {
         let stopped = state.withLock { state -> (LineSocket?, Outbox?, [Subscription], [ClientStateWaiter])? in
             guard state.final == nil else { return nil }
@@ -157,8 +158,17 @@ public final class RunnelClient: Sendable {
         if let (connection, outbox, subscriptions, waiters) = stopped {
             for subscription in subscriptions { subscription.end(nil, dropBuffered: false) }
             for waiter in waiters { waiter.fail(.closed) }
-            // What was published is written before the connection closes.
-            await outbox?.finish()
+            // What was published is written before the connection closes, unless the server has
+            // not taken it within the timeout (it may be pacing this publisher, `backpressure`).
+            if let outbox {
+                let timeout = options.timeout
+                let limit = Task {
+                    try await Task.sleep(for: timeout)
+                    outbox.stop()
+                }
+                await outbox.finish()
+                limit.cancel()
+            }
             connection?.shutdown()
             var byte: UInt8 = 1
             _ = Glibc.write(wake.write, &byte, 1)
