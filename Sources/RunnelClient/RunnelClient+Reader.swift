@@ -84,7 +84,8 @@ extension RunnelClient {
     }
 
     /// Sends every subscription's `sub` again and handles their replies (a refusal ends that
-    /// subscription with its error).
+    /// subscription with its error; one unsubscribed meanwhile is removed from the server
+    /// again, with an `unsub` whose reply nobody waits for).
     private func resubscribe(_ subscriptions: [Subscription], on connection: LineSocket, deadline: Int64)
         throws(RunnelError)
     {
@@ -97,12 +98,17 @@ extension RunnelClient {
             try connection.send(line)
         }
         guard !waiting.isEmpty else { return }
-        try readUntil(connection, deadline: deadline) { line in
+        try readUntil(connection, deadline: deadline) { line throws(RunnelError) -> Bool in
             guard case .reply = line.kind, let ref = line.ref, let (subscription, sentFrom) = waiting[ref] else {
                 return false
             }
             waiting[ref] = nil
-            _ = subscription.answered(line, sentFrom: sentFrom, cause: cause)
+            if !subscription.answered(line, sentFrom: sentFrom, cause: cause), case .reply(ok: true) = line.kind {
+                var unsubscribe = RequestLine(op: "unsub")
+                unsubscribe.string("sid", subscription.sid)
+                unsubscribe.integer("ref", state.withLock { $0.takeRef() })
+                try connection.send(unsubscribe.finished())
+            }
             return waiting.isEmpty
         }
     }

@@ -118,20 +118,22 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     /// The reply to this subscription's `sub`, handled before any of its events. True when the
-    /// server accepted it; a refusal ends the subscription with its error.
+    /// server accepted it for a subscription still live; a refusal ends the subscription with
+    /// its error.
     func answered(_ reply: ServerLine, sentFrom: Bool, cause: RunnelError?) -> Bool {
         guard case .reply(ok: true) = reply.kind else {
             end(reply.error, dropBuffered: false)
             return false
         }
-        let gap = state.withLock { state -> Gap? in
+        let (live, gap) = state.withLock { state -> (Bool, Gap?) in
+            guard !state.hasEnded else { return (false, nil) }
             defer { state.subscribedBefore = true }
-            guard reply.resumed == false || (state.subscribedBefore && !sentFrom) else { return nil }
+            guard reply.resumed == false || (state.subscribedBefore && !sentFrom) else { return (true, nil) }
             state.skip = state.positions.compactMapValues(Position.init)
-            return Gap(.notResumed, cause: state.subscribedBefore ? cause : nil)
+            return (true, Gap(.notResumed, cause: state.subscribedBefore ? cause : nil))
         }
         if let gap, put(.gap(gap)) { wake() }
-        return true
+        return live
     }
 
     /// A `next` event's value: skipped when a subscription that could not resume sees again what

@@ -30,6 +30,8 @@ struct SubscriptionState {
 
     private var count: Int { events.count - head }
 
+    var hasEnded: Bool { ended }
+
     /// The next event, the end, or nil when the consumer must wait.
     mutating func take() -> Taken? {
         if head < events.count {
