@@ -7,6 +7,8 @@ import Glibc
 /// Thread rules: `start` from any thread. Lifetime rule: the closure is retained until the
 /// thread has run it; the thread is detached, so nothing joins it (the client awaits its end).
 enum DetachedThread {
+    /// The closure, carried through `pthread_create`'s argument. Thread rules: made on the
+    /// starting thread, run once on the new one. Lifetime rule: retained until it has run.
     private final class Box {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

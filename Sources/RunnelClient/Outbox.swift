@@ -18,7 +18,8 @@ final class Outbox: Sendable {
     private let state = Mutex(State())
     private let wake = Semaphore()
 
-    /// Behind `state`'s mutex.
+    /// What the callers and the writer share. Thread rules: only inside `state`'s mutex.
+    /// Lifetime rule: the outbox's.
     private struct State {
         var queue: [UInt8] = []
         /// Whether the writer waits on `wake` for lines.

@@ -42,9 +42,9 @@ import RunnelJSON
                 received += 1
                 if value.json == endBytes { break }
             }
-            return (received, MonotonicNanoseconds.now)
+            return (received, ContinuousClock.now)
         }
-        let started = MonotonicNanoseconds.now
+        let started = ContinuousClock.now
         for n in 0..<count { try await publisher.publish("bench.clients", json: n == count - 1 ? end : payload) }
         let (received, finished) = try await consumer.value
         await publisher.close()
@@ -53,18 +53,10 @@ import RunnelJSON
             print("runnel.swift: \(received) of \(count) values arrived")
             exit(1)
         }
-        let seconds = Double(finished - started) / 1e9
+        let elapsed = (finished - started).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         print(
             #"{"client": "runnel.swift", "mode": "iterator", "count": \#(count), "seconds": \#(seconds), "msgs_per_s": \#(Int(Double(count) / seconds))}"#
         )
-    }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds. Thread rules: stateless. Lifetime rule: none.
-enum MonotonicNanoseconds {
-    static var now: Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 }
