@@ -40,6 +40,7 @@ let package = Package(
         // For the fuzz targets in Fuzz/, a package of their own built with -sanitize=fuzzer.
         .library(name: "RunnelJSON", targets: ["RunnelJSON"]),
         .library(name: "RunnelServer", targets: ["RunnelServer"]),
+        .library(name: "RunnelClient", targets: ["RunnelClient"]),
         .executable(name: "runneld", targets: ["runneld"]),
         .executable(name: "runnel", targets: ["runnel"]),
     ],
@@ -91,7 +92,7 @@ let package = Package(
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
         // TLS over memory BIOs (a `ConnectionFilter` for RunnelUV's connections) and over a
-        // blocking socket (the CLI): the only module that touches libssl, so RunnelUV and its
+        // blocking socket (RunnelClient, so the CLI): the only module that touches libssl, so RunnelUV and its
         // users that need no TLS do not link it.
         .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: daemon),
 
@@ -110,6 +111,9 @@ let package = Package(
             swiftSettings: daemon,
             plugins: ["EmbedDashboard"]
         ),
+        // The Swift client of runneld (async/await, reconnects, resumes) and the blocking line
+        // socket the `runnel` CLI shares with it: no server, no libuv loop of its own.
+        .target(name: "RunnelClient", dependencies: ["RunnelJSON", "RunnelTLS"], swiftSettings: strict),
         // The build-time tool and plugin that make web/dashboard/ one document in a Swift string
         // (runneld needs no files, and no Foundation, to serve it).
         .executableTarget(name: "DashboardEmbedder", swiftSettings: [.treatAllWarnings(as: .error)]),
@@ -122,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "runnel",
             dependencies: [
-                "RunnelServer", "RunnelJSON", "RunnelTLS",
+                "RunnelClient", "RunnelJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: daemon
@@ -155,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunneldTests",
-            dependencies: ["RunnelServer", "runneld", "runnel", "RunnelTestSupport"],
+            dependencies: ["RunnelServer", "RunnelClient", "runneld", "runnel", "RunnelTestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -6,8 +6,8 @@ import CLibSSL
     import Musl
 #endif
 
-/// A TLS client over a connected, blocking socket that it does not own: for the `runnel` CLI,
-/// which reads and writes one connection from one thread.
+/// A TLS client over a connected, blocking socket that it does not own: for `RunnelClient`'s
+/// `LineSocket` (and so the `runnel` CLI), which reads and writes it one thread at a time.
 ///
 /// The handshake runs in `init`, bounded by a timeout (the socket's receive and send timeouts,
 /// cleared afterwards), and checks the server's certificate against the trusted CAs and the

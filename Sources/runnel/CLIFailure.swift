@@ -1,3 +1,5 @@
+import RunnelClient
+
 /// A failure that ends `runnel` with a message on stderr and a chosen exit status.
 ///
 /// Every subcommand reports its problems by throwing one of these; `RunnelCommand.main()`
@@ -27,4 +29,9 @@ struct CLIFailure: Error, CustomStringConvertible {
     }
 
     var description: String { message }
+}
+
+extension CLIFailure {
+    /// A connection failure of the client library (`LineSocket`), in its own words.
+    init(_ error: RunnelError) { self.init(error.message) }
 }

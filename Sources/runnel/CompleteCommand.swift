@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelClient
 
 /// `runnel complete SUBJECT`: completes a subject.
 struct CompleteCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import RunnelClient
 
 /// The options every subcommand shares: which server, which token, how long to wait.
 struct ConnectionOptions: ParsableArguments {
@@ -75,10 +76,15 @@ struct ConnectionOptions: ParsableArguments {
 
     /// Connects, authenticates when a token is set, and returns the ready session.
     func connect() throws(CLIFailure) -> RunnelSession {
-        let session = RunnelSession(
-            connection: try ServerConnection(
-                address: try address(), timeoutMilliseconds: timeoutMilliseconds, tls: tlsOptions),
-            replyTimeoutMilliseconds: timeoutMilliseconds)
+        let address = try address()
+        let connection: LineSocket
+        do throws(RunnelError) {
+            connection = try LineSocket(
+                host: address.host, port: address.port, timeoutMilliseconds: timeoutMilliseconds, tls: tlsSettings)
+        } catch {
+            throw CLIFailure(error)
+        }
+        let session = RunnelSession(connection: connection, replyTimeoutMilliseconds: timeoutMilliseconds)
         if let token = effectiveToken {
             var auth = RequestLine(op: "auth")
             auth.string("token", token)
@@ -88,9 +94,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// The TLS settings of `--tls` and its companions; nil without `--tls`.
-    var tlsOptions: TLSOptions? {
+    var tlsSettings: TLSSettings? {
         guard tls else { return nil }
-        return TLSOptions(caFile: caFile, serverName: serverName, certificateFile: certFile, keyFile: keyFile)
+        return TLSSettings(caFile: caFile, serverName: serverName, certificateFile: certFile, keyFile: keyFile)
     }
 
     private static func environment(_ name: String) -> String? {

@@ -1,6 +1,6 @@
 import ArgumentParser
+import RunnelClient
 import RunnelJSON
-import RunnelServer
 
 /// `runnel create SUBJECT`: creates a subject of a kind (a no-op when it exists alike).
 struct CreateCommand: ParsableCommand {

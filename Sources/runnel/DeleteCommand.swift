@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelClient
 
 /// `runnel delete SUBJECT`: completes a subject's subscriptions and frees the name.
 struct DeleteCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelClient
 
 /// `runnel error SUBJECT MESSAGE`: terminates a subject with an error.
 struct ErrorCommand: ParsableCommand {

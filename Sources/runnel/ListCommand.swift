@@ -1,6 +1,6 @@
 import ArgumentParser
+import RunnelClient
 import RunnelJSON
-import RunnelServer
 
 /// `runnel list [PREFIX]`: the subjects as an aligned table.
 struct ListCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelClient
 
 /// `runnel ping`: one round trip; prints `pong` and the time it took. The Docker HEALTHCHECK.
 struct PingCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelClient
 
 /// `runnel pub SUBJECT [VALUE]`: publishes one value, or every line of stdin.
 struct PublishCommand: ParsableCommand {

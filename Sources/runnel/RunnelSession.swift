@@ -1,16 +1,18 @@
-import Glibc
+import RunnelClient
 
 /// Requests and replies over one connection: each request gets a fresh numeric `ref`, and
 /// `roundTrip` reads lines until the reply carrying that `ref` arrives.
 ///
 /// Lines that are not that reply (events of a subscription, failure replies of earlier
-/// reference-less `pub`s) go to `onOtherLine`, in order. One thread only.
+/// reference-less `pub`s) go to `onOtherLine`, in order. The CLI's blocking use of the client
+/// library's `LineSocket`: one command, one connection, no reconnects (`RunnelClient` is the
+/// asynchronous client with them). One thread only.
 final class RunnelSession {
-    let connection: ServerConnection
+    let connection: LineSocket
     let replyTimeoutMilliseconds: Int32
     private var nextRef = 1
 
-    init(connection: ServerConnection, replyTimeoutMilliseconds: Int32) {
+    init(connection: LineSocket, replyTimeoutMilliseconds: Int32) {
         self.connection = connection
         self.replyTimeoutMilliseconds = replyTimeoutMilliseconds
     }
@@ -25,7 +27,7 @@ final class RunnelSession {
         nextRef += 1
         var request = request
         request.integer("ref", ref)
-        try connection.send(request.finished())
+        do throws(RunnelError) { try connection.send(request.finished()) } catch { throw CLIFailure(error) }
         let reply = try awaitReply(ref: String(ref), timeoutMilliseconds: timeoutMilliseconds, onOtherLine: onOtherLine)
         guard case .reply(ok: true) = reply.kind else {
             throw .serverError(code: reply.code ?? "unknown", message: reply.message ?? "")
@@ -49,18 +51,11 @@ final class RunnelSession {
             }
             let remaining = deadline - MonotonicClock.milliseconds
             guard remaining > 0 else { throw CLIFailure("no reply from \(connection.address) within the timeout") }
-            _ = try connection.receive(timeoutMilliseconds: Int32(min(remaining, 1000)))
+            do throws(RunnelError) {
+                _ = try connection.receive(timeoutMilliseconds: Int32(min(remaining, 1000)))
+            } catch {
+                throw CLIFailure(error)
+            }
         }
     }
-}
-
-/// Milliseconds from `CLOCK_MONOTONIC`, for deadlines and round-trip times.
-enum MonotonicClock {
-    static var nanoseconds: Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-    }
-
-    static var milliseconds: Int64 { nanoseconds / 1_000_000 }
 }

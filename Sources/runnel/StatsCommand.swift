@@ -1,6 +1,6 @@
 import ArgumentParser
+import RunnelClient
 import RunnelJSON
-import RunnelServer
 
 /// `runnel stats`: the server's counters as `key: value` lines, or the raw reply with `--json`.
 struct StatsCommand: ParsableCommand {

@@ -1,6 +1,6 @@
 import Glibc
+import RunnelClient
 import RunnelJSON
-import RunnelServer
 
 /// Publishes every line of stdin to one subject, pipelined.
 ///
@@ -35,7 +35,7 @@ final class StdinPublisher {
             let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, chunkSize) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw CLIFailure("cannot read stdin: \(ServerConnection.describe(errno))")
+                throw CLIFailure("cannot read stdin: \(LineSocket.describe(errno))")
             }
             if count == 0 { break }
             pending.append(contentsOf: chunk[0..<count])
@@ -66,14 +66,19 @@ final class StdinPublisher {
             }
             return lineStart
         }
-        if !batch.bytes.isEmpty { try session.connection.send(batch.bytes) }
+        guard !batch.bytes.isEmpty else { return consumed }
+        do throws(RunnelError) { try session.connection.send(batch.bytes) } catch { throw CLIFailure(error) }
         return consumed
     }
 
     /// Handles the lines that have already arrived, without waiting.
     private func drainReplies() throws(CLIFailure) {
         while session.connection.hasPendingInput {
-            _ = try session.connection.receive(timeoutMilliseconds: 0)
+            do throws(RunnelError) {
+                _ = try session.connection.receive(timeoutMilliseconds: 0)
+            } catch {
+                throw CLIFailure(error)
+            }
             while let bytes = session.connection.bufferedLine() {
                 guard let line = ServerLine(bytes) else { continue }
                 try handle(line)

@@ -1,6 +1,6 @@
 import ArgumentParser
+import RunnelClient
 import RunnelJSON
-import RunnelServer
 
 /// `runnel sub SUBJECT_OR_PATTERN`: prints a subscription's values, one per line, until it ends.
 struct SubscribeCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import RunnelClient
 
 /// Prints one subscription's events until it ends, a signal arrives, or stdout closes.
 ///
@@ -47,11 +48,11 @@ final class SubscriptionPrinter {
                 continue
             }
             output.flush()
-            do {
+            do throws(RunnelError) {
                 _ = try connection.receive(timeoutMilliseconds: 250)
             } catch {
                 output.flush()
-                throw error
+                throw CLIFailure(error)
             }
         }
     }

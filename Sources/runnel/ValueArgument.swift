@@ -1,5 +1,4 @@
 import RunnelJSON
-import RunnelServer
 
 /// The rule for values typed by a user: text that parses as JSON is that JSON; anything else
 /// is sent as a JSON string. So `42`, `true`, `{"a":1}` and `"quoted"` are JSON, while

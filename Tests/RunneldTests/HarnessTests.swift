@@ -109,6 +109,7 @@ import Testing
         #expect(RunneldProcess.listeningPort(in: "Listening on tcp://127.0.0.1:9 (v1)") == 9)
         #expect(RunneldProcess.listeningPort(in: "connected from 127.0.0.1:5000") == nil)
         #expect(RunneldProcess.listeningPort(in: "listening on 127.0.0.1:0") == nil)
+        #expect(RunneldProcess.listeningPort(in: "runneld listening with TLS on 127.0.0.1:4000") == nil)
     }
 
     @Test func processHarnessReadsPortSignalsAndReaps() throws {

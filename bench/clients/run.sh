@@ -3,16 +3,18 @@
 # nats-server, in the same run: 1 publisher -> 1 subscriber, 64-byte values, one process and
 # one asyncio loop per measurement (bench/clients/throughput.py); and through the JavaScript
 # client (clients/js/runnel.js) in Node over WebSocket (bench/clients/throughput.mjs), with no
-# peer: npm's registry, where nats.js is, cannot be reached from these machines.
+# peer: npm's registry, where nats.js is, cannot be reached from these machines; and through the
+# Swift client (RunnelClient) over TCP (bench/clients/swift, built in release), with no peer
+# either: NATS has no Swift client installable on these machines.
 #
 #   bench/clients/run.sh [--runneld BIN] [--reps N] [--count N]
 #
 # Installs nats-py from PyPI when missing; bench/loadgen/servers.sh installs the peers from
 # Debian, builds runneld (release, under flock /tmp/runnel-build.lock; skipped with --runneld)
 # and starts runneld and nats-server on loopback (ports 7611 and 7613); runs each client in each mode
-# (iterator, callback) N times (3 by default), interleaved, COUNT values each (200,000), stops
-# both servers by PID, and prints the median msgs/s of each and runnel's ratio to nats-py. Not
-# part of CI.
+# (iterator, callback; the Swift client: iterator) N times (3 by default), interleaved, COUNT
+# values each (200,000), stops both servers by PID, and prints the median msgs/s of each and
+# runnel's ratio to nats-py. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,6 +38,9 @@ python3 -c 'import nats' 2>/dev/null || python3 -m pip install --quiet nats-py \
 # servers stopped by PID at exit.
 source bench/loadgen/servers.sh
 build_tools
+# The Swift client's measurement, a package of its own (bench/clients/swift), in release.
+(cd bench/clients/swift && flock /tmp/runnel-build.lock swift build -c release >/dev/null)
+swift_bench=bench/clients/swift/.build/release/ThroughputSwift
 start_server runnel
 start_server nats
 wait_started runnel nats
@@ -55,6 +60,7 @@ for rep in $(seq 1 "$reps"); do
             >>"$work/results"
         "${node[@]}" bench/clients/throughput.mjs ws://127.0.0.1:7618/ws "$mode" "$count" >>"$work/results"
     done
+    "$swift_bench" "runnel://127.0.0.1:${port[runnel]}" "$count" >>"$work/results"
     echo "repetition $rep of $reps done" >&2
 done
 
@@ -70,8 +76,10 @@ for client in ("runnel", "nats"):
 for client in ("runnel.js",):
     for mode in ("iterator", "callback"):
         median[client, mode] = statistics.median(r["msgs_per_s"] for r in rows if (r["client"], r["mode"]) == (client, mode))
+swift = statistics.median(r["msgs_per_s"] for r in rows if r["client"] == "runnel.swift")
 print(f"{'mode':10} {'runnel msgs/s':>14} {'nats-py msgs/s':>15} {'runnel/nats-py':>15} {'runnel.js msgs/s':>17}")
 for mode in ("iterator", "callback"):
     runnel, nats, js = median["runnel", mode], median["nats", mode], median["runnel.js", mode]
     print(f"{mode:10} {runnel:>14,.0f} {nats:>15,.0f} {runnel / nats:>14.2f}x {js:>17,.0f}")
+print(f"Swift client (RunnelClient, iterator, no peer): {swift:,.0f} msgs/s")
 EOF

@@ -1,4 +1,5 @@
 import Logging
+import RunnelJSON
 import TOMLKit
 
 extension ServerConfig {

@@ -1,3 +1,5 @@
+import RunnelJSON
+
 /// A subject the config asks the server to create at start-up (a `[[subjects]]` table).
 ///
 /// Immutable value; `name` has passed `SubjectName.problem(withName:)`.

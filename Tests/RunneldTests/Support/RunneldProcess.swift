@@ -104,6 +104,15 @@ final class RunneldProcess {
         return try BlockingTCPClient(port: port)
     }
 
+    /// The port of another listener the daemon announced as `LABEL 127.0.0.1:PORT` (such as
+    /// `listening with TLS on`, which the protocol's own `listening on` line follows).
+    func announcedPort(_ label: String) -> UInt16? {
+        output.allLines.lazy.compactMap { line -> UInt16? in
+            guard let found = line.range(of: label + " 127.0.0.1:") else { return nil }
+            return UInt16(line[found.upperBound...].prefix { $0.isNumber })
+        }.first
+    }
+
     /// Replaces the config file (atomically, so a reload never reads half a file).
     func rewriteConfig(_ config: RunneldConfig) throws {
         try config.toml.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -146,7 +155,7 @@ final class RunneldProcess {
 
     /// The port in a line such as `info: listening on 127.0.0.1:40123`.
     static func listeningPort(in line: String) -> UInt16? {
-        guard line.lowercased().contains("listening"),
+        guard line.lowercased().contains("listening on"),
             let match = line.firstMatch(of: /127\.0\.0\.1:(\d+)/),
             let port = UInt16(match.1), port != 0
         else { return nil }

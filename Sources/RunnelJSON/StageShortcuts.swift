@@ -1,8 +1,9 @@
-import RunnelJSON
-
 /// The shortcuts for the commonest stages, shared by `runnel sub`'s options and the query of
 /// `GET /events`: each one given becomes a stage, always in the order filter, map, throttle,
-/// take, and any further stages come after them. Pure: safe from any thread.
+/// take, and any further stages come after them. Here, beside the JSON they build, so that the
+/// server and the clients share the rule without a client linking the server.
+///
+/// Thread rules: pure, any thread. Lifetime rule: none.
 public enum StageShortcuts {
     /// The stages for the shortcuts given: `filter` and `map` expressions, `throttle` seconds,
     /// `take` a count.

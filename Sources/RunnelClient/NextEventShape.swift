@@ -7,24 +7,26 @@
 /// subscriber printing hundreds of thousands of values a second must keep up with the server,
 /// or it is disconnected as a slow consumer. Any line of another shape (escapes in the sid or
 /// subject, other member order) returns nil, and the caller parses it fully with `ServerLine`.
-/// Stateless.
-enum NextEventShape {
+///
+/// Thread rules: stateless, any thread. Lifetime rule: none (a `Match` holds offsets into a line the
+/// caller keeps).
+package enum NextEventShape {
     static let head = Array(#"{"ev":"next","sid":""#.utf8)
     static let valueKey = Array(#","value":"#.utf8)
     static let subjectKey = Array(#","subject":""#.utf8)
 
-    struct Match {
+    package struct Match {
         /// The sid's characters (without quotes).
-        var sid: Range<Int>
+        package var sid: Range<Int>
         /// The subject's characters (without quotes), for pattern subscriptions.
-        var subject: Range<Int>?
+        package var subject: Range<Int>?
         /// The value's exact bytes.
-        var value: Range<Int>
+        package var value: Range<Int>
         /// The position's characters (without quotes), when the line carries one.
-        var position: Range<Int>?
+        package var position: Range<Int>?
     }
 
-    static func match(_ line: UnsafeRawBufferPointer) -> Match? {
+    package static func match(_ line: UnsafeRawBufferPointer) -> Match? {
         guard line.count > head.count + valueKey.count + 2, starts(line, at: 0, with: head) else { return nil }
         guard let sidEnd = plainStringEnd(line, from: head.count) else { return nil }
         let sid = head.count..<sidEnd

@@ -1,0 +1,51 @@
+/// The client's mutable part, always behind its mutex: the connection, whether it is set up,
+/// the calls waiting for it or for their replies, the live subscriptions, and the final error
+/// once the client has stopped.
+///
+/// Thread rules: only inside `RunnelClient.state.withLock`. Lifetime rule: the client's.
+struct ClientState {
+    /// A call waiting for its reply.
+    enum Pending {
+        case call(CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
+        /// A `sub`: `answered` runs on the reader thread before any event of the subscription.
+        case subscribe(Subscription, sentFrom: Bool, CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
+
+        var continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never> {
+            switch self {
+            case .call(let continuation), .subscribe(_, _, let continuation): return continuation
+            }
+        }
+    }
+
+    /// The connection being set up or in use; nil between connections.
+    var connection: LineSocket?
+    /// Its outbox, once it is set up.
+    var outbox: Outbox?
+    /// Whether `connection` is set up (authenticated, subscriptions made again).
+    var ready = false
+    /// Set once the client has stopped: `closed`, or the reason it will not reconnect.
+    var final: RunnelError?
+    var lastDisconnect: RunnelError?
+    var readyWaiters: [CheckedContinuation<Result<Outbox, RunnelError>, Never>] = []
+    var pending: [Int: Pending] = [:]
+    var subscriptions: [String: Subscription] = [:]
+    var nextRef = 1
+    var nextSid = 1
+    /// Whether the reader thread has ended, and who waits for it to.
+    var readerEnded = false
+    var endWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Why the connection a call was made on is gone: the client's final error, else the loss.
+    var lostConnection: RunnelError { final ?? lastDisconnect ?? .connectionLost("the connection was lost") }
+
+    mutating func takeRef() -> Int {
+        defer { nextRef += 1 }
+        return nextRef
+    }
+
+    /// The calls waiting for a reply, which the connection's end fails.
+    mutating func takePending() -> [CheckedContinuation<Result<ServerLine, RunnelError>, Never>] {
+        defer { pending = [:] }
+        return pending.values.map(\.continuation)
+    }
+}

@@ -1,0 +1,284 @@
+import Glibc
+
+/// The reader thread: it makes each connection (connect, `auth` or `ping`, every subscription
+/// subscribed again from its position), reads it until it ends, and reconnects with backoff.
+extension RunnelClient {
+    /// The thread's body. The first connection's outcome goes to `started` (nil: connected); a
+    /// failure there ends the thread, as later a loss it will not reconnect after does.
+    func run(reportingTo started: CheckedContinuation<RunnelError?, Never>) {
+        defer { readerEnded() }
+        var connection: LineSocket
+        do throws(RunnelError) {
+            connection = try establish(reconnecting: false)
+        } catch {
+            state.withLock { $0.final = $0.final ?? error }
+            started.resume(returning: error)
+            return
+        }
+        started.resume(returning: nil)
+        while true {
+            let reason = read(connection)
+            guard let reason = disconnected(connection, reason) else { return }
+            options.onDisconnect?(reason)
+            guard options.reconnect, reason.code != "unauthorized" else { return stop(reason) }
+            var delay = options.backoff.first
+            while true {
+                guard pause(delay * Double.random(in: 0.5...1)) else { return }
+                do throws(RunnelError) {
+                    connection = try establish(reconnecting: true)
+                    break
+                } catch {
+                    if error.code == "unauthorized" { return stop(error) }
+                    delay = min(delay * 2, options.backoff.limit)
+                }
+            }
+        }
+    }
+
+    /// Connects and sets the connection up: `auth` (or `ping`), then every live subscription's
+    /// `sub` from its position, their events dispatched as they come; then `onReconnect` (when
+    /// `reconnecting`), and the calls waiting for the connection are let through.
+    private func establish(reconnecting: Bool) throws(RunnelError) -> LineSocket {
+        let timeout = options.timeout.components
+        let milliseconds = Int32(clamping: timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000)
+        let connection = try LineSocket(
+            host: endpoint.host, port: endpoint.port, timeoutMilliseconds: milliseconds, tls: options.tls)
+        let (ref, subscriptions) = try state.withLock { state -> Result<(Int, [Subscription]), RunnelError> in
+            if let final = state.final { return .failure(final) }
+            state.connection = connection
+            return .success((state.takeRef(), Array(state.subscriptions.values)))
+        }.get()
+        do throws(RunnelError) {
+            var hello = RequestLine(op: token == nil ? "ping" : "auth")
+            if let token { hello.string("token", token) }
+            hello.integer("ref", ref)
+            try connection.send(hello.finished())
+            let deadline = MonotonicClock.milliseconds + Int64(milliseconds)
+            try readUntil(connection, deadline: deadline) { line throws(RunnelError) -> Bool in
+                guard case .reply(let ok) = line.kind, line.ref == String(ref) else { return false }
+                guard ok else { throw line.error }
+                return true
+            }
+            try resubscribe(subscriptions, on: connection, deadline: deadline)
+        } catch {
+            connection.shutdown()
+            state.withLock { if $0.connection === connection { $0.connection = nil } }
+            throw error
+        }
+        if reconnecting { options.onReconnect?() }
+        let outbox = Outbox(socket: connection)
+        let waiters = state.withLock { state -> [CheckedContinuation<Result<Outbox, RunnelError>, Never>]? in
+            guard state.final == nil else { return nil }
+            state.ready = true
+            state.outbox = outbox
+            defer { state.readyWaiters = [] }
+            return state.readyWaiters
+        }
+        // Closed meanwhile: `close` shut the connection down, and the reader will find it ended.
+        guard let waiters else {
+            outbox.stop()
+            return connection
+        }
+        for waiter in waiters { waiter.resume(returning: .success(outbox)) }
+        return connection
+    }
+
+    /// Sends every subscription's `sub` again and handles their replies (a refusal ends that
+    /// subscription with its error; one unsubscribed meanwhile is removed from the server
+    /// again, with an `unsub` whose reply nobody waits for).
+    private func resubscribe(_ subscriptions: [Subscription], on connection: LineSocket, deadline: Int64)
+        throws(RunnelError)
+    {
+        var waiting: [String: (Subscription, Bool)] = [:]
+        let cause = state.withLock { $0.lastDisconnect }
+        for subscription in subscriptions {
+            let ref = state.withLock { $0.takeRef() }
+            let (line, sentFrom) = subscription.request(ref: ref)
+            waiting[String(ref)] = (subscription, sentFrom)
+            try connection.send(line)
+        }
+        guard !waiting.isEmpty else { return }
+        try readUntil(connection, deadline: deadline) { line throws(RunnelError) -> Bool in
+            guard case .reply = line.kind, let ref = line.ref, let (subscription, sentFrom) = waiting[ref] else {
+                return false
+            }
+            waiting[ref] = nil
+            if !subscription.answered(line, sentFrom: sentFrom, cause: cause), case .reply(ok: true) = line.kind {
+                var unsubscribe = RequestLine(op: "unsub")
+                unsubscribe.string("sid", subscription.sid)
+                unsubscribe.integer("ref", state.withLock { $0.takeRef() })
+                try connection.send(unsubscribe.finished())
+            }
+            return waiting.isEmpty
+        }
+    }
+
+    /// Reads lines until `handled` says it is done with one, dispatching the others; throws the
+    /// connection's end (its `closing` line's reason) or `timeout`.
+    private func readUntil(
+        _ connection: LineSocket, deadline: Int64, _ handled: (ServerLine) throws(RunnelError) -> Bool
+    ) throws(RunnelError) {
+        var closing: RunnelError?
+        var woken = ConsumersToWake()
+        defer { woken.wake() }
+        while true {
+            while let line = connection.bufferedLine() {
+                guard let parsed = ServerLine(line) else { continue }
+                if case .event("closing") = parsed.kind { closing = parsed.error }
+                if try handled(parsed) { return }
+                dispatch(parsed, waking: &woken)
+            }
+            woken.wake()
+            let remaining = deadline - MonotonicClock.milliseconds
+            guard remaining > 0 else { throw RunnelError(code: "timeout", message: "no answer within the timeout") }
+            do throws(RunnelError) {
+                _ = try connection.receive(timeoutMilliseconds: Int32(min(remaining, 1000)))
+            } catch {
+                throw closing ?? error
+            }
+        }
+    }
+
+    /// Reads the connection until it ends; returns why (its `closing` line's reason when it had
+    /// one).
+    private func read(_ connection: LineSocket) -> RunnelError {
+        var closing: RunnelError?
+        var woken = ConsumersToWake()
+        while true {
+            while let _ = connection.withNextLine({ handle($0, closing: &closing, waking: &woken) }) {}
+            woken.wake()
+            do throws(RunnelError) {
+                _ = try connection.receive(timeoutMilliseconds: -1)
+            } catch {
+                return closing ?? error
+            }
+        }
+    }
+
+    /// One line: the common `next` event on the fast path (`NextEventShape`), any other parsed.
+    private func handle(_ raw: UnsafeRawBufferPointer, closing: inout RunnelError?, waking woken: inout ConsumersToWake)
+    {
+        if let next = NextEventShape.match(raw) {
+            let sid = String(decoding: UnsafeRawBufferPointer(rebasing: raw[next.sid]), as: UTF8.self)
+            guard let subscription = state.withLock({ $0.subscriptions[sid] }) else { return }
+            if options.overflow == .wait { subscription.waitForRoom() }
+            let waiting = subscription.received(
+                json: Array(raw[next.value]),
+                from: next.subject.map { String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0]), as: UTF8.self) },
+                position: next.position.map {
+                    String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0]), as: UTF8.self)
+                })
+            if waiting { woken.add(subscription) }
+            return
+        }
+        guard let line = ServerLine(Array(raw)) else { return }
+        if case .event("closing") = line.kind { closing = line.error }
+        dispatch(line, waking: &woken)
+    }
+
+    /// A parsed line: a reply to its waiting call, an event to its subscription.
+    private func dispatch(_ line: ServerLine, waking woken: inout ConsumersToWake) {
+        switch line.kind {
+        case .reply:
+            guard let ref = line.ref.flatMap({ Int($0) }) else {
+                // Only a `pub` without `ref` is answered without one, and only when it failed.
+                if let onError = options.onError {
+                    onError(line.error)
+                } else {
+                    StandardErrorNote.write("runnel: a publish failed: \(line.error)\n")
+                }
+                return
+            }
+            guard let pending = state.withLock({ $0.pending.removeValue(forKey: ref) }) else { return }
+            if case .subscribe(let subscription, let sentFrom, _) = pending,
+                subscription.answered(line, sentFrom: sentFrom, cause: nil)
+            {
+                state.withLock { $0.subscriptions[subscription.sid] = subscription }
+            }
+            pending.continuation.resume(returning: .success(line))
+        case .event(let name):
+            guard name != "closing", let sid = line.sid,
+                let subscription = state.withLock({ $0.subscriptions[sid] })
+            else { return }
+            if options.overflow == .wait { subscription.waitForRoom() }
+            let waiting =
+                if name == "next", let range = line.valueRange {
+                    subscription.received(json: Array(line.bytes[range]), from: line.subject, position: line.pos)
+                } else {
+                    subscription.received(line)
+                }
+            if waiting { woken.add(subscription) }
+        }
+    }
+
+    /// After a connection ends: the calls waiting on it fail with `reason`; nil when the client
+    /// was closed meanwhile (nothing more to do).
+    private func disconnected(_ connection: LineSocket, _ reason: RunnelError) -> RunnelError? {
+        connection.shutdown()
+        let (pending, closed, outbox) = state.withLock { state in
+            defer { state.outbox = nil }
+            state.ready = false
+            state.connection = nil
+            state.lastDisconnect = reason
+            return (state.takePending(), state.final != nil, state.outbox)
+        }
+        outbox?.stop()
+        for call in pending { call.resume(returning: .failure(reason)) }
+        return closed ? nil : reason
+    }
+
+    /// Gives up for good: subscriptions end with `reason`, calls waiting or made later throw it.
+    private func stop(_ reason: RunnelError) {
+        let (subscriptions, waiters) = state.withLock { state in
+            state.final = state.final ?? reason
+            defer { state.readyWaiters = [] }
+            return (Array(state.subscriptions.values), state.readyWaiters)
+        }
+        for subscription in subscriptions { subscription.end(reason, dropBuffered: false) }
+        for waiter in waiters { waiter.resume(returning: .failure(reason)) }
+    }
+
+    /// Waits `delay`, or less when the client closes; false when it has.
+    private func pause(_ delay: Duration) -> Bool {
+        let parts = delay.components
+        var descriptor = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptor, 1, Int32(clamping: parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000))
+        return state.withLock { $0.final == nil }
+    }
+
+    private func readerEnded() {
+        let waiters = state.withLock { state in
+            state.readerEnded = true
+            defer { state.endWaiters = [] }
+            return state.endWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// The subscriptions whose consumers wait for events the reader has put since it last woke them:
+/// woken together once every line read is handled.
+///
+/// Thread rules: the reader thread's, a local value. Lifetime rule: none.
+struct ConsumersToWake {
+    private var subscriptions: [Subscription] = []
+
+    mutating func add(_ subscription: Subscription) {
+        if subscriptions.last !== subscription { subscriptions.append(subscription) }
+    }
+
+    mutating func wake() {
+        for subscription in subscriptions { subscription.wake() }
+        subscriptions.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Unbuffered notes on stderr, for a refused quiet publish no `onError` takes.
+///
+/// Thread rules: stateless, any thread. Lifetime rule: none.
+enum StandardErrorNote {
+    static func write(_ text: String) {
+        var text = text
+        _ = text.withUTF8 { Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+}

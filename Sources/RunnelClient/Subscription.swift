@@ -1,0 +1,198 @@
+import RunnelJSON
+import Synchronization
+
+/// One `sub`: an `AsyncSequence` of `SubscriptionEvent`s (values with their positions, gaps)
+/// that ends when the subscription completes, after `unsubscribe()` or the client's `close()`,
+/// and throws the `RunnelError` that ended it otherwise (`eval`, `subject_error`,
+/// `unauthorized`, or a lost connection the client will not reconnect).
+///
+/// The client's reader thread puts events into a bounded buffer (`ClientOptions.buffer`); the
+/// consumer takes them. A consumer waiting is woken once the reader has handled every line it
+/// has read (`wake`), not at each event: one wake-up per read, not per value. Past the bound, `drop` counts the values it drops and reports them as
+/// one `Gap` (`overflow`) before the next event; `wait` makes the reader thread wait for room
+/// (`waitForRoom`). After a reconnect the subscription is made again from its last position;
+/// when the server cannot continue from there, a `Gap` (`not_resumed`) comes first and values
+/// at or before the last position seen are skipped once.
+///
+/// Thread rules: everything is behind `state`'s mutex; `put`, `answered`, `event` and
+/// `waitForRoom` are the reader thread's, the iteration one consumer task's at a time.
+/// Lifetime rule: the client holds it while it is live; it holds the client (to unsubscribe)
+/// until it ends, when the client lets it go.
+public final class Subscription: AsyncSequence, Sendable {
+    public typealias Element = SubscriptionEvent
+
+    /// The subscription's id, which it keeps across reconnects.
+    public let sid: String
+    public let subject: String
+    let isPattern: Bool
+    let stages: [JSONValue]
+    private let client: RunnelClient
+    private let capacity: Int
+    private let state: Mutex<SubscriptionState>
+    private let room = Semaphore()
+
+    init(client: RunnelClient, sid: String, subject: String, options: SubscribeOptions, capacity: Int) {
+        self.client = client
+        self.sid = sid
+        self.subject = subject
+        isPattern = subject.split(separator: ".").contains { $0 == "*" || $0 == ">" }
+        stages = options.stages
+        self.capacity = capacity
+        var initial = SubscriptionState()
+        if let from = options.from, !isPattern { initial.positions[subject] = from }
+        state = Mutex(initial)
+    }
+
+    /// The position of the newest value of a one-subject subscription (or its `from`): give it as
+    /// `from` later to continue right after it. nil for a pattern.
+    public var position: String? {
+        isPattern ? nil : state.withLock { $0.positions[subject] }
+    }
+
+    /// Ends the subscription here (what it buffered is dropped) and in the server (`unsub`).
+    public func unsubscribe() async {
+        guard end(nil, dropBuffered: true) else { return }
+        await client.unsubscribe(sid: sid)
+    }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(subscription: self) }
+
+    /// Takes the subscription's events one by one.
+    ///
+    /// Thread rules: one task at a time. Lifetime rule: holds the subscription.
+    public struct Iterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+
+        public mutating func next() async throws -> SubscriptionEvent? {
+            try await subscription.next()
+        }
+    }
+
+    // MARK: The consumer's side
+
+    private func next() async throws -> SubscriptionEvent? {
+        let taken = state.withLock { state -> SubscriptionState.Taken? in state.take() }
+        if let taken { return try deliver(taken) }
+        let awaited = await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<SubscriptionState.Taken, Never>) in
+                let now = state.withLock { state -> SubscriptionState.Taken? in
+                    if let taken = state.take() { return taken }
+                    if Task.isCancelled { return .cancelled }
+                    state.waiter = waiter
+                    return nil
+                }
+                if let now { waiter.resume(returning: now) }
+            }
+        } onCancel: {
+            state.withLock { $0.waiter.take() }?.resume(returning: .cancelled)
+        }
+        return try deliver(awaited)
+    }
+
+    /// What `take` found, as `next` returns it; room made for a reader thread that waits.
+    private func deliver(_ taken: SubscriptionState.Taken) throws -> SubscriptionEvent? {
+        switch taken {
+        case .event(let event, let madeRoom):
+            if madeRoom { room.signal() }
+            return event
+        case .end(nil): return nil
+        case .end(let error?): throw error
+        case .cancelled: throw CancellationError()
+        }
+    }
+
+    // MARK: The reader thread's side
+
+    /// The `sub` request for the current connection: with positions, and `from` the last
+    /// position seen (or the one given) when there is one.
+    func request(ref: Int) -> (line: [UInt8], sentFrom: Bool) {
+        var request = RequestLine(op: "sub")
+        request.string("subject", subject)
+        request.string("sid", sid)
+        request.bool("positions", true)
+        if !stages.isEmpty { request.json("ops", .array(stages)) }
+        let from = position
+        if let from { request.string("from", from) }
+        request.integer("ref", ref)
+        return (request.finished(), from != nil)
+    }
+
+    /// The reply to this subscription's `sub`, handled before any of its events. True when the
+    /// server accepted it for a subscription still live; a refusal ends the subscription with
+    /// its error.
+    func answered(_ reply: ServerLine, sentFrom: Bool, cause: RunnelError?) -> Bool {
+        guard case .reply(ok: true) = reply.kind else {
+            end(reply.error, dropBuffered: false)
+            return false
+        }
+        let (live, gap) = state.withLock { state -> (Bool, Gap?) in
+            guard !state.hasEnded else { return (false, nil) }
+            defer { state.subscribedBefore = true }
+            guard reply.resumed == false || (state.subscribedBefore && !sentFrom) else { return (true, nil) }
+            state.skip = state.positions.compactMapValues(Position.init)
+            return (true, Gap(.notResumed, cause: state.subscribedBefore ? cause : nil))
+        }
+        if let gap, put(.gap(gap)) { wake() }
+        return live
+    }
+
+    /// A `next` event's value: skipped when a subscription that could not resume sees again what
+    /// it had; else remembered as the newest position and put in the buffer. True when a
+    /// consumer waits to be woken (`wake`).
+    func received(json: [UInt8], from source: String?, position: String?) -> Bool {
+        let subject = source ?? self.subject
+        let shown = state.withLock { state -> Bool in
+            guard let position else { return true }
+            if let last = state.skip[subject] {
+                if let current = Position(position), current.epoch == last.epoch, current.sequence <= last.sequence {
+                    return false
+                }
+                state.skip[subject] = nil
+            }
+            state.positions[subject] = position
+            return true
+        }
+        return shown && put(.value(Value(json: json, subject: subject, position: position)))
+    }
+
+    /// Any other event of this subscription (`dropped`, `completed`, `error`). True when a
+    /// consumer waits to be woken (`wake`).
+    func received(_ line: ServerLine) -> Bool {
+        guard case .event(let name) = line.kind else { return false }
+        switch name {
+        case "dropped": return put(.gap(Gap(.dropped, count: line.count ?? 0)))
+        case "completed": end(nil, dropBuffered: false)
+        case "error": end(line.error, dropBuffered: false)
+        default: break
+        }
+        return false
+    }
+
+    /// Gives the consumer waiting what has been put since it began to wait.
+    func wake() {
+        if let (waiter, taken) = state.withLock({ $0.wake() }) { waiter.resume(returning: taken) }
+    }
+
+    /// Blocks the reader thread while the buffer is full (`Overflow.wait`), the consumer woken
+    /// first.
+    func waitForRoom() {
+        wake()
+        while state.withLock({ $0.mustWaitForRoom(capacity: capacity) }) { room.wait() }
+    }
+
+    /// Ends it: at once for the consumer when `dropBuffered`, else after what is buffered. False
+    /// when it had ended already.
+    @discardableResult
+    func end(_ error: RunnelError?, dropBuffered: Bool) -> Bool {
+        let (ended, woken, madeRoom) = state.withLock { state in state.end(error, dropBuffered: dropBuffered) }
+        guard ended else { return false }
+        client.forget(self)
+        if madeRoom { room.signal() }
+        if let (waiter, taken) = woken { waiter.resume(returning: taken) }
+        return true
+    }
+
+    private func put(_ event: SubscriptionEvent) -> Bool {
+        state.withLock { $0.put(event, capacity: capacity) }
+    }
+}
