@@ -14,8 +14,10 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
-import { connect as connectTCP, createServer } from "node:net";
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { Client, connect, Gap, RunnelError, Value } from "../clients/js/runnel.js";
 
@@ -402,29 +404,18 @@ async function check_a_full_buffer_drops_the_newest_and_reports_a_gap() {
 }
 
 /**
- * A TCP proxy to runneld's HTTP port, on a port of its own: `silence()` makes the connections
+ * scripts/silent_network.py in front of runneld's HTTP port: `silence()` makes the connections
  * open now lose everything, both ways, without closing (a network that drops a connection
  * without a word); connections made after it are forwarded.
  */
 async function silentNetwork() {
-  const upstream = Number(new URL(context.ws).port);
-  let era = 0;
-  const sockets = [];
-  const server = createServer((client) => {
-    const server = connectTCP(upstream, "127.0.0.1");
-    const mine = era;
-    sockets.push(client, server);
-    client.on("data", (data) => { if (era === mine) server.write(data); });
-    server.on("data", (data) => { if (era === mine) client.write(data); });
-    client.on("error", () => server.destroy());
-    server.on("error", () => client.destroy());
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
+  const script = fileURLToPath(new URL("silent_network.py", import.meta.url));
+  const proxy = spawn("python3", [script, new URL(context.ws).port], { stdio: ["pipe", "pipe", "inherit"] });
+  const [port] = await once(createInterface({ input: proxy.stdout }), "line");
   return {
-    url: `ws://127.0.0.1:${server.address().port}/ws`,
-    silence: () => { era += 1; },
-    close: () => { server.close(); for (const socket of sockets) socket.destroy(); },
+    url: `ws://127.0.0.1:${port}/ws`,
+    silence: () => proxy.kill("SIGUSR1"),
+    close: () => proxy.kill("SIGTERM"),
   };
 }
 

@@ -411,50 +411,29 @@ async def check_a_token_removed_by_a_reload_ends_its_subscriptions_without_recon
 
 
 class SilentNetwork:
-    """A TCP proxy to `port`, on a port of its own. `silence()` makes the connections open now
+    """scripts/silent_network.py in front of `port`: `silence()` makes the connections open now
     lose everything, both ways, without closing (a network that drops a connection without a
-    word: neither end hears of it); connections made after it are forwarded."""
+    word); connections made after it are forwarded."""
 
     def __init__(self, port):
-        self.upstream = port
-        self.era = 0
-        self.writers = []
-        self.tasks = []
-
-    async def start(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return self
-
-    async def _serve(self, reader, writer):
-        self.tasks.append(asyncio.current_task())
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
-        self.writers += [writer, up_writer]
-        era = self.era
-
-        async def pump(source, sink):
-            while data := await source.read(65536):
-                if self.era == era:
-                    sink.write(data)
-
-        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer), return_exceptions=True)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "silent_network.py")
+        self.process = subprocess.Popen([sys.executable, script, str(port)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
 
     def silence(self):
-        self.era += 1
+        self.process.send_signal(signal.SIGUSR1)
 
-    async def close(self):
-        self.server.close()
-        # Closed sockets end the pumps' reads (cancelling a handler confuses asyncio's streams).
-        for writer in self.writers:
-            writer.close()
-        await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), DEADLINE)
+    def close(self):
+        self.process.terminate()
+        self.process.wait(timeout=DEADLINE)
 
 
 @runs_async
 async def check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed(d):
     # keepalive = 1 s, timeout = 1 s: a connection the network dropped silently is taken for lost
     # within about 2 s, and the subscription resumes on a new one with nothing lost.
-    network = await SilentNetwork(d.port).start()
+    network = SilentNetwork(d.port)
     admin = await connected(d)
     await admin.request("create", subject="silent.r", kind="replay", capacity=100)
     reasons = []
@@ -474,7 +453,7 @@ async def check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed
     assert len(reasons) == 1 and client.connected, reasons
     await client.close()
     await admin.close()
-    await network.close()
+    network.close()
 
 
 MAIN_CHECKS = [
