@@ -20,6 +20,8 @@ import threading
 def main():
     upstream = int(sys.argv[1])
     era = [0]
+    # Whatever mask the starting thread had (a test runner's may block signals), these arrive.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGTERM})
     signal.signal(signal.SIGUSR1, lambda *_: era.__setitem__(0, era[0] + 1))
     listener = socket.create_server(("127.0.0.1", 0))
     selector = selectors.DefaultSelector()

@@ -26,6 +26,10 @@ public struct ClientOptions: Sendable {
     public var backoff: (first: Duration, limit: Duration) = (.milliseconds(100), .seconds(5))
     /// To connect and get the answer to `auth` or `ping`.
     public var timeout: Duration = .seconds(10)
+    /// After this long without a byte from the server the client sends a `ping`; when nothing
+    /// comes within `timeout` more, the connection is taken for lost and the client reconnects
+    /// (a server or network gone without a word is noticed). nil: never.
+    public var keepalive: Duration? = .seconds(30)
     /// Events each subscription holds for its consumer at most.
     public var buffer = 1000
     public var overflow = Overflow.drop

@@ -39,8 +39,7 @@ extension RunnelClient {
     /// `sub` from its position, their events dispatched as they come; then `onReconnect` (when
     /// `reconnecting`), and the calls waiting for the connection are let through.
     private func establish(reconnecting: Bool) throws(RunnelError) -> LineSocket {
-        let timeout = options.timeout.components
-        let milliseconds = Int32(clamping: timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(clamping: options.timeout.wholeMilliseconds)
         let connection = try LineSocket(
             host: endpoint.host, port: endpoint.port, timeoutMilliseconds: milliseconds, tls: options.tls)
         let (ref, subscriptions) = try state.withLock { state -> Result<(Int, [Subscription]), RunnelError> in
@@ -140,19 +139,41 @@ extension RunnelClient {
     }
 
     /// Reads the connection until it ends; returns why (its `closing` line's reason when it had
-    /// one).
+    /// one, or a keep-alive `ping` left unanswered: `KeepAlive`).
     private func read(_ connection: LineSocket) -> RunnelError {
         var closing: RunnelError?
         var woken = ConsumersToWake()
+        var keepAlive = KeepAlive(
+            interval: options.keepalive, timeout: options.timeout, now: MonotonicClock.milliseconds)
         while true {
             while let _ = connection.withNextLine({ handle($0, closing: &closing, waking: &woken) }) {}
             woken.wake()
             do throws(RunnelError) {
-                _ = try connection.receive(timeoutMilliseconds: -1)
+                if try connection.receive(timeoutMilliseconds: keepAlive.wait(now: MonotonicClock.milliseconds)) {
+                    keepAlive.heard(now: MonotonicClock.milliseconds)
+                    continue
+                }
             } catch {
                 return closing ?? error
             }
+            switch keepAlive.quiet(now: MonotonicClock.milliseconds) {
+            case .nothing: break
+            case .ping: ping()
+            case .lost:
+                let milliseconds = options.timeout.wholeMilliseconds
+                let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
+                return .connectionLost("no answer to a keep-alive ping within \(seconds) s")
+            }
         }
+    }
+
+    /// A `ping` whose answer nobody waits for (its `ref`, which no call has, keeps it from being
+    /// taken for a failed publish's): any byte the server sends in return will do.
+    private func ping() {
+        let (outbox, ref) = state.withLock { ($0.outbox, $0.takeRef()) }
+        var line = RequestLine(op: "ping")
+        line.integer("ref", ref)
+        _ = outbox?.push(line.finished())
     }
 
     /// One line: the common `next` event on the fast path (`NextEventShape`), any other parsed.
@@ -240,9 +261,8 @@ extension RunnelClient {
 
     /// Waits `delay`, or less when the client closes; false when it has.
     private func pause(_ delay: Duration) -> Bool {
-        let parts = delay.components
         var descriptor = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptor, 1, Int32(clamping: parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000))
+        _ = poll(&descriptor, 1, Int32(clamping: delay.wholeMilliseconds))
         return state.withLock { $0.final == nil }
     }
 

@@ -124,7 +124,9 @@ import Testing
             + #""shared_chains":{"chains":0,"subscriptions":0},"#
             + #""eval_refused":{"connection":0,"token":0,"publish":0},"#
             + #""loop":{"turns":\#(report.loopTurns),"turn_p50_us":\#(report.turnP50Microseconds),"#
-            + #""turn_p99_us":\#(report.turnP99Microseconds),"turn_max_us":\#(report.turnMaxMicroseconds)},"loops":1}"#
+            + #""turn_p99_us":\#(report.turnP99Microseconds),"turn_max_us":\#(report.turnMaxMicroseconds)},"loops":1,"#
+            + #""compression":{"websockets":0,"event_streams":0,"#
+            + #""memory_bytes":\#(report.compression.memoryBytes)}}"#
         #expect(line == expected)
     }
 

@@ -239,6 +239,41 @@ import Testing
         await ClientChecks.expectError("closed") { try await client.publish("close.a", .number(1)) }
         await admin.close()
     }
+
+    /// 12: a connection the network dropped without a word is taken for lost when its keep-alive
+    /// `ping` goes unanswered, and the subscription resumes on a new one with nothing lost; a
+    /// quiet connection that answers is kept.
+    @Test func aConnectionGoneSilentIsNoticedByTheKeepaliveAndResumed() async throws {
+        let network = try SilentNetwork(upstream: Int(daemon.process.port))
+        defer { network.stop() }
+        let admin = try await ClientChecks.connect(daemon)
+        let replay: KeyValuePairs<String, JSONValue> = [
+            "subject": .string("silent.r"), "kind": .string("replay"), "capacity": .number(100),
+        ]
+        _ = try await admin.request("create", replay)
+        let reasons = Reasons()
+        var options = ClientOptions()
+        options.keepalive = .seconds(1)
+        options.timeout = .seconds(1)
+        options.onDisconnect = { reasons.add($0) }
+        let client = try await RunnelClient.connect(
+            url: "runnel://127.0.0.1:\(network.port)", token: ChecklistDaemon.token, options: options)
+        let subscription = try await client.subscribe("silent.r")
+        #expect(try await admin.publish("silent.r", .number(0), reply: true) == 1)
+        #expect(ClientChecks.values(try await ClientChecks.take(subscription, 1)) == [.number(0)])
+        network.silence()
+        for n in 1...5 { _ = try await admin.publish("silent.r", .number(Double(n)), reply: true) }
+        let values = ClientChecks.values(try await ClientChecks.take(subscription, 5))
+        #expect(values == (1...5).map { JSONValue.number(Double($0)) })
+        #expect(
+            reasons.all.map { [$0.code, $0.message] } == [
+                ["connection_lost", "no answer to a keep-alive ping within 1 s"]
+            ])
+        try await Task.sleep(for: .seconds(3))
+        #expect(reasons.all.count == 1 && client.isConnected)
+        await client.close()
+        await admin.close()
+    }
 }
 
 /// The reasons a client's callback was given, in order.
