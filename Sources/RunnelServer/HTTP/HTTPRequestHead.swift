@@ -88,9 +88,9 @@ public struct HTTPRequestHead {
     }
 }
 
-extension String {
+extension StringProtocol {
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    fileprivate func trimmingSpaces() -> String {
+    func trimmingSpaces() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
             return ""

@@ -79,10 +79,8 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     private func writeFrame(_ opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, compressing: Bool = true) {
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         if opcode == .text, compressing, let compression {
-            let compressed =
-                deflater?.compressFlushed(payload)
-                ?? frontDoor.webSocketDeflate.compress(payload, windowBits: compression.serverMaxWindowBits)
-            return writeCompressed(compressed)
+            let deflater = deflater ?? frontDoor.sharedDeflate.deflater(windowBits: compression.serverMaxWindowBits)
+            return writeCompressed(deflater.compressFlushed(payload))
         }
         WebSocketFrameHead.withHead(opcode, length: payload.count) {
             _ = connection.write(copying: $0, payload, none, none)

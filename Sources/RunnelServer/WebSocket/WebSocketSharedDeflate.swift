@@ -1,6 +1,6 @@
-/// The messages of every WebSocket whose client agreed `server_no_context_takeover`, where
-/// each message stands alone: whole messages by the shared deflaters, and a `next` line with
-/// its value compressed once for all its subscribers (`SharedValueDeflate`).
+/// The `next` lines of every WebSocket whose client agreed `server_no_context_takeover`, where
+/// each message stands alone: the value compressed once for all its subscribers
+/// (`SharedValueDeflate`, whose deflaters compress such a WebSocket's other messages whole).
 ///
 /// A `next` line is three pieces, of which only the middle one, the value, is the same for
 /// every subscriber. Its message is deflate blocks (RFC 1951) put end to end: the line's head
@@ -12,16 +12,11 @@
 /// door). Lifetime rule: owned by the front door; what it returns is valid until its next
 /// call.
 final class WebSocketSharedDeflate {
-    let values: SharedValueDeflate
+    private let values: SharedValueDeflate
     /// The message being put together.
     private let message = GrowableBuffer()
 
     init(values: SharedValueDeflate) { self.values = values }
-
-    /// The compressed message of `payload`, ended by a sync flush.
-    func compress(_ payload: UnsafeRawBufferPointer, windowBits: Int) -> UnsafeRawBufferPointer {
-        values.deflater(windowBits: windowBits).compressFlushed(payload)
-    }
 
     /// The compressed message of `head`, `value` and `tail`, ended by a sync flush, the
     /// value's part compressed once for every subscriber of a delivery.

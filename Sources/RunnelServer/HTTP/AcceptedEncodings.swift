@@ -15,7 +15,7 @@ struct AcceptedEncodings {
         var any: Bool?
         for element in fields.joined(separator: ",").split(separator: ",") {
             let parts = element.split(separator: ";")
-            guard let name = parts.first?.trimmingCharacters(in: " \t").lowercased(), !name.isEmpty else { continue }
+            guard let name = parts.first?.trimmingSpaces().lowercased(), !name.isEmpty else { continue }
             let accepted = Self.weight(parts.dropFirst()).map { $0 > 0 } ?? false
             switch name {
             case "gzip", "x-gzip": gzip = (gzip ?? false) || accepted
@@ -31,8 +31,8 @@ struct AcceptedEncodings {
     private static func weight(_ parameters: ArraySlice<Substring>) -> Int? {
         for parameter in parameters {
             let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: " \t").lowercased() == "q" else { continue }
-            return qvalue(pair[1].trimmingCharacters(in: " \t"))
+            guard pair.count == 2, pair[0].trimmingSpaces().lowercased() == "q" else { continue }
+            return qvalue(pair[1].trimmingSpaces())
         }
         return 1000
     }
@@ -47,16 +47,5 @@ struct AcceptedEncodings {
         let thousandths = digits * [1000, 100, 10, 1][fraction.count]
         if whole == "1" { return thousandths == 0 ? 1000 : nil }
         return thousandths
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing characters of `characters`.
-    fileprivate func trimmingCharacters(in characters: String) -> String {
-        let drop: (Character) -> Bool = { characters.contains($0) }
-        guard let first = firstIndex(where: { !drop($0) }), let last = lastIndex(where: { !drop($0) }) else {
-            return ""
-        }
-        return String(self[first...last])
     }
 }
