@@ -156,15 +156,22 @@ async function publishInWorker({ job, shared, context: given }) {
     const watcher = await connect(given.ws, { token: given.token });
     for (let n = 0; n < job.count; n++) publisher.publish(job.subject, { n, pad: "x".repeat(job.pad) });
     await poll(() => watcher.request("stats"), (stats) => stats[job.key] > job.above, job.key, 60_000);
+    // The blocked thread reads again at once: the server's flush of a closing line lasts 2 s,
+    // and closing the publisher waits for its queued values, which may take longer.
+    release(shared);
     await watcher.close();
     await publisher.close();
     parentPort?.postMessage({});
   } catch (error) {
     parentPort?.postMessage({ error: String(error?.stack ?? error) });
   } finally {
-    Atomics.store(shared, 0, 1);
-    Atomics.notify(shared, 0);
+    release(shared);
   }
+}
+
+function release(shared) {
+  Atomics.store(shared, 0, 1);
+  Atomics.notify(shared, 0);
 }
 
 // ---- main: one daemon with a token, a token of limited rights, HTTPS -----------------------
