@@ -4,7 +4,7 @@
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 
 FROM ${SWIFT_IMAGE} AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev pkg-config \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev libnats-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Package.resolved pins the dependencies where a checkout has one (git keeps none): the
@@ -22,7 +22,7 @@ COPY scripts/build-release.sh scripts/
 RUN scripts/build-release.sh
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libhttp-parser2.9 libssl3 zlib1g \
+RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libhttp-parser2.9 libssl3 zlib1g libnats3.4 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --no-create-home --shell /usr/sbin/nologin runnel \
     && install -d -o runnel -g runnel /var/lib/runnel

@@ -6,7 +6,7 @@ SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
 SHELL := /bin/bash
-APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev pkg-config
+APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev libnats-dev pkg-config
 # What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
 # python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
 # scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
@@ -15,8 +15,10 @@ APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-de
 # certificate), nodejs (Node, which runs scripts/js-client-checks.mjs: 20 or later, with its
 # WebSocket; Debian 12's own is 18, too old), node-typescript (tsc, which check-js runs over the
 # dashboard's script and the JavaScript client), iproute2 (ss, whose byte counts show
-# scripts/dashboard-tests.py the page's compressed frames); websockets and selenium come from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript iproute2
+# scripts/dashboard-tests.py the page's compressed frames), nats-server (the NATS system
+# scripts/cluster-tests.py starts on loopback for its nodes; never as a system service);
+# websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript iproute2 nats-server
 
 .PHONY: deps test-deps apt-install build release run test lint check-js install uninstall clean
 

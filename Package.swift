@@ -88,6 +88,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // cnats (Debian's libnats-dev 3.4.1): the NATS client of a clustered runneld.
+        .systemLibrary(
+            name: "CNats",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
         .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
 
@@ -104,7 +110,7 @@ let package = Package(
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib",
+                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],

@@ -160,7 +160,7 @@ public final class Subscription: AsyncSequence, Sendable {
     func received(_ line: ServerLine) -> Bool {
         guard case .event(let name) = line.kind else { return false }
         switch name {
-        case "dropped": return put(.gap(Gap(.dropped, count: line.count ?? 0)))
+        case "dropped": return put(.gap(Gap(.dropped, count: line.count)))
         case "completed": end(nil, dropBuffered: false)
         case "error": end(line.error, dropBuffered: false)
         default: break

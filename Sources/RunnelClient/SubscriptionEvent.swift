@@ -28,7 +28,8 @@ public struct Value: Sendable {
 /// Thread rules: immutable, `Sendable`. Lifetime rule: none (a value).
 public struct Gap: Sendable, Equatable {
     public enum Reason: String, Sendable {
-        /// The server dropped `count` events (its slow-consumer policy `drop`).
+        /// The server dropped `count` events (its slow-consumer policy `drop`), or, in a
+        /// cluster, missed `count` values of other nodes (nil when it does not know how many).
         case dropped
         /// This client's buffer was full and dropped `count` events.
         case overflow

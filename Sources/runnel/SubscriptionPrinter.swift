@@ -111,7 +111,9 @@ final class SubscriptionPrinter {
         case "dropped":
             if !events {
                 output.flush()
-                StandardError.write("runnel: the server dropped \(line.count ?? 0) events (slow consumer)\n")
+                // A slow consumer's drops, or a cluster's values missed from other nodes.
+                let count = line.count.map { "\($0) events" } ?? "events (how many is not known)"
+                StandardError.write("runnel: the server dropped \(count)\n")
             }
         case "closing":
             output.flush()

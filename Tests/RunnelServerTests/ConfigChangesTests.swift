@@ -152,6 +152,14 @@ struct ConfigChangesTests {
                     jwt_issuer = "i"
                     jwt_audience = "a"
                     jwt_leeway = 0
+                    cluster_nats = "nats://127.0.0.1:4222"
+                    cluster_name = "c"
+                    node_name = "n"
+                    cluster_replicas = 3
+                    cluster_token = "t"
+                    cluster_user = "u"
+                    cluster_password = "p"
+                    cluster_connect_timeout = 3
                     [[tokens]]
                     token = "y"
                     """)

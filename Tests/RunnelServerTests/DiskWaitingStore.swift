@@ -47,4 +47,5 @@ final class DiskWaitingStore: SubjectStore {
     var retained: RetainedValues { store.retained }
     var journalStatistics: JournalStatistics? { store.journalStatistics }
     func close() { store.close() }
+    func checkShared() throws(ProtocolError) {}
 }

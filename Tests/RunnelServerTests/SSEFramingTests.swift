@@ -30,6 +30,8 @@ import Testing
 
         #expect(text(SSEFraming.event(.dropped(count: 12))) == "event: dropped\ndata: {\"count\":12}\n\n")
         #expect(!SessionEvent.dropped(count: 12).isTerminal)
+        // A cluster's values missed without knowing how many: no count.
+        #expect(text(SSEFraming.event(.dropped(count: nil))) == "event: dropped\ndata: {}\n\n")
         #expect(
             text(SSEFraming.closing(ProtocolError(.unauthorized, "m")))
                 == "event: closing\ndata: {\"code\":\"unauthorized\",\"message\":\"m\"}\n\n")

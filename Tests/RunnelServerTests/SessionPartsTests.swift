@@ -17,7 +17,7 @@ import Testing
 
     @Test func tableCountsWhatItsSubscriptionsHold() {
         let stats = ServerStats()
-        let table = SubscriptionTable(stats: stats)
+        let table = SubscriptionTable(stats: stats, interest: nil)
         let first = Self.subscription("a", pinned: 10)
         let second = Self.subscription("b", pinned: 5)
         table.insert(first)
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func freshSidsSkipThoseInUse() {
-        let table = SubscriptionTable(stats: ServerStats())
+        let table = SubscriptionTable(stats: ServerStats(), interest: nil)
         table.insert(Self.subscription("s2"))
         #expect(table.freshSid() == "s1")
         #expect(table.freshSid() == "s3")

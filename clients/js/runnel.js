@@ -114,7 +114,8 @@ export class Value {
 
 /**
  * Values this subscription will not get, in their place in the stream: `reason` `dropped` (the
- * server's slow-consumer policy `drop` dropped `count` events), `overflow` (this client's buffer
+ * server's slow-consumer policy `drop` dropped `count` events, or, in a cluster, `count` values
+ * of other nodes were missed; null when the server does not know how many), `overflow` (this client's buffer
  * dropped `count` events) or `not_resumed` (after a reconnect, or with a `from` the server could
  * not continue from, values may be missing: `count` is null; `cause` is the disconnect's reason).
  */
@@ -283,7 +284,7 @@ class SubscriptionState {
       }
       this.put(new Value(line.value === undefined ? null : line.value, subject, pos));
     } else if (line.ev === "dropped") {
-      this.put(new Gap("dropped", Number(line.count ?? 0)));
+      this.put(new Gap("dropped", line.count === undefined ? null : Number(line.count)));
     } else if (line.ev === "completed") {
       this.end(null);
     } else if (line.ev === "error") {

@@ -189,6 +189,7 @@ const lastCounts = new Map();
 
 function refreshSubjects() {
   if (!client || !client.connected) return;
+  refreshCluster(client);
   const prefix = byId("prefix", HTMLInputElement).value.trim();
   client.request("list", prefix ? { prefix } : {}).then(
     (reply) => renderSubjects(/** @type {SubjectEntry[]} */ (reply.subjects ?? [])),
@@ -196,6 +197,22 @@ function refreshSubjects() {
       byId("subjects-status", HTMLElement).textContent = error instanceof RunnelError ? error.message : String(error);
       byId("subjects-status", HTMLElement).className = "status bad";
     });
+}
+
+/**
+ * The node this page is connected to and its link to the cluster, from `stats.cluster` (absent
+ * standalone; a token that may not read stats shows nothing either).
+ * @param {Client} from
+ */
+function refreshCluster(from) {
+  const badge = byId("cluster-state", HTMLElement);
+  from.request("stats").then((stats) => {
+    const cluster = /** @type {{ node: string, link: string, nodes: number } | undefined} */ (stats.cluster);
+    badge.hidden = !cluster;
+    if (!cluster) return;
+    badge.dataset.state = cluster.link;
+    badge.textContent = `node ${cluster.node} · link ${cluster.link} · ${cluster.nodes} node${cluster.nodes === 1 ? "" : "s"}`;
+  }, () => { badge.hidden = true; });
 }
 
 /** @param {SubjectEntry[]} subjects */

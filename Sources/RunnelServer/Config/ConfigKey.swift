@@ -57,6 +57,15 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case jwtIssuer = "jwt_issuer"
     case jwtAudience = "jwt_audience"
     case jwtLeeway = "jwt_leeway"
+    // Clusters: the NATS system, the cluster's and the node's names (ClusterConfig).
+    case clusterNATS = "cluster_nats"
+    case clusterName = "cluster_name"
+    case nodeName = "node_name"
+    case clusterReplicas = "cluster_replicas"
+    case clusterToken = "cluster_token"
+    case clusterUser = "cluster_user"
+    case clusterPassword = "cluster_password"
+    case clusterConnectTimeout = "cluster_connect_timeout"
     case subjects
     case tokens
 
@@ -88,6 +97,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxRetainedBytes: return 1024...1_099_511_627_776
         case .softPendingBytes: return 1024...17_179_869_184
         case .jwtLeeway: return 0...3600
+        case .clusterReplicas: return 1...5
         default: return nil
         }
     }
@@ -99,13 +109,16 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     public static let maxTimeoutSeconds = 3600.0
 
     /// Whether a reload applies a changed value live. `listen`, `http_listen`, `tls_listen`,
-    /// `https_listen`, `loops`, `data_dir` and `fsync` need a restart; `subjects` is decided per subject
+    /// `https_listen`, `loops`, `data_dir`, `fsync` and the cluster keys need a restart; `subjects` is decided per subject
     /// (new ones are created, others ignored). The TLS files and version apply to connections
     /// accepted after the reload. `tokens` and the JWT keys are live: open connections move to
     /// their token's new rights, or are closed when it is gone (or, for a JWT, no longer verifies).
     public var isLive: Bool {
         switch self {
         case .listen, .httpListen, .tlsListen, .httpsListen, .loops, .dataDir, .fsync, .subjects: return false
+        case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
+            .clusterConnectTimeout:
+            return false
         default: return true
         }
     }

@@ -17,6 +17,8 @@ extension ServerConfig {
                 switch key {
                 case .authTokens: old.authTokens != authTokens
                 case .tokens: old.tokens != tokens
+                case .clusterToken: old.cluster.token != cluster.token
+                case .clusterPassword: old.cluster.password != cluster.password
                 case .jwtSecrets, .jwtPublicKeys, .jwtJWKSFile:
                     before != after || old.jwtKeys(from: key) != jwtKeys(from: key)
                 default: before != after

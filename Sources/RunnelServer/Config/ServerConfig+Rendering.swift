@@ -55,6 +55,9 @@ extension ServerConfig {
         case .jwtIssuer: return TOMLConfigReader.quote(jwtIssuer ?? "")
         case .jwtAudience: return TOMLConfigReader.quote(jwtAudience ?? "")
         case .jwtLeeway: return String(jwtLeeway)
+        case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
+            .clusterConnectTimeout:
+            return renderedClusterValue(of: key)
         case .subjects: return "\(subjects.count) subject(s)"
         case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"
         }

@@ -181,6 +181,9 @@ struct TOMLConfigReader {
         case .jwtSecrets, .jwtPublicKeys, .jwtJWKSFile, .jwtIssuer, .jwtAudience:
             try applyJWT(key, value, to: &config)
         case .jwtLeeway: config.jwtLeeway = try integer(key, value)
+        case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
+            .clusterConnectTimeout:
+            try applyCluster(key, value, to: &config)
         case .subjects, .tokens:
             break  // Read by `read(_:)` after the keys they depend on.
         }
@@ -204,7 +207,7 @@ struct TOMLConfigReader {
     }
 
     /// A number of seconds between 0 and `ConfigKey.maxTimeoutSeconds`, to the millisecond.
-    private func duration(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Duration {
+    func duration(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Duration {
         let seconds: Double? =
             value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
         let limit = ConfigKey.maxTimeoutSeconds

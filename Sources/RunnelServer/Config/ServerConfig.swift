@@ -139,6 +139,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// configuration was read; empty: JWTs are not accepted.
     var jwtKeys: [JWTKey] = []
 
+    /// The cluster this node belongs to, if any (`cluster_*`, `node_name`).
+    public var cluster = ClusterConfig()
+
     /// Subjects created at start-up (`[[subjects]]`), in file order.
     public var subjects: [SubjectDefinition] = []
     /// Tokens with their own rights (`[[tokens]]`), beside `auth_tokens`, which may do everything.

@@ -104,6 +104,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     var repliesWaitForDisk: Bool { fsync == .always }
     var journalStatistics: JournalStatistics? { writer.statisticsNow }
     var retained: RetainedValues { memory.retained }
+    func checkShared() throws(ProtocolError) {}
 
     func checkDurableWrites() throws(ProtocolError) {
         if let failure { throw failure }

@@ -38,7 +38,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
         router = HTTPRouter(
             exact: [
                 IndexRoute.path: IndexRoute(), ClientModuleRoute.path: ClientModuleRoute(),
-                HealthRoute.path: HealthRoute(), "/stats": StatsRoute(server: server),
+                HealthRoute.path: HealthRoute(server: server), "/stats": StatsRoute(server: server),
                 "/subjects": SubjectsRoute(server: server), MetricsRoute.path: MetricsRoute(server: server),
                 EventsRoute.path: EventsRoute(server: server), WebSocketRoute.path: WebSocketRoute(server: server),
             ],

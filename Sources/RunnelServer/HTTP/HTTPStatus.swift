@@ -32,7 +32,7 @@ public struct HTTPStatus: Equatable, Sendable {
         case .methodNotAllowed: self = .methodNotAllowed
         case .kindMismatch, .terminated: self = .conflict
         case .lineTooLong, .limit: self = .contentTooLarge
-        case .storage: self = .serviceUnavailable
+        case .storage, .unavailable: self = .serviceUnavailable
         case .eval, .slowConsumer, .subjectError: self = .internalServerError
         }
     }

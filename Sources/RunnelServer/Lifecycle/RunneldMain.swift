@@ -21,7 +21,7 @@ public enum RunneldMain {
         StderrLogHandler.bootstrap(levelSetting: levelSetting)
         let logger = Logger(label: "runneld")
         let loop = EventLoop()
-        let subjects: any SubjectStore
+        var subjects: any SubjectStore
         let retained = RetainedValues(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
         if let dataDir = config.dataDir {
             // Restored before the listener opens, so nobody sees the server without them; a
@@ -44,6 +44,13 @@ public enum RunneldMain {
         } else {
             subjects = MemorySubjectStore(retained: retained)
         }
+        if config.cluster.isClustered {
+            guard let clustered = joinCluster(config.cluster, local: subjects, loop: loop, logger: logger) else {
+                subjects.close()
+                return 1
+            }
+            subjects = clustered
+        }
         let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
         let loops = LoopGroup(first: loop, count: config.loops == 0 ? LoopGroup.availableParallelism : config.loops)
         server.loopGroup = loops
@@ -61,6 +68,26 @@ public enum RunneldMain {
         let status = daemon.exitStatus
         logger.info("runneld stopped", metadata: ["status": "\(status)"])
         return status
+    }
+
+    /// The node's store once NATS answered (within `cluster_connect_timeout`); nil, logged with
+    /// the URLs, when it did not.
+    private static func joinCluster(
+        _ config: ClusterConfig, local: any SubjectStore, loop: EventLoop, logger: Logger
+    ) -> ClusterSubjectStore? {
+        let urls = config.nats.joined(separator: ", ")
+        do throws(NATSError) {
+            let link = try ClusterLink(config: config, scheduler: loop.scheduler, logger: logger)
+            try link.start()
+            logger.notice(
+                "joined cluster \(config.name) as \(config.nodeName) through \(urls)",
+                metadata: ["instance": "\(link.instance)"])
+            return ClusterSubjectStore(local: local, link: link)
+        } catch {
+            let seconds = ServerConfig.renderSeconds(config.connectTimeout)
+            logger.critical("cannot start: cannot reach NATS at \(urls) within \(seconds) s (cluster_nats): \(error)")
+            return nil
+        }
     }
 
     /// The first `[[subjects]]` entry that disagrees with the durable subject of its name in

@@ -18,6 +18,8 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case subjectError = "subject_error"
     /// An extension: durable subjects cannot be written now (a full disk, an I/O error).
     case storage
+    /// A clustered node's link to NATS is down: what needs the cluster changed nothing.
+    case unavailable
     /// HTTP only: no route has the request's path.
     case notFound = "not_found"
     /// HTTP only: the path's route does not answer the request's method.

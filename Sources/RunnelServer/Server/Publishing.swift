@@ -6,7 +6,8 @@ enum Publishing {
     /// Publishes `value` (with `members`, where the members of an object sit if its scan noted
     /// them) to `entry` in `store` and counts it: `terminated` when the subject has ended,
     /// `limit` when the subject keeps values and the store's retained bytes have no room for
-    /// it, `storage` when a durable subject cannot be written now. A durable value is on
+    /// it, `storage` when a durable subject cannot be written now, `unavailable` when it keeps
+    /// values and a clustered node's link is down. A durable value is on
     /// disk once `whenWritten` runs. The fan-out's stage evaluations are held to `bound`; a
     /// subscriber it puts over the soft limit may pause `publisher` (`Session+SlowConsumer`).
     /// (A function of the store as a value, not a protocol extension: a generic one costs
@@ -18,7 +19,10 @@ enum Publishing {
         bounding bound: PublishEvaluationBound, by publisher: PublisherGate
     ) throws(ProtocolError) {
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
-        if entry.retainsValues { try store.retained.checkRoom(for: value, in: entry.name) }
+        if entry.retainsValues {
+            try store.checkShared()
+            try store.retained.checkRoom(for: value, in: entry.name)
+        }
         if entry.isDurable { try store.checkDurableWrites() }
         stats.published &+= 1
         publisher.publishing { store.publish(value, members: members, to: entry, bounding: bound) }

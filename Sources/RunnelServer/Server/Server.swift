@@ -16,6 +16,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     private(set) var access: AccessList
     let logger: Logger
     let subjects: any SubjectStore
+    /// `subjects` as a clustered node's store (its link, interest and figures); nil standalone.
+    let cluster: ClusterSubjectStore?
     let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishEvaluationBound: PublishEvaluationBound
@@ -61,6 +63,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
+        self.cluster = subjects as? ClusterSubjectStore
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         self.publisherPauses = PublisherPauses(clock: scheduler)
         applyRetentionLimits()
@@ -71,7 +74,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     var sessionContext: SessionContext {
         if let madeSessionContext { return madeSessionContext }
         let made = SessionContext(
-            scheduler: scheduler, logger: logger, subjects: subjects, stats: stats,
+            scheduler: scheduler, logger: logger, subjects: subjects, cluster: cluster, stats: stats,
             publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner, owner: self)
         madeSessionContext = made
         return made
@@ -275,10 +278,13 @@ public final class Server: SessionOwner, @unchecked Sendable {
         return changes
     }
 
-    /// `max_retained_bytes` and `max_replay_bytes` as the subject store applies them.
+    /// `max_retained_bytes` and `max_replay_bytes` as the subject store applies them, and a
+    /// cluster's limits on values from other nodes.
     private func applyRetentionLimits() {
         subjects.retained.maxBytes = config.maxRetainedBytes
         subjects.retained.maxReplayBytes = config.maxReplayBytes
+        cluster?.apply(
+            maxSubjects: config.maxSubjects, maxDepth: config.maxDepth, publishBound: publishEvaluationBound)
     }
 
     // MARK: Evaluation budgets

@@ -35,6 +35,8 @@ struct ServerStatsReport {
     let compression: CompressionFigures
     /// The durable journal's figures; nil without one (no `durable` member).
     let journal: JournalStatistics?
+    /// A clustered node's figures; nil standalone (no `cluster` member).
+    let cluster: ClusterFigures?
 
     /// `"connections":N,...`: the figures as members of `line`, in the protocol's order.
     func writeMembers(into line: inout ServerLineWriter) {
@@ -75,6 +77,7 @@ struct ServerStatsReport {
                 "websockets": UInt64(compression.webSockets), "event_streams": UInt64(compression.eventStreams),
                 "memory_bytes": UInt64(compression.memoryBytes),
             ])
+        cluster?.write(into: &line)
         if let journal {
             line.member("durable") { json in
                 json.append("{\"queue\":")

@@ -154,8 +154,8 @@ extension Session {
 
     func writeDropped(_ subscription: SessionSubscription) {
         var line = ServerLineWriter.event("dropped", sid: subscription.sidJSON)
-        line.member("count", integer: subscription.dropped)
-        let count = subscription.dropped
+        let count = subscription.dropped == SessionSubscription.unknownDropped ? nil : subscription.dropped
+        if let count { line.member("count", integer: count) }
         subscription.dropped = 0
         write(line, .dropped(count: count), of: subscription)
     }

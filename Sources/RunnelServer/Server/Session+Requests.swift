@@ -24,15 +24,19 @@ extension Session {
         case .unsub: try unsubscribe(request)
         case .create:
             try rights.checkManage("create subjects")
+            try subjects.checkShared()
             try create(request)
         case .complete:
             try rights.checkManage("complete subjects")
+            try subjects.checkShared()
             try terminate(request, error: false)
         case .error:
             try rights.checkManage("error subjects")
+            try subjects.checkShared()
             try terminate(request, error: true)
         case .delete:
             try rights.checkManage("delete subjects")
+            try subjects.checkShared()
             try delete(request)
         case .list: try list(request)
         case .stats:
@@ -135,6 +139,8 @@ extension Session {
         }
         let admitted = try subjectFilter(checking: pattern)
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
+        // A cluster keeps a retained subject's values, and the positions `from` names.
+        if from != nil || entry?.retainsValues == true { try subjects.checkShared() }
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }

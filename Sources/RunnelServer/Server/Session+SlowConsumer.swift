@@ -60,7 +60,7 @@ extension Session {
         case .disconnect, .backpressure:
             closeAsSlowConsumer()
         case .drop:
-            subscription.dropped &+= 1
+            subscription.noteDropped(1)
             stats.dropped &+= 1
         }
     }

@@ -80,7 +80,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.subjects = context.subjects
         self.publishBound = context.publishBound
         self.settings = settings
-        self.subscriptions = SubscriptionTable(stats: context.stats)
+        self.subscriptions = SubscriptionTable(stats: context.stats, interest: context.cluster?.interest)
         self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(

@@ -18,6 +18,8 @@ final class SessionContext: @unchecked Sendable {
     let scheduler: LoopScheduler
     let logger: Logger
     let subjects: any SubjectStore
+    /// `subjects` as a clustered node's store; nil standalone.
+    let cluster: ClusterSubjectStore?
     let stats: ServerStats
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishBound: PublishEvaluationBound
@@ -29,13 +31,15 @@ final class SessionContext: @unchecked Sendable {
     unowned let owner: any SessionOwner
 
     init(
-        scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, stats: ServerStats,
+        scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, cluster: ClusterSubjectStore?,
+        stats: ServerStats,
         publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
         owner: any SessionOwner
     ) {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
+        self.cluster = cluster
         self.stats = stats
         self.publishBound = publishBound
         self.pauses = pauses
@@ -53,6 +57,7 @@ final class SessionContext: @unchecked Sendable {
             throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
         }
         try checkSubjectLimit(under: settings)
+        try subjects.checkShared()
         return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
     }
 

@@ -26,7 +26,8 @@ final class SessionSubscription: @unchecked Sendable {
     /// `"S"`, the sid as a JSON string.
     let sidJSON: ByteBuffer
     var disposable: Disposable?
-    /// Events not delivered under the `drop` policy since the last one that was.
+    /// Events not delivered since the last one that was: under the `drop` policy, or missed
+    /// from other nodes of a cluster; `unknownDropped` when how many is not known.
     var dropped: UInt64 = 0
     var isFinished = false
     /// What the subscription counts against `max_subscription_bytes` (see `pinnedBytes(sid:stages:)`).
@@ -37,6 +38,19 @@ final class SessionSubscription: @unchecked Sendable {
     /// event lines) and its stage list's JSON text, an upper bound on its expressions' and
     /// literals' size in memory up to a small factor.
     static func pinnedBytes(sid: String, stagesByteCount: Int) -> Int { 3 * sid.utf8.count + stagesByteCount }
+
+    /// `dropped` when some events were missed but not how many: its `dropped` event has no count.
+    static let unknownDropped = UInt64.max
+
+    /// Counts `count` more events missed (nil: how many is not known).
+    func noteDropped(_ count: UInt64?) {
+        guard let count, dropped != Self.unknownDropped else {
+            dropped = Self.unknownDropped
+            return
+        }
+        let (sum, overflow) = dropped.addingReportingOverflow(count)
+        dropped = overflow ? Self.unknownDropped - 1 : min(sum, Self.unknownDropped - 1)
+    }
 
     /// What comes between a pattern line's subject and its value.
     static let valueKey: StaticString = ",\"value\":"

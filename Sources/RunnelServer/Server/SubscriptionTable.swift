@@ -3,7 +3,7 @@ import Runnel
 /// The subscriptions one session holds, by sid, and what they hold together: the bytes of
 /// their sids and stage lists (against `max_subscription_bytes`), the next sid to give out,
 /// and the counts they keep elsewhere (their subject's `namedSubscriptions`, the server's
-/// `subscriptions`), which `insert` and `forget` keep in step.
+/// `subscriptions`, a cluster's interest), which `insert` and `forget` keep in step.
 ///
 /// Thread rules: loop thread only, like its session. Lifetime rule: its session owns it; it
 /// holds each subscription from `insert` until `forget` (or `disposeAll`), which disposes its
@@ -15,8 +15,13 @@ final class SubscriptionTable {
     private(set) var pinnedBytes = 0
     private var nextSid: UInt64 = 1
     private let stats: ServerStats
+    /// A clustered node's record of what its clients subscribe to; nil standalone.
+    private let interest: ClusterInterest?
 
-    init(stats: ServerStats) { self.stats = stats }
+    init(stats: ServerStats, interest: ClusterInterest?) {
+        self.stats = stats
+        self.interest = interest
+    }
 
     var count: Int { bySid.count }
 
@@ -41,6 +46,7 @@ final class SubscriptionTable {
         pinnedBytes += subscription.pinnedBytes
         subscription.entry?.namedSubscriptions += 1
         stats.subscriptions += 1
+        interest?.began(subscription)
     }
 
     /// Forgets `subscription` (finished, unsubscribed or closed), disposes its chain and fixes
@@ -51,6 +57,7 @@ final class SubscriptionTable {
         subscription.disposable?.dispose()
         if bySid[subscription.sid] === subscription { bySid[subscription.sid] = nil }
         subscription.entry?.namedSubscriptions -= 1
+        interest?.ended(subscription)
         pinnedBytes -= subscription.pinnedBytes
         stats.subscriptions -= 1
         assert(pinnedBytes >= 0 && (!bySid.isEmpty || pinnedBytes == 0), "pinned bytes out of step")

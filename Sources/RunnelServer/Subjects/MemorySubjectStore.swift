@@ -26,6 +26,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     func checkDurableWrites() throws(ProtocolError) {}
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
     func close() {}
+    func checkShared() throws(ProtocolError) {}
 
     func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")

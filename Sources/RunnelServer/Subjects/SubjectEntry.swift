@@ -20,6 +20,9 @@ final class SubjectEntry {
     private var assignedSeq: UInt64
     /// Values accepted by `pub` since the server started.
     var published: UInt64 = 0
+    /// In a cluster, how many values of a plain subject this node has sent the other nodes
+    /// (`ClusterSubjectStore`): each value's sequence number there.
+    var clusterSeq: UInt64 = 0
     /// Set when the store lets go of the subject (`delete`): whoever still holds the entry
     /// must look its name up again.
     var isDeleted = false

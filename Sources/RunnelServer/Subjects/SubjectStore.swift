@@ -63,4 +63,10 @@ protocol SubjectStore: AnyObject {
 
     /// Writes what is not written yet and lets go of the disk (a clean stop). Blocks.
     func close()
+
+    /// `unavailable` while what the store shares with others cannot be reached (a clustered
+    /// node's link to NATS is down): creating, ending or deleting a subject, a retained
+    /// subject's values, and resuming from a position are refused then. Nothing for a store
+    /// that shares nothing.
+    func checkShared() throws(ProtocolError)
 }

@@ -24,7 +24,7 @@ enum SSEFraming {
             data.members(of: error)
         case .dropped(let count):
             name = "dropped"
-            data.member("count", integer: count)
+            if let count { data.member("count", integer: count) }
         }
         return framed(name, data: &data)
     }

@@ -8,8 +8,9 @@ enum SessionEvent {
     case completed
     /// The subscription ended with `error`.
     case error(ProtocolError)
-    /// `count` values were dropped by the slow-consumer policy before the next event.
-    case dropped(count: UInt64)
+    /// `count` values were dropped before the next event (by the slow-consumer policy, or
+    /// missed from other nodes of a cluster); nil when how many is not known.
+    case dropped(count: UInt64?)
 
     /// Whether the subscription ends with it.
     var isTerminal: Bool {

@@ -58,7 +58,8 @@ class Value:
 @dataclass(frozen=True)
 class Gap:
     """Values this subscription will never get, in place of where they would have been: `reason`
-    is `dropped` (the server dropped `count` events: its slow-consumer policy `drop`), `overflow`
+    is `dropped` (the server dropped `count` events: its slow-consumer policy `drop`; or, in a
+    cluster, missed `count` values of other nodes, None when it does not know how many), `overflow`
     (the subscription's buffer in this client was full and `count` events were dropped) or
     `not_resumed` (after a reconnect, or with a `from` the server could not continue from, values
     may have been missed: `count` is None; `cause` says why the connection was lost)."""
@@ -176,7 +177,8 @@ class Subscription:
                 self._positions[subject] = pos
             self._put(Value(line.get("value"), subject, pos))
         elif kind == "dropped":
-            self._put(Gap("dropped", int(line.get("count", 0))))
+            count = line.get("count")
+            self._put(Gap("dropped", None if count is None else int(count)))
         elif kind in ("completed", "error"):
             self._end(RunnelError.of(line) if kind == "error" else None)
 

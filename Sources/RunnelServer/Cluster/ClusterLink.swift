@@ -1,0 +1,207 @@
+import Glibc
+import Logging
+import Runnel
+import RunnelUV
+
+/// A clustered node's link to its NATS system (docs/protocol.md, "Clusters"): the one NATS
+/// connection, whether it is up, the nodes heard from, and the NATS subjects the cluster uses.
+///
+/// Layout: a runneld subject `S` travels on the NATS subject `runnel.CLUSTER.v.S` (runneld's
+/// `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is); every node
+/// says it is alive on `runnel.CLUSTER.nodes` every 2 s. Each value carries the node's
+/// instance (`Runnel-Origin`: its name and a random part, new at every start) and that
+/// instance's sequence for the subject, with the subject's epoch there (`Runnel-Seq`,
+/// `EPOCH:N`: a subject made anew starts again), so a receiver knows what it missed, and drops
+/// the second copy NATS delivers when a value matches two of its subscriptions (a subject and
+/// a pattern).
+///
+/// Thread rules: loop thread only, but for what cnats's threads post to the inbox. Lifetime
+/// rule: made at start-up once NATS answered; lives until the process stops (`close`).
+final class ClusterLink: @unchecked Sendable {
+    let config: ClusterConfig
+    /// This process among the cluster's nodes.
+    let instance: String
+    private let connection: NATSConnection
+    private let scheduler: LoopScheduler
+    private let logger: Logger
+    /// Whether the link is up, as the last event the loop saw says.
+    private(set) var isUp = true
+    /// Other nodes' instances, with when they were last heard from.
+    private var heard: [String: ContinuousClock.Instant] = [:]
+    private var heartbeat: Disposable?
+    private(set) var valuesSent: UInt64 = 0
+    private(set) var valuesReceived: UInt64 = 0
+    private(set) var linkLosses: UInt64 = 0
+    /// What the link hands on: values of other nodes, and the link's changes.
+    weak var receiver: (any ClusterReceiver)?
+
+    static let originHeader = "Runnel-Origin"
+    static let seqHeader = "Runnel-Seq"
+    /// How often a node says it is alive, and how long it counts as alive after.
+    static let heartbeatInterval: Duration = .seconds(2)
+    static let aliveFor: Duration = .seconds(10)
+
+    /// Connects to NATS as `config` says, retrying until `config.connectTimeout` has passed.
+    /// Blocks: call it before the loop runs. The error names the URLs.
+    init(config: ClusterConfig, scheduler: LoopScheduler, logger: Logger) throws(NATSError) {
+        self.config = config
+        self.scheduler = scheduler
+        self.logger = logger
+        instance = "\(config.nodeName)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
+        // The inbox exists before the connection, whose handlers may run at once; it reaches
+        // the link through `reference`, set below on this thread (the loop's, before it runs).
+        let reference = LinkReference()
+        let inbox = ClusterInbox(scheduler: scheduler) { batch in reference.link?.receive(batch) }
+        let handlers = NATSHandlers(
+            linkChanged: { up in inbox.post(.link(up: up)) },
+            message: { message in inbox.post(.message(message)) },
+            error: { text in inbox.post(.error(text)) })
+        connection = try Self.connect(config: config, handlers: handlers)
+        reference.link = self
+    }
+
+    /// Tries every URL until one answers or the connect timeout has passed.
+    private static func connect(config: ClusterConfig, handlers: NATSHandlers) throws(NATSError) -> NATSConnection {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: config.connectTimeout)
+        while true {
+            let left = clock.now.duration(to: deadline)
+            do throws(NATSError) {
+                return try NATSConnection.connect(
+                    servers: config.nats, name: "runneld \(config.nodeName)",
+                    credentials: (config.token, config.user, config.password), timeout: min(left, .seconds(2)),
+                    headerNames: [originHeader, seqHeader], handlers: handlers)
+            } catch {
+                guard clock.now.advanced(by: .milliseconds(250)) < deadline else { throw error }
+                usleep(250_000)
+            }
+        }
+    }
+
+    /// Starts the heartbeat and listens for other nodes'.
+    func start() throws(NATSError) {
+        _ = try connection.subscribe(nodesSubject)
+        sendHeartbeat()
+        heartbeat = scheduler.after(
+            scheduler.now.advanced(by: Self.heartbeatInterval), repeatingEvery: Self.heartbeatInterval,
+            leeway: .milliseconds(100)
+        ) { [weak self] in self?.sendHeartbeat() }
+    }
+
+    // MARK: Subjects
+
+    /// The NATS subject of a runneld subject or pattern.
+    func natsSubject(of subject: String) -> String { valuesPrefix + subject }
+    private var valuesPrefix: String { "runnel.\(config.name).v." }
+    private var nodesSubject: String { "runnel.\(config.name).nodes" }
+
+    /// Sends `value`, the `seq`th this node sends into `subject` (in the epoch `epoch` it has
+    /// here), to the cluster. While the link is down cnats keeps it for the reconnect (up to its
+    /// buffer); a value it cannot take is not sent, and receivers see the gap in `seq`.
+    func send(_ value: UnsafeRawBufferPointer, subject: String, epoch: String, seq: UInt64) {
+        do {
+            try connection.publish(
+                natsSubject(of: subject),
+                headers: [(Self.originHeader, instance), (Self.seqHeader, "\(epoch):\(seq)")],
+                payload: value)
+            valuesSent &+= 1
+        } catch {
+            logger.debug("cluster: a value not sent", metadata: ["subject": "\(subject)", "error": "\(error)"])
+        }
+    }
+
+    /// Subscribes in NATS to `subject` (a name or pattern), whose values then reach the
+    /// receiver. Nil, logged, when cnats refuses (the connection closed).
+    func subscribe(_ subject: String) -> NATSSubscription? {
+        do {
+            return try connection.subscribe(natsSubject(of: subject))
+        } catch {
+            logger.error("cluster: cannot subscribe", metadata: ["subject": "\(subject)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    // MARK: Nodes
+
+    /// Nodes heard from in the last 10 s, this one included.
+    var nodes: Int {
+        let since = ContinuousClock.now.advanced(by: .zero - Self.aliveFor)
+        return 1 + heard.values.count(where: { $0 >= since })
+    }
+
+    private func sendHeartbeat() {
+        guard isUp else { return }
+        let name = Array(config.nodeName.utf8)
+        name.withUnsafeBytes { bytes in
+            try? connection.publish(nodesSubject, headers: [(Self.originHeader, instance)], payload: bytes)
+        }
+        // Instances silent for long are forgotten (a restarted node is a new one).
+        let forgotten = ContinuousClock.now.advanced(by: .zero - Self.aliveFor * 6)
+        let gone = heard.filter { $0.value < forgotten }.map(\.key)
+        guard !gone.isEmpty else { return }
+        for origin in gone { heard[origin] = nil }
+        receiver?.clusterForgot(gone)
+    }
+
+    // MARK: From cnats's threads
+
+    private func receive(_ batch: [ClusterDelivery]) {
+        for delivery in batch {
+            switch delivery {
+            case .message(let message):
+                guard let origin = message.headers[0] else { continue }
+                if message.subject == nodesSubject {
+                    heard[origin] = .now
+                    continue
+                }
+                guard message.subject.hasPrefix(valuesPrefix), let text = message.headers[1],
+                    let colon = text.lastIndex(of: ":"), let seq = UInt64(text[text.index(after: colon)...])
+                else { continue }
+                valuesReceived &+= 1
+                heard[origin] = .now
+                receiver?.clusterDelivered(
+                    message.payload, subject: String(message.subject.dropFirst(valuesPrefix.utf8.count)),
+                    origin: origin, epoch: String(text[..<colon]), seq: seq)
+            case .link(let up):
+                guard up != isUp else { continue }
+                isUp = up
+                if up {
+                    logger.notice("cluster: link to NATS back", metadata: ["node": "\(config.nodeName)"])
+                    sendHeartbeat()
+                } else {
+                    linkLosses &+= 1
+                    logger.warning("cluster: link to NATS lost", metadata: ["node": "\(config.nodeName)"])
+                }
+                receiver?.clusterLinkChanged(up: up)
+            case .error(let text):
+                logger.warning("cluster: NATS reports \(text)", metadata: ["node": "\(config.nodeName)"])
+                receiver?.clusterReportedLoss()
+            }
+        }
+    }
+
+    /// Stops the heartbeat and closes the connection (the process is stopping).
+    func close() {
+        heartbeat?.dispose()
+        connection.close()
+    }
+}
+
+/// What a `ClusterLink` hands on, on the loop thread.
+protocol ClusterReceiver: AnyObject {
+    /// A value another node sent into `subject`: the `seq`th of instance `origin` there, in the
+    /// subject's epoch `epoch` there.
+    func clusterDelivered(_ payload: [UInt8], subject: String, origin: String, epoch: String, seq: UInt64)
+    /// Instances not heard from for long: what is kept about them may go.
+    func clusterForgot(_ origins: [String])
+    /// The link went down or came back.
+    func clusterLinkChanged(up: Bool)
+    /// cnats dropped messages it could not deliver in time (a subscription's pending limit).
+    func clusterReportedLoss()
+}
+
+/// How the inbox's drains, on the loop thread, reach the link made after it. Set once on the
+/// loop's thread before the loop runs; read only on it.
+private final class LinkReference: @unchecked Sendable {
+    weak var link: ClusterLink?
+}

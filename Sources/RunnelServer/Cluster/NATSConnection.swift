@@ -1,0 +1,218 @@
+import CNats
+import Glibc
+
+/// A cnats call that failed: what was being done, and cnats's text for its status.
+struct NATSError: Error, CustomStringConvertible {
+    let doing: String
+    let status: natsStatus
+
+    var description: String { "\(doing): \(String(cString: natsStatus_GetText(status)))" }
+
+    static func check(_ status: natsStatus, _ doing: @autoclosure () -> String) throws(NATSError) {
+        guard status == NATS_OK else { throw NATSError(doing: doing(), status: status) }
+    }
+}
+
+/// A message NATS delivered, copied off cnats's message on its delivery thread: its subject,
+/// payload, and the values of the headers the connection was asked to read (`headerNames`,
+/// nil where a message has none).
+struct NATSMessage: Sendable {
+    let subject: String
+    let payload: [UInt8]
+    let headers: [String?]
+}
+
+/// What a `NATSConnection` tells its owner, on cnats's threads.
+struct NATSHandlers: Sendable {
+    /// The link went down (cnats reconnects on its own, forever) or came back.
+    var linkChanged: @Sendable (_ up: Bool) -> Void
+    /// A message of one of the connection's subscriptions.
+    var message: @Sendable (NATSMessage) -> Void
+    /// An asynchronous error (a subscription's pending limit passed: messages dropped).
+    var error: @Sendable (String) -> Void
+}
+
+/// One connection to a NATS system through cnats (Debian's libnats 3.4.1), with the few calls
+/// a cluster node makes: publish with headers, subscribe, unsubscribe.
+///
+/// cnats runs the connection on threads of its own (reader, flusher, reconnects, and one
+/// delivery thread for every subscription: `natsOptions_UseGlobalMessageDelivery`), so its
+/// libuv adapter, with crash fixes only after 3.4.1 (nats.c #814, #888), is not used; every
+/// handler runs on those threads, and the owner hands what it gets to its loop. None of the
+/// calls here blocks on the network but `connect`: publishing and subscribing put bytes in
+/// cnats's buffer, which its flusher thread writes (no `Flush`, no request).
+///
+/// Thread rules: every method may be called from any thread (cnats locks its connection).
+/// Lifetime rule: the handlers are held until `close()`, which waits for cnats's threads to
+/// end, so no handler runs after it returns.
+final class NATSConnection: @unchecked Sendable {
+    private let connection: OpaquePointer
+    private let handlers: Unmanaged<HandlerBox>
+
+    /// What the C callbacks find through their closure pointer.
+    private final class HandlerBox {
+        let handlers: NATSHandlers
+        let headerNames: [String]
+        init(_ handlers: NATSHandlers, headerNames: [String]) {
+            self.handlers = handlers
+            self.headerNames = headerNames
+        }
+    }
+
+    /// Connects to one of `servers` within `timeout`, as `name` (what nats-server's monitoring
+    /// shows), reading `headerNames` of every message delivered. Blocks: call it before the
+    /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
+    /// with jitter), and a server gone silent is noticed within three ping intervals.
+    static func connect(
+        servers: [String], name: String, credentials: (token: String, user: String, password: String),
+        timeout: Duration, headerNames: [String], handlers: NATSHandlers
+    ) throws(NATSError) -> NATSConnection {
+        var options: OpaquePointer?
+        try NATSError.check(natsOptions_Create(&options), "creating NATS options")
+        defer { natsOptions_Destroy(options) }
+        let box = Unmanaged.passRetained(HandlerBox(handlers, headerNames: headerNames))
+        let closure = box.toOpaque()
+        var connection: OpaquePointer?
+        do throws(NATSError) {
+            try configure(
+                options, servers: servers, name: name, credentials: credentials, timeout: timeout, closure: closure)
+            try NATSError.check(
+                natsConnection_Connect(&connection, options), "connecting to \(servers.joined(separator: ", "))")
+        } catch {
+            box.release()
+            throw error
+        }
+        return NATSConnection(connection: connection!, handlers: box)
+    }
+
+    private init(connection: OpaquePointer, handlers: Unmanaged<HandlerBox>) {
+        self.connection = connection
+        self.handlers = handlers
+    }
+
+    private static func configure(
+        _ options: OpaquePointer?, servers: [String], name: String,
+        credentials: (token: String, user: String, password: String), timeout: Duration,
+        closure: UnsafeMutableRawPointer
+    ) throws(NATSError) {
+        var cServers = servers.map { strdup($0) }
+        defer { cServers.forEach { free($0) } }
+        let status = cServers.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+                natsOptions_SetServers(options, $0, Int32(buffer.count))
+            }
+        }
+        try NATSError.check(status, "setting the NATS URLs")
+        try NATSError.check(natsOptions_SetName(options, name), "naming the NATS connection")
+        if !credentials.token.isEmpty {
+            try NATSError.check(natsOptions_SetToken(options, credentials.token), "setting cluster_token")
+        }
+        if !credentials.user.isEmpty || !credentials.password.isEmpty {
+            try NATSError.check(
+                natsOptions_SetUserInfo(options, credentials.user, credentials.password), "setting cluster_user")
+        }
+        let milliseconds = max(
+            1, Int64(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+        try NATSError.check(natsOptions_SetTimeout(options, milliseconds), "setting the NATS connect timeout")
+        try NATSError.check(natsOptions_SetMaxReconnect(options, -1), "setting NATS reconnects")
+        try NATSError.check(natsOptions_SetReconnectWait(options, reconnectWait), "setting the NATS reconnect wait")
+        try NATSError.check(natsOptions_SetReconnectJitter(options, 250, 1000), "setting the NATS reconnect jitter")
+        try NATSError.check(natsOptions_SetPingInterval(options, pingInterval), "setting the NATS ping interval")
+        try NATSError.check(natsOptions_SetMaxPingsOut(options, 2), "setting the NATS pings out")
+        // A node never gets back what it publishes itself: it has delivered it already.
+        try NATSError.check(natsOptions_SetNoEcho(options, true), "setting NATS no-echo")
+        try NATSError.check(natsOptions_UseGlobalMessageDelivery(options, true), "setting NATS message delivery")
+        try NATSError.check(
+            natsOptions_SetDisconnectedCB(
+                options, { _, closure in NATSConnection.box(closure).handlers.linkChanged(false) }, closure),
+            "setting the NATS disconnect handler")
+        try NATSError.check(
+            natsOptions_SetReconnectedCB(
+                options, { _, closure in NATSConnection.box(closure).handlers.linkChanged(true) }, closure),
+            "setting the NATS reconnect handler")
+        try NATSError.check(
+            natsOptions_SetErrorHandler(
+                options,
+                { _, _, status, closure in
+                    NATSConnection.box(closure).handlers.error(String(cString: natsStatus_GetText(status)))
+                }, closure), "setting the NATS error handler")
+    }
+
+    /// Milliseconds between reconnect attempts, and between pings (two unanswered: link lost).
+    static let reconnectWait: Int64 = 1000
+    static let pingInterval: Int64 = 2000
+
+    private static func box(_ closure: UnsafeMutableRawPointer?) -> HandlerBox {
+        Unmanaged<HandlerBox>.fromOpaque(closure!).takeUnretainedValue()
+    }
+
+    /// Publishes `payload` on `subject` with `headers`. Fails (without blocking) while the link
+    /// is down and cnats's reconnect buffer is full, or when the connection is closed.
+    func publish(
+        _ subject: String, headers: [(String, String)], payload: UnsafeRawBufferPointer
+    ) throws(NATSError) {
+        var message: OpaquePointer?
+        try NATSError.check(
+            natsMsg_Create(
+                &message, subject, nil, payload.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(payload.count)),
+            "making a NATS message")
+        defer { natsMsg_Destroy(message) }
+        for (name, value) in headers {
+            try NATSError.check(natsMsgHeader_Set(message, name, value), "setting NATS header \(name)")
+        }
+        try NATSError.check(natsConnection_PublishMsg(connection, message), "publishing on \(subject)")
+    }
+
+    /// Subscribes to `subject` (NATS wildcards allowed): its messages go to the handlers'
+    /// `message`. The subscription's pending limits are cnats's defaults (65,536 messages,
+    /// 64 MiB); past them cnats drops and reports through `error`.
+    func subscribe(_ subject: String) throws(NATSError) -> NATSSubscription {
+        var subscription: OpaquePointer?
+        try NATSError.check(
+            natsConnection_Subscribe(
+                &subscription, connection, subject,
+                { _, _, message, closure in NATSConnection.deliver(message, to: NATSConnection.box(closure)) },
+                handlers.toOpaque()), "subscribing to \(subject)")
+        return NATSSubscription(subscription!)
+    }
+
+    private static func deliver(_ message: OpaquePointer?, to box: HandlerBox) {
+        defer { natsMsg_Destroy(message) }
+        let subject = String(cString: natsMsg_GetSubject(message))
+        let count = Int(natsMsg_GetDataLength(message))
+        let payload: [UInt8] =
+            if count > 0, let data = natsMsg_GetData(message) {
+                [UInt8](UnsafeRawBufferPointer(start: data, count: count))
+            } else {
+                []
+            }
+        let headers = box.headerNames.map { name -> String? in
+            var value: UnsafePointer<CChar>?
+            guard natsMsgHeader_Get(message, name, &value) == NATS_OK, let value else { return nil }
+            return String(cString: value)
+        }
+        box.handlers.message(NATSMessage(subject: subject, payload: payload, headers: headers))
+    }
+
+    /// Closes the connection and waits (at most `wait`) for cnats's threads to end, so no
+    /// handler runs afterwards; then lets the handlers go.
+    func close(wait: Duration = .seconds(2)) {
+        natsConnection_Close(connection)
+        natsConnection_Destroy(connection)
+        _ = nats_CloseAndWait(Int64(wait.components.seconds * 1000))
+        handlers.release()
+    }
+}
+
+/// One NATS subscription. Thread rules: any thread. Lifetime rule: `unsubscribe()` ends it
+/// and frees it; call it once.
+struct NATSSubscription: @unchecked Sendable {
+    private let subscription: OpaquePointer
+
+    fileprivate init(_ subscription: OpaquePointer) { self.subscription = subscription }
+
+    func unsubscribe() {
+        _ = natsSubscription_Unsubscribe(subscription)
+        natsSubscription_Destroy(subscription)
+    }
+}

@@ -1,0 +1,124 @@
+import Runnel
+import Testing
+
+@testable import RunnelServer
+
+/// The parts of a clustered node that need no NATS: the cluster keys of `runneld.toml`, the
+/// interest that decides which NATS subscriptions a node holds, and the `dropped` counts it
+/// leaves on subscriptions (their line, with or without a count). The links themselves are
+/// checked against real nats-server processes by scripts/cluster-tests.py.
+@Suite struct ClusterPartsTests {
+    // MARK: Configuration
+
+    @Test func clusterKeysAreReadAndRendered() throws {
+        let config = try ServerConfig.parse(
+            toml: """
+                cluster_nats = ["nats://127.0.0.1:4222", "tls://nats.example:4443"]
+                cluster_name = "eu-west_1"
+                node_name = "node-a.example"
+                cluster_replicas = 3
+                cluster_token = "s3cret"
+                cluster_connect_timeout = 2.5
+                """)
+        #expect(config.cluster.isClustered)
+        #expect(config.cluster.nats == ["nats://127.0.0.1:4222", "tls://nats.example:4443"])
+        #expect(config.cluster.name == "eu-west_1" && config.cluster.nodeName == "node-a.example")
+        #expect(config.cluster.replicas == 3 && config.cluster.connectTimeout == .milliseconds(2500))
+        #expect(config.renderedValue(of: .clusterToken) == "(hidden)")
+        #expect(!config.summaryLines.joined().contains("s3cret"))
+        let single = try ServerConfig.parse(toml: "cluster_nats = \"nats://h:1\"")
+        #expect(single.cluster.nats == ["nats://h:1"])
+        let standalone = try ServerConfig.parse(toml: "cluster_nats = \"\"")
+        #expect(!standalone.cluster.isClustered && !ServerConfig().cluster.isClustered)
+        #expect(ClusterConfig.problem(withNodeName: ServerConfig().cluster.nodeName) == nil)
+    }
+
+    @Test(arguments: [
+        ("cluster_name = \"bad name!\"", "cluster_name"),
+        ("cluster_name = \"\"", "cluster_name"),
+        ("cluster_name = \"\(String(repeating: "x", count: 33))\"", "cluster_name"),
+        ("cluster_nats = \"http://h:1\"", "cluster_nats"),
+        ("cluster_nats = [\"nats://h:1\", 4]", "cluster_nats"),
+        ("cluster_nats = \"nats://a:1,b:2\"", "cluster_nats"),
+        ("cluster_replicas = 6", "cluster_replicas"),
+        ("cluster_connect_timeout = 0", "cluster_connect_timeout"),
+        ("node_name = \"a b\"", "node_name"),
+    ])
+    func badClusterKeysAreErrorsNamingTheKey(_ line: String, _ key: String) {
+        #expect {
+            _ = try ServerConfig.parse(toml: line)
+        } throws: { error in
+            (error as? ConfigError)?.key == key
+        }
+    }
+
+    @Test func clusterKeysNeedARestart() throws {
+        let before = ServerConfig()
+        let after = try ServerConfig.parse(toml: "cluster_nats = \"nats://h:1\"\ncluster_password = \"p\"")
+        let changes = after.changes(from: before)
+        #expect(changes.map(\.key) == ["cluster_nats", "cluster_password"])
+        #expect(changes.allSatisfy { $0.applicability == .needsRestart })
+    }
+
+    // MARK: Interest
+
+    @Test func oneNATSSubscriptionPerSubjectOrPatternWhileSubscribed() {
+        var asked: [String] = []
+        let interest = ClusterInterest { subject in
+            asked.append(subject)
+            return nil
+        }
+        let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
+        let replay = SubjectEntry(name: "r", kind: .replay, capacity: 5, initial: nil, maxReplayBytes: 1 << 20)
+        let first = SessionSubscription(sid: "1", entry: plain, pattern: SubjectPattern("a.b"))
+        let second = SessionSubscription(sid: "2", entry: plain, pattern: SubjectPattern("a.b"))
+        let pattern = SessionSubscription(sid: "3", entry: nil, pattern: SubjectPattern("a.*"))
+        let retained = SessionSubscription(sid: "4", entry: replay, pattern: SubjectPattern("r"))
+        for subscription in [first, second, pattern, retained] { interest.began(subscription) }
+        // A retained subject's values do not cross as plain ones do: no NATS subscription.
+        #expect(asked == ["a.b", "a.*"] && interest.count == 2)
+        interest.ended(first)
+        #expect(interest.count == 2)
+        interest.ended(second)
+        interest.ended(retained)
+        #expect(interest.count == 1)
+        interest.ended(pattern)
+        #expect(interest.count == 0)
+    }
+
+    @Test func missedValuesReachTheSubscriptionsTheyWouldHave() {
+        let interest = ClusterInterest { _ in nil }
+        let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
+        let named = SessionSubscription(sid: "1", entry: plain, pattern: SubjectPattern("a.b"))
+        let matching = SessionSubscription(sid: "2", entry: nil, pattern: SubjectPattern("a.>"))
+        let other = SessionSubscription(sid: "3", entry: nil, pattern: SubjectPattern("x.*"))
+        for subscription in [named, matching, other] { interest.began(subscription) }
+        interest.noteMissed(3, in: "a.b")
+        interest.noteMissed(2, in: "a.b")
+        #expect(named.dropped == 5 && matching.dropped == 5 && other.dropped == 0)
+        interest.noteMissedEverywhere()
+        #expect([named, matching, other].allSatisfy { $0.dropped == SessionSubscription.unknownDropped })
+        // Unknown stays unknown when a count comes after it.
+        interest.noteMissed(1, in: "a.b")
+        #expect(named.dropped == SessionSubscription.unknownDropped)
+    }
+
+    @Test func aDroppedEventWithoutACountWhenHowManyIsNotKnown() throws {
+        let harness = SessionHarness()
+        let client = harness.connect()
+        client.send(#"{"op":"sub","subject":"t","sid":"a"}"#, #"{"op":"sub","subject":"t","sid":"b"}"#)
+        let session = try #require(client.transport.receiver as? Session)
+        session.subscriptions["a"]!.noteDropped(nil)
+        session.subscriptions["b"]!.noteDropped(4)
+        let lines = client.send(#"{"op":"pub","subject":"t","value":1}"#)
+        #expect(
+            lines == [
+                #"{"ev":"dropped","sid":"a"}"#, #"{"ev":"next","sid":"a","value":1}"#,
+                #"{"ev":"dropped","sid":"b","count":4}"#, #"{"ev":"next","sid":"b","value":1}"#,
+            ]
+                || lines == [
+                    #"{"ev":"dropped","sid":"b","count":4}"#, #"{"ev":"next","sid":"b","value":1}"#,
+                    #"{"ev":"dropped","sid":"a"}"#, #"{"ev":"next","sid":"a","value":1}"#,
+                ], "\(lines)")
+    }
+}
