@@ -1,4 +1,5 @@
 import Runnel
+import RunnelJSON
 import Testing
 
 @testable import RunnelServer
@@ -120,5 +121,53 @@ import Testing
                     #"{"ev":"dropped","sid":"b","count":4}"#, #"{"ev":"next","sid":"b","value":1}"#,
                     #"{"ev":"dropped","sid":"a"}"#, #"{"ev":"next","sid":"a","value":1}"#,
                 ], "\(lines)")
+    }
+
+    // MARK: Definitions and changes
+
+    @Test func subjectNamesAreKeysAndBack() {
+        for name in ["a.b", "sensors.kitchen.temp", "ünï.cödé", "a=b.c:d", "x_y-z"] {
+            let key = ClusterDefinition.key(of: name)
+            #expect(key.utf8.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: " ") })
+            #expect(ClusterDefinition.name(ofKey: key[...]) == name, "\(name) -> \(key)")
+        }
+        #expect(ClusterDefinition.key(of: "a=b") == "a=3Db")
+        #expect(ClusterDefinition.name(ofKey: "a=4") == nil && ClusterDefinition.name(ofKey: "a b") == nil)
+    }
+
+    @Test func definitionsAreWrittenAndReadBack() throws {
+        let initial = try RawJSON(validating: #"{"v":[1,2]}"#)
+        var definition = ClusterDefinition(
+            kind: .behavior, capacity: nil, durable: true, initial: initial, epoch: "AbCd-_12")
+        definition.ended = .error("gone")
+        let read = try #require(ClusterDefinition(bytes: definition.bytes))
+        #expect(read.kind == .behavior && read.capacity == nil && read.durable && read.epoch == "AbCd-_12")
+        #expect(read.initial?.description == #"{"v":[1,2]}"# && read.ended == .error("gone"))
+        let replay = ClusterDefinition(kind: .replay, capacity: 5, durable: false, initial: nil, epoch: "E")
+        let back = try #require(ClusterDefinition(bytes: replay.bytes))
+        #expect(back.capacity == 5 && back.ended == nil && back.initial == nil)
+        // Not a definition: a replay without its capacity, a bad epoch, not JSON.
+        #expect(ClusterDefinition(bytes: Array(#"{"kind":"replay","epoch":"E"}"#.utf8)) == nil)
+        #expect(ClusterDefinition(bytes: Array(#"{"kind":"subject","epoch":"a b"}"#.utf8)) == nil)
+        #expect(ClusterDefinition(bytes: Array("nope".utf8)) == nil)
+    }
+
+    @Test func repliesWaitForTheChangeTheyAreAbout() {
+        var changes = ClusterChanges()
+        var replies: [String] = []
+        #expect(changes.whenAnswered { _ in replies.append("nothing pending") } != nil)
+        let first = changes.begin()
+        #expect(changes.whenAnswered { replies.append("first \($0?.code.rawValue ?? "ok")") } == nil)
+        let second = changes.begin()
+        #expect(changes.whenAnswered { replies.append("second \($0?.code.rawValue ?? "ok")") } == nil)
+        // Answered out of order: the second waits for the first.
+        #expect(changes.answer(second, error: ProtocolError(.unavailable, "x")).isEmpty)
+        for reply in changes.answer(first, error: nil) { reply() }
+        #expect(replies == ["first ok", "second unavailable"])
+        // A change answered at once (a publish refused) gives its error to the reply after it.
+        let third = changes.begin()
+        _ = changes.answer(third, error: ProtocolError(.unavailable, "y"))
+        changes.whenAnswered { replies.append("third \($0?.code.rawValue ?? "ok")") }?()
+        #expect(replies.last == "third unavailable")
     }
 }

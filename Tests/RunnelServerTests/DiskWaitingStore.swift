@@ -48,4 +48,6 @@ final class DiskWaitingStore: SubjectStore {
     var journalStatistics: JournalStatistics? { store.journalStatistics }
     func close() { store.close() }
     func checkShared() throws(ProtocolError) {}
+    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { store.repliesWait(forChangeOf: entry) }
+    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { store.repliesWait(forValueOf: entry) }
 }

@@ -5,6 +5,8 @@ import Synchronization
 /// coming back, in the order they happened.
 enum ClusterDelivery: Sendable {
     case message(NATSMessage)
+    case stream(NATSStreamMessage)
+    case published(id: String, error: String?)
     case link(up: Bool)
     case error(String)
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Logging
 import Runnel
@@ -6,9 +7,12 @@ import RunnelUV
 /// A clustered node's link to its NATS system (docs/protocol.md, "Clusters"): the one NATS
 /// connection, whether it is up, the nodes heard from, and the NATS subjects the cluster uses.
 ///
-/// Layout: a runneld subject `S` travels on the NATS subject `runnel.CLUSTER.v.S` (runneld's
-/// `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is); every node
-/// says it is alive on `runnel.CLUSTER.nodes` every 2 s. Each value carries the node's
+/// Layout: a plain subject `S`'s values travel on the NATS subject `runnel.CLUSTER.v.S`
+/// (runneld's `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is);
+/// every node says it is alive on `runnel.CLUSTER.nodes` every 2 s. The subjects' definitions
+/// are the JetStream key-value bucket `RUNNEL_CLUSTER` (`ClusterDefinition`); a retained
+/// subject of epoch `E` keeps its values in the stream `RUNNEL_CLUSTER_E`, on the subject
+/// `runnel.CLUSTER.r.E` (a subject made anew is a new stream). Each value carries the node's
 /// instance (`Runnel-Origin`: its name and a random part, new at every start) and that
 /// instance's sequence for the subject, with the subject's epoch there (`Runnel-Seq`,
 /// `EPOCH:N`: a subject made anew starts again), so a receiver knows what it missed, and drops
@@ -22,8 +26,14 @@ final class ClusterLink: @unchecked Sendable {
     /// This process among the cluster's nodes.
     let instance: String
     private let connection: NATSConnection
-    private let scheduler: LoopScheduler
-    private let logger: Logger
+    let jetStream: NATSJetStream
+    /// The subjects' definitions.
+    let definitions: NATSKeyValue
+    /// Where the calls that wait for NATS's answer run (JetStream's administration, the
+    /// bucket's writes, starting consumers), one after another, off every loop.
+    let worker = DispatchQueue(label: "runneld.cluster")
+    let scheduler: LoopScheduler
+    let logger: Logger
     /// Whether the link is up, as the last event the loop saw says.
     private(set) var isUp = true
     /// Other nodes' instances, with when they were last heard from.
@@ -57,6 +67,12 @@ final class ClusterLink: @unchecked Sendable {
             message: { message in inbox.post(.message(message)) },
             error: { text in inbox.post(.error(text)) })
         connection = try Self.connect(config: config, handlers: handlers)
+        jetStream = try connection.jetStream(
+            wait: Self.jetStreamWait,
+            handlers: NATSJetStreamHandlers(
+                message: { message in inbox.post(.stream(message)) },
+                published: { id, error in inbox.post(.published(id: id, error: error)) }))
+        definitions = try jetStream.keyValue("RUNNEL_\(config.name)", replicas: config.replicas)
         reference.link = self
     }
 
@@ -78,9 +94,15 @@ final class ClusterLink: @unchecked Sendable {
         }
     }
 
-    /// Starts the heartbeat and listens for other nodes'.
+    /// How long a JetStream request may wait for its answer.
+    static let jetStreamWait: Duration = .seconds(5)
+
+    /// Starts the heartbeat, listens for other nodes', and follows the definitions' changes
+    /// (from the last of each key on: `ClusterReceiver.clusterStreamDelivered`). Blocks.
     func start() throws(NATSError) {
         _ = try connection.subscribe(nodesSubject)
+        _ = try jetStream.consume(
+            "KV_RUNNEL_\(config.name)", subject: definitionsPrefix + ">", lastPerSubject: true)
         sendHeartbeat()
         heartbeat = scheduler.after(
             scheduler.now.advanced(by: Self.heartbeatInterval), repeatingEvery: Self.heartbeatInterval,
@@ -89,6 +111,13 @@ final class ClusterLink: @unchecked Sendable {
     }
 
     // MARK: Subjects
+
+    /// Where the definitions' keys are, in NATS subjects.
+    var definitionsPrefix: String { "$KV.RUNNEL_\(config.name)." }
+    /// The stream of a retained subject in epoch `epoch`, and its NATS subject.
+    func streamName(epoch: String) -> String { "RUNNEL_\(config.name)_\(epoch)" }
+    func streamSubject(epoch: String) -> String { "runnel.\(config.name).r.\(epoch)" }
+    var streamPrefix: String { "runnel.\(config.name).r." }
 
     /// The NATS subject of a runneld subject or pattern.
     func natsSubject(of subject: String) -> String { valuesPrefix + subject }
@@ -176,6 +205,10 @@ final class ClusterLink: @unchecked Sendable {
             case .error(let text):
                 logger.warning("cluster: NATS reports \(text)", metadata: ["node": "\(config.nodeName)"])
                 receiver?.clusterReportedLoss()
+            case .stream(let message):
+                receiver?.clusterStreamDelivered(message)
+            case .published(let id, let error):
+                receiver?.clusterPublished(id: id, error: error)
             }
         }
     }
@@ -198,6 +231,10 @@ protocol ClusterReceiver: AnyObject {
     func clusterLinkChanged(up: Bool)
     /// cnats dropped messages it could not deliver in time (a subscription's pending limit).
     func clusterReportedLoss()
+    /// A message of a stream the node consumes: a definition's change, or a retained value.
+    func clusterStreamDelivered(_ message: NATSStreamMessage)
+    /// JetStream answered the publish `id`: stored, or `error`.
+    func clusterPublished(id: String, error: String?)
 }
 
 /// How the inbox's drains, on the loop thread, reach the link made after it. Set once on the

@@ -1,28 +1,41 @@
 import Runnel
 import RunnelJSON
 
-/// The subject store of a clustered node (docs/protocol.md, "Clusters"): the node's own store
-/// (`local`, in memory or with its journal) for everything it keeps, and its `ClusterLink` for
-/// what it shares. A plain subject's value published here goes to the local subscribers and,
-/// once, to the cluster; a value another node sent reaches the local subscribers of its
-/// subject and of the patterns that match it (`ClusterInterest` keeps the NATS subscriptions
-/// those need), the subject made here as a plain one when it does not exist yet.
+/// The subject store of a clustered node (docs/protocol.md, "Clusters"): the node's subjects in
+/// memory (`local`), mirroring the cluster's, and its `ClusterLink` for what it shares.
 ///
-/// Missed values are told, never silent: a gap in an origin's sequence for a subject is a
-/// `dropped` event with its count for the subscriptions it reaches; a lost link, or values
-/// cnats dropped, is a `dropped` event without a count for every subscription values from
-/// other nodes reach.
+/// - **Definitions** (`+Definitions`): creating, ending and deleting a subject is written to
+///   the cluster's key-value bucket, and every node follows the bucket's changes, making,
+///   ending and deleting its own entries in the epochs the definitions name.
+/// - **Plain subjects' values**: published here, a value goes to the local subscribers and,
+///   once, to the cluster over core NATS; a value another node sent reaches the local
+///   subscribers of its subject and of the patterns that match it (`ClusterInterest` keeps the
+///   NATS subscriptions those need). A gap in an origin's sequence is a `dropped` event with
+///   its count; a lost link, or values cnats dropped, a `dropped` event without one.
+/// - **Retained subjects' values** (`+Retained`): published here, a value goes to the subject's
+///   JetStream stream only; every node delivers the stream's values, in the stream's order, so
+///   one order holds everywhere, and the stream's sequence numbers are the positions.
 ///
-/// What needs the cluster (creating, ending or deleting a subject, a retained subject's
-/// values, a `sub` with `from`) is refused with `unavailable` while the link is down
-/// (`checkShared`), and changes nothing.
+/// What needs the cluster is refused with `unavailable` while the link is down (`checkShared`).
+/// Replies about definitions and retained values wait for the cluster's answer (`whenWritten`,
+/// `ClusterChanges`).
 ///
 /// Thread rules: loop thread only. Lifetime rule: the server holds it for its life; it holds
 /// the local store and the link.
 final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Sendable {
-    private let local: any SubjectStore
+    let local: MemorySubjectStore
     let link: ClusterLink
     let interest: ClusterInterest
+    /// Changes asked of the cluster and not yet answered.
+    var changes = ClusterChanges()
+    /// The definition each local entry was made from, by name.
+    var definitions: [String: ClusterDefinition] = [:]
+    /// Retained subjects by epoch (their streams' values come by it), and their consumers.
+    var retainedByEpoch: [String: SubjectEntry] = [:]
+    var consumers: [String: NATSSubscription] = [:]
+    /// Retained subjects this node is making, by epoch, with the publishes waiting for their
+    /// streams.
+    var awaitingStreams: [String: [() -> Void]] = [:]
     /// The last seq of each origin's values, by subject, with the subject's epoch there: a jump
     /// is values missed, a seq not above it a second copy.
     private var lastSeqs: [String: [String: (epoch: String, seq: UInt64)]] = [:]
@@ -30,22 +43,18 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     private(set) var valuesMissed: UInt64 = 0
     /// `max_subjects` and `max_depth`, which values from other nodes respect too, and the
     /// bound their fan-out's evaluations are held to: the server's (`Server.applyRetentionLimits`).
-    private var maxSubjects = Int.max
-    private var maxDepth = 1
-    private var publishBound: PublishEvaluationBound?
+    private(set) var maxSubjects = Int.max
+    private(set) var maxDepth = 1
+    private(set) var publishBound: PublishEvaluationBound?
 
-    init(local: any SubjectStore, link: ClusterLink) {
-        self.local = local
+    /// Takes the cluster's definitions as they are now (each key read: blocks, before the loop
+    /// runs) into a new local store, whose retained subjects then fill from their streams.
+    init(link: ClusterLink, retained: RetainedValues) throws(NATSError) {
+        self.local = MemorySubjectStore(retained: retained)
         self.link = link
         interest = ClusterInterest(subscribe: { [link] subject in link.subscribe(subject) })
         link.receiver = self
-    }
-
-    /// Takes the server's limits and publish bound (at start and on every reload).
-    func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound) {
-        self.maxSubjects = maxSubjects
-        self.maxDepth = maxDepth
-        self.publishBound = publishBound
+        try loadDefinitions()
     }
 
     /// `unavailable` while the link to NATS is down.
@@ -54,6 +63,13 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             throw ProtocolError(
                 .unavailable, "this node's link to the cluster (NATS) is down; try again or another node")
         }
+    }
+
+    /// Takes the server's limits and publish bound (at start and on every reload).
+    func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound) {
+        self.maxSubjects = maxSubjects
+        self.maxDepth = maxDepth
+        self.publishBound = publishBound
     }
 
     var figures: ClusterFigures {
@@ -68,30 +84,34 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var count: Int { local.count }
     subscript(name: String) -> SubjectEntry? { local[name] }
     func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
-    var keepsDurableSubjects: Bool { local.keepsDurableSubjects }
-    var repliesWaitForDisk: Bool { local.repliesWaitForDisk }
-    func checkDurableWrites() throws(ProtocolError) { try local.checkDurableWrites() }
+    /// Durable subjects are JetStream's files.
+    let keepsDurableSubjects = true
+    let repliesWaitForDisk = true
+    func checkDurableWrites() throws(ProtocolError) {}
     var retained: RetainedValues { local.retained }
-    var journalStatistics: JournalStatistics? { local.journalStatistics }
-    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { local.whenWritten(action) }
-    func terminate(_ entry: SubjectEntry, error: ProtocolError?) { local.terminate(entry, error: error) }
-    func delete(_ entry: SubjectEntry) { local.delete(entry) }
+    let journalStatistics: JournalStatistics? = nil
+    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { true }
+    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.retainsValues }
     func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
         local.patternSignal(pattern, admitting: admitting)
     }
 
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
-        local.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
+        if let now = changes.whenAnswered(action) { now() }
+    }
+
+    /// Change `number` was answered: the replies waiting for it go out.
+    func answer(_ number: UInt64, error: ProtocolError?) {
+        for reply in changes.answer(number, error: error) { reply() }
     }
 
     func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
-        if entry.kind == .subject {
-            entry.clusterSeq &+= 1
-            withExtendedLifetime(value) {
-                link.send(value.buffer.bytes, subject: entry.name, epoch: entry.epoch, seq: entry.clusterSeq)
-            }
+        guard !entry.retainsValues else { return publishRetained(value, to: entry) }
+        entry.clusterSeq &+= 1
+        withExtendedLifetime(value) {
+            link.send(value.buffer.bytes, subject: entry.name, epoch: entry.epoch, seq: entry.clusterSeq)
         }
         local.publish(value, members: members, to: entry, bounding: bound)
     }
@@ -101,17 +121,12 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         local.close()
     }
 
-    // MARK: ClusterReceiver
+    // MARK: Plain subjects' values from other nodes
 
     func clusterDelivered(_ payload: [UInt8], subject: String, origin: String, epoch: String, seq: UInt64) {
         guard isNew(seq, epoch: epoch, of: origin, in: subject) else { return }
-        guard let publishBound, let entry = localSubject(subject) else { return }
-        let value: RawJSON
-        do {
-            value = try payload.withUnsafeBytes { bytes throws(JSONError) in
-                try RawJSON(validating: bytes, maxDepth: maxDepth)
-            }
-        } catch {
+        guard let publishBound, let entry = localPlainSubject(subject) else { return }
+        guard let value = validated(payload) else {
             // Not a value a node sent: something else publishes under the cluster's prefix.
             interest.noteMissed(1, in: subject)
             valuesMissed &+= 1
@@ -120,10 +135,15 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         local.publish(value, members: JSONMemberIndex(), to: entry, bounding: publishBound)
     }
 
+    /// `payload` as a JSON value within `max_depth`; nil when it is not one.
+    func validated(_ payload: [UInt8]) -> RawJSON? {
+        try? payload.withUnsafeBytes { bytes throws(JSONError) in try RawJSON(validating: bytes, maxDepth: maxDepth) }
+    }
+
     /// The plain subject `name` to deliver another node's value to: made here when it does
-    /// not exist (within `max_subjects`); nil when a subject of that name here keeps values
-    /// or has ended, which a plain subject of another node cannot change.
-    private func localSubject(_ name: String) -> SubjectEntry? {
+    /// not exist (within `max_subjects`; its definition comes from the bucket too); nil when a
+    /// subject of that name here keeps values or has ended.
+    private func localPlainSubject(_ name: String) -> SubjectEntry? {
         if let entry = local[name] {
             return entry.kind == .subject && entry.acceptsValues ? entry : nil
         }
@@ -161,4 +181,12 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     }
 
     func clusterReportedLoss() { interest.noteMissedEverywhere() }
+
+    func clusterStreamDelivered(_ message: NATSStreamMessage) {
+        if message.subject.hasPrefix(link.streamPrefix) {
+            deliverRetained(message)
+        } else if message.subject.hasPrefix(link.definitionsPrefix) {
+            definitionChanged(message)
+        }
+    }
 }

@@ -173,7 +173,12 @@ final class NATSConnection: @unchecked Sendable {
                 &subscription, connection, subject,
                 { _, _, message, closure in NATSConnection.deliver(message, to: NATSConnection.box(closure)) },
                 handlers.toOpaque()), "subscribing to \(subject)")
-        return NATSSubscription(subscription!)
+        return NATSSubscription(adopting: subscription!)
+    }
+
+    /// JetStream on this connection, its requests answered within `wait`.
+    func jetStream(wait: Duration, handlers: NATSJetStreamHandlers) throws(NATSError) -> NATSJetStream {
+        try NATSJetStream(connection: connection, wait: wait, handlers: handlers)
     }
 
     private static func deliver(_ message: OpaquePointer?, to box: HandlerBox) {
@@ -209,7 +214,7 @@ final class NATSConnection: @unchecked Sendable {
 struct NATSSubscription: @unchecked Sendable {
     private let subscription: OpaquePointer
 
-    fileprivate init(_ subscription: OpaquePointer) { self.subscription = subscription }
+    init(adopting subscription: OpaquePointer) { self.subscription = subscription }
 
     func unsubscribe() {
         _ = natsSubscription_Unsubscribe(subscription)

@@ -105,6 +105,8 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     var journalStatistics: JournalStatistics? { writer.statisticsNow }
     var retained: RetainedValues { memory.retained }
     func checkShared() throws(ProtocolError) {}
+    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { entry.isDurable }
+    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.isDurable }
 
     func checkDurableWrites() throws(ProtocolError) {
         if let failure { throw failure }

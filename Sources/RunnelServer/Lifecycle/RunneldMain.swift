@@ -21,9 +21,20 @@ public enum RunneldMain {
         StderrLogHandler.bootstrap(levelSetting: levelSetting)
         let logger = Logger(label: "runneld")
         let loop = EventLoop()
-        var subjects: any SubjectStore
+        let subjects: any SubjectStore
         let retained = RetainedValues(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
-        if let dataDir = config.dataDir {
+        if config.cluster.isClustered {
+            // The cluster keeps the subjects (JetStream's files for durable ones): no journal.
+            if let dataDir = config.dataDir {
+                logger.warning(
+                    "data_dir is not used in a cluster: durable subjects are kept by JetStream",
+                    metadata: ["data_dir": "\(dataDir)"])
+            }
+            guard let clustered = joinCluster(config.cluster, retained: retained, loop: loop, logger: logger) else {
+                return 1
+            }
+            subjects = clustered
+        } else if let dataDir = config.dataDir {
             // Restored before the listener opens, so nobody sees the server without them; a
             // start refused for what is stored is refused before anything there is written.
             do {
@@ -43,13 +54,6 @@ public enum RunneldMain {
                 "durable subjects restored", metadata: ["data_dir": "\(dataDir)", "subjects": "\(subjects.count)"])
         } else {
             subjects = MemorySubjectStore(retained: retained)
-        }
-        if config.cluster.isClustered {
-            guard let clustered = joinCluster(config.cluster, local: subjects, loop: loop, logger: logger) else {
-                subjects.close()
-                return 1
-            }
-            subjects = clustered
         }
         let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
         let loops = LoopGroup(first: loop, count: config.loops == 0 ? LoopGroup.availableParallelism : config.loops)
@@ -73,19 +77,22 @@ public enum RunneldMain {
     /// The node's store once NATS answered (within `cluster_connect_timeout`); nil, logged with
     /// the URLs, when it did not.
     private static func joinCluster(
-        _ config: ClusterConfig, local: any SubjectStore, loop: EventLoop, logger: Logger
+        _ config: ClusterConfig, retained: RetainedValues, loop: EventLoop, logger: Logger
     ) -> ClusterSubjectStore? {
         let urls = config.nats.joined(separator: ", ")
         do throws(NATSError) {
             let link = try ClusterLink(config: config, scheduler: loop.scheduler, logger: logger)
+            let store = try ClusterSubjectStore(link: link, retained: retained)
             try link.start()
             logger.notice(
                 "joined cluster \(config.name) as \(config.nodeName) through \(urls)",
-                metadata: ["instance": "\(link.instance)"])
-            return ClusterSubjectStore(local: local, link: link)
+                metadata: ["instance": "\(link.instance)", "subjects": "\(store.count)"])
+            return store
         } catch {
             let seconds = ServerConfig.renderSeconds(config.connectTimeout)
-            logger.critical("cannot start: cannot reach NATS at \(urls) within \(seconds) s (cluster_nats): \(error)")
+            logger.critical(
+                "cannot start: cannot join the cluster through \(urls) (cluster_nats; waited up to \(seconds) s): \(error)"
+            )
             return nil
         }
     }

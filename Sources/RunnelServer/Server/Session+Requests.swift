@@ -73,11 +73,12 @@ extension Session {
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
         // when the reply is written, after the disk.
-        let receivers = entry.isDurable ? 0 : entry.subject.subscriberCount
+        let waits = subjects.repliesWait(forValueOf: entry)
+        let receivers = waits ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
             counting: stats, bounding: publishBound, by: publisher)
-        if entry.isDurable {
+        if waits {
             replyWhenWritten(ref: ref) { .published(receivers: entry.subject.subscriberCount) }
         } else {
             write(SessionReply(ref: ref, .published(receivers: receivers)))
@@ -250,9 +251,9 @@ extension Session {
         try context.checkSubjectLimit(under: settings)
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
-        subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable).label.slowConsumer =
-            policy
-        if durable {
+        let entry = subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+        entry.label.slowConsumer = policy
+        if subjects.repliesWait(forChangeOf: entry) {
             replyWhenWritten(ref: request.ref)
         } else {
             write(SessionReply(ref: request.ref, .done))
@@ -278,7 +279,7 @@ extension Session {
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
         if entry.isDurable { try subjects.checkDurableWrites() }
         subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
-        if entry.isDurable {
+        if subjects.repliesWait(forChangeOf: entry) {
             replyWhenWritten(ref: request.ref)
         } else {
             write(SessionReply(ref: request.ref, .done))
@@ -292,7 +293,7 @@ extension Session {
         }
         if entry.isDurable { try subjects.checkDurableWrites() }
         subjects.delete(entry)
-        if entry.isDurable {
+        if subjects.repliesWait(forChangeOf: entry) {
             replyWhenWritten(ref: request.ref)
         } else {
             write(SessionReply(ref: request.ref, .done))

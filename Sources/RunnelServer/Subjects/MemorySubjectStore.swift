@@ -27,6 +27,8 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
     func close() {}
     func checkShared() throws(ProtocolError) {}
+    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { false }
+    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { false }
 
     func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")

@@ -43,15 +43,22 @@ final class SubjectEntry {
     /// The bytes of the values the subject keeps now, as counted in the ledger.
     private(set) var retainedBytes = 0
 
+    /// Whether its values outlive the process: kept in the durable journal (`durableID`), or,
+    /// in a cluster, in JetStream's files.
+    let isDurable: Bool
+
     var name: String { label.name }
     var epoch: String { label.epoch! }
-    var isDurable: Bool { durableID != nil }
 
-    /// A new subject, in a new epoch; a replay subject keeps at most `maxReplayBytes` of values.
+    /// A new subject, in `epoch` (a new one unless a cluster's definition names it); a replay
+    /// subject keeps at most `maxReplayBytes` of values. `durable` without a `durableID`: kept
+    /// by a cluster.
     convenience init(
-        name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, maxReplayBytes: Int, durableID: Int64? = nil
+        name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, maxReplayBytes: Int,
+        durableID: Int64? = nil,
+        epoch: String = Epoch.make(), durable: Bool = false
     ) {
-        let label = SubjectLabel(name, epoch: Epoch.make())
+        let label = SubjectLabel(name, epoch: epoch)
         let subject: Subject<Message>
         switch kind {
         case .subject: subject = Subject()
@@ -61,17 +68,20 @@ final class SubjectEntry {
             subject = BehaviorSubject(
                 Message(label: label, raw: initial ?? .null, seq: 0), weight: RetainedValues.weight)
         }
-        self.init(label: label, kind: kind, capacity: capacity, durableID: durableID, subject: subject, lastSeq: 0)
+        self.init(
+            label: label, kind: kind, capacity: capacity, durableID: durableID, subject: subject, lastSeq: 0,
+            durable: durable)
     }
 
     /// A subject as it was left: `subject` holds the retained values (the newest with seq
     /// `lastSeq`) and any terminal event, counted in `label`'s epoch.
     init(
         label: SubjectLabel, kind: SubjectKind, capacity: Int?, durableID: Int64?, subject: Subject<Message>,
-        lastSeq: UInt64
+        lastSeq: UInt64, durable: Bool = false
     ) {
         precondition(label.epoch != nil, "a subject's label carries its epoch")
         self.label = label
+        self.isDurable = durable || durableID != nil
         self.kind = kind
         self.capacity = kind == .replay ? capacity : nil
         self.durableID = durableID

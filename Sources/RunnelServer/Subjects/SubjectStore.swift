@@ -22,9 +22,14 @@ protocol SubjectStore: AnyObject {
     /// Whether it can keep durable subjects (the configuration names a `data_dir`).
     var keepsDurableSubjects: Bool { get }
 
-    /// Whether replies about durable subjects wait for the disk (`fsync = always`), so that
-    /// `whenWritten` may run its action later.
+    /// Whether replies about durable subjects wait for the disk (`fsync = always`), or a
+    /// cluster's replies for the cluster, so that `whenWritten` may run its action later.
     var repliesWaitForDisk: Bool { get }
+
+    /// Whether the reply to a change of `entry` (its creation, end or deletion) waits for
+    /// `whenWritten`, and whether the reply to a value published to it does.
+    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool
+    func repliesWait(forValueOf entry: SubjectEntry) -> Bool
 
     /// `storage` while changes to durable subjects cannot be written.
     func checkDurableWrites() throws(ProtocolError)

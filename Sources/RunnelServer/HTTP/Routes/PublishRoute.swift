@@ -87,7 +87,7 @@ final class Publication {
             value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
             by: gate)
         published += 1
-        wroteDurable = wroteDurable || entry.isDurable
+        wroteDurable = wroteDurable || server.subjects.repliesWait(forValueOf: entry)
         return receivers
     }
 

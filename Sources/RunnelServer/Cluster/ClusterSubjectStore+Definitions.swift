@@ -1,0 +1,193 @@
+import Runnel
+import RunnelJSON
+
+/// The cluster's one set of subjects: this node's changes written to the key-value bucket (on
+/// the link's worker, answered to the loop), and every change of the bucket, this node's own
+/// included, made to the local entries. Loop thread only, but for the worker's jobs.
+extension ClusterSubjectStore {
+    /// Makes `name` here at once, in a new epoch, and in the cluster: a retained subject's
+    /// stream first, then its definition, which succeeds only if no node defined `name` before.
+    /// If one did, in the same shape, this node takes that definition (a retained subject's
+    /// entry made here ends and one in that definition's epoch takes its place; a plain
+    /// subject's epoch is the node's own, so it stays); in another shape, the reply is
+    /// `kind_mismatch`. The reply waits for the answer (`whenWritten`).
+    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+        let definition = ClusterDefinition(
+            kind: kind, capacity: kind == .replay ? capacity : nil, durable: durable, initial: initial,
+            epoch: Epoch.make())
+        // Its stream does not exist yet: consumed, and published to, once it does.
+        let entry = adopt(name, definition, consuming: false)
+        if entry.retainsValues { awaitingStreams[definition.epoch] = [] }
+        let change = changes.begin()
+        let link = link
+        link.worker.async {
+            let outcome = Self.write(definition, of: name, through: link)
+            _ = link.scheduler.schedule { [self] in created(name, definition, outcome: outcome, change: change) }
+        }
+        return entry
+    }
+
+    /// What writing a new definition came to.
+    enum CreateOutcome: Sendable {
+        case created
+        case exists(ClusterDefinition)
+        case failed(String)
+    }
+
+    /// Writes `definition` (worker thread).
+    private static func write(_ definition: ClusterDefinition, of name: String, through link: ClusterLink)
+        -> CreateOutcome
+    {
+        let stream = link.streamName(epoch: definition.epoch)
+        do throws(NATSError) {
+            if definition.kind != .subject {
+                try link.jetStream.addStream(
+                    stream, subject: link.streamSubject(epoch: definition.epoch),
+                    perSubject: definition.capacity ?? 1, file: definition.durable, replicas: link.config.replicas)
+            }
+            if try link.definitions.create(ClusterDefinition.key(of: name), definition.bytes) { return .created }
+            if definition.kind != .subject { try link.jetStream.deleteStream(stream) }
+            guard let bytes = try link.definitions.get(ClusterDefinition.key(of: name)),
+                let existing = ClusterDefinition(bytes: bytes)
+            else { return .failed("the subject was deleted meanwhile; try again") }
+            return .exists(existing)
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    private func created(_ name: String, _ definition: ClusterDefinition, outcome: CreateOutcome, change: UInt64) {
+        // The entry made for it, unless something replaced it meanwhile.
+        let entry = local[name].flatMap { $0.epoch == definition.epoch ? $0 : nil }
+        let waiting = awaitingStreams.removeValue(forKey: definition.epoch) ?? []
+        defer { for publish in waiting { publish() } }
+        switch outcome {
+        case .created:
+            if let entry, entry.retainsValues { startConsuming(entry) }
+            answer(change, error: nil)
+        case .exists(let existing):
+            guard
+                existing.kind == definition.kind && existing.capacity == definition.capacity
+                    && existing.durable == definition.durable
+            else {
+                if let entry { removeLocally(entry) }
+                let shape = existing.kind.shape(capacity: existing.capacity, durable: existing.durable)
+                return answer(change, error: ProtocolError(.kindMismatch, "subject '\(name)' exists as \(shape)"))
+            }
+            if let entry {
+                if entry.kind == .subject {
+                    definitions[name] = existing
+                } else {
+                    removeLocally(entry)
+                    adopt(name, existing)
+                }
+            }
+            answer(change, error: nil)
+        case .failed(let problem):
+            if let entry { removeLocally(entry) }
+            answer(change, error: ProtocolError(.unavailable, "the cluster did not take the subject: \(problem)"))
+        }
+    }
+
+    /// Ends `entry` here at once and in the cluster.
+    func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+        local.terminate(entry, error: error)
+        guard var definition = definitions[entry.name] else { return }
+        definition.ended = error.map { .error($0.message) } ?? .completed
+        definitions[entry.name] = definition
+        let key = ClusterDefinition.key(of: entry.name)
+        let bytes = definition.bytes
+        writeChange { link throws(NATSError) in try link.definitions.put(key, bytes) }
+    }
+
+    /// Deletes `entry` here at once and in the cluster (its definition, and a retained
+    /// subject's stream).
+    func delete(_ entry: SubjectEntry) {
+        let key = ClusterDefinition.key(of: entry.name)
+        let stream = entry.retainsValues ? link.streamName(epoch: entry.epoch) : nil
+        removeLocally(entry)
+        writeChange { link throws(NATSError) in
+            try link.definitions.delete(key)
+            if let stream { try link.jetStream.deleteStream(stream) }
+        }
+    }
+
+    /// Runs `write` on the worker as a change whose answer replies wait for.
+    private func writeChange(_ write: @escaping @Sendable (ClusterLink) throws(NATSError) -> Void) {
+        let change = changes.begin()
+        let link = link
+        link.worker.async {
+            var failure: String?
+            do throws(NATSError) { try write(link) } catch { failure = "\(error)" }
+            let problem = failure
+            _ = link.scheduler.schedule { [self] in
+                answer(change, error: problem.map { ProtocolError(.unavailable, "the cluster did not take it: \($0)") })
+            }
+        }
+    }
+
+    // MARK: The bucket's changes
+
+    /// Reads every definition in the bucket (blocks: at start, before the loop runs).
+    func loadDefinitions() throws(NATSError) {
+        for key in try link.definitions.keys() {
+            guard let name = ClusterDefinition.name(ofKey: key[...]),
+                let bytes = try link.definitions.get(key), let definition = ClusterDefinition(bytes: bytes)
+            else { continue }
+            if local[name] == nil { adopt(name, definition) }
+        }
+    }
+
+    /// A key of the bucket changed (another node's change, or this node's own coming back).
+    func definitionChanged(_ message: NATSStreamMessage) {
+        guard let name = ClusterDefinition.name(ofKey: message.subject.dropFirst(link.definitionsPrefix.utf8.count))
+        else { return }
+        if message.operation == "DEL" || message.operation == "PURGE" {
+            if let entry = local[name] { removeLocally(entry) }
+            return
+        }
+        guard let definition = ClusterDefinition(bytes: message.payload) else { return }
+        if let entry = local[name] {
+            // A plain subject's epoch is each node's own.
+            guard entry.epoch != definition.epoch && !(entry.kind == .subject && definition.kind == .subject) else {
+                definitions[name] = definition
+                if let ended = definition.ended, entry.acceptsValues { local.terminate(entry, error: ended.error) }
+                return
+            }
+            // Made anew elsewhere.
+            removeLocally(entry)
+        }
+        adopt(name, definition)
+    }
+
+    /// Makes the local entry `definition` defines (and, unless `consuming` is false, a retained
+    /// subject's consumer).
+    @discardableResult
+    func adopt(_ name: String, _ definition: ClusterDefinition, consuming: Bool = true) -> SubjectEntry {
+        let entry = SubjectEntry(
+            name: name, kind: definition.kind, capacity: definition.capacity, initial: definition.initial,
+            maxReplayBytes: local.retained.maxReplayBytes, epoch: definition.epoch, durable: definition.durable)
+        local.adopt(entry)
+        definitions[name] = definition
+        if entry.retainsValues && consuming { startConsuming(entry) }
+        if let ended = definition.ended { local.terminate(entry, error: ended.error) }
+        return entry
+    }
+
+    /// Takes `entry` out here: its subscribers complete, a retained subject's consumer stops.
+    func removeLocally(_ entry: SubjectEntry) {
+        definitions[entry.name] = nil
+        if entry.retainsValues { stopConsuming(entry) }
+        local.delete(entry)
+    }
+}
+
+extension ClusterDefinition.Ending {
+    /// The error a subscriber gets: nil for a completion.
+    var error: ProtocolError? {
+        switch self {
+        case .completed: return nil
+        case .error(let message): return ProtocolError(.subjectError, message)
+        }
+    }
+}

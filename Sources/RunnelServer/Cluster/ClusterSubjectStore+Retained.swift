@@ -1,0 +1,79 @@
+import Runnel
+import RunnelJSON
+
+/// Retained subjects' values in a cluster: published into the subject's JetStream stream (the
+/// reply waits for JetStream's answer), and delivered by every node from its ordered consumer
+/// of that stream, with the stream's sequence numbers as their seqs, so each node holds the
+/// same values in the same order and a position given by one resumes on any other. Loop
+/// thread only, but for the worker's jobs.
+extension ClusterSubjectStore {
+    /// Publishes `value` into `entry`'s stream, as a change whose answer the reply waits for;
+    /// it reaches subscribers, here as everywhere, when the node's consumer delivers it.
+    func publishRetained(_ value: RawJSON, to entry: SubjectEntry) {
+        entry.published &+= 1
+        let change = changes.begin()
+        let epoch = entry.epoch
+        if awaitingStreams[epoch] != nil {
+            // Made here a moment ago: its stream is still being made.
+            awaitingStreams[epoch]!.append { [self] in send(value, epoch: epoch, change: change) }
+        } else {
+            send(value, epoch: epoch, change: change)
+        }
+    }
+
+    private func send(_ value: RawJSON, epoch: String, change: UInt64) {
+        do throws(NATSError) {
+            try withExtendedLifetime(value) { () throws(NATSError) in
+                try link.jetStream.publish(
+                    link.streamSubject(epoch: epoch), payload: value.buffer.bytes, id: "\(link.instance)-\(change)")
+            }
+        } catch {
+            answer(change, error: ProtocolError(.unavailable, "the cluster did not take the value: \(error)"))
+        }
+    }
+
+    /// JetStream answered a publish of this node: the change its id names.
+    func clusterPublished(id: String, error: String?) {
+        guard id.hasPrefix(link.instance + "-"), let change = UInt64(id.dropFirst(link.instance.utf8.count + 1))
+        else { return }
+        answer(change, error: error.map { ProtocolError(.unavailable, "the cluster did not store the value: \($0)") })
+    }
+
+    /// A value of a retained subject's stream: delivered with the stream's seq, once.
+    func deliverRetained(_ message: NATSStreamMessage) {
+        let epoch = String(message.subject.dropFirst(link.streamPrefix.utf8.count))
+        guard let entry = retainedByEpoch[epoch], let publishBound, message.streamSeq > entry.lastSeq else { return }
+        guard let value = validated(message.payload) else { return }
+        publishBound.beginPublish()
+        entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
+        publishBound.endPublish()
+    }
+
+    /// Starts the node's consumer of `entry`'s stream (on the worker: it waits for JetStream).
+    func startConsuming(_ entry: SubjectEntry) {
+        let epoch = entry.epoch
+        retainedByEpoch[epoch] = entry
+        let link = link
+        link.worker.async {
+            let stream = link.streamName(epoch: epoch)
+            do throws(NATSError) {
+                let consumer = try link.jetStream.consume(
+                    stream, subject: link.streamSubject(epoch: epoch), lastPerSubject: false)
+                _ = link.scheduler.schedule { [self] in
+                    // Deleted meanwhile: the consumer goes too.
+                    guard retainedByEpoch[epoch] != nil else { return link.worker.async { consumer.unsubscribe() } }
+                    consumers[epoch] = consumer
+                }
+            } catch {
+                link.logger.error("cluster: cannot consume \(stream): \(error)")
+            }
+        }
+    }
+
+    /// Stops it (the subject is gone here).
+    func stopConsuming(_ entry: SubjectEntry) {
+        retainedByEpoch[entry.epoch] = nil
+        guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
+        link.worker.async { consumer.unsubscribe() }
+    }
+}

@@ -1,0 +1,240 @@
+import CNats
+
+/// A message of a JetStream stream, copied off cnats's message on its delivery thread: its
+/// subject, payload, its sequence in the stream, how many more the consumer has to deliver
+/// now, and the KV operation it carries (`KV-Operation`: `DEL` or `PURGE` for a key's deletion).
+struct NATSStreamMessage: Sendable {
+    let subject: String
+    let payload: [UInt8]
+    let streamSeq: UInt64
+    let pending: UInt64
+    let operation: String?
+}
+
+/// What a `NATSJetStream` tells its owner, on cnats's threads.
+struct NATSJetStreamHandlers: Sendable {
+    /// A message of one of the ordered consumers.
+    var message: @Sendable (NATSStreamMessage) -> Void
+    /// JetStream answered the asynchronous publish `id` (`Nats-Msg-Id`): stored, or the error.
+    var published: @Sendable (_ id: String, _ error: String?) -> Void
+}
+
+/// The JetStream calls a cluster node makes, through cnats's `jsCtx` and `kvStore`.
+///
+/// Which calls block: stream and bucket administration, key-value writes and starting a
+/// consumer are requests to the server that wait for its answer (up to `wait`), so they run
+/// on the cluster's worker thread, never on a loop; `publish` does not wait (JetStream's
+/// answer comes to `published` on cnats's thread) unless `maxPending` publishes are unanswered,
+/// and then for at most a millisecond before it fails.
+///
+/// Thread rules: any thread (cnats locks its context). Lifetime rule: lives as long as its
+/// connection; holds the handlers until the process ends.
+final class NATSJetStream: @unchecked Sendable {
+    private let context: OpaquePointer
+    private let handlers: Unmanaged<Box>
+
+    private final class Box {
+        let handlers: NATSJetStreamHandlers
+        init(_ handlers: NATSJetStreamHandlers) { self.handlers = handlers }
+    }
+
+    /// Unanswered asynchronous publishes at most, before `publish` fails.
+    static let maxPending: Int64 = 65_536
+
+    init(connection: OpaquePointer, wait: Duration, handlers: NATSJetStreamHandlers) throws(NATSError) {
+        let box = Unmanaged.passRetained(Box(handlers))
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Wait = max(1, Int64(wait.components.seconds) * 1000)
+        options.PublishAsync.MaxPending = Self.maxPending
+        options.PublishAsync.StallWait = 1
+        options.PublishAsync.AckHandlerClosure = box.toOpaque()
+        options.PublishAsync.AckHandler = { _, message, ack, failure, closure in
+            defer { natsMsg_Destroy(message) }
+            let box = Unmanaged<Box>.fromOpaque(closure!).takeUnretainedValue()
+            var id: UnsafePointer<CChar>?
+            guard natsMsgHeader_Get(message, "Nats-Msg-Id", &id) == NATS_OK, let id else { return }
+            let error: String? =
+                if ack != nil {
+                    nil
+                } else if let failure {
+                    failure.pointee.ErrText.map { String(cString: $0) }
+                        ?? String(cString: natsStatus_GetText(failure.pointee.Err))
+                } else {
+                    "no answer"
+                }
+            box.handlers.published(String(cString: id), error)
+        }
+        var context: OpaquePointer?
+        do throws(NATSError) {
+            try NATSError.check(natsConnection_JetStream(&context, connection, &options), "opening JetStream")
+        } catch {
+            box.release()
+            throw error
+        }
+        self.context = context!
+        self.handlers = box
+    }
+
+    /// Makes the stream `name` holding `subject`, keeping `perSubject` values of it, in files or
+    /// in memory, with `replicas`; nothing when it exists as asked. Blocks.
+    func addStream(_ name: String, subject: String, perSubject: Int, file: Bool, replicas: Int) throws(NATSError) {
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        var errorCode = jsErrCode(0)
+        let status = name.withCString { cName in
+            subject.withCString { cSubject in
+                var subjects: [UnsafePointer<CChar>?] = [cSubject]
+                return subjects.withUnsafeMutableBufferPointer { list in
+                    config.Name = cName
+                    config.Subjects = list.baseAddress
+                    config.SubjectsLen = 1
+                    config.MaxMsgsPerSubject = Int64(perSubject)
+                    config.Storage = file ? js_FileStorage : js_MemoryStorage
+                    config.Replicas = Int64(replicas)
+                    config.Discard = js_DiscardOld
+                    var info: UnsafeMutablePointer<jsStreamInfo>?
+                    let status = js_AddStream(&info, context, &config, nil, &errorCode)
+                    if info != nil { jsStreamInfo_Destroy(info) }
+                    return status
+                }
+            }
+        }
+        try NATSError.check(status, "making stream \(name) (JetStream error \(errorCode.rawValue))")
+    }
+
+    /// Deletes the stream `name`; nothing when there is none. Blocks.
+    func deleteStream(_ name: String) throws(NATSError) {
+        var errorCode = jsErrCode(0)
+        let status = js_DeleteStream(context, name, nil, &errorCode)
+        guard status == NATS_OK || errorCode == JSStreamNotFoundErr else {
+            throw NATSError(doing: "deleting stream \(name)", status: status)
+        }
+    }
+
+    /// Publishes `payload` on `subject` without waiting: JetStream's answer goes to the
+    /// handlers' `published` with `id`, which is also the value's `Nats-Msg-Id` (a resend
+    /// within the stream's duplicate window is stored once).
+    func publish(_ subject: String, payload: UnsafeRawBufferPointer, id: String) throws(NATSError) {
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        let status = id.withCString { cID in
+            options.MsgId = cID
+            return js_PublishAsync(
+                context, subject, payload.baseAddress, Int32(payload.count), &options)
+        }
+        try NATSError.check(status, "publishing on \(subject)")
+    }
+
+    /// Starts an ordered consumer of `stream` (`subject` may be a wildcard), from its first
+    /// value or from the last value of each subject: its messages go to the handlers'
+    /// `message`. cnats makes it anew, from where it was, after a gap or a reconnect. Blocks.
+    func consume(_ stream: String, subject: String, lastPerSubject: Bool) throws(NATSError) -> NATSSubscription {
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Ordered = true
+        options.Config.DeliverPolicy = lastPerSubject ? js_DeliverLastPerSubject : js_DeliverAll
+        var subscription: OpaquePointer?
+        var errorCode = jsErrCode(0)
+        let status = stream.withCString { cStream in
+            options.Stream = cStream
+            return js_Subscribe(
+                &subscription, context, subject,
+                { _, _, message, closure in NATSJetStream.deliver(message, closure) },
+                handlers.toOpaque(), nil, &options, &errorCode)
+        }
+        try NATSError.check(status, "consuming stream \(stream) (JetStream error \(errorCode.rawValue))")
+        return NATSSubscription(adopting: subscription!)
+    }
+
+    private static func deliver(_ message: OpaquePointer?, _ closure: UnsafeMutableRawPointer?) {
+        defer { natsMsg_Destroy(message) }
+        let box = Unmanaged<Box>.fromOpaque(closure!).takeUnretainedValue()
+        var meta: UnsafeMutablePointer<jsMsgMetaData>?
+        guard natsMsg_GetMetaData(&meta, message) == NATS_OK, let meta else { return }
+        defer { jsMsgMetaData_Destroy(meta) }
+        let count = Int(natsMsg_GetDataLength(message))
+        let payload: [UInt8] =
+            if count > 0, let data = natsMsg_GetData(message) {
+                [UInt8](UnsafeRawBufferPointer(start: data, count: count))
+            } else {
+                []
+            }
+        var operation: UnsafePointer<CChar>?
+        let hasOperation = natsMsgHeader_Get(message, "KV-Operation", &operation) == NATS_OK
+        box.handlers.message(
+            NATSStreamMessage(
+                subject: String(cString: natsMsg_GetSubject(message)), payload: payload,
+                streamSeq: meta.pointee.Sequence.Stream, pending: meta.pointee.NumPending,
+                operation: hasOperation ? operation.map { String(cString: $0) } : nil))
+    }
+
+    // MARK: Key-value
+
+    /// The key-value bucket `name` (made when missing), keeping one revision of each key, in
+    /// files, with `replicas`. Blocks.
+    func keyValue(_ name: String, replicas: Int) throws(NATSError) -> NATSKeyValue {
+        var config = kvConfig()
+        kvConfig_Init(&config)
+        config.History = 1
+        config.StorageType = js_FileStorage
+        config.Replicas = Int32(replicas)
+        var store: OpaquePointer?
+        let status = name.withCString { cName in
+            config.Bucket = cName
+            return js_CreateKeyValue(&store, context, &config)
+        }
+        try NATSError.check(status, "opening key-value bucket \(name)")
+        return NATSKeyValue(store!)
+    }
+}
+
+/// A key-value bucket. Every call blocks (a request to the server): the worker thread's.
+/// Thread rules: any thread. Lifetime rule: as long as its JetStream context.
+struct NATSKeyValue: @unchecked Sendable {
+    private let store: OpaquePointer
+
+    fileprivate init(_ store: OpaquePointer) { self.store = store }
+
+    /// Writes `value` under `key` only if the key has none: false when it has one.
+    func create(_ key: String, _ value: [UInt8]) throws(NATSError) -> Bool {
+        var revision: UInt64 = 0
+        let status = value.withUnsafeBytes { kvStore_Create(&revision, store, key, $0.baseAddress, Int32($0.count)) }
+        if status == NATS_OK { return true }
+        // A key that exists makes cnats's "wrong last sequence" error.
+        if status == NATS_ERR { return false }
+        throw NATSError(doing: "creating key \(key)", status: status)
+    }
+
+    func put(_ key: String, _ value: [UInt8]) throws(NATSError) {
+        var revision: UInt64 = 0
+        let status = value.withUnsafeBytes { kvStore_Put(&revision, store, key, $0.baseAddress, Int32($0.count)) }
+        try NATSError.check(status, "writing key \(key)")
+    }
+
+    func delete(_ key: String) throws(NATSError) {
+        try NATSError.check(kvStore_Delete(store, key), "deleting key \(key)")
+    }
+
+    /// Every key that has a value. Blocks.
+    func keys() throws(NATSError) -> [String] {
+        var list = kvKeysList()
+        let status = kvStore_Keys(&list, store, nil)
+        if status == NATS_NOT_FOUND { return [] }
+        try NATSError.check(status, "listing the bucket's keys")
+        defer { kvKeysList_Destroy(&list) }
+        return (0..<Int(list.Count)).compactMap { list.Keys[$0].map { String(cString: $0) } }
+    }
+
+    /// The value under `key`, nil when it has none (or was deleted).
+    func get(_ key: String) throws(NATSError) -> [UInt8]? {
+        var entry: OpaquePointer?
+        let status = kvStore_Get(&entry, store, key)
+        if status == NATS_NOT_FOUND { return nil }
+        try NATSError.check(status, "reading key \(key)")
+        defer { kvEntry_Destroy(entry) }
+        let count = Int(kvEntry_ValueLen(entry))
+        guard count > 0, let bytes = kvEntry_Value(entry) else { return [] }
+        return [UInt8](UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+}
