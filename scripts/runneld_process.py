@@ -1,6 +1,7 @@
 """The one harness of the Python test scripts (http-tests.py, websocket-tests.py,
 permissions-tests.py, backpressure-tests.py, tls-tests.py, dashboard-tests.py, the client
-checklists python-client-tests.py and js-client-tests.py, and crash-harness.py's daemon): a runneld process of their own on free loopback ports, started
+checklists python-client-tests.py and js-client-tests.py, cluster-tests.py and
+cluster-crash-harness.py's nodes, and crash-harness.py's daemon): a runneld process of their own on free loopback ports, started
 as the Swift tests' `RunneldProcess` starts one; a line-protocol client over TCP; a reader of
 GET /events streams; a self-signed certificate; headless Chromium; and the command line every test script shares (`main`), which runs
 named checks in suites that share one daemon, lists them (`--list`), runs some (`--only`)

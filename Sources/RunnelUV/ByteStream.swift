@@ -54,6 +54,10 @@ public protocol ByteStream: AnyObject {
     func close()
     /// Writes what is pending, then closes; closes anyway after `timeout`.
     func closeAfterFlush(timeout: Duration)
+    /// Called by the delegate during `connectionDidEndInput`: the stream stays open past its
+    /// end of input (where it would close after flushing), for the delegate to close it once
+    /// the answers it still owes are written.
+    func postponeCloseAtEndOfInput()
     /// Runs `hook` once when the stream closes (at once if it has).
     func onClose(_ hook: @escaping @Sendable () -> Void)
 }

@@ -49,6 +49,8 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     private var heldInput: [ByteBuffer] = []
     /// The peer's end of input arrived behind `heldInput`, or while not reading.
     private var endOfInputHeld = false
+    /// Set by `postponeCloseAtEndOfInput`.
+    private var closePostponed = false
 
     private var unsentWaiter: (threshold: Int, action: () -> Void)?
     private let hooks = CloseHooks()
@@ -281,7 +283,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
             return
         }
         delegate?.connectionDidEndInput(self)
-        if state == .open && configuration.drainsAtEndOfInput {
+        if state == .open && configuration.drainsAtEndOfInput && !closePostponed {
             closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
         }
     }
@@ -310,6 +312,8 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         handOffOutput()
         commands.post(.closeAfterFlush(relay, timeout))
     }
+
+    public func postponeCloseAtEndOfInput() { closePostponed = true }
 
     public func onClose(_ hook: @escaping @Sendable () -> Void) { hooks.add(hook) }
 

@@ -100,7 +100,9 @@ extension TCPConnection {
             uv_read_stop(stream)
             delegate?.connectionDidEndInput(self)
             if state == .open {
-                if configuration.drainsAtEndOfInput { closeAfterFlush(timeout: configuration.lingerAfterEndOfInput) }
+                if configuration.drainsAtEndOfInput && !closePostponed {
+                    closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
+                }
             } else {
                 continueDrain()
             }

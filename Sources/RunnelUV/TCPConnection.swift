@@ -106,6 +106,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     private let hooks = CloseHooks()
     private var drainTimer: Disposable?
     private var shutdownSent = false
+    /// Set by `postponeCloseAtEndOfInput`.
+    var closePostponed = false
 
     /// A new, unconnected TCP handle on `loop` (loop thread).
     init(loop: LoopScheduler, configuration: Configuration) throws {
@@ -187,6 +189,8 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         if !inputEnded && !isReading { startReading() }
         continueDrain()
     }
+
+    public func postponeCloseAtEndOfInput() { closePostponed = true }
 
     /// How long a drained connection waits for the peer's FIN after sending its own.
     static let finLinger: Duration = .milliseconds(500)

@@ -32,14 +32,18 @@ final class ClusterInterest {
         subscription.isPattern || subscription.entry?.kind == .subject
     }
 
-    func began(_ subscription: SessionSubscription) {
-        guard Self.counts(subscription) else { return }
+    /// Returns true when it made a NATS subscription for it, which NATS may not have read yet.
+    @discardableResult
+    func began(_ subscription: SessionSubscription) -> Bool {
+        guard Self.counts(subscription) else { return false }
         let key = subscription.pattern.text
-        if interests[key] == nil {
+        let isNew = interests[key] == nil
+        if isNew {
             interests[key] = Interest(nats: subscribe(key), pattern: subscription.pattern, members: [:])
             if subscription.isPattern { patterns.insert(key) }
         }
         interests[key]!.members[ObjectIdentifier(subscription)] = subscription
+        return isNew
     }
 
     func ended(_ subscription: SessionSubscription) {

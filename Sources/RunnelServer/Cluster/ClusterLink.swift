@@ -139,6 +139,9 @@ final class ClusterLink: @unchecked Sendable {
         }
     }
 
+    /// Waits until NATS has read what was sent (worker thread).
+    func flush() throws(NATSError) { try connection.flush(timeout: Self.jetStreamWait) }
+
     /// Subscribes in NATS to `subject` (a name or pattern), whose values then reach the
     /// receiver. Nil, logged, when cnats refuses (the connection closed).
     func subscribe(_ subject: String) -> NATSSubscription? {

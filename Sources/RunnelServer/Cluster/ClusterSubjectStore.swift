@@ -100,6 +100,20 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         if let now = changes.whenAnswered(action) { now() }
     }
 
+    /// A NATS subscription was just made for a `sub` (`ClusterInterest.began`): its reply waits
+    /// until NATS has read it, so a value another node publishes after the reply reaches it.
+    /// While the link is down the reply does not wait (the subscription is made again when it
+    /// is back, and what was missed meanwhile is told with `dropped`).
+    func awaitNewInterest() {
+        let change = changes.begin()
+        guard link.isUp else { return answer(change, error: nil) }
+        let link = link
+        link.worker.async {
+            try? link.flush()
+            _ = link.scheduler.schedule { [self] in answer(change, error: nil) }
+        }
+    }
+
     /// Change `number` was answered: the replies waiting for it go out.
     func answer(_ number: UInt64, error: ProtocolError?) {
         for reply in changes.answer(number, error: error) { reply() }

@@ -43,8 +43,8 @@ struct NATSHandlers: Sendable {
 /// cnats's buffer, which its flusher thread writes (no `Flush`, no request).
 ///
 /// Thread rules: every method may be called from any thread (cnats locks its connection).
-/// Lifetime rule: the handlers are held until `close()`, which waits for cnats's threads to
-/// end, so no handler runs after it returns.
+/// Lifetime rule: one per process; it and its handlers live until the process ends (cnats's
+/// threads may still run a handler while it closes, so neither is ever freed).
 final class NATSConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     private let handlers: Unmanaged<HandlerBox>
@@ -176,6 +176,14 @@ final class NATSConnection: @unchecked Sendable {
         return NATSSubscription(adopting: subscription!)
     }
 
+    /// Waits (at most `timeout`) until the server has read everything sent so far: a PING
+    /// and its PONG. Blocks: the worker thread's.
+    func flush(timeout: Duration) throws(NATSError) {
+        try NATSError.check(
+            natsConnection_FlushTimeout(connection, max(1, Int64(timeout.components.seconds) * 1000)),
+            "waiting for NATS to read what was sent")
+    }
+
     /// JetStream on this connection, its requests answered within `wait`.
     func jetStream(wait: Duration, handlers: NATSJetStreamHandlers) throws(NATSError) -> NATSJetStream {
         try NATSJetStream(connection: connection, wait: wait, handlers: handlers)
@@ -199,13 +207,10 @@ final class NATSConnection: @unchecked Sendable {
         box.handlers.message(NATSMessage(subject: subject, payload: payload, headers: headers))
     }
 
-    /// Closes the connection and waits (at most `wait`) for cnats's threads to end, so no
-    /// handler runs afterwards; then lets the handlers go.
-    func close(wait: Duration = .seconds(2)) {
+    /// Closes the connection (the process is stopping): what it has buffered is flushed, and
+    /// its handlers are called no more.
+    func close() {
         natsConnection_Close(connection)
-        natsConnection_Destroy(connection)
-        _ = nats_CloseAndWait(Int64(wait.components.seconds * 1000))
-        handlers.release()
     }
 }
 

@@ -161,9 +161,14 @@ extension Session {
         }
 
         subscription.pinnedBytes = pinned
-        subscriptions.insert(subscription)
-        // The reply goes out before any event of the subscription (replayed values included).
-        write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
+        // The reply goes out before any event of the subscription (replayed values included);
+        // in a cluster, once NATS has the subscription that brings other nodes' values.
+        if subscriptions.insert(subscription), let cluster = context.cluster {
+            cluster.awaitNewInterest()
+            replyWhenWritten(ref: request.ref) { .subscribed(sid: sid, resumed: resumed) }
+        } else {
+            write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
+        }
         let disposable = start(transport.makeEventSink(session: self, subscription: subscription))
         if subscription.isFinished {
             disposable.dispose()

@@ -47,6 +47,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// While a reply waits for the disk, what every line goes out through instead of
     /// `transport`: it holds them in order behind the reply.
     private(set) var cork: CorkedTransport?
+    /// Set when the client's input ended while `cork` held replies: the transport closes once
+    /// they are written.
+    private var closesWhenReplied = false
     /// What the session may do: its token's grant, or the open grant of a server without
     /// tokens; nil until `auth` succeeds. Replaced on reload (`Session+Access`); a JWT's is
     /// watched for its expiry (`Session+Expiry`).
@@ -157,6 +160,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
         state.advance(to: .closing)
         subscriptions.disposeAll()
         endLag()
+        // Replies held behind one that waits still go out (`replyWhenWritten`).
+        if cork != nil {
+            closesWhenReplied = true
+            transport.keepOpenPastEndOfInput()
+        }
     }
 
     /// The transport closed, from either side.
@@ -208,7 +216,10 @@ final class Session: RequestReceiver, @unchecked Sendable {
             let bytes = line.finish()
             stats.bytesOut &+= UInt64(bytes.count + 1)
             cork.fill(slot, with: bytes, reply)
-            if cork.isDrained && self.cork === cork { self.cork = nil }
+            if cork.isDrained && self.cork === cork {
+                self.cork = nil
+                if closesWhenReplied { transport.closeAfterEndOfInput() }
+            }
         }
     }
 }

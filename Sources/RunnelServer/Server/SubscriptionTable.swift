@@ -39,14 +39,16 @@ final class SubscriptionTable {
         }
     }
 
-    /// Takes `subscription` in, under its sid, which must be free.
-    func insert(_ subscription: SessionSubscription) {
+    /// Takes `subscription` in, under its sid, which must be free. Returns true when a cluster
+    /// made a NATS subscription for it (`ClusterInterest.began`).
+    @discardableResult
+    func insert(_ subscription: SessionSubscription) -> Bool {
         precondition(bySid[subscription.sid] == nil, "a sid in use")
         bySid[subscription.sid] = subscription
         pinnedBytes += subscription.pinnedBytes
         subscription.entry?.namedSubscriptions += 1
         stats.subscriptions += 1
-        interest?.began(subscription)
+        return interest?.began(subscription) ?? false
     }
 
     /// Forgets `subscription` (finished, unsubscribed or closed), disposes its chain and fixes

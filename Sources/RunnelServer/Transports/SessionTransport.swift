@@ -98,6 +98,14 @@ protocol SessionTransport: AnyObject {
     /// after `timeout`. The session then gets `transportDidClose()`.
     func closeAfterFlush(timeout: Duration)
 
+    /// Called when the client's input ends while replies are still owed (held behind a reply
+    /// that waits for the disk or the cluster): the transport stays open until
+    /// `closeAfterEndOfInput()`, so a client that half-closes (`nc -q`) still gets them.
+    /// Nothing for transports whose end of input is the client gone (WebSocket, SSE).
+    func keepOpenPastEndOfInput()
+    /// The owed replies are written: closes as the end of input would have.
+    func closeAfterEndOfInput()
+
     /// The longest request the transport hands over; longer ones are reported with
     /// `transportDidDiscardLongRequest` (the `line_too_long` message names it).
     var maxRequestBytes: Int { get }
@@ -127,6 +135,9 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
+    func keepOpenPastEndOfInput() {}
+    func closeAfterEndOfInput() {}
+
     /// For transports whose replies are lines like any other (TCP, WebSocket).
     func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { writeLine(line) }
 

@@ -55,6 +55,9 @@ extension LineTransport {
 
     func pauseInput() { stopReading() }
     func resumeInput() { startReading() }
+    func keepOpenPastEndOfInput() { postponeCloseAtEndOfInput() }
+    func closeAfterEndOfInput() { closeAfterFlush(timeout: configuration.lingerAfterEndOfInput) }
+
     var maxRequestBytes: Int { configuration.maxLineLength }
     var peerDescription: String { remoteAddress }
     var transportName: String { "tcp" }
