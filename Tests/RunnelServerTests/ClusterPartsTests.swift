@@ -53,6 +53,13 @@ import Testing
         }
     }
 
+    @Test func aClusterKeepsDurableSubjectsWithoutADataDirectory() throws {
+        let subjects = "[[subjects]]\nname = \"d\"\nkind = \"replay\"\ndurable = true\n"
+        #expect(throws: ConfigError.self) { try ServerConfig.parse(toml: subjects) }
+        let config = try ServerConfig.parse(toml: "cluster_nats = \"nats://h:1\"\n" + subjects)
+        #expect(config.subjects.first?.durable == true && config.dataDir == nil)
+    }
+
     @Test func clusterKeysNeedARestart() throws {
         let before = ServerConfig()
         let after = try ServerConfig.parse(toml: "cluster_nats = \"nats://h:1\"\ncluster_password = \"p\"")

@@ -62,8 +62,11 @@ struct TOMLConfigReader {
         }
         if let value = values[.subjects] {
             config.subjects = try subjects(value, defaultCapacity: config.defaultReplayCapacity)
-            if let durable = config.subjects.first(where: \.durable), config.dataDir == nil {
-                throw error("subjects", "subject \"\(durable.name)\" is durable, which needs data_dir")
+            // A cluster keeps durable subjects in JetStream's files.
+            if let durable = config.subjects.first(where: \.durable), config.dataDir == nil,
+                !config.cluster.isClustered
+            {
+                throw error("subjects", "subject \"\(durable.name)\" is durable, which needs data_dir (or cluster_nats)")
             }
             if config.subjects.count > config.maxSubjects {
                 throw error(
