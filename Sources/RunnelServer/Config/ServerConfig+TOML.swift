@@ -66,7 +66,8 @@ struct TOMLConfigReader {
             if let durable = config.subjects.first(where: \.durable), config.dataDir == nil,
                 !config.cluster.isClustered
             {
-                throw error("subjects", "subject \"\(durable.name)\" is durable, which needs data_dir (or cluster_nats)")
+                throw error(
+                    "subjects", "subject \"\(durable.name)\" is durable, which needs data_dir (or cluster_nats)")
             }
             if config.subjects.count > config.maxSubjects {
                 throw error(
