@@ -47,25 +47,36 @@ extension ClusterSubjectStore {
         publishBound.beginPublish()
         entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
         publishBound.endPublish()
+        if let target = catchingUp[epoch], message.streamSeq >= target { catchingUp[epoch] = nil }
     }
+
+    /// Whether every retained subject's consumer has started and delivered what its stream
+    /// held when it started: until then a `from` may not resume here that would elsewhere
+    /// (`RunneldMain` opens the listeners once it is true, or after `cluster_connect_timeout`).
+    var hasCaughtUp: Bool { startingConsumers == 0 && catchingUp.isEmpty }
 
     /// Starts the node's consumer of `entry`'s stream (on the worker: it waits for JetStream).
     func startConsuming(_ entry: SubjectEntry) {
         let epoch = entry.epoch
         retainedByEpoch[epoch] = entry
+        startingConsumers += 1
         let link = link
         link.worker.async {
             let stream = link.streamName(epoch: epoch)
             do throws(NATSError) {
+                let last = try link.jetStream.lastSequence(of: stream)
                 let consumer = try link.jetStream.consume(
                     stream, subject: link.streamSubject(epoch: epoch), lastPerSubject: false)
                 _ = link.scheduler.schedule { [self] in
+                    startingConsumers -= 1
                     // Deleted meanwhile: the consumer goes too.
-                    guard retainedByEpoch[epoch] != nil else { return link.worker.async { consumer.unsubscribe() } }
+                    guard let entry = retainedByEpoch[epoch] else { return link.worker.async { consumer.unsubscribe() } }
                     consumers[epoch] = consumer
+                    if last > entry.lastSeq { catchingUp[epoch] = last }
                 }
             } catch {
                 link.logger.error("cluster: cannot consume \(stream): \(error)")
+                _ = link.scheduler.schedule { [self] in startingConsumers -= 1 }
             }
         }
     }
@@ -73,6 +84,7 @@ extension ClusterSubjectStore {
     /// Stops it (the subject is gone here).
     func stopConsuming(_ entry: SubjectEntry) {
         retainedByEpoch[entry.epoch] = nil
+        catchingUp[entry.epoch] = nil
         guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
         link.worker.async { consumer.unsubscribe() }
     }

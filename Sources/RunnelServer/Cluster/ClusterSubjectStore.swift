@@ -33,6 +33,10 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// Retained subjects by epoch (their streams' values come by it), and their consumers.
     var retainedByEpoch: [String: SubjectEntry] = [:]
     var consumers: [String: NATSSubscription] = [:]
+    /// Consumers being started, and the stream's last seq each started consumer has still to
+    /// deliver, by epoch (`hasCaughtUp`).
+    var startingConsumers = 0
+    var catchingUp: [String: UInt64] = [:]
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
     /// streams.
     var awaitingStreams: [String: [() -> Void]] = [:]

@@ -103,6 +103,17 @@ final class NATSJetStream: @unchecked Sendable {
         try NATSError.check(status, "making stream \(name) (JetStream error \(errorCode.rawValue))")
     }
 
+    /// The sequence number of the last value in the stream `name` (0 when it has had none). Blocks.
+    func lastSequence(of name: String) throws(NATSError) -> UInt64 {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        try NATSError.check(
+            js_GetStreamInfo(&info, context, name, nil, &errorCode),
+            "reading stream \(name) (JetStream error \(errorCode.rawValue))")
+        defer { jsStreamInfo_Destroy(info) }
+        return info!.pointee.State.LastSeq
+    }
+
     /// Deletes the stream `name`; nothing when there is none. Blocks.
     func deleteStream(_ name: String) throws(NATSError) {
         var errorCode = jsErrCode(0)

@@ -152,7 +152,26 @@ private final class Daemon: @unchecked Sendable {
             loop.signals([SIGHUP]).subscribe(next: { [self] _ in
                 reloadConfiguration()
             }))
-        loop.scheduler.schedule { [self] in listen() }
+        let deadline = ContinuousClock.now.advanced(by: server.config.cluster.connectTimeout)
+        loop.scheduler.schedule { [self] in listenOnceCaughtUp(before: deadline) }
+    }
+
+    /// In a cluster, the listeners open once the node holds the retained values its streams had
+    /// (a client that moved here resumes by position as it would elsewhere), or at `deadline`
+    /// (`cluster_connect_timeout` after start), said in the log.
+    private func listenOnceCaughtUp(before deadline: ContinuousClock.Instant) {
+        guard !isStopping else { return }
+        if let cluster = server.cluster, !cluster.hasCaughtUp {
+            guard ContinuousClock.now >= deadline else {
+                let scheduler = loop.scheduler
+                scheduler.after(scheduler.now.advanced(by: .milliseconds(10))) { [self] in
+                    listenOnceCaughtUp(before: deadline)
+                }
+                return
+            }
+            logger.warning("cluster: serving before every retained subject has caught up with its stream")
+        }
+        listen()
     }
 
     private func listen() {
