@@ -70,7 +70,9 @@ extension ClusterSubjectStore {
                 _ = link.scheduler.schedule { [self] in
                     startingConsumers -= 1
                     // Deleted meanwhile: the consumer goes too.
-                    guard let entry = retainedByEpoch[epoch] else { return link.worker.async { consumer.unsubscribe() } }
+                    guard let entry = retainedByEpoch[epoch] else {
+                        return link.worker.async { consumer.unsubscribe() }
+                    }
                     consumers[epoch] = consumer
                     if last > entry.lastSeq { catchingUp[epoch] = last }
                 }
