@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Clusters (docs/protocol.md, "Clusters: many machines on NATS"): runneld nodes sharing subjects through a real nats-server.
+"""Clusters (docs/protocol.md, "Clusters (version 1.2)"): runneld nodes sharing subjects through a real nats-server.
 
 Each suite starts its own nats-server (nats_process.py) and the nodes it needs, on one machine.
 The checks: `stats.cluster` naming the cluster and node and counting the nodes heard from, a
@@ -12,12 +12,30 @@ killed; a lost link (nats-server stopped) reported by `stats` and /healthz, refu
 `unavailable` what needs the cluster while local plain subjects go on, and announcing possibly
 missed values with `dropped` once it is back; a node that cannot reach NATS or has a bad
 `cluster_name` stopping at start; and a standalone node having no `cluster` in `stats`.
-"""
+
+The cluster's one set of subjects: a `create` listed by every node within a second in its shape
+and epoch, `kind_mismatch` against the cluster's definition on another node at once (and one
+winner when two nodes create a name in two shapes at once); subjects made by `pub` or `sub`
+(auto_create) listed everywhere as plain subjects; `complete`, `error` and `delete` on one node
+ending or removing the subject on every node (terminal events, `terminated`, late subscribers,
+`list`; made again after `delete`, a new epoch and stream). Retained subjects (JetStream, read
+through nats-server's /jsz): values from publishers on two nodes kept in one order, late
+subscribers on every node replayed the same values with the same positions; live subscribers
+getting every value of a burst; a `pub` with `ref` answered only once the stream holds the value
+(none while nats-server is frozen with SIGSTOP); positions resuming on any node exactly at the
+edge of what is kept, and not from a dropped, future or foreign position; a behavior subject's
+initial and current value on every node; retained subscribers told nothing while the link is
+down and going on without duplicates once it is back, a memory stream lost by nats-server's
+restart taking values again; durable subjects keeping values, positions and epoch across
+restarts of nats-server and of every node; and a node killed and started again getting the
+subjects and retained values the cluster made, changed, ended and deleted meanwhile."""
 
 import contextlib
 import functools
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -51,13 +69,15 @@ class Cluster:
         self.binary = binary
         self.nats = nats
         self.nodes = {}
+        self.configs = {}
         self.cluster_of = {}
         self.killed = set()
         self.state = {}
         self._clients = {}
 
     def add(self, node, cluster_name, nats_url=None, extra=""):
-        self.nodes[node] = Daemon(self.binary, node_config(nats_url or self.nats.url, cluster_name, node, extra))
+        self.configs[node] = node_config(nats_url or self.nats.url, cluster_name, node, extra)
+        self.nodes[node] = Daemon(self.binary, self.configs[node])
         self.cluster_of[node] = cluster_name
         return self.nodes[node]
 
@@ -81,6 +101,28 @@ class Cluster:
         shutil.rmtree(self.nodes[node].directory, ignore_errors=True)
         self.killed.add(node)
         self._clients.pop(node, None)
+
+    def restart(self, node, kill=False):
+        """Stops the node (SIGTERM, or SIGKILL with `kill`, as a machine dies) and starts it again
+        with the same config in the same directory (new ports), its link up."""
+        old = self.nodes[node]
+        client = self._clients.pop(node, None)
+        if client:
+            client.close()
+        self.killed.add(node)  # until it runs again (a failed start leaves nothing to stop)
+        if kill:
+            old.kill()
+        else:
+            status = old.stop(keep_directory=True)
+            assert status == 0, f"node {node} stopped with status {status}:\n" + "\n".join(old.log[-15:])
+        try:
+            self.nodes[node] = Daemon(self.binary, self.configs[node], directory=old.directory)
+        except BaseException:
+            shutil.rmtree(old.directory, ignore_errors=True)
+            raise
+        self.killed.discard(node)
+        wait_for_link(self.nodes[node], "up", 10, f"node {node}'s link after its restart")
+        return self.nodes[node]
 
     def value_subject(self, node, subject):
         """The NATS subject that node's values of `subject` travel on."""
@@ -625,6 +667,625 @@ def check_a_local_subscriber_is_told_too(c):
     expect_dropped_then(local, "after")
 
 
+# --- what the retained checks share -------------------------------------------------------------
+
+LIST_SECONDS = 1  # "a subject created on one node is listed by every node within a second"
+
+
+def split_pos(pos):
+    """(epoch, seq) of a position "EPOCH:SEQ"."""
+    epoch, _, seq = pos.rpartition(":")
+    assert epoch and seq.isdigit(), f"not a position: {pos!r}"
+    return epoch, int(seq)
+
+
+def listed(client, subject):
+    """`subject`'s entry in the node's `list`, or None."""
+    entries = [s for s in ok(client.request({"op": "list", "prefix": subject}))["subjects"] if s["subject"] == subject]
+    return entries[0] if entries else None
+
+
+def wait_listed(c, node, subject, predicate, what, seconds=LIST_SECONDS):
+    """Polls node's `list` until `subject`'s entry (None when absent) satisfies `predicate`."""
+    return poll_until(lambda: listed(c.client(node), subject), predicate, f"{what}: {subject} in node {node}'s list",
+                      seconds)
+
+
+def shape(entry):
+    """What every node must agree on about a subject (counts are each node's own)."""
+    return None if entry is None else {key: entry.get(key) for key in ("kind", "capacity", "durable", "terminated")}
+
+
+def pos_seq_at_least(pos):
+    """A predicate: the entry's latest position is `pos`'s epoch and at least its seq (the
+    node has every value up to `pos`)."""
+    epoch, seq = split_pos(pos)
+    return lambda entry: entry is not None and split_pos(entry["pos"])[0] == epoch and split_pos(entry["pos"])[1] >= seq
+
+
+def caught_up(c, nodes, subject, pos, seconds=3):
+    """Each of `nodes` lists `subject` with its latest value at `pos` at least (it delivers the
+    stream's values from its own consumer, a moment after they were stored)."""
+    for node in nodes:
+        wait_listed(c, node, subject, pos_seq_at_least(pos), f"caught up with {pos}", seconds)
+
+
+def pairs(lines):
+    return [(line["value"], line["pos"]) for line in lines]
+
+
+def late(d, subject, count, who, **fields):
+    """A new subscription with positions: its first `count` events, then nothing more for a
+    moment; (value, pos) pairs. The connection is closed."""
+    client = subscribe(d, subject, positions=True, **fields)
+    try:
+        got = pairs(events(client, count, who))
+        expect_silence(client)
+        return got
+    finally:
+        client.close()
+
+
+def terminal(client, who):
+    line = next_line(client, "a terminal event, then", who)
+    assert line.get("sid") == client.sid and line.get("ev") in ("completed", "error"), f"{who}: {line}"
+    return line
+
+
+def publish_with_refs(client, subject, items):
+    """Pipelines a `pub` with a ref of each item, then reads every reply: all ok, in order."""
+    client.socket.sendall(b"".join(
+        json.dumps({"op": "pub", "subject": subject, "value": item, "ref": f"p{n}"}).encode() + b"\n"
+        for n, item in enumerate(items)))
+    for n in range(len(items)):
+        reply = client.line()
+        assert reply.get("ref") == f"p{n}" and reply.get("ok") is True, f"pub {n} into {subject}: {reply}"
+
+
+def increasing(positions, who):
+    """One epoch, seqs strictly increasing (skips allowed)."""
+    epochs = {split_pos(pos)[0] for pos in positions}
+    assert len(epochs) == 1, f"{who}: positions of several epochs: {positions}"
+    seqs = [split_pos(pos)[1] for pos in positions]
+    assert all(a < b for a, b in zip(seqs, seqs[1:])), f"{who}: seqs do not increase: {positions}"
+
+
+def jetstream_streams(c):
+    """{stream name: state} of nats-server's JetStream."""
+    details = c.nats.monitor("/jsz?streams=1").get("account_details") or [{}]
+    return {s["name"]: s["state"] for s in details[0].get("stream_detail") or []}
+
+
+def stream_of(c, epoch):
+    """The state of the one JetStream stream holding epoch `epoch`'s values, or None."""
+    found = {name: state for name, state in jetstream_streams(c).items() if name.endswith("_" + epoch)}
+    assert len(found) <= 1, found
+    return next(iter(found.values()), None)
+
+
+# --- suite "retained": three nodes, a b c, of cluster "kept" ------------------------------------
+
+def check_a_created_subject_is_listed_everywhere_in_the_clusters_shape(c):
+    # Created on a: listed by b and c within a second, in its shape and under its epoch. A create
+    # on b of another shape right after a's reply (b need not have heard yet: the cluster's
+    # definition decides) is kind_mismatch, and b keeps a's shape; the same shape is ok.
+    created = time.monotonic()
+    ok(c.client("a").request({"op": "create", "subject": "def.x", "kind": "replay", "capacity": 5}))
+    wanted = {"kind": "replay", "capacity": 5, "durable": False, "terminated": False}
+    for other in ({"kind": "replay", "capacity": 6}, {"kind": "behavior"}, {"kind": "subject"},
+                  {"kind": "replay", "capacity": 5, "durable": True}):
+        reply = c.client("b").request({"op": "create", "subject": "def.x", **other})
+        assert not reply["ok"] and reply["code"] == "kind_mismatch", (other, reply)
+    mine = listed(c.client("a"), "def.x")
+    assert shape(mine) == wanted and split_pos(mine["pos"])[1] == 0, mine
+    for node in "bc":
+        entry = wait_listed(c, node, "def.x", lambda e: e is not None,
+                            "created on a", max(LIST_SECONDS - (time.monotonic() - created), 0.1))
+        assert shape(entry) == wanted and entry["pos"] == mine["pos"], (node, entry, mine)
+    print(f"listed by b and c {time.monotonic() - created:.2f} s after a's create")
+    for node in "bc":
+        ok(c.client(node).request({"op": "create", "subject": "def.x", "kind": "replay", "capacity": 5}))
+        reply = c.client(node).request({"op": "create", "subject": "def.x", "kind": "replay", "capacity": 4})
+        assert not reply["ok"] and reply["code"] == "kind_mismatch", (node, reply)
+    for node in "abc":
+        entry = listed(c.client(node), "def.x")
+        assert shape(entry) == wanted and entry["pos"] == mine["pos"], (node, entry)
+
+
+def check_two_creates_of_one_name_in_two_shapes_one_wins_everywhere(c):
+    # a and b create the same new name at once, a replay of 5 and a behavior: one is ok, the
+    # other kind_mismatch, and every node lists the winner's shape.
+    tries = 6
+    barrier = threading.Barrier(2)
+    replies = {}
+    requests = {"a": {"kind": "replay", "capacity": 5}, "b": {"kind": "behavior"}}
+
+    def create(node):
+        client = LineClient(c[node].port)
+        try:
+            for n in range(tries):
+                barrier.wait(5)
+                replies[node, n] = client.request({"op": "create", "subject": f"def.race.{n}", **requests[node]})
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=create, args=(node,)) for node in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for n in range(tries):
+        got = {node: replies.get((node, n)) for node in "ab"}
+        winners = [node for node, reply in got.items() if reply and reply["ok"]]
+        assert len(winners) == 1 and all(
+            reply["code"] == "kind_mismatch" for node, reply in got.items() if node not in winners), (n, got)
+        wanted = requests[winners[0]]["kind"]
+        for node in "abc":
+            entry = wait_listed(c, node, f"def.race.{n}", lambda e: e is not None and e["kind"] == wanted,
+                                f"{winners[0]} won")
+            assert entry.get("capacity") == requests[winners[0]].get("capacity"), (node, entry)
+
+
+def stored_pos(c, subject):
+    """The position of `subject`'s latest value as JetStream holds it: its epoch (a's `list`)
+    and its stream's last sequence number (docs/protocol.md, "How this server does it": the
+    stream's sequence numbers are the seqs)."""
+    epoch = split_pos(listed(c.client("a"), subject)["pos"])[0]
+    state = stream_of(c, epoch)
+    assert state is not None, f"no stream of {subject}'s epoch {epoch}: {sorted(jetstream_streams(c))}"
+    return f"{epoch}:{state['last_seq']}"
+
+
+def publish_at_once(c, nodes, subject, count):
+    """A publisher on each of `nodes`, all at once, each pipelining `count` pubs with refs
+    ({"p": node, "n": n}) and reading every reply (all ok)."""
+    failures = []
+
+    def publish(node):
+        client = LineClient(c[node].port)
+        try:
+            publish_with_refs(client, subject, [{"p": node, "n": n} for n in range(count)])
+        except Exception as error:  # noqa: BLE001 - reported by the check
+            failures.append(f"the publisher on {node}: {error!r}")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=publish, args=(node,)) for node in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+
+
+def check_retained_values_have_one_order_on_every_node(c):
+    # Publishers on a and b at once (pipelined, with refs) into one replay subject of capacity
+    # 5; once every node has the values, late subscribers with positions on a, b and c get the
+    # same 5 values with the same positions, seqs increasing, the latest being `list`'s `pos`
+    # everywhere; each publisher's among them are its last ones, in its order.
+    ok(c.client("a").request({"op": "create", "subject": "one.x", "kind": "replay", "capacity": 5}))
+    count = 20
+    publish_at_once(c, "ab", "one.x", count)
+    latest = stored_pos(c, "one.x")
+    caught_up(c, "abc", "one.x", latest)
+    got = {node: late(c[node], "one.x", 5, f"a late subscriber of one.x on {node}") for node in "abc"}
+    for node, sequence in got.items():
+        assert sequence == got["a"], (
+            f"one.x: node {node} replayed other values or positions than a:\n{sequence}\n{got['a']}")
+    increasing([pos for _, pos in got["a"]], "one.x's late subscribers")
+    assert got["a"][-1][1] == latest, f"the last replayed {got['a'][-1]}, the stream's latest {latest}"
+    for node in "abc":
+        assert listed(c.client(node), "one.x")["pos"] == latest, (node, listed(c.client(node), "one.x"))
+    for p in "ab":
+        mine = [value["n"] for value, _ in got["a"] if value["p"] == p]
+        assert mine == list(range(count - len(mine), count)), f"publisher {p}'s values among the last 5: {mine}"
+
+
+def check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst(c):
+    # Subscribers with positions on a, b and c from before; publishers on a and b at once
+    # (pipelined) into a replay subject of capacity 5: every subscriber gets all 40 values
+    # (not only what the buffer keeps), once, in one order with the same positions everywhere.
+    ok(c.client("a").request({"op": "create", "subject": "burst.x", "kind": "replay", "capacity": 5}))
+    caught_up(c, "bc", "burst.x", listed(c.client("a"), "burst.x")["pos"])
+    live = {node: subscribe(c[node], "burst.x", positions=True) for node in "abc"}
+    count = 20
+    publish_at_once(c, "ab", "burst.x", count)
+    got = {}
+    for node, client in live.items():
+        lines = []
+        client.socket.settimeout(2)
+        with contextlib.suppress(socket.timeout):
+            while len(lines) < 2 * count:
+                lines.append(client.line())
+        client.socket.settimeout(5)
+        shown = [(line["value"]["p"] + str(line["value"]["n"]), line["pos"]) if "value" in line else line
+                 for line in lines]
+        assert len(lines) == 2 * count and all(line.get("ev") == "next" for line in lines), (
+            f"burst.x's subscriber on {node} got {len(lines)} events of {2 * count} values (then nothing for 2 s): "
+            f"{shown}")
+        got[node] = pairs(lines)
+    for node, sequence in got.items():
+        expect_each_once_in_order([value for value, _ in sequence], "ab", count, f"burst.x on {node}")
+        increasing([pos for _, pos in sequence], f"burst.x on {node}")
+        assert sequence == got["a"], f"burst.x: node {node} delivered another order than a:\n{sequence}\n{got['a']}"
+        expect_silence(live[node])
+    for client in live.values():
+        client.close()
+
+
+def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
+    # Each reply comes once JetStream holds the value: the subject's stream has it at once, and
+    # a late subscriber on c gets it (its node may deliver it a moment later). While nats-server
+    # is frozen (SIGSTOP) no reply comes; it comes once nats-server goes on.
+    on_a = c.client("a")
+    ok(on_a.request({"op": "create", "subject": "stored.x", "kind": "replay", "capacity": 100}))
+    epoch = split_pos(listed(on_a, "stored.x")["pos"])[0]
+    subscriber = LineClient(c["c"].port, timeout=2)
+    previous = 0
+    for n in range(8):
+        ok(pub(on_a, "stored.x", n))
+        state = stream_of(c, epoch)
+        assert state is not None and state["messages"] == n + 1 and state["last_seq"] > previous, (
+            f"the stream of stored.x after {n + 1} pubs answered: {state}")
+        previous = state["last_seq"]
+        subscriber.sid = ok(subscriber.request({"op": "sub", "subject": "stored.x", "sid": f"s{n}"}))["sid"]
+        who = f"a subscriber on c right after pub {n} was answered on a"
+        got = values(subscriber, n + 1, who)
+        assert got == list(range(n + 1)), f"{who}: {got}"
+        ok(subscriber.request({"op": "unsub", "sid": subscriber.sid}))
+    subscriber.close()
+    os.kill(c.nats.pid, signal.SIGSTOP)
+    try:
+        on_a.send({"op": "pub", "subject": "stored.x", "value": "frozen", "ref": "frozen"})
+        on_a.socket.settimeout(0.5)
+        try:
+            early = on_a.line()
+        except socket.timeout:
+            early = None
+        assert early is None, f"answered while nats-server was frozen: {early}"
+    finally:
+        os.kill(c.nats.pid, signal.SIGCONT)
+        on_a.socket.settimeout(10)
+    reply = on_a.line()
+    assert reply.get("ref") == "frozen" and reply["ok"], reply
+    assert stream_of(c, epoch)["messages"] == 9, stream_of(c, epoch)
+
+
+def check_positions_resume_on_any_node(c):
+    # Values 0..7 into a replay subject of capacity 5 (3..7 kept), published on b, their
+    # positions read on a (late subscribers after 0..4 and after 5..7). On c, from: value 4's
+    # position resumes with 5 6 7; value 2's (every value after it still kept) with 3..7; value
+    # 1's does not (3 is kept no more), nor a position beyond the latest or of another epoch;
+    # the latest resumes with nothing, then live. On b (the publisher's) too.
+    ok(c.client("a").request({"op": "create", "subject": "resume.x", "kind": "replay", "capacity": 5}))
+    publish_with_refs(c.client("b"), "resume.x", list(range(5)))
+    caught_up(c, "a", "resume.x", stored_pos(c, "resume.x"))
+    positions = [pos for _, pos in late(c["a"], "resume.x", 5, "a late subscriber of resume.x on a")]
+    publish_with_refs(c.client("b"), "resume.x", list(range(5, 8)))
+    caught_up(c, "abc", "resume.x", stored_pos(c, "resume.x"))
+    got = late(c["a"], "resume.x", 5, "a late subscriber of resume.x on a")
+    assert [value for value, _ in got] == list(range(3, 8)) and [pos for _, pos in got[:2]] == positions[3:], (
+        got, positions)
+    positions += [pos for _, pos in got[2:]]
+    epoch, latest = split_pos(positions[-1])
+
+    def resume(node, pos):
+        client = LineClient(c[node].port, timeout=5)
+        reply = ok(client.request({"op": "sub", "subject": "resume.x", "from": pos}))
+        client.sid = reply["sid"]
+        return reply.get("resumed"), client
+
+    for node, index, expected in (("c", 4, [5, 6, 7]), ("c", 2, [3, 4, 5, 6, 7]), ("b", 4, [5, 6, 7])):
+        who = f"from value {index}'s position {positions[index]} on {node}"
+        resumed, client = resume(node, positions[index])
+        assert resumed is True, f"{who}: resumed {resumed}"
+        got = pairs(events(client, len(expected), who))
+        assert got == list(zip(expected, positions[-len(expected):])), f"{who}: {got}"
+        expect_silence(client)
+        client.close()
+    for pos, what in ((positions[1], "value 1's"), (f"{epoch}:{latest + 1000}", "beyond the latest"),
+                      (f"Zz{epoch[2:]}:{latest}" if not epoch.startswith("Zz") else f"Yy{epoch[2:]}:{latest}",
+                       "another epoch's")):
+        who = f"from {what} position {pos} on c"
+        resumed, client = resume("c", pos)
+        assert resumed is False, f"{who}: resumed {resumed}"
+        got = pairs(events(client, 5, who))
+        assert got == list(zip(range(3, 8), positions[3:])), f"{who}: expected the usual replay, got {got}"
+        expect_silence(client)
+        client.close()
+    resumed, client = resume("c", positions[-1])
+    assert resumed is True, f"from the latest position on c: resumed {resumed}"
+    expect_silence(client)
+    ok(pub(c.client("a"), "resume.x", 8))
+    got = pairs(events(client, 1, "from the latest position on c"))
+    assert got[0][0] == 8 and split_pos(got[0][1])[0] == epoch and split_pos(got[0][1])[1] > latest, got
+    client.close()
+
+
+def check_a_behavior_subjects_value_is_the_clusters(c):
+    # Created with a value on a: a subscriber on c gets it first (seq 0); after a pub on b,
+    # subscribers everywhere get the new value, and a late one on a gets only it. A create on c
+    # with another value changes nothing.
+    ok(c.client("a").request({"op": "create", "subject": "beh.x", "kind": "behavior", "value": {"v": 0}}))
+    initial = listed(c.client("a"), "beh.x")["pos"]
+    epoch = split_pos(initial)[0]
+    assert split_pos(initial)[1] == 0, initial
+    wait_listed(c, "c", "beh.x", lambda e: e is not None and e["kind"] == "behavior", "created on a")
+    live = {node: subscribe(c[node], "beh.x", positions=True) for node in "ac"}
+    for node, client in live.items():
+        got = pairs(events(client, 1, f"beh.x's subscriber on {node}"))
+        assert got == [({"v": 0}, initial)], f"beh.x on {node}: expected the initial value first, got {got}"
+    ok(pub(c.client("b"), "beh.x", {"v": 1}))
+    got = {node: pairs(events(client, 1, f"beh.x's subscriber on {node}")) for node, client in live.items()}
+    assert got["a"] == got["c"] and got["a"][0][0] == {"v": 1}, got
+    newest = got["a"][0][1]
+    assert split_pos(newest)[0] == epoch and split_pos(newest)[1] > 0, newest
+    for client in live.values():
+        client.close()
+    ok(c.client("c").request({"op": "create", "subject": "beh.x", "kind": "behavior", "value": {"v": 9}}))
+    caught_up(c, "b", "beh.x", newest)
+    for node in "abc":
+        assert late(c[node], "beh.x", 1, f"a late subscriber on {node}") == [({"v": 1}, newest)], node
+
+
+def end_setup(c, subject):
+    """A replay subject made on a with two values, a subscriber (with positions) on every node
+    having got them; {node: subscriber}, and the values' (value, pos) pairs."""
+    ok(c.client("a").request({"op": "create", "subject": subject, "kind": "replay", "capacity": 5}))
+    caught_up(c, "bc", subject, listed(c.client("a"), subject)["pos"])
+    subscribers = {node: subscribe(c[node], subject, positions=True) for node in "abc"}
+    publish_with_refs(c.client("b"), subject, ["one", "two"])
+    kept = None
+    for node, client in subscribers.items():
+        got = pairs(events(client, 2, f"{subject}'s subscriber on {node}"))
+        assert kept in (None, got), (node, got, kept)
+        kept = got
+    return subscribers, kept
+
+
+def expect_terminated_everywhere(c, subject):
+    for node in "abc":
+        for request in ({"op": "pub", "subject": subject, "value": "late"}, {"op": "complete", "subject": subject},
+                        {"op": "error", "subject": subject, "message": "again"}):
+            reply = c.client(node).request(request)
+            assert not reply["ok"] and reply["code"] == "terminated", (node, request, reply)
+        entry = wait_listed(c, node, subject, lambda e: e is not None and e["terminated"], "ended")
+        assert entry["kind"] == "replay", entry
+
+
+def check_complete_on_one_node_ends_the_subject_everywhere(c):
+    subscribers, kept = end_setup(c, "end.c")
+    ok(c.client("a").request({"op": "complete", "subject": "end.c"}))
+    for node, client in subscribers.items():
+        line = terminal(client, f"end.c's subscriber on {node}")
+        assert line == {"ev": "completed", "sid": client.sid}, (node, line)
+        client.close()
+    expect_terminated_everywhere(c, "end.c")
+    for node in "bc":
+        client = subscribe(c[node], "end.c", positions=True)
+        who = f"a late subscriber of end.c on {node}"
+        assert pairs(events(client, 2, who)) == kept, who
+        assert terminal(client, who) == {"ev": "completed", "sid": client.sid}, who
+        client.close()
+
+
+def check_error_on_one_node_ends_the_subject_everywhere(c):
+    subscribers, kept = end_setup(c, "end.e")
+    ok(c.client("a").request({"op": "error", "subject": "end.e", "message": "boom"}))
+    for node, client in subscribers.items():
+        line = terminal(client, f"end.e's subscriber on {node}")
+        assert line.get("ev") == "error" and line.get("code") == "subject_error" and line.get("message") == "boom", (
+            node, line)
+        client.close()
+    expect_terminated_everywhere(c, "end.e")
+    client = subscribe(c["c"], "end.e", positions=True)
+    assert pairs(events(client, 2, "a late subscriber of end.e on c")) == kept
+    line = terminal(client, "a late subscriber of end.e on c")
+    assert line.get("ev") == "error" and line.get("code") == "subject_error" and line.get("message") == "boom", line
+    client.close()
+
+
+def check_delete_on_one_node_removes_the_subject_everywhere(c):
+    # Deleted on c: the subscribers on a and b complete, a and b list it no more within a
+    # second, its stream goes; made again on a, it is a new subject: a new epoch, none of the
+    # old values, and the old positions do not resume.
+    subscribers, kept = end_setup(c, "end.d")
+    old_epoch = split_pos(kept[0][1])[0]
+    deleted = time.monotonic()
+    ok(c.client("c").request({"op": "delete", "subject": "end.d"}))
+    for node, client in subscribers.items():
+        line = terminal(client, f"end.d's subscriber on {node}")
+        assert line == {"ev": "completed", "sid": client.sid}, (node, line)
+        client.close()
+    for node in "abc":
+        wait_listed(c, node, "end.d", lambda e: e is None, "deleted on c",
+                    max(LIST_SECONDS - (time.monotonic() - deleted), 0.1))
+    poll_until(lambda: stream_of(c, old_epoch), lambda state: state is None, "end.d's old stream", 2)
+    ok(c.client("a").request({"op": "create", "subject": "end.d", "kind": "replay", "capacity": 5}))
+    new_epoch = split_pos(listed(c.client("a"), "end.d")["pos"])[0]
+    assert new_epoch != old_epoch, f"made again with the old epoch {old_epoch}"
+    caught_up(c, "b", "end.d", f"{new_epoch}:0")
+    ok(pub(c.client("b"), "end.d", "three"))
+    watcher = subscribe(c["a"], "end.d", positions=True)
+    got = pairs(events(watcher, 1, "end.d's new subscriber on a"))
+    watcher.close()
+    assert got[0][0] == "three" and split_pos(got[0][1])[0] == new_epoch, got
+    caught_up(c, "c", "end.d", got[0][1])
+    assert late(c["c"], "end.d", 1, "a late subscriber of the new end.d on c") == got
+    client = LineClient(c["c"].port, timeout=5)
+    reply = ok(client.request({"op": "sub", "subject": "end.d", "from": kept[0][1]}))
+    assert reply.get("resumed") is False, f"the old subject's position resumed in the new one: {reply}"
+    client.close()
+
+
+def check_a_subject_made_by_pub_or_sub_is_the_clusters(c):
+    # auto_create: a pub on a to a new name, a sub on b to another: every node lists them as
+    # plain subjects within a second, and a create of another kind is kind_mismatch anywhere.
+    made = time.monotonic()
+    ok(pub(c.client("a"), "auto.p", 1))
+    subscriber = subscribe(c["b"], "auto.s")
+    for node in "abc":
+        for subject in ("auto.p", "auto.s"):
+            entry = wait_listed(c, node, subject, lambda e: e is not None, "made by a pub or sub",
+                                max(LIST_SECONDS - (time.monotonic() - made), 0.1))
+            assert entry["kind"] == "subject" and not entry["terminated"], (node, entry)
+    for node, subject in (("c", "auto.p"), ("a", "auto.s"), ("b", "auto.p")):
+        reply = c.client(node).request({"op": "create", "subject": subject, "kind": "replay", "capacity": 5})
+        assert not reply["ok"] and reply["code"] == "kind_mismatch", (node, subject, reply)
+        ok(c.client(node).request({"op": "create", "subject": subject, "kind": "subject"}))
+    subscriber.close()
+
+
+def check_a_restarted_node_gets_the_clusters_subjects_and_values(c):
+    # c is killed; while it is down, a makes a subject and publishes, another subject is
+    # deleted and another completed. c started again with its config: it lists what the
+    # cluster has (and not the deleted one), and late subscribers on it get the retained
+    # values with a's positions.
+    on_a = c.client("a")
+    for subject in ("rs.kept", "rs.gone", "rs.ended"):
+        ok(on_a.request({"op": "create", "subject": subject, "kind": "replay", "capacity": 5}))
+    publish_with_refs(on_a, "rs.kept", list(range(3)))
+    publish_with_refs(on_a, "rs.ended", ["e"])
+    caught_up(c, "c", "rs.kept", listed(on_a, "rs.kept")["pos"])
+    c["c"].kill()
+    c.killed.add("c")
+    on_b = c.client("b")
+    ok(on_b.request({"op": "create", "subject": "rs.new", "kind": "behavior", "value": "initial"}))
+    publish_with_refs(on_b, "rs.kept", list(range(3, 8)))
+    ok(on_b.request({"op": "delete", "subject": "rs.gone"}))
+    ok(on_b.request({"op": "complete", "subject": "rs.ended"}))
+    caught_up(c, "a", "rs.kept", stored_pos(c, "rs.kept"))
+    kept = late(c["a"], "rs.kept", 5, "a late subscriber of rs.kept on a")
+    assert [value for value, _ in kept] == list(range(3, 8)), kept
+    started = time.monotonic()
+    c.restart("c", kill=True)
+    print(f"c's link up {time.monotonic() - started:.1f} s after its start")
+    caught_up(c, "c", "rs.kept", kept[-1][1], seconds=5)
+    for subject in ("rs.kept", "rs.new", "rs.ended"):
+        mine, theirs = listed(c.client("c"), subject), listed(on_a, subject)
+        assert shape(mine) == shape(theirs) and mine["pos"] == theirs["pos"], (subject, mine, theirs)
+    assert listed(c.client("c"), "rs.gone") is None, listed(c.client("c"), "rs.gone")
+    assert late(c["c"], "rs.kept", 5, "a late subscriber of rs.kept on c") == kept
+    assert [value for value, _ in late(c["c"], "rs.new", 1, "a late subscriber of rs.new on c")] == ["initial"]
+    client = subscribe(c["c"], "rs.ended")
+    assert values(client, 1, "a late subscriber of rs.ended on c") == ["e"]
+    assert terminal(client, "a late subscriber of rs.ended on c") == {"ev": "completed", "sid": client.sid}
+    client.close()
+
+
+# --- suite "retained_restarts": nodes a and b; nats-server and the nodes restarted --------------
+# The checks build on each other, in this order (what one leaves for the next is in `state`).
+
+def check_retained_subscribers_get_nothing_while_the_link_is_down(c):
+    # A durable and a memory replay subject with a subscriber on b each, 3 values published on
+    # a; nats-server stops: the subscribers get nothing (no value again, no end) while it is
+    # down; it starts again and both links come back. The durable subject's subscriber still
+    # gets nothing; the memory one's stream is gone with the server's memory (the next check).
+    on_a = c.client("a")
+    for subject, durable in (("kd.r", True), ("km.r", False)):
+        ok(on_a.request({"op": "create", "subject": subject, "kind": "replay", "capacity": 10, "durable": durable}))
+        caught_up(c, "b", subject, listed(on_a, subject)["pos"])
+        subscriber = subscribe(c["b"], subject, positions=True)
+        publish_with_refs(on_a, subject, [0, 1, 2])
+        c.state[subject] = (subscriber, pairs(events(subscriber, 3, f"{subject}'s subscriber on b")))
+    c.nats.stop()
+    stopped = time.monotonic()
+    for node in "ab":
+        wait_for_link(c[node], "down", max(LINK_DOWN_SECONDS - (time.monotonic() - stopped), 0.1),
+                      f"node {node}'s link")
+    for subject in ("kd.r", "km.r"):
+        expect_silence(c.state[subject][0], 0.5)
+    c.nats.start()
+    started = time.monotonic()
+    for node in "ab":
+        wait_for_link(c[node], "up", max(LINK_UP_SECONDS - (time.monotonic() - started), 0.1), f"node {node}'s link")
+    expect_silence(c.state["kd.r"][0], 0.2)
+
+
+def check_a_durable_replay_subscriber_goes_on_after_the_link_is_back(c):
+    # Values published on a once its link is back reach b's subscriber, in order, after those
+    # it had, none again; the positions go on in the same epoch.
+    subscriber, had = c.earlier("kd.r")
+    publish_with_refs(c.client("a"), "kd.r", [3, 4, 5])
+    got = pairs(events(subscriber, 3, "kd.r's subscriber on b after the link came back"))
+    assert [value for value, _ in got] == [3, 4, 5], f"expected [3, 4, 5] after {had}, got {got}"
+    increasing([pos for _, pos in had + got], "kd.r's subscriber on b")
+    expect_silence(subscriber)
+    assert late(c["a"], "kd.r", 6, "a late subscriber of kd.r on a") == had + got
+
+
+def check_a_memory_replay_subject_takes_values_again_after_nats_restarts(c):
+    # nats-server kept km.r's stream in memory: the restart lost it. The subject goes on in a new
+    # epoch (docs/protocol.md, "Clusters"): b's subscriber is told with a `subject_error` end
+    # (never silence, never the old values again), a pub into km.r works again once the links
+    # are back, and a new subscriber gets the new values in the new epoch.
+    subscriber, had = c.earlier("km.r")
+    ended = next_line(subscriber, "km.r's subscriber on b: the end saying the values were lost, then")
+    assert ended.get("ev") == "error" and ended.get("code") == "subject_error", ended
+    old_epoch = had[0][1].split(":")[0]
+    on_a = c.client("a")
+    poll_until(lambda: pub(on_a, "km.r", 3), lambda reply: reply["ok"], "pub into km.r after nats-server's restart", 5)
+    publish_with_refs(on_a, "km.r", [4, 5])
+    got = late(c["b"], "km.r", 3, "a late subscriber of km.r on b")
+    assert [value for value, _ in got] == [3, 4, 5], got
+    assert all(pos.split(":")[0] != old_epoch for _, pos in got), (old_epoch, got)
+
+
+def check_a_durable_subjects_values_survive_restarts_of_nats_and_every_node(c):
+    # A durable replay (capacity 5, 7 values) and a durable behavior subject: after nats-server
+    # restarts, then after every node restarts, late subscribers on every node get the same
+    # values with the same positions (same epoch), a kept position resumes, and new values
+    # count on in that epoch.
+    for subject in ("km.r", "kd.r"):
+        with contextlib.suppress(AssertionError):
+            c.earlier(subject)[0].close()
+    on_a = c.client("a")
+    ok(on_a.request({"op": "create", "subject": "dur.r", "kind": "replay", "capacity": 5, "durable": True}))
+    ok(on_a.request({"op": "create", "subject": "dur.b", "kind": "behavior", "value": "v0", "durable": True}))
+    ok(on_a.request({"op": "create", "subject": "mem.r", "kind": "replay", "capacity": 5}))
+    for subject, items in (("dur.r", list(range(7))), ("dur.b", ["v1", "v2"]), ("mem.r", [0, 1])):
+        publish_with_refs(on_a, subject, items)
+    kept = {}
+    for subject, count in (("dur.r", 5), ("dur.b", 1)):
+        caught_up(c, "a", subject, stored_pos(c, subject))
+        kept[subject] = late(c["a"], subject, count, f"a late subscriber of {subject} on a")
+    assert [value for value, _ in kept["dur.r"]] == [2, 3, 4, 5, 6] and kept["dur.b"][0][0] == "v2", kept
+
+    def expect_kept(when):
+        for subject, count in (("dur.r", 5), ("dur.b", 1)):
+            caught_up(c, "ab", subject, kept[subject][-1][1], seconds=5)
+            for node in "ab":
+                entry = listed(c.client(node), subject)
+                assert entry["durable"] is True and entry["pos"] == kept[subject][-1][1], (when, node, entry)
+                got = late(c[node], subject, count, f"a late subscriber of {subject} on {node} {when}")
+                assert got == kept[subject], f"{subject} on {node} {when}: expected {kept[subject]}, got {got}"
+
+    c.nats.stop()
+    c.nats.start()
+    started = time.monotonic()
+    for node in "ab":
+        wait_for_link(c[node], "up", max(LINK_UP_SECONDS - (time.monotonic() - started), 0.1), f"node {node}'s link")
+    for subject, count in (("dur.r", 5), ("dur.b", 1)):
+        state = stream_of(c, split_pos(kept[subject][-1][1])[0])
+        # The stream keeps at least the subject's capacity (more: a window for slow consumers).
+        assert state is not None and state["messages"] >= count and state["last_seq"] == split_pos(
+            kept[subject][-1][1])[1], f"{subject}'s stream after nats-server restarted: {state}"
+    expect_kept("after nats-server restarted")
+    for node in "ab":
+        c.restart(node)
+    expect_kept("after every node restarted too")
+    client = LineClient(c["b"].port, timeout=5)
+    reply = ok(client.request({"op": "sub", "subject": "dur.r", "from": kept["dur.r"][1][1]}))
+    client.sid = reply["sid"]
+    assert reply.get("resumed") is True, f"from {kept['dur.r'][1][1]} after the restarts: {reply}"
+    assert pairs(events(client, 3, "dur.r resumed on b")) == kept["dur.r"][2:]
+    ok(pub(c.client("a"), "dur.r", 7))
+    got = pairs(events(client, 1, "dur.r resumed on b"))
+    epoch, seq = split_pos(kept["dur.r"][-1][1])
+    assert got[0][0] == 7 and split_pos(got[0][1])[0] == epoch and split_pos(got[0][1])[1] > seq, got
+    client.close()
+
+
 # --- suite "start": nodes that must not start, and a standalone one -----------------------------
 
 def free_port():
@@ -732,6 +1393,26 @@ if __name__ == "__main__":
             check_a_remote_subscriber_is_told_it_may_have_missed_values,
             check_a_local_subscriber_is_told_too,
         ), start=lambda binary: cluster_started(binary, [("a", "link"), ("b", "link")])),
+        Suite("retained", logged(
+            check_a_created_subject_is_listed_everywhere_in_the_clusters_shape,
+            check_two_creates_of_one_name_in_two_shapes_one_wins_everywhere,
+            check_retained_values_have_one_order_on_every_node,
+            check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst,
+            check_a_pub_into_a_retained_subject_is_answered_once_stored,
+            check_positions_resume_on_any_node,
+            check_a_behavior_subjects_value_is_the_clusters,
+            check_complete_on_one_node_ends_the_subject_everywhere,
+            check_error_on_one_node_ends_the_subject_everywhere,
+            check_delete_on_one_node_removes_the_subject_everywhere,
+            check_a_subject_made_by_pub_or_sub_is_the_clusters,
+            check_a_restarted_node_gets_the_clusters_subjects_and_values,
+        ), start=lambda binary: cluster_started(binary, [("a", "kept"), ("b", "kept"), ("c", "kept")])),
+        Suite("retained_restarts", logged(
+            check_retained_subscribers_get_nothing_while_the_link_is_down,
+            check_a_durable_replay_subscriber_goes_on_after_the_link_is_back,
+            check_a_memory_replay_subject_takes_values_again_after_nats_restarts,
+            check_a_durable_subjects_values_survive_restarts_of_nats_and_every_node,
+        ), start=lambda binary: cluster_started(binary, [("a", "kept"), ("b", "kept")])),
         Suite("start", [
             check_an_unreachable_nats_stops_the_node_naming_the_url,
             check_a_bad_cluster_name_stops_the_node_naming_the_key,

@@ -9,7 +9,12 @@
  *   loadgen --proto runnel|redis|nats [--transport tcp|ws|sse] --port P [--host 127.0.0.1]
  *           [--subs K] [--msgs N] [--size B] [--rate R] [--stages JSON] [--timeout S]
  *           [--subject NAME] [--window-bytes W | --no-window] [--watch-pid PID] [--warmup S]
- *           [--path /ws] [--pub-port 7455] [--tls-ca CA.pem]
+ *           [--path /ws] [--pub-port 7455] [--tls-ca CA.pem] [--sub-ports P1,P2,...]
+ *
+ * --sub-ports spreads the subscribers over several servers (tcp only): subscriber i connects
+ * to the (i mod n)-th port of the list, the publisher to --port. For a cluster, whose nodes
+ * are separate servers: the publisher on one node, the subscribers on others
+ * (bench/cluster/run.sh).
  *
  * --transport says what carries the protocol (default tcp: the protocol's own socket):
  *   ws   every connection, publisher and subscribers, is a WebSocket (RFC 6455) to --port:
@@ -122,6 +127,8 @@ static int no_window = 0; /* --no-window: the publisher sends as fast as the ser
 static uint64_t read_cost_ns = 0; /* --read-cost: the reader's own work per message */
 static int watch_pid = 0;
 static const char *tls_ca = NULL;
+static int sub_ports[64]; /* --sub-ports: the subscribers' ports, round-robin */
+static int sub_port_count = 0;
 static SSL_CTX *tls_context;
 /* Each connection's TLS session, by descriptor (NULL: plaintext). */
 static SSL *tls_of_fd[1 << 16];
@@ -998,6 +1005,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--window-bytes")) window_bytes = atol(v);
         else if (!strcmp(k, "--watch-pid")) watch_pid = atoi(v);
         else if (!strcmp(k, "--tls-ca")) tls_ca = v;
+        else if (!strcmp(k, "--sub-ports")) {
+            for (const char *p = v; *p && sub_port_count < (int)(sizeof sub_ports / sizeof *sub_ports); p++) {
+                sub_ports[sub_port_count++] = atoi(p);
+                if (!(p = strchr(p, ','))) break;
+            }
+        }
         else {
             fprintf(stderr, "loadgen: unknown option %s\n", k);
             return 2;
@@ -1015,6 +1028,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "loadgen: --transport ws is for runnel and nats, sse for runnel without --stages\n");
         return 2;
     }
+    if (sub_port_count && transport != TCP) {
+        fprintf(stderr, "loadgen: --sub-ports is for --transport tcp\n");
+        return 2;
+    }
+    for (int i = 0; i < sub_port_count; i++)
+        if (sub_ports[i] <= 0 || sub_ports[i] > 65535) {
+            fprintf(stderr, "loadgen: --sub-ports wants a comma-separated list of ports\n");
+            return 2;
+        }
     if (!port) port = transport == TCP ? 7455 : 7456;
     if (!path) path = proto == NATS ? "/" : "/ws";
     /* One descriptor per subscriber: 10,000 SSE streams need more than the usual soft limit
@@ -1043,7 +1065,7 @@ int main(int argc, char **argv) {
     struct conn *conns = calloc((size_t)subs, sizeof *conns);
     for (int i = 0; i < subs; i++) {
         conns[i].index = i;
-        conns[i].fd = connect_to(port);
+        conns[i].fd = connect_to(sub_port_count ? sub_ports[i % sub_port_count] : port);
         subscribe(&conns[i]);
     }
     /* The publisher: over SSE the protocol's TCP connection (an event stream is one-way). */

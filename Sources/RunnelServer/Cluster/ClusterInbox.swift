@@ -8,7 +8,7 @@ enum ClusterDelivery: Sendable {
     case stream(NATSStreamMessage)
     case published(id: String, error: String?)
     case link(up: Bool)
-    case error(String)
+    case error(String, dropped: Bool)
 }
 
 /// The hand-off from cnats's threads to the loop: one lock-protected queue, and one job on

@@ -1,18 +1,21 @@
-/// Which subjects and patterns a clustered node's clients subscribe to, with the one NATS
-/// subscription each holds: a node subscribes in NATS only to what its clients need, once per
-/// subject or pattern however many local subscriptions share it. Also who to tell of values
-/// missed: the local subscriptions that each NATS subscription serves.
+/// Which subjects and patterns a clustered node's clients subscribe to, and who to tell of
+/// values missed.
 ///
-/// Only plain subjects' values cross the cluster this way, so a named subscription counts
-/// when its subject is plain; every pattern subscription counts.
+/// Plain subjects' values cross the cluster over core NATS, so a subscription to a plain
+/// subject, and every pattern subscription, need a NATS subscription: the node holds one per
+/// subject or pattern, only while some of its clients subscribe to it, however many do.
+/// Subscriptions to retained subjects need none (their values come from their streams), but
+/// they are kept too, to be told when their stream skipped values.
 ///
 /// Thread rules: loop thread only. Lifetime rule: owned by its `ClusterSubjectStore`; holds
 /// each local subscription from `began` to `ended`, which `SubscriptionTable` calls in pairs.
 final class ClusterInterest {
     private struct Interest {
-        let nats: NATSSubscription?
+        var nats: NATSSubscription?
         let pattern: SubjectPattern
-        var members: [ObjectIdentifier: SessionSubscription]
+        /// Each member, with whether it needs the NATS subscription.
+        var members: [ObjectIdentifier: (subscription: SessionSubscription, viaNATS: Bool)] = [:]
+        var natsMembers = 0
     }
 
     /// By the subject or pattern's text.
@@ -25,34 +28,46 @@ final class ClusterInterest {
     init(subscribe: @escaping (String) -> NATSSubscription?) { self.subscribe = subscribe }
 
     /// How many NATS subscriptions the node holds for its clients.
-    var count: Int { interests.count }
+    var count: Int { interests.values.count { $0.natsMembers > 0 } }
 
-    /// Whether `subscription` is one that values from other nodes reach.
-    static func counts(_ subscription: SessionSubscription) -> Bool {
+    /// Whether `subscription` needs other nodes' values over core NATS.
+    static func needsNATS(_ subscription: SessionSubscription) -> Bool {
         subscription.isPattern || subscription.entry?.kind == .subject
     }
 
     /// Returns true when it made a NATS subscription for it, which NATS may not have read yet.
     @discardableResult
     func began(_ subscription: SessionSubscription) -> Bool {
-        guard Self.counts(subscription) else { return false }
         let key = subscription.pattern.text
-        let isNew = interests[key] == nil
-        if isNew {
-            interests[key] = Interest(nats: subscribe(key), pattern: subscription.pattern, members: [:])
-            if subscription.isPattern { patterns.insert(key) }
+        let viaNATS = Self.needsNATS(subscription)
+        var interest = interests[key] ?? Interest(pattern: subscription.pattern)
+        if subscription.isPattern { patterns.insert(key) }
+        interest.members[ObjectIdentifier(subscription)] = (subscription, viaNATS)
+        var made = false
+        if viaNATS {
+            interest.natsMembers += 1
+            if interest.natsMembers == 1 {
+                interest.nats = subscribe(key)
+                made = true
+            }
         }
-        interests[key]!.members[ObjectIdentifier(subscription)] = subscription
-        return isNew
+        interests[key] = interest
+        return made
     }
 
     func ended(_ subscription: SessionSubscription) {
-        guard Self.counts(subscription) else { return }
         let key = subscription.pattern.text
-        guard var interest = interests[key] else { return }
-        interest.members[ObjectIdentifier(subscription)] = nil
+        guard var interest = interests[key],
+            let member = interest.members.removeValue(forKey: ObjectIdentifier(subscription))
+        else { return }
+        if member.viaNATS {
+            interest.natsMembers -= 1
+            if interest.natsMembers == 0 {
+                interest.nats?.unsubscribe()
+                interest.nats = nil
+            }
+        }
         if interest.members.isEmpty {
-            interest.nats?.unsubscribe()
             interests[key] = nil
             patterns.remove(key)
         } else {
@@ -60,18 +75,21 @@ final class ClusterInterest {
         }
     }
 
-    /// Tells every local subscription that values from other nodes reach through `subject`
-    /// that `count` of them were missed (nil: how many is not known): each gets a `dropped`
-    /// event before its next value.
+    /// Tells every local subscription that values of `subject` reach that `count` of them
+    /// were missed (nil: how many is not known): each gets a `dropped` event before its next
+    /// value.
     func noteMissed(_ count: UInt64?, in subject: String) {
-        interests[subject]?.members.values.forEach { $0.noteDropped(count) }
+        interests[subject]?.members.values.forEach { $0.subscription.noteDropped(count) }
         for key in patterns where interests[key]!.pattern.matches(subject) {
-            interests[key]!.members.values.forEach { $0.noteDropped(count) }
+            interests[key]!.members.values.forEach { $0.subscription.noteDropped(count) }
         }
     }
 
-    /// Tells every subscription values from other nodes reach that it may have missed some.
+    /// Tells every subscription that other nodes' values reach over core NATS that it may have
+    /// missed some (a retained subject's subscribers catch up from its stream).
     func noteMissedEverywhere() {
-        for interest in interests.values { interest.members.values.forEach { $0.noteDropped(nil) } }
+        for interest in interests.values {
+            for member in interest.members.values where member.viaNATS { member.subscription.noteDropped(nil) }
+        }
     }
 }

@@ -9,7 +9,8 @@ import RunnelUV
 ///
 /// Layout: a plain subject `S`'s values travel on the NATS subject `runnel.CLUSTER.v.S`
 /// (runneld's `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is);
-/// every node says it is alive on `runnel.CLUSTER.nodes` every 2 s. The subjects' definitions
+/// every node says it is alive on `runnel.CLUSTER.nodes` every 2 s (its instance as the reply
+/// subject). The subjects' definitions
 /// are the JetStream key-value bucket `RUNNEL_CLUSTER` (`ClusterDefinition`); a retained
 /// subject of epoch `E` keeps its values in the stream `RUNNEL_CLUSTER_E`, on the subject
 /// `runnel.CLUSTER.r.E` (a subject made anew is a new stream). Each value carries the node's
@@ -45,8 +46,12 @@ final class ClusterLink: @unchecked Sendable {
     /// What the link hands on: values of other nodes, and the link's changes.
     weak var receiver: (any ClusterReceiver)?
 
-    static let originHeader = "Runnel-Origin"
-    static let seqHeader = "Runnel-Seq"
+    /// The NATS subjects, made once: the values' prefix, the heartbeats', the retained
+    /// streams' prefix, and the definitions' keys' prefix.
+    let valuesPrefix: String
+    let nodesSubject: String
+    let streamPrefix: String
+    let definitionsPrefix: String
     /// How often a node says it is alive, and how long it counts as alive after.
     static let heartbeatInterval: Duration = .seconds(2)
     static let aliveFor: Duration = .seconds(10)
@@ -58,6 +63,10 @@ final class ClusterLink: @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         instance = "\(config.nodeName)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
+        valuesPrefix = "runnel.\(config.name).v."
+        nodesSubject = "runnel.\(config.name).nodes"
+        streamPrefix = "runnel.\(config.name).r."
+        definitionsPrefix = "$KV.RUNNEL_\(config.name)."
         // The inbox exists before the connection, whose handlers may run at once; it reaches
         // the link through `reference`, set below on this thread (the loop's, before it runs).
         let reference = LinkReference()
@@ -65,7 +74,7 @@ final class ClusterLink: @unchecked Sendable {
         let handlers = NATSHandlers(
             linkChanged: { up in inbox.post(.link(up: up)) },
             message: { message in inbox.post(.message(message)) },
-            error: { text in inbox.post(.error(text)) })
+            error: { text, dropped in inbox.post(.error(text, dropped: dropped)) })
         connection = try Self.connect(config: config, handlers: handlers)
         jetStream = try connection.jetStream(
             wait: Self.jetStreamWait,
@@ -86,7 +95,7 @@ final class ClusterLink: @unchecked Sendable {
                 return try NATSConnection.connect(
                     servers: config.nats, name: "runneld \(config.nodeName)",
                     credentials: (config.token, config.user, config.password), timeout: min(left, .seconds(2)),
-                    headerNames: [originHeader, seqHeader], handlers: handlers)
+                    handlers: handlers)
             } catch {
                 guard clock.now.advanced(by: .milliseconds(250)) < deadline else { throw error }
                 usleep(250_000)
@@ -112,30 +121,47 @@ final class ClusterLink: @unchecked Sendable {
 
     // MARK: Subjects
 
-    /// Where the definitions' keys are, in NATS subjects.
-    var definitionsPrefix: String { "$KV.RUNNEL_\(config.name)." }
     /// The stream of a retained subject in epoch `epoch`, and its NATS subject.
     func streamName(epoch: String) -> String { "RUNNEL_\(config.name)_\(epoch)" }
-    func streamSubject(epoch: String) -> String { "runnel.\(config.name).r.\(epoch)" }
-    var streamPrefix: String { "runnel.\(config.name).r." }
+    func streamSubject(epoch: String) -> String { streamPrefix + epoch }
 
     /// The NATS subject of a runneld subject or pattern.
     func natsSubject(of subject: String) -> String { valuesPrefix + subject }
-    private var valuesPrefix: String { "runnel.\(config.name).v." }
-    private var nodesSubject: String { "runnel.\(config.name).nodes" }
 
-    /// Sends `value`, the `seq`th this node sends into `subject` (in the epoch `epoch` it has
-    /// here), to the cluster. While the link is down cnats keeps it for the reconnect (up to its
-    /// buffer); a value it cannot take is not sent, and receivers see the gap in `seq`.
-    func send(_ value: UnsafeRawBufferPointer, subject: String, epoch: String, seq: UInt64) {
-        do {
-            try connection.publish(
-                natsSubject(of: subject),
-                headers: [(Self.originHeader, instance), (Self.seqHeader, "\(epoch):\(seq)")],
-                payload: value)
-            valuesSent &+= 1
-        } catch {
-            logger.debug("cluster: a value not sent", metadata: ["subject": "\(subject)", "error": "\(error)"])
+    /// What a value of the plain subject `name` (in its epoch `epoch` here) is sent with: its
+    /// NATS subject, and the start of its reply subject, `INSTANCE.EPOCH.` (the value's
+    /// sequence number ends it), each NUL-terminated, made once per subject.
+    func route(of name: String, epoch: String) -> ClusterRoute {
+        ClusterRoute(
+            subject: Array((valuesPrefix + name).utf8CString), replyPrefix: Array("\(instance).\(epoch).".utf8))
+    }
+
+    /// Sends `value`, the `seq`th this node sends by `route`, to the cluster: its origin and
+    /// sequence travel as the reply subject (`INSTANCE.EPOCH.SEQ`; no node replies), which costs
+    /// cnats nothing more than the subject. While the link is down cnats keeps it for the
+    /// reconnect (up to its buffer); a value it cannot take is not sent, and receivers see the
+    /// gap in `seq`.
+    func send(_ value: UnsafeRawBufferPointer, route: ClusterRoute, seq: UInt64) {
+        // The reply subject on the stack: the prefix, at most 20 digits and the NUL.
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: route.replyPrefix.count + 21) { reply in
+            var end = 0
+            for byte in route.replyPrefix {
+                reply[end] = CChar(bitPattern: byte)
+                end += 1
+            }
+            for digit in String(seq).utf8 {
+                reply[end] = CChar(bitPattern: digit)
+                end += 1
+            }
+            reply[end] = 0
+            route.subject.withUnsafeBufferPointer { subject in
+                do {
+                    try connection.publish(subject.baseAddress!, reply: reply.baseAddress, payload: value)
+                    valuesSent &+= 1
+                } catch {
+                    logger.debug("cluster: a value not sent", metadata: ["error": "\(error)"])
+                }
+            }
         }
     }
 
@@ -164,9 +190,7 @@ final class ClusterLink: @unchecked Sendable {
     private func sendHeartbeat() {
         guard isUp else { return }
         let name = Array(config.nodeName.utf8)
-        name.withUnsafeBytes { bytes in
-            try? connection.publish(nodesSubject, headers: [(Self.originHeader, instance)], payload: bytes)
-        }
+        name.withUnsafeBytes { bytes in try? connection.publish(nodesSubject, reply: instance, payload: bytes) }
         // Instances silent for long are forgotten (a restarted node is a new one).
         let forgotten = ContinuousClock.now.advanced(by: .zero - Self.aliveFor * 6)
         let gone = heard.filter { $0.value < forgotten }.map(\.key)
@@ -181,19 +205,20 @@ final class ClusterLink: @unchecked Sendable {
         for delivery in batch {
             switch delivery {
             case .message(let message):
-                guard let origin = message.headers[0] else { continue }
+                guard let reply = message.reply else { continue }
                 if message.subject == nodesSubject {
-                    heard[origin] = .now
+                    heard[reply] = .now
                     continue
                 }
-                guard message.subject.hasPrefix(valuesPrefix), let text = message.headers[1],
-                    let colon = text.lastIndex(of: ":"), let seq = UInt64(text[text.index(after: colon)...])
+                // INSTANCE.EPOCH.SEQ: an epoch holds no dot; an instance may.
+                guard message.subject.hasPrefix(valuesPrefix), let last = reply.lastIndex(of: "."),
+                    let seq = UInt64(reply[reply.index(after: last)...]),
+                    let middle = reply[..<last].lastIndex(of: ".")
                 else { continue }
                 valuesReceived &+= 1
-                heard[origin] = .now
                 receiver?.clusterDelivered(
                     message.payload, subject: String(message.subject.dropFirst(valuesPrefix.utf8.count)),
-                    origin: origin, epoch: String(text[..<colon]), seq: seq)
+                    origin: String(reply[..<middle]), epoch: String(reply[reply.index(after: middle)..<last]), seq: seq)
             case .link(let up):
                 guard up != isUp else { continue }
                 isUp = up
@@ -205,9 +230,9 @@ final class ClusterLink: @unchecked Sendable {
                     logger.warning("cluster: link to NATS lost", metadata: ["node": "\(config.nodeName)"])
                 }
                 receiver?.clusterLinkChanged(up: up)
-            case .error(let text):
+            case .error(let text, let dropped):
                 logger.warning("cluster: NATS reports \(text)", metadata: ["node": "\(config.nodeName)"])
-                receiver?.clusterReportedLoss()
+                if dropped { receiver?.clusterReportedLoss() }
             case .stream(let message):
                 receiver?.clusterStreamDelivered(message)
             case .published(let id, let error):
@@ -244,4 +269,13 @@ protocol ClusterReceiver: AnyObject {
 /// loop's thread before the loop runs; read only on it.
 private final class LinkReference: @unchecked Sendable {
     weak var link: ClusterLink?
+}
+
+/// How a plain subject's values are sent to the cluster (`ClusterLink.route(of:epoch:)`), made
+/// once per subject and kept on its entry. Thread rules: a value.
+struct ClusterRoute {
+    /// The NATS subject, NUL-terminated.
+    let subject: [CChar]
+    /// `INSTANCE.EPOCH.`, to which each value's sequence number is added.
+    let replyPrefix: [UInt8]
 }

@@ -43,7 +43,8 @@ extension ClusterSubjectStore {
             if definition.kind != .subject {
                 try link.jetStream.addStream(
                     stream, subject: link.streamSubject(epoch: definition.epoch),
-                    perSubject: definition.capacity ?? 1, file: definition.durable, replicas: link.config.replicas)
+                    perSubject: max(definition.capacity ?? 1, streamWindow), file: definition.durable,
+                    replicas: link.config.replicas)
             }
             if try link.definitions.create(ClusterDefinition.key(of: name), definition.bytes) { return .created }
             if definition.kind != .subject { try link.jetStream.deleteStream(stream) }
@@ -89,9 +90,10 @@ extension ClusterSubjectStore {
         }
     }
 
-    /// Ends `entry` here at once and in the cluster.
+    /// Ends `entry` here (a retained subject once this node delivered what its stream holds)
+    /// and in the cluster.
     func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
-        local.terminate(entry, error: error)
+        end(entry, error: error)
         guard var definition = definitions[entry.name] else { return }
         definition.ended = error.map { .error($0.message) } ?? .completed
         definitions[entry.name] = definition
@@ -147,15 +149,16 @@ extension ClusterSubjectStore {
             return
         }
         guard let definition = ClusterDefinition(bytes: message.payload) else { return }
+        revisions[name] = message.streamSeq
         if let entry = local[name] {
             // A plain subject's epoch is each node's own.
             guard entry.epoch != definition.epoch && !(entry.kind == .subject && definition.kind == .subject) else {
                 definitions[name] = definition
-                if let ended = definition.ended, entry.acceptsValues { local.terminate(entry, error: ended.error) }
+                if let ended = definition.ended, entry.acceptsValues { end(entry, error: ended.error) }
                 return
             }
-            // Made anew elsewhere.
-            removeLocally(entry)
+            // Made anew elsewhere without a deletion first: its values before are gone.
+            removeLocally(entry, saying: Self.renewed)
         }
         adopt(name, definition)
     }
@@ -170,15 +173,77 @@ extension ClusterSubjectStore {
         local.adopt(entry)
         definitions[name] = definition
         if entry.retainsValues && consuming { startConsuming(entry) }
-        if let ended = definition.ended { local.terminate(entry, error: ended.error) }
+        if let ended = definition.ended { end(entry, error: ended.error) }
         return entry
     }
 
-    /// Takes `entry` out here: its subscribers complete, a retained subject's consumer stops.
-    func removeLocally(_ entry: SubjectEntry) {
+    /// Ends `entry` here: no value is accepted from now on; a plain subject's subscribers get the
+    /// end at once, a retained subject's once this node has delivered every value its stream
+    /// holds now (which may come after the definition's change).
+    func end(_ entry: SubjectEntry, error: ProtocolError?) {
+        guard entry.retainsValues else { return local.terminate(entry, error: error) }
+        entry.isEnding = true
+        let epoch = entry.epoch
+        let link = link
+        link.worker.async {
+            let last = (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
+            _ = link.scheduler.schedule { [self] in
+                guard let entry = retainedByEpoch[epoch] else { return }
+                if entry.lastSeq >= last {
+                    local.terminate(entry, error: error)
+                } else {
+                    endings[epoch] = (last, error)
+                }
+            }
+        }
+    }
+
+    /// Takes `entry` out here: its subscribers complete (or end with `error`), a retained
+    /// subject's consumer stops.
+    func removeLocally(_ entry: SubjectEntry, saying error: ProtocolError? = nil) {
         definitions[entry.name] = nil
+        revisions[entry.name] = nil
+        forgetRoute(of: entry)
         if entry.retainsValues { stopConsuming(entry) }
-        local.delete(entry)
+        if let error {
+            local.terminate(entry, error: error)
+            local.forget(entry)
+        } else {
+            local.delete(entry)
+        }
+    }
+
+    /// What a retained subject's subscribers get when it goes on in a new epoch.
+    static let renewed = ProtocolError(
+        .subjectError, "the cluster lost this subject's values and it goes on in a new epoch: subscribe again")
+
+    /// After the link came back: when a retained subject kept in memory lost its stream (the
+    /// NATS server restarted), the subject goes on in a new epoch with a new stream, its
+    /// definition updated only if no other node did it first (the bucket's revision).
+    func renewIfLost(_ entry: SubjectEntry) {
+        guard var definition = definitions[entry.name], let revision = revisions[entry.name] else { return }
+        let name = entry.name
+        let stream = link.streamName(epoch: entry.epoch)
+        definition.epoch = Epoch.make()
+        let renewed = definition
+        let link = link
+        link.worker.async {
+            do throws(NATSError) {
+                guard try link.jetStream.lastSequence(of: stream) == nil else { return }
+                let newStream = link.streamName(epoch: renewed.epoch)
+                try link.jetStream.addStream(
+                    newStream, subject: link.streamSubject(epoch: renewed.epoch),
+                    perSubject: max(renewed.capacity ?? 1, Self.streamWindow), file: false,
+                    replicas: link.config.replicas)
+                if try !link.definitions.update(ClusterDefinition.key(of: name), renewed.bytes, last: revision) {
+                    try link.jetStream.deleteStream(newStream)
+                }
+                link.logger.warning(
+                    "cluster: subject \(name) lost its values with the NATS server; it goes on in a new epoch")
+            } catch {
+                link.logger.error("cluster: cannot make subject \(name) anew: \(error)")
+            }
+        }
     }
 }
 

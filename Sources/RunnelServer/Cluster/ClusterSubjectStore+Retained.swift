@@ -43,11 +43,20 @@ extension ClusterSubjectStore {
     func deliverRetained(_ message: NATSStreamMessage) {
         let epoch = String(message.subject.dropFirst(link.streamPrefix.utf8.count))
         guard let entry = retainedByEpoch[epoch], let publishBound, message.streamSeq > entry.lastSeq else { return }
-        guard let value = validated(message.payload) else { return }
-        publishBound.beginPublish()
-        entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
-        publishBound.endPublish()
+        // A consumer that fell behind by more than the stream keeps skips what it lost: told.
+        if entry.lastSeq > 0 && message.streamSeq > entry.lastSeq + 1 {
+            interest.noteMissed(message.streamSeq - entry.lastSeq - 1, in: entry.name)
+        }
+        if let value = validated(message.payload), !entry.isTerminated {
+            publishBound.beginPublish()
+            entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
+            publishBound.endPublish()
+        }
         if let target = catchingUp[epoch], message.streamSeq >= target { catchingUp[epoch] = nil }
+        if let ending = endings[epoch], message.streamSeq >= ending.last {
+            endings[epoch] = nil
+            local.terminate(entry, error: ending.error)
+        }
     }
 
     /// Whether every retained subject's consumer has started and delivered what its stream
@@ -64,7 +73,7 @@ extension ClusterSubjectStore {
         link.worker.async {
             let stream = link.streamName(epoch: epoch)
             do throws(NATSError) {
-                let last = try link.jetStream.lastSequence(of: stream)
+                let last = try link.jetStream.lastSequence(of: stream) ?? 0
                 let consumer = try link.jetStream.consume(
                     stream, subject: link.streamSubject(epoch: epoch), lastPerSubject: false)
                 _ = link.scheduler.schedule { [self] in
@@ -87,6 +96,7 @@ extension ClusterSubjectStore {
     func stopConsuming(_ entry: SubjectEntry) {
         retainedByEpoch[entry.epoch] = nil
         catchingUp[entry.epoch] = nil
+        endings[entry.epoch] = nil
         guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
         link.worker.async { consumer.unsubscribe() }
     }

@@ -28,8 +28,10 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     let interest: ClusterInterest
     /// Changes asked of the cluster and not yet answered.
     var changes = ClusterChanges()
-    /// The definition each local entry was made from, by name.
+    /// The definition each local entry was made from, by name, and its revision in the bucket
+    /// (where the bucket's changes told it).
     var definitions: [String: ClusterDefinition] = [:]
+    var revisions: [String: UInt64] = [:]
     /// Retained subjects by epoch (their streams' values come by it), and their consumers.
     var retainedByEpoch: [String: SubjectEntry] = [:]
     var consumers: [String: NATSSubscription] = [:]
@@ -37,12 +39,19 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// deliver, by epoch (`hasCaughtUp`).
     var startingConsumers = 0
     var catchingUp: [String: UInt64] = [:]
+    /// Retained subjects that end once their consumer delivers the stream's seq `last`, by epoch.
+    var endings: [String: (last: UInt64, error: ProtocolError?)] = [:]
+    /// Values a retained subject's stream keeps at least, whatever its capacity: a node's
+    /// consumer that falls behind by fewer loses nothing (by more, its subscribers are told).
+    static let streamWindow = 1024
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
     /// streams.
     var awaitingStreams: [String: [() -> Void]] = [:]
     /// The last seq of each origin's values, by subject, with the subject's epoch there: a jump
     /// is values missed, a seq not above it a second copy.
     private var lastSeqs: [String: [String: (epoch: String, seq: UInt64)]] = [:]
+    /// How each plain subject's values are sent, by entry (made at its first value; gone with it).
+    private var routes: [ObjectIdentifier: ClusterRoute] = [:]
     /// Values of other nodes this node knows it missed.
     private(set) var valuesMissed: UInt64 = 0
     /// `max_subjects` and `max_depth`, which values from other nodes respect too, and the
@@ -128,11 +137,19 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     ) {
         guard !entry.retainsValues else { return publishRetained(value, to: entry) }
         entry.clusterSeq &+= 1
-        withExtendedLifetime(value) {
-            link.send(value.buffer.bytes, subject: entry.name, epoch: entry.epoch, seq: entry.clusterSeq)
-        }
+        let route = routes[ObjectIdentifier(entry)] ?? makeRoute(for: entry)
+        withExtendedLifetime(value) { link.send(value.buffer.bytes, route: route, seq: entry.clusterSeq) }
         local.publish(value, members: members, to: entry, bounding: bound)
     }
+
+    private func makeRoute(for entry: SubjectEntry) -> ClusterRoute {
+        let route = link.route(of: entry.name, epoch: entry.epoch)
+        routes[ObjectIdentifier(entry)] = route
+        return route
+    }
+
+    /// `entry` is gone from the store.
+    func forgetRoute(of entry: SubjectEntry) { routes[ObjectIdentifier(entry)] = nil }
 
     func close() {
         link.close()
@@ -194,8 +211,11 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     }
 
     func clusterLinkChanged(up: Bool) {
+        guard up else { return }
         // Whatever other nodes sent while the link was down may be lost.
-        if up { interest.noteMissedEverywhere() }
+        interest.noteMissedEverywhere()
+        // A nats-server that restarted has no streams kept in memory.
+        for entry in retainedByEpoch.values where !entry.isDurable { renewIfLost(entry) }
     }
 
     func clusterReportedLoss() { interest.noteMissedEverywhere() }

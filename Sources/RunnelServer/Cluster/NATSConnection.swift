@@ -14,12 +14,12 @@ struct NATSError: Error, CustomStringConvertible {
 }
 
 /// A message NATS delivered, copied off cnats's message on its delivery thread: its subject,
-/// payload, and the values of the headers the connection was asked to read (`headerNames`,
-/// nil where a message has none).
+/// reply subject (where a cluster node puts a value's origin and sequence, `ClusterLink`) and
+/// payload.
 struct NATSMessage: Sendable {
     let subject: String
+    let reply: String?
     let payload: [UInt8]
-    let headers: [String?]
 }
 
 /// What a `NATSConnection` tells its owner, on cnats's threads.
@@ -28,8 +28,9 @@ struct NATSHandlers: Sendable {
     var linkChanged: @Sendable (_ up: Bool) -> Void
     /// A message of one of the connection's subscriptions.
     var message: @Sendable (NATSMessage) -> Void
-    /// An asynchronous error (a subscription's pending limit passed: messages dropped).
-    var error: @Sendable (String) -> Void
+    /// An asynchronous error: cnats's text, and whether it dropped messages (a subscription's
+    /// pending limit passed).
+    var error: @Sendable (_ text: String, _ dropped: Bool) -> Void
 }
 
 /// One connection to a NATS system through cnats (Debian's libnats 3.4.1), with the few calls
@@ -52,25 +53,21 @@ final class NATSConnection: @unchecked Sendable {
     /// What the C callbacks find through their closure pointer.
     private final class HandlerBox {
         let handlers: NATSHandlers
-        let headerNames: [String]
-        init(_ handlers: NATSHandlers, headerNames: [String]) {
-            self.handlers = handlers
-            self.headerNames = headerNames
-        }
+        init(_ handlers: NATSHandlers) { self.handlers = handlers }
     }
 
     /// Connects to one of `servers` within `timeout`, as `name` (what nats-server's monitoring
-    /// shows), reading `headerNames` of every message delivered. Blocks: call it before the
+    /// shows). Blocks: call it before the
     /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
     /// with jitter), and a server gone silent is noticed within three ping intervals.
     static func connect(
         servers: [String], name: String, credentials: (token: String, user: String, password: String),
-        timeout: Duration, headerNames: [String], handlers: NATSHandlers
+        timeout: Duration, handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         var options: OpaquePointer?
         try NATSError.check(natsOptions_Create(&options), "creating NATS options")
         defer { natsOptions_Destroy(options) }
-        let box = Unmanaged.passRetained(HandlerBox(handlers, headerNames: headerNames))
+        let box = Unmanaged.passRetained(HandlerBox(handlers))
         let closure = box.toOpaque()
         var connection: OpaquePointer?
         do throws(NATSError) {
@@ -134,7 +131,8 @@ final class NATSConnection: @unchecked Sendable {
             natsOptions_SetErrorHandler(
                 options,
                 { _, _, status, closure in
-                    NATSConnection.box(closure).handlers.error(String(cString: natsStatus_GetText(status)))
+                    NATSConnection.box(closure).handlers.error(
+                        String(cString: natsStatus_GetText(status)), status == NATS_SLOW_CONSUMER)
                 }, closure), "setting the NATS error handler")
     }
 
@@ -146,21 +144,16 @@ final class NATSConnection: @unchecked Sendable {
         Unmanaged<HandlerBox>.fromOpaque(closure!).takeUnretainedValue()
     }
 
-    /// Publishes `payload` on `subject` with `headers`. Fails (without blocking) while the link
-    /// is down and cnats's reconnect buffer is full, or when the connection is closed.
+    /// Publishes `payload` on `subject` with the reply subject `reply` (nil: none), straight
+    /// into cnats's buffer: no message object and no headers, each of which would cost
+    /// allocations and a wake-up of cnats's collector thread. Fails (without blocking) while
+    /// the link is down and cnats's reconnect buffer is full, or when the connection is closed.
     func publish(
-        _ subject: String, headers: [(String, String)], payload: UnsafeRawBufferPointer
+        _ subject: UnsafePointer<CChar>, reply: UnsafePointer<CChar>?, payload: UnsafeRawBufferPointer
     ) throws(NATSError) {
-        var message: OpaquePointer?
-        try NATSError.check(
-            natsMsg_Create(
-                &message, subject, nil, payload.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(payload.count)),
-            "making a NATS message")
-        defer { natsMsg_Destroy(message) }
-        for (name, value) in headers {
-            try NATSError.check(natsMsgHeader_Set(message, name, value), "setting NATS header \(name)")
-        }
-        try NATSError.check(natsConnection_PublishMsg(connection, message), "publishing on \(subject)")
+        let status = natsConnection_PublishRequest(
+            connection, subject, reply, payload.baseAddress, Int32(payload.count))
+        guard status == NATS_OK else { throw NATSError(doing: "publishing", status: status) }
     }
 
     /// Subscribes to `subject` (NATS wildcards allowed): its messages go to the handlers'
@@ -199,12 +192,8 @@ final class NATSConnection: @unchecked Sendable {
             } else {
                 []
             }
-        let headers = box.headerNames.map { name -> String? in
-            var value: UnsafePointer<CChar>?
-            guard natsMsgHeader_Get(message, name, &value) == NATS_OK, let value else { return nil }
-            return String(cString: value)
-        }
-        box.handlers.message(NATSMessage(subject: subject, payload: payload, headers: headers))
+        let reply = natsMsg_GetReply(message).map { String(cString: $0) }
+        box.handlers.message(NATSMessage(subject: subject, reply: reply, payload: payload))
     }
 
     /// Closes the connection (the process is stopping): what it has buffered is flushed, and

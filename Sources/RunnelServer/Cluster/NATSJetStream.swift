@@ -103,13 +103,14 @@ final class NATSJetStream: @unchecked Sendable {
         try NATSError.check(status, "making stream \(name) (JetStream error \(errorCode.rawValue))")
     }
 
-    /// The sequence number of the last value in the stream `name` (0 when it has had none). Blocks.
-    func lastSequence(of name: String) throws(NATSError) -> UInt64 {
+    /// The sequence number of the last value in the stream `name` (0 when it has had none);
+    /// nil when there is no such stream. Blocks.
+    func lastSequence(of name: String) throws(NATSError) -> UInt64? {
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var errorCode = jsErrCode(0)
-        try NATSError.check(
-            js_GetStreamInfo(&info, context, name, nil, &errorCode),
-            "reading stream \(name) (JetStream error \(errorCode.rawValue))")
+        let status = js_GetStreamInfo(&info, context, name, nil, &errorCode)
+        if errorCode == JSStreamNotFoundErr { return nil }
+        try NATSError.check(status, "reading stream \(name) (JetStream error \(errorCode.rawValue))")
         defer { jsStreamInfo_Destroy(info) }
         return info!.pointee.State.LastSeq
     }
@@ -215,6 +216,17 @@ struct NATSKeyValue: @unchecked Sendable {
         // A key that exists makes cnats's "wrong last sequence" error.
         if status == NATS_ERR { return false }
         throw NATSError(doing: "creating key \(key)", status: status)
+    }
+
+    /// Writes `value` under `key` only if the key's last revision is `last`: false when it is not.
+    func update(_ key: String, _ value: [UInt8], last: UInt64) throws(NATSError) -> Bool {
+        var revision: UInt64 = 0
+        let status = value.withUnsafeBytes {
+            kvStore_Update(&revision, store, key, $0.baseAddress, Int32($0.count), last)
+        }
+        if status == NATS_OK { return true }
+        if status == NATS_ERR { return false }
+        throw NATSError(doing: "updating key \(key)", status: status)
     }
 
     func put(_ key: String, _ value: [UInt8]) throws(NATSError) {

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# runneld in a cluster (three nodes sharing plain subjects through one nats-server) against
+# NATS alone and Redis pub/sub, and one node's own fan-out standalone and in the cluster, in
+# one run, driven by the same load generator (bench/loadgen/loadgen.c).
+#
+#   bench/cluster/run.sh [--runneld BIN] [--reps N] [--rate R] [--quick]
+#
+# Installs redis-server and nats-server from Debian if missing, builds runneld (release, under
+# the shared build lock) unless --runneld gives one, and loadgen; starts on loopback a
+# nats-server with JetStream (the cluster's, port 7640), three runneld nodes in one cluster
+# (node-a 7641, node-b 7642, node-c 7643), a standalone runneld of the same binary (7644), a
+# second nats-server (7645) and redis-server (7646). Every runneld has loops = 1 and no HTTP
+# front door. K = 10 subscribers, 64-byte values throughout:
+#
+#   fan-out   cluster: the publisher on node-a, the subscribers on node-b and node-c (5 each,
+#             loadgen --sub-ports), so every value goes node-a -> NATS -> node-b, node-c ->
+#             subscribers; nats: publisher and subscribers on one nats-server; redis: the same
+#             on redis-server. As fast as each sustains (the publisher keeps a bounded window
+#             in flight; 6 M deliveries), then at one fixed rate for all, R publishes/s
+#             (--rate, default 5,000: 50,000 deliveries/s) for 2.5 s, the first 0.5 s not
+#             timed, for latency.
+#   local     all subscribers and the publisher on one node: the standalone runneld, and
+#             node-a, whose every publish of a plain value also goes to NATS once (nobody else
+#             subscribes to it there). The same two modes.
+#
+# Every run reads the CPU time (user + system, /proc/PID/stat) of each server process that
+# takes part before and after, so the table gives CPU per delivery for the whole setup (for
+# the cluster: the three nodes and nats-server) and where it goes. The setups are interleaved,
+# the order rotated each repetition, N times (5 by default); the table (table.py) gives
+# medians. Everything started is stopped by PID at the end, whatever happens. Not part of CI:
+# timings depend on the machine and on whatever else it is doing.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+reps=5
+rate=5000
+deliveries=6000000
+runneld=
+while (($#)); do
+    case $1 in
+    --runneld) runneld=$(realpath "$2"); shift ;;
+    --reps) reps=$2; shift ;;
+    --rate) rate=$2; shift ;;
+    --quick) reps=1; deliveries=300000 ;;
+    *) echo "usage: $0 [--runneld BIN] [--reps N] [--rate R] [--quick]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# servers.sh: build_tools (peers, runneld, .build/loadgen), start_server redis|nats,
+# wait_started, describe_servers, and stop_servers on exit (every PID in started_pids).
+source bench/loadgen/servers.sh
+port=([cluster-nats]=7640 [node-a]=7641 [node-b]=7642 [node-c]=7643 [standalone]=7644 [nats]=7645 [redis]=7646)
+build_tools
+
+# node NAME: a runneld's configuration file, joined to the cluster unless NAME is standalone.
+node_config() {
+    local name=$1 file=$work/$1.toml
+    printf 'listen = "127.0.0.1:%s"\nhttp_listen = ""\nloops = 1\nlog_level = "warning"\n' "${port[$name]}" >"$file"
+    [[ $name == standalone ]] ||
+        printf 'cluster_nats = "nats://127.0.0.1:%s"\ncluster_name = "bench"\nnode_name = "%s"\n' \
+            "${port[cluster-nats]}" "$name" >>"$file"
+    echo "$file"
+}
+
+if ! "$runneld" --config "$(node_config node-a)" --check-config >/dev/null 2>"$work/check.log"; then
+    echo "$runneld refuses a cluster configuration: $(tail -1 "$work/check.log")" >&2
+    exit 1
+fi
+nats-server -a 127.0.0.1 -p "${port[cluster-nats]}" -js -sd "$work/jetstream" -l "$work/cluster-nats.log" &
+pid[cluster-nats]=$!
+started_pids+=("$!")
+wait_started cluster-nats
+for name in node-a node-b node-c standalone; do
+    "$runneld" --config "$(node_config "$name")" 2>"$work/$name.log" &
+    pid[$name]=$!
+    started_pids+=("$!")
+done
+start_server nats
+start_server redis
+# A node that cannot reach NATS exits after cluster_connect_timeout (10 s): say what it said.
+for name in node-a node-b node-c standalone; do
+    for _ in $(seq 1 150); do
+        nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null && break
+        kill -0 "${pid[$name]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null ||
+        { echo "$name did not start; its log: $(tail -3 "$work/$name.log")" >&2; exit 1; }
+done
+wait_started nats redis
+
+# The nodes hear of each other through heartbeats: wait until node-a counts three.
+for _ in $(seq 1 60); do
+    cluster=$(echo '{"op":"stats"}' | nc -q 1 127.0.0.1 "${port[node-a]}" | grep -o '"cluster":{[^}]*}' || true)
+    [[ $cluster == *'"link":"up","nodes":3'* ]] && break
+    sleep 0.5
+done
+[[ $cluster == *'"nodes":3'* ]] || { echo "node-a does not see three nodes: ${cluster:-no cluster in its stats}" >&2; exit 1; }
+
+describe_servers | sed 's/runnel.s loops:.*/every runneld: loops = 1/'
+echo "node-a's stats: $cluster"
+echo "$reps repetitions, interleaved; medians; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+results=$work/results.tsv
+: >"$results"
+ticks_per_s=$(getconf CLK_TCK)
+
+# cpu_ticks PID: the process's CPU time so far (user + system), in clock ticks.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
+
+# run SETUP MODE REP MSGS RATE: one loadgen run, its line and each taking-part server's CPU
+# seconds (cpu_NAME=S) appended to $results.
+run() {
+    local setup=$1 mode=$2 rep=$3 msgs=$4 r=$5 args servers
+    case $setup in
+    cluster)
+        args=(--proto runnel --port "${port[node-a]}" --sub-ports "${port[node-b]},${port[node-c]}")
+        servers=(node-a node-b node-c cluster-nats)
+        ;;
+    nats | redis) args=(--proto "$setup" --port "${port[$setup]}"); servers=("$setup") ;;
+    standalone) args=(--proto runnel --port "${port[standalone]}"); servers=(standalone) ;;
+    clustered) args=(--proto runnel --port "${port[node-a]}"); servers=(node-a cluster-nats) ;;
+    esac
+    ((r > 0)) && args+=(--rate "$r" --warmup 0.5)
+    local -A before
+    local s line cpu=
+    for s in "${servers[@]}"; do before[$s]=$(cpu_ticks "${pid[$s]}"); done
+    line=$(.build/loadgen "${args[@]}" --subs 10 --size 64 --msgs "$msgs" --subject "bench.$setup.$mode.$rep" \
+        --watch-pid "${pid[${servers[0]}]}" --timeout 10) || true
+    for s in "${servers[@]}"; do
+        cpu+=" cpu_$s=$(awk -v a="${before[$s]}" -v b="$(cpu_ticks "${pid[$s]}")" -v t="$ticks_per_s" 'BEGIN { printf "%.2f", (b - a) / t }')"
+    done
+    printf '%s\t%s\t%s\t%s%s\n' "$setup" "$mode" "$rep" "$line" "$cpu" >>"$results"
+    printf '  %-10s %-4s #%s %s%s\n' "$setup" "$mode" "$rep" "$line" "$cpu" >&2
+}
+
+setups=(cluster nats redis standalone clustered)
+for rep in $(seq 1 "$reps"); do
+    by=$(((rep - 1) % ${#setups[@]}))
+    order=("${setups[@]:by}" "${setups[@]:0:by}")
+    for setup in "${order[@]}"; do run "$setup" max "$rep" $((deliveries / 10)) 0; done
+    # 2.5 s of traffic; the first 0.5 s warms the connections up and is not timed.
+    for setup in "${order[@]}"; do run "$setup" rate "$rep" $((rate * 5 / 2)) "$rate"; done
+done
+
+python3 bench/cluster/table.py "$results" "$rate"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine's, the run's own load included)"
+for name in node-a node-b node-c standalone; do
+    grep -v '^$' "$work/$name.log" | head -3 | sed "s/^/$name: /" || true
+done
