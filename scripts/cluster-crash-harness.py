@@ -47,7 +47,7 @@ import threading
 import time
 
 from nats_process import NatsServer
-from runneld_process import TEST_LOOPS, Daemon
+from runneld_process import TEST_LOOPS, Daemon, poll_until
 
 NODES = ["a", "b", "c"]
 CLUSTER = "crash"
@@ -304,8 +304,8 @@ class Harness:
                 raise RuntimeError(f"{json.dumps(request)} on node {node} answered {json.dumps(reply)}")
         # Every node lists every subject (definitions reach the others within a second).
         for node in NODES:
-            self.poll(lambda: self.listed(node), lambda listed: all(s in listed for s in SUBJECTS),
-                      f"node {node} listing {SUBJECTS}", 5)
+            poll_until(lambda: self.listed(node), lambda listed: all(s in listed for s in SUBJECTS),
+                       f"node {node} listing {SUBJECTS}", 5)
 
     def listed(self, node):
         client = Lines(self.nodes[node].port)
@@ -314,17 +314,6 @@ class Harness:
         finally:
             client.close()
         return {entry["subject"]: entry for entry in reply.get("subjects", [])}
-
-    @staticmethod
-    def poll(read, predicate, what, seconds):
-        deadline = time.monotonic() + seconds
-        while True:
-            current = read()
-            if predicate(current):
-                return current
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{what}: {current}")
-            time.sleep(0.05)
 
     def stream_states(self):
         """Stream name -> JetStream's state of it (messages, first_seq, last_seq)."""
