@@ -913,6 +913,42 @@ def check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst(c):
         client.close()
 
 
+def check_a_sub_that_beats_the_definition_is_told_to_subscribe_again(c):
+    # A create on a and, at once, a sub to the name on c, before c heard of it: c makes a plain
+    # subject of its own. Whichever definition the cluster took first wins: c's (the create on
+    # a is then `kind_mismatch`, and c's subscription stands), or a's, which replaces c's plain
+    # subject: the subscription is not left on a subject that gets no values, it ends with
+    # `subject_error` naming the cluster's shape, and a new sub gets the retained subject.
+    on_a, on_c = c.client("a"), c.client("c")
+    told = won = 0
+    for n in range(20):
+        name = f"race.def.{n}"
+        on_a.send({"op": "create", "subject": name, "kind": "replay", "capacity": 3})
+        subscriber = subscribe(c["c"], name)
+        created = on_a.line()
+        if not created.get("ok"):
+            assert created.get("code") == "kind_mismatch", created
+            won += 1
+            subscriber.close()
+            continue
+        caught_up(c, "c", name, split_pos(listed(on_a, name)["pos"])[0] + ":0")
+        if listed(on_c, name)["kind"] != "replay":
+            continue
+        subscriber.socket.settimeout(0.3)
+        with contextlib.suppress(socket.timeout):
+            line = subscriber.line()
+            assert line.get("ev") == "error" and line.get("code") == "subject_error" and "replay" in line.get(
+                "message", ""), line
+            told += 1
+        subscriber.close()
+    print(f"     of 20: c's plain subject won {won} times; {told} subs on c were told to subscribe again",
+          flush=True)
+    ok(on_a.request({"op": "create", "subject": "race.def.last", "kind": "replay", "capacity": 3}))
+    caught_up(c, "c", "race.def.last", split_pos(listed(on_a, "race.def.last")["pos"])[0] + ":0")
+    ok(pub(on_a, "race.def.last", "v"))
+    assert late(c["c"], "race.def.last", 1, "a subscriber of race.def.last on c")[0][0] == "v"
+
+
 def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
     # Each reply comes once JetStream holds the value: the subject's stream has it at once, and
     # a late subscriber on c gets it (its node may deliver it a moment later). While nats-server
@@ -920,6 +956,9 @@ def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
     on_a = c.client("a")
     ok(on_a.request({"op": "create", "subject": "stored.x", "kind": "replay", "capacity": 100}))
     epoch = split_pos(listed(on_a, "stored.x")["pos"])[0]
+    # c knows the subject within a second (a sub before that would make a plain one there:
+    # check_a_sub_that_beats_the_definition_is_told_to_subscribe_again).
+    caught_up(c, "c", "stored.x", f"{epoch}:0")
     subscriber = LineClient(c["c"].port, timeout=2)
     previous = 0
     for n in range(8):
@@ -1399,6 +1438,7 @@ if __name__ == "__main__":
             check_retained_values_have_one_order_on_every_node,
             check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst,
             check_a_pub_into_a_retained_subject_is_answered_once_stored,
+            check_a_sub_that_beats_the_definition_is_told_to_subscribe_again,
             check_positions_resume_on_any_node,
             check_a_behavior_subjects_value_is_the_clusters,
             check_complete_on_one_node_ends_the_subject_everywhere,

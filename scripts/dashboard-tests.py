@@ -13,7 +13,8 @@ value once, and marks a gap where values were lost (`resumed: false`); with toke
 the page asks for one; the page's WebSocket negotiates permessage-deflate (the handshake as
 Chromium's DevTools report it) and a large value reaches it compressed on the wire (the
 kernel's byte count), and with `compression = false` nothing is negotiated and the page still
-works. With --screenshots DIR it saves the dashboard with a chart, a table and a
+works; a node of a cluster (a nats-server on loopback) names itself and its link in the header,
+and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
 log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
 1,000 values/s into one chart panel (Chromium's Performance.getMetrics). Prints one line per
 check; exit status 0 when every check passed. Needs selenium (PyPI) and Debian's chromium and
@@ -32,6 +33,7 @@ from urllib.parse import quote
 
 import httpx
 
+from nats_process import NatsServer
 from runneld_process import Daemon, LineClient, Suite, assert_clean_stop, chromium, main, severe_console_entries
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -482,6 +484,28 @@ def check_page_works_uncompressed_with_compression_off(run):
         assert_clean_stop(daemon)
 
 
+def check_the_header_shows_the_node_and_its_link_in_a_cluster(run):
+    """A node of a cluster (one nats-server on loopback): the header names the node, says its
+    link is up and counts the nodes; with NATS stopped it says the link is down. A standalone
+    server's page shows no such badge (the other checks' daemon)."""
+    open_page(run.driver, run.daemon.url + "/")
+    assert not run.driver.find_element(By.ID, "cluster-state").is_displayed()
+    with NatsServer() as nats:
+        daemon = Daemon(run.binary, f'cluster_nats = "{nats.url}"\ncluster_name = "dash"\nnode_name = "dash-a"\n')
+        driver = chromium()
+        try:
+            open_page(driver, daemon.url + "/")
+            badge = driver.find_element(By.ID, "cluster-state")
+            wait_until(lambda: badge.text == "node dash-a · link up · 1 node", f"the cluster badge ({badge.text!r})", 5)
+            assert badge.get_attribute("data-state") == "up"
+            nats.stop()
+            wait_until(lambda: "link down" in badge.text, f"the badge saying the link is down ({badge.text!r})", 15)
+            assert badge.get_attribute("data-state") == "down"
+        finally:
+            driver.quit()
+            daemon.stop()
+
+
 def set_viewport(driver, width, height, mobile):
     """The page's viewport exactly (the window's size includes what headless Chromium keeps for
     its own frame)."""
@@ -575,6 +599,7 @@ CHECKS = [
     check_gets_short_lived_tokens_from_the_app_and_refreshes_them,
     check_page_negotiates_permessage_deflate_and_gets_compressed_frames,
     check_page_works_uncompressed_with_compression_off,
+    check_the_header_shows_the_node_and_its_link_in_a_cluster,
 ]
 
 

@@ -157,8 +157,10 @@ extension ClusterSubjectStore {
                 if let ended = definition.ended, entry.acceptsValues { end(entry, error: ended.error) }
                 return
             }
-            // Made anew elsewhere without a deletion first: its values before are gone.
-            removeLocally(entry, saying: Self.renewed)
+            // Made anew elsewhere without a deletion first (its values before are gone), or made
+            // here by a pub or sub before this node heard of the cluster's definition.
+            let sameShape = definition.hasShape(of: entry)
+            removeLocally(entry, saying: sameShape ? Self.renewed : Self.definedElsewhere(name, as: definition))
         }
         adopt(name, definition)
     }
@@ -211,6 +213,14 @@ extension ClusterSubjectStore {
         } else {
             local.delete(entry)
         }
+    }
+
+    /// What the subscribers of a subject this node made get when the cluster's definition of
+    /// it, made on another node a moment before, arrives in another shape.
+    static func definedElsewhere(_ name: String, as definition: ClusterDefinition) -> ProtocolError {
+        let shape = definition.kind.shape(capacity: definition.capacity, durable: definition.durable)
+        return ProtocolError(
+            .subjectError, "subject '\(name)' is the cluster's \(shape), made on another node: subscribe again")
     }
 
     /// What a retained subject's subscribers get when it goes on in a new epoch.
