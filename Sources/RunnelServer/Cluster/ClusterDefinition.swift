@@ -31,16 +31,18 @@ struct ClusterDefinition: Sendable {
         self.ended = ended
     }
 
-    /// `entry`'s definition.
-    init(of entry: SubjectEntry, initial: RawJSON?) {
-        self.init(
-            kind: entry.kind, capacity: entry.capacity, durable: entry.isDurable, initial: initial, epoch: entry.epoch)
-    }
-
     /// Whether `entry` is the subject this defines, in the same shape (not its epoch).
     func hasShape(of entry: SubjectEntry) -> Bool {
         kind == entry.kind && capacity == entry.capacity && durable == entry.isDurable
     }
+
+    /// Whether `other` defines a subject of the same shape (not its epoch).
+    func hasShape(of other: ClusterDefinition) -> Bool {
+        kind == other.kind && capacity == other.capacity && durable == other.durable
+    }
+
+    /// "replay (capacity 5, durable)", for messages.
+    var shape: String { kind.shape(capacity: capacity, durable: durable) }
 
     /// The JSON stored under the subject's key.
     var bytes: [UInt8] {

@@ -125,6 +125,19 @@ final class ClusterLink: @unchecked Sendable {
     func streamName(epoch: String) -> String { "RUNNEL_\(config.name)_\(epoch)" }
     func streamSubject(epoch: String) -> String { streamPrefix + epoch }
 
+    /// Values a retained subject's stream keeps at least, whatever its capacity: a node's
+    /// consumer that falls behind by fewer loses nothing (by more, its subscribers are told).
+    static let streamWindow = 1024
+
+    /// Makes the stream of the retained subject `definition` defines (worker thread): its
+    /// capacity's values at least `streamWindow`, in files when durable.
+    func addStream(for definition: ClusterDefinition) throws(NATSError) {
+        try jetStream.addStream(
+            streamName(epoch: definition.epoch), subject: streamSubject(epoch: definition.epoch),
+            perSubject: max(definition.capacity ?? 1, Self.streamWindow), file: definition.durable,
+            replicas: config.replicas)
+    }
+
     /// The NATS subject of a runneld subject or pattern.
     func natsSubject(of subject: String) -> String { valuesPrefix + subject }
 

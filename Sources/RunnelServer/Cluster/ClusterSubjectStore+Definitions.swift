@@ -40,15 +40,11 @@ extension ClusterSubjectStore {
     {
         let stream = link.streamName(epoch: definition.epoch)
         do throws(NATSError) {
-            if definition.kind != .subject {
-                try link.jetStream.addStream(
-                    stream, subject: link.streamSubject(epoch: definition.epoch),
-                    perSubject: max(definition.capacity ?? 1, streamWindow), file: definition.durable,
-                    replicas: link.config.replicas)
-            }
-            if try link.definitions.create(ClusterDefinition.key(of: name), definition.bytes) { return .created }
+            let key = ClusterDefinition.key(of: name)
+            if definition.kind != .subject { try link.addStream(for: definition) }
+            if try link.definitions.create(key, definition.bytes) { return .created }
             if definition.kind != .subject { try link.jetStream.deleteStream(stream) }
-            guard let bytes = try link.definitions.get(ClusterDefinition.key(of: name)),
+            guard let bytes = try link.definitions.get(key),
                 let existing = ClusterDefinition(bytes: bytes)
             else { return .failed("the subject was deleted meanwhile; try again") }
             return .exists(existing)
@@ -67,13 +63,10 @@ extension ClusterSubjectStore {
             if let entry, entry.retainsValues { startConsuming(entry) }
             answer(change, error: nil)
         case .exists(let existing):
-            guard
-                existing.kind == definition.kind && existing.capacity == definition.capacity
-                    && existing.durable == definition.durable
-            else {
+            guard existing.hasShape(of: definition) else {
                 if let entry { removeLocally(entry) }
-                let shape = existing.kind.shape(capacity: existing.capacity, durable: existing.durable)
-                return answer(change, error: ProtocolError(.kindMismatch, "subject '\(name)' exists as \(shape)"))
+                return answer(
+                    change, error: ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)"))
             }
             if let entry {
                 if entry.kind == .subject {
@@ -218,9 +211,9 @@ extension ClusterSubjectStore {
     /// What the subscribers of a subject this node made get when the cluster's definition of
     /// it, made on another node a moment before, arrives in another shape.
     static func definedElsewhere(_ name: String, as definition: ClusterDefinition) -> ProtocolError {
-        let shape = definition.kind.shape(capacity: definition.capacity, durable: definition.durable)
-        return ProtocolError(
-            .subjectError, "subject '\(name)' is the cluster's \(shape), made on another node: subscribe again")
+        ProtocolError(
+            .subjectError,
+            "subject '\(name)' is the cluster's \(definition.shape), made on another node: subscribe again")
     }
 
     /// What a retained subject's subscribers get when it goes on in a new epoch.
@@ -240,13 +233,9 @@ extension ClusterSubjectStore {
         link.worker.async {
             do throws(NATSError) {
                 guard try link.jetStream.lastSequence(of: stream) == nil else { return }
-                let newStream = link.streamName(epoch: renewed.epoch)
-                try link.jetStream.addStream(
-                    newStream, subject: link.streamSubject(epoch: renewed.epoch),
-                    perSubject: max(renewed.capacity ?? 1, Self.streamWindow), file: false,
-                    replicas: link.config.replicas)
+                try link.addStream(for: renewed)
                 if try !link.definitions.update(ClusterDefinition.key(of: name), renewed.bytes, last: revision) {
-                    try link.jetStream.deleteStream(newStream)
+                    try link.jetStream.deleteStream(link.streamName(epoch: renewed.epoch))
                 }
                 link.logger.warning(
                     "cluster: subject \(name) lost its values with the NATS server; it goes on in a new epoch")

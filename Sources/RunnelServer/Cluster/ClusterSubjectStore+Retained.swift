@@ -45,7 +45,7 @@ extension ClusterSubjectStore {
         guard let entry = retainedByEpoch[epoch], let publishBound, message.streamSeq > entry.lastSeq else { return }
         // A consumer that fell behind by more than the stream keeps skips what it lost: told.
         if entry.lastSeq > 0 && message.streamSeq > entry.lastSeq + 1 {
-            interest.noteMissed(message.streamSeq - entry.lastSeq - 1, in: entry.name)
+            missed(message.streamSeq - entry.lastSeq - 1, in: entry.name)
         }
         if let value = validated(message.payload), !entry.isTerminated {
             publishBound.beginPublish()

@@ -41,9 +41,6 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var catchingUp: [String: UInt64] = [:]
     /// Retained subjects that end once their consumer delivers the stream's seq `last`, by epoch.
     var endings: [String: (last: UInt64, error: ProtocolError?)] = [:]
-    /// Values a retained subject's stream keeps at least, whatever its capacity: a node's
-    /// consumer that falls behind by fewer loses nothing (by more, its subscribers are told).
-    static let streamWindow = 1024
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
     /// streams.
     var awaitingStreams: [String: [() -> Void]] = [:]
@@ -163,9 +160,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         guard let publishBound, let entry = localPlainSubject(subject) else { return }
         guard let value = validated(payload) else {
             // Not a value a node sent: something else publishes under the cluster's prefix.
-            interest.noteMissed(1, in: subject)
-            valuesMissed &+= 1
-            return
+            return missed(1, in: subject)
         }
         local.publish(value, members: JSONMemberIndex(), to: entry, bounding: publishBound)
     }
@@ -183,8 +178,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             return entry.kind == .subject && entry.acceptsValues ? entry : nil
         }
         guard SubjectName.isValidName(name), local.count < maxSubjects else {
-            interest.noteMissed(1, in: name)
-            valuesMissed &+= 1
+            missed(1, in: name)
             return nil
         }
         return local.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
@@ -197,13 +191,16 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         let last = lastSeqs[origin, default: [:]][subject]
         if let last, last.epoch == epoch {
             guard seq > last.seq else { return false }
-            if seq > last.seq + 1 {
-                interest.noteMissed(seq - last.seq - 1, in: subject)
-                valuesMissed &+= seq - last.seq - 1
-            }
+            if seq > last.seq + 1 { missed(seq - last.seq - 1, in: subject) }
         }
         lastSeqs[origin, default: [:]][subject] = (epoch, seq)
         return true
+    }
+
+    /// `count` values of `subject` did not reach this node: counted, and its subscriptions told.
+    func missed(_ count: UInt64, in subject: String) {
+        interest.noteMissed(count, in: subject)
+        valuesMissed &+= count
     }
 
     func clusterForgot(_ origins: [String]) {
