@@ -13,12 +13,11 @@ import RunnelUV
 /// subject). The subjects' definitions
 /// are the JetStream key-value bucket `RUNNEL_CLUSTER` (`ClusterDefinition`); a retained
 /// subject of epoch `E` keeps its values in the stream `RUNNEL_CLUSTER_E`, on the subject
-/// `runnel.CLUSTER.r.E` (a subject made anew is a new stream). Each value carries the node's
-/// instance (`Runnel-Origin`: its name and a random part, new at every start) and that
-/// instance's sequence for the subject, with the subject's epoch there (`Runnel-Seq`,
-/// `EPOCH:N`: a subject made anew starts again), so a receiver knows what it missed, and drops
-/// the second copy NATS delivers when a value matches two of its subscriptions (a subject and
-/// a pattern).
+/// `runnel.CLUSTER.r.E` (a subject made anew is a new stream). Each plain value's reply subject
+/// carries the node's instance (its name and a random part, new at every start), the
+/// subject's epoch there and the instance's sequence for it (`INSTANCE.EPOCH.SEQ`: a subject
+/// made anew starts again), so a receiver knows what it missed, and drops the second copy NATS
+/// delivers when a value matches two of its subscriptions (a subject and a pattern).
 ///
 /// Thread rules: loop thread only, but for what cnats's threads post to the inbox. Lifetime
 /// rule: made at start-up once NATS answered; lives until the process stops (`close`).
