@@ -949,6 +949,23 @@ def check_a_sub_that_beats_the_definition_is_told_to_subscribe_again(c):
     assert late(c["c"], "race.def.last", 1, "a subscriber of race.def.last on c")[0][0] == "v"
 
 
+def freeze(pid, seconds=5):
+    """SIGSTOP `pid`, and wait until every thread of it has stopped: kill(2) returns before a
+    thread running on another core stops (at its next tick), and a stopping nats-server could
+    still read, store and answer a value sent meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + seconds
+    while True:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/task/{task}/stat") as stat:
+                states.append(stat.read().rpartition(")")[2].split()[0])
+        if states and all(state == "T" for state in states):
+            return
+        assert time.monotonic() < deadline, f"nats-server's threads not all stopped: {states}"
+        time.sleep(0.005)
+
+
 def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
     # Each reply comes once JetStream holds the value: the subject's stream has it at once, and
     # a late subscriber on c gets it (its node may deliver it a moment later). While nats-server
@@ -973,7 +990,7 @@ def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
         assert got == list(range(n + 1)), f"{who}: {got}"
         ok(subscriber.request({"op": "unsub", "sid": subscriber.sid}))
     subscriber.close()
-    os.kill(c.nats.pid, signal.SIGSTOP)
+    freeze(c.nats.pid)
     try:
         on_a.send({"op": "pub", "subject": "stored.x", "value": "frozen", "ref": "frozen"})
         on_a.socket.settimeout(0.5)
