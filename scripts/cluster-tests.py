@@ -555,7 +555,7 @@ def check_a_lost_link_is_reported(c):
     # Before: a replay subject, a plain one that b subscribes and a publishes to (it works),
     # a plain one with a subscriber on a. Then nats-server stops.
     on_a = c.client("a")
-    ok(on_a.request({"op": "create", "subject": "r.x", "kind": "replay", "capacity": 10}))
+    create(c, "a", subject="r.x", kind="replay", capacity=10)
     c.state["remote"] = subscribe(c["b"], "ll.plain")
     # (In place before the reply is another check's business.)
     poll_until(lambda: c.nats_subscriptions("b"), lambda subs: c.value_subject("b", "ll.plain") in subs,
@@ -632,7 +632,7 @@ def check_the_link_comes_back(c):
         wait_for_link(c[node], "up", max(LINK_UP_SECONDS - (time.monotonic() - started), 0.1), f"node {node}'s link")
         poll_until(lambda: healthz(c[node]), lambda status: status == 200, f"node {node}'s /healthz", 2)
     print(f"both up {time.monotonic() - started:.1f} s after nats-server started")
-    ok(c.client("a").request({"op": "create", "subject": "r.z", "kind": "replay", "capacity": 10}))
+    create(c, "a", subject="r.z", kind="replay", capacity=10)
 
 
 def expect_dropped_then(client, value, late=None):
@@ -689,6 +689,20 @@ def wait_listed(c, node, subject, predicate, what, seconds=LIST_SECONDS):
     """Polls node's `list` until `subject`'s entry (None when absent) satisfies `predicate`."""
     return poll_until(lambda: listed(c.client(node), subject), predicate, f"{what}: {subject} in node {node}'s list",
                       seconds)
+
+
+def create(c, node, **fields):
+    """`create` on `node` (it must succeed), then every live node lists the subject in that
+    epoch: the contract gives a definition a second to reach every node, and a `pub` or `sub`
+    on a node before it has makes a plain subject of that node's own (which the cluster's
+    definition then replaces: check_a_sub_that_beats_the_definition_is_told_to_subscribe_again)."""
+    subject = fields["subject"]
+    ok(c.client(node).request({"op": "create", **fields}))
+    epoch = split_pos(listed(c.client(node), subject)["pos"])[0]
+    for other in c.nodes:
+        if other not in c.killed:
+            wait_listed(c, other, subject, lambda entry: entry is not None and split_pos(entry["pos"])[0] == epoch,
+                        "the cluster's definition")
 
 
 def shape(entry):
@@ -770,7 +784,7 @@ def check_a_created_subject_is_listed_everywhere_in_the_clusters_shape(c):
     # on b of another shape right after a's reply (b need not have heard yet: the cluster's
     # definition decides) is kind_mismatch, and b keeps a's shape; the same shape is ok.
     created = time.monotonic()
-    ok(c.client("a").request({"op": "create", "subject": "def.x", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="def.x", kind="replay", capacity=5)
     wanted = {"kind": "replay", "capacity": 5, "durable": False, "terminated": False}
     for other in ({"kind": "replay", "capacity": 6}, {"kind": "behavior"}, {"kind": "subject"},
                   {"kind": "replay", "capacity": 5, "durable": True}):
@@ -863,7 +877,7 @@ def check_retained_values_have_one_order_on_every_node(c):
     # 5; once every node has the values, late subscribers with positions on a, b and c get the
     # same 5 values with the same positions, seqs increasing, the latest being `list`'s `pos`
     # everywhere; each publisher's among them are its last ones, in its order.
-    ok(c.client("a").request({"op": "create", "subject": "one.x", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="one.x", kind="replay", capacity=5)
     count = 20
     publish_at_once(c, "ab", "one.x", count)
     latest = stored_pos(c, "one.x")
@@ -885,7 +899,7 @@ def check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst(c):
     # Subscribers with positions on a, b and c from before; publishers on a and b at once
     # (pipelined) into a replay subject of capacity 5: every subscriber gets all 40 values
     # (not only what the buffer keeps), once, in one order with the same positions everywhere.
-    ok(c.client("a").request({"op": "create", "subject": "burst.x", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="burst.x", kind="replay", capacity=5)
     caught_up(c, "bc", "burst.x", listed(c.client("a"), "burst.x")["pos"])
     live = {node: subscribe(c[node], "burst.x", positions=True) for node in "abc"}
     count = 20
@@ -943,7 +957,7 @@ def check_a_sub_that_beats_the_definition_is_told_to_subscribe_again(c):
         subscriber.close()
     print(f"     of 20: c's plain subject won {won} times; {told} subs on c were told to subscribe again",
           flush=True)
-    ok(on_a.request({"op": "create", "subject": "race.def.last", "kind": "replay", "capacity": 3}))
+    create(c, "a", subject="race.def.last", kind="replay", capacity=3)
     caught_up(c, "c", "race.def.last", split_pos(listed(on_a, "race.def.last")["pos"])[0] + ":0")
     ok(pub(on_a, "race.def.last", "v"))
     assert late(c["c"], "race.def.last", 1, "a subscriber of race.def.last on c")[0][0] == "v"
@@ -971,7 +985,7 @@ def check_a_pub_into_a_retained_subject_is_answered_once_stored(c):
     # a late subscriber on c gets it (its node may deliver it a moment later). While nats-server
     # is frozen (SIGSTOP) no reply comes; it comes once nats-server goes on.
     on_a = c.client("a")
-    ok(on_a.request({"op": "create", "subject": "stored.x", "kind": "replay", "capacity": 100}))
+    create(c, "a", subject="stored.x", kind="replay", capacity=100)
     epoch = split_pos(listed(on_a, "stored.x")["pos"])[0]
     # c knows the subject within a second (a sub before that would make a plain one there:
     # check_a_sub_that_beats_the_definition_is_told_to_subscribe_again).
@@ -1013,7 +1027,7 @@ def check_positions_resume_on_any_node(c):
     # position resumes with 5 6 7; value 2's (every value after it still kept) with 3..7; value
     # 1's does not (3 is kept no more), nor a position beyond the latest or of another epoch;
     # the latest resumes with nothing, then live. On b (the publisher's) too.
-    ok(c.client("a").request({"op": "create", "subject": "resume.x", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="resume.x", kind="replay", capacity=5)
     publish_with_refs(c.client("b"), "resume.x", list(range(5)))
     caught_up(c, "a", "resume.x", stored_pos(c, "resume.x"))
     positions = [pos for _, pos in late(c["a"], "resume.x", 5, "a late subscriber of resume.x on a")]
@@ -1062,7 +1076,7 @@ def check_a_behavior_subjects_value_is_the_clusters(c):
     # Created with a value on a: a subscriber on c gets it first (seq 0); after a pub on b,
     # subscribers everywhere get the new value, and a late one on a gets only it. A create on c
     # with another value changes nothing.
-    ok(c.client("a").request({"op": "create", "subject": "beh.x", "kind": "behavior", "value": {"v": 0}}))
+    create(c, "a", subject="beh.x", kind="behavior", value={"v": 0})
     initial = listed(c.client("a"), "beh.x")["pos"]
     epoch = split_pos(initial)[0]
     assert split_pos(initial)[1] == 0, initial
@@ -1087,7 +1101,7 @@ def check_a_behavior_subjects_value_is_the_clusters(c):
 def end_setup(c, subject):
     """A replay subject made on a with two values, a subscriber (with positions) on every node
     having got them; {node: subscriber}, and the values' (value, pos) pairs."""
-    ok(c.client("a").request({"op": "create", "subject": subject, "kind": "replay", "capacity": 5}))
+    create(c, "a", subject=subject, kind="replay", capacity=5)
     caught_up(c, "bc", subject, listed(c.client("a"), subject)["pos"])
     subscribers = {node: subscribe(c[node], subject, positions=True) for node in "abc"}
     publish_with_refs(c.client("b"), subject, ["one", "two"])
@@ -1157,7 +1171,7 @@ def check_delete_on_one_node_removes_the_subject_everywhere(c):
         wait_listed(c, node, "end.d", lambda e: e is None, "deleted on c",
                     max(LIST_SECONDS - (time.monotonic() - deleted), 0.1))
     poll_until(lambda: stream_of(c, old_epoch), lambda state: state is None, "end.d's old stream", 2)
-    ok(c.client("a").request({"op": "create", "subject": "end.d", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="end.d", kind="replay", capacity=5)
     new_epoch = split_pos(listed(c.client("a"), "end.d")["pos"])[0]
     assert new_epoch != old_epoch, f"made again with the old epoch {old_epoch}"
     caught_up(c, "b", "end.d", f"{new_epoch}:0")
@@ -1199,14 +1213,14 @@ def check_a_restarted_node_gets_the_clusters_subjects_and_values(c):
     # values with a's positions.
     on_a = c.client("a")
     for subject in ("rs.kept", "rs.gone", "rs.ended"):
-        ok(on_a.request({"op": "create", "subject": subject, "kind": "replay", "capacity": 5}))
+        create(c, "a", subject=subject, kind="replay", capacity=5)
     publish_with_refs(on_a, "rs.kept", list(range(3)))
     publish_with_refs(on_a, "rs.ended", ["e"])
     caught_up(c, "c", "rs.kept", listed(on_a, "rs.kept")["pos"])
     c["c"].kill()
     c.killed.add("c")
     on_b = c.client("b")
-    ok(on_b.request({"op": "create", "subject": "rs.new", "kind": "behavior", "value": "initial"}))
+    create(c, "b", subject="rs.new", kind="behavior", value="initial")
     publish_with_refs(on_b, "rs.kept", list(range(3, 8)))
     ok(on_b.request({"op": "delete", "subject": "rs.gone"}))
     ok(on_b.request({"op": "complete", "subject": "rs.ended"}))
@@ -1239,7 +1253,7 @@ def check_retained_subscribers_get_nothing_while_the_link_is_down(c):
     # gets nothing; the memory one's stream is gone with the server's memory (the next check).
     on_a = c.client("a")
     for subject, durable in (("kd.r", True), ("km.r", False)):
-        ok(on_a.request({"op": "create", "subject": subject, "kind": "replay", "capacity": 10, "durable": durable}))
+        create(c, "a", subject=subject, kind="replay", capacity=10, durable=durable)
         caught_up(c, "b", subject, listed(on_a, subject)["pos"])
         subscriber = subscribe(c["b"], subject, positions=True)
         publish_with_refs(on_a, subject, [0, 1, 2])
@@ -1296,9 +1310,9 @@ def check_a_durable_subjects_values_survive_restarts_of_nats_and_every_node(c):
         with contextlib.suppress(AssertionError):
             c.earlier(subject)[0].close()
     on_a = c.client("a")
-    ok(on_a.request({"op": "create", "subject": "dur.r", "kind": "replay", "capacity": 5, "durable": True}))
-    ok(on_a.request({"op": "create", "subject": "dur.b", "kind": "behavior", "value": "v0", "durable": True}))
-    ok(on_a.request({"op": "create", "subject": "mem.r", "kind": "replay", "capacity": 5}))
+    create(c, "a", subject="dur.r", kind="replay", capacity=5, durable=True)
+    create(c, "a", subject="dur.b", kind="behavior", value="v0", durable=True)
+    create(c, "a", subject="mem.r", kind="replay", capacity=5)
     for subject, items in (("dur.r", list(range(7))), ("dur.b", ["v1", "v2"]), ("mem.r", [0, 1])):
         publish_with_refs(on_a, subject, items)
     kept = {}
