@@ -64,7 +64,8 @@ extension ClusterSubjectStore {
             answer(change, error: nil)
         case .exists(let existing):
             guard existing.hasShape(of: definition) else {
-                if let entry { removeLocally(entry) }
+                // Subscriptions a pub or sub made on the entry hear why it goes.
+                if let entry { removeLocally(entry, saying: Self.definedElsewhere(name, as: existing)) }
                 return answer(
                     change, error: ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)"))
             }
