@@ -153,16 +153,17 @@ import Testing
             _ = try await ClientChecks.connect(daemon, token: try ClientChecks.expiringToken(-60))
         }
         #expect(expired?.message == "JWT expired")
-        // Eight seconds: time to connect, subscribe and take a value on a loaded machine first.
+        // Twenty seconds: time to connect, subscribe and take a value first on a machine loaded
+        // by the parallel suites at four loops (eight were not always enough there).
         let reasons = Reasons()
-        let client = try await ClientChecks.connect(daemon, token: try ClientChecks.expiringToken(8)) {
+        let client = try await ClientChecks.connect(daemon, token: try ClientChecks.expiringToken(20)) {
             $0.onDisconnect = { reasons.add($0) }
         }
         let subscription = try await client.subscribe("expiry.a")
         #expect(try await client.publish("expiry.a", .number(1), reply: true) == 1)
         #expect(ClientChecks.values(try await ClientChecks.take(subscription, 1)) == [.number(1)])
         let ended = await ClientChecks.expectError("unauthorized") {
-            _ = try await ClientChecks.next(subscription, within: .seconds(20))
+            _ = try await ClientChecks.next(subscription, within: .seconds(30))
         }
         #expect(ended?.message == "token expired")
         #expect(reasons.all.map { "\($0.code): \($0.message)" } == ["unauthorized: token expired"])
