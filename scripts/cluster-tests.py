@@ -323,6 +323,18 @@ def check_stats_name_the_cluster_and_count_every_node(c):
                    f"node {node}'s stats.cluster", COUNT_SECONDS)
 
 
+def check_runnel_stats_shows_the_node_and_its_link(c):
+    # The CLI built beside runneld prints stats.cluster as one line.
+    cli = os.path.join(os.path.dirname(os.path.abspath(c.binary)), "runnel")
+    result = subprocess.run([cli, "stats", "--server", f"127.0.0.1:{c['b'].port}"],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 0, result
+    lines = [line for line in result.stdout.splitlines() if line.startswith("cluster:")]
+    assert len(lines) == 1, result.stdout
+    shown = json.loads(lines[0].split(":", 1)[1])
+    assert shown == {"name": "shared", "node": "b", "link": "up", "nodes": 3}, lines[0]
+
+
 def check_values_from_every_node_reach_every_node_once_in_order(c):
     # A publisher and a subscriber on each node, publishing at once: each subscriber (the
     # publisher's own node included) gets every value once, each publisher's in its order.
@@ -456,6 +468,64 @@ def check_a_node_holds_one_nats_subscription_per_subject_while_subscribed(c):
     expect_on_c([wanted], "after a sub again")
     client.close()
     expect_on_c([], "after its connection closed")
+
+
+def values_sent(d):
+    """runnel_cluster_values_sent_total of node d."""
+    with urllib.request.urlopen(d.url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return int(float(next(line.split()[-1] for line in text.splitlines()
+                          if line.startswith("runnel_cluster_values_sent_total"))))
+
+
+def check_a_subscription_made_again_is_not_told_of_values_it_never_wanted(c):
+    # b subscribes, leaves while c stays (a goes on sending to c), subscribes again: b's new
+    # subscription gets the next value, with no `dropped` for the values sent meanwhile.
+    publisher = c.client("a")
+    on_c = subscribe(c["c"], "again.x")
+    on_b = subscribe(c["b"], "again.x")
+    ok(pub(publisher, "again.x", 0))
+    assert values(on_b, 1, "again.x on b") == [0]
+    on_b.close()
+    for n in range(1, 6):
+        ok(pub(publisher, "again.x", n))
+    assert values(on_c, 6, "again.x on c") == list(range(6))
+    on_b = subscribe(c["b"], "again.x")
+    ok(pub(publisher, "again.x", 6))
+    assert values(on_b, 1, "again.x on b, subscribed again") == [6]
+    for client in (on_b, on_c):
+        client.close()
+
+
+def check_a_node_sends_only_what_other_nodes_subscribe_to(c):
+    # With its only subscriber on a, a sends nothing of own.x to NATS; once b subscribes
+    # (by name, then c by pattern), every value goes and arrives; once they are gone, a stops.
+    local = subscribe(c["a"], "own.x")
+    publisher = c.client("a")
+    before = values_sent(c["a"])
+    for n in range(50):
+        ok(pub(publisher, "own.x", n))
+    assert values(local, 50, "own.x on a") == list(range(50))
+    assert values_sent(c["a"]) == before, f"a sent {values_sent(c['a']) - before} values nobody else wants"
+    for node, subject in (("b", "own.x"), ("c", "own.*")):
+        remote = subscribe(c[node], subject)
+        before = values_sent(c["a"])
+        for n in range(50):
+            ok(pub(publisher, "own.x", n))
+        who = f"{subject} on {node}, own.x published on a"
+        assert values(remote, 50, who) == list(range(50)), who
+        assert values(local, 50, "own.x on a") == list(range(50))
+        assert values_sent(c["a"]) == before + 50, (who, values_sent(c["a"]) - before)
+        remote.close()
+
+    def sent_by_one_more_pub():
+        before = values_sent(c["a"])
+        ok(pub(publisher, "own.x", "after"))
+        values(local, 1, "own.x on a")
+        return values_sent(c["a"]) - before
+
+    poll_until(sent_by_one_more_pub, lambda sent: sent == 0, "a sending own.x after the remote subscribers left", 3)
+    local.close()
 
 
 # --- suite "node_loss": three nodes, c killed ---------------------------------------------------
@@ -963,6 +1033,30 @@ def check_a_sub_that_beats_the_definition_is_told_to_subscribe_again(c):
     assert late(c["c"], "race.def.last", 1, "a subscriber of race.def.last on c")[0][0] == "v"
 
 
+def check_a_pub_that_beats_the_definition_is_answered_kind_mismatch(c):
+    # A create on a and, at once, a pub with ref to the name on c, before c heard of it: c makes
+    # a plain subject of its own and the value goes there. Whichever definition the cluster took
+    # first wins; when it is a's, the pub is answered kind_mismatch (the value did not reach the
+    # replay subject), never ok: every value answered ok reaches a late subscriber on a.
+    on_a, on_c = c.client("a"), c.client("c")
+    told = 0
+    for n in range(20):
+        name = f"race.pub.{n}"
+        on_a.send({"op": "create", "subject": name, "kind": "replay", "capacity": 3})
+        on_c.send({"op": "pub", "subject": name, "value": n, "ref": n})
+        created, published = on_a.line(), on_c.line()
+        if not created.get("ok"):
+            assert created.get("code") == "kind_mismatch" and published.get("ok"), (created, published)
+            continue
+        if not published.get("ok"):
+            assert published.get("code") == "kind_mismatch" and "replay" in published.get("message", ""), published
+            told += 1
+            continue
+        got = [value for value, _ in late(c["a"], name, 1, f"a late subscriber of {name} on a")]
+        assert got == [n], (name, got)
+    print(f"     of 20: {told} pubs on c were answered kind_mismatch", flush=True)
+
+
 def freeze(pid, seconds=5):
     """SIGSTOP `pid`, and wait until every thread of it has stopped: kill(2) returns before a
     thread running on another core stops (at its next tick), and a stopping nats-server could
@@ -1440,11 +1534,14 @@ if __name__ == "__main__":
     main(__doc__.splitlines()[0], [
         Suite("shared", logged(
             check_stats_name_the_cluster_and_count_every_node,
+            check_runnel_stats_shows_the_node_and_its_link,
             check_values_from_every_node_reach_every_node_once_in_order,
             check_a_value_published_right_after_the_sub_reply_arrives,
             check_patterns_and_stages_get_other_nodes_values,
             check_receivers_counts_only_this_nodes_subscriptions,
             check_a_node_holds_one_nats_subscription_per_subject_while_subscribed,
+            check_a_node_sends_only_what_other_nodes_subscribe_to,
+            check_a_subscription_made_again_is_not_told_of_values_it_never_wanted,
         ), start=lambda binary: cluster_started(binary, [("a", "shared"), ("b", "shared"), ("c", "shared")])),
         Suite("node_loss", logged(
             check_a_killed_node_does_not_stop_the_others,
@@ -1470,6 +1567,7 @@ if __name__ == "__main__":
             check_live_subscribers_of_a_retained_subject_get_every_value_of_a_burst,
             check_a_pub_into_a_retained_subject_is_answered_once_stored,
             check_a_sub_that_beats_the_definition_is_told_to_subscribe_again,
+            check_a_pub_that_beats_the_definition_is_answered_kind_mismatch,
             check_positions_resume_on_any_node,
             check_a_behavior_subjects_value_is_the_clusters,
             check_complete_on_one_node_ends_the_subject_everywhere,

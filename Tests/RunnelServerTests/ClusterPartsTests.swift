@@ -72,10 +72,14 @@ import Testing
 
     @Test func oneNATSSubscriptionPerSubjectOrPatternWhileSubscribed() {
         var asked: [String] = []
-        let interest = ClusterInterest { subject in
-            asked.append(subject)
-            return nil
-        }
+        var ended: [String] = []
+        var made: [String] = []
+        let interest = ClusterInterest(
+            subscribe: { subject in
+                asked.append(subject)
+                return nil
+            }, unsubscribe: { _, subject in ended.append(subject) })
+        interest.subscribed = { made.append($0) }
         let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
         let replay = SubjectEntry(name: "r", kind: .replay, capacity: 5, initial: nil, maxReplayBytes: 1 << 20)
         let first = SessionSubscription(sid: "1", entry: plain, pattern: SubjectPattern("a.b"))
@@ -84,18 +88,23 @@ import Testing
         let retained = SessionSubscription(sid: "4", entry: replay, pattern: SubjectPattern("r"))
         for subscription in [first, second, pattern, retained] { interest.began(subscription) }
         // A retained subject's values do not cross as plain ones do: no NATS subscription.
-        #expect(asked == ["a.b", "a.*"] && interest.count == 2)
+        #expect(asked == ["a.b", "a.*"] && made == asked && interest.count == 2)
+        #expect(Set(interest.keys) == ["a.b", "a.*"])
+        // Which other NATS subscription brings a subject's values (`forgetSeqs`).
+        #expect(interest.bringsValues(of: "a.b", besides: "a.*") && interest.bringsValues(of: "a.b", besides: "a.b"))
+        #expect(interest.bringsValues(of: "a.c", besides: "a.b") && !interest.bringsValues(of: "a.c", besides: "a.*"))
         interest.ended(first)
-        #expect(interest.count == 2)
+        #expect(interest.count == 2 && ended.isEmpty)
         interest.ended(second)
         interest.ended(retained)
-        #expect(interest.count == 1)
+        #expect(interest.count == 1 && ended == ["a.b"] && interest.keys == ["a.*"])
+        #expect(!interest.bringsValues(of: "a.b", besides: "a.*"))
         interest.ended(pattern)
-        #expect(interest.count == 0)
+        #expect(interest.count == 0 && ended == ["a.b", "a.*"])
     }
 
     @Test func missedValuesReachTheSubscriptionsTheyWouldHave() {
-        let interest = ClusterInterest { _ in nil }
+        let interest = ClusterInterest(subscribe: { _ in nil }, unsubscribe: { _, _ in })
         let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
         let named = SessionSubscription(sid: "1", entry: plain, pattern: SubjectPattern("a.b"))
         let matching = SessionSubscription(sid: "2", entry: nil, pattern: SubjectPattern("a.>"))

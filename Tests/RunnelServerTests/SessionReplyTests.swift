@@ -146,11 +146,10 @@ import Testing
         expect(client, #"{"op":"auth","token":"t","ref":3}"#, answers: #"{"ok":true,"ref":3}"#, value: "done ref 3")
     }
 
-    /// Under a disk that replies wait for, each reply is held in its place, then handed on
-    /// with its value; a failed write replies with its error.
-    @Test func aReplyWaitingForTheDiskIsHandedOnWithItsValue() throws {
-        let directory = DurableStoreTests.TemporaryDirectory()
-        defer { directory.remove() }
+    /// A harness whose store's replies wait for a disk the test drives (`DiskWaitingStore`).
+    private static func waitingForTheDisk(in directory: DurableStoreTests.TemporaryDirectory) throws -> (
+        SessionHarness, DiskWaitingStore
+    ) {
         var disk: DiskWaitingStore?
         let harness = try SessionHarness { scheduler in
             let store = DiskWaitingStore(
@@ -159,7 +158,15 @@ import Testing
             disk = store
             return store
         }
-        let store = try #require(disk)
+        return (harness, try #require(disk))
+    }
+
+    /// Under a disk that replies wait for, each reply is held in its place, then handed on
+    /// with its value; a failed write replies with its error.
+    @Test func aReplyWaitingForTheDiskIsHandedOnWithItsValue() throws {
+        let directory = DurableStoreTests.TemporaryDirectory()
+        defer { directory.remove() }
+        let (harness, store) = try Self.waitingForTheDisk(in: directory)
         let client = harness.connect()
         #expect(
             client.send(#"{"op":"create","subject":"d","kind":"replay","capacity":2,"durable":true,"ref":1}"#) == [])
@@ -186,6 +193,29 @@ import Testing
         #expect(client.lines() == [#"{"ok":false,"ref":3,"code":"storage","message":"disk full"}"#])
         #expect(harness.server.stats.requestErrors[.storage] == 1)
         #expect(Self.summary(client.transport.replies.last) == "failed storage ref 3")
+        client.close()
+        store.close()
+    }
+
+    /// A `pub` that made its subject (`auto_create`) is answered once the making is answered,
+    /// with its error when it failed (in a cluster: another node defined the name in another
+    /// shape first, so the value did not reach the cluster's subject); a later one at once.
+    @Test func aPubThatMadeItsSubjectIsAnsweredWhenTheMakingIs() throws {
+        let directory = DurableStoreTests.TemporaryDirectory()
+        defer { directory.remove() }
+        let (harness, store) = try Self.waitingForTheDisk(in: directory)
+        let client = harness.connect()
+        #expect(client.send(#"{"op":"pub","subject":"new","value":1,"ref":1}"#) == [])
+        harness.run { store.commit(failing: ProtocolError(.kindMismatch, "subject 'new' exists as replay")) }
+        #expect(
+            client.lines() == [
+                #"{"ok":false,"ref":1,"code":"kind_mismatch","message":"subject 'new' exists as replay"}"#
+            ])
+        #expect(
+            client.send(#"{"op":"pub","subject":"new","value":2,"ref":2}"#) == [#"{"ok":true,"ref":2,"receivers":0}"#])
+        #expect(client.send(#"{"op":"pub","subject":"other","value":3,"ref":3}"#) == [])
+        harness.run { store.commit() }
+        #expect(client.lines() == [#"{"ok":true,"ref":3,"receivers":0}"#])
         client.close()
         store.close()
     }

@@ -20,8 +20,8 @@
 #             (--rate, default 5,000: 50,000 deliveries/s) for 2.5 s, the first 0.5 s not
 #             timed, for latency.
 #   local     all subscribers and the publisher on one node: the standalone runneld, and
-#             node-a, whose every publish of a plain value also goes to NATS once (nobody else
-#             subscribes to it there). The same two modes.
+#             node-a, a node of a cluster whose other nodes do not subscribe to the subject
+#             (so node-a sends none of its values to NATS). The same two modes.
 #
 # Every run reads the CPU time (user + system, /proc/PID/stat) of each server process that
 # takes part before and after, so the table gives CPU per delivery for the whole setup (for

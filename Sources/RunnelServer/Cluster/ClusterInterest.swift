@@ -23,12 +23,32 @@ final class ClusterInterest {
     /// The texts of `interests` that are patterns, for the values of subjects they match.
     private var patterns: Set<String> = []
     private let subscribe: (String) -> NATSSubscription?
+    private let unsubscribe: (NATSSubscription?, String) -> Void
+    /// Told of each subject or pattern a NATS subscription was just made for.
+    var subscribed: (String) -> Void = { _ in }
 
-    /// `subscribe` makes the NATS subscription for a subject or pattern.
-    init(subscribe: @escaping (String) -> NATSSubscription?) { self.subscribe = subscribe }
+    /// `subscribe` makes the NATS subscription for a subject or pattern; `unsubscribe` ends it.
+    init(
+        subscribe: @escaping (String) -> NATSSubscription?,
+        unsubscribe: @escaping (NATSSubscription?, String) -> Void
+    ) {
+        self.subscribe = subscribe
+        self.unsubscribe = unsubscribe
+    }
 
     /// How many NATS subscriptions the node holds for its clients.
     var count: Int { interests.values.count { $0.natsMembers > 0 } }
+
+    /// The subjects and patterns the node holds NATS subscriptions to.
+    var keys: [String] { interests.compactMap { $0.value.natsMembers > 0 ? $0.key : nil } }
+
+    /// Whether a NATS subscription other than `key`'s brings the values of `subject`.
+    func bringsValues(of subject: String, besides key: String) -> Bool {
+        if key != subject, (interests[subject]?.natsMembers ?? 0) > 0 { return true }
+        return patterns.contains {
+            $0 != key && interests[$0]!.natsMembers > 0 && interests[$0]!.pattern.matches(subject)
+        }
+    }
 
     /// Whether `subscription` needs other nodes' values over core NATS.
     static func needsNATS(_ subscription: SessionSubscription) -> Bool {
@@ -52,6 +72,7 @@ final class ClusterInterest {
             }
         }
         interests[key] = interest
+        if made { subscribed(key) }
         return made
     }
 
@@ -63,7 +84,7 @@ final class ClusterInterest {
         if member.viaNATS {
             interest.natsMembers -= 1
             if interest.natsMembers == 0 {
-                interest.nats?.unsubscribe()
+                unsubscribe(interest.nats, key)
                 interest.nats = nil
             }
         }

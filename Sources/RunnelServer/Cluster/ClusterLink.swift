@@ -8,9 +8,9 @@ import RunnelUV
 /// connection, whether it is up, the nodes heard from, and the NATS subjects the cluster uses.
 ///
 /// Layout: a plain subject `S`'s values travel on the NATS subject `runnel.CLUSTER.v.S`
-/// (runneld's `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is);
-/// every node says it is alive on `runnel.CLUSTER.nodes` every 2 s (its instance as the reply
-/// subject). The subjects' definitions
+/// (runneld's `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is),
+/// sent only while another node wants them (`ClusterPeers`, whose messages go on
+/// `runnel.CLUSTER.nodes`, `.interest` and `.to.INSTANCE`). The subjects' definitions
 /// are the JetStream key-value bucket `RUNNEL_CLUSTER` (`ClusterDefinition`); a retained
 /// subject of epoch `E` keeps its values in the stream `RUNNEL_CLUSTER_E`, on the subject
 /// `runnel.CLUSTER.r.E` (a subject made anew is a new stream). Each plain value's reply subject
@@ -36,8 +36,8 @@ final class ClusterLink: @unchecked Sendable {
     let logger: Logger
     /// Whether the link is up, as the last event the loop saw says.
     private(set) var isUp = true
-    /// Other nodes' instances, with when they were last heard from.
-    private var heard: [String: ContinuousClock.Instant] = [:]
+    /// The other nodes, and the plain values they want.
+    let peers: ClusterPeers
     private var heartbeat: Disposable?
     private(set) var valuesSent: UInt64 = 0
     private(set) var valuesReceived: UInt64 = 0
@@ -45,15 +45,17 @@ final class ClusterLink: @unchecked Sendable {
     /// What the link hands on: values of other nodes, and the link's changes.
     weak var receiver: (any ClusterReceiver)?
 
-    /// The NATS subjects, made once: the values' prefix, the heartbeats', the retained
-    /// streams' prefix, and the definitions' keys' prefix.
+    /// The NATS subjects, made once: the values' prefix, the heartbeats', the subscriptions'
+    /// announcements', this node's own, the retained streams' prefix, and the definitions'
+    /// keys' prefix.
     let valuesPrefix: String
     let nodesSubject: String
+    let interestSubject: String
+    let directSubject: String
     let streamPrefix: String
     let definitionsPrefix: String
-    /// How often a node says it is alive, and how long it counts as alive after.
+    /// How often a node says it is alive.
     static let heartbeatInterval: Duration = .seconds(2)
-    static let aliveFor: Duration = .seconds(10)
 
     /// Connects to NATS as `config` says, retrying until `config.connectTimeout` has passed.
     /// Blocks: call it before the loop runs. The error names the URLs.
@@ -64,6 +66,8 @@ final class ClusterLink: @unchecked Sendable {
         instance = "\(config.nodeName)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
         valuesPrefix = "runnel.\(config.name).v."
         nodesSubject = "runnel.\(config.name).nodes"
+        interestSubject = "runnel.\(config.name).interest"
+        directSubject = "runnel.\(config.name).to.\(instance)"
         streamPrefix = "runnel.\(config.name).r."
         definitionsPrefix = "$KV.RUNNEL_\(config.name)."
         // The inbox exists before the connection, whose handlers may run at once; it reaches
@@ -81,7 +85,23 @@ final class ClusterLink: @unchecked Sendable {
                 message: { message in inbox.post(.stream(message)) },
                 published: { id, error in inbox.post(.published(id: id, error: error)) }))
         definitions = try jetStream.keyValue("RUNNEL_\(config.name)", replicas: config.replicas)
+        let subjects = (
+            nodes: nodesSubject, everyone: interestSubject, direct: "runnel.\(config.name).to."
+        )
+        peers = ClusterPeers(
+            instance: instance, nodeName: config.nodeName, scheduler: scheduler, logger: logger
+        ) { [connection, instance] destination, payload in
+            let subject =
+                switch destination {
+                case .everyone: subjects.everyone
+                case .node(let name): subjects.direct + name
+                case .heartbeat: subjects.nodes
+                }
+            payload.withUnsafeBytes { bytes in try? connection.publish(subject, reply: instance, payload: bytes) }
+        }
         reference.link = self
+        peers.localKeys = { [weak self] in self?.receiver?.clusterInterestKeys ?? [] }
+        peers.missedEverything = { [weak self] in self?.receiver?.clusterReportedLoss() }
     }
 
     /// Tries every URL until one answers or the connect timeout has passed.
@@ -108,14 +128,14 @@ final class ClusterLink: @unchecked Sendable {
     /// Starts the heartbeat, listens for other nodes', and follows the definitions' changes
     /// (from the last of each key on: `ClusterReceiver.clusterStreamDelivered`). Blocks.
     func start() throws(NATSError) {
-        _ = try connection.subscribe(nodesSubject)
+        for subject in [nodesSubject, interestSubject, directSubject] { _ = try connection.subscribe(subject) }
         _ = try jetStream.consume(
             "KV_RUNNEL_\(config.name)", subject: definitionsPrefix + ">", lastPerSubject: true)
-        sendHeartbeat()
+        peers.linkCameUp()
         heartbeat = scheduler.after(
             scheduler.now.advanced(by: Self.heartbeatInterval), repeatingEvery: Self.heartbeatInterval,
             leeway: .milliseconds(100)
-        ) { [weak self] in self?.sendHeartbeat() }
+        ) { [weak self] in self?.tick() }
     }
 
     // MARK: Subjects
@@ -181,8 +201,10 @@ final class ClusterLink: @unchecked Sendable {
     func flush() throws(NATSError) { try connection.flush(timeout: Self.jetStreamWait) }
 
     /// Subscribes in NATS to `subject` (a name or pattern), whose values then reach the
-    /// receiver. Nil, logged, when cnats refuses (the connection closed).
+    /// receiver, and tells the other nodes (`ClusterPeers.announce`). Nil, logged, when cnats
+    /// refuses (the connection closed).
     func subscribe(_ subject: String) -> NATSSubscription? {
+        defer { _ = peers.announce(subscribed: subject) }
         do {
             return try connection.subscribe(natsSubject(of: subject))
         } catch {
@@ -191,24 +213,21 @@ final class ClusterLink: @unchecked Sendable {
         }
     }
 
+    /// Ends the NATS subscription `subscribe(subject)` made, and tells the other nodes.
+    func unsubscribe(_ subscription: NATSSubscription?, from subject: String) {
+        subscription?.unsubscribe()
+        peers.announce(unsubscribed: subject)
+    }
+
     // MARK: Nodes
 
     /// Nodes heard from in the last 10 s, this one included.
-    var nodes: Int {
-        let since = ContinuousClock.now.advanced(by: .zero - Self.aliveFor)
-        return 1 + heard.values.count(where: { $0 >= since })
-    }
+    var nodes: Int { peers.nodes }
 
-    private func sendHeartbeat() {
-        guard isUp else { return }
-        let name = Array(config.nodeName.utf8)
-        name.withUnsafeBytes { bytes in try? connection.publish(nodesSubject, reply: instance, payload: bytes) }
+    private func tick() {
         // Instances silent for long are forgotten (a restarted node is a new one).
-        let forgotten = ContinuousClock.now.advanced(by: .zero - Self.aliveFor * 6)
-        let gone = heard.filter { $0.value < forgotten }.map(\.key)
-        guard !gone.isEmpty else { return }
-        for origin in gone { heard[origin] = nil }
-        receiver?.clusterForgot(gone)
+        let gone = peers.tick(linkUp: isUp)
+        if !gone.isEmpty { receiver?.clusterForgot(gone) }
     }
 
     // MARK: From cnats's threads
@@ -219,7 +238,11 @@ final class ClusterLink: @unchecked Sendable {
             case .message(let message):
                 guard let reply = message.reply else { continue }
                 if message.subject == nodesSubject {
-                    heard[reply] = .now
+                    peers.heard(reply, payload: message.payload)
+                    continue
+                }
+                if message.subject == interestSubject || message.subject == directSubject {
+                    peers.received(message.payload, from: reply)
                     continue
                 }
                 // INSTANCE.EPOCH.SEQ: an epoch holds no dot; an instance may.
@@ -236,7 +259,7 @@ final class ClusterLink: @unchecked Sendable {
                 isUp = up
                 if up {
                     logger.notice("cluster: link to NATS back", metadata: ["node": "\(config.nodeName)"])
-                    sendHeartbeat()
+                    peers.linkCameUp()
                 } else {
                     linkLosses &+= 1
                     logger.warning("cluster: link to NATS lost", metadata: ["node": "\(config.nodeName)"])
@@ -256,6 +279,7 @@ final class ClusterLink: @unchecked Sendable {
     /// Stops the heartbeat and closes the connection (the process is stopping).
     func close() {
         heartbeat?.dispose()
+        if isUp { peers.sayGoodbye() }
         connection.close()
     }
 }
@@ -267,6 +291,8 @@ protocol ClusterReceiver: AnyObject {
     func clusterDelivered(_ payload: [UInt8], subject: String, origin: String, epoch: String, seq: UInt64)
     /// Instances not heard from for long: what is kept about them may go.
     func clusterForgot(_ origins: [String])
+    /// The subjects and patterns this node holds NATS subscriptions to.
+    var clusterInterestKeys: [String] { get }
     /// The link went down or came back.
     func clusterLinkChanged(up: Bool)
     /// cnats dropped messages it could not deliver in time (a subscription's pending limit).
@@ -284,10 +310,14 @@ private final class LinkReference: @unchecked Sendable {
 }
 
 /// How a plain subject's values are sent to the cluster (`ClusterLink.route(of:epoch:)`), made
-/// once per subject and kept on its entry. Thread rules: a value.
+/// once per subject and kept by the store. Thread rules: a value.
 struct ClusterRoute {
     /// The NATS subject, NUL-terminated.
     let subject: [CChar]
     /// `INSTANCE.EPOCH.`, to which each value's sequence number is added.
     let replyPrefix: [UInt8]
+    /// Whether another node wants the subject's values, as `ClusterPeers.wants` answered at
+    /// its `version` `peersVersion` (nil: not asked yet).
+    var isWanted = false
+    var peersVersion: UInt64?
 }

@@ -60,9 +60,10 @@ extension ClusterSubjectStore {
     }
 
     /// Whether every retained subject's consumer has started and delivered what its stream
-    /// held when it started: until then a `from` may not resume here that would elsewhere
-    /// (`RunneldMain` opens the listeners once it is true, or after `cluster_connect_timeout`).
-    var hasCaughtUp: Bool { startingConsumers == 0 && catchingUp.isEmpty }
+    /// held when it started (until then a `from` may not resume here that would elsewhere),
+    /// and every live node has been heard (until then a `sub` reply would wait for that):
+    /// `RunneldMain` opens the listeners once it is true, or after `cluster_connect_timeout`.
+    var hasCaughtUp: Bool { startingConsumers == 0 && catchingUp.isEmpty && link.peers.peersKnown }
 
     /// Starts the node's consumer of `entry`'s stream (on the worker: it waits for JetStream).
     func startConsuming(_ entry: SubjectEntry) {

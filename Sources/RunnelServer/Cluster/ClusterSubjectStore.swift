@@ -62,8 +62,11 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     init(link: ClusterLink, retained: RetainedValues) throws(NATSError) {
         self.local = MemorySubjectStore(retained: retained)
         self.link = link
-        interest = ClusterInterest(subscribe: { [link] subject in link.subscribe(subject) })
+        interest = ClusterInterest(
+            subscribe: { [link] subject in link.subscribe(subject) },
+            unsubscribe: { [link] subscription, subject in link.unsubscribe(subscription, from: subject) })
         link.receiver = self
+        interest.subscribed = { [unowned self] key in forgetSeqs(newlyBroughtBy: key) }
         try loadDefinitions()
     }
 
@@ -111,16 +114,20 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     }
 
     /// A NATS subscription was just made for a `sub` (`ClusterInterest.began`): its reply waits
-    /// until NATS has read it, so a value another node publishes after the reply reaches it.
+    /// until NATS has read it and every other node has applied its announcement
+    /// (`ClusterPeers.whenKnown`), so a value another node publishes after the reply reaches it.
     /// While the link is down the reply does not wait (the subscription is made again when it
     /// is back, and what was missed meanwhile is told with `dropped`).
     func awaitNewInterest() {
         let change = changes.begin()
         guard link.isUp else { return answer(change, error: nil) }
         let link = link
+        let announcement = link.peers.lastAnnouncement
         link.worker.async {
             try? link.flush()
-            _ = link.scheduler.schedule { [self] in answer(change, error: nil) }
+            _ = link.scheduler.schedule { [self] in
+                link.peers.whenKnown(announcement) { [self] in answer(change, error: nil) }
+            }
         }
     }
 
@@ -133,16 +140,19 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         guard !entry.retainsValues else { return publishRetained(value, to: entry) }
-        entry.clusterSeq &+= 1
-        let route = routes[ObjectIdentifier(entry)] ?? makeRoute(for: entry)
-        withExtendedLifetime(value) { link.send(value.buffer.bytes, route: route, seq: entry.clusterSeq) }
+        let key = ObjectIdentifier(entry)
+        var route = routes[key] ?? link.route(of: entry.name, epoch: entry.epoch)
+        if route.peersVersion != link.peers.version {
+            // What other nodes want changed since this subject's last value: asked again.
+            route.peersVersion = link.peers.version
+            route.isWanted = link.peers.wants(entry.name)
+            routes[key] = route
+        }
+        if route.isWanted {
+            entry.clusterSeq &+= 1
+            withExtendedLifetime(value) { link.send(value.buffer.bytes, route: route, seq: entry.clusterSeq) }
+        }
         local.publish(value, members: members, to: entry, bounding: bound)
-    }
-
-    private func makeRoute(for entry: SubjectEntry) -> ClusterRoute {
-        let route = link.route(of: entry.name, epoch: entry.epoch)
-        routes[ObjectIdentifier(entry)] = route
-        return route
     }
 
     /// `entry` is gone from the store.
@@ -205,6 +215,19 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
 
     func clusterForgot(_ origins: [String]) {
         for origin in origins { lastSeqs[origin] = nil }
+    }
+
+    var clusterInterestKeys: [String] { interest.keys }
+
+    /// A NATS subscription to `key` was just made: the last seqs of the subjects no other one
+    /// brings go, as values sent to other nodes meanwhile were not missed here.
+    private func forgetSeqs(newlyBroughtBy key: String) {
+        let pattern = SubjectPattern(key)
+        for origin in lastSeqs.keys {
+            lastSeqs[origin] = lastSeqs[origin]!.filter { subject, _ in
+                !pattern.matches(subject) || interest.bringsValues(of: subject, besides: key)
+            }
+        }
     }
 
     func clusterLinkChanged(up: Bool) {

@@ -157,8 +157,9 @@ private final class Daemon: @unchecked Sendable {
     }
 
     /// In a cluster, the listeners open once the node holds the retained values its streams had
-    /// (a client that moved here resumes by position as it would elsewhere), or at `deadline`
-    /// (`cluster_connect_timeout` after start), said in the log.
+    /// (a client that moved here resumes by position as it would elsewhere) and has heard every
+    /// live node (`ClusterSubjectStore.hasCaughtUp`), or at `deadline` (`cluster_connect_timeout`
+    /// after start), said in the log.
     private func listenOnceCaughtUp(before deadline: ContinuousClock.Instant) {
         guard !isStopping else { return }
         if let cluster = server.cluster, !cluster.hasCaughtUp {
@@ -169,7 +170,7 @@ private final class Daemon: @unchecked Sendable {
                 }
                 return
             }
-            logger.warning("cluster: serving before every retained subject has caught up with its stream")
+            logger.warning("cluster: serving before this node has caught up with the cluster")
         }
         listen()
     }

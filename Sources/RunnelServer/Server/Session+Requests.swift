@@ -62,7 +62,7 @@ extension Session {
     // MARK: pub
 
     private func publish(_ request: Request) throws(ProtocolError) {
-        let entry = try publishTarget(request)
+        let (entry, made) = try publishTarget(request)
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count. (One call shared with
             // the branch below made every pub dearer.)
@@ -72,8 +72,10 @@ extension Session {
             return
         }
         // A plain subject's receivers are counted before the value goes out; a durable one's
-        // when the reply is written, after the disk.
-        let waits = subjects.repliesWait(forValueOf: entry)
+        // when the reply is written, after the disk. A subject this pub made waits for its
+        // making (in a cluster, a definition another node wrote first in another shape makes
+        // the reply `kind_mismatch`: the value did not reach that subject).
+        let waits = made || subjects.repliesWait(forValueOf: entry)
         let receivers = waits ? 0 : entry.subject.subscriberCount
         try Publishing.publish(
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
@@ -90,16 +92,18 @@ extension Session {
     /// encodes it), that entry is used without decoding the name into a `String` and hashing
     /// it, nor checking the token's rights again (the cache is cleared when they change). A name
     /// already registered was validated when it was created, so the slow path validates only
-    /// names it may create.
-    private func publishTarget(_ request: Request) throws(ProtocolError) -> SubjectEntry {
+    /// names it may create. `made`: the subject did not exist before.
+    private func publishTarget(_ request: Request) throws(ProtocolError) -> (entry: SubjectEntry, made: Bool) {
         if let cached = lastPublishTarget, !cached.isDeleted, let field = request.scanned.subject,
             cached.label.json.hasSameBytes(as: request.scanned.bytes(field))
         {
-            return cached
+            return (cached, false)
         }
-        let entry = try context.publishTarget(named: try request.requiredString(.subject), for: rights, under: settings)
+        let name = try request.requiredString(.subject)
+        let made = subjects[name] == nil
+        let entry = try context.publishTarget(named: name, for: rights, under: settings)
         lastPublishTarget = entry
-        return entry
+        return (entry, made)
     }
 
     // MARK: sub / unsub

@@ -17,9 +17,10 @@ final class PublishRoute: HTTPRoute {
         do throws(ProtocolError) {
             guard let name = PercentDecoding.decode(exchange.head.path.dropFirst(Self.prefix.count), plusIsSpace: false)
             else { throw ProtocolError(.badRequest, "the subject in the path is not valid percent-encoded UTF-8") }
+            let made = server.subjects[name] == nil
             publication = Publication(
                 server: server, exchange: exchange, grant: exchange.checkedGrant,
-                entry: try server.publishTarget(named: name, for: exchange.checkedGrant))
+                entry: try server.publishTarget(named: name, for: exchange.checkedGrant), made: made)
         } catch {
             exchange.fail(HTTPFailure(error))
             return nil
@@ -47,9 +48,10 @@ final class PublishRoute: HTTPRoute {
 
 /// One `POST /pub/SUBJECT` in progress: its subject, what it has published, and its answer,
 /// which for a durable subject waits for the disk as the line protocol's reply does (with
-/// `fsync = always`, once the values are on disk), and waits while the publication is paused
-/// (`backpressure`: a subscriber its values reached lags), so a client that publishes one
-/// value per request is paused too. Loop thread only. Lifetime rule: its body reader holds it;
+/// `fsync = always`, once the values are on disk), for a subject the request made waits for
+/// its making (in a cluster, its definition may lose to another node's), and waits while the
+/// publication is paused (`backpressure`: a subscriber its values reached lags), so a client
+/// that publishes one value per request is paused too. Loop thread only. Lifetime rule: its body reader holds it;
 /// the laggards that paused it hold only its gate.
 final class Publication {
     let exchange: HTTPExchange
@@ -59,13 +61,16 @@ final class Publication {
     private let grant: TokenGrant
     private var entry: SubjectEntry
     private(set) var published = 0
-    /// Whether a durable value was published: the answer then waits for the disk.
-    private(set) var wroteDurable = false
+    /// Whether a durable value was published, or the subject made: the answer then waits for
+    /// the store.
+    private(set) var wroteDurable: Bool
     /// This request as a publisher, for `backpressure`.
     private let gate: PublisherGate
 
-    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry) {
+    /// `made`: the request made the subject.
+    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry, made: Bool) {
         self.server = server
+        self.wroteDurable = made
         self.grant = grant
         self.exchange = exchange
         self.entry = entry
