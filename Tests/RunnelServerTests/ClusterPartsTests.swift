@@ -176,10 +176,12 @@ import Testing
         #expect(changes.whenAnswered { replies.append("first \($0?.code.rawValue ?? "ok")") } == nil)
         let second = changes.begin()
         #expect(changes.whenAnswered { replies.append("second \($0?.code.rawValue ?? "ok")") } == nil)
+        #expect(changes.unanswered == 2)
         // Answered out of order: the second waits for the first.
         #expect(changes.answer(second, error: ProtocolError(.unavailable, "x")).isEmpty)
+        #expect(changes.unanswered == 2)
         for reply in changes.answer(first, error: nil) { reply() }
-        #expect(replies == ["first ok", "second unavailable"])
+        #expect(replies == ["first ok", "second unavailable"] && changes.unanswered == 0)
         // A change answered at once (a publish refused) gives its error to the reply after it.
         let third = changes.begin()
         _ = changes.answer(third, error: ProtocolError(.unavailable, "y"))

@@ -18,6 +18,9 @@ struct ClusterChanges {
     private var errors: [UInt64: ProtocolError] = [:]
     private var waiters: [(after: UInt64, action: (ProtocolError?) -> Void)] = []
 
+    /// Changes begun and not all answered yet: from the first unanswered one to the last.
+    var unanswered: Int { Int(next - answeredBelow) }
+
     /// Numbers a new change.
     mutating func begin() -> UInt64 {
         defer { next += 1 }

@@ -27,6 +27,8 @@ final class ClusterLink: @unchecked Sendable {
     let instance: String
     private let connection: NATSConnection
     let jetStream: NATSJetStream
+    /// Retained values' publishes, on a connection of their own.
+    let retainedPublisher: ClusterRetainedPublisher
     /// The subjects' definitions.
     let definitions: NATSKeyValue
     /// Where the calls that wait for NATS's answer run (JetStream's administration, the
@@ -78,13 +80,21 @@ final class ClusterLink: @unchecked Sendable {
             linkChanged: { up in inbox.post(.link(up: up)) },
             message: { message in inbox.post(.message(message)) },
             error: { text, dropped in inbox.post(.error(text, dropped: dropped)) })
-        connection = try Self.connect(config: config, handlers: handlers)
+        connection = try Self.connect(config: config, name: "runneld \(config.nodeName)", handlers: handlers)
         jetStream = try connection.jetStream(
             wait: Self.jetStreamWait,
             handlers: NATSJetStreamHandlers(
                 message: { message in inbox.post(.stream(message)) },
                 published: { id, error in inbox.post(.published(id: id, error: error)) }))
         definitions = try jetStream.keyValue("RUNNEL_\(config.name)", replicas: config.replicas)
+        // Its link's changes are the first connection's to tell; its errors are logged.
+        retainedPublisher = try ClusterRetainedPublisher(
+            connection: Self.connect(
+                config: config, name: "runneld \(config.nodeName) publisher", sendAsap: true,
+                handlers: NATSHandlers(
+                    linkChanged: { _ in }, message: { _ in },
+                    error: { text, _ in inbox.post(.error(text, dropped: false)) })),
+            scheduler: scheduler, published: { id, error in inbox.post(.published(id: id, error: error)) })
         let subjects = (
             nodes: nodesSubject, everyone: interestSubject, direct: "runnel.\(config.name).to."
         )
@@ -105,16 +115,17 @@ final class ClusterLink: @unchecked Sendable {
     }
 
     /// Tries every URL until one answers or the connect timeout has passed.
-    private static func connect(config: ClusterConfig, handlers: NATSHandlers) throws(NATSError) -> NATSConnection {
+    private static func connect(
+        config: ClusterConfig, name: String, sendAsap: Bool = false, handlers: NATSHandlers
+    ) throws(NATSError) -> NATSConnection {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: config.connectTimeout)
         while true {
             let left = clock.now.duration(to: deadline)
             do throws(NATSError) {
                 return try NATSConnection.connect(
-                    servers: config.nats, name: "runneld \(config.nodeName)",
-                    credentials: (config.token, config.user, config.password), timeout: min(left, .seconds(2)),
-                    handlers: handlers)
+                    servers: config.nats, name: name, credentials: (config.token, config.user, config.password),
+                    timeout: min(left, .seconds(2)), sendAsap: sendAsap, handlers: handlers)
             } catch {
                 guard clock.now.advanced(by: .milliseconds(250)) < deadline else { throw error }
                 usleep(250_000)
@@ -281,6 +292,7 @@ final class ClusterLink: @unchecked Sendable {
         heartbeat?.dispose()
         if isUp { peers.sayGoodbye() }
         connection.close()
+        retainedPublisher.close()
     }
 }
 

@@ -10,8 +10,13 @@ extension ClusterSubjectStore {
     /// Publishes `value` into `entry`'s stream, as a change whose answer the reply waits for;
     /// it reaches subscribers, here as everywhere, when the node's consumer delivers it.
     func publishRetained(_ value: RawJSON, to entry: SubjectEntry) {
-        entry.published &+= 1
         let change = changes.begin()
+        guard changes.unanswered <= Int(NATSJetStream.maxPending) else {
+            // The values waiting for JetStream are held in memory: bounded.
+            let waiting = "\(changes.unanswered - 1) changes of this node wait for the cluster's answer"
+            return answer(change, error: ProtocolError(.unavailable, "\(waiting); try again"))
+        }
+        entry.published &+= 1
         let epoch = entry.epoch
         if awaitingStreams[epoch] != nil {
             // Made here a moment ago: its stream is still being made.
@@ -22,14 +27,7 @@ extension ClusterSubjectStore {
     }
 
     private func send(_ value: RawJSON, epoch: String, change: UInt64) {
-        do throws(NATSError) {
-            try withExtendedLifetime(value) { () throws(NATSError) in
-                try link.jetStream.publish(
-                    link.streamSubject(epoch: epoch), payload: value.buffer.bytes, id: "\(link.instance)-\(change)")
-            }
-        } catch {
-            answer(change, error: ProtocolError(.unavailable, "the cluster did not take the value: \(error)"))
-        }
+        link.retainedPublisher.publish(value, on: link.streamSubject(epoch: epoch), id: "\(link.instance)-\(change)")
     }
 
     /// JetStream answered a publish of this node: the change its id names.

@@ -59,10 +59,12 @@ final class NATSConnection: @unchecked Sendable {
     /// Connects to one of `servers` within `timeout`, as `name` (what nats-server's monitoring
     /// shows). Blocks: call it before the
     /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
-    /// with jitter), and a server gone silent is noticed within three ping intervals.
+    /// with jitter), and a server gone silent is noticed within three ping intervals. With
+    /// `sendAsap`, each publish is written at once by the thread that makes it (a `write`, which
+    /// may block), not by cnats's flusher, which waits 1 ms for more before it writes.
     static func connect(
         servers: [String], name: String, credentials: (token: String, user: String, password: String),
-        timeout: Duration, handlers: NATSHandlers
+        timeout: Duration, sendAsap: Bool = false, handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         var options: OpaquePointer?
         try NATSError.check(natsOptions_Create(&options), "creating NATS options")
@@ -73,6 +75,7 @@ final class NATSConnection: @unchecked Sendable {
         do throws(NATSError) {
             try configure(
                 options, servers: servers, name: name, credentials: credentials, timeout: timeout, closure: closure)
+            try NATSError.check(natsOptions_SetSendAsap(options, sendAsap), "setting NATS send-asap")
             try NATSError.check(
                 natsConnection_Connect(&connection, options), "connecting to \(servers.joined(separator: ", "))")
         } catch {
