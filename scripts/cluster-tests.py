@@ -530,6 +530,37 @@ def check_a_node_sends_only_what_other_nodes_subscribe_to(c):
 
 # --- suite "node_loss": three nodes, c killed ---------------------------------------------------
 
+def check_a_node_stalled_past_the_alive_time_is_told_it_may_have_missed_values(c):
+    # b stops (SIGSTOP) for longer than a node counts as alive: a gives it up, with its
+    # subscriptions, and sends it nothing more. When b runs again, a tells it so, and b's
+    # subscriber gets a `dropped` event without count before its next value.
+    subscriber = subscribe(c["b"], "stall.x")
+    publisher = c.client("a")
+    ok(pub(publisher, "stall.x", 0))
+    assert values(subscriber, 1, "stall.x on b") == [0]
+    freeze(c["b"].process.pid)
+    try:
+        time.sleep(11)
+        ok(pub(publisher, "stall.x", 1))
+    finally:
+        os.kill(c["b"].process.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    subscriber.socket.settimeout(0.2)
+    n = 2
+    while True:
+        ok(pub(publisher, "stall.x", n))
+        with contextlib.suppress(socket.timeout):
+            first = subscriber.line()
+            break
+        assert time.monotonic() < deadline, "nothing reached b's subscriber after it ran again"
+        n += 1
+    assert first == {"ev": "dropped", "sid": subscriber.sid}, first
+    subscriber.socket.settimeout(5)
+    following = next_line(subscriber, "the value after the dropped event")
+    assert following.get("ev") == "next" and following["value"] >= 2, following
+    subscriber.close()
+
+
 def check_a_killed_node_does_not_stop_the_others(c):
     # a publishes steadily; c is killed a third of the way: the subscribers on a and b get
     # every value, in order.
@@ -1070,7 +1101,7 @@ def freeze(pid, seconds=5):
                 states.append(stat.read().rpartition(")")[2].split()[0])
         if states and all(state == "T" for state in states):
             return
-        assert time.monotonic() < deadline, f"nats-server's threads not all stopped: {states}"
+        assert time.monotonic() < deadline, f"the process's threads not all stopped: {states}"
         time.sleep(0.005)
 
 
@@ -1544,6 +1575,7 @@ if __name__ == "__main__":
             check_a_subscription_made_again_is_not_told_of_values_it_never_wanted,
         ), start=lambda binary: cluster_started(binary, [("a", "shared"), ("b", "shared"), ("c", "shared")])),
         Suite("node_loss", logged(
+            check_a_node_stalled_past_the_alive_time_is_told_it_may_have_missed_values,
             check_a_killed_node_does_not_stop_the_others,
             check_a_killed_node_drops_out_of_the_count,
         ), start=lambda binary: cluster_started(binary, [("a", "loss"), ("b", "loss"), ("c", "loss")])),
