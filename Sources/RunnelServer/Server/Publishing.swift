@@ -33,7 +33,9 @@ extension Server {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
-    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> (
+        entry: SubjectEntry, made: Bool
+    ) {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 }

@@ -92,18 +92,17 @@ extension Session {
     /// encodes it), that entry is used without decoding the name into a `String` and hashing
     /// it, nor checking the token's rights again (the cache is cleared when they change). A name
     /// already registered was validated when it was created, so the slow path validates only
-    /// names it may create. `made`: the subject did not exist before.
+    /// names it may create. `made`: this request made the subject.
     private func publishTarget(_ request: Request) throws(ProtocolError) -> (entry: SubjectEntry, made: Bool) {
         if let cached = lastPublishTarget, !cached.isDeleted, let field = request.scanned.subject,
             cached.label.json.hasSameBytes(as: request.scanned.bytes(field))
         {
             return (cached, false)
         }
-        let name = try request.requiredString(.subject)
-        let made = subjects[name] == nil
-        let entry = try context.publishTarget(named: name, for: rights, under: settings)
-        lastPublishTarget = entry
-        return (entry, made)
+        let target = try context.publishTarget(
+            named: try request.requiredString(.subject), for: rights, under: settings)
+        lastPublishTarget = target.entry
+        return target
     }
 
     // MARK: sub / unsub

@@ -70,17 +70,18 @@ final class SessionContext: @unchecked Sendable {
 
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
-    /// on. A refusal creates nothing.
+    /// on (`made`: the answer about it then waits for its making, which in a cluster may lose to
+    /// another node's). A refusal creates nothing.
     func publishTarget(named name: String, for grant: TokenGrant, under settings: SessionSettings)
-        throws(ProtocolError) -> SubjectEntry
+        throws(ProtocolError) -> (entry: SubjectEntry, made: Bool)
     {
         if let entry = subjects[name] {
             try grant.checkPublish(to: name)
-            return entry
+            return (entry, false)
         }
         try SubjectName.check(name)
         try grant.checkPublish(to: name)
-        return try subjectForUse(name, under: settings)
+        return (try subjectForUse(name, under: settings), true)
     }
 
     // MARK: Stages

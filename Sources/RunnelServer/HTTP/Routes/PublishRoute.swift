@@ -17,10 +17,10 @@ final class PublishRoute: HTTPRoute {
         do throws(ProtocolError) {
             guard let name = PercentDecoding.decode(exchange.head.path.dropFirst(Self.prefix.count), plusIsSpace: false)
             else { throw ProtocolError(.badRequest, "the subject in the path is not valid percent-encoded UTF-8") }
-            let made = server.subjects[name] == nil
+            let target = try server.publishTarget(named: name, for: exchange.checkedGrant)
             publication = Publication(
-                server: server, exchange: exchange, grant: exchange.checkedGrant,
-                entry: try server.publishTarget(named: name, for: exchange.checkedGrant), made: made)
+                server: server, exchange: exchange, grant: exchange.checkedGrant, entry: target.entry,
+                made: target.made)
         } catch {
             exchange.fail(HTTPFailure(error))
             return nil
@@ -51,8 +51,8 @@ final class PublishRoute: HTTPRoute {
 /// `fsync = always`, once the values are on disk), for a subject the request made waits for
 /// its making (in a cluster, its definition may lose to another node's), and waits while the
 /// publication is paused (`backpressure`: a subscriber its values reached lags), so a client
-/// that publishes one value per request is paused too. Loop thread only. Lifetime rule: its body reader holds it;
-/// the laggards that paused it hold only its gate.
+/// that publishes one value per request is paused too. Loop thread only. Lifetime rule: its
+/// body reader holds it; the laggards that paused it hold only its gate.
 final class Publication {
     let exchange: HTTPExchange
     private unowned let server: Server
@@ -63,14 +63,14 @@ final class Publication {
     private(set) var published = 0
     /// Whether a durable value was published, or the subject made: the answer then waits for
     /// the store.
-    private(set) var wroteDurable: Bool
+    private(set) var waitsForStore: Bool
     /// This request as a publisher, for `backpressure`.
     private let gate: PublisherGate
 
     /// `made`: the request made the subject.
     init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry, made: Bool) {
         self.server = server
-        self.wroteDurable = made
+        self.waitsForStore = made
         self.grant = grant
         self.exchange = exchange
         self.entry = entry
@@ -86,13 +86,13 @@ final class Publication {
     @discardableResult
     func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
         // The subject may have been deleted (and re-created) while a long body streamed in.
-        if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant) }
+        if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant).entry }
         let receivers = entry.subject.subscriberCount
         try Publishing.publish(
             value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
             by: gate)
         published += 1
-        wroteDurable = wroteDurable || server.subjects.repliesWait(forValueOf: entry)
+        waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
         return receivers
     }
 
@@ -114,7 +114,7 @@ final class Publication {
             gate.whenResumed { self.answer(response) }
             return
         }
-        guard wroteDurable, server.subjects.repliesWaitForDisk else {
+        guard waitsForStore, server.subjects.repliesWaitForDisk else {
             exchange.answer(response())
             return
         }

@@ -18,7 +18,7 @@ final class SingleValueBody: HTTPBodyReader {
             let receivers = try publication.publish(value)
             publication.answer {
                 // A durable value's receivers are counted once it is on disk, as `pub`'s are.
-                let counted = publication.wroteDurable ? publication.subscriberCount : receivers
+                let counted = publication.waitsForStore ? publication.subscriberCount : receivers
                 var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: counted)))
                 return .json(line.finish())
             }
