@@ -3,10 +3,10 @@ import RunnelJSON
 import RunnelUV
 
 /// How a clustered node sends retained values to JetStream: on a NATS connection of its own
-/// that writes each publish at once (`sendAsap`), from a serial queue of its own. On the link's
-/// connection, cnats's flusher writes, and it waits 1 ms for more before it does: one at a
-/// time, that was the whole of an acknowledged `pub`'s wait on loopback. Here no `write` runs
-/// on a loop (it may block), and a loop turn's publishes cross to the queue as one batch.
+/// that writes each publish at once (`sendAsap`), from a serial queue of its own, so an
+/// acknowledged `pub` does not wait for cnats's flusher (which waits 1 ms for more before it
+/// writes). No `write` runs on a loop (it may block), and a loop turn's publishes cross to the
+/// queue as one batch.
 ///
 /// Thread rules: `publish` on the loop thread; the batch's publishes on `queue`. Lifetime
 /// rule: made with the link, and lives as long.
