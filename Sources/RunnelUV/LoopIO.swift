@@ -5,9 +5,9 @@ import Runnel
 /// list of connections with output to flush, and the readers paused until the next turn.
 ///
 /// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
-/// writes the output every connection queued during the iteration and runs the turn-end work
-/// asked for (`atTurnEnd`: relayed streams handing their output over, mailboxes sending their
-/// batch to another loop), then resumes the readers that spent their read budget. Connections
+/// runs the turn-end work asked for (`atTurnEnd`: relayed streams handing their output over,
+/// mailboxes sending their batch to another loop) and writes the output every connection
+/// queued during the iteration, then resumes the readers that spent their read budget. Connections
 /// ask for these (`needsFlush`, `atTurnEnd`, `resumeReadingNextTurn`); this type only calls
 /// back `TCPConnection.flush()`, `TurnEndWork.turnEnded()` and `resumeAfterTurn()`. What the
 /// close callbacks, which libuv runs after the check phase, ask for is done in the prepare
@@ -29,6 +29,9 @@ final class LoopIO {
     /// thread, and a connection consumes the bytes before returning from its read callback.
     let readBuffer: UnsafeMutableRawPointer
     let readBufferSize = 256 * 1024
+    /// Where relayed connections read (`TCPConnection.readsIntoRelayArena`): on a loop that
+    /// serves another loop's streams.
+    private(set) lazy var relayArena = RelayReadArena()
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
     /// How long the turns worked: the first loop's (another loop's are in its `sharedStatistics`).
@@ -49,7 +52,7 @@ final class LoopIO {
     /// Connections whose reading paused for the rest of this turn (their read budget is spent).
     private var pausedReaders: [TCPConnection] = []
     /// What else hands over output once per turn (streams relayed to another loop, the
-    /// mailboxes to other loops), after the connections' flush; and the list being walked.
+    /// mailboxes to other loops), before the connections' flush; and the list being walked.
     private var turnEndWork: [any TurnEndWork] = []
     private var walkingWork: [any TurnEndWork] = []
     /// When the loop is one of a `LoopGroup`'s others, its statistics, whose copy of the turn
@@ -92,7 +95,7 @@ final class LoopIO {
         connectionsToFlush.append(connection)
     }
 
-    /// Asks for `work` to run once at the end of this loop iteration, after the connections'
+    /// Asks for `work` to run once at the end of this loop iteration, before the connections'
     /// flush (it asks again for the next).
     func atTurnEnd(_ work: any TurnEndWork) {
         turnEndWork.append(work)
@@ -116,22 +119,23 @@ final class LoopIO {
         }
     }
 
-    /// Writes every connection's queued output and runs the turn-end work, until neither
-    /// asks for more.
+    /// Runs the turn-end work, then writes every connection's queued output, until neither
+    /// asks for more. Output for other loops crosses first, so their loops write it while this
+    /// one writes its own (a fan-out to thousands of connections is thousands of `write`s).
     private func flushAll() {
         repeat {
-            while !connectionsToFlush.isEmpty {
-                swap(&connectionsToFlush, &walking)
-                for connection in walking { connection.flush() }
-                walking.removeAll(keepingCapacity: true)
-            }
             // A relayed stream's output goes into a mailbox, which then asks to be sent.
             while !turnEndWork.isEmpty {
                 swap(&turnEndWork, &walkingWork)
                 for work in walkingWork { work.turnEnded() }
                 walkingWork.removeAll(keepingCapacity: true)
             }
-        } while !connectionsToFlush.isEmpty
+            while !connectionsToFlush.isEmpty {
+                swap(&connectionsToFlush, &walking)
+                for connection in walking { connection.flush() }
+                walking.removeAll(keepingCapacity: true)
+            }
+        } while !turnEndWork.isEmpty
     }
 
     // MARK: Turn lengths
