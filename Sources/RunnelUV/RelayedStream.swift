@@ -45,8 +45,9 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     private var isAskedForTurnEnd = false
 
     private var isReading = false
-    /// Input that arrived while the stream was not reading, oldest first.
-    private var heldInput: [ByteBuffer] = []
+    /// Input that arrived while the stream was not reading, oldest first, each copied to its
+    /// own size (a read claimed in place would hold its arena's whole block while it waits).
+    private var heldInput: [InputSlice] = []
     /// The peer's end of input arrived behind `heldInput`, or while not reading.
     private var endOfInputHeld = false
     /// Set by `postponeCloseAtEndOfInput`.
@@ -261,18 +262,20 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         }
     }
 
-    private func received(_ bytes: ByteBuffer) {
+    private func received(_ bytes: InputSlice) {
         if isReading && heldInput.isEmpty {
             consume(bytes)
         } else {
-            heldInput.append(bytes)
+            heldInput.append(InputSlice(copying: bytes.bytes))
+            bytes.release()
         }
     }
 
     /// Hands `bytes` to the delegate while the stream is open, and gives the relay its credit
     /// back.
-    private func consume(_ bytes: ByteBuffer) {
+    private func consume(_ bytes: InputSlice) {
         if state == .open, let delegate { delegate.connection(self, didRead: bytes.bytes) }
+        bytes.release()
         relay.unconsumed.subtract(bytes.count, ordering: .relaxed)
         if relay.isPausedForCredit.load(ordering: .relaxed) { commands.post(.returnCredit(relay)) }
     }

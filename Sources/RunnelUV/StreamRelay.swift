@@ -3,7 +3,7 @@ import Synchronization
 /// What a loop's relayed streams tell the first loop: bytes read, the end of input, the close,
 /// and progress in writing that a waiter asked for (`RelayedStream.whenUnsentBytes`).
 enum RelayEvent {
-    case read(RelayedStream, ByteBuffer)
+    case read(RelayedStream, InputSlice)
     case endInput(RelayedStream)
     case closed(RelayedStream)
     case progress(RelayedStream)
@@ -20,7 +20,8 @@ enum RelayCommand {
 }
 
 /// The far side of a `RelayedStream`: the socket's `TCPConnection` on another loop, whose
-/// reads it sends to the stream's loop (copied, in the turn's batch) and whose output comes
+/// reads it sends to the stream's loop (in the turn's batch, a large read where it was read:
+/// `RelayReadArena`) and whose output comes
 /// from there. It reads ahead at most `inputCredit` bytes that the stream has not consumed
 /// yet, so a stream that stops reading stops the socket's reading too, as `stopReading`
 /// would. It publishes what it has taken of the stream's output (`taken`), what its
@@ -79,6 +80,7 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
             return
         }
         if let filter { connection.attach(filter: filter) }
+        connection.readsIntoRelayArena = true
         connection.delegate = self
         connection.onOutputConfirmed = { [self] in outputConfirmed() }
         self.connection = connection
@@ -114,7 +116,7 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
     func connection(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         guard let stream else { return }
         let unconsumed = self.unconsumed.add(bytes.count, ordering: .relaxed).newValue
-        events.post(.read(stream, ByteBuffer(copying: bytes)))
+        events.post(.read(stream, events.source.io.relayArena.claim(bytes)))
         if unconsumed >= Self.inputCredit {
             isPausedForCredit.store(true, ordering: .relaxed)
             self.connection?.stopReading()

@@ -19,10 +19,15 @@ extension TCPConnection {
             stream,
             { handle, _, buffer in
                 // libuv asks for a buffer right before each read: the turn's work starts here.
-                let io = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue().loop.io
+                let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+                let io = connection.loop.io
                 io.noteAwake()
+                let space =
+                    connection.readsIntoRelayArena
+                    ? io.relayArena.space
+                    : UnsafeMutableRawBufferPointer(start: io.readBuffer, count: io.readBufferSize)
                 buffer!.pointee = uv_buf_t(
-                    base: io.readBuffer.assumingMemoryBound(to: CChar.self), len: io.readBufferSize)
+                    base: space.baseAddress!.assumingMemoryBound(to: CChar.self), len: space.count)
             },
             { stream, count, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()

@@ -95,6 +95,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// The byte-stream filter (TLS) and its plumbing, if any; set once, before reading starts.
     var filterStage: FilterStage?
+    /// Reads go into the loop's `relayArena`, not its read buffer: a `StreamRelay`'s
+    /// connection, whose input crosses to another loop. Set before reading starts.
+    var readsIntoRelayArena = false
 
     /// What `whenUnsentBytes(fallTo:_:)` waits for: the threshold and the action.
     var unsentWaiter: (threshold: Int, action: () -> Void)?
