@@ -1,7 +1,8 @@
 import Runnel
 import RunnelTestSupport
-import RunnelUV
 import Testing
+
+@testable import RunnelUV
 
 /// A value handed to the loop thread by a test that knows only that thread touches it.
 private struct Unchecked<Value>: @unchecked Sendable {
@@ -160,6 +161,30 @@ extension RunnelUVTests {
             #expect(client.readBytes(count: total).count == total)
             #expect(eventually { drained.current })
             #expect(onLoop(server.loop) { stream.value.sentBytes } == UInt64(total))
+            #expect(server.stop() == 0)
+        }
+
+        /// At a turn's end the hand-offs to other loops go before the loop's own connections are
+        /// written, so the other loops write at the same time: turn-end work queued with output
+        /// still finds that output unwritten.
+        @Test func handOffsGoBeforeTheLoopsOwnWrites() throws {
+            final class Recorder: TurnEndWork, @unchecked Sendable {
+                let connection: TCPConnection
+                let unsentAtTurnEnd = Shared<Int?>(nil)
+                init(_ connection: TCPConnection) { self.connection = connection }
+                func turnEnded() { unsentAtTurnEnd.withLock { $0 = connection.pendingBytes } }
+            }
+            let server = try Server(loops: 1) { _ in nil }
+            let (client, connected) = try server.connectClient(index: 0)
+            let recorder = Recorder(try #require(connected as? TCPConnection))
+            let scheduler = server.loop.scheduler
+            _ = onLoop(server.loop) {
+                Array("queued\n".utf8).withUnsafeBytes { _ = recorder.connection.write(copying: $0) }
+                scheduler.io.atTurnEnd(recorder)
+                return true
+            }
+            #expect(client.readLine() == "queued")
+            #expect(recorder.unsentAtTurnEnd.current == 7)
             #expect(server.stop() == 0)
         }
 
