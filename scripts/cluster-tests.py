@@ -538,9 +538,14 @@ def check_a_node_stalled_past_the_alive_time_is_told_it_may_have_missed_values(c
     publisher = c.client("a")
     ok(pub(publisher, "stall.x", 0))
     assert values(subscriber, 1, "stall.x on b") == [0]
+    alive = cluster_stats(c["a"])["nodes"]
     freeze(c["b"].process.pid)
     try:
-        time.sleep(11)
+        # a counts b out once it has been silent for 10 s, and gives it up (with its
+        # subscriptions) at its next heartbeat tick, 2 s at most later: a fixed sleep raced
+        # that tick on a loaded machine.
+        poll_until(lambda: cluster_stats(c["a"])["nodes"], lambda n: n == alive - 1, "a counting b out", 20)
+        time.sleep(3)
         ok(pub(publisher, "stall.x", 1))
     finally:
         os.kill(c["b"].process.pid, signal.SIGCONT)
