@@ -1,5 +1,6 @@
 import ArgumentParser
 import RunnelClient
+import RunnelJSON
 
 /// `runnel pub SUBJECT [VALUE]`: publishes one value, or every line of stdin.
 struct PublishCommand: ParsableCommand {
@@ -9,6 +10,8 @@ struct PublishCommand: ParsableCommand {
         discussion: """
             VALUE (and each stdin line) is sent as JSON when it parses as JSON, else as a JSON \
             string: `runnel pub n 42` sends 42, `runnel pub log 'disk full'` sends "disk full". \
+            A VALUE starting with - is a number (`runnel pub t -5`) or an unknown option; text \
+            that starts with - goes as a JSON string: `runnel pub log '"-x"'`. \
             Stdin lines are pipelined, so `tail -F app.log | runnel pub logs.app` keeps up; at \
             end of input runnel waits until the server has handled every line. Any refused \
             line is reported on stderr and makes the exit status 1.
@@ -16,7 +19,23 @@ struct PublishCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The subject to publish to.") var subject: String
-    @Argument(help: "The value (JSON, or text sent as a string). Omit to publish stdin lines.") var value: String?
+    /// Every input no option took, so that a negative number (`runnel pub t -5`) is a value
+    /// and not an unknown option; `validate()` keeps it to one, and refuses any other input
+    /// that starts with `-` as the unknown option it is.
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp(
+            "The value (JSON, or text sent as a string). Omit to publish stdin lines.", valueName: "value"))
+    var values: [String] = []
+
+    var value: String? { values.first }
+
+    func validate() throws {
+        if values.count > 1 { throw ValidationError("one value at most; got \(values.count): \(values)") }
+        if let value, value.hasPrefix("-"), (try? RawJSON(validating: value)) == nil {
+            throw ValidationError("Unknown option '\(value)'")
+        }
+    }
 
     func run() throws {
         let session = try connection.connect()

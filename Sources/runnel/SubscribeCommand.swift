@@ -28,7 +28,10 @@ struct SubscribeCommand: ParsableCommand {
     var showSubject = false
     @Flag(help: "Print whole event lines as received instead of values.") var events = false
     @Flag(help: "Prefix each value with its position (EPOCH:SEQ) and a space.") var positions = false
-    @Option(help: ArgumentHelp("Resume right after POS, a position --positions printed.", valueName: "POS"))
+    /// Taken as it is even when it starts with `-`, as an epoch may.
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Resume right after POS, a position --positions printed.", valueName: "POS"))
     var from: String?
 
     func validate() throws {

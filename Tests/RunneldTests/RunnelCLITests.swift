@@ -48,6 +48,7 @@ import Testing
             ["sub", "x", "--ops", "{"], ["sub", "x", "--ops", "{\"op\":\"take\"}"], ["pub"],
             ["ping", "--server", "localhost"], ["ping", "--server", "127.0.0.1:99999"],
             ["create", "x", "--kind", "queue"], ["create", "x", "--capacity", "3"],
+            ["pub", "x", "--tsl"], ["pub", "x", "-abc"], ["pub", "x", "1", "2"],
         ] {
             let server = arguments.contains("--server") ? [] : ["--server", "127.0.0.1:1"]
             let result = try CLIProcess.run(arguments + server)
@@ -85,6 +86,8 @@ import Testing
             ("42", "42"), ("hello world", "\"hello world\""),
             (#"{"a":1.0,"b":[true,null]}"#, #"{"a":1.0,"b":[true,null]}"#),
             (#""quoted""#, #""quoted""#), ("tab\there \"q\"", #""tab\there \"q\"""#), ("", #""""#),
+            // A negative number is a value, not an option.
+            ("-5", "-5"), ("-1.5e3", "-1.5e3"), (#""-text""#, #""-text""#),
         ] {
             let result = try CLIProcess.run(["pub", "t", argument] + at)
             #expect(result.status == 0, "\(result)")
@@ -176,6 +179,9 @@ import Testing
         #expect(resumed.stdout == "2\n3\n" && resumed.stderr.isEmpty, "\(resumed)")
         let stale = try CLIProcess.run(["sub", "kept", "--from", "gone:1", "--take", "3"] + at)
         #expect(stale.stdout == "1\n2\n3\n" && stale.stderr.contains("cannot resume after gone:1"), "\(stale)")
+        // An epoch may start with `-` (one in 64 does): the position is still --from's value.
+        let dashed = try CLIProcess.run(["sub", "kept", "--from", "-gone:1", "--take", "3"] + at)
+        #expect(dashed.stdout == "1\n2\n3\n" && dashed.stderr.contains("cannot resume after -gone:1"), "\(dashed)")
     }
 
     @Test func subOpsAreAppendedAfterShortcuts() throws {
