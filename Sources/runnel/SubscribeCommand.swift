@@ -18,8 +18,11 @@ struct SubscribeCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "A subject, or a pattern such as 'sensors.*.temp' or 'logs.>'.") var subject: String
-    @Option(help: ArgumentHelp("Only values for which EXPR is true.", valueName: "EXPR")) var filter: String?
-    @Option(help: ArgumentHelp("Replace each value by EXPR.", valueName: "EXPR")) var map: String?
+    // An expression, like a position, is taken as it is even when it starts with `-` (`-.x`).
+    @Option(parsing: .unconditional, help: ArgumentHelp("Only values for which EXPR is true.", valueName: "EXPR"))
+    var filter: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Replace each value by EXPR.", valueName: "EXPR"))
+    var map: String?
     @Option(help: ArgumentHelp("Send a value only after SECONDS without a newer one.", valueName: "SECONDS"))
     var throttle: Double?
     @Option(help: ArgumentHelp("Stop after N values.", valueName: "N")) var take: Int?
@@ -28,7 +31,6 @@ struct SubscribeCommand: ParsableCommand {
     var showSubject = false
     @Flag(help: "Print whole event lines as received instead of values.") var events = false
     @Flag(help: "Prefix each value with its position (EPOCH:SEQ) and a space.") var positions = false
-    /// Taken as it is even when it starts with `-`, as an epoch may.
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp("Resume right after POS, a position --positions printed.", valueName: "POS"))

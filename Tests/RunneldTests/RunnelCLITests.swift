@@ -144,12 +144,13 @@ import Testing
     @Test func subBuildsFilterMapThrottleTakeChainInOrder() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
-        let subscriber = try CLIProcess(["sub", "n", "--filter", ". > 2", "--map", ". * 10", "--take", "2"] + at)
+        // An expression may start with `-`: it is still the option's value.
+        let subscriber = try CLIProcess(["sub", "n", "--filter", ". > 2", "--map", "-. * 10", "--take", "2"] + at)
         #expect(try Self.waitForSubscriptions(1, on: server))
         let publisher = try server.connect()
         for value in [1, 3, 2, 4, 5] { try publisher.publish("n", .number(Double(value))) }
         #expect(try subscriber.waitForExit(timeout: .seconds(10)) == 0, "\(subscriber.stderr)")
-        #expect(subscriber.stdout == "30\n40\n")
+        #expect(subscriber.stdout == "-30\n-40\n")
     }
 
     @Test func durableCreateAndSubWithPositionsAndFrom() throws {
