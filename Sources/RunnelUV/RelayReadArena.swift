@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// A block whose tail is shorter than `minimumSlice` is retired, and the next is a retired
 /// block all of whose slices were released (`InputSlice.release()`), else a new one: reusing
-/// blocks keeps their pages, where a fresh allocation each time cost a page fault every 4 KiB
-/// (the allocator hands freed blocks back to the kernel).
+/// blocks keeps their pages mapped, where the allocator would hand a freed block back to the
+/// kernel and a fresh one fault its pages in again.
 ///
 /// Thread rules: the loop thread of the loop it belongs to (`LoopIO.relayArena`); the slices it
 /// hands out may be read and released from any thread, and nothing writes their bytes until
@@ -104,6 +104,14 @@ struct InputSlice: @unchecked Sendable {
     }
 
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: start, count: count) }
+
+    /// This slice as one that holds only its own bytes, to be kept a while: itself when it is a
+    /// copy already, else a copy, this slice being released.
+    func owned() -> InputSlice {
+        guard block != nil else { return self }
+        defer { release() }
+        return InputSlice(copying: bytes)
+    }
 
     /// The bytes are consumed: their block may be written again once all its slices say so.
     /// Once per slice, after the last read of its bytes.

@@ -45,8 +45,8 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     private var isAskedForTurnEnd = false
 
     private var isReading = false
-    /// Input that arrived while the stream was not reading, oldest first, each copied to its
-    /// own size (a read claimed in place would hold its arena's whole block while it waits).
+    /// Input that arrived while the stream was not reading, oldest first, each holding only its
+    /// own bytes (a read claimed in place would hold its arena's whole block while it waits).
     private var heldInput: [InputSlice] = []
     /// The peer's end of input arrived behind `heldInput`, or while not reading.
     private var endOfInputHeld = false
@@ -266,8 +266,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         if isReading && heldInput.isEmpty {
             consume(bytes)
         } else {
-            heldInput.append(InputSlice(copying: bytes.bytes))
-            bytes.release()
+            heldInput.append(bytes.owned())
         }
     }
 

@@ -65,6 +65,23 @@ extension RunnelUVTests {
             for (slice, value) in slices { #expect(slice.bytes.allSatisfy { $0 == value }) }
         }
 
+        /// A slice to keep holds only its own bytes: a copy is itself, and a slice in place is
+        /// copied and released, so its block is reused once full (four slices fill one).
+        @Test func anOwnedSliceHoldsOnlyItsBytes() {
+            let arena = RelayReadArena()
+            let small = arena.claim(read(100, of: 7, into: arena))
+            #expect(small.owned().bytes.baseAddress == small.bytes.baseAddress)
+            let first = UnsafeRawPointer(arena.space.baseAddress!)
+            var kept: [InputSlice] = []
+            for value in UInt8(1)...8 {
+                let slice = arena.claim(read(RelayReadArena.minimumSlice, of: value, into: arena))
+                kept.append(slice.owned())
+                #expect(kept.last!.bytes.baseAddress != slice.bytes.baseAddress)
+            }
+            #expect(UnsafeRawPointer(arena.space.baseAddress!) == first)
+            for (index, slice) in kept.enumerated() { #expect(slice.bytes.allSatisfy { $0 == UInt8(index + 1) }) }
+        }
+
         /// A retired block is reused once every slice of it is released, not before.
         @Test func aBlockIsReusedOnlyOnceItsSlicesAreReleased() {
             let arena = RelayReadArena()
