@@ -542,8 +542,8 @@ def check_a_node_stalled_past_the_alive_time_is_told_it_may_have_missed_values(c
     freeze(c["b"].process.pid)
     try:
         # a counts b out once it has been silent for 10 s, and gives it up (with its
-        # subscriptions) at its next heartbeat tick, 2 s at most later: a fixed sleep raced
-        # that tick on a loaded machine.
+        # subscriptions) at its next heartbeat tick, 2 s at most later: value 1 must follow
+        # that tick, however late a loaded machine makes the count.
         poll_until(lambda: cluster_stats(c["a"])["nodes"], lambda n: n == alive - 1, "a counting b out", 20)
         time.sleep(3)
         ok(pub(publisher, "stall.x", 1))

@@ -21,13 +21,12 @@ enum RelayCommand {
 
 /// The far side of a `RelayedStream`: the socket's `TCPConnection` on another loop, whose
 /// reads it sends to the stream's loop (in the turn's batch, a large read where it was read:
-/// `RelayReadArena`) and whose output comes
-/// from there. It reads ahead at most `inputCredit` bytes that the stream has not consumed
-/// yet, so a stream that stops reading stops the socket's reading too, as `stopReading`
-/// would. It publishes what it has taken of the stream's output (`taken`), what its
-/// connection has not handed to the kernel yet (`backlog`) and what the kernel has taken
-/// (`sent`), which the stream reads to know its unsent output and progress without a message
-/// per write.
+/// `RelayReadArena`) and whose output comes from there. It reads ahead at most `inputCredit`
+/// bytes that the stream has not consumed yet, so a stream that stops reading stops the
+/// socket's reading too, as `stopReading` would. It publishes what it has taken of the
+/// stream's output (`taken`), what its connection has not handed to the kernel yet
+/// (`backlog`) and what the kernel has taken (`sent`), which the stream reads to know its
+/// unsent output and progress without a message per write.
 ///
 /// Thread rules: `handle(_:)` and the connection's callbacks on the relay's own loop; the
 /// atomics from either thread. Lifetime rule: its `RelayedStream` holds it for life; it holds

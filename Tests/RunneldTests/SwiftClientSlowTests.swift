@@ -154,9 +154,9 @@ import Testing
         }
         #expect(expired?.message == "JWT expired")
         // Twenty seconds: time to connect, subscribe and take a value first on a machine loaded
-        // by the parallel suites (eight were not always enough). A machine so loaded that even
-        // twenty pass before that is done (the token refused as `JWT expired` on the way) gets
-        // a fresh token, twice at most: what is checked is what happens once it expires.
+        // by the parallel suites. A machine so loaded that even twenty pass before that is done
+        // (the token refused as `JWT expired` on the way) gets a fresh token, twice at most:
+        // what is checked is what happens once it expires.
         var attempt = 0
         var connected: (RunnelClient, Subscription, Reasons)?
         while connected == nil {
