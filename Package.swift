@@ -10,26 +10,27 @@ let strict: [SwiftSetting] = [
 ]
 
 /// Release builds of the daemon's own targets, which no product for other packages exposes
-/// (the products of `RunnelJSON` and `RunnelServer` are for this repository's fuzz package),
-/// also drop Swift's run-time exclusivity checks (debug builds and the sanitizer runs keep
-/// them). The library targets keep them for everyone who depends on them: where a check sits
-/// on the hot path they mark that property `@exclusivity(unchecked)` instead.
+/// (the product of `RunnelServer` is for this repository's fuzz package), also drop Swift's
+/// run-time exclusivity checks (debug builds and the sanitizer runs keep them). Every target a
+/// product for other packages contains (`Runnel`, `RunnelBytes`, `RunnelUV`, `RunnelJSON`,
+/// `RunnelTLS`, `RunnelClient`) keeps them for everyone who depends on it: where a check sits
+/// on the hot path it marks that property `@exclusivity(unchecked)` instead.
 let exclusivityUnchecked: SwiftSetting = .unsafeFlags(
     ["-enforce-exclusivity=unchecked"], .when(configuration: .release)
 )
 
 let daemon: [SwiftSetting] = strict + [exclusivityUnchecked]
 
-/// RunnelJSON, a daemon target too, is what the server's hot paths call (the envelope scan on
-/// every publish, member lookups on every filtered delivery), through `package` declarations.
-/// `-cross-module-optimization` serialises only `public` functions (and no `@inlinable
-/// package` body is serialised either), and it overrides the flag that serialises them all:
-/// this module takes that flag in its place, so the server inlines and specialises them as it
-/// did when they were its own.
+/// RunnelJSON is what the server's hot paths call (the envelope scan on every publish, member
+/// lookups on every filtered delivery), through `package` declarations, and what the client
+/// reads its lines with. `-cross-module-optimization` serialises only `public` functions (and
+/// no `@inlinable package` body is serialised either), and it overrides the flag that
+/// serialises them all: this module takes that flag in its place, so the server inlines and
+/// specialises them as it did when they were its own. It changes what is compiled into the
+/// callers, not what the code may do.
 let json: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     .unsafeFlags(["-enable-cmo-everything"], .when(configuration: .release)),
-    exclusivityUnchecked,
 ]
 
 let package = Package(
@@ -94,23 +95,28 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
+        // Bytes without I/O: `ByteBuffer`, and `ConnectionFilter`, the seam of a byte-stream filter
+        // (TLS). What the event loop, the JSON stack, TLS and the client share, so that the
+        // client links no event loop.
+        .target(name: "RunnelBytes", swiftSettings: strict),
+
         // The only module that touches libuv: event loop, loop scheduler, TCP transport.
-        .target(name: "RunnelUV", dependencies: ["Runnel", "CLibUV"], swiftSettings: strict),
+        .target(name: "RunnelUV", dependencies: ["Runnel", "RunnelBytes", "CLibUV"], swiftSettings: strict),
 
         // TLS over memory BIOs (a `ConnectionFilter` for RunnelUV's connections) and over a
         // blocking socket (RunnelClient, so the CLI): the only module that touches libssl, so RunnelUV and its
-        // users that need no TLS do not link it.
-        .target(name: "RunnelTLS", dependencies: ["RunnelUV", "CLibSSL"], swiftSettings: daemon),
+        // users that need no TLS do not link it. No event loop: the client links it.
+        .target(name: "RunnelTLS", dependencies: ["RunnelBytes", "CLibSSL"], swiftSettings: strict),
 
         // JSON: the validating scanner, parser, writer, and values read in place from their bytes.
-        .target(name: "RunnelJSON", dependencies: ["RunnelUV"], swiftSettings: json),
+        .target(name: "RunnelJSON", dependencies: ["RunnelBytes"], swiftSettings: json),
 
         // The daemon as a library: expressions, protocol, transports, subject store, stages, config.
         // Its dashboard page is web/dashboard/, put in the binary by the EmbedDashboard plugin.
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib", "CNats",
+                "Runnel", "RunnelBytes", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -150,17 +156,17 @@ let package = Package(
         .testTarget(name: "RunnelTests", dependencies: ["Runnel", "RunnelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "RunnelUVTests",
-            dependencies: ["Runnel", "RunnelUV", "RunnelTLS", "RunnelTestSupport"],
+            dependencies: ["Runnel", "RunnelBytes", "RunnelUV", "RunnelTLS", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "RunnelJSONTests",
-            dependencies: ["RunnelJSON", "RunnelTestSupport"],
+            dependencies: ["RunnelBytes", "RunnelJSON", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "RunnelServerTests",
-            dependencies: ["RunnelServer", "RunnelJSON", "RunnelTestSupport"],
+            dependencies: ["RunnelServer", "RunnelBytes", "RunnelJSON", "RunnelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import RunnelUV
+import RunnelBytes
 
 /// A member name made once, when an expression is compiled (`.load`, `.["a b"]`), for looking
 /// it up in any number of objects: the name and its UTF-8 at a stable address, so that a

@@ -1,4 +1,4 @@
-import RunnelUV
+import RunnelBytes
 
 /// Appends JSON text to a growable byte array: the one place the server turns values into
 /// bytes, without Foundation.

@@ -1,4 +1,4 @@
-import RunnelUV
+import RunnelBytes
 
 /// A valid JSON value kept as exact bytes, decoded into a `JSONValue` only when a stage needs
 /// to look inside.

@@ -1,5 +1,5 @@
 import CLibSSL
-import RunnelUV
+import RunnelBytes
 
 /// One TLS connection's state: an OpenSSL `SSL` between two memory BIOs, so that the bytes move
 /// through the connection's own libuv reads and writes on its loop, never through a socket

@@ -1,3 +1,5 @@
+import RunnelBytes
+
 /// A connection's bytes both ways, as the protocols above the socket see them (HTTP, SSE,
 /// WebSocket): input delivered to a `ByteStreamDelegate` as read, output queued by copy or by
 /// reference and written once per loop turn, and a close, abrupt or after the output.

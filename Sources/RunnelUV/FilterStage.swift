@@ -1,5 +1,6 @@
 import CLibUV
 import Runnel
+import RunnelBytes
 
 /// A connection's `ConnectionFilter` (TLS) and what plumbing it takes: reads go through the
 /// filter before they reach the delegate, each flush's queued output goes through it before

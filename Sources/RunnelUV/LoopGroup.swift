@@ -1,5 +1,6 @@
 import CLibUV
 import Runnel
+import RunnelBytes
 
 /// The loops of one process: the first, which owns the protocol's state (and serves sockets
 /// too), and the others, each on a thread of its own, which serve sockets only. A listener

@@ -1,3 +1,4 @@
+import RunnelBytes
 import Synchronization
 
 /// Where a loop's relayed connections read into, so that a large read crosses to the first

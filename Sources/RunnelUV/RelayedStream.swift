@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 
 /// A connection whose socket another loop serves: a `ByteStream` on the group's first loop,
 /// where its protocol runs, while the reads and writes of its socket (and its TLS, if any)

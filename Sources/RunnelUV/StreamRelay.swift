@@ -1,3 +1,4 @@
+import RunnelBytes
 import Synchronization
 
 /// What a loop's relayed streams tell the first loop: bytes read, the end of input, the close,

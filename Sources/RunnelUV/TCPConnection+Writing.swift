@@ -1,4 +1,5 @@
 import CLibUV
+import RunnelBytes
 
 /// Writing: the writers' API over the connection's `WriteQueue`, and the flush that hands the
 /// queue to the socket once per loop turn (or at once past `eagerFlushBytes`).

@@ -1,5 +1,6 @@
 import CLibUV
 import Runnel
+import RunnelBytes
 
 /// One TCP connection on a loop: the socket, its lifecycle, and its output queue. A
 /// `ByteStream`: its delegate gets the bytes as read; a line protocol puts a `LineReader` in

@@ -1,6 +1,7 @@
 import CLibUV
 import Dispatch
 import Runnel
+import RunnelBytes
 
 /// A listening TCP socket; accepted connections arrive as `connections` (or through
 /// `onAccept`), on the loop thread.

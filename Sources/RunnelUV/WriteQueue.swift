@@ -1,4 +1,5 @@
 import CLibUV
+import RunnelBytes
 
 /// A connection's output from the moment a writer hands it over until the kernel has it: the
 /// bookkeeping only, no socket. Copies go into the open chunk's run `sealed..<used`; a run is

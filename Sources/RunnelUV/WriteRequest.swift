@@ -1,4 +1,5 @@
 import CLibUV
+import RunnelBytes
 
 /// One `uv_write` in flight: the request, the objects owning the bytes its buffers point
 /// at, and how many bytes it carries.

@@ -1,4 +1,4 @@
-import RunnelUV
+import RunnelBytes
 import Testing
 
 @testable import RunnelJSON

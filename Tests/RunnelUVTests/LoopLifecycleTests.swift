@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelTestSupport
 import RunnelUV
 import Testing

@@ -1,4 +1,5 @@
 import CLibUV
+import RunnelBytes
 import Testing
 
 @testable import RunnelUV

@@ -1,3 +1,4 @@
+import RunnelBytes
 import RunnelJSON
 import RunnelUV
 

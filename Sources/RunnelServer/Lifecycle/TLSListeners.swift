@@ -1,4 +1,5 @@
 import Logging
+import RunnelBytes
 import RunnelTLS
 import RunnelUV
 

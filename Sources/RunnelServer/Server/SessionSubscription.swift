@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelJSON
 import RunnelUV
 

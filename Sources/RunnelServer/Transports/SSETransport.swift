@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelUV
 
 /// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelUV
 
 /// What a session writes its lines to and controls its client through: one client

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelUV
 
 /// The line protocol over TCP: the connection is a session's transport as it is (requests are

@@ -16,10 +16,10 @@
 /// takes one buffer), where a class pointing at separately allocated bytes took two of each.
 public struct ByteBuffer: @unchecked Sendable {
     /// The object holding the count and, in its tail, the bytes.
-    final class Storage: ManagedBuffer<Int, UInt8> {}
+    package final class Storage: ManagedBuffer<Int, UInt8> {}
 
     /// The object that keeps the bytes alive (for a writer that must hold them).
-    let storage: Storage
+    package let storage: Storage
 
     /// A buffer of `count` bytes filled in by `initialize`, which must write all of them.
     public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) -> Void) {
@@ -32,7 +32,7 @@ public struct ByteBuffer: @unchecked Sendable {
 
     /// A buffer of the bytes `storage` holds, as many as its header counts (filled in by
     /// its maker, a `RelayedStream`, before anyone else sees it).
-    init(storage: Storage) { self.storage = storage }
+    package init(storage: Storage) { self.storage = storage }
 
     /// A buffer holding a copy of `bytes`.
     public init(copying bytes: UnsafeRawBufferPointer) {
