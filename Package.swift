@@ -130,15 +130,20 @@ let package = Package(
         // (runneld needs no files, and no Foundation, to serve it).
         .executableTarget(name: "DashboardEmbedder", swiftSettings: [.treatAllWarnings(as: .error)]),
         .plugin(name: "EmbedDashboard", capability: .buildTool(), dependencies: ["DashboardEmbedder"]),
+        // The version both executables print (`--version`), stamped at build time by the plugin.
+        .target(name: "RunnelVersion", swiftSettings: strict, plugins: ["StampVersion"]),
+        .plugin(name: "StampVersion", capability: .buildTool()),
         .executableTarget(
             name: "runneld",
-            dependencies: ["RunnelServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "RunnelServer", "RunnelVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: daemon
         ),
         .executableTarget(
             name: "runnel",
             dependencies: [
-                "RunnelClient", "RunnelJSON",
+                "RunnelClient", "RunnelJSON", "RunnelVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: daemon
@@ -171,7 +176,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunneldTests",
-            dependencies: ["RunnelServer", "RunnelClient", "runneld", "runnel", "RunnelTestSupport"],
+            dependencies: ["RunnelServer", "RunnelClient", "RunnelVersion", "runneld", "runnel", "RunnelTestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -28,7 +28,7 @@ extension RunnelClient {
                     connection = try establish(reconnecting: true)
                     break
                 } catch {
-                    if error.code == "unauthorized" { return stop(error) }
+                    if error.code == "unauthorized" || error.code == "wrong_port" { return stop(error) }
                     delay = min(delay * 2, options.backoff.limit)
                 }
             }
@@ -122,7 +122,12 @@ extension RunnelClient {
         defer { woken.wake() }
         while true {
             while let line = connection.bufferedLine() {
-                guard let parsed = ServerLine(line) else { continue }
+                guard let parsed = ServerLine(line) else {
+                    if let wrongPort = RunnelError.wrongPort(firstLine: line, address: connection.address) {
+                        throw wrongPort
+                    }
+                    continue
+                }
                 if case .event("closing") = parsed.kind { closing = parsed.error }
                 if try handled(parsed) { return }
                 dispatch(parsed, waking: &woken)

@@ -2,14 +2,14 @@
 /// port 7455 by default) or `runnels://HOST:PORT` (over TLS); an IPv6 host is in brackets.
 ///
 /// Thread rules: a value, `Sendable`. Lifetime rule: none (a value).
-struct ServerEndpoint: Sendable {
-    static let defaultPort: UInt16 = 7455
+package struct ServerEndpoint: Sendable {
+    package static let defaultPort: UInt16 = 7455
 
-    let host: String
-    let port: UInt16
-    let secure: Bool
+    package let host: String
+    package let port: UInt16
+    package let secure: Bool
 
-    init(url: String) throws(RunnelError) {
+    package init(url: String) throws(RunnelError) {
         let rest: Substring
         if url.hasPrefix("runnel://") {
             rest = url.dropFirst("runnel://".count)

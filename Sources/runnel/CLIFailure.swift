@@ -12,15 +12,18 @@ struct CLIFailure: Error, CustomStringConvertible {
 
     let message: String
     let status: Int32
+    /// The server's or the client library's error code, when the failure has one.
+    let code: String?
 
-    init(_ message: String, status: Int32 = CLIFailure.runtimeStatus) {
+    init(_ message: String, status: Int32 = CLIFailure.runtimeStatus, code: String? = nil) {
         self.message = message
         self.status = status
+        self.code = code
     }
 
     /// An `{"ok":false,...}` reply from the server.
     static func serverError(code: String, message: String) -> CLIFailure {
-        CLIFailure("server error \(code): \(message)")
+        CLIFailure("server error \(code): \(message)", code: code)
     }
 
     /// A bad command-line value found after ArgumentParser accepted the syntax.
@@ -33,5 +36,9 @@ struct CLIFailure: Error, CustomStringConvertible {
 
 extension CLIFailure {
     /// A connection failure of the client library (`LineSocket`), in its own words.
-    init(_ error: RunnelError) { self.init(error.message) }
+    init(_ error: RunnelError) { self.init(error.message, code: error.code) }
+
+    /// Whether a new connection may not fail the same way: the server could not be reached, or
+    /// is full for now.
+    var isPassing: Bool { ["connection_lost", "timeout", "limit"].contains(code) }
 }

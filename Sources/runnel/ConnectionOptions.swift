@@ -7,8 +7,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The server as HOST:PORT (default: $RUNNEL_SERVER, else \(ServerAddress.defaultText)).",
-            valueName: "HOST:PORT"))
+            "The server as HOST:PORT, runnel://HOST:PORT or runnels://HOST:PORT (TLS) "
+                + "(default: $RUNNEL_SERVER, else \(ServerAddress.defaultText)).",
+            valueName: "ADDRESS"))
     var server: String?
 
     @Option(
@@ -51,9 +52,15 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The flag, else the environment, else the default.
     func address() throws(CLIFailure) -> ServerAddress {
-        let text = server ?? Self.environment(ServerAddress.environmentName) ?? ServerAddress.defaultText
-        return try ServerAddress(parsing: text)
+        try ServerAddress(parsing: addressText)
     }
+
+    private var addressText: String {
+        server ?? Self.environment(ServerAddress.environmentName) ?? ServerAddress.defaultText
+    }
+
+    /// Whether to connect with TLS: `--tls`, or a `runnels://` address.
+    private var usesTLS: Bool { tls || addressText.hasPrefix("runnels://") }
 
     /// The token from the flag, else the environment; nil or empty means none.
     var effectiveToken: String? {
@@ -66,8 +73,8 @@ struct ConnectionOptions: ParsableArguments {
 
     func validate() throws {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number") }
-        if !tls && (caFile != nil || serverName != nil || certFile != nil || keyFile != nil) {
-            throw ValidationError("--ca-file, --server-name, --cert-file and --key-file need --tls")
+        if !usesTLS && (caFile != nil || serverName != nil || certFile != nil || keyFile != nil) {
+            throw ValidationError("--ca-file, --server-name, --cert-file and --key-file need --tls (or runnels://)")
         }
         if (certFile == nil) != (keyFile == nil) {
             throw ValidationError("--cert-file and --key-file go together")
@@ -84,8 +91,10 @@ struct ConnectionOptions: ParsableArguments {
         } catch {
             throw CLIFailure(error)
         }
-        let session = RunnelSession(connection: connection, replyTimeoutMilliseconds: timeoutMilliseconds)
-        if let token = effectiveToken {
+        let token = effectiveToken
+        let session = RunnelSession(
+            connection: connection, replyTimeoutMilliseconds: timeoutMilliseconds, authenticates: token != nil)
+        if let token {
             var auth = RequestLine(op: "auth")
             auth.string("token", token)
             _ = try session.roundTrip(auth)
@@ -93,9 +102,9 @@ struct ConnectionOptions: ParsableArguments {
         return session
     }
 
-    /// The TLS settings of `--tls` and its companions; nil without `--tls`.
+    /// The TLS settings of `--tls` (or `runnels://`) and its companions; nil without TLS.
     var tlsSettings: TLSSettings? {
-        guard tls else { return nil }
+        guard usesTLS else { return nil }
         return TLSSettings(caFile: caFile, serverName: serverName, certificateFile: certFile, keyFile: keyFile)
     }
 

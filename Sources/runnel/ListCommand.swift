@@ -5,7 +5,7 @@ import RunnelJSON
 /// `runnel list [PREFIX]`: the subjects as an aligned table.
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List subjects: kind, capacity, subscribers, published, terminated.")
+        commandName: "list", abstract: "List subjects: kind, capacity, durable, subscribers, published, terminated.")
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "Only subjects whose names start with PREFIX.") var prefix: String?
@@ -28,10 +28,12 @@ struct ListCommand: ParsableCommand {
         guard case .object(let object) = decoded, case .array(let subjects)? = object["subjects"] else {
             throw CLIFailure("reply to list has no 'subjects': \(reply.text)")
         }
-        var table = TextTable(header: ["SUBJECT", "KIND", "CAPACITY", "SUBSCRIBERS", "PUBLISHED", "TERMINATED"])
+        var table = TextTable(header: [
+            "SUBJECT", "KIND", "CAPACITY", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
+        ])
         for case .object(let entry) in subjects {
             table.add(
-                ["subject", "kind", "capacity", "subscribers", "published", "terminated"].map {
+                ["subject", "kind", "capacity", "durable", "subscribers", "published", "terminated"].map {
                     Self.cell(entry[$0])
                 })
         }

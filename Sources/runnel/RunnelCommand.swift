@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import RunnelVersion
 
 /// `runnel`, the command-line client of `runneld`: publish, subscribe and manage subjects.
 ///
@@ -11,9 +12,11 @@ struct RunnelCommand: ParsableCommand {
         commandName: "runnel",
         abstract: "Command-line client for runneld: publish, subscribe, manage subjects.",
         discussion: """
-            The server is --server HOST:PORT, else $RUNNEL_SERVER, else \(ServerAddress.defaultText). \
+            The server is --server HOST:PORT (or runnel://HOST:PORT, or runnels://HOST:PORT for TLS), \
+            else $RUNNEL_SERVER, else \(ServerAddress.defaultText). \
             With --token (or $RUNNEL_TOKEN) runnel authenticates first.
             """,
+        version: "runnel \(RunnelVersion.text)",
         subcommands: [
             PublishCommand.self, SubscribeCommand.self, CreateCommand.self, CompleteCommand.self,
             ErrorCommand.self, DeleteCommand.self, ListCommand.self, StatsCommand.self, PingCommand.self,

@@ -1,14 +1,35 @@
+import RunnelClient
+
 /// Where `runneld` listens, as the user wrote it: `HOST:PORT`, with IPv6 hosts in brackets
-/// (`[::1]:7455`). Host names are resolved at connect time.
+/// (`[::1]:7455`), or a URL as the client libraries take it, `runnel://HOST[:PORT]` or
+/// `runnels://HOST[:PORT]` (TLS, as `--tls`). Host names are resolved at connect time.
 struct ServerAddress: CustomStringConvertible {
     static let defaultText = "127.0.0.1:7455"
     static let environmentName = "RUNNEL_SERVER"
 
     let host: String
     let port: UInt16
+    /// Whether the address asks for TLS (`runnels://`).
+    let secure: Bool
 
     /// Parses `text`; throws a usage failure naming the problem.
     init(parsing text: String) throws(CLIFailure) {
+        if let scheme = text.firstRange(of: "://") {
+            let name = text[..<scheme.lowerBound]
+            guard name == "runnel" || name == "runnels" else {
+                throw .usage(
+                    "bad server address '\(text)': runnel speaks the line protocol, on runneld's listen port: "
+                        + "use HOST:PORT, runnel://HOST:PORT or runnels://HOST:PORT (TLS); "
+                        + "ws://, http:// and their TLS forms are for the HTTP port")
+            }
+            do throws(RunnelError) {
+                let endpoint = try ServerEndpoint(url: text)
+                (host, port, secure) = (endpoint.host, endpoint.port, endpoint.secure)
+            } catch {
+                throw .usage("bad server address \(error.message)")
+            }
+            return
+        }
         let hostPart: Substring
         let portPart: Substring
         if text.hasPrefix("[") {
@@ -30,6 +51,7 @@ struct ServerAddress: CustomStringConvertible {
         }
         host = String(hostPart)
         self.port = port
+        secure = false
     }
 
     var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

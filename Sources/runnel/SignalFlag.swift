@@ -27,4 +27,10 @@ enum SignalFlag {
         let signal = received.load(ordering: .relaxed)
         return signal == 0 ? nil : signal
     }
+
+    /// Sleeps `seconds`, or less when a handled signal arrives (`nanosleep` is not restarted).
+    static func sleep(seconds: Double) {
+        var time = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        _ = nanosleep(&time, nil)
+    }
 }

@@ -12,6 +12,10 @@ struct SubscribeCommand: ParsableCommand {
             --throttle and --take build a server-side chain in that order; --ops appends any \
             stages (a JSON array). --from resumes right after a position that --positions \
             printed (the server says when it cannot, and the subscription then starts afresh). \
+            When the connection is lost (runneld restarted, the network), runnel connects again \
+            and resumes after the last value it printed, saying so on stderr, and says when values \
+            may have been missed (a subject that keeps no positions across the restart, a pattern); \
+            --no-reconnect exits 1 instead. \
             Exit status: 0 when the stream completes, 1 when it fails, \
             130/143 after SIGINT/SIGTERM (the subscription is removed first).
             """)
@@ -35,14 +39,18 @@ struct SubscribeCommand: ParsableCommand {
         parsing: .unconditional,
         help: ArgumentHelp("Resume right after POS, a position --positions printed.", valueName: "POS"))
     var from: String?
+    @Flag(help: "Exit (status 1) when the connection is lost, instead of connecting again and resuming.")
+    var noReconnect = false
 
     func validate() throws {
         if let throttle, !(throttle > 0 && throttle.isFinite) { throw ValidationError("--throttle must be > 0") }
         if let take, take < 0 { throw ValidationError("--take must be >= 0") }
     }
 
-    /// The stage list: the shortcut options in their fixed order, then `--ops`.
-    func stages() throws(CLIFailure) -> [JSONValue] {
+    /// The stage list: the shortcut options in their fixed order, then `--ops`; `--take` less
+    /// the values already printed (on a new connection).
+    func stages(printed: Int = 0) throws(CLIFailure) -> [JSONValue] {
+        let take = take.map { $0 - printed }
         var stages = StageShortcuts.stages(filter: filter, map: map, throttle: throttle, take: take)
         if let ops {
             guard case .array(let extra) = try ValueArgument.parse(ops, option: "--ops"),
@@ -56,21 +64,70 @@ struct SubscribeCommand: ParsableCommand {
     }
 
     func run() throws {
-        let stages = try stages()
+        _ = try stages()
         SignalFlag.install()
-        let session = try connection.connect()
+        let output = FileDescriptorWriter(fd: 1)
+        var resumeAfter = from
+        var printed = 0
+        var session = try connection.connect()
+        while true {
+            let printer = try subscribe(on: session, after: resumeAfter, printed: printed, output: output)
+            let ending = try printer.run()
+            printed += printer.printed
+            // A pattern's values each have their own subject's position: it starts afresh.
+            if !isPattern { resumeAfter = printer.lastPosition ?? resumeAfter }
+            guard case .lost(let reason) = ending else { return }
+            session.connection.shutdown()
+            if noReconnect { throw CLIFailure(reason) }
+            let after = resumeAfter.map { "after \($0)" } ?? "afresh"
+            StandardError.write("runnel: \(reason); connecting again to resume \(after)\n")
+            session = try reconnect()
+        }
+    }
+
+    /// Subscribes on `session`, after `position` when there is one (saying on stderr when the
+    /// server cannot resume there), and returns the printer of its events.
+    private func subscribe(
+        on session: RunnelSession, after position: String?, printed: Int, output: FileDescriptorWriter
+    )
+        throws -> SubscriptionPrinter
+    {
         var request = RequestLine(op: "sub")
         request.string("subject", subject)
+        let stages = try stages(printed: printed)
         if !stages.isEmpty { request.json("ops", .array(stages)) }
-        if positions { request.bool("positions", true) }
-        if let from { request.string("from", from) }
+        // Positions are asked for whatever --positions says (a new connection resumes from them),
+        // but for --events, whose lines are printed as they come.
+        if positions || !events { request.bool("positions", true) }
+        if let position { request.string("from", position) }
         let reply = try session.roundTrip(request)
         guard let sid = reply.sid else { throw CLIFailure("the reply to sub carries no sid: \(reply.text)") }
-        if from != nil && reply.resumed == false {
-            StandardError.write("runnel: cannot resume after \(from!): values may have been missed; starting afresh\n")
+        if let position, reply.resumed == false {
+            StandardError.write(
+                "runnel: cannot resume after \(position): values may have been missed; starting afresh\n")
+        } else if position == nil && printed > 0 {
+            StandardError.write("runnel: subscribed again without a position: values may have been missed\n")
         }
-        try SubscriptionPrinter(
-            session: session, sid: sid, showSubject: showSubject, showPositions: positions, events: events
-        ).run()
+        return SubscriptionPrinter(
+            session: session, sid: sid, showSubject: showSubject, showPositions: positions, events: events,
+            output: output)
+    }
+
+    private var isPattern: Bool { subject.split(separator: ".").contains { $0 == "*" || $0 == ">" } }
+
+    /// Connects again, waiting between attempts (0.1 s doubling to 5 s) while the server cannot
+    /// be reached; a signal meanwhile exits as it would have during the subscription.
+    private func reconnect() throws -> RunnelSession {
+        var delay = 0.1
+        while true {
+            if let signal = SignalFlag.pending { throw ExitCode(128 + signal) }
+            do throws(CLIFailure) {
+                return try connection.connect()
+            } catch {
+                guard error.isPassing else { throw error }
+            }
+            SignalFlag.sleep(seconds: delay)
+            delay = min(delay * 2, 5)
+        }
     }
 }

@@ -2,7 +2,9 @@ import ArgumentParser
 import Glibc
 import RunnelClient
 
-/// Prints one subscription's events until it ends, a signal arrives, or stdout closes.
+/// Prints one subscription's events on one connection until it ends, the connection is lost, a
+/// signal arrives, or stdout closes; keeps the last position printed and how many values, from
+/// which `runnel sub` resumes on a new connection.
 ///
 /// Output is buffered and flushed whenever no complete line is waiting, so a live stream shows
 /// each value at once while a burst is written in large blocks. The wait for data is a `poll`
@@ -17,10 +19,31 @@ final class SubscriptionPrinter {
     private let showSubject: Bool
     private let showPositions: Bool
     private let events: Bool
-    private let output = FileDescriptorWriter(fd: 1)
+    private let output: FileDescriptorWriter
+    /// The position of the last value printed (when the server sends positions).
+    private var lastPositionBytes: [UInt8] = []
+    /// Values printed on this connection.
+    private(set) var printed = 0
+    /// Why the connection ended, set where the line that ended it was handled.
+    private var lost: String?
 
-    init(session: RunnelSession, sid: String, showSubject: Bool, showPositions: Bool = false, events: Bool) {
+    /// How a connection's subscription ended without failing.
+    enum Ending: Equatable {
+        /// The subscription completed.
+        case completed
+        /// The connection was lost (the reason), or the server closed it for a reason a new
+        /// connection may not have (`closing`: `slow_consumer`, `shutdown`...).
+        case lost(String)
+        /// Stdout was closed (`| head`).
+        case outputClosed
+    }
+
+    init(
+        session: RunnelSession, sid: String, showSubject: Bool, showPositions: Bool = false, events: Bool,
+        output: FileDescriptorWriter
+    ) {
         self.session = session
+        self.output = output
         self.sid = sid
         sidBytes = Array(sid.utf8)
         self.showSubject = showSubject
@@ -28,9 +51,14 @@ final class SubscriptionPrinter {
         self.events = events
     }
 
-    /// Returns when the subscription completes; throws `CLIFailure` when it fails and
+    /// The position of the last value printed, when the server sent one.
+    var lastPosition: String? {
+        lastPositionBytes.isEmpty ? nil : String(decoding: lastPositionBytes, as: UTF8.self)
+    }
+
+    /// Returns how the subscription ended; throws `CLIFailure` when it fails and
     /// `ExitCode(128 + signal)` after a signal.
-    func run() throws {
+    func run() throws -> Ending {
         let connection = session.connection
         while true {
             if let signal = SignalFlag.pending {
@@ -41,10 +69,10 @@ final class SubscriptionPrinter {
             if output.failed {
                 // Whoever read our output has gone (`| head`): stop quietly.
                 unsubscribe()
-                return
+                return .outputClosed
             }
-            if let completed = try connection.withNextLine(handle) {
-                if completed { return }
+            if let ended = try connection.withNextLine(handle) {
+                if ended { return lost.map(Ending.lost) ?? .completed }
                 continue
             }
             output.flush()
@@ -52,15 +80,20 @@ final class SubscriptionPrinter {
                 _ = try connection.receive(timeoutMilliseconds: 250)
             } catch {
                 output.flush()
-                throw CLIFailure(error)
+                return .lost(error.message)
             }
         }
     }
 
-    /// Prints or acts on one line; true when the subscription has completed.
+    /// Prints or acts on one line; true when the subscription has ended (completed, or `lost`).
     private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
         if !events, let next = NextEventShape.match(raw) {
             if sidBytes.elementsEqual(raw[next.sid]) {
+                printed += 1
+                if let position = next.position {
+                    lastPositionBytes.removeAll(keepingCapacity: true)
+                    lastPositionBytes.append(contentsOf: raw[position])
+                }
                 if showPositions {
                     if let position = next.position {
                         output.append(UnsafeRawBufferPointer(rebasing: raw[position]))
@@ -84,9 +117,7 @@ final class SubscriptionPrinter {
             throw CLIFailure("unexpected line from the server: \(String(decoding: bytes, as: UTF8.self))")
         }
         guard case .event(let name) = line.kind else {
-            if case .reply(ok: false) = line.kind {
-                throw CLIFailure.serverError(code: line.code ?? "unknown", message: line.message ?? "")
-            }
+            if case .reply(ok: false) = line.kind { throw session.failure(line) }
             return false
         }
         if name != "closing" && line.sid != sid { return false }
@@ -96,6 +127,11 @@ final class SubscriptionPrinter {
         }
         switch name {
         case "next":
+            printed += 1
+            if let pos = line.pos {
+                lastPositionBytes.removeAll(keepingCapacity: true)
+                lastPositionBytes.append(contentsOf: pos.utf8)
+            }
             if !events, let range = line.valueRange {
                 if showPositions { output.append((line.pos ?? "-") + " ") }
                 if showSubject, let subject = line.subject { output.append(subject + " ") }
@@ -117,7 +153,10 @@ final class SubscriptionPrinter {
             }
         case "closing":
             output.flush()
-            throw CLIFailure("the server closed the connection: \(line.code ?? "unknown")")
+            // A token refused or expired stays so on a new connection; any other reason may not.
+            if line.code == "unauthorized" { throw session.failure(line) }
+            lost = "the server closed the connection: \(line.code ?? "unknown")"
+            return true
         default:
             break
         }

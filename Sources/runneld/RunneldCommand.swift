@@ -1,5 +1,6 @@
 import ArgumentParser
 import RunnelServer
+import RunnelVersion
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +24,8 @@ struct RunneldCommand: ParsableCommand {
             `runneld --config \(ServerConfig.packagedPath)`. --listen, --http-listen, --tls-listen, --https-listen, \
             --loops and --log-level override the file (the TLS listeners take their certificate from it). \
             Exit status 2 means the configuration or the command line is invalid.
-            """)
+            """,
+        version: "runneld \(RunnelVersion.text)")
 
     /// The exit status for an invalid configuration or command line.
     static let configurationErrorStatus: Int32 = 2

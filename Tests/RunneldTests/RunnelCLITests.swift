@@ -290,7 +290,7 @@ import Testing
         #expect(stats["subscriptions"] == 0)
         // The subject stays and has nobody subscribed.
         let list = try CLIProcess.run(["list", "live"] + at)
-        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "0")
+        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "0")
     }
 
     // MARK: subject management
@@ -306,9 +306,9 @@ import Testing
         let list = try CLIProcess.run(["list"] + at)
         #expect(list.status == 0, "\(list)")
         let rows = list.stdoutLines.map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
-        #expect(rows.first == ["SUBJECT", "KIND", "CAPACITY", "SUBSCRIBERS", "PUBLISHED", "TERMINATED"])
+        #expect(rows.first == ["SUBJECT", "KIND", "CAPACITY", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED"])
         let bySubject = Dictionary(rows.dropFirst().map { ($0[0], $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "0", "1", "no"])
+        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "no", "0", "1", "no"])
         #expect(bySubject["b.two"]?[1] == "behavior")
         #expect(bySubject["plain"]?[1] == "subject")
         // Columns line up: every row's second column starts where the header's does.

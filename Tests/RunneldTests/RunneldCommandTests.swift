@@ -1,5 +1,6 @@
 import ArgumentParser
 import RunnelServer
+import RunnelVersion
 import Testing
 
 @testable import runneld
@@ -20,6 +21,10 @@ struct RunneldCommandTests {
         #expect(command.listen == "[::1]:0")
         #expect(command.logLevel == "debug")
         #expect(command.checkConfig)
+    }
+
+    @Test func versionIsTheStampedOne() {
+        #expect(RunneldCommand.configuration.version == "runneld \(RunnelVersion.text)")
     }
 
     @Test func noOptionsMeansBuiltInDefaults() throws {
