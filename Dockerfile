@@ -19,7 +19,10 @@ COPY web web
 COPY clients/js clients/js
 COPY Tests Tests
 COPY scripts/build-release.sh scripts/
-RUN scripts/build-release.sh
+# The image has no .git: the version `--version` prints comes from the build argument
+# (docker build --build-arg RUNNEL_VERSION=$(git describe --tags --always --dirty) .).
+ARG RUNNEL_VERSION=unknown
+RUN RUNNEL_VERSION="$RUNNEL_VERSION" scripts/build-release.sh
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libhttp-parser2.9 libssl3 zlib1g libnats3.4 \

@@ -26,6 +26,9 @@ public struct ClientOptions: Sendable {
     public var backoff: (first: Duration, limit: Duration) = (.milliseconds(100), .seconds(5))
     /// To connect and get the answer to `auth` or `ping`.
     public var timeout: Duration = .seconds(10)
+    /// How long a call (`publish`, `request`, `subscribe`) may take, the wait for a connection
+    /// that is down included, before it throws `timeout`; each call may give its own.
+    public var callTimeout: Duration = .seconds(30)
     /// After this long without a byte from the server the client sends a `ping`; when nothing
     /// comes within `timeout` more, the connection is taken for lost and the client reconnects
     /// (a server or network gone without a word is noticed). nil: never.

@@ -9,10 +9,15 @@ struct ClientState {
         case call(CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
         /// A `sub`: `answered` runs on the reader thread before any event of the subscription.
         case subscribe(Subscription, sentFrom: Bool, CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
+        /// A `sub` whose caller's deadline passed before its reply came: a subscription the reply
+        /// makes is removed from the server again.
+        case abandoned(sid: String)
 
-        var continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never> {
+        /// Who waits for the reply; nil once nobody does.
+        var continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never>? {
             switch self {
             case .call(let continuation), .subscribe(_, _, let continuation): return continuation
+            case .abandoned: return nil
             }
         }
     }
@@ -26,7 +31,9 @@ struct ClientState {
     /// Set once the client has stopped: `closed`, or the reason it will not reconnect.
     var final: RunnelError?
     var lastDisconnect: RunnelError?
-    var readyWaiters: [CheckedContinuation<Result<Outbox, RunnelError>, Never>] = []
+    /// The calls waiting for the connection, by an id of `takeRef`'s (their deadline's timer
+    /// removes one).
+    var readyWaiters: [Int: CheckedContinuation<Result<Outbox, RunnelError>, Never>] = [:]
     var pending: [Int: Pending] = [:]
     var subscriptions: [String: Subscription] = [:]
     var nextRef = 1
@@ -46,6 +53,12 @@ struct ClientState {
     /// The calls waiting for a reply, which the connection's end fails.
     mutating func takePending() -> [CheckedContinuation<Result<ServerLine, RunnelError>, Never>] {
         defer { pending = [:] }
-        return pending.values.map(\.continuation)
+        return pending.values.compactMap(\.continuation)
+    }
+
+    /// The calls waiting for the connection, which it being set up or the client stopping ends.
+    mutating func takeReadyWaiters() -> [CheckedContinuation<Result<Outbox, RunnelError>, Never>] {
+        defer { readyWaiters = [:] }
+        return Array(readyWaiters.values)
     }
 }

@@ -70,8 +70,7 @@ extension RunnelClient {
             guard state.final == nil else { return nil }
             state.ready = true
             state.outbox = outbox
-            defer { state.readyWaiters = [] }
-            return state.readyWaiters
+            return state.takeReadyWaiters()
         }
         // Closed meanwhile: `close` shut the connection down, and the reader will find it ended.
         guard let waiters else {
@@ -181,6 +180,16 @@ extension RunnelClient {
         _ = outbox?.push(line.finished())
     }
 
+    /// Removes a subscription whose caller gave up on it (its deadline passed) before the server
+    /// made it, with an `unsub` whose reply nobody waits for.
+    private func unsubscribe(abandoned sid: String) {
+        let (outbox, ref) = state.withLock { ($0.outbox, $0.takeRef()) }
+        var line = RequestLine(op: "unsub")
+        line.string("sid", sid)
+        line.integer("ref", ref)
+        _ = outbox?.push(line.finished())
+    }
+
     /// One line: the common `next` event on the fast path (`NextEventShape`), any other parsed.
     private func handle(_ raw: UnsafeRawBufferPointer, closing: inout RunnelError?, waking woken: inout ConsumersToWake)
     {
@@ -216,12 +225,16 @@ extension RunnelClient {
                 return
             }
             guard let pending = state.withLock({ $0.pending.removeValue(forKey: ref) }) else { return }
+            if case .abandoned(let sid) = pending {
+                if case .reply(ok: true) = line.kind { unsubscribe(abandoned: sid) }
+                return
+            }
             if case .subscribe(let subscription, let sentFrom, _) = pending,
                 subscription.answered(line, sentFrom: sentFrom, cause: nil)
             {
                 state.withLock { $0.subscriptions[subscription.sid] = subscription }
             }
-            pending.continuation.resume(returning: .success(line))
+            pending.continuation?.resume(returning: .success(line))
         case .event(let name):
             guard name != "closing", let sid = line.sid,
                 let subscription = state.withLock({ $0.subscriptions[sid] })
@@ -257,8 +270,7 @@ extension RunnelClient {
     private func stop(_ reason: RunnelError) {
         let (subscriptions, waiters) = state.withLock { state in
             state.final = state.final ?? reason
-            defer { state.readyWaiters = [] }
-            return (Array(state.subscriptions.values), state.readyWaiters)
+            return (Array(state.subscriptions.values), state.takeReadyWaiters())
         }
         for subscription in subscriptions { subscription.end(reason, dropBuffered: false) }
         for waiter in waiters { waiter.resume(returning: .failure(reason)) }

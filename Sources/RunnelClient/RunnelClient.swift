@@ -72,30 +72,37 @@ public final class RunnelClient: Sendable {
 
     /// Publishes `value` to `subject`. Without `reply`, returns nil once the line is queued for
     /// the connection (waiting while over 1 MiB is queued; a refusal goes to `onError`); with it,
-    /// waits for the answer and returns how many subscriptions received the value.
+    /// waits for the answer and returns how many subscriptions received the value. Either way
+    /// it throws `timeout` when that has not happened within `timeout` (default:
+    /// `ClientOptions.callTimeout`), the wait for a connection that is down included.
     @discardableResult
-    public func publish(_ subject: String, _ value: JSONValue, reply: Bool = false) async throws(RunnelError) -> Int? {
+    public func publish(_ subject: String, _ value: JSONValue, reply: Bool = false, timeout: Duration? = nil)
+        async throws(RunnelError) -> Int?
+    {
         var request = RequestLine(op: "pub")
         request.string("subject", subject)
         request.json("value", value)
-        return try await publish(request, reply: reply)
+        return try await publish(request, reply: reply, timeout: timeout)
     }
 
     /// Publishes JSON already encoded, byte for byte.
     @discardableResult
-    public func publish(_ subject: String, json: RawJSON, reply: Bool = false) async throws(RunnelError) -> Int? {
+    public func publish(_ subject: String, json: RawJSON, reply: Bool = false, timeout: Duration? = nil)
+        async throws(RunnelError) -> Int?
+    {
         var request = RequestLine(op: "pub")
         request.string("subject", subject)
         request.raw("value", json)
-        return try await publish(request, reply: reply)
+        return try await publish(request, reply: reply, timeout: timeout)
     }
 
-    private func publish(_ request: RequestLine, reply: Bool) async throws(RunnelError) -> Int? {
+    private func publish(_ request: RequestLine, reply: Bool, timeout: Duration?) async throws(RunnelError) -> Int? {
+        let deadline = CallDeadline(op: "pub", timeout: timeout ?? options.callTimeout)
         guard reply else {
-            guard try await readyConnection().enqueue(request.finished()) else { throw lostConnection }
+            guard try await readyConnection(deadline).enqueue(request.finished()) else { throw lostConnection }
             return nil
         }
-        let answer = try await call(request)
+        let answer = try await call(request, deadline)
         guard case .number(let receivers)? = answer.object["receivers"] else { return nil }
         return Int(receivers)
     }
@@ -103,23 +110,27 @@ public final class RunnelClient: Sendable {
     /// Sends any other request (`create`, `complete`, `error`, `delete`, `list`, `stats`,
     /// `ping`) and returns its reply; throws the server's error. `sub`, `unsub` and `auth` are
     /// refused (`bad_request`): use `subscribe`, `Subscription.unsubscribe` and the token.
-    public func request(_ op: String, _ fields: KeyValuePairs<String, JSONValue> = [:]) async throws(RunnelError)
-        -> JSONObject
-    {
+    /// Throws `timeout` past `timeout` (default: `ClientOptions.callTimeout`).
+    public func request(
+        _ op: String, _ fields: KeyValuePairs<String, JSONValue> = [:], timeout: Duration? = nil
+    ) async throws(RunnelError) -> JSONObject {
         guard !["sub", "unsub", "auth"].contains(op) else {
             throw RunnelError(code: "bad_request", message: "\(op): use subscribe, unsubscribe or the token")
         }
         var request = RequestLine(op: op)
         for (key, value) in fields { request.json(named: key, value) }
-        return try await call(request).object
+        return try await call(request, CallDeadline(op: op, timeout: timeout ?? options.callTimeout)).object
     }
 
     /// Subscribes to `subject` (a name or a pattern such as `sensors.>`); returns once the server
-    /// has accepted the `sub`, else throws its error (`bad_expr` with its `stage`...).
-    public func subscribe(_ subject: String, _ options: SubscribeOptions = SubscribeOptions())
-        async throws(RunnelError) -> Subscription
-    {
-        let connection = try await readyConnection()
+    /// has accepted the `sub`, else throws its error (`bad_expr` with its `stage`...), or
+    /// `timeout` past `timeout` (default: `ClientOptions.callTimeout`; a subscription the
+    /// server makes after that is removed again).
+    public func subscribe(
+        _ subject: String, _ options: SubscribeOptions = SubscribeOptions(), timeout: Duration? = nil
+    ) async throws(RunnelError) -> Subscription {
+        let deadline = CallDeadline(op: "sub", timeout: timeout ?? self.options.callTimeout)
+        let connection = try await readyConnection(deadline)
         let sid = state.withLock { state in
             defer { state.nextSid += 1 }
             return "s\(state.nextSid)"
@@ -130,14 +141,9 @@ public final class RunnelClient: Sendable {
             throw RunnelError(code: "bad_request", message: "a pattern subscription has no position to start from")
         }
         let sentFrom = subscription.position != nil
-        let reply = await withCheckedContinuation { continuation in
-            let ref = register(on: connection, continuation) { _ in
-                .subscribe(subscription, sentFrom: sentFrom, continuation)
-            }
-            guard let ref else { return }
-            send(subscription.request(ref: ref).line, on: connection, ref: ref)
-        }
-        let line = try reply.get()
+        let line = try await exchange(on: connection, deadline) { ref, continuation in
+            (.subscribe(subscription, sentFrom: sentFrom, continuation), subscription.request(ref: ref).line)
+        }.get()
         guard case .reply(ok: true) = line.kind else { throw line.error }
         return subscription
     }
@@ -151,8 +157,8 @@ public final class RunnelClient: Sendable {
             guard state.final == nil else { return nil }
             state.final = .closed
             let waiters =
-                state.takePending().map(ClientStateWaiter.reply) + state.readyWaiters.map(ClientStateWaiter.ready)
-            state.readyWaiters = []
+                state.takePending().map(ClientStateWaiter.reply)
+                + state.takeReadyWaiters().map(ClientStateWaiter.ready)
             return (state.connection, state.outbox, Array(state.subscriptions.values), waiters)
         }
         if let (connection, outbox, subscriptions, waiters) = stopped {
@@ -185,21 +191,28 @@ public final class RunnelClient: Sendable {
 
     // MARK: Calls
 
-    /// The connection's outbox once it is set up: waits while the client reconnects; throws once
-    /// it has stopped.
-    func readyConnection() async throws(RunnelError) -> Outbox {
+    /// The connection's outbox once it is set up: waits while the client reconnects, until
+    /// `deadline` (then `timeout`); throws once it has stopped.
+    func readyConnection(_ deadline: CallDeadline) async throws(RunnelError) -> Outbox {
         let immediate = state.withLock { state -> Result<Outbox, RunnelError>? in
             if let final = state.final { return .failure(final) }
             if state.ready, let outbox = state.outbox { return .success(outbox) }
             return nil
         }
         if let immediate { return try immediate.get() }
+        let id = state.withLock { $0.takeRef() }
+        let timer = deadline.whenPassed { [weak self] in
+            let waiter = self?.state.withLock { $0.readyWaiters.removeValue(forKey: id) }
+            waiter?.resume(returning: .failure(deadline.passed(connected: false)))
+        }
+        defer { timer.cancel() }
         let later = await withCheckedContinuation {
             (waiter: CheckedContinuation<Result<Outbox, RunnelError>, Never>) in
             let now = state.withLock { state -> Result<Outbox, RunnelError>? in
                 if let final = state.final { return .failure(final) }
                 if state.ready, let outbox = state.outbox { return .success(outbox) }
-                state.readyWaiters.append(waiter)
+                if deadline.hasPassed { return .failure(deadline.passed(connected: false)) }
+                state.readyWaiters[id] = waiter
                 return nil
             }
             if let now { waiter.resume(returning: now) }
@@ -207,38 +220,50 @@ public final class RunnelClient: Sendable {
         return try later.get()
     }
 
-    /// Sends `request` with a fresh `ref` once connected, and returns its successful reply.
-    func call(_ request: RequestLine) async throws(RunnelError) -> ServerLine {
-        let connection = try await readyConnection()
-        let reply = await withCheckedContinuation { continuation in
-            guard let ref = register(on: connection, continuation, { _ in .call(continuation) }) else { return }
+    /// Sends `request` with a fresh `ref` once connected, and returns its successful reply;
+    /// throws `timeout` when neither has happened by `deadline`.
+    func call(_ request: RequestLine, _ deadline: CallDeadline) async throws(RunnelError) -> ServerLine {
+        let connection = try await readyConnection(deadline)
+        let line = try await exchange(on: connection, deadline) { ref, continuation in
             var request = request
             request.integer("ref", ref)
-            send(request.finished(), on: connection, ref: ref)
-        }
-        let line = try reply.get()
+            return (.call(continuation), request.finished())
+        }.get()
         guard case .reply(ok: true) = line.kind else { throw line.error }
         return line
     }
 
-    /// Notes a call waiting for its reply on `connection`; nil (and `continuation` resumed with
-    /// the failure) when that connection is no longer the one in use.
-    private func register(
-        on connection: Outbox, _ continuation: CheckedContinuation<Result<ServerLine, RunnelError>, Never>,
-        _ pending: (Int) -> ClientState.Pending
-    ) -> Int? {
-        let ref = state.withLock { state -> Result<Int, RunnelError> in
-            if let final = state.final { return .failure(final) }
-            guard state.outbox === connection else { return .failure(state.lostConnection) }
-            let ref = state.takeRef()
-            state.pending[ref] = pending(ref)
-            return .success(ref)
+    /// Registers a call waiting for its reply on `connection` under a fresh `ref`, sends the line
+    /// `made` gives for it, and returns the reply, or `timeout` once `deadline` has passed (a
+    /// `sub` is then left as `abandoned`, so a subscription its reply makes is removed).
+    private func exchange(
+        on connection: Outbox, _ deadline: CallDeadline,
+        _ made: (Int, CheckedContinuation<Result<ServerLine, RunnelError>, Never>) -> (ClientState.Pending, [UInt8])
+    ) async -> Result<ServerLine, RunnelError> {
+        let ref = state.withLock { $0.takeRef() }
+        let timer = deadline.whenPassed { [weak self] in
+            let expired = self?.state.withLock { state -> ClientState.Pending? in
+                guard let pending = state.pending.removeValue(forKey: ref) else { return nil }
+                if case .subscribe(let subscription, _, _) = pending {
+                    state.pending[ref] = .abandoned(sid: subscription.sid)
+                }
+                return pending
+            }
+            expired?.continuation?.resume(returning: .failure(deadline.passed(connected: true)))
         }
-        switch ref {
-        case .success(let ref): return ref
-        case .failure(let error):
-            continuation.resume(returning: .failure(error))
-            return nil
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let (pending, line) = made(ref, continuation)
+            let registered = state.withLock { state -> RunnelError? in
+                if let final = state.final { return final }
+                guard state.outbox === connection else { return state.lostConnection }
+                // The timer fires once the instant has passed: registered before, it is found.
+                if deadline.hasPassed { return deadline.passed(connected: true) }
+                state.pending[ref] = pending
+                return nil
+            }
+            if let registered { return continuation.resume(returning: .failure(registered)) }
+            send(line, on: connection, ref: ref)
         }
     }
 
@@ -249,7 +274,7 @@ public final class RunnelClient: Sendable {
         let failed = state.withLock { state in
             state.pending.removeValue(forKey: ref).map { ($0.continuation, state.lostConnection) }
         }
-        if let (continuation, error) = failed { continuation.resume(returning: .failure(error)) }
+        if let (continuation, error) = failed { continuation?.resume(returning: .failure(error)) }
     }
 
     /// Why the connection a call was made on is gone.
@@ -263,7 +288,7 @@ public final class RunnelClient: Sendable {
         guard isConnected else { return }
         var request = RequestLine(op: "unsub")
         request.string("sid", sid)
-        _ = try? await call(request)
+        _ = try? await call(request, CallDeadline(op: "unsub", timeout: options.callTimeout))
     }
 
     /// Drops an ended subscription.
