@@ -12,18 +12,16 @@ import CLibUV
 extension TCPConnection {
     /// A duplicate of the socket's descriptor, after which this connection closes (its handle
     /// closes its own descriptor; the socket stays open through the duplicate). Only for a
-    /// fresh connection that has not read or written, with no delegate. Loop thread.
+    /// fresh connection that has not read or written, with no delegate. Loop thread. On a
+    /// failure the connection is closed too, so the socket is never left open with no owner.
     func detachSocket() throws -> Int32 {
         loop.assertOnLoopThread()
         precondition(delegate == nil && !isReading && pendingBytes == 0, "only a fresh connection moves")
+        defer { closeNow() }
         var descriptor: uv_os_fd_t = -1
         try UVError.check(uv_fileno(runnel_tcp_as_handle(handle), &descriptor), "uv_fileno")
         let duplicate = dup(descriptor)
-        guard duplicate >= 0 else {
-            closeNow()
-            throw UVError(code: -errno, operation: "dup")
-        }
-        closeNow()
+        guard duplicate >= 0 else { throw UVError(code: -errno, operation: "dup") }
         return duplicate
     }
 
