@@ -104,4 +104,13 @@ import Testing
         #expect(client.stdout == "runnel \(RunnelVersion.text)\n", "\(client)")
         #expect(RunnelVersion.text.wholeMatch(of: /\S+/) != nil && RunnelVersion.text != "unknown")
     }
+
+    /// The completion script docs/operations.md tells users to install.
+    @Test func completionScriptsAreGenerated() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try CLIProcess.run(["--generate-completion-script", shell])
+            #expect(script.status == 0, "\(shell): \(script)")
+            #expect(script.stdout.contains("runnel") && script.stdout.contains("sub"), "\(shell)")
+        }
+    }
 }
