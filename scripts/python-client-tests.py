@@ -6,8 +6,11 @@ and without a reply; typed errors; subscribe with stages, as an iterator and wit
 positions and `from`; runneld killed with SIGKILL and restarted under a durable subscription
 (nothing lost or repeated) and under a plain one (a gap reported); a `closing` line; the client's
 bounded buffer under a consumer slower than the network; the server's `dropped` events as gaps; a
-clean close (the server's `stats` back to what they were); the blocking wrapper; `pip install` of
-the package. One line per check; exit status 0 when every check passed.
+clean close (the server's `stats` back to what they were); leaving an `async for` (or a blocking
+`for`) early unsubscribes; every call's deadline, with runneld stopped (SIGSTOP) and killed, and a
+`sub` answered past it undone; a wrong port named (`runnel://` at the HTTP port, `ws://` at the
+line port); the blocking wrapper; `pip install` of the package. One line per check; exit status 0
+when every check passed.
 
     python3 scripts/python-client-tests.py --runneld .build/debug/runneld
 
@@ -27,10 +30,11 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from client_checklist import (CERTS, EXPIRY_CONFIG, JWT_SECRET, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate,
                               main_daemon_started, restarted_daemon_stopped)
-from runneld_process import Daemon, Suite, main
+from runneld_process import Daemon, Suite, main, poll_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The client under test is this checkout's, not an installed copy.
@@ -120,6 +124,42 @@ async def poll(read, predicate, what, seconds=DEADLINE):
             return current
         assert time.monotonic() < deadline, f"{what}: {current}"
         await asyncio.sleep(0.05)
+
+
+async def timed_out(awaitable, seconds, *words):
+    """`awaitable` fails with `timeout` at its deadline, `seconds` (not before, nor much after;
+    a call with no deadline fails the check at DEADLINE), its message naming `words`."""
+    started = time.monotonic()
+    try:
+        error = await expect_error(asyncio.wait_for(awaitable, DEADLINE), "timeout")
+    except asyncio.TimeoutError:
+        raise AssertionError(f"still waiting after {DEADLINE} s: no deadline") from None
+    took = time.monotonic() - started
+    assert seconds <= took < seconds + 2, f"the deadline was {seconds} s; it took {took:.2f} s"
+    for word in (f"within {seconds:g} s", *words):
+        assert word in error.message, (word, error.message)
+    return error
+
+
+@contextlib.contextmanager
+def stopped(d):
+    """runneld stopped (SIGSTOP: its connections open, nothing answered), continued after."""
+    d.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        d.process.send_signal(signal.SIGCONT)
+
+
+def blocking_call(function, *arguments, **options):
+    """A call of the blocking client, failing the check (rather than hanging it) when it is still
+    blocked after DEADLINE."""
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(function, *arguments, **options)
+        try:
+            return future.result(DEADLINE)
+        except TimeoutError:
+            raise AssertionError(f"still blocked after {DEADLINE} s: no deadline") from None
 
 
 async def wait_for_event(event, what):
@@ -456,6 +496,169 @@ async def check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed
     network.close()
 
 
+async def subscriptions_back_to(admin, before, what):
+    await poll(lambda: admin.request("stats"), lambda s: s["subscriptions"] == before["subscriptions"], what)
+
+
+@runs_async
+async def check_a_call_to_a_stopped_server_fails_at_its_deadline_and_the_client_goes_on(d):
+    client = await connected(d, call_timeout=1)
+    with stopped(d):
+        error = await timed_out(client.request("stats"), 1, "stats: no reply", "the client was connected")
+        assert "disconnected" not in error.message, error
+        await timed_out(client.publish("deadline.a", 1, reply=True), 1, "pub deadline.a: no reply")
+        await timed_out(client.authenticate(TOKEN), 1, "auth: no reply")
+        # A quiet publish returns once written: past the sockets' buffers, it cannot be.
+        big = "x" * 500_000
+        for _ in range(400):
+            started = time.monotonic()
+            try:
+                await asyncio.wait_for(client.publish("deadline.big", big, timeout=0.5), DEADLINE)
+            except RunnelError as error:
+                assert error.code == "timeout" and 0.5 <= time.monotonic() - started < 2.5, error
+                assert "pub deadline.big: not written within 0.5 s (the client was connected" in error.message, error
+                break
+            except asyncio.TimeoutError:
+                raise AssertionError("a quiet publish still waiting after DEADLINE: no deadline") from None
+        else:
+            raise AssertionError("200 MB written to a stopped runneld")
+    # Back: the late replies are ignored, and the client works as before.
+    subscription = await client.subscribe("deadline.a")
+    assert await client.publish("deadline.a", 2, reply=True) == 1
+    assert (await take(subscription, 1))[0].value == 2
+    assert client.connected and (await client.request("ping"))["ok"]
+    await client.close()
+
+
+@runs_async
+async def check_a_per_call_timeout_overrides_the_clients(d):
+    client = await connected(d)  # call_timeout: 30 s by default
+    quick = await connected(d, call_timeout=0.5)
+    with stopped(d):
+        await timed_out(client.request("ping", timeout=0.5), 0.5, "ping: no reply")
+        await timed_out(client.subscribe("deadline.b", timeout=0.5), 0.5, "sub deadline.b: no reply")
+        # Longer than the client's: it outlives a call that has the client's deadline.
+        patient = asyncio.create_task(quick.request("ping", timeout=DEADLINE))
+        await timed_out(quick.request("ping"), 0.5, "ping: no reply")
+        assert not patient.done(), patient
+    assert (await asyncio.wait_for(patient, DEADLINE))["ok"]
+    for bad in (0, -1):
+        try:
+            await client.request("ping", timeout=bad)
+            raise AssertionError(f"timeout={bad} was accepted")
+        except ValueError:
+            pass
+    await client.close()
+    await quick.close()
+
+
+@runs_async
+async def check_a_sub_past_its_deadline_leaves_no_subscription_behind(d):
+    admin = await connected(d)
+    before = await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1, "only this check's client")
+    client = await connected(d)
+    with stopped(d):
+        await timed_out(client.subscribe("deadline.sub", timeout=0.5), 0.5, "sub deadline.sub: no reply",
+                        "a subscription it makes is undone")
+    # Answered in order: once the ping's reply is in, so is the late `sub`'s, which made the
+    # subscription in the server; the client undoes it, and keeps no Subscription for it (a
+    # reconnect would subscribe again what the client keeps).
+    await client.request("ping")
+    await subscriptions_back_to(admin, before, "the late subscription undone")
+    assert not client._subscriptions, client._subscriptions
+    assert await admin.publish("deadline.sub", 1, reply=True) == 0
+    await client.close()
+    await admin.close()
+
+
+@runs_async
+async def check_leaving_an_async_for_loop_unsubscribes(d):
+    admin = await connected(d)
+    before = await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1, "only this check's client")
+    client = await connected(d)
+    for leaving in ("break", "raise"):
+        subscription = await client.subscribe("loop.a")
+        for n in range(1, 4):
+            await client.publish("loop.a", n)
+        seen = []
+        with contextlib.suppress(LookupError):
+            async for event in subscription:
+                seen.append(event.value)
+                if event.value == 2:
+                    if leaving == "break":
+                        break
+                    raise LookupError("the consumer's own")
+        assert seen == [1, 2], (leaving, seen)
+        await subscriptions_back_to(admin, before, f"unsubscribed by a {leaving}")
+        await expect_end(subscription)
+    # Taking events one at a time (anext) unsubscribes nothing; a loop that runs to completion
+    # ends with the subscription.
+    kept = await client.subscribe("loop.b")
+    await client.publish("loop.b", 1)
+    assert (await take(kept, 1))[0].value == 1
+    stats = await admin.request("stats")
+    assert stats["subscriptions"] == before["subscriptions"] + 1, stats
+    completing = await client.subscribe("loop.c", {"ops": [{"op": "take", "count": 2}]})
+    await client.publish("loop.c", 1)
+    await client.publish("loop.c", 2)
+    assert [event.value async for event in completing] == [1, 2]
+    await kept.unsubscribe()
+    await subscriptions_back_to(admin, before, "kept, unsubscribed")
+    await client.close()
+    await admin.close()
+
+
+def check_the_blocking_clients_calls_have_deadlines_and_its_loops_unsubscribe(d):
+    with runnel.blocking.connect(url(d), token=TOKEN) as admin, \
+            runnel.blocking.connect(url(d), token=TOKEN, call_timeout=0.5) as client:
+        before = admin.request("stats")
+        with stopped(d):
+            for call, arguments, options, seconds in (
+                    (client.request, ("ping",), {}, 0.5),
+                    (client.publish, ("blocking.deadline", 1, True), {"timeout": 0.3}, 0.3),
+                    (client.subscribe, ("blocking.deadline",), {}, 0.5)):
+                started = time.monotonic()
+                try:
+                    blocking_call(call, *arguments, **options)
+                    raise AssertionError(f"{call.__name__} returned")
+                except RunnelError as error:
+                    took = time.monotonic() - started
+                    assert error.code == "timeout" and f"within {seconds:g} s" in error.message, error
+                    assert seconds <= took < seconds + 2, (call.__name__, took)
+        assert blocking_call(client.request, "ping", timeout=DEADLINE)["ok"]
+        # Leaving a `for` loop early unsubscribes.
+        subscription = client.subscribe("blocking.loop")
+        for n in range(1, 4):
+            client.publish("blocking.loop", n)
+        for event in subscription:
+            if event.value == 2:
+                break
+        client.request("ping")  # after the `unsub` the loop sent, as the server reads them
+        poll_until(lambda: admin.request("stats"), lambda s: s["subscriptions"] == before["subscriptions"],
+                   "unsubscribed by a break")
+
+
+@runs_async
+async def check_a_wrong_port_is_named_at_connect(d):
+    trusting = {"ssl": trusting_context()}
+    for address, options, code, advice in (
+            (f"runnel://127.0.0.1:{d.http_port}", {}, "wrong_port",
+             f"this port speaks HTTP; use ws://127.0.0.1:{d.http_port}/ws"),
+            (f"ws://127.0.0.1:{d.port}/ws", {}, "wrong_port",
+             f"this port speaks runnel's line protocol, not HTTP; use runnel://127.0.0.1:{d.port}"),
+            (f"runnels://127.0.0.1:{d.https_port}", trusting, "wrong_port",
+             f"this port speaks HTTPS; use wss://127.0.0.1:{d.https_port}/ws"),
+            (f"wss://127.0.0.1:{d.tls_port}/ws", trusting, "wrong_port",
+             f"this port speaks runnel's line protocol, not HTTP; use runnels://127.0.0.1:{d.tls_port}")):
+        error = await expect_error(asyncio.wait_for(runnel.connect(address, token=TOKEN, **options), DEADLINE), code)
+        assert advice in error.message and error.message.startswith(address), error
+    try:
+        runnel.blocking.connect(f"runnel://127.0.0.1:{d.http_port}", token=TOKEN)
+        raise AssertionError("the blocking client connected to the HTTP port")
+    except RunnelError as error:
+        assert error.code == "wrong_port", error
+
+
 MAIN_CHECKS = [
     check_connect_with_a_good_token_a_wrong_one_and_none,
     check_every_transport_publishes_and_subscribes,
@@ -468,6 +671,12 @@ MAIN_CHECKS = [
     check_clean_close_disposes_the_servers_subscriptions,
     check_the_blocking_client,
     check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,
+    check_a_call_to_a_stopped_server_fails_at_its_deadline_and_the_client_goes_on,
+    check_a_per_call_timeout_overrides_the_clients,
+    check_a_sub_past_its_deadline_leaves_no_subscription_behind,
+    check_leaving_an_async_for_loop_unsubscribes,
+    check_the_blocking_clients_calls_have_deadlines_and_its_loops_unsubscribe,
+    check_a_wrong_port_is_named_at_connect,
     # Last: it changes the configuration.
     check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
 ]
@@ -488,11 +697,13 @@ class Restarts:
         for event in lost:
             await wait_for_event(event, "the client noticing the kill")
 
-    async def restart(self):
-        """Starts runneld again (on a thread: the clients keep running meanwhile)."""
+    async def restart(self, swapped=False):
+        """Starts runneld again (on a thread: the clients keep running meanwhile); `swapped`: its
+        HTTP port where its TCP port was and the other way round (`swapped` again undoes it)."""
         d = self.daemon
-        self.daemon = await asyncio.to_thread(Daemon, self.binary, RESTART_CONFIG, port=d.port,
-                                              http_port=d.http_port, directory=d.directory)
+        port, http_port = (d.http_port, d.port) if swapped else (d.port, d.http_port)
+        self.daemon = await asyncio.to_thread(Daemon, self.binary, RESTART_CONFIG, port=port,
+                                              http_port=http_port, directory=d.directory)
 
 
 def restarts_started(binary):
@@ -572,6 +783,51 @@ async def check_a_plain_subscription_reports_a_gap_across_a_kill(restarts):
     assert await values_until(late_subscription, "late") == ["late"]
     await client.close()
     await once.close()
+
+
+@runs_async
+async def check_calls_while_runneld_is_down_fail_at_their_deadline(restarts):
+    d = restarts.daemon
+    lost, reasons, on_disconnect = noticing()
+    client = await runnel.connect(url(d), token=TOKEN, call_timeout=1, on_disconnect=on_disconnect)
+    kept = await client.subscribe("down.kept")
+    await restarts.kill(lost)
+    disconnected = ("not sent within", f"the client was disconnected, reconnecting to {url(d)} (the connection "
+                    "was lost: connection_lost")
+    await timed_out(client.publish("down.a", 1, reply=True), 1, "pub down.a: ", *disconnected)
+    # A quiet publish too: it cannot be written anywhere.
+    await timed_out(client.publish("down.a", 2), 1, "pub down.a: ", *disconnected)
+    await timed_out(client.request("stats", timeout=0.3), 0.3, "stats: ", *disconnected)
+    await timed_out(client.subscribe("down.b", timeout=0.3), 0.3, "sub down.b: ", *disconnected)
+    await timed_out(client.authenticate(TOKEN, timeout=0.3), 0.3, "auth: ", *disconnected)
+    # One with a deadline long enough waits for the reconnection.
+    patient = asyncio.create_task(client.publish("down.kept", 3, reply=True, timeout=DEADLINE))
+    await restarts.restart()
+    assert await asyncio.wait_for(patient, DEADLINE) == 1
+    assert (await take(kept, 2))[1].value == 3  # after the gap of the restart
+    # Nothing of the calls that gave up is left: the server has the one subscription.
+    assert (await client.request("stats"))["subscriptions"] == 1
+    assert [reason.code for reason in reasons] == ["connection_lost"], reasons
+    await client.close()
+
+
+@runs_async
+async def check_a_reconnect_that_meets_the_wrong_port_gives_up(restarts):
+    lost, reasons, on_disconnect = noticing()
+    client = await runnel.connect(url(restarts.daemon), token=TOKEN, on_disconnect=on_disconnect)
+    subscription = await client.subscribe("swapped.a")
+    await restarts.kill(lost)
+    # Back with its HTTP port where its line port was: the client's reconnect meets HTTP.
+    await restarts.restart(swapped=True)
+    try:
+        error = await expect_error(asyncio.wait_for(anext(subscription), DEADLINE), "wrong_port")
+        assert "this port speaks HTTP; use ws://" in error.message, error
+        await expect_error(client.publish("swapped.a", 1), "wrong_port")
+        assert not client.connected and [reason.code for reason in reasons] == ["connection_lost"], reasons
+    finally:
+        restarts.daemon.kill()
+        await restarts.restart(swapped=True)
+    await client.close()
 
 
 # --- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for --------------
@@ -746,7 +1002,9 @@ def binary_given(binary):
 SUITES = [
     Suite("main", MAIN_CHECKS, start=main_daemon_started),
     Suite("restart", [check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated,
-                      check_a_plain_subscription_reports_a_gap_across_a_kill],
+                      check_a_plain_subscription_reports_a_gap_across_a_kill,
+                      check_calls_while_runneld_is_down_fail_at_their_deadline,
+                      check_a_reconnect_that_meets_the_wrong_port_gives_up],
           start=restarts_started, stops_a_daemon=False),
     Suite("slow", [check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
                    check_the_servers_dropped_events_are_gaps_with_their_count], SLOW_CONFIG),

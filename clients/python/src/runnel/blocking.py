@@ -1,6 +1,7 @@
 """The client for scripts that do not use asyncio: the same client, running its event loop on a
-thread of its own; each call blocks until it is done there. Callbacks (`on_value`, `on_end`,
-`on_disconnect`, `on_error`) run on that thread."""
+thread of its own; each call blocks until it is done there, within the same deadlines
+(`call_timeout`, each call's `timeout`). Callbacks (`on_value`, `on_end`, `on_disconnect`,
+`on_error`) run on that thread."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ T = TypeVar("T")
 
 class BlockingSubscription:
     """A subscription to iterate over with `for`: the iteration ends when the subscription
-    completes, is unsubscribed or the client closed, and raises RunnelError when it fails."""
+    completes, is unsubscribed or the client closed, and raises RunnelError when it fails.
+    Leaving a `for` loop over it early unsubscribes; `next(subscription)` takes one event and
+    unsubscribes nothing."""
 
     def __init__(self, subscription: Subscription, loop: asyncio.AbstractEventLoop) -> None:
         self._subscription = subscription
@@ -28,7 +31,23 @@ class BlockingSubscription:
         return self._subscription.position
 
     def __iter__(self) -> Iterator[Event]:
-        return self
+        return self._events()
+
+    def _events(self) -> Iterator[Event]:
+        """The events; a generator, closed (at once in CPython) when the `for` lets it go."""
+        try:
+            while True:
+                try:
+                    event = next(self)
+                except StopIteration:
+                    return
+                yield event
+        finally:
+            # Possibly run by the garbage collector, on any thread, the client's too: the
+            # `unsub` is handed to the client's thread, not waited for; it goes out before any
+            # call made after it.
+            if not self._subscription._ended and self._loop.is_running():
+                asyncio.run_coroutine_threadsafe(self._subscription._leave(), self._loop)
 
     def __next__(self) -> Event:
         try:
@@ -36,8 +55,8 @@ class BlockingSubscription:
         except StopAsyncIteration:
             raise StopIteration from None
 
-    def unsubscribe(self) -> None:
-        _run(self._loop, self._subscription.unsubscribe())
+    def unsubscribe(self, *, timeout: float | None = None) -> None:
+        _run(self._loop, self._subscription.unsubscribe(timeout=timeout))
 
 
 class BlockingClient:
@@ -48,19 +67,22 @@ class BlockingClient:
         self._thread = thread
         self._client = client
 
-    def publish(self, subject: str, value: Any = None, reply: bool = False) -> int | None:
-        return _run(self._loop, self._client.publish(subject, value, reply))
+    def publish(self, subject: str, value: Any = None, reply: bool = False, *,
+                timeout: float | None = None) -> int | None:
+        return _run(self._loop, self._client.publish(subject, value, reply, timeout=timeout))
 
-    def authenticate(self, token: str) -> None:
-        _run(self._loop, self._client.authenticate(token))
+    def authenticate(self, token: str, *, timeout: float | None = None) -> None:
+        _run(self._loop, self._client.authenticate(token, timeout=timeout))
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        return _run(self._loop, self._client.request(op, **fields))
+    def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+        return _run(self._loop, self._client.request(op, timeout=timeout, **fields))
 
     def subscribe(self, subject: str, options: SubscribeOptions | None = None,
                   on_value: Callable[[Event], None] | None = None, *,
-                  on_end: Callable[[RunnelError | None], None] | None = None) -> BlockingSubscription:
-        subscription = _run(self._loop, self._client.subscribe(subject, options, on_value, on_end=on_end))
+                  on_end: Callable[[RunnelError | None], None] | None = None,
+                  timeout: float | None = None) -> BlockingSubscription:
+        subscription = _run(self._loop, self._client.subscribe(subject, options, on_value, on_end=on_end,
+                                                               timeout=timeout))
         return BlockingSubscription(subscription, self._loop)
 
     def close(self) -> None:
@@ -78,7 +100,8 @@ class BlockingClient:
 
 
 def connect(url: str = "runnel://127.0.0.1:7455", **options: Any) -> BlockingClient:
-    """`runnel.connect` for scripts, with the same arguments; raises what it raises."""
+    """`runnel.connect` for scripts, with the same arguments (`call_timeout` too: each call
+    blocks at most that long, or its own `timeout`); raises what it raises."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="runnel", daemon=True)
     thread.start()

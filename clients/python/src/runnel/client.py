@@ -5,20 +5,20 @@ from that position after a reconnect (docs/clients.md)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
+import math
 import random
 import ssl as ssl_module
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, TypeVar, Union
 
 from .tokens import Token, TokenSource, refresh_delay
-from .transport import Transport, open_transport
+from .transport import Transport, WrongPort, open_transport, speaks_http
 
 log = logging.getLogger("runnel")
 T = TypeVar("T")
@@ -29,8 +29,9 @@ _decode = json.JSONDecoder().decode
 class RunnelError(Exception):
     """A failure with the protocol's `code` (`bad_expr`, `unauthorized`, `slow_consumer`...), its
     `message`, and `stage` when a stage of a subscription caused it; or one of the client's own
-    codes: `connection_lost` (the connection ended before the answer came) and `closed` (the client
-    was closed)."""
+    codes: `connection_lost` (the connection ended before the answer came), `timeout` (a call
+    past its deadline, `call_timeout` or its own `timeout`), `wrong_port` (the URL's port speaks
+    the other protocol: its message names the URL to use) and `closed` (the client was closed)."""
 
     def __init__(self, code: str, message: str = "", stage: int | None = None) -> None:
         super().__init__(code + (f" (stage {stage})" if stage is not None else "") + (f": {message}" if message else ""))
@@ -81,9 +82,11 @@ SubscribeOptions = TypedDict("SubscribeOptions", {
 
 
 class Subscription:
-    """One `sub`: an async iterator of `Value` and `Gap` events (or, given `on_value`, a callback
+    """One `sub`: an async iterable of `Value` and `Gap` events (or, given `on_value`, a callback
     for them), which ends when the subscription completes, raises RunnelError when it fails, and
-    ends quietly after `unsubscribe()` or the client's `close()`."""
+    ends quietly after `unsubscribe()` or the client's `close()`. Leaving an `async for` over it
+    early (`break`, `return`, an exception) unsubscribes; `anext(subscription)` takes one event
+    and unsubscribes nothing."""
 
     def __init__(self, client: Client, sid: str, subject: str, ops: list[dict[str, Any]], start: str | None,
                  on_value: Callable[[Event], None] | None,
@@ -114,7 +117,31 @@ class Subscription:
         return None if self.pattern else self._positions.get(self.subject)
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        return self
+        """An iterator over the events that unsubscribes when left before the subscription ended:
+        an async generator, closed (and so unsubscribed) as soon as the `async for` that made it
+        lets it go, which in CPython is at once. `contextlib.aclosing(aiter(subscription))` closes
+        it where it is left, whatever the interpreter."""
+        return self._events()
+
+    async def _events(self) -> AsyncGenerator[Event, None]:
+        try:
+            while True:
+                try:
+                    event = await self.__anext__()
+                except StopAsyncIteration:
+                    return
+                yield event
+        finally:
+            if not self._ended:
+                await self._leave()
+
+    async def _leave(self) -> None:
+        """`unsubscribe()` for an iteration left early (run by the event loop's finalizer too:
+        nothing may escape)."""
+        try:
+            await self.unsubscribe()
+        except RunnelError as error:
+            log.info("runnel: unsubscribing from %s: %s", self.subject, error)
 
     async def __anext__(self) -> Event:
         while not self._queue:
@@ -130,16 +157,22 @@ class Subscription:
         self._room.set()
         return event
 
-    async def unsubscribe(self) -> None:
-        """Ends the subscription: in the server (`unsub`) and here (what it buffered is dropped)."""
+    async def unsubscribe(self, *, timeout: float | None = None) -> None:
+        """Ends the subscription: in the server (`unsub`) and here (what it buffered is dropped).
+        RunnelError `timeout` when the server has not answered the `unsub` within `timeout`
+        seconds (None: the client's `call_timeout`); it has ended here all the same."""
+        deadline = self._client._deadline(timeout)
         if self._ended:
             return
         self._end(None)
         self._queue.clear()
         if self._client.connected:
             # A connection lost meanwhile took the server's subscription with it.
-            with contextlib.suppress(RunnelError):
-                await self._client._call({"op": "unsub", "sid": self.sid})
+            try:
+                await self._client._call({"op": "unsub", "sid": self.sid}, deadline=deadline)
+            except RunnelError as error:
+                if error.code == "timeout":
+                    raise
 
     def _request(self) -> dict[str, Any]:
         body: dict[str, Any] = {"op": "sub", "subject": self.subject, "sid": self.sid, "positions": True}
@@ -238,15 +271,49 @@ def _split(pos: str) -> tuple[str, int]:
     return epoch, int(seq)
 
 
+# asyncio.timeout_at (Python 3.11 and later) bounds a wait without a task of its own.
+_timeout_at = getattr(asyncio, "timeout_at", None)
+
+
+class _Deadline:
+    """When a call gives up: `seconds` after it began (None: never)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._at = None if seconds is None else time.monotonic() + seconds
+
+    def left(self) -> float | None:
+        return None if self._at is None else max(0.0, self._at - time.monotonic())
+
+    async def bound(self, awaitable: Awaitable[T]) -> T:
+        """`awaitable`, or asyncio.TimeoutError once the deadline has passed."""
+        if self._at is None:
+            return await awaitable
+        if _timeout_at is None:  # Python 3.10: a task of its own
+            return await asyncio.wait_for(awaitable, self.left())
+        loop = asyncio.get_running_loop()
+        async with _timeout_at(loop.time() + (self._at - time.monotonic())):
+            return await awaitable
+
+
+def _named(body: Mapping[str, Any]) -> str:
+    """A request as a timeout's message names it: its op, and its subject or sid."""
+    target = body.get("subject", body.get("sid"))
+    return f"{body['op']} {target}" if target is not None else str(body["op"])
+
+
 class Client:
     """A connection to runneld (see `connect`)."""
 
     def __init__(self, url: str, token: Token, ssl: ssl_module.SSLContext | None, server_hostname: str | None,
-                 reconnect: bool, backoff: tuple[float, float], timeout: float, keepalive: float | None, buffer: int,
+                 reconnect: bool, backoff: tuple[float, float], timeout: float, keepalive: float | None,
+                 call_timeout: float | None, buffer: int,
                  overflow: Literal["drop", "wait"], on_disconnect: Callable[[RunnelError], None] | None,
                  on_error: Callable[[RunnelError], None] | None) -> None:
         if buffer < 1 or overflow not in ("drop", "wait"):
             raise ValueError("buffer is at least 1, and overflow is 'drop' or 'wait'")
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError("call_timeout is a number of seconds above 0, or None")
         self.url = url
         self.last_disconnect: RunnelError | None = None
         self._tokens = TokenSource(token)
@@ -257,6 +324,7 @@ class Client:
         self._backoff = backoff
         self._timeout = timeout
         self._keepalive = keepalive
+        self._call_timeout = call_timeout
         self._buffer = buffer
         self._overflow = overflow
         self._on_disconnect = on_disconnect
@@ -275,38 +343,50 @@ class Client:
     def connected(self) -> bool:
         return self._ready.is_set() and self._final is None
 
-    async def publish(self, subject: str, value: Any = None, reply: bool = False) -> int | None:
+    async def publish(self, subject: str, value: Any = None, reply: bool = False, *,
+                      timeout: float | None = None) -> int | None:
         """Publishes `value` (any JSON value) to `subject`. With `reply`, waits for the server's
-        answer and returns how many subscriptions received the value; without, returns at once,
-        and a failure (the server answers only those) goes to `on_error`."""
+        answer and returns how many subscriptions received the value; without, returns once the
+        line is written, and a failure (the server answers only those) goes to `on_error`. Either
+        waits for a connection while the client reconnects, and raises RunnelError `timeout` past
+        `timeout` seconds (None: the client's `call_timeout`; `math.inf`: no deadline)."""
         body = {"op": "pub", "subject": subject, "value": value}
+        deadline = self._deadline(timeout)
         if reply:
-            return int((await self._call(body))["receivers"])
-        await self._wait_ready()
-        await self._send(body)
+            return int((await self._call(body, deadline=deadline))["receivers"])
+        await self._wait_ready(body, deadline)
+        try:
+            await self._send(body, deadline)
+        except asyncio.TimeoutError:
+            raise self._timed_out(body, deadline, "written") from None
         return None
 
-    async def authenticate(self, token: str) -> None:
+    async def authenticate(self, token: str, *, timeout: float | None = None) -> None:
         """Sends `token` as `auth` on the live connection (RunnelError when refused: the
         connection keeps its rights); the next connections send it too, unless the token comes
-        from a function. The new token's rights apply to the subscriptions already made."""
-        await self._call({"op": "auth", "token": token})
+        from a function. The new token's rights apply to the subscriptions already made.
+        `timeout` as `publish`'s."""
+        await self._call({"op": "auth", "token": token}, deadline=self._deadline(timeout))
         self._tokens.replace(token)
 
-    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    async def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         """Sends one request (`create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`...)
-        and returns its reply; RunnelError when the server refused it."""
+        and returns its reply; RunnelError when the server refused it. `timeout` (the client's,
+        not a field of the request) as `publish`'s."""
         if op in ("sub", "unsub", "auth"):
             raise ValueError(f"{op}: use subscribe(), Subscription.unsubscribe() or authenticate()")
-        return await self._call({"op": op, **fields})
+        return await self._call({"op": op, **fields}, deadline=self._deadline(timeout))
 
     async def subscribe(self, subject: str, options: SubscribeOptions | None = None,
                         on_value: Callable[[Event], None] | None = None, *,
-                        on_end: Callable[[RunnelError | None], None] | None = None) -> Subscription:
+                        on_end: Callable[[RunnelError | None], None] | None = None,
+                        timeout: float | None = None) -> Subscription:
         """Subscribes to `subject` (a name or a pattern) once the server has accepted it (else
         RunnelError: `bad_expr` with its `stage`, `unauthorized`...). Without `on_value`, iterate
         over the subscription; with it, `on_value` is called with each event and `on_end` (if
-        given) with None at completion or the error that ended it."""
+        given) with None at completion or the error that ended it. `timeout` as `publish`'s: a
+        `sub` the server accepts after it is unsubscribed when its reply comes."""
+        deadline = self._deadline(timeout)
         options = options or {}
         ops: list[dict[str, Any]] = []
         if "filter" in options:
@@ -320,14 +400,21 @@ class Client:
         if subscription.pattern and "from" in options:
             raise ValueError("a pattern subscription has no position to start from")
         # Registered once connected, so that a reconnect under way does not subscribe it too.
-        await self._wait_ready()
+        request = subscription._request()
+        await self._wait_ready(request, deadline)
         self._subscriptions[subscription.sid] = subscription
         try:
-            await self._call(subscription._request(), subscription._answered, ready=False)
-        except RunnelError:
+            await self._call(request, subscription._answered, ready=False, deadline=deadline,
+                             late=lambda reply: self._unsubscribe_late(reply, subscription.sid))
+        except BaseException:
             self._subscriptions.pop(subscription.sid, None)
             raise
         return subscription
+
+    def _unsubscribe_late(self, reply: Mapping[str, Any], sid: str) -> None:
+        """The reply to a `sub` that its caller gave up on: a subscription it made is undone."""
+        if reply.get("ok"):
+            self._send_soon({"op": "unsub", "sid": sid})
 
     async def close(self) -> None:
         """Closes the connection, which disposes every subscription in the server; subscriptions
@@ -359,7 +446,10 @@ class Client:
     async def _open(self) -> asyncio.Task[RunnelError]:
         """Connects, authenticates (or pings), resubscribes every subscription from its position,
         and returns the task reading the connection."""
-        transport = await open_transport(self.url, self._ssl, self._server_hostname, self._timeout)
+        try:
+            transport = await open_transport(self.url, self._ssl, self._server_hostname, self._timeout)
+        except WrongPort as error:
+            raise RunnelError("wrong_port", str(error)) from None
         self._transport = transport
         reader = asyncio.create_task(self._read(transport))
         try:
@@ -393,7 +483,7 @@ class Client:
             await asyncio.sleep(delay)
             try:
                 fresh = await asyncio.wait_for(self._tokens.current(), self._timeout)
-                await self._call({"op": "auth", "token": fresh})
+                await self._call({"op": "auth", "token": fresh}, deadline=self._deadline(None))
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001: whatever the function raised, logged
@@ -419,7 +509,8 @@ class Client:
                 if self._on_disconnect is not None:
                     _call_back(self._on_disconnect, reason)
                 # A token refused now is refused again, unless a function hands out new ones.
-                if not self._reconnect or (reason.code == "unauthorized" and not self._tokens.refreshes):
+                if not self._reconnect or reason.code == "wrong_port" or (
+                        reason.code == "unauthorized" and not self._tokens.refreshes):
                     self._give_up(reason)
                     return
                 delay = self._backoff[0]
@@ -429,7 +520,7 @@ class Client:
                         reader = await self._open()
                         break
                     except RunnelError as error:
-                        if error.code == "unauthorized":
+                        if error.code in ("unauthorized", "wrong_port"):
                             self._give_up(error)
                             return
                         log.info("runnel: reconnecting to %s: %s", self.url, error)
@@ -478,7 +569,12 @@ class Client:
                 for raw in lines:
                     if not raw.strip():
                         continue
-                    line = _decode(raw.decode())
+                    try:
+                        line = _decode(raw.decode())
+                    except ValueError:
+                        if raw.startswith(b"HTTP/"):  # runneld's HTTP port, answering with 400
+                            raise speaks_http(self.url) from None
+                        raise
                     if "ok" in line:
                         self._reply(line)
                     elif line.get("ev") == "closing":
@@ -487,6 +583,8 @@ class Client:
                         if self._overflow == "wait":
                             await subscription._room_made()
                         subscription._event(line)
+        except WrongPort as error:
+            reason = RunnelError("wrong_port", str(error))
         except (OSError, ValueError) as error:
             reason = closing or RunnelError("connection_lost", str(error) or type(error).__name__)
         self._fail_pending(reason)
@@ -516,43 +614,109 @@ class Client:
             if not future.done():
                 future.set_exception(reason)
 
-    async def _wait_ready(self) -> None:
-        await self._ready.wait()
+    def _deadline(self, timeout: float | None) -> _Deadline:
+        """The deadline of a call given `timeout` (None: `call_timeout`; `math.inf`: none)."""
+        seconds = self._call_timeout if timeout is None else timeout
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"timeout is a number of seconds above 0, not {timeout!r}")
+        return _Deadline(None if seconds is None or math.isinf(seconds) else seconds)
+
+    def _timed_out(self, body: Mapping[str, Any], deadline: _Deadline, missing: str) -> RunnelError:
+        """The `timeout` of a call: what it did not get in time (`connected`, `written`, `answered`)."""
+        within = f"within {deadline.seconds:g} s"
+        if missing == "connected":
+            lost = f" (the connection was lost: {self.last_disconnect})" if self.last_disconnect else ""
+            text = f"not sent {within}: the client was disconnected, reconnecting to {self.url}{lost}"
+        elif missing == "written":
+            text = (f"not written {within} (the client was connected, but runneld is not reading: it is written "
+                    "when runneld reads again)")
+        else:
+            later = "a subscription it makes is undone" if body["op"] == "sub" else "its reply is ignored"
+            text = f"no reply {within} (the client was connected: the request was sent; runneld may yet carry it out, {later})"
+        return RunnelError("timeout", f"{_named(body)}: {text}")
+
+    async def _wait_ready(self, body: Mapping[str, Any], deadline: _Deadline) -> None:
+        """Waits for a connection (RunnelError `timeout` past `deadline`, or the final error)."""
+        if not self._ready.is_set():
+            try:
+                await deadline.bound(self._ready.wait())
+            except asyncio.TimeoutError:
+                raise self._timed_out(body, deadline, "connected") from None
         if self._final is not None:
             raise self._final
 
     async def _call(self, body: dict[str, Any], hook: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
-                    ready: bool = True, check: bool = True) -> dict[str, Any]:
+                    ready: bool = True, check: bool = True, deadline: _Deadline | None = None,
+                    late: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Sends `body` with a fresh `ref` and returns the reply (raising its error when `check`);
         `hook` sees the reply first, as the reader handles it. Waits for the connection unless
-        `ready` is False (the requests that set a new connection up)."""
+        `ready` is False (the requests that set a new connection up). Past `deadline` (waiting
+        for the connection, writing, waiting for the reply), RunnelError `timeout`; then, or when
+        the caller is cancelled, the ref is forgotten: its reply, should it come, goes to `late`
+        (else nowhere)."""
+        deadline = deadline or _Deadline(None)
         if ready:
-            await self._wait_ready()
+            await self._wait_ready(body, deadline)
         ref = next(self._refs)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[ref] = (future, (lambda reply: hook(reply, body)) if hook else None)
         try:
-            await self._send({**body, "ref": ref})
-        except BaseException:
+            await self._send({**body, "ref": ref}, deadline)
+            await asyncio.wait((future,), timeout=deadline.left())
+        except asyncio.TimeoutError:
+            self._abandon(ref, future, late)
+            raise self._timed_out(body, deadline, "written") from None
+        except RunnelError:  # not sent
             self._pending.pop(ref, None)
             raise
-        reply = await future
+        except BaseException:
+            self._abandon(ref, future, late)
+            raise
+        if not future.done():
+            self._abandon(ref, future, late)
+            raise self._timed_out(body, deadline, "answered")
+        reply = future.result()
         if check and not reply["ok"]:
             raise RunnelError.of(reply)
         return reply
 
-    async def _send(self, body: Mapping[str, Any]) -> None:
+    def _abandon(self, ref: int, future: asyncio.Future[dict[str, Any]],
+                 late: Callable[[dict[str, Any]], None] | None) -> None:
+        """Forgets the call `ref` its caller gave up on: a reply to it goes to `late`."""
+        waiting = self._pending.get(ref)
+        if waiting is not None and waiting[0] is future:
+            if late is None:
+                del self._pending[ref]
+            else:
+                self._pending[ref] = (future, late)
+        elif late is not None and future.done() and not future.cancelled() and future.exception() is None:
+            late(future.result())  # answered as the caller gave up
+        if future.done() and not future.cancelled():
+            future.exception()  # retrieved: the caller has its own error
+        future.cancel()
+
+    async def _send(self, body: Mapping[str, Any], deadline: _Deadline | None = None) -> None:
+        """Writes `body` (RunnelError `connection_lost` when it cannot); asyncio.TimeoutError past
+        `deadline` (timed only when the transport may wait, which it seldom does)."""
         line = _encode(body).encode()
-        if self._transport is None:
+        transport = self._transport
+        if transport is None:
             raise RunnelError("connection_lost", "not connected")
+        if deadline is not None and transport.would_wait(line):
+            await deadline.bound(self._send_on(transport, line))
+        else:
+            await self._send_on(transport, line)
+
+    @staticmethod
+    async def _send_on(transport: Transport, line: bytes) -> None:
         try:
-            await self._transport.send(line)
+            await transport.send(line)
         except OSError as error:
             raise RunnelError("connection_lost", str(error)) from error
 
     def _send_soon(self, body: dict[str, Any]) -> None:
         """Sends `body` without waiting (from the reader, which must not wait on its own writes)."""
-        task = asyncio.create_task(self._call(body, check=False))
+        task = asyncio.create_task(self._call(body, check=False, deadline=self._deadline(None)))
         self._tasks.add(task)
         task.add_done_callback(self._sent_soon)
 
@@ -565,23 +729,28 @@ class Client:
 async def connect(url: str = "runnel://127.0.0.1:7455", *, token: Token = None,
                   ssl: ssl_module.SSLContext | None = None, server_hostname: str | None = None,
                   reconnect: bool = True, backoff: tuple[float, float] = (0.1, 5.0), timeout: float = 10.0,
-                  keepalive: float | None = 30.0,
+                  keepalive: float | None = 30.0, call_timeout: float | None = 30.0,
                   buffer: int = 1000, overflow: Literal["drop", "wait"] = "drop",
                   on_disconnect: Callable[[RunnelError], None] | None = None,
                   on_error: Callable[[RunnelError], None] | None = None) -> Client:
     """Connects to runneld at `url` and authenticates with `token` (or pings without one): returns
     the client once the server has answered, or raises RunnelError (`unauthorized`, `limit`...),
-    OSError, ssl.SSLError or asyncio.TimeoutError. `token` may be a function (plain or async)
+    OSError, ssl.SSLError or asyncio.TimeoutError; `wrong_port` when the URL's port speaks the other
+    protocol (runneld's HTTP port for a `runnel://` URL, its line port for a `ws://` one: the
+    message names the URL to use). `token` may be a function (plain or async)
     returning one, called for every connection; a JWT it returns is refreshed (the function called
     again, its token sent as `auth`) when 80% of the time it had left has passed. Then, when the
     connection is lost, it reconnects (unless `reconnect` is False, or the server said
     `unauthorized` to a token that is not a function's) and resumes each subscription;
     `on_disconnect` is called with each loss's reason. A connection silent for `keepalive` seconds
     gets a `ping`; one that then stays silent for `timeout` seconds is taken for lost (None turns
-    that off). Each subscription buffers at
+    that off). Every call (`publish`, `request`, `subscribe`, `authenticate`, `unsubscribe`) gives up
+    after `call_timeout` seconds, waiting for a connection and its reply included, with
+    RunnelError `timeout`; each takes a `timeout` of its own (None here: calls wait as long as it
+    takes). Each subscription buffers at
     most `buffer` events its consumer has not taken; past that, `overflow` `drop` drops the newest
     (reported as a `Gap`), `wait` stops reading the connection until the consumer takes one."""
-    client = Client(url, token, ssl, server_hostname, reconnect, backoff, timeout, keepalive, buffer, overflow,
-                    on_disconnect, on_error)
+    client = Client(url, token, ssl, server_hostname, reconnect, backoff, timeout, keepalive, call_timeout, buffer,
+                    overflow, on_disconnect, on_error)
     await client._start()
     return client

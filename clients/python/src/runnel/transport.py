@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import ssl as ssl_module
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -18,7 +19,32 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 WRITE_BATCH_BYTES = 64 * 1024
 
 
+class WrongPort(ConnectionError):
+    """The server at the URL speaks the other protocol: a `runnel://` URL reached runneld's HTTP
+    port (which answers a JSON line with `HTTP/1.1 400 Bad Request`), or a `ws://` URL its line
+    port (which answers the upgrade request's lines with `bad_json`). Its message names the URL
+    to use instead; the client raises it as RunnelError `wrong_port`, and does not retry."""
+
+
+def speaks_http(url: str) -> WrongPort:
+    """The WrongPort of `url` (`runnel://` or `runnels://`), whose server answered in HTTP."""
+    parts = urlsplit(url)
+    address = _address(parts.hostname or "", parts.port or DEFAULT_PORT)
+    if parts.scheme == "runnels":
+        return WrongPort(f"{url}: this port speaks HTTPS; use wss://{address}/ws (runneld's line protocol over "
+                         "TLS, runnels://, is on its tls_listen port)")
+    return WrongPort(f"{url}: this port speaks HTTP; use ws://{address}/ws (runneld's line protocol, runnel://, "
+                     f"is on its listen port, {DEFAULT_PORT} by default)")
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class Transport(Protocol):
+    def would_wait(self, line: bytes) -> bool:
+        """Whether `send(line)` may wait (for room to write): when False, it returns at once."""
+
     async def send(self, line: bytes) -> None:
         """Sends one request (its JSON, without a line end); ConnectionError when it cannot."""
 
@@ -48,15 +74,48 @@ async def open_transport(url: str, ssl: ssl_module.SSLContext | None, server_hos
     if parts.scheme in ("ws", "wss"):
         try:
             from websockets.asyncio.client import connect as websocket_connect
+            from websockets.exceptions import InvalidMessage
         except ImportError as error:
             raise ImportError("ws:// and wss:// need the websocket extra: "
                               "pip install './clients/python[websocket]'") from error
         context = _context(parts.scheme == "wss", ssl, url)
         options: dict[str, Any] = {"ssl": context, "server_hostname": server_hostname} if context else {}
-        socket = await websocket_connect(url, max_size=MAX_LINE_BYTES, open_timeout=timeout,
-                                         **options)
+        try:
+            socket = await websocket_connect(url, max_size=MAX_LINE_BYTES, open_timeout=timeout,
+                                             **options)
+        except InvalidMessage as error:
+            # Not an HTTP response: runneld's line port answers the request's lines with `bad_json`.
+            port = parts.port or (443 if parts.scheme == "wss" else 80)
+            if parts.hostname and await _speaks_lines(parts.hostname, port, context, server_hostname, timeout):
+                address = _address(parts.hostname, port)
+                scheme, listen = ("runnels", "https_listen") if context else ("runnel", "http_listen")
+                raise WrongPort(f"{url}: this port speaks runnel's line protocol, not HTTP; use {scheme}://{address} "
+                                f"(WebSockets are on runneld's {listen} port)") from error
+            raise
         return _WebSocketTransport(socket)
     raise ValueError(f"{url}: the scheme is runnel://, runnels://, ws:// or wss://")
+
+
+async def _speaks_lines(host: str, port: int, context: ssl_module.SSLContext | None, server_hostname: str | None,
+                        timeout: float) -> bool:
+    """Whether the server at `host`:`port` answers a `ping` line with a JSON reply (runneld's line
+    port): asked on a connection of its own, after a WebSocket handshake there failed."""
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=context, server_hostname=server_hostname if context else None),
+            timeout)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    try:
+        writer.write(b'{"op":"ping","ref":0}\n')
+        line = await asyncio.wait_for(reader.readline(), timeout)
+        return isinstance(reply := json.loads(line), dict) and "ok" in reply
+    except (OSError, ValueError, asyncio.TimeoutError):
+        return False
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(writer.wait_closed(), timeout)
 
 
 def _context(secure: bool, ssl: ssl_module.SSLContext | None, url: str) -> ssl_module.SSLContext | None:
@@ -77,6 +136,9 @@ class _StreamTransport:
         self._partial = b""
         self._out: list[bytes] = []
         self._out_bytes = 0
+
+    def would_wait(self, line: bytes) -> bool:
+        return self._out_bytes + len(line) + 1 >= WRITE_BATCH_BYTES
 
     async def send(self, line: bytes) -> None:
         if self._writer.is_closing():
@@ -119,9 +181,15 @@ class _WebSocketTransport:
 
     def __init__(self, socket: Any) -> None:
         from websockets.exceptions import ConnectionClosed
+        from websockets.protocol import State
 
         self._socket = socket
         self._closed = ConnectionClosed
+        self._open = State.OPEN
+
+    def would_wait(self, line: bytes) -> bool:
+        # websockets waits while its flow control has paused writing, or the connection closes.
+        return getattr(self._socket, "paused", True) or self._socket.state is not self._open
 
     async def send(self, line: bytes) -> None:
         try:
