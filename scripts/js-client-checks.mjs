@@ -1,7 +1,7 @@
 // The JavaScript client's checks (clients/js/runnel.js, imported from this checkout) in Node:
 // the client behaviour checklist of docs/clients.md. scripts/js-client-tests.py runs each check
 // as a process of its own against the runneld it started, which it describes in the environment
-// (RUNNEL_CHECK, JSON: `ws`, `wss`, `http` URLs, `token`, `pid`, `config`); a check that needs
+// (RUNNEL_CHECK, JSON: `ws`, `wss`, `http` URLs, `linePort`, `token`, `pid`, `config`); a check that needs
 // runneld killed or restarted asks the harness on stdout (`@harness kill`) and reads its answer,
 // one JSON line, on stdin.
 //
@@ -496,6 +496,129 @@ async function check_a_token_removed_by_a_reload_ends_its_subscriptions_without_
   await admin.close();
 }
 
+/**
+ * Runs `body` with runneld stopped (SIGSTOP): its connections stay open, and nothing is read or
+ * answered until it goes on (SIGCONT, also when `body` throws).
+ */
+async function whilePaused(body) {
+  process.kill(context.pid, "SIGSTOP");
+  try {
+    return await body();
+  } finally {
+    process.kill(context.pid, "SIGCONT");
+  }
+}
+
+/** `call()`'s `timeout` error, and how many ms it took to come. */
+async function timedOut(call) {
+  const started = Date.now();
+  const error = await expectError(call(), "timeout");
+  return [error, Date.now() - started];
+}
+
+async function check_a_per_call_timeout_overrides_the_default() {
+  const brief = await connected({ callTimeout: 0.5 });
+  const patient = await connected(); // the default, 30 s
+  const subscription = await patient.subscribe("deadline.kept");
+  await whilePaused(async () => {
+    // Connected, the requests sent, no reply: each call fails at its own deadline, saying so.
+    const [[byDefault, tookByDefault], [longer, tookLonger], [shorter, tookShorter], [stats], [auth]] =
+      await Promise.all([
+        timedOut(() => brief.request("ping")),
+        timedOut(() => brief.publish("deadline.a", 1, { reply: true, callTimeout: 2 })),
+        timedOut(() => patient.subscribe("deadline.b", { map: ".n", callTimeout: 0.3 })),
+        timedOut(() => patient.request("stats", {}, { callTimeout: 0.3 })),
+        timedOut(() => patient.authenticate(TOKEN, { callTimeout: 0.3 })),
+      ]);
+    assert.ok(tookByDefault >= 450 && tookByDefault < 1900, `the default 0.5 s took ${tookByDefault} ms`);
+    assert.equal(byDefault.message, "ping: no reply within 0.5 s (the client was connected: the request was sent)");
+    assert.ok(tookLonger >= 1950 && tookLonger < 6000, `a call's 2 s took ${tookLonger} ms`);
+    assert.match(longer.message, /^pub deadline\.a: no reply within 2 s \(the client was connected/);
+    assert.ok(tookShorter >= 250 && tookShorter < 5000, `a call's 0.3 s took ${tookShorter} ms`);
+    assert.match(shorter.message, /^sub deadline\.b: no reply within 0\.3 s/);
+    assert.match(stats.message, /^stats: no reply within 0\.3 s/);
+    assert.match(auth.message, /^auth: no reply within 0\.3 s/);
+    // unsubscribe ends the subscription here at once, and waits for the server's answer no longer
+    // than its deadline.
+    await within(subscription.unsubscribe({ callTimeout: 0.3 }), "unsubscribe", 1500);
+    assert.ok(subscription.ended);
+    await assert.rejects(brief.request("ping", {}, { callTimeout: -1 }), RangeError);
+  });
+  // The replies that come late are ignored; the clients go on.
+  assert.equal((await brief.request("ping")).ok, true);
+  assert.equal((await patient.request("ping")).ok, true);
+  assert.ok(brief.connected && patient.connected);
+  await assert.rejects(connect(context.ws, { token: TOKEN, callTimeout: "soon" }), RangeError);
+  await brief.close();
+  await patient.close();
+}
+
+async function check_a_subscribe_answered_after_its_deadline_leaves_no_subscription() {
+  const admin = await connected();
+  const before = await poll(() => admin.request("stats"), (stats) => stats.connections === 1, "only this check's client");
+  const client = await connected();
+  const seen = [];
+  const [error] = await whilePaused(() => timedOut(() =>
+    client.subscribe("deadline.late", { callTimeout: 0.3 }, (event) => seen.push(event))));
+  assert.equal(error.message, "sub deadline.late: no reply within 0.3 s (the client was connected: the request was sent)");
+  // The server reads the `sub` now, and answers it before this ping: the client, which gave up on
+  // it, unsubscribes at once.
+  assert.equal((await client.request("ping")).ok, true);
+  await poll(() => admin.request("stats"), (stats) => stats.subscriptions === before.subscriptions,
+    "the subscription made after its deadline, still in the server");
+  assert.equal(await admin.publish("deadline.late", 1, { reply: true }), 0);
+  await client.request("ping");
+  assert.deepEqual(seen, []);
+  await client.close();
+  await admin.close();
+}
+
+/** The message of the error event of a bare WebSocket to `url` that cannot open (Node's words). */
+async function webSocketFailure(url) {
+  const ws = new WebSocket(url);
+  const [event] = await within(Promise.race([once(ws, "error"), once(ws, "open")]), `${url} failing`);
+  assert.equal(event.type, "error", `${url} opened`);
+  return event.message;
+}
+
+async function check_a_wrong_url_says_where_to_point_the_client() {
+  const httpPort = new URL(context.ws).port;
+  // Another transport's URL, or an HTTP path that is not /ws: refused at once, saying what to use.
+  const refused = [
+    [`runnel://127.0.0.1:${context.linePort}`, [/speaks WebSocket/, /ws:\/\/127\.0\.0\.1:HTTP_PORT\/ws/, /http_listen/]],
+    [`runnels://127.0.0.1:${context.linePort}`, [/speaks WebSocket/, /wss:\/\/127\.0\.0\.1:HTTPS_PORT\/ws/, /https_listen/]],
+    [`${context.http}/events`, [/speaks WebSocket/, new RegExp(`ws://127\\.0\\.0\\.1:${httpPort}/ws`)]],
+    [`https://127.0.0.1:${httpPort}/pub/x`, [new RegExp(`wss://127\\.0\\.0\\.1:${httpPort}/ws`)]],
+  ];
+  for (const [url, says] of refused) {
+    const started = Date.now();
+    const error = await within(connect(url, { token: TOKEN }).then(() => null, (thrown) => thrown), url);
+    assert.ok(error instanceof TypeError, `${url}: ${error}`);
+    assert.ok(Date.now() - started < 500, `${url} took ${Date.now() - started} ms`);
+    assert.ok(error.message.startsWith(`runnel: ${url}`), error.message);
+    for (const words of says) assert.match(error.message, words, url);
+  }
+  // runneld's own HTTP URL with no path, or with /ws, is its WebSocket.
+  for (const url of [context.http, `${context.http}/ws`]) {
+    const client = await connect(url, { token: TOKEN });
+    assert.equal(client.url, context.ws);
+    await client.close();
+  }
+  // A WebSocket that does not open: runneld's line port, an HTTP path that is not /ws. The error
+  // keeps the WebSocket's own words, and asks whether this is the HTTP port and the /ws path.
+  const linePort = `ws://127.0.0.1:${context.linePort}/ws`;
+  const wrongPath = `ws://127.0.0.1:${httpPort}/wrong`;
+  for (const url of [linePort, wrongPath]) {
+    const error = await expectError(connect(url, { token: TOKEN }), "connection_lost");
+    const words = await webSocketFailure(url);
+    assert.ok(error.message.startsWith(`could not connect to ${url} (${words})`), error.message);
+    assert.match(error.message, /is this runneld's HTTP port \(http_listen\) and the \/ws path/);
+    assert.match(error.message, /runneld's line port \(listen\) does not speak WebSocket/);
+  }
+  const error = await expectError(connect(wrongPath, { token: TOKEN }), "connection_lost");
+  assert.match(error.message, /the \/ws path \(this URL's path is \/wrong\)\?/);
+}
+
 // ---- expiry: JWTs, which expire ------------------------------------------------------------
 
 /** An HS256 JWT (signed here with node:crypto) that expires `seconds` from now (in the past when
@@ -636,6 +759,50 @@ async function check_a_plain_subscription_reports_a_gap_across_a_kill() {
   await watched.close();
 }
 
+async function check_a_call_while_runneld_is_down_times_out_and_the_client_recovers() {
+  const lost = latch();
+  const back = latch();
+  const client = await connected({ callTimeout: 1, backoff: [0.05, 0.2], onDisconnect: lost.set, onReconnect: back.set });
+  const subscription = await client.subscribe("deadline.kept");
+  const unsubscribed = await client.subscribe("deadline.gone");
+  await harness("kill");
+  await within(lost.promise, "the disconnect");
+  // Every call waits for the connection, for its deadline at most (1 s here), then fails with
+  // `timeout`, saying that the client was disconnected and did not send it.
+  const calls = [
+    ["pub deadline.a", () => client.publish("deadline.a", 1, { reply: true })],
+    ["pub deadline.a", () => client.publish("deadline.a", 2)], // quiet: not sent either
+    ["stats", () => client.request("stats")],
+    ["sub deadline.b", () => client.subscribe("deadline.b")],
+    ["auth", () => client.authenticate(TOKEN)],
+  ];
+  const outcomes = await Promise.all(calls.map(([, call]) => timedOut(call)));
+  for (const [[what], [error, took]] of calls.map((call, i) => [call, outcomes[i]])) {
+    assert.ok(took >= 950 && took < 5000, `${what} took ${took} ms`);
+    assert.ok(error.message.startsWith(`${what}: not sent within 1 s: the client was disconnected, reconnecting to ` +
+      `${context.ws} (the connection was lost: connection_lost: `), error.message);
+  }
+  // A call's own deadline, shorter here.
+  const [shorter, tookShorter] = await timedOut(() => client.request("ping", {}, { callTimeout: 0.2 }));
+  assert.ok(tookShorter < 900, `0.2 s took ${tookShorter} ms`);
+  assert.match(shorter.message, /^ping: not sent within 0\.2 s: the client was disconnected/);
+  // Unsubscribing while disconnected does not wait: the lost connection took the server's side.
+  await within(unsubscribed.unsubscribe(), "unsubscribe", 500);
+  // A call whose deadline the restart beats is sent on the new connection, and answered.
+  const waiting = client.publish("deadline.kept", "back", { reply: true, callTimeout: 30 });
+  await harness("restart");
+  assert.equal(await within(waiting, "the publish made while disconnected", 30_000), 1);
+  await within(back.promise, "onReconnect");
+  const gaps = [];
+  assert.deepEqual(await valuesUntil(subscription, "back", gaps), ["back"]);
+  assert.deepEqual(gaps.map(([, gap]) => gap.reason), ["not_resumed"]);
+  assert.equal((await client.request("stats")).subscriptions, 1);
+  const later = await client.subscribe("deadline.b");
+  await client.publish("deadline.b", "later");
+  assert.deepEqual(await valuesUntil(later, "later"), ["later"]);
+  await client.close();
+}
+
 // ---- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for -------
 
 async function check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes() {
@@ -720,12 +887,16 @@ const SUITES = {
     check_a_full_buffer_drops_the_newest_and_reports_a_gap,
     check_clean_close_disposes_the_servers_subscriptions,
     check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,
+    check_a_per_call_timeout_overrides_the_default,
+    check_a_subscribe_answered_after_its_deadline_leaves_no_subscription,
+    check_a_wrong_url_says_where_to_point_the_client,
     // Last: it changes the configuration.
     check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
   ],
   restart: [
     check_a_durable_subscription_resumes_across_a_kill_with_nothing_lost_or_repeated,
     check_a_plain_subscription_reports_a_gap_across_a_kill,
+    check_a_call_while_runneld_is_down_times_out_and_the_client_recovers,
   ],
   slow: [
     check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,

@@ -46,6 +46,7 @@ def node_command():
 def described(daemon):
     """What a Node check is told of the daemon (RUNNEL_CHECK)."""
     return {"ws": daemon.ws_url, "http": daemon.url, "wss": f"wss://127.0.0.1:{daemon.https_port}/ws",
+            "linePort": daemon.port,
             "token": TOKEN, "pid": daemon.process.pid, "config": os.path.join(daemon.directory, "runneld.toml"),
             "jwtSecret": JWT_SECRET}
 

@@ -26,6 +26,17 @@ export interface SubscribeOptions {
   ops?: Stage[];
   /** A position (`EPOCH:SEQ`) to continue right after; not for a pattern. */
   from?: string;
+  /** Seconds this `subscribe` may take, as `CallOptions`' (not a stage: that is `ops: [{op: "timeout", ...}]`). */
+  callTimeout?: number;
+}
+
+/** A call's own options. */
+export interface CallOptions {
+  /**
+   * Seconds this call may take, waiting for a connection and then for its reply, before it
+   * rejects with `RunnelError` `timeout`; instead of the client's `callTimeout`. 0: no deadline.
+   */
+  callTimeout?: number;
 }
 
 /** Where the client's own notes go (console by default). */
@@ -51,6 +62,12 @@ export interface ConnectOptions {
   backoff?: [number, number];
   /** Seconds to connect and get the answer to `auth` or `ping`. Default 10. */
   timeout?: number;
+  /**
+   * Seconds a call (`publish`, `request`, `subscribe`, `authenticate`, `unsubscribe`) may take,
+   * waiting for a connection and then for its reply, before it rejects with `RunnelError`
+   * `timeout`; a call's `callTimeout` overrides it. Default 30; 0: no deadline.
+   */
+  callTimeout?: number;
   /** Seconds of silence from the server after which the client sends a `ping`; when nothing comes within `timeout` more, the connection is taken for lost. Default 30; 0: off. */
   keepalive?: number;
   /** Events an iterated subscription holds for its consumer at most. Default 1000. */
@@ -67,7 +84,8 @@ export interface ConnectOptions {
 
 /**
  * A failure with the protocol's `code`, the server's `message`, and `stage` when a stage of a
- * subscription caused it; or one of the client's own codes: `connection_lost`, `timeout`, `closed`.
+ * subscription caused it; or one of the client's own codes: `connection_lost`, `timeout` (no
+ * connection within `timeout`, or a call not done within its `callTimeout`), `closed`.
  */
 export class RunnelError extends Error {
   constructor(code: string, message?: string, stage?: number | null);
@@ -115,7 +133,8 @@ export class Subscription implements AsyncIterableIterator<RunnelEvent> {
   next(): Promise<IteratorResult<RunnelEvent, undefined>>;
   return(): Promise<IteratorResult<RunnelEvent, undefined>>;
   [Symbol.asyncIterator](): Subscription;
-  unsubscribe(): Promise<void>;
+  /** Ends it here at once and in the server (`unsub`, waited for within `callTimeout`; never rejects). */
+  unsubscribe(options?: CallOptions): Promise<void>;
 }
 
 /** A connection to runneld, reconnecting and resuming its subscriptions (see `connect`). */
@@ -129,14 +148,14 @@ export class Client {
   /** Why the connection was last lost, or null. */
   readonly lastDisconnect: RunnelError | null;
   /** Resolves with how many subscriptions received the value. */
-  publish(subject: string, value: unknown, options: { reply: true }): Promise<number>;
-  /** Resolves once sent; a failure goes to `onError`. */
-  publish(subject: string, value?: unknown, options?: { reply?: false }): Promise<undefined>;
-  publish(subject: string, value?: unknown, options?: { reply?: boolean }): Promise<number | undefined>;
+  publish(subject: string, value: unknown, options: { reply: true } & CallOptions): Promise<number>;
+  /** Resolves once sent (within `callTimeout`, while disconnected); a failure goes to `onError`. */
+  publish(subject: string, value?: unknown, options?: { reply?: false } & CallOptions): Promise<undefined>;
+  publish(subject: string, value?: unknown, options?: { reply?: boolean } & CallOptions): Promise<number | undefined>;
   /** `create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`: the reply. */
-  request(op: string, fields?: Record<string, unknown>): Promise<Line>;
+  request(op: string, fields?: Record<string, unknown>, options?: CallOptions): Promise<Line>;
   /** Sends `token` as `auth` on the live connection; the next connections send it too (unless `token` is a function). */
-  authenticate(token: string): Promise<void>;
+  authenticate(token: string, options?: CallOptions): Promise<void>;
   subscribe(
     subject: string,
     options?: SubscribeOptions,
@@ -146,5 +165,9 @@ export class Client {
   close(): Promise<void>;
 }
 
-/** Connects (`ws://HOST:PORT/ws`, `wss://`, or `http(s)://HOST:PORT` for its `/ws`) and authenticates. */
+/**
+ * Connects (`ws://HOST:PORT/ws`, `wss://`, or `http(s)://HOST:PORT` for its `/ws`) and
+ * authenticates. Another URL (`runnel://`, an HTTP path other than `/ws`) rejects with a
+ * TypeError saying what to use.
+ */
 export function connect(url: string, options?: ConnectOptions): Promise<Client>;

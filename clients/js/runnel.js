@@ -16,8 +16,15 @@
  */
 /**
  * What `subscribe` takes: `filter` and `map` (expressions), `throttle` (seconds), which become
- * stages in that order, then `ops` (more stages); `from`, a position to continue after.
- * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string }} SubscribeOptions
+ * stages in that order, then `ops` (more stages); `from`, a position to continue after;
+ * `callTimeout`, the deadline of this `subscribe` (as `CallOptions`').
+ * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string, callTimeout?: number }} SubscribeOptions
+ */
+/**
+ * A call's own options: `callTimeout`, the seconds this call may take (waiting for a connection,
+ * then for its reply) before it rejects with `timeout`, instead of the client's `callTimeout`;
+ * 0: no deadline.
+ * @typedef {{ callTimeout?: number }} CallOptions
  */
 /**
  * What a subscription yields: a value, or a gap where values are missing.
@@ -39,6 +46,7 @@
  * @property {boolean} [reconnect] reconnect when the connection is lost (never after `unauthorized`)
  * @property {[number, number]} [backoff] seconds before reconnect attempts: the first, doubling up to the second, each drawn from its upper half
  * @property {number} [timeout] seconds to connect and get the answer to `auth` or `ping`
+ * @property {number} [callTimeout] seconds a call (`publish`, `request`, `subscribe`, `authenticate`, `unsubscribe`) may take, waiting for a connection and then for its reply, before it rejects with `timeout` (0: no deadline)
  * @property {number} [keepalive] seconds of silence from the server after which the client sends a `ping`; when nothing comes within `timeout` more, the connection is taken for lost (0: off)
  * @property {number} [buffer] events an iterated subscription holds for its consumer at most
  * @property {(reason: RunnelError) => void} [onDisconnect] each time the connection is lost, with why
@@ -59,8 +67,8 @@
  * A failure with the protocol's `code` (`bad_expr`, `unauthorized`, `slow_consumer`...), the
  * server's `message`, and `stage` when a stage of a subscription caused it; or one of the
  * client's own codes: `connection_lost` (the connection ended before the answer came, or could
- * not be opened), `timeout` (no connection within `timeout`) and `closed` (the client was
- * closed).
+ * not be opened), `timeout` (no connection within `timeout`, or a call not done within its
+ * `callTimeout`) and `closed` (the client was closed).
  */
 export class RunnelError extends Error {
   /**
@@ -166,19 +174,107 @@ function isPattern(subject) {
 }
 
 /**
- * The WebSocket URL of `url`: `ws://` and `wss://` as they are, `http://` and `https://` as
- * `ws://` and `wss://`; an empty path is `/ws`.
+ * The WebSocket URL of `url`: `ws://` and `wss://` as they are, an empty path as `/ws`;
+ * `http://HOST:PORT` and `https://` (with no path, as a page's `location.origin`, or `/ws`) as
+ * that server's `/ws`. Any other URL is refused (TypeError) with what to use instead: this client
+ * speaks WebSocket only, and runneld serves it at `/ws` on its HTTP port.
  * @param {string} url
  */
 function webSocketURL(url) {
-  const parsed = new URL(url);
-  if (parsed.protocol === "http:") parsed.protocol = "ws:";
-  else if (parsed.protocol === "https:") parsed.protocol = "wss:";
-  else if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") {
-    throw new TypeError(`runnel: ${url} is not a ws://, wss://, http:// or https:// URL`);
+  /** @type {URL} */
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TypeError(`runnel: ${url} is not a URL: ${SPEAKS_WEBSOCKET}`);
   }
-  if (parsed.pathname === "/" || parsed.pathname === "") parsed.pathname = "/ws";
-  return parsed.href;
+  const noPath = parsed.pathname === "/" || parsed.pathname === "";
+  if (parsed.protocol === "ws:" || parsed.protocol === "wss:") {
+    if (noPath) parsed.pathname = "/ws";
+    return parsed.href;
+  }
+  if (parsed.protocol === "http:" || parsed.protocol === "https:") {
+    const ws = `${parsed.protocol === "https:" ? "wss" : "ws"}://${parsed.host}/ws`;
+    if (noPath || parsed.pathname === "/ws") return ws;
+    throw new TypeError(`runnel: ${url} is not runneld's WebSocket: this client speaks WebSocket only, ` +
+      `at ${ws} (an http:// or https:// URL with no path means that too)`);
+  }
+  if (parsed.protocol === "runnel:" || parsed.protocol === "runnels:") {
+    const tls = parsed.protocol === "runnels:";
+    throw new TypeError(`runnel: ${url} is runneld's line protocol over ${tls ? "TLS" : "TCP"} (the URL of the ` +
+      "Python and Swift clients), which this client does not speak: the browser and Node client speaks WebSocket, at " +
+      (tls ? `wss://${parsed.hostname}:HTTPS_PORT/ws, HTTPS_PORT being runneld's HTTPS port (https_listen)`
+        : `ws://${parsed.hostname}:HTTP_PORT/ws, HTTP_PORT being runneld's HTTP port (http_listen, 7456 by default)`));
+  }
+  throw new TypeError(`runnel: ${url} is not a ws:// or wss:// URL: ${SPEAKS_WEBSOCKET}`);
+}
+
+const SPEAKS_WEBSOCKET = "this client speaks WebSocket, at ws://HOST:HTTP_PORT/ws, HTTP_PORT being runneld's " +
+  "HTTP port (http_listen, 7456 by default), or wss://HOST:HTTPS_PORT/ws (https_listen)";
+
+/**
+ * Why a WebSocket to `url` did not open, from what it said (`event`: an `error`, with a message
+ * in Node, or a `close`): its words, then what is likely wrong, as questions, since a WebSocket
+ * does not tell a refused connection from an HTTP answer that is not a WebSocket's. Without
+ * `hint` (a reconnect, to a URL that worked), its words only.
+ * @param {string} url
+ * @param {Event} event
+ * @param {boolean} hint
+ */
+function notOpened(url, event, hint) {
+  const told = /** @type {{ message?: unknown, code?: unknown, reason?: unknown }} */ (event);
+  const message = told.message ? String(told.message) : "";
+  const code = told.code !== undefined ? Number(told.code) : null;
+  const reason = told.reason ? `: ${told.reason}` : "";
+  const said = message || (code !== null ? `closed with code ${code}${reason} before it opened` : "it failed before it opened");
+  if (!hint) return `could not connect to ${url} (${said})`;
+  const parsed = new URL(url);
+  const path = parsed.pathname === "/ws" ? "" : ` (this URL's path is ${parsed.pathname})`;
+  const others = ["nothing is listening there"];
+  if (parsed.protocol === "wss:") others.push("the server's certificate is not trusted");
+  if (globalThis.location !== undefined) others.push("runneld refused this page's origin (http_allowed_origins)");
+  return `could not connect to ${url} (${said}): is this runneld's HTTP port (http_listen) and the /ws path${path}? ` +
+    `runneld's line port (listen) does not speak WebSocket. Or ${others.join(", or ")}`;
+}
+
+/**
+ * A call's deadline, `seconds` from now: `passed` resolves with `PASSED` when it has passed (null
+ * for no deadline: 0, or more than a timer holds); `cancel()` stops its timer.
+ * @param {number} seconds
+ * @returns {{ passed: Promise<symbol> | null, cancel: () => void }}
+ */
+function deadlineIn(seconds) {
+  if (!(seconds > 0 && seconds * 1000 < 2 ** 31)) return { passed: null, cancel: () => {} };
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  /** @type {Promise<symbol>} */
+  const passed = new Promise((resolve) => { timer = setTimeout(() => resolve(PASSED), seconds * 1000); });
+  return { passed, cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * A request as a timeout's message names it: its `op`, and its subject or subscription.
+ * @param {Line} body
+ */
+function describe(body) {
+  const about = typeof body.subject === "string" ? ` ${body.subject}` : typeof body.sid === "string" ? ` ${body.sid}` : "";
+  return `${String(body.op)}${about}`;
+}
+
+/** What a deadline's `passed` resolves with. */
+const PASSED = Symbol("deadline passed");
+
+/**
+ * Seconds for a deadline: a number, 0 or more (0: none).
+ * @param {unknown} seconds
+ * @param {string} what
+ * @returns {number}
+ */
+function checkedSeconds(seconds, what) {
+  if (typeof seconds !== "number" || !(seconds >= 0)) {
+    throw new RangeError(`runnel: ${what} is a number of seconds, 0 or more (0: no deadline), not ${String(seconds)}`);
+  }
+  return seconds;
 }
 
 /**
@@ -188,7 +284,7 @@ function webSocketURL(url) {
  * @property {Logger} logger
  * @property {() => boolean} connected
  * @property {() => RunnelError | null} lastDisconnect
- * @property {(body: Line) => Promise<Line>} call sends a request once connected, returns its reply
+ * @property {(body: Line, seconds?: number) => Promise<Line>} call sends a request once connected, returns its reply (within `seconds`, or the client's `callTimeout`)
  * @property {(body: Line) => void} sendSoon sends a request, its reply unread
  * @property {(sid: string) => void} forget the subscription ended
  */
@@ -345,14 +441,16 @@ class SubscriptionState {
     this.arrived();
   }
 
-  async unsubscribe() {
+  /** @param {number} [seconds] the call's deadline (the client's `callTimeout` by default) */
+  async unsubscribe(seconds) {
     if (this.ended) return;
     this.end(null);
     this.queue.length = 0;
     this.overflowed = 0;
     if (!this.link.connected()) return; // a connection lost meanwhile took the server's subscription with it
     try {
-      await this.link.call({ op: "unsub", sid: this.sid });
+      // Past its deadline the `unsub` was sent all the same: the server ends the subscription when it reads it.
+      await this.link.call({ op: "unsub", sid: this.sid }, seconds);
     } catch (error) {
       if (!(error instanceof RunnelError)) throw error;
     }
@@ -409,9 +507,16 @@ export class Subscription {
     return this;
   }
 
-  /** Ends the subscription: in the server (`unsub`) and here (what it buffered is dropped). */
-  unsubscribe() {
-    return this.#state.unsubscribe();
+  /**
+   * Ends the subscription: here at once (what it buffered is dropped), and in the server
+   * (`unsub`, whose answer it waits for within `callTimeout`; it does not reject). While the client
+   * is disconnected it resolves at once: the lost connection took the server's subscription.
+   * @param {CallOptions} [options]
+   * @returns {Promise<void>}
+   */
+  async unsubscribe(options = {}) {
+    const seconds = options.callTimeout === undefined ? undefined : checkedSeconds(options.callTimeout, "callTimeout");
+    return this.#state.unsubscribe(seconds);
   }
 }
 
@@ -447,6 +552,7 @@ export class Client {
   /** @type {[number, number]} */
   #backoff;
   #timeout;
+  #callTimeout;
   #keepalive;
   #onDisconnect;
   #onReconnect;
@@ -459,6 +565,8 @@ export class Client {
   #nextSid = 1;
   /** @type {Map<number, Pending>} */
   #pending = new Map();
+  /** @type {Map<number, (reply: Line) => void>} what to do with the reply to a call that timed out, should it come */
+  #late = new Map();
   /** @type {Map<string, SubscriptionState>} */
   #subscriptions = new Map();
   /** @type {Promise<void>} resolved while connected and set up (or when the client is done) */
@@ -497,6 +605,7 @@ export class Client {
     this.#reconnect = options.reconnect ?? true;
     this.#backoff = options.backoff ?? [0.1, 5];
     this.#timeout = options.timeout ?? 10;
+    this.#callTimeout = checkedSeconds(options.callTimeout ?? 30, "callTimeout");
     this.#keepalive = options.keepalive ?? 30;
     this.#onDisconnect = options.onDisconnect;
     this.#onReconnect = options.onReconnect;
@@ -508,9 +617,14 @@ export class Client {
       logger: this.#logger,
       connected: () => this.connected,
       lastDisconnect: () => this.#lastDisconnect,
-      call: (body) => this.#call(body),
+      call: (body, seconds) => this.#call(body, { seconds }),
       sendSoon: (body) => {
-        this.#call(body, { check: false }).catch((error) => this.#logger.info("runnel:", error));
+        this.#call(body, { check: false }).catch((error) => {
+          // A connection lost, or closed, took what this undoes with it.
+          if (!(error instanceof RunnelError && (error.code === "connection_lost" || error.code === "closed"))) {
+            this.#logger.info("runnel:", error);
+          }
+        });
       },
       forget: (sid) => { this.#subscriptions.delete(sid); },
     };
@@ -547,16 +661,24 @@ export class Client {
   /**
    * Publishes `value` (any JSON value) to `subject`. With `{reply: true}`, resolves with how many
    * subscriptions received it, or rejects with the server's RunnelError; without, resolves once
-   * the line is sent, and a failure (the server answers only those) goes to `onError`.
+   * the line is sent, and a failure (the server answers only those) goes to `onError`. Either
+   * waits for the connection while the client reconnects, within `callTimeout` (`timeout` past
+   * it, and the value is not sent).
    * @param {string} subject
    * @param {unknown} [value]
-   * @param {{ reply?: boolean }} [options]
+   * @param {{ reply?: boolean } & CallOptions} [options]
    * @returns {Promise<number | undefined>}
    */
   async publish(subject, value = null, options = {}) {
     const body = { op: "pub", subject, value };
-    if (options.reply) return Number((await this.#call(body)).receivers);
-    await this.#waitReady();
+    const seconds = this.#seconds(options);
+    if (options.reply) return Number((await this.#call(body, { seconds })).receivers);
+    const deadline = deadlineIn(seconds);
+    try {
+      await this.#waitReady(body, seconds, deadline.passed);
+    } finally {
+      deadline.cancel();
+    }
     this.#send(body);
     return undefined;
   }
@@ -566,10 +688,11 @@ export class Client {
    * (the connection keeps its rights). The next connections send it too, unless the `token`
    * option is a function. The new token's rights apply to the subscriptions already made.
    * @param {string} token
+   * @param {CallOptions} [options]
    * @returns {Promise<void>}
    */
-  async authenticate(token) {
-    await this.#call({ op: "auth", token });
+  async authenticate(token, options = {}) {
+    await this.#call({ op: "auth", token }, { seconds: this.#seconds(options) });
     if (typeof this.#token !== "function") this.#token = token;
   }
 
@@ -579,13 +702,14 @@ export class Client {
    * it. `sub`, `unsub` and `auth` are `subscribe`, `unsubscribe` and the `token` option.
    * @param {string} op
    * @param {Record<string, unknown>} [fields]
+   * @param {CallOptions} [options]
    * @returns {Promise<Line>}
    */
-  async request(op, fields = {}) {
+  async request(op, fields = {}, options = {}) {
     if (op === "sub" || op === "unsub" || op === "auth") {
       throw new TypeError(`runnel: ${op}: use subscribe(), Subscription.unsubscribe() or authenticate()`);
     }
-    return this.#call({ ...fields, op });
+    return this.#call({ ...fields, op }, { seconds: this.#seconds(options) });
   }
 
   /**
@@ -609,14 +733,24 @@ export class Client {
     if (state.pattern && options.from !== undefined) {
       throw new TypeError("runnel: a pattern subscription has no position to start from");
     }
-    // Registered once connected, so that a reconnect under way does not subscribe it too.
-    await this.#waitReady();
-    this.#subscriptions.set(state.sid, state);
+    const seconds = this.#seconds(options);
+    const deadline = deadlineIn(seconds);
+    const started = Date.now();
     try {
-      await this.#call(state.request(), { hook: (reply, sent) => state.answered(reply, sent), ready: false });
+      // Registered once connected, so that a reconnect under way does not subscribe it too.
+      await this.#waitReady(state.request(), seconds, deadline.passed);
+      this.#subscriptions.set(state.sid, state);
+      await this.#call(state.request(), {
+        hook: (reply, sent) => state.answered(reply, sent), ready: false, seconds, deadline: deadline.passed, started,
+        // A `sub` the server accepts after its deadline, when `subscribe` has rejected: undone.
+        late: (reply) => { if (reply.ok) this.#link.sendSoon({ op: "unsub", sid: state.sid }); },
+      });
     } catch (error) {
       this.#subscriptions.delete(state.sid);
+      state.ended = true;
       throw error;
+    } finally {
+      deadline.cancel();
     }
     return new Subscription(state);
   }
@@ -658,9 +792,33 @@ export class Client {
     });
   }
 
-  async #waitReady() {
-    await this.#ready;
+  /**
+   * Waits until the client is connected and set up (or will never be: its `closed` or final
+   * error); for a call, `body`, until its deadline at most (`timeout` past it: not sent).
+   * @param {Line} [body]
+   * @param {number} [seconds]
+   * @param {Promise<symbol> | null} [deadline]
+   */
+  async #waitReady(body, seconds, deadline) {
+    // Again when a connection came and went meanwhile: `#ready` is then a new promise.
+    while (!this.#isReady && this.#final === null) {
+      if (!deadline) {
+        await this.#ready;
+      } else if ((await Promise.race([this.#ready, deadline])) === PASSED && !this.#isReady && this.#final === null) {
+        const lost = this.#lastDisconnect;
+        throw new RunnelError("timeout", `${describe(body ?? {})}: not sent within ${seconds} s: the client was ` +
+          `disconnected, reconnecting to ${this.#url}` + (lost ? ` (the connection was lost: ${lost.code}: ${lost.message})` : ""));
+      }
+    }
     if (this.#final !== null) throw this.#final;
+  }
+
+  /**
+   * A call's deadline: its `callTimeout`, else the client's.
+   * @param {CallOptions} options
+   */
+  #seconds(options) {
+    return options.callTimeout === undefined ? this.#callTimeout : checkedSeconds(options.callTimeout, "callTimeout");
   }
 
   /**
@@ -777,9 +935,19 @@ export class Client {
       this.#opening = ws;
       ws.onopen = () => resolve(ws);
       // Node 20's WebSocket reports a failed connection with `error` alone, no `close`.
-      ws.onerror = ws.onclose = () => {
-        reject(timedOut() ? this.#timedOut() : new RunnelError("connection_lost", `could not connect to ${this.#url}`));
+      /** @param {Event} event */
+      const failed = (event) => {
+        // Once connected (a loss since), the URL is right: no questions about it.
+        const hint = this.#lastDisconnect === null;
+        reject(timedOut() ? this.#timedOut() : new RunnelError("connection_lost", notOpened(this.#url, event, hint)));
       };
+      // A browser's `error` says nothing, and its `close` (code 1006) follows at once: that one
+      // is reported, when it comes.
+      ws.onerror = (event) => {
+        if (/** @type {{ message?: unknown }} */ (event).message) failed(event);
+        else setTimeout(() => failed(event), 100);
+      };
+      ws.onclose = failed;
     });
   }
 
@@ -819,7 +987,13 @@ export class Client {
     }
     const ref = Number(line.ref);
     const waiting = this.#pending.get(ref);
-    if (!waiting) return;
+    if (!waiting) {
+      // The reply to a call that timed out: ignored, or undone (a `sub`).
+      const late = this.#late.get(ref);
+      this.#late.delete(ref);
+      late?.(line);
+      return;
+    }
     this.#pending.delete(ref);
     waiting.hook?.(line);
     waiting.resolve(line);
@@ -892,36 +1066,65 @@ export class Client {
     for (const subscription of [...this.#subscriptions.values()]) subscription.end(reason);
   }
 
-  /** @param {RunnelError} reason */
+  /**
+   * The calls waiting for a reply on the connection fail with `reason` (it is lost, or the client
+   * closed); the replies of those that timed out will not come.
+   * @param {RunnelError} reason
+   */
   #failPending(reason) {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
+    this.#late.clear();
     for (const waiting of pending) waiting.reject(reason);
   }
 
   /**
    * Sends `body` with a fresh `ref` and resolves with the reply (rejecting with its error when
    * `check`); `hook` sees the reply first, as it is read. Waits for the connection unless
-   * `ready` is false (the requests that set a new connection up).
+   * `ready` is false (the requests that set a new connection up, which `timeout` bounds).
+   * Within `seconds` (by default the client's `callTimeout` for a call that waits for the
+   * connection, else none), from the call or from `deadline`, a deadline already running: past
+   * it, rejects with `timeout`, and a reply that comes later is ignored, or given to `late`.
    * @param {Line} body
-   * @param {{ hook?: (reply: Line, sent: Line) => void, ready?: boolean, check?: boolean }} [options]
+   * @param {{ hook?: (reply: Line, sent: Line) => void, ready?: boolean, check?: boolean, seconds?: number,
+   *   deadline?: Promise<symbol> | null, started?: number, late?: (reply: Line) => void }} [options]
    * @returns {Promise<Line>}
    */
   async #call(body, options = {}) {
-    const { hook, ready = true, check = true } = options;
-    if (ready) await this.#waitReady();
-    const ref = this.#nextRef++;
-    const reply = await new Promise((resolve, reject) => {
-      this.#pending.set(ref, { resolve, reject, hook: hook && ((line) => hook(line, body)) });
-      try {
-        this.#send({ ...body, ref });
-      } catch (error) {
-        this.#pending.delete(ref);
-        reject(error);
-      }
-    });
-    if (check && !reply.ok) throw RunnelError.of(reply);
-    return reply;
+    const { hook, ready = true, check = true, late } = options;
+    const seconds = options.seconds ?? (ready ? this.#callTimeout : 0);
+    const own = options.deadline === undefined ? deadlineIn(seconds) : null;
+    const deadline = own ? own.passed : options.deadline ?? null;
+    const started = options.started ?? Date.now();
+    try {
+      if (ready) await this.#waitReady(body, seconds, deadline);
+      const sentAfter = (Date.now() - started) / 1000;
+      const ref = this.#nextRef++;
+      const reply = await new Promise((resolve, reject) => {
+        /** @type {Pending} */
+        const waiting = { resolve, reject, hook: hook && ((line) => hook(line, body)) };
+        this.#pending.set(ref, waiting);
+        try {
+          this.#send({ ...body, ref });
+        } catch (error) {
+          this.#pending.delete(ref);
+          reject(error);
+          return;
+        }
+        deadline?.then(() => {
+          if (this.#pending.get(ref) !== waiting) return;
+          this.#pending.delete(ref);
+          if (late) this.#late.set(ref, late);
+          const waited = sentAfter >= 0.05 ? ` after ${sentAfter.toFixed(1)} s waiting for the connection` : "";
+          reject(new RunnelError("timeout", `${describe(body)}: no reply within ${seconds} s (the client was connected: ` +
+            `the request was sent${waited})`));
+        });
+      });
+      if (check && !reply.ok) throw RunnelError.of(reply);
+      return reply;
+    } finally {
+      own?.cancel();
+    }
   }
 
   /** @param {Line} body */
@@ -936,7 +1139,9 @@ export class Client {
  * Connects to runneld at `url` (`ws://HOST:PORT/ws`, `wss://...`; `http://HOST:PORT` is taken as
  * its `/ws`) and authenticates with `options.token` (or pings without one): resolves with the
  * client once the server has answered, or rejects with a RunnelError (`unauthorized`, `limit`,
- * `connection_lost`, `timeout`). Then, when the connection is lost, it reconnects (unless
+ * `connection_lost`, whose message asks whether this is runneld's HTTP port and `/ws`,
+ * `timeout`), or with a TypeError for a URL this client does not speak (`runnel://`, an HTTP path
+ * other than `/ws`), saying what to use. Then, when the connection is lost, it reconnects (unless
  * `reconnect` is false or the server said `unauthorized`) and resumes each subscription;
  * `onDisconnect` is called with each loss's reason, `onReconnect` when it is back.
  * @param {string} url

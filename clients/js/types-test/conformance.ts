@@ -20,6 +20,8 @@ export const checks: true[] = [
   true as Same<ConstructorParameters<typeof FromJSDoc.Value>, ConstructorParameters<typeof Declared.Value>>,
   true as Same<ConstructorParameters<typeof FromJSDoc.Gap>, ConstructorParameters<typeof Declared.Gap>>,
   true as Same<Required<FromJSDoc.ConnectOptions>, Required<Declared.ConnectOptions>>,
+  true as Same<Required<FromJSDoc.SubscribeOptions>, Required<Declared.SubscribeOptions>>,
+  true as Same<Required<FromJSDoc.CallOptions>, Required<Declared.CallOptions>>,
   true as Same<Parameters<typeof FromJSDoc.connect>, Parameters<typeof Declared.connect>>,
   // A subscription and a client: the same public members, each of the same type (the client's
   // results are compared as declared for JavaScript: one signature where the declarations give
@@ -31,14 +33,16 @@ export const checks: true[] = [
   true as Same<ReturnType<FromJSDoc.Subscription["next"]>, ReturnType<Declared.Subscription["next"]>>,
   true as Same<ReturnType<FromJSDoc.Subscription["return"]>, ReturnType<Declared.Subscription["return"]>>,
   true as Same<ReturnType<FromJSDoc.Subscription["unsubscribe"]>, ReturnType<Declared.Subscription["unsubscribe"]>>,
+  true as Same<Parameters<FromJSDoc.Subscription["unsubscribe"]>, Parameters<Declared.Subscription["unsubscribe"]>>,
   true as Same<keyof FromJSDoc.Client, keyof Declared.Client>,
   true as Same<FromJSDoc.Client["url"] | FromJSDoc.Client["connected"], Declared.Client["url"] | Declared.Client["connected"]>,
   true as Same<FromJSDoc.Client["lastDisconnect"], Declared.Client["lastDisconnect"]>,
-  true as Same<Parameters<FromJSDoc.Client["publish"]>, [string, unknown?, { reply?: boolean }?]>,
+  true as Same<Parameters<FromJSDoc.Client["publish"]>, [string, unknown?, ({ reply?: boolean } & Declared.CallOptions)?]>,
   true as Assignable<Parameters<Declared.Client["publish"]>, Parameters<FromJSDoc.Client["publish"]>>,
   true as Same<ReturnType<FromJSDoc.Client["publish"]>, Promise<number | undefined>>,
   true as Same<Parameters<FromJSDoc.Client["request"]>, Parameters<Declared.Client["request"]>>,
   true as Same<Members<Awaited<ReturnType<FromJSDoc.Client["request"]>>>, Members<Awaited<ReturnType<Declared.Client["request"]>>>>,
   true as Same<Parameters<FromJSDoc.Client["subscribe"]>, Parameters<Declared.Client["subscribe"]>>,
+  true as Same<Parameters<FromJSDoc.Client["authenticate"]>, Parameters<Declared.Client["authenticate"]>>,
   true as Same<ReturnType<FromJSDoc.Client["close"]>, ReturnType<Declared.Client["close"]>>,
 ];

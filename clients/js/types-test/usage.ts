@@ -38,6 +38,22 @@ export async function example(url: string): Promise<number> {
   return receivers + (quiet ?? 0) + Number(stats.subscriptions);
 }
 
+export async function withDeadlines(url: string): Promise<void> {
+  const client = await connect(url, { callTimeout: 5 });
+  try {
+    const receivers: number = await client.publish("cpu", 1, { reply: true, callTimeout: 0.5 });
+    const quiet: undefined = await client.publish("cpu", 2, { callTimeout: 1 });
+    await client.request("stats", {}, { callTimeout: 2 });
+    await client.authenticate("s3cret", { callTimeout: 2 });
+    const subscription = await client.subscribe("cpu", { map: ".host", callTimeout: 2 });
+    await subscription.unsubscribe({ callTimeout: 1 });
+    console.log(receivers, quiet);
+  } catch (error) {
+    if (error instanceof RunnelError && error.code === "timeout") console.log(error.message);
+  }
+  await client.close();
+}
+
 export async function withTokensAnAppMints(url: string): Promise<void> {
   const client = await connect(url, { token: async () => (await fetch("/api/runnel-token")).text() });
   const again: Client = await connect(url, { token: () => "header.payload.signature" });
