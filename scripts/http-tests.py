@@ -9,20 +9,28 @@ configuration, and checks docs/protocol.md's "The HTTP front door": every status
 /healthz, /stats, /subjects and POST /pub/SUBJECT can answer, keep-alive and pipelining,
 chunked bodies, NDJSON published in order as it arrives, request smuggling refused, the head
 limits (431, 10 s to finish a head, slowloris), max_connections, authentication, origins and
-CORS, /metrics, linted by promtool, and GET /events (Server-Sent Events: ids, terminal and
-dropped events, resume, 204, bad queries, heartbeats, disposal on close). Prints one line per check; exit status 0 when every
+CORS (and the log's hint, once, about an origin it refuses), /metrics, linted by promtool, GET
+/events (Server-Sent Events: ids, terminal and dropped events, resume, 204, bad queries,
+heartbeats, disposal on close), and the files of http_static_dir (types, index.html, 304,
+gzip, HEAD, the size limit, traversal and links out refused, runneld's own paths first, the
+folder checked at start and on reload). Prints one line per check; exit status 0 when every
 check passed. Needs httpx (Debian: python3-httpx) and promtool (Debian: prometheus).
 """
 
+import contextlib
+import gzip
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
 import httpx
-from runneld_process import TEST_LOOPS, EventStream, LineClient, Suite, main, poll_until
+from runneld_process import TEST_LOOPS, EventStream, LineClient, Suite, check_config, daemon_started, main, poll_until
 
 TOKEN = "s3cret"
 ALLOWED = "https://dash.example"
@@ -408,6 +416,37 @@ def check_origins_and_cors(d):
     assert response.status_code == 204 and "access-control-allow-origin" not in response.headers
 
 
+def check_refused_origin_is_named_once(d):
+    """The log says, once per origin, how to allow a page http_allowed_origins refuses: its
+    changes (403) and its reads (answered without CORS fields) alike."""
+    origin = "https://hint.example"
+    hint = f"refused a request from origin {origin}: add it to http_allowed_origins to allow it"
+
+    def named():
+        expect_error(httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin=origin)), 403, "forbidden_origin")
+        assert httpx.get(d.url + "/stats", headers=dict(AUTH, Origin=origin)).status_code == 200
+        return sum(hint in line for line in d.log)
+
+    # At most one origin a second is named: an earlier check's may have just been.
+    poll_until(named, lambda count: count > 0, "no hint for " + origin)
+    for _ in range(10):
+        named()
+    time.sleep(0.2)
+    assert sum(hint in line for line in d.log) == 1, [line for line in d.log if "refused a request" in line]
+    # Listed origins and the server's own are not refused; a page opened from a file has no
+    # origin to list, and is told so.
+    assert httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin=ALLOWED)).status_code == 200
+    assert httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin=d.url)).status_code == 200
+    def log_after_a_page_from_a_file():
+        expect_error(httpx.post(d.url + "/pub/o", json=1, headers=dict(AUTH, Origin="null")), 403, "forbidden_origin")
+        return d.log
+
+    poll_until(log_after_a_page_from_a_file,
+               lambda log: any("origin null (a page opened from a file" in line for line in log), "no hint for null")
+    refused = [line for line in d.log if "refused a request from origin" in line]
+    assert not any(ALLOWED in line or d.url in line for line in refused), refused
+
+
 def check_slow_heads_are_closed(d):
     """A head not finished within 10 s of its first byte is closed, however slowly it keeps
     coming (slowloris); meanwhile and afterwards both front doors serve others."""
@@ -456,7 +495,8 @@ MAIN_CHECKS = [
     check_subjects_is_the_list_reply, check_publish_one_value, check_publish_percent_decoded_subject,
     check_publish_errors, check_head, check_not_found_and_method_not_allowed, check_body_limit, check_ndjson_streams_in_order,
     check_ndjson_bad_line, check_durable_publish, check_half_close_is_answered, check_keep_alive_and_pipelining, check_chunked_single_value,
-    check_smuggling_refused, check_head_over_16_kib, check_origins_and_cors, check_slow_heads_are_closed,
+    check_smuggling_refused, check_head_over_16_kib, check_origins_and_cors, check_refused_origin_is_named_once,
+    check_slow_heads_are_closed,
 ]
 
 MAIN_CONFIG = f"""
@@ -784,6 +824,196 @@ capacity = 10
 """
 
 
+# Checks of http_static_dir against a fourth daemon: tokens (which its files do not need), a
+# folder of pages beside a secret that links in the folder point at.
+
+SITE_FILES = {
+    "index.html": b"<!doctype html><title>team</title>",
+    "app.js": b"export const answer = 42;\n" * 200,
+    "style.css": b"body { margin: 0 }",
+    "data.json": b'{"a": 1}',
+    "app.js.map": b'{"version": 3}',
+    "logo.svg": b"<svg xmlns='http://www.w3.org/2000/svg'/>",
+    "logo.png": b"\x89PNG\r\n\x1a\n" + b"\0" * 4000,
+    "photo.jpg": b"\xff\xd8\xff" + b"\0" * 100,
+    "favicon.ico": b"\0\0\1\0",
+    "notes.txt": b"notes",
+    "module.wasm": b"\0asm\1\0\0\0",
+    "blob.bin": b"\1\2\3",
+    "ops/index.html": b"<p>ops</p>",
+    ".env": b"SECRET=hidden",
+    "big.js": b"x" * (4 * 1024 * 1024 + 1),
+    # Decoys where runneld's own paths are: never served.
+    "runnel.js": b"decoy", "healthz": b"decoy", "stats": b"decoy", "subjects": b"decoy", "metrics": b"decoy",
+    "events": b"decoy", "ws": b"decoy", "pub/x": b"decoy",
+}
+
+SITE_TYPES = {
+    "index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8", "data.json": "application/json", "app.js.map": "application/json",
+    "logo.svg": "image/svg+xml", "logo.png": "image/png", "photo.jpg": "image/jpeg", "favicon.ico": "image/x-icon",
+    "notes.txt": "text/plain; charset=utf-8", "module.wasm": "application/wasm", "blob.bin": "application/octet-stream",
+}
+
+
+def make_site(directory):
+    """`site/` in `directory` (SITE_FILES, a link to app.js, links out of the folder, a FIFO)
+    and `secret.txt` beside it; returns the folder's path."""
+    site = os.path.join(directory, "site")
+    for name, content in SITE_FILES.items():
+        os.makedirs(os.path.dirname(os.path.join(site, name)), exist_ok=True)
+        with open(os.path.join(site, name), "wb") as file:
+            file.write(content)
+    with open(os.path.join(directory, "secret.txt"), "w") as file:
+        file.write("SECRET")
+    os.symlink("app.js", os.path.join(site, "alias.js"))
+    os.symlink("../secret.txt", os.path.join(site, "out.txt"))
+    os.symlink(directory, os.path.join(site, "up"))
+    os.mkfifo(os.path.join(site, "pipe.js"))
+    return site
+
+
+@contextlib.contextmanager
+def static_daemon(binary):
+    """A daemon whose http_static_dir is a site `make_site` made in its directory."""
+    directory = tempfile.mkdtemp(prefix="runneld-test-")
+    site = make_site(directory)
+    with daemon_started(binary, STATIC_CONFIG.replace("SITE", site), directory=directory) as daemon:
+        daemon.site = site
+        yield daemon
+
+
+def check_static_files_have_their_types(d):
+    for name, media_type in SITE_TYPES.items():
+        response = httpx.get(f"{d.url}/{name}")  # no token: the files need none
+        assert response.status_code == 200, (name, response)
+        assert response.headers["content-type"] == media_type, (name, response.headers)
+        assert response.content == SITE_FILES[name], name
+        assert response.headers["x-content-type-options"] == "nosniff", response.headers
+        assert response.headers["etag"].startswith('W/"'), response.headers
+    # A link inside the folder is followed.
+    assert httpx.get(d.url + "/alias.js").content == SITE_FILES["app.js"]
+
+
+def check_static_index_html_and_folders(d):
+    response = httpx.get(d.url + "/ops/")
+    assert response.status_code == 200 and response.content == SITE_FILES["ops/index.html"], response
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    for path, location in [("/ops", "/ops/"), ("/ops?x=1", "/ops/?x=1")]:
+        response = httpx.get(d.url + path)
+        assert response.status_code == 301 and response.headers["location"] == location, (path, response.headers)
+    assert httpx.get(d.url + "/index.html").content == SITE_FILES["index.html"]
+    # / is still the dashboard.
+    assert '"/runnel.js"' in httpx.get(d.url + "/").text
+
+
+def check_static_missing_and_other_methods(d):
+    expect_error(httpx.get(d.url + "/missing.js"), 404, "not_found")
+    expect_error(httpx.get(d.url + "/missing/"), 404, "not_found")
+    response = expect_error(httpx.post(d.url + "/app.js", headers=AUTH), 405, "method_not_allowed")
+    assert httpx.put(d.url + "/app.js", headers=AUTH).headers["allow"] == "GET, HEAD, OPTIONS", response
+    # Only reading needs no token.
+    expect_error(httpx.post(d.url + "/app.js"), 401, "unauthorized")
+
+
+def check_static_traversal_and_links_out_refused(d):
+    for target in [b"/../secret.txt", b"/ops/../../secret.txt", b"/%2e%2e/secret.txt", b"/%2E%2E%2Fsecret.txt",
+                   b"/ops/%2e%2e/%2e%2e/secret.txt", b"/out.txt", b"/up/secret.txt", b"/.env",
+                   b"/%2eenv", b"/app.js%00.png", b"/pipe.js", b"//app.js"]:
+        answer = raw_exchange(d.http_port, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert status_of(answer) == 404 and b"SECRET" not in answer, (target, answer[:300])
+
+
+def check_static_own_routes_win(d):
+    assert httpx.get(d.url + "/runnel.js").text.startswith("//"), "the client module, not the decoy"
+    assert httpx.get(d.url + "/healthz").text == "ok"
+    for path in ["/stats", "/subjects", "/metrics", "/events", "/pub/x"]:
+        response = httpx.get(d.url + path)
+        assert response.status_code == 401 and b"decoy" not in response.content, (path, response)
+    assert httpx.get(d.url + "/ws").status_code == 426
+    assert httpx.get(d.url + "/stats", headers=AUTH).json()["connections"] >= 1
+
+
+def check_static_head_gzip_and_not_modified(d):
+    plain = httpx.get(d.url + "/app.js", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.headers["vary"] == "Accept-Encoding", plain.headers
+    head = httpx.head(d.url + "/app.js", headers={"Accept-Encoding": "identity"})
+    assert head.status_code == 200 and head.content == b"", head
+    assert head.headers["content-length"] == str(len(SITE_FILES["app.js"])) == plain.headers["content-length"]
+    with httpx.Client() as client:
+        request = client.build_request("GET", d.url + "/app.js", headers={"Accept-Encoding": "gzip"})
+        zipped = client.send(request, stream=True)
+        raw = b"".join(zipped.iter_raw())
+    assert zipped.headers["content-encoding"] == "gzip" and gzip.decompress(raw) == SITE_FILES["app.js"], zipped.headers
+    assert len(raw) < len(SITE_FILES["app.js"]) // 10, len(raw)
+    # A PNG is compressed already: sent as it is.
+    png = httpx.get(d.url + "/logo.png", headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in png.headers and "vary" not in png.headers, png.headers
+    # The ETag: 304 with nothing, weak or not, until the file changes.
+    tag = plain.headers["etag"]
+    for listed in [tag, tag[2:], f'"x", {tag}', "*"]:
+        again = httpx.get(d.url + "/app.js", headers={"If-None-Match": listed})
+        assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag, again.headers
+        assert "content-length" not in again.headers, again.headers
+    with open(os.path.join(d.site, "app.js"), "ab") as file:
+        file.write(b"// changed\n")
+    changed = httpx.get(d.url + "/app.js", headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.content.endswith(b"// changed\n"), changed
+    assert changed.headers["etag"] != tag
+
+
+def check_static_size_limit(d):
+    # Over 4 MiB: refused, not read; the server goes on serving.
+    body = expect_error(httpx.get(d.url + "/big.js"), 403, "limit")
+    assert "4194304" in body["message"], body
+    assert httpx.get(d.url + "/notes.txt").content == b"notes"
+
+
+def check_static_folder_checked_at_start_and_reload(d):
+    binary = d.process.args[0]
+    result = check_config(binary, 'http_static_dir = "/nonexistent/site"\n')
+    assert result.returncode == 2, result
+    assert "key 'http_static_dir': \"/nonexistent/site\": does not exist" in result.stderr + result.stdout, result
+    result = check_config(binary, f'http_static_dir = "{d.site}/notes.txt"\n')
+    assert result.returncode == 2 and "is not a directory" in result.stderr + result.stdout, result
+    config = os.path.join(d.directory, "runneld.toml")
+    with open(config) as file:
+        original = file.read()
+
+    def reload_with(text, logged):
+        with open(config, "w") as file:
+            file.write(text)
+        count = sum(logged in line for line in d.log)
+        d.process.send_signal(signal.SIGHUP)
+        poll_until(lambda: d.log, lambda log: sum(logged in line for line in log) > count, "not " + logged)
+
+    try:
+        # A folder that is gone is a reload error: the running folder stays.
+        reload_with(original.replace(d.site, d.site + "-gone"), "reload failed, keeping the running configuration")
+        assert httpx.get(d.url + "/notes.txt").content == b"notes"
+        # Off by a reload: the path is nobody's now (and without a token, not even that is said).
+        reload_with(original.replace(f'"{d.site}"', '""'), "configuration reloaded: http_static_dir")
+        expect_error(httpx.get(d.url + "/notes.txt"), 401, "unauthorized")
+        expect_error(httpx.get(d.url + "/notes.txt", headers=AUTH), 404, "not_found")
+    finally:
+        reload_with(original, "configuration reloaded")
+    assert httpx.get(d.url + "/notes.txt").content == b"notes"
+
+
+STATIC_CHECKS = [
+    check_static_files_have_their_types, check_static_index_html_and_folders, check_static_missing_and_other_methods,
+    check_static_traversal_and_links_out_refused, check_static_own_routes_win, check_static_head_gzip_and_not_modified,
+    check_static_size_limit, check_static_folder_checked_at_start_and_reload,
+]
+
+STATIC_CONFIG = f"""
+auth_tokens = ["{TOKEN}"]
+http_static_dir = "SITE"
+log_level = "info"
+"""
+
+
 if __name__ == "__main__":
     main(__doc__.splitlines()[0], [Suite("main", MAIN_CHECKS, MAIN_CONFIG), Suite("limits", LIMITS_CHECKS, LIMITS_CONFIG),
-                                   Suite("sse", SSE_CHECKS, SSE_CONFIG)])
+                                   Suite("sse", SSE_CHECKS, SSE_CONFIG), Suite("static", STATIC_CHECKS,
+                                                                                start=static_daemon)])

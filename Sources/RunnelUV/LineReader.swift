@@ -9,6 +9,9 @@
 /// which no text line starts with) goes to the delegate at once as one line, instead of
 /// waiting for a `\n` a TLS client never sends: a plaintext line protocol then answers it (an
 /// error the client's TLS library reports at once) instead of leaving the client hanging.
+/// Otherwise the first line goes to `didReadFirstLine`, so a protocol can tell from it what
+/// spoke to it (the line port answers an HTTP request line in HTTP); the reads until it has
+/// come take a path of their own, and the others cost what they did, one branch per read.
 ///
 /// Thread rules: the stream's loop thread only. Lifetime rule: the stream holds it as its
 /// delegate until it has closed; it holds its own delegate (a `let`, so a line reaches it
@@ -19,6 +22,8 @@ public final class LineReader: ByteStreamDelegate {
     private let deliversTLSHelloAsLine: Bool
     /// Nothing has been read yet (see `deliversTLSHelloAsLine`).
     private var awaitsFirstRead = true
+    /// No line has gone to the delegate yet: the next goes to `didReadFirstLine`.
+    private var awaitsFirstLine = true
     /// Behind a pointer: it is mutated per read while it calls the delegate, which may call back
     /// into the stream (a close) and so into this reader.
     private let framer: UnsafeMutablePointer<LineFramer>
@@ -36,7 +41,11 @@ public final class LineReader: ByteStreamDelegate {
     }
 
     public func connection(_ connection: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
-        if awaitsFirstRead && deliversFirstReadAsTLSHello(bytes, from: connection) { return }
+        var bytes = bytes
+        if awaitsFirstLine {
+            let consumed = readFirstLine(bytes, from: connection)
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
+        }
         framer.pointee.consume(bytes) { piece in
             // One check per line, before it is handled: once the stream is not open (say the
             // delegate closed it on the previous line), the rest of the read is dropped.
@@ -49,13 +58,28 @@ public final class LineReader: ByteStreamDelegate {
         }
     }
 
-    /// The first read's check: true when `bytes` went to the delegate as one line.
+    /// The reads until the first line has come: the first read's TLS check, then `bytes` framed
+    /// up to the end of the first line, which goes to `didReadFirstLine` (a first line too
+    /// long to keep is reported as any other). Returns how many bytes it consumed: the rest
+    /// is framed as usual.
     @inline(never)
-    private func deliversFirstReadAsTLSHello(_ bytes: UnsafeRawBufferPointer, from connection: any ByteStream) -> Bool {
-        awaitsFirstRead = false
-        guard deliversTLSHelloAsLine, bytes.first == 0x16 else { return false }
-        delegate.connection(connection, didReadLine: bytes)
-        return true
+    private func readFirstLine(_ bytes: UnsafeRawBufferPointer, from connection: any ByteStream) -> Int {
+        if awaitsFirstRead {
+            awaitsFirstRead = false
+            if deliversTLSHelloAsLine, bytes.first == 0x16 {
+                awaitsFirstLine = false
+                delegate.connection(connection, didReadLine: bytes)
+                return bytes.count
+            }
+        }
+        return framer.pointee.consume(bytes) { piece in
+            awaitsFirstLine = false
+            switch piece {
+            case .line(let line): delegate.connection(connection, didReadFirstLine: line)
+            case .tooLong(let count): delegate.connection(connection, didDiscardLongLine: count)
+            }
+            return false
+        }
     }
 
     public func connectionDidEndInput(_ connection: any ByteStream) { delegate.connectionDidEndInput(connection) }
@@ -74,6 +98,9 @@ public final class LineReader: ByteStreamDelegate {
 public protocol LineReaderDelegate: AnyObject {
     /// One complete line arrived.
     func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer)
+    /// The connection's first line arrived (no other line reaches `didReadLine` before it):
+    /// by default, handed to `didReadLine` like the rest.
+    func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer)
     /// A line longer than the reader's maximum was thrown away as it streamed in;
     /// `byteCount` is its length (without the `\n`).
     func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int)
@@ -84,6 +111,9 @@ public protocol LineReaderDelegate: AnyObject {
 }
 
 extension LineReaderDelegate {
+    public func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer) {
+        self.connection(connection, didReadLine: line)
+    }
     public func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {}
     public func connectionDidEndInput(_ connection: any ByteStream) {}
     public func connectionDidClose(_ connection: any ByteStream) {}

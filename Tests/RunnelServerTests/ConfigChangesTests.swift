@@ -99,7 +99,8 @@ struct ConfigChangesTests {
 
     @Test func everyTopLevelKeyIsComparedExceptSubjects() throws {
         // A config differing in every key yields one change per key, so no key is forgotten.
-        // The JWT keys' files are read as the configuration is.
+        // The JWT keys' files are read as the configuration is, and the static files' folder
+        // checked.
         try ConfigJWTTests.withFiles(["k.pem": JWTFixtures.rsaPEM, "k.json": JWTFixtures.jwks]) { directory in
             let new = try ServerConfig.parse(
                 toml: """
@@ -108,6 +109,7 @@ struct ConfigChangesTests {
                     http_listen = ""
                     max_body_bytes = 4096
                     http_allowed_origins = ["https://a.example"]
+                    http_static_dir = "\(directory)"
                     max_line_bytes = 100
                     max_pending_bytes = 2000
                     max_expr_bytes = 20

@@ -82,6 +82,47 @@ import Testing
         #expect(Self.answer(check.decide(Self.facts("GET /ws", credential: refused)))?.status == 401)
     }
 
+    @Test func theStaticFilesAreReadWithoutAToken() {
+        let harness = SessionHarness { $0.httpStaticDir = "/nonexistent" }
+        let route = StaticFilesRoute(server: harness.server)
+        let check = HTTPAuthenticationCheck()
+        for open in ["GET /team/index.html", "HEAD /app.js"] {
+            #expect(Self.answer(check.decide(Self.facts(open, credential: .absent, route: route))) == nil, "\(open)")
+        }
+        #expect(Self.answer(check.decide(Self.facts("POST /app.js", credential: .absent, route: route)))?.status == 401)
+        #expect(Self.answer(check.decide(Self.facts("GET /app.js", credential: .absent)))?.status == 401)
+    }
+
+    @Test func aRefusedOriginIsNamedOnceAndAtMostOneOriginASecond() {
+        var hints = OriginRefusalHints()
+        let start = ContinuousClock.now
+        func named(_ origin: String, after elapsed: Duration) -> Bool {
+            hints.shouldName(origin, at: start + elapsed)
+        }
+        #expect(named("https://a.example", after: .zero))
+        #expect(!named("https://a.example", after: .seconds(5)))
+        // Another origin within the second waits for a later request of its.
+        #expect(!named("https://b.example", after: .milliseconds(500)))
+        #expect(named("https://b.example", after: .seconds(1)))
+        #expect(!named("https://b.example", after: .seconds(9)))
+        // Past its capacity the memory starts over, so it stays bounded.
+        for index in 0..<OriginRefusalHints.capacity {
+            #expect(named("https://\(index).example", after: .seconds(10 + index)))
+        }
+        #expect(named("https://a.example", after: .seconds(9999)))
+    }
+
+    @Test func theHintSaysWhatToDoAboutTheOrigin() {
+        #expect(
+            OriginRefusalHints.hint(for: "https://app.example")
+                == "refused a request from origin https://app.example: add it to http_allowed_origins to allow it")
+        #expect(OriginRefusalHints.hint(for: "null")?.contains("from http_static_dir") == true)
+        let long = "https://" + String(repeating: "a", count: OriginRefusalHints.maxOriginBytes) + ".example"
+        for unnamed in ["file://", "not an origin", "https://a.example/path", long] {
+            #expect(OriginRefusalHints.hint(for: unnamed) == nil, "\(unnamed)")
+        }
+    }
+
     @Test func aPathWithoutARouteIsNotFoundAndAnotherMethodNotAllowed() {
         let check = HTTPRouteCheck()
         let missing = Self.answer(check.decide(Self.facts("GET /nothing", route: nil)))

@@ -116,6 +116,35 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// The first line alone goes to `didReadFirstLine`, however the reads cut it, a TLS
+        /// hello (with `deliversTLSHelloAsLine`) stands for it, and the other lines go on as
+        /// before.
+        @Test func theFirstLineGoesToADelegateCallOfItsOwn() throws {
+            let recorder = FirstLineRecorder()
+            let server = try Server(configuration: .init(maxLineLength: 8)) { _ in recorder }
+            let client = try BlockingTCPClient(port: server.port)
+            try client.sendRaw("fir")
+            usleep(20_000)  // so the first line is cut between reads
+            try client.sendRaw("st\nsecond\nthi")
+            usleep(20_000)
+            try client.sendRaw("rd\nfar too long\nlast\n")
+            #expect(eventually { recorder.calls.current.count == 5 })
+            #expect(recorder.calls.current == ["first first", "line second", "line third", "long 12", "line last"])
+            #expect(server.stop() == 0)
+
+            let tooLong = FirstLineRecorder()
+            let second = try Server(configuration: .init(maxLineLength: 8)) { _ in tooLong }
+            try BlockingTCPClient(port: second.port).sendRaw("far too long\nnext\n")
+            #expect(eventually { tooLong.calls.current == ["long 12", "line next"] })
+            #expect(second.stop() == 0)
+
+            let hello = FirstLineRecorder()
+            let third = try Server(configuration: .init(deliversTLSHelloAsLine: true)) { _ in hello }
+            try BlockingTCPClient(port: third.port).sendRaw([0x16, 0x03, 0x01])
+            #expect(eventually { hello.calls.current == ["line \u{16}\u{3}\u{1}"] })
+            #expect(third.stop() == 0)
+        }
+
         /// Regression: a read ending on a newline with no delegate attached held an empty
         /// remainder and force-unwrapped a line buffer that did not exist yet (a remote crash).
         @Test func readsWithoutADelegateThatEndOnANewlineAreDropped() throws {
@@ -396,5 +425,22 @@ extension RunnelUVTests {
             #expect(throws: SystemCallError.self) { try BlockingTCPClient(port: server.port) }
             #expect(server.stop() == 0)
         }
+    }
+}
+
+/// Records which call each line came through, in order (loop thread), for the test to read.
+private final class FirstLineRecorder: LineReaderDelegate, @unchecked Sendable {
+    let calls = Shared<[String]>([])
+
+    func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer) {
+        calls.withLock { $0.append("first " + String(decoding: line, as: UTF8.self)) }
+    }
+
+    func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
+        calls.withLock { $0.append("line " + String(decoding: line, as: UTF8.self)) }
+    }
+
+    func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
+        calls.withLock { $0.append("long \(byteCount)") }
     }
 }

@@ -7,7 +7,8 @@
 #endif
 
 /// Reads a config file into a `String` with plain POSIX calls, explaining failures in words
-/// (`cannot read: No such file or directory`). Blocking; used once at start-up and on reload.
+/// (`cannot read: No such file or directory`), and checks a directory a key names. Blocking;
+/// used once at start-up and on reload.
 enum ConfigFileReader {
     /// Config files are small; refuse anything absurd instead of reading it all.
     static let maxBytes = 16 * 1024 * 1024
@@ -34,6 +35,17 @@ enum ConfigFileReader {
             return .failure(ConfigValueProblem("is not valid UTF-8"))
         }
         return .success(text)
+    }
+
+    /// What keeps `path` from being a directory whose files runneld can read; nil when it is one.
+    static func directoryProblem(path: String) -> ConfigValueProblem? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            return ConfigValueProblem(errno == ENOENT ? "does not exist" : "cannot be used: \(errorText())")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return ConfigValueProblem("is not a directory") }
+        guard access(path, R_OK | X_OK) == 0 else { return ConfigValueProblem("cannot be read: \(errorText())") }
+        return nil
     }
 
     private static func errorText() -> String { String(cString: strerror(errno)) }

@@ -9,6 +9,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case httpListen = "http_listen"
     case maxBodyBytes = "max_body_bytes"
     case httpAllowedOrigins = "http_allowed_origins"
+    case httpStaticDir = "http_static_dir"
     case maxLineBytes = "max_line_bytes"
     case maxPendingBytes = "max_pending_bytes"
     case maxExprBytes = "max_expr_bytes"

@@ -12,6 +12,12 @@ enum HTTPOrigin {
         return false
     }
 
+    /// Whether a page of `origin` may use the front door: it is the server's own
+    /// (`isSameOrigin`) or one of `allowed` (`http_allowed_origins`).
+    static func isAllowed(_ origin: String, host: String?, allowed: [String]) -> Bool {
+        isSameOrigin(origin, host: host) || allowed.contains(origin)
+    }
+
     /// Whether `origin` names the server the request was sent to (`Host`): a page the server
     /// itself served, over `http_listen` or `https_listen`. Either scheme is accepted: a
     /// host and port serve one of the two, so a page at that host and port with the other

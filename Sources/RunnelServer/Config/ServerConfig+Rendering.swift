@@ -8,6 +8,7 @@ extension ServerConfig {
         case .httpListen: return TOMLConfigReader.quote(httpListen?.description ?? "")
         case .maxBodyBytes: return String(maxBodyBytes)
         case .httpAllowedOrigins: return "[\(httpAllowedOrigins.map(TOMLConfigReader.quote).joined(separator: ", "))]"
+        case .httpStaticDir: return TOMLConfigReader.quote(httpStaticDir ?? "")
         case .maxLineBytes: return String(maxLineBytes)
         case .maxPendingBytes: return String(maxPendingBytes)
         case .maxExprBytes: return String(maxExprBytes)

@@ -118,6 +118,14 @@ struct TOMLConfigReader {
                 origins.append(origin)
             }
             config.httpAllowedOrigins = origins
+        case .httpStaticDir:
+            guard let text = value.string, !text.utf8.contains(0) else {
+                throw error(key.rawValue, "must be a directory's path (\"\" for none), got \(Self.describe(value))")
+            }
+            if !text.isEmpty, let problem = ConfigFileReader.directoryProblem(path: text) {
+                throw error(key.rawValue, "\(Self.quote(text)): \(problem.text)")
+            }
+            config.httpStaticDir = text.isEmpty ? nil : text
         case .maxLineBytes: config.maxLineBytes = try integer(key, value)
         case .maxPendingBytes: config.maxPendingBytes = try integer(key, value)
         case .maxExprBytes: config.maxExprBytes = try integer(key, value)

@@ -21,6 +21,10 @@ public struct ServerConfig: Sendable, Equatable {
     /// Web origins (`https://example.com`) whose pages may publish over HTTP and get CORS
     /// headers (`http_allowed_origins`, default none).
     public var httpAllowedOrigins: [String] = []
+    /// A folder whose files the HTTP front door serves at the paths its own routes do not take
+    /// (`http_static_dir`, default none: off); checked to be a readable directory when the
+    /// configuration is read.
+    public var httpStaticDir: String? = nil
     /// Longest request line, in bytes (`max_line_bytes`, default 1 MiB).
     public var maxLineBytes: Int = 1_048_576
     /// Unsent output per connection past which it is a slow consumer at once: the hard limit

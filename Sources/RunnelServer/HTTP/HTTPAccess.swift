@@ -44,6 +44,12 @@ struct HTTPAccess {
         }
     }
 
+    /// Whether a page of `origin` may use the front door, sent to `host`: the server's own
+    /// page, or one `http_allowed_origins` lists.
+    func allows(_ origin: String, host: String?) -> Bool {
+        HTTPOrigin.isAllowed(origin, host: host, allowed: allowedOrigins)
+    }
+
     /// The request's `Origin` when it is one the server allows to read its answers: listed in
     /// `http_allowed_origins`. (Its own pages need no CORS fields.)
     func allowedOrigin(of head: HTTPRequestHead) -> String? {

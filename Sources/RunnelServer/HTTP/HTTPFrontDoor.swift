@@ -5,7 +5,9 @@ import RunnelUV
 /// from its listener, counts them with the server's sessions against `max_connections`,
 /// routes each request after the checks every path shares (`HTTPRequestChecks`: the query,
 /// authentication, `404` and `405`, CORS preflights, the origin of a change), and closes
-/// connections past their time limits.
+/// connections past their time limits. A path none of runneld's own routes takes goes to the
+/// files of `http_static_dir` when it is set (`StaticFilesRoute`). A request from a page whose
+/// origin `http_allowed_origins` does not list is named in the log (`OriginRefusalHints`).
 ///
 /// The time limits are checked by the server's sweep (`ServerSweep`), once a second, rather
 /// than by one timer per connection re-armed per request: a request then costs a clock
@@ -20,6 +22,13 @@ import RunnelUV
 final class HTTPFrontDoor: @unchecked Sendable {
     private unowned let server: Server
     private let router: HTTPRouter
+    /// The paths the router does not take, while `http_static_dir` is set.
+    private let staticFiles: StaticFilesRoute
+    /// Which refused origins the log has named.
+    private var originHints = OriginRefusalHints()
+    /// The listeners that serve it, as the line port's answer to an HTTP request names them
+    /// (`http_listen port 7456`); added as `Server.serveHTTP` serves each.
+    var listenerNames: [String] = []
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The streams that took over a connection, for their heartbeats.
     private var streams: [ObjectIdentifier: any HTTPStream] = [:]
@@ -43,6 +52,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
                 EventsRoute.path: EventsRoute(server: server), WebSocketRoute.path: WebSocketRoute(server: server),
             ],
             prefixes: [(PublishRoute.prefix, PublishRoute(server: server))])
+        staticFiles = StaticFilesRoute(server: server)
     }
 
     var connectionCount: Int { connections.count }
@@ -135,6 +145,9 @@ final class HTTPFrontDoor: @unchecked Sendable {
     /// body (nil when nothing does: it is discarded).
     func begin(_ head: HTTPRequestHead, on connection: HTTPConnection) -> (HTTPExchange, (any HTTPBodyReader)?) {
         let access = HTTPAccess(tokens: server.access, allowedOrigins: server.config.httpAllowedOrigins)
+        if let origin = head.field("origin"), !access.allows(origin, host: head.field("host")) {
+            nameRefused(origin, peer: connection.connection.remoteAddress)
+        }
         let query = head.queryParameters()
         let credential = access.credential(of: head, query: query ?? [:], at: ProcessStatistics.wallClockSeconds())
         let grant = credential.grant
@@ -142,8 +155,7 @@ final class HTTPFrontDoor: @unchecked Sendable {
             head: head, query: query ?? [:],
             corsFields: access.allowedOrigin(of: head).map(HTTPAccess.corsFields) ?? [],
             grant: grant, connection: connection)
-        let facts = HTTPRequestFacts(
-            head: head, query: query, credential: credential, route: router.route(for: head.path))
+        let facts = HTTPRequestFacts(head: head, query: query, credential: credential, route: route(for: head.path))
         let checks = HTTPRequestChecks.frontDoor(allowedOrigins: server.config.httpAllowedOrigins)
         if case .answer(let response) = checks.decide(facts) {
             exchange.answer(response)
@@ -151,6 +163,20 @@ final class HTTPFrontDoor: @unchecked Sendable {
         }
         guard let route = facts.route else { preconditionFailure("the checks let a request without a route through") }
         return (exchange, route.start(exchange))
+    }
+
+    /// The route of `path`: runneld's own, which always win, else the static files' while
+    /// `http_static_dir` is set.
+    private func route(for path: Substring) -> (any HTTPRoute)? {
+        router.route(for: path) ?? (server.config.httpStaticDir == nil ? nil : staticFiles)
+    }
+
+    /// A page of `origin`, which may not use the front door, sent a request (refused `403` if
+    /// it changes something; else answered without CORS fields, so its browser keeps the answer
+    /// from it): the log says what to do about it, as often as `originHints` allows.
+    private func nameRefused(_ origin: String, peer: String) {
+        guard let hint = OriginRefusalHints.hint(for: origin), originHints.shouldName(origin, at: .now) else { return }
+        server.logger.warning("\(hint)", metadata: ["peer": "\(peer)"])
     }
 }
 
@@ -168,6 +194,8 @@ extension Server {
         scheduler.assertOnLoopThread()
         let frontDoor = httpFrontDoor ?? HTTPFrontDoor(server: self)
         httpFrontDoor = frontDoor
+        let key = listener.makeFilter == nil ? ConfigKey.httpListen : ConfigKey.httpsListen
+        frontDoor.listenerNames.append("\(key.rawValue) port \(listener.port)")
         startSweep()
         if let loopGroup {
             listener.loopGroup = loopGroup

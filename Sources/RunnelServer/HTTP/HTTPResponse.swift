@@ -1,8 +1,9 @@
 import RunnelUV
 
 /// One answer: a status, header fields and a whole body (every answer of the front door is
-/// small, or, like `/subjects`, as large as the `list` reply would be). An immutable value
-/// once built; `encodedHead(closing:)` writes the head the connection sends.
+/// small, or, like `/subjects`, as large as the `list` reply would be, or a file of
+/// `http_static_dir`, at most `StaticFilesRoute.maxFileBytes`). An immutable value once
+/// built; `encodedHead(closing:)` writes the head the connection sends.
 struct HTTPResponse {
     let status: HTTPStatus
     let contentType: StaticString?
@@ -16,6 +17,8 @@ struct HTTPResponse {
     private(set) var isStream = false
     /// Whether the body (or the stream) is gzip'd (`encoded(gzip:)`).
     private(set) var isGzipped = false
+    /// Whether `encoded(gzip:)` may gzip the body: not one compressed already (`compressedAlready()`).
+    private(set) var isCompressible = true
     /// The body gzip'd ahead of time, for an answer given many times (`precompressed()`).
     private var gzippedBody: [UInt8]?
 
@@ -60,11 +63,22 @@ struct HTTPResponse {
         return response
     }
 
+    /// The bytes it holds: its body, and the gzip'd one made ahead (`precompressed()`).
+    var heldBytes: Int { body.count + (gzippedBody?.count ?? 0) }
+
+    /// This answer with a body compressed already (a PNG, a JPEG), which gzip would not shrink:
+    /// sent as it is with compression on too.
+    func compressedAlready() -> HTTPResponse {
+        var response = self
+        response.isCompressible = false
+        return response
+    }
+
     /// This answer as sent with compression on: `Vary: Accept-Encoding` on one with a body or a
     /// stream, and with `gzip` (given when the request accepts it) its body gzip'd, or its
-    /// stream to be, with `Content-Encoding: gzip`.
+    /// stream to be, with `Content-Encoding: gzip`. One compressed already goes as it is.
     func encoded(gzip: GzipBody?) -> HTTPResponse {
-        guard !body.isEmpty || isStream else { return self }
+        guard isCompressible, !body.isEmpty || isStream else { return self }
         var encoded = self
         encoded.fields.append(("Vary", "Accept-Encoding"))
         guard let gzip else { return encoded }
@@ -108,8 +122,8 @@ struct HTTPResponse {
             head.append(contentsOf: "\r\nContent-Type: ".utf8)
             head.append(static: contentType)
         }
-        // A 1xx or 204 has no body, so no length either (RFC 9110, 8.6).
-        if !isStream && status.code >= 200 && status != .noContent {
+        // A 1xx, 204 or 304 has no body, so no length either (RFC 9110, 8.6).
+        if !isStream && status.code >= 200 && status != .noContent && status != .notModified {
             head.append(contentsOf: "\r\nContent-Length: \(body.count)".utf8)
         }
         if closing { head.append(contentsOf: "\r\nConnection: close".utf8) }

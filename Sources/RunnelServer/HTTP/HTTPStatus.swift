@@ -7,6 +7,8 @@ public struct HTTPStatus: Equatable, Sendable {
     static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     static let ok = HTTPStatus(code: 200, reason: "OK")
     static let noContent = HTTPStatus(code: 204, reason: "No Content")
+    static let movedPermanently = HTTPStatus(code: 301, reason: "Moved Permanently")
+    static let notModified = HTTPStatus(code: 304, reason: "Not Modified")
     static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
     static let unauthorized = HTTPStatus(code: 401, reason: "Unauthorized")
     static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")

@@ -60,6 +60,8 @@ extension Session {
         reportLongLine(byteCount: byteCount)
     }
 
+    var answerToHTTPRequest: HTTPResponse { context.owner.answerToHTTPRequest }
+
     private func reportLongLine(byteCount: Int) {
         writeReply(
             error: ProtocolError(

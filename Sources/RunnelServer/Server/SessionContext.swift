@@ -136,4 +136,6 @@ protocol SessionOwner: AnyObject {
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
     /// The `stats` reply's figures, as they are now.
     var statsReport: ServerStatsReport { get }
+    /// What the line port answers an HTTP request (`LinePortHTTPAnswer`).
+    var answerToHTTPRequest: HTTPResponse { get }
 }

@@ -129,6 +129,9 @@ protocol RequestReceiver: AnyObject {
     func transportDidReceive(subscription: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?)
     /// A request over `maxRequestBytes` was thrown away as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int)
+    /// What a line transport answers, before it closes, a client whose first line is an HTTP
+    /// request (`LinePortHTTPAnswer`): it names where the server serves HTTP.
+    var answerToHTTPRequest: HTTPResponse { get }
     /// The client sent its last request (or went away): nothing more will be delivered to it.
     func transportDidEndInput()
     /// The transport closed, from either side. Called once, last.

@@ -64,7 +64,9 @@ extension LineTransport {
     var transportName: String { "tcp" }
 }
 
-/// Hands a connection's lines to its session as requests. Lifetime rule: the connection's
+/// Hands a connection's lines to its session as requests; a first line that is an HTTP
+/// request line (a browser or curl pointed at the line port) is answered in HTTP instead, and
+/// the connection closed (`LinePortHTTPAnswer`). Lifetime rule: the connection's
 /// `LineReader` holds it until the connection has closed and lets it go then, which lets the session go (the
 /// session holds the connection: the cycle ends there). `receiver` is a `let`, so a request
 /// reaches the session without a retain and release around the call.
@@ -75,6 +77,15 @@ private final class TCPRequestReader: LineReaderDelegate {
 
     func connection(_ connection: any ByteStream, didReadLine line: UnsafeRawBufferPointer) {
         receiver.transportDidReceive(request: line)
+    }
+
+    func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer) {
+        guard LinePortHTTPAnswer.isRequestLine(line) else {
+            receiver.transportDidReceive(request: line)
+            return
+        }
+        receiver.answerToHTTPRequest.write(to: connection, closing: true)
+        connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
     }
 
     func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
@@ -135,6 +146,12 @@ private final class RelayedEventSink: LineEventSink, Subscriber, @unchecked Send
 }
 
 extension Server {
+    /// What the line port answers a client whose first line is an HTTP request: where the
+    /// front door serves HTTP now.
+    var answerToHTTPRequest: HTTPResponse {
+        LinePortHTTPAnswer.response(httpListeners: httpFrontDoor?.listenerNames ?? [])
+    }
+
     /// Serves the line protocol on `listener`: each accepted connection becomes a session, on
     /// whichever of the server's loops (`loopGroup`) it was placed.
     public func serve(_ listener: TCPListener) {

@@ -1,7 +1,8 @@
 /// A request without an accepted token is `401 unauthorized`, except where none is needed:
 /// a CORS preflight (browsers send it without credentials), `/healthz`, the dashboard's
 /// page (which holds no data and asks for a token itself, over `/ws`) and the JavaScript client
-/// it loads (`/runnel.js`, code that is no secret), and a WebSocket
+/// it loads (`/runnel.js`, code that is no secret), the files of `http_static_dir` (a team's
+/// own pages, which are as the dashboard's), and a WebSocket
 /// upgrade without any token, which may send `auth` as its first message, as on TCP. A refused
 /// token's answer says why (a JWT's failed check).
 ///
@@ -14,7 +15,8 @@ struct HTTPAuthenticationCheck: HTTPRequestCheck {
         let isOpenToAll =
             head.method == .options
             || ([.get, .head].contains(head.method)
-                && (path == HealthRoute.path || path == IndexRoute.path || path == ClientModuleRoute.path))
+                && (path == HealthRoute.path || path == IndexRoute.path || path == ClientModuleRoute.path
+                    || request.route is StaticFilesRoute))
         if isOpenToAll { return .pass }
         switch request.credential {
         case .refused(let reason): return .answer(.failure(HTTPFailure(reason)))

@@ -11,7 +11,7 @@ struct HTTPOriginCheck: HTTPRequestCheck {
     func decide(_ request: HTTPRequestFacts) -> HTTPCheckDecision {
         let head = request.head
         guard head.method == .post || head.isUpgrade, let origin = head.field("origin") else { return .pass }
-        if HTTPOrigin.isSameOrigin(origin, host: head.field("host")) || allowedOrigins.contains(origin) { return .pass }
+        if HTTPOrigin.isAllowed(origin, host: head.field("host"), allowed: allowedOrigins) { return .pass }
         return .answer(
             .failure(
                 HTTPFailure(
