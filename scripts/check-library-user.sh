@@ -39,7 +39,13 @@ replayed: ["v2", "v3"]
 throttled before: []
 throttled after: [3]'
 for configuration in debug release; do
-    RUNNEL_GIT_URL="file://$work/runnel" swift build --package-path "$work/user" -c "$configuration"
+    RUNNEL_GIT_URL="file://$work/runnel" swift build --package-path "$work/user" -c "$configuration" -v \
+        >"$work/build-$configuration.log" 2>&1 || { tail -n 50 "$work/build-$configuration.log" >&2; exit 1; }
+    # A package using the library and the client keeps Swift's exclusivity checks (#46).
+    if grep -q -- '-enforce-exclusivity=unchecked' "$work/build-$configuration.log"; then
+        echo "library-user ($configuration): a target it builds has -enforce-exclusivity=unchecked" >&2
+        exit 1
+    fi
     output=$("$work/user/.build/$configuration/LibraryUser")
     if [[ $output != "$expected" ]]; then
         printf 'library-user (%s) printed:\n%s\nexpected:\n%s\n' "$configuration" "$output" "$expected" >&2

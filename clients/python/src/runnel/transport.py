@@ -74,7 +74,7 @@ async def open_transport(url: str, ssl: ssl_module.SSLContext | None, server_hos
     if parts.scheme in ("ws", "wss"):
         try:
             from websockets.asyncio.client import connect as websocket_connect
-            from websockets.exceptions import InvalidMessage
+            from websockets.exceptions import InvalidMessage, InvalidStatus
         except ImportError as error:
             raise ImportError("ws:// and wss:// need the websocket extra: "
                               "pip install './clients/python[websocket]'") from error
@@ -83,8 +83,9 @@ async def open_transport(url: str, ssl: ssl_module.SSLContext | None, server_hos
         try:
             socket = await websocket_connect(url, max_size=MAX_LINE_BYTES, open_timeout=timeout,
                                              **options)
-        except InvalidMessage as error:
-            # Not an HTTP response: runneld's line port answers the request's lines with `bad_json`.
+        except (InvalidMessage, InvalidStatus) as error:
+            # runneld's line port answers an HTTP request with one `400` naming its HTTP port (older
+            # servers with a `bad_json` line per header line, not HTTP at all): a `ping` tells.
             port = parts.port or (443 if parts.scheme == "wss" else 80)
             if parts.hostname and await _speaks_lines(parts.hostname, port, context, server_hostname, timeout):
                 address = _address(parts.hostname, port)
