@@ -126,6 +126,14 @@ async def poll(read, predicate, what, seconds=DEADLINE):
         await asyncio.sleep(0.05)
 
 
+async def quiet_stats(d):
+    """A client of the check's own, and the server's `stats` once that client is its only
+    connection (the last check's connections close a moment after their clients)."""
+    admin = await connected(d)
+    return admin, await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1,
+                             "only this check's client")
+
+
 async def timed_out(awaitable, seconds, *words):
     """`awaitable` fails with `timeout` at its deadline, `seconds` (not before, nor much after;
     a call with no deadline fails the check at DEADLINE), its message naming `words`."""
@@ -378,9 +386,7 @@ async def check_a_full_buffer_under_overflow_wait_loses_nothing(d):
 
 @runs_async
 async def check_clean_close_disposes_the_servers_subscriptions(d):
-    admin = await connected(d)
-    # From a quiet server: the last check's connections close a moment after their clients.
-    before = await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1, "only this check's client")
+    admin, before = await quiet_stats(d)
     client = await connected(d)
     await client.subscribe("close.a", {"throttle": 30})  # a value waiting holds a timer
     await client.subscribe("close.>", {"filter": ".x > 1"})
@@ -554,8 +560,7 @@ async def check_a_per_call_timeout_overrides_the_clients(d):
 
 @runs_async
 async def check_a_sub_past_its_deadline_leaves_no_subscription_behind(d):
-    admin = await connected(d)
-    before = await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1, "only this check's client")
+    admin, before = await quiet_stats(d)
     client = await connected(d)
     with stopped(d):
         await timed_out(client.subscribe("deadline.sub", timeout=0.5), 0.5, "sub deadline.sub: no reply",
@@ -573,8 +578,7 @@ async def check_a_sub_past_its_deadline_leaves_no_subscription_behind(d):
 
 @runs_async
 async def check_leaving_an_async_for_loop_unsubscribes(d):
-    admin = await connected(d)
-    before = await poll(lambda: admin.request("stats"), lambda s: s["connections"] == 1, "only this check's client")
+    admin, before = await quiet_stats(d)
     client = await connected(d)
     for leaving in ("break", "raise"):
         subscription = await client.subscribe("loop.a")

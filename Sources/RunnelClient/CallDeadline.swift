@@ -19,10 +19,8 @@ struct CallDeadline: Sendable {
     /// The `timeout` a call past its deadline throws; `connected` says whether it was waiting for
     /// the reply or for the connection.
     func passed(connected: Bool) -> RunnelError {
-        let milliseconds = timeout.wholeMilliseconds
-        let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
         let waiting = connected ? "no answer" : "no connection (the client is reconnecting)"
-        return RunnelError(code: "timeout", message: "\(op): \(waiting) within \(seconds) s")
+        return RunnelError(code: "timeout", message: "\(op): \(waiting) within \(timeout.secondsText) s")
     }
 
     /// Runs `expire` once the instant has passed, unless the task returned is cancelled first.

@@ -54,4 +54,10 @@ extension Duration {
         let parts = components
         return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
     }
+
+    /// The duration as the client's messages give it: whole seconds as `30`, others as `0.3`.
+    var secondsText: String {
+        let milliseconds = wholeMilliseconds
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
+    }
 }

@@ -164,9 +164,7 @@ extension RunnelClient {
             case .nothing: break
             case .ping: ping()
             case .lost:
-                let milliseconds = options.timeout.wholeMilliseconds
-                let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
-                return .connectionLost("no answer to a keep-alive ping within \(seconds) s")
+                return .connectionLost("no answer to a keep-alive ping within \(options.timeout.secondsText) s")
             }
         }
     }

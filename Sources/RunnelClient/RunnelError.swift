@@ -32,7 +32,8 @@ public struct RunnelError: Error, Sendable, Equatable, CustomStringConvertible {
         return RunnelError(
             code: "wrong_port",
             message: "\(address) speaks HTTP: it is runneld's HTTP port (WebSocket clients use ws://\(address)/ws); "
-                + "the line protocol (runnel://, runnels://) is on runneld's listen port, 7455 by default")
+                + "the line protocol (runnel://, runnels://) is on runneld's listen port, "
+                + "\(ServerEndpoint.defaultPort) by default")
     }
 
     /// `CODE (stage N): MESSAGE`, as the other clients print theirs.

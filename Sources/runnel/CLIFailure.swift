@@ -40,5 +40,5 @@ extension CLIFailure {
 
     /// Whether a new connection may not fail the same way: the server could not be reached, or
     /// is full for now.
-    var isPassing: Bool { ["connection_lost", "timeout", "limit"].contains(code) }
+    var isTransient: Bool { ["connection_lost", "timeout", "limit"].contains(code) }
 }

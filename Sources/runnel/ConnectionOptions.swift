@@ -52,15 +52,13 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The flag, else the environment, else the default.
     func address() throws(CLIFailure) -> ServerAddress {
-        try ServerAddress(parsing: addressText)
+        let text = server ?? Self.environment(ServerAddress.environmentName) ?? ServerAddress.defaultText
+        return try ServerAddress(parsing: text)
     }
 
-    private var addressText: String {
-        server ?? Self.environment(ServerAddress.environmentName) ?? ServerAddress.defaultText
-    }
-
-    /// Whether to connect with TLS: `--tls`, or a `runnels://` address.
-    private var usesTLS: Bool { tls || addressText.hasPrefix("runnels://") }
+    /// Whether to connect with TLS: `--tls`, or a `runnels://` address (one that does not parse
+    /// is reported when connecting).
+    private var usesTLS: Bool { tls || (try? address())?.secure == true }
 
     /// The token from the flag, else the environment; nil or empty means none.
     var effectiveToken: String? {

@@ -124,7 +124,7 @@ struct SubscribeCommand: ParsableCommand {
             do throws(CLIFailure) {
                 return try connection.connect()
             } catch {
-                guard error.isPassing else { throw error }
+                guard error.isTransient else { throw error }
             }
             SignalFlag.sleep(seconds: delay)
             delay = min(delay * 2, 5)

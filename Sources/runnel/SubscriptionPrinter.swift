@@ -89,11 +89,7 @@ final class SubscriptionPrinter {
     private func handle(_ raw: UnsafeRawBufferPointer) throws -> Bool {
         if !events, let next = NextEventShape.match(raw) {
             if sidBytes.elementsEqual(raw[next.sid]) {
-                printed += 1
-                if let position = next.position {
-                    lastPositionBytes.removeAll(keepingCapacity: true)
-                    lastPositionBytes.append(contentsOf: raw[position])
-                }
+                printedValue(at: next.position.map { raw[$0] })
                 if showPositions {
                     if let position = next.position {
                         output.append(UnsafeRawBufferPointer(rebasing: raw[position]))
@@ -127,11 +123,7 @@ final class SubscriptionPrinter {
         }
         switch name {
         case "next":
-            printed += 1
-            if let pos = line.pos {
-                lastPositionBytes.removeAll(keepingCapacity: true)
-                lastPositionBytes.append(contentsOf: pos.utf8)
-            }
+            printedValue(at: line.pos?.utf8)
             if !events, let range = line.valueRange {
                 if showPositions { output.append((line.pos ?? "-") + " ") }
                 if showSubject, let subject = line.subject { output.append(subject + " ") }
@@ -161,6 +153,14 @@ final class SubscriptionPrinter {
             break
         }
         return false
+    }
+
+    /// Counts a value of this subscription and keeps its position, when it has one.
+    private func printedValue(at position: (some Collection<UInt8>)?) {
+        printed += 1
+        guard let position else { return }
+        lastPositionBytes.removeAll(keepingCapacity: true)
+        lastPositionBytes.append(contentsOf: position)
     }
 
     /// Removes the subscription; failures are ignored, since the process is leaving anyway and
