@@ -19,10 +19,11 @@ COPY web web
 COPY clients/js clients/js
 COPY Tests Tests
 COPY scripts/build-release.sh scripts/
-# The image has no .git: the version `--version` prints comes from the build argument
+# The image has no .git: the version `--version` prints comes from the build argument, which
+# RUN sees as an environment variable
 # (docker build --build-arg RUNNEL_VERSION=$(git describe --tags --always --dirty) .).
 ARG RUNNEL_VERSION=unknown
-RUN RUNNEL_VERSION="$RUNNEL_VERSION" scripts/build-release.sh
+RUN scripts/build-release.sh
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libhttp-parser2.9 libssl3 zlib1g libnats3.4 \
