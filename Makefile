@@ -52,8 +52,12 @@ apt-install:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
+# A module that imports another it does not list as a dependency fails to build (the layers of
+# docs/architecture.md), not only one that would make a cycle.
+LAYERS = --explicit-target-dependency-import-check error
+
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(LAYERS)
 
 # The same build the Dockerfile runs (static Swift runtime; only libuv is needed at run time).
 release: deps
@@ -72,9 +76,9 @@ run: release
 # of tests running in parallel.
 test: test-deps
 	@mkdir -p .build
-	@set -o pipefail; { RUNNEL_TEST_LOOPS=1 $(SWIFT) test 2>&1 && \
+	@set -o pipefail; { RUNNEL_TEST_LOOPS=1 $(SWIFT) test $(LAYERS) 2>&1 && \
 		echo "=== again, every runneld on four loops" && \
-		RUNNEL_TEST_LOOPS=4 $(SWIFT) test --filter RunneldTests \
+		RUNNEL_TEST_LOOPS=4 $(SWIFT) test $(LAYERS) --filter RunneldTests \
 			--skip tenThousandDistinctMapsOnOneValueDoNotStallTheLoop 2>&1; } | tee .build/test-output.log || { \
 		echo; echo "=== what failed (all of it in .build/test-output.log):"; \
 		grep -aE -A 15 '✘ Test .*(recorded an issue|failed)|error:|Fatal error|Assertion failed' .build/test-output.log | tail -n 150; \

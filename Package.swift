@@ -10,7 +10,7 @@ let strict: [SwiftSetting] = [
 ]
 
 /// Release builds of the daemon's own targets, which no product for other packages exposes
-/// (the product of `RunnelServer` is for this repository's fuzz package), also drop Swift's
+/// (the products of `RunnelServer` and its layers are for this repository's fuzz package), also drop Swift's
 /// run-time exclusivity checks (debug builds and the sanitizer runs keep them). Every target a
 /// product for other packages contains (`Runnel`, `RunnelBytes`, `RunnelUV`, `RunnelJSON`,
 /// `RunnelTLS`, `RunnelClient`) keeps them for everyone who depends on it: where a check sits
@@ -33,6 +33,24 @@ let json: [SwiftSetting] = [
     .unsafeFlags(["-enable-cmo-everything"], .when(configuration: .release)),
 ]
 
+/// The daemon's layers on the hot path (protocol, expressions) are modules of their own so that
+/// the compiler keeps the layering (an upward import fails to build); they are compiled as
+/// `RunnelJSON` is, every body serialised, so that the server inlines them as its own (with
+/// `-cross-module-optimization` instead, the publish path took 130 more instructions a value:
+/// bench/README.md), and without exclusivity checks in release, as the daemon's own targets.
+/// The other layers (compression, WebSocket framing, crypto) are off the per-value path and
+/// build as the daemon does.
+let hotLayer: [SwiftSetting] = json + [exclusivityUnchecked]
+
+/// Each module that serialises every body (`RunnelJSON`, `RunnelProtocol`, `RunnelExpression`)
+/// exports the specialisations of the standard library's generics its bodies use (such as
+/// `Array<UInt8>.append`), so a release link of two of them finds the same mangled symbol,
+/// compiled from the same standard library by the same compiler, defined twice. Release links
+/// of executables that contain more than one (runneld, the fuzz targets) keep the first.
+let serialisedModulesLink: LinkerSetting = .unsafeFlags(
+    ["-Xlinker", "--allow-multiple-definition"], .when(configuration: .release)
+)
+
 let package = Package(
     name: "Runnel",
     products: [
@@ -40,6 +58,9 @@ let package = Package(
         .library(name: "RunnelUV", targets: ["RunnelUV"]),
         // For the fuzz targets in Fuzz/, a package of their own built with -sanitize=fuzzer.
         .library(name: "RunnelJSON", targets: ["RunnelJSON"]),
+        .library(name: "RunnelProtocol", targets: ["RunnelProtocol"]),
+        .library(name: "RunnelExpression", targets: ["RunnelExpression"]),
+        .library(name: "RunnelWebSocket", targets: ["RunnelWebSocket"]),
         .library(name: "RunnelServer", targets: ["RunnelServer"]),
         .library(name: "RunnelClient", targets: ["RunnelClient"]),
         .executable(name: "runneld", targets: ["runneld"]),
@@ -71,7 +92,7 @@ let package = Package(
             name: "CHTTPParser",
             providers: [.apt(["libhttp-parser-dev"])]
         ),
-        // OpenSSL's libcrypto: the WebSocket handshake's SHA-1 and Base64.
+        // OpenSSL's libcrypto: the WebSocket handshake's SHA-1 and Base64, token digests, JWT signatures.
         .systemLibrary(
             name: "CLibCrypto",
             pkgConfig: "libcrypto",
@@ -83,7 +104,7 @@ let package = Package(
             pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // zlib: WebSocket permessage-deflate (RFC 7692).
+        // zlib: WebSocket permessage-deflate (RFC 7692) and gzip'd HTTP answers and event streams.
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -111,12 +132,31 @@ let package = Package(
         // JSON: the validating scanner, parser, writer, and values read in place from their bytes.
         .target(name: "RunnelJSON", dependencies: ["RunnelBytes"], swiftSettings: json),
 
-        // The daemon as a library: expressions, protocol, transports, subject store, stages, config.
+        // The daemon's layers below its core, each of which imports only what is listed above it.
+        // Crypto: Base64URL, constant-time comparison, JWT keys and token digests (libcrypto).
+        .target(name: "RunnelCrypto", dependencies: ["CLibCrypto"], swiftSettings: daemon),
+        // Compression: deflate and gzip over zlib, for WebSocket and HTTP bodies.
+        .target(name: "RunnelCompression", dependencies: ["RunnelBytes", "CZlib"], swiftSettings: daemon),
+        // WebSocket framing (RFC 6455, 7692): frames, masking, UTF-8, permessage-deflate. The
+        // HTTP upgrade that starts it belongs to the server's HTTP front door.
+        .target(name: "RunnelWebSocket", dependencies: ["RunnelBytes", "RunnelCompression"], swiftSettings: daemon),
+        // The wire protocol: request envelopes, subject names and patterns, positions, error
+        // codes, the server's line writer.
+        .target(name: "RunnelProtocol", dependencies: ["RunnelBytes", "RunnelJSON"], swiftSettings: hotLayer),
+        // Expressions and the value they read (`Payload`, with its memo of their outcomes).
+        .target(
+            name: "RunnelExpression", dependencies: ["RunnelBytes", "RunnelJSON", "RunnelProtocol"],
+            swiftSettings: hotLayer
+        ),
+
+        // The daemon as a library: transports, sessions, subject store, stages, config, cluster.
         // Its dashboard page is web/dashboard/, put in the binary by the EmbedDashboard plugin.
         .target(
             name: "RunnelServer",
             dependencies: [
-                "Runnel", "RunnelBytes", "RunnelUV", "RunnelTLS", "RunnelJSON", "CSQLite", "CHTTPParser", "CLibCrypto", "CZlib", "CNats",
+                "Runnel", "RunnelBytes", "RunnelUV", "RunnelTLS", "RunnelJSON", "RunnelCrypto", "RunnelCompression",
+                "RunnelWebSocket", "RunnelProtocol", "RunnelExpression", "CSQLite", "CHTTPParser", "CLibCrypto",
+                "CZlib", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -138,7 +178,8 @@ let package = Package(
             dependencies: [
                 "RunnelServer", "RunnelVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: daemon
+            swiftSettings: daemon,
+            linkerSettings: [serialisedModulesLink]
         ),
         .executableTarget(
             name: "runnel",
@@ -171,7 +212,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RunnelServerTests",
-            dependencies: ["RunnelServer", "RunnelBytes", "RunnelJSON", "RunnelTestSupport"],
+            dependencies: [
+                "RunnelServer", "RunnelBytes", "RunnelJSON", "RunnelCrypto", "RunnelCompression", "RunnelWebSocket",
+                "RunnelProtocol", "RunnelExpression", "RunnelTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -20,11 +20,16 @@ let settings: [SwiftSetting] = [
     .unsafeFlags(["-parse-as-library"]),
 ]
 
+// The root package's modules that serialise every body (RunnelJSON, RunnelProtocol,
+// RunnelExpression) each export the standard library specialisations their bodies use: a
+// target linking two of them keeps the first definition of each (the root Package.swift's
+// `serialisedModulesLink`).
 func fuzzer(_ name: String, _ products: [String], _ targets: [Target.Dependency] = []) -> Target {
     .executableTarget(
         name: name,
         dependencies: ["FuzzSupport"] + targets + products.map { .product(name: $0, package: rootIdentity) },
-        swiftSettings: settings
+        swiftSettings: settings,
+        linkerSettings: [.unsafeFlags(["-Xlinker", "--allow-multiple-definition"])]
     )
 }
 
@@ -38,18 +43,18 @@ let package = Package(
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], swiftSettings: [.treatAllWarnings(as: .error)]),
         fuzzer("LineFramerFuzzer", ["RunnelUV"]),
         fuzzer("JSONFuzzer", ["RunnelJSON"]),
-        fuzzer("RequestFuzzer", ["RunnelServer", "RunnelJSON"]),
-        fuzzer("ExpressionFuzzer", ["RunnelServer", "RunnelJSON"]),
-        fuzzer("HTTPFuzzer", ["RunnelServer"]),
+        fuzzer("RequestFuzzer", ["RunnelProtocol", "RunnelJSON"]),
+        fuzzer("ExpressionFuzzer", ["RunnelExpression", "RunnelJSON"]),
+        fuzzer("HTTPFuzzer", ["RunnelServer", "RunnelProtocol"]),
         // What the two WebSocket targets share: the reader's events, checked as they come.
         .target(
             name: "WebSocketFuzzSupport",
-            dependencies: ["FuzzSupport", .product(name: "RunnelServer", package: rootIdentity)],
+            dependencies: ["FuzzSupport", .product(name: "RunnelWebSocket", package: rootIdentity)],
             swiftSettings: [.treatAllWarnings(as: .error)]),
         // zlib, for the inflate target's client side.
         .systemLibrary(name: "CFuzzZlib"),
-        fuzzer("WebSocketFuzzer", ["RunnelServer"], ["WebSocketFuzzSupport"]),
-        fuzzer("WebSocketInflateFuzzer", ["RunnelServer"], ["WebSocketFuzzSupport", "CFuzzZlib"]),
-        fuzzer("LazyPathFuzzer", ["RunnelServer", "RunnelJSON"]),
+        fuzzer("WebSocketFuzzer", ["RunnelWebSocket"], ["WebSocketFuzzSupport"]),
+        fuzzer("WebSocketInflateFuzzer", ["RunnelWebSocket"], ["WebSocketFuzzSupport", "CFuzzZlib"]),
+        fuzzer("LazyPathFuzzer", ["RunnelExpression", "RunnelProtocol", "RunnelJSON"]),
     ]
 )

@@ -16,10 +16,10 @@
 /// takes one buffer), where a class pointing at separately allocated bytes took two of each.
 public struct ByteBuffer: @unchecked Sendable {
     /// The object holding the count and, in its tail, the bytes.
-    package final class Storage: ManagedBuffer<Int, UInt8> {}
+    @usableFromInline package final class Storage: ManagedBuffer<Int, UInt8> {}
 
     /// The object that keeps the bytes alive (for a writer that must hold them).
-    package let storage: Storage
+    @usableFromInline package let storage: Storage
 
     /// A buffer of `count` bytes filled in by `initialize`, which must write all of them.
     public init(count: Int, initializingWith initialize: (UnsafeMutableRawBufferPointer) -> Void) {
@@ -57,11 +57,11 @@ public struct ByteBuffer: @unchecked Sendable {
 
     /// The number of bytes. Read through the header's pointer: `ManagedBuffer.header` is a
     /// class's stored property, which Swift checks for exclusive access at run time.
-    public var count: Int { storage.withUnsafeMutablePointerToHeader { $0.pointee } }
+    @inlinable @inline(__always) public var count: Int { storage.withUnsafeMutablePointerToHeader { $0.pointee } }
 
     /// The bytes; valid for as long as this buffer (any copy of it) is alive: an object's
     /// storage never moves.
-    public var bytes: UnsafeRawBufferPointer {
+    @inlinable @inline(__always) public var bytes: UnsafeRawBufferPointer {
         storage.withUnsafeMutablePointers { header, elements in
             UnsafeRawBufferPointer(start: elements, count: header.pointee)
         }
@@ -71,10 +71,10 @@ public struct ByteBuffer: @unchecked Sendable {
     public var array: [UInt8] { Array(bytes) }
 
     /// Whether `other` is this very buffer (a copy of the reference), not just equal bytes.
-    public func isSameBuffer(as other: ByteBuffer) -> Bool { storage === other.storage }
+    @inlinable public func isSameBuffer(as other: ByteBuffer) -> Bool { storage === other.storage }
 
     /// Whether `other` holds exactly these bytes.
-    public func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+    @inlinable @inline(__always) public func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
         count == other.count && (count == 0 || memcmp(bytes.baseAddress!, other.baseAddress!, count) == 0)
     }
 }

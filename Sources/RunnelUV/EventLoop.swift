@@ -81,40 +81,4 @@ public final class EventLoop: @unchecked Sendable {
 
     /// `uv_loop_close`'s result once the loop has finished, else nil.
     public var closeStatus: Int32? { scheduler.finalStatus }
-
-    /// Stops the loop's network service gracefully, for a daemon: closes every listener (no
-    /// new connection is accepted), then has every connection flush its pending output and
-    /// close within `timeout` (`TCPConnection.closeAfterFlush`). `completion` runs on the loop
-    /// thread once every connection has closed. Call `shutdown()` after it for the rest.
-    public func stopServing(flushingWithin timeout: Duration, completion: @escaping @Sendable () -> Void) {
-        scheduler.execute { [scheduler] in
-            for listener in scheduler.handles.openOwners(of: TCPListener.self) { listener.close() }
-            let connections = scheduler.handles.openOwners(of: TCPConnection.self)
-            guard !connections.isEmpty else {
-                completion()
-                return
-            }
-            let remaining = Countdown(connections.count, completion)
-            for connection in connections {
-                connection.onClose { remaining.tick() }
-                connection.closeAfterFlush(timeout: timeout)
-            }
-        }
-    }
-}
-
-/// Runs a block when ticked `count` times (on the loop thread).
-private final class Countdown: @unchecked Sendable {
-    private var count: Int
-    private let completion: @Sendable () -> Void
-
-    init(_ count: Int, _ completion: @escaping @Sendable () -> Void) {
-        self.count = count
-        self.completion = completion
-    }
-
-    func tick() {
-        count -= 1
-        if count == 0 { completion() }
-    }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// ones, so that a shutdown can close them all, and counts of the live ones and the armed
 /// timers, for tests and `stats`.
 ///
-/// Thread rules: `register`, `unregister` and `openOwners` on the loop thread; the counters
+/// Thread rules: `register`, `unregister` and `allOpen` on the loop thread; the counters
 /// from any thread. Made and owned by the loop's `LoopScheduler`.
 final class LoopHandles: @unchecked Sendable {
     /// Every open handle owner (loop thread).
@@ -14,9 +14,6 @@ final class LoopHandles: @unchecked Sendable {
 
     func register(_ owner: any HandleOwner) { owners[ObjectIdentifier(owner)] = owner }
     func unregister(_ owner: any HandleOwner) { owners[ObjectIdentifier(owner)] = nil }
-
-    /// The open handle owners of the given type (loop thread).
-    func openOwners<T>(of type: T.Type) -> [T] { owners.values.compactMap { $0 as? T } }
 
     /// Every open handle owner, closed by a shutdown (loop thread).
     var allOpen: [any HandleOwner] { Array(owners.values) }

@@ -3,21 +3,19 @@ import Dispatch
 import Runnel
 import RunnelBytes
 
-/// A listening TCP socket; accepted connections arrive as `connections` (or through
-/// `onAccept`), on the loop thread.
+/// A listening TCP socket; accepted connections arrive through `onAccept` (or, placed on a
+/// group's loops, `onAcceptStream`), on the loop thread.
 ///
 /// Thread rules: `bind` may be called from any thread (it runs on the loop thread and waits,
 /// or runs inline when called there or before the loop runs); `close()` from any thread;
 /// `onAccept` is set and called on the loop thread.
 ///
 /// Lifetime rule: the listener is retained through `handle->data` from `uv_tcp_init` until
-/// the close callback, which releases it and frees the handle; `close()` stops accepting and
-/// completes `connections`. An accepted connection that nobody takes (no `onAccept`, no
-/// subscriber) is closed at once.
+/// the close callback, which releases it and frees the handle; `close()` stops accepting. An
+/// accepted connection that nobody takes (no `onAccept`) is closed at once.
 public final class TCPListener: HandleOwner, @unchecked Sendable {
     private let loop: LoopScheduler
     private let handle: UnsafeMutablePointer<uv_tcp_t>
-    private let subject = Subject<TCPConnection>()
     private var isOpen = true
     /// The configuration accepted connections get; a change applies to the connections
     /// accepted after it (loop thread).
@@ -31,7 +29,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
     /// to the connections accepted after it (a reloaded certificate).
     public var makeFilter: (() throws -> any ConnectionFilter)?
 
-    /// Called on the loop thread with each accepted connection, instead of `connections`.
+    /// Called on the loop thread with each accepted connection.
     public var onAccept: ((TCPConnection) -> Void)?
     /// The loops accepted connections are spread over; with one, each accepted connection goes
     /// to `onAcceptStream` (placed by the group, filtered) instead of `onAccept`. Loop thread.
@@ -39,10 +37,6 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
     /// Called on the loop thread with each accepted connection as the group placed it: a
     /// `TCPConnection` on this loop or a `RelayedStream` for a socket on another.
     public var onAcceptStream: ((any LineConnection) -> Void)?
-
-    /// Accepted connections, on the loop thread; completes when the listener closes. Hot:
-    /// a subscriber sees the connections accepted while it is subscribed.
-    public var connections: Signal<TCPConnection> { subject }
 
     private init(loop: LoopScheduler, host: String, configuration: TCPConnection.Configuration) throws {
         self.loop = loop
@@ -131,14 +125,12 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         }
         if let onAccept {
             onAccept(connection)
-        } else if subject.subscriberCount > 0 {
-            subject.sendNext(connection)
         } else {
             connection.close()
         }
     }
 
-    /// Stops accepting and closes the socket; `connections` completes. Any thread.
+    /// Stops accepting and closes the socket. Any thread.
     public func close() {
         guard loop.isOnLoopThread else {
             loop.execute { [self] in close() }
@@ -153,7 +145,6 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
             handle!.deallocate()
             listener.loop.handles.unregister(listener)
         }
-        subject.sendCompleted()
     }
 
     func closeForShutdown() { close() }

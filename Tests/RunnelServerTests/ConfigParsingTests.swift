@@ -1,4 +1,5 @@
 import Logging
+import RunnelExpression
 import Testing
 
 @testable import RunnelServer

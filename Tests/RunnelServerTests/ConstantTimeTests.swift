@@ -1,3 +1,4 @@
+import RunnelCrypto
 import Testing
 
 @testable import RunnelServer

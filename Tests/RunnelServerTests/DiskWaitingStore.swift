@@ -1,6 +1,6 @@
 import Runnel
 import RunnelJSON
-
+import RunnelProtocol
 @testable import RunnelServer
 
 /// A subject store whose replies wait for a disk the test drives: a durable store underneath

@@ -1,5 +1,7 @@
 import Runnel
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 import Testing
 
 @testable import RunnelServer

@@ -1,4 +1,6 @@
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 import RunnelTestSupport
 import Testing
 

@@ -1,3 +1,4 @@
+import RunnelExpression
 import RunnelServer
 import Testing
 

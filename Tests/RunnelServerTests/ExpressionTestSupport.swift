@@ -1,3 +1,4 @@
+import RunnelExpression
 import RunnelJSON
 import RunnelServer
 

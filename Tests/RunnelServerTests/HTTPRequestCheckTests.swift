@@ -1,3 +1,4 @@
+import RunnelProtocol
 import Testing
 
 @testable import RunnelServer

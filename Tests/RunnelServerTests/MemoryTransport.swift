@@ -1,5 +1,5 @@
 import RunnelJSON
-
+import RunnelProtocol
 @testable import RunnelServer
 
 /// A transport in memory: requests are fed in by the test, server lines are kept as strings,

@@ -1,6 +1,7 @@
 import Runnel
 import RunnelBytes
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 import Testing
 

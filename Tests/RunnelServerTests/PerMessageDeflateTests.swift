@@ -1,3 +1,5 @@
+import RunnelCompression
+import RunnelWebSocket
 import Testing
 
 @testable import RunnelServer

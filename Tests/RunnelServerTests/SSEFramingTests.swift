@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 import Testing
 
 @testable import RunnelServer

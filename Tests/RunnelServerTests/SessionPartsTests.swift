@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 import RunnelUV
 import Testing
 

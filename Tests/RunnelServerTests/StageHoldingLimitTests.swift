@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 import Testing
 
 @testable import RunnelServer

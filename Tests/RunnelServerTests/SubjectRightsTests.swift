@@ -1,3 +1,5 @@
+import RunnelCrypto
+import RunnelProtocol
 import Testing
 
 @testable import RunnelServer

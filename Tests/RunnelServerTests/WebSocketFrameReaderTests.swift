@@ -1,3 +1,4 @@
+import RunnelWebSocket
 import Testing
 
 @testable import RunnelServer

@@ -26,15 +26,15 @@ extension RunnelUVTests {
                 listener = try TCPListener.bind(host: host, port: 0, configuration: configuration, on: loop)
                 let accepted = self.accepted
                 let scheduler = loop.scheduler
-                loop.scheduler.performAsCurrent {
-                    _ = listener.connections.subscribeNext { connection in
+                loop.scheduler.schedule { [listener] in
+                    listener.onAccept = { connection in
                         precondition(scheduler.isOnLoopThread)
                         accepted.withLock { $0.append(connection) }
                         connection.readLines(into: delegate(connection))
                         if startsReading { connection.startReading() }
                     }
                 }
-                // The subscription is set up through the loop's queue: wait until it is.
+                // `onAccept` is set through the loop's queue: wait until it is.
                 _ = onLoop(loop) { true }
             }
 
@@ -403,26 +403,6 @@ extension RunnelUVTests {
             #expect(client.streamEnd == .closed)
             #expect(bytes.map { String(decoding: $0, as: UTF8.self) } == "one\ntwo\n")
             #expect(eventually { recorder.record.current.closes == 1 })
-            #expect(server.stop() == 0)
-        }
-
-        @Test func stopServingClosesTheListenerAndFlushesConnections() throws {
-            let recorder = RecordingDelegate(echo: true)
-            let server = try Server { _ in recorder }
-            let client = try BlockingTCPClient(port: server.port)
-            try client.sendRaw("ping\n")
-            #expect(client.readBytes(count: 5).count == 5)
-            let stopped = Waiter()
-            let completed = Shared(false)
-            _ = server.listener.connections.subscribe(completed: { completed.withLock { $0 = true } })
-            server.loop.stopServing(flushingWithin: .seconds(5)) { stopped.signal() }
-            // The server sends its FIN; the client answers with its own and the close completes.
-            _ = client.readBytesUntilClosed()
-            #expect(client.streamEnd == .closed)
-            client.shutdownWrite()
-            #expect(stopped.wait())
-            #expect(completed.current)
-            #expect(throws: SystemCallError.self) { try BlockingTCPClient(port: server.port) }
             #expect(server.stop() == 0)
         }
     }

@@ -1,6 +1,6 @@
 import FuzzSupport
+import RunnelExpression
 import RunnelJSON
-import RunnelServer
 
 // The expression language: compile, then evaluate what compiles.
 //

@@ -1,4 +1,5 @@
 import FuzzSupport
+import RunnelProtocol
 import RunnelServer
 
 // The HTTP front door's request reader: `HTTPRequestParser` (Debian's http_parser with the

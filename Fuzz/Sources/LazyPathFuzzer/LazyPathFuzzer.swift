@@ -1,6 +1,7 @@
 import FuzzSupport
+import RunnelExpression
 import RunnelJSON
-import RunnelServer
+import RunnelProtocol
 
 // Lazy evaluation against full evaluation: an expression evaluated on a published value's
 // bytes read in place (`CompiledExpression.evaluate(reading:)`, whose paths scan to the member

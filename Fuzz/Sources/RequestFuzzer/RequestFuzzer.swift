@@ -1,6 +1,6 @@
 import FuzzSupport
 import RunnelJSON
-import RunnelServer
+import RunnelProtocol
 
 // The request decoder: `EnvelopeScanner` on one line, then every field accessor.
 //

@@ -1,5 +1,5 @@
 import FuzzSupport
-import RunnelServer
+import RunnelWebSocket
 
 // What the WebSocket targets share: a `WebSocketFrameReader`'s events over a client's byte
 // stream, with the properties every event must have checked as it comes.

@@ -1,5 +1,5 @@
 import FuzzSupport
-import RunnelServer
+import RunnelWebSocket
 import WebSocketFuzzSupport
 
 // The WebSocket frame reader: `WebSocketFrameReader` (wslay's frame layer and the message

@@ -1,6 +1,6 @@
 import CFuzzZlib
 import FuzzSupport
-import RunnelServer
+import RunnelWebSocket
 import WebSocketFuzzSupport
 
 // The WebSocket frame reader with permessage-deflate agreed (RFC 7692): RSV1 frames inflated

@@ -1,3 +1,6 @@
+import RunnelCrypto
+import RunnelProtocol
+
 /// The tokens the server accepts and what each may do, built from the configuration's
 /// `auth_tokens` and `[[tokens]]` (one `TokenGrant` each) and its JWT keys (a `JWTVerifier`),
 /// or, with none of them, one grant of every right that every connection gets without `auth`.

@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// The claims of a JWT's payload that runneld reads (RFC 7519 §4.1): `exp` (required), `nbf`,
 /// `iss`, `aud` (a string or a list of them), `sub`, and the rights in `runnel`, read as a

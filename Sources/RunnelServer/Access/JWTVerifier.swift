@@ -1,4 +1,6 @@
+import RunnelCrypto
 import RunnelJSON
+import RunnelProtocol
 
 /// Verifies tokens of the form `header.payload.signature` as JWTs (RFC 7519, JWS compact
 /// serialization) against the configured keys, and turns one that passes into the grant of

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The subjects one right of a token reaches (`publish` or `subscribe` of a `[[tokens]]`
 /// table): a list of subject names and patterns, or every subject.
 ///

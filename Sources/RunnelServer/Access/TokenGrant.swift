@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// What one token may do: the subjects it may publish to and subscribe to, and whether it may
 /// manage subjects and read the server's figures. One per configured token (a `[[tokens]]`
 /// table, or an `auth_tokens` entry, which may do everything), one for a server without

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The changes a clustered node has asked the cluster for and not yet heard back about
 /// (definitions written to the bucket, retained values published to JetStream), and the
 /// replies waiting for them: what `ClusterSubjectStore.whenWritten` is made of.

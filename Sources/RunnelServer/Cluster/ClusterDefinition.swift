@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// A subject as the cluster defines it, the value of its key in the cluster's key-value bucket:
 /// its kind, capacity, whether it is durable, a behavior's initial value, its epoch, and how

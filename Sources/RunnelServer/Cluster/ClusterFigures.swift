@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// A clustered node's figures for `stats.cluster` and the `runnel_cluster_*` metrics, read at
 /// one moment. Thread rules: a value. Lifetime rule: owns its figures.
 struct ClusterFigures {

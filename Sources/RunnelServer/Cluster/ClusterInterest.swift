@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// Which subjects and patterns a clustered node's clients subscribe to, and who to tell of
 /// values missed.
 ///

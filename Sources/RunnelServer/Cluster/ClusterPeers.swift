@@ -1,5 +1,6 @@
 import Logging
 import Runnel
+import RunnelProtocol
 
 /// The cluster's other nodes as this one knows them, and which plain values they want from it
 /// (docs/architecture.md, "A cluster").

@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// The cluster's one set of subjects: this node's changes written to the key-value bucket (on
 /// the link's worker, answered to the loop), and every change of the bucket, this node's own

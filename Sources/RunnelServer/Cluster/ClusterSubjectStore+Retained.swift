@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// Retained subjects' values in a cluster: published into the subject's JetStream stream (the
 /// reply waits for JetStream's answer), and delivered by every node from its ordered consumer

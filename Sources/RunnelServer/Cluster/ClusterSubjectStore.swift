@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// The subject store of a clustered node (docs/protocol.md, "Clusters"): the node's subjects in
 /// memory (`local`), mirroring the cluster's, and its `ClusterLink` for what it shares.

@@ -1,3 +1,4 @@
+import RunnelCrypto
 import RunnelJSON
 
 /// A JSON Web Key Set (RFC 7517 §5), `{"keys":[...]}`, read into the keys that verify JWTs:

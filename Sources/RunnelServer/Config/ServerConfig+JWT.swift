@@ -1,3 +1,4 @@
+import RunnelCrypto
 import TOMLKit
 
 extension ServerConfig {

@@ -1,5 +1,6 @@
 import Logging
 import RunnelJSON
+import RunnelProtocol
 import TOMLKit
 
 extension ServerConfig {

@@ -1,4 +1,7 @@
 import Logging
+import RunnelCrypto
+import RunnelExpression
+import RunnelProtocol
 import RunnelTLS
 
 /// Everything `runneld` can be configured with, each field holding its documented default.

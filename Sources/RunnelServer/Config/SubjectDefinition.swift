@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// A subject the config asks the server to create at start-up (a `[[subjects]]` table).
 ///

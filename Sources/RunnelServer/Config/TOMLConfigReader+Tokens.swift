@@ -1,3 +1,5 @@
+import RunnelCrypto
+import RunnelProtocol
 import TOMLKit
 
 /// `[[tokens]]`: per-token permissions (docs/protocol.md, "Permissions per token").

@@ -1,3 +1,5 @@
+import RunnelCrypto
+
 /// One `[[tokens]]` table: a token, given as itself or as its SHA-256 digest, with the subjects
 /// it may publish to and subscribe to and whether it may manage subjects. What is left out
 /// is not allowed.

@@ -1,6 +1,7 @@
 import Logging
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// The subject store with a disk: every subject lives in memory (a `MemorySubjectStore`), and

@@ -1,5 +1,6 @@
 import RunnelBytes
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 #if canImport(Glibc)

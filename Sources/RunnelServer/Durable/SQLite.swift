@@ -14,8 +14,6 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     /// The file is not a database, or a damaged one.
     var isCorrupt: Bool { code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB }
-    /// The disk (or the file system's quota) is full.
-    var isFull: Bool { code & 0xFF == SQLITE_FULL }
 
     var description: String { "\(path): \(message) (SQLite error \(code))" }
 }

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// Who may use the front door (docs/protocol.md, "The HTTP front door"): authentication by
 /// `Authorization: Bearer TOKEN` or `?token=`, and the origin rules for requests from web
 /// pages, with the CORS fields allowed origins get; the checks that use them are in `Checks`

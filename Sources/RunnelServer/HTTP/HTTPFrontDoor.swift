@@ -1,5 +1,7 @@
 import Runnel
+import RunnelCompression
 import RunnelUV
+import RunnelWebSocket
 
 /// The HTTP/1.1 front door (docs/protocol.md, "The HTTP front door"): accepts connections
 /// from its listener, counts them with the server's sessions against `max_connections`,

@@ -15,7 +15,7 @@ public protocol HTTPRequestParserDelegate: AnyObject {
 }
 
 /// Reads HTTP/1.1 requests from a byte stream with Node's http_parser (Debian's
-/// `libhttp-parser-dev`; docs/architecture.md says why this library), adding the front
+/// `libhttp-parser-dev`; docs/decisions/0007-http-parser.md says why this library), adding the front
 /// door's limits: a head of at most `maxHeadBytes` (`431`), a body of at most
 /// `maxBodyBytes` (`413` with `limit`), and no request whose length is ambiguous (both
 /// `Content-Length` and `Transfer-Encoding`, repeated `Content-Length`s, a `Transfer-Encoding`

@@ -1,3 +1,5 @@
+import RunnelCompression
+import RunnelProtocol
 import RunnelUV
 
 /// One answer: a status, header fields and a whole body (every answer of the front door is

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The HTTP statuses the front door answers with, and which status reports which of the
 /// protocol's error codes (docs/protocol.md, "The HTTP front door"). Immutable values.
 public struct HTTPStatus: Equatable, Sendable {

@@ -1,5 +1,6 @@
 import RunnelBytes
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// One JSON value from an HTTP body, made fit to travel on the line protocol. Pure function:

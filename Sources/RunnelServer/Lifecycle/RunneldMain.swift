@@ -10,8 +10,9 @@ import RunnelUV
 
 /// The daemon's life: start, serve, reload on SIGHUP, drain and stop on SIGTERM/SIGINT.
 ///
-/// Everything after start-up runs on one libuv loop on the calling (main) thread, the first of
-/// the `LoopGroup` whose other loops serve the sockets placed on them (`loops`).
+/// The protocol (sessions, subjects, stage chains) runs on one libuv loop on the calling (main)
+/// thread, the first of the `LoopGroup` whose other loops serve the sockets placed on them
+/// (`loops`); the durable journal's writer and the cluster's NATS work have threads of their own.
 public enum RunneldMain {
     /// Runs `runneld` with `config` until SIGTERM or SIGINT. `reload` re-reads the
     /// configuration (the file and the flags) for SIGHUP. Returns the exit status: 0 after a

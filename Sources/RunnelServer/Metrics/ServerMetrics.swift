@@ -1,3 +1,4 @@
+import RunnelProtocol
 import RunnelUV
 
 extension Server {

@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// The steps of `pub` that do not depend on the front door it came through (a request line,
 /// an HTTP `POST /pub/SUBJECT`), written once. Loop thread only.

@@ -1,3 +1,4 @@
+import RunnelCompression
 import RunnelJSON
 
 /// What `stats` and `list` report, read and written once for every front door that asks (the

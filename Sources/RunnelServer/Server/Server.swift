@@ -1,14 +1,17 @@
 import Logging
 import Runnel
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// The daemon's protocol server: the subject store, client sessions and their subscriptions,
 /// on one libuv loop. Transports (a TCP connection through `serve(_:)`, ...) become sessions
 /// through `accept(_:)`.
 ///
-/// Loop thread only, apart from `init`: every libuv callback, every subject send and every
-/// timer of every chain runs on the loop behind `scheduler`, which is `currentScheduler` there.
+/// Loop thread only, apart from `init`: every libuv callback the server sees, every subject send
+/// and every timer of every chain runs on the loop behind `scheduler`, which is
+/// `currentScheduler` there (other loops' callbacks run on their own threads).
 public final class Server: SessionOwner, @unchecked Sendable {
     public let scheduler: LoopScheduler
     public internal(set) var config: ServerConfig

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The server's counters, as `stats` reports them. Loop thread only.
 ///
 /// A class, shared by the server and each of its sessions (`Session.stats`): a session bumps

@@ -1,3 +1,6 @@
+import RunnelCompression
+import RunnelProtocol
+
 /// What a `stats` reply reports (docs/protocol.md), read from the server at one moment: the
 /// figures as a value a transport can read, and the one rule for writing them as members,
 /// which the `stats` reply and the HTTP front door's `/stats` share.

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// The token's rights over what a session reads: at `sub` (its subject or pattern, and the
 /// subjects its stages reach, at `sub` time and at run time), and again when a reload or a

@@ -1,5 +1,6 @@
 import RunnelBytes
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// Events out: each subscription's events, written as they come; over the soft limit, the

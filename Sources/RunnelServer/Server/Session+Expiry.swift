@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// A JWT's expiry: a session whose grant came from a JWT is closed when the token expires
 /// (`exp` plus `jwt_leeway`), with `{"ev":"closing","code":"unauthorized","message":"token
 /// expired"}`, unless an `auth` with a fresh token moved it to another grant first. The

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// Requests in: each request a transport hands over is handled in order, or held while the
 /// client does not read its replies, or while its publishing is paused by a lagging subscriber.
 extension Session {

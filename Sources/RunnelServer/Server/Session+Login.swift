@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// `login_timeout`: a connection that opens and then sends nothing, or (with tokens
 /// configured) never authenticates, would hold a connection slot for ever. Until it has sent a

@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// The protocol's requests. Each handler validates everything before it changes anything, and
 /// throws a `ProtocolError` for the reply; a handler that succeeds writes its own reply, a

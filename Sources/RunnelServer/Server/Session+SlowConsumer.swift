@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 import RunnelUV
 
 /// The slow-consumer policy: what happens to an event that finds the connection's unsent

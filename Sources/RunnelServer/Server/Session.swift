@@ -1,6 +1,7 @@
 import Logging
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// One client's protocol state, over whatever transport carries it, made of small parts that

@@ -1,6 +1,7 @@
 import Logging
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// What a session uses of its server, handed to it as it opens, in two halves: this one, the

@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// `not`, `and`, `or`, `any`, `all`: the library's boolean operators, fed by a `tryMap` that
 /// reads the booleans out of each value (anything else ends the subscription with `eval`).

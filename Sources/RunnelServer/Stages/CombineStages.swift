@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// `combineLatestWith`, `zipWith`, `merge`, `concat`, `takeUntil`: the library's combining
 /// operators with other subjects' signals, looked up when the chain is compiled.

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// What one connection's stage evaluations are charged to: its own `EvaluationBudget` and the
 /// server's `PublishEvaluationBound`. Every `StageExpression` of the connection's chains holds
 /// it; before an evaluation starts it asks `admit`, after it ends (well or not) it `charge`s

@@ -1,5 +1,7 @@
 import Runnel
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// `materialize` and `dematerialize`: events as values `{"event":"next","value":V}`,

@@ -1,3 +1,5 @@
+import RunnelExpression
+
 /// One `CompiledExpression` for every identical expression the server's chains compile (the
 /// same source, variables and budget), so that when many subscriptions run the same chain,
 /// the memo a value keeps (`Payload.memoized`) is found by comparing one pointer, and the

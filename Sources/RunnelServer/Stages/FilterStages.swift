@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// `filter`, `ignore`, `ignoreValues`, `distinctUntilChanged`, `take`, `skip`, `takeLast`,
 /// `takeWhile`, `skipWhile`, `takeUntilBlock`, `skipUntilBlock`. Values pass unchanged (their

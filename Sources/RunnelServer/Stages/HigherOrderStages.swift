@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
 /// when the value arrives; the library merges those subjects or follows the latest.

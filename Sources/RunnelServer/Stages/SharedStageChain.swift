@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// One stage chain on one subject, subscribed to the subject once and shared by every
 /// subscription of that subject with the same stages: its expressions run once per value

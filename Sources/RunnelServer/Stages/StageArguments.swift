@@ -1,4 +1,6 @@
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 
 /// Typed, validated reads of one stage object `{"op": NAME, ...}`.
 ///

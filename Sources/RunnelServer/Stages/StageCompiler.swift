@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// Finds another subject's signal by name, for the stages that name subjects
 /// (`combineLatestWith`, `merge`, `flattenMap`...). The server's lookup creates the subject

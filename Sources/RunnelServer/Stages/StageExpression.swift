@@ -1,5 +1,7 @@
 import Runnel
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 
 /// A stage's compiled expression together with the stage it belongs to, so that evaluating
 /// it on a message decodes the message (once, through its shared `Payload`), binds

@@ -1,4 +1,6 @@
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 
 /// The run-time errors a stage ends its subscription with: code `eval`, naming the stage.
 enum StageFailure {

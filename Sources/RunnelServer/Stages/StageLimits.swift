@@ -1,3 +1,5 @@
+import RunnelExpression
+
 /// The configured bounds a stage chain is compiled under. Immutable.
 public struct StageLimits: Sendable {
     /// The most stages one `sub` may list (`max_stages`); more fail the `sub` with `limit`.

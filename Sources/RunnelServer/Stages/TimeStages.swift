@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// `throttle`, `delay`, `bufferWithTime`, `timeout`, `sample`: the library's time operators on
 /// the compiler's scheduler (the server's loop). Their timers are cancelled when the

@@ -1,5 +1,7 @@
 import Runnel
+import RunnelExpression
 import RunnelJSON
+import RunnelProtocol
 
 /// `map`, `mapReplace`, `reduceEach`, `scan`, `aggregate`, `collect`, `combinePrevious`,
 /// `startWith`: each on the library operator of the same name.

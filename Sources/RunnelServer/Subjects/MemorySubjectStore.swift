@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// The subject store that keeps everything in memory: the named subjects by name, and the
 /// live pattern subscriptions indexed by their tokens so that a new subject joins the ones

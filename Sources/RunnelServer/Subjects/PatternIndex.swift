@@ -1,3 +1,6 @@
+import RunnelExpression
+import RunnelProtocol
+
 /// Pattern subscriptions indexed by their tokens, so the subjects a new subject name must join
 /// are found by walking the name's tokens, not by testing every pattern.
 ///

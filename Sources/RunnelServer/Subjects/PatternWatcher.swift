@@ -1,4 +1,5 @@
 import Runnel
+import RunnelProtocol
 
 /// The live side of one pattern subscription: subscribed to every subject whose name matches,
 /// forwarding their values (never their terminal events, which do not end a pattern

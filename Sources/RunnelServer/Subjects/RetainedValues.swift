@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// The bytes of values the subjects keep for late subscribers (a replay subject's history, a
 /// behavior subject's current value), all subjects together, against `max_retained_bytes`;

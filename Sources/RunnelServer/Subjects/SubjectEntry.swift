@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// One named subject: the library subject that carries its values, and the server's
 /// bookkeeping about it (its position, its subscriptions). Loop thread only.

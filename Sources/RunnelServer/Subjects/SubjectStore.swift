@@ -1,5 +1,6 @@
 import Runnel
 import RunnelJSON
+import RunnelProtocol
 
 /// The server's named subjects, and the one owner of every change to them: every creation,
 /// publish, termination and deletion passes through a store, whether it comes from a request,

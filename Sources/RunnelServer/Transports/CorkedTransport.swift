@@ -1,3 +1,4 @@
+import RunnelProtocol
 import RunnelUV
 
 /// A session's output held back while a reply waits for the disk (durable subjects under

@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
 
 /// How a session's output becomes Server-Sent Events (docs/protocol.md, "The HTTP front

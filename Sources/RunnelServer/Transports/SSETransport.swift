@@ -1,5 +1,7 @@
 import Runnel
 import RunnelBytes
+import RunnelCompression
+import RunnelProtocol
 import RunnelUV
 
 /// A session carried by a Server-Sent Events response (`GET /events`, docs/protocol.md "The

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// A subscription's event other than `next`, as a value, handed to a transport beside its line
 /// (`SessionTransport.writeEvent`): a transport with a framing of its own (Server-Sent Events)
 /// writes it from the value; the line protocols write the line. A `next` event's position

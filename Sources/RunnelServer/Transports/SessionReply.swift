@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// A reply to one request as a value, handed to a transport beside its line
 /// (`SessionTransport.writeReply`): every reply a session writes goes out this way. A transport

@@ -1,5 +1,6 @@
 import Runnel
 import RunnelBytes
+import RunnelProtocol
 import RunnelUV
 
 /// What a session writes its lines to and controls its client through: one client

@@ -1,7 +1,10 @@
 import Runnel
 import RunnelBytes
+import RunnelCompression
 import RunnelJSON
+import RunnelProtocol
 import RunnelUV
+import RunnelWebSocket
 
 /// A session carried by a WebSocket (`GET /ws`, docs/protocol.md "The HTTP front door"): each
 /// text message from the client is one request, each server line one text message. Frames

@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
 /// one `sub` request as a value (`SubscribeRequest`), as `runnel sub` would send it: the `StageShortcuts` (`filter`, `map`,

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// `GET /metrics`: the server's figures in the Prometheus text exposition format, version
 /// 0.0.4 (`Server.metricsExposition`), for a token that may manage, as `stats` is.
 final class MetricsRoute: HTTPRoute {

@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The body of a `POST /pub/SUBJECT` in NDJSON: each line one JSON value, published as soon
 /// as its line is complete, so a body of any length streams through in the memory of one
 /// line (`max_line_bytes`). Blank lines are skipped; a `\r` before a `\n` is dropped. The

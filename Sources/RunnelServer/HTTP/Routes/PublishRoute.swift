@@ -1,4 +1,5 @@
 import RunnelJSON
+import RunnelProtocol
 
 /// `POST /pub/SUBJECT`: publishes the body to SUBJECT (the rest of the path, percent-decoded),
 /// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,

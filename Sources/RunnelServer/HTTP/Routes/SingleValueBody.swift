@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// The body of a `POST /pub/SUBJECT` that is one JSON value: gathered whole (within
 /// `max_body_bytes`, which the parser enforces), then published; answered
 /// `{"ok":true,"receivers":N}`, `pub`'s reply. Loop thread only.

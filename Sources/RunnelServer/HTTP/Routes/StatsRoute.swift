@@ -1,3 +1,5 @@
+import RunnelProtocol
+
 /// `GET /stats`: the `stats` reply's members as one object (`{"connections":N,...}`), for a
 /// token that may manage, as `stats` is.
 final class StatsRoute: HTTPRoute {

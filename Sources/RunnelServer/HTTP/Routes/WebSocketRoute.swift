@@ -1,3 +1,5 @@
+import RunnelWebSocket
+
 /// `GET /ws` with `Upgrade: websocket`: a session of the line protocol over a WebSocket
 /// (`WebSocketTransport`). The handshake's checks (`WebSocketHandshake`) answer a request that
 /// is not a WebSocket one; a good one is answered `101` and its connection becomes the

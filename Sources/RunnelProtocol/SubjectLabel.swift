@@ -1,0 +1,38 @@
+import RunnelBytes
+import RunnelJSON
+
+/// A subject's name with its JSON string form encoded once, shared by every event that
+/// names it (pattern subscriptions' `"subject"`, expressions' `$subject`), and, for a named
+/// subject, its epoch with the start of a `pos` member encoded once too. Immutable but for
+/// `slowConsumer`.
+public final class SubjectLabel: Sendable {
+    public let name: String
+    /// `"name"` as a JSON string, quotes included.
+    public let json: ByteBuffer
+    /// The subject's epoch; nil for a label that names no subject (a pattern's text).
+    public let epoch: String?
+    /// `,"pos":"EPOCH:` for a subject's label: what comes before a value's seq in an event.
+    package let positionPrefix: ByteBuffer?
+    /// What `positionPrefix` starts with; `EPOCH:` follows it (`EventPosition.epochAndColon`).
+    package static let positionKey: StaticString = ",\"pos\":\""
+    /// The subject's own slow-consumer policy (`create`'s or its `[[subjects]]` table's
+    /// `slow_consumer`); nil: the global one. Kept here, on what every delivered value carries,
+    /// so a delivery over the soft limit finds it without a lookup. Loop thread only: set when
+    /// the subject is created or the configuration reloaded, read by deliveries.
+    package nonisolated(unsafe) var slowConsumer: SlowConsumerPolicy?
+
+    public init(_ name: String, epoch: String? = nil) {
+        self.name = name
+        self.epoch = epoch
+        var builder = JSONWriter()
+        builder.writeString(name)
+        self.json = builder.makeBuffer()
+        positionPrefix = epoch.map { epoch in
+            var prefix = JSONWriter(reservingCapacity: 10 + epoch.utf8.count)
+            prefix.append(SubjectLabel.positionKey)
+            prefix.append(raw: ByteBuffer(Array(epoch.utf8)))
+            prefix.append(UInt8(ascii: ":"))
+            return prefix.makeBuffer()
+        }
+    }
+}

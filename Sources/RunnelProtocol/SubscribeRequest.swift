@@ -1,0 +1,112 @@
+import RunnelJSON
+
+/// One `sub` as values: what to subscribe to, with which stages, from where, under which sid.
+/// A `sub` line becomes one (`init(parsing:)`, which checks only its fields' types); a
+/// transport that subscribes on its client's behalf makes one directly (`GET /events`, from its
+/// query). `Session.subscribe` applies the protocol's rules to both alike, so a stream's
+/// subscription is refused exactly where the same `sub` line would be.
+///
+/// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields;
+/// nothing in it points into a read buffer.
+package struct SubscribeRequest {
+    /// The subject or pattern, as given: `Session.subscribe` checks it.
+    package var subject: String
+    /// The sid asked for; nil lets the session pick one.
+    package var sid: String?
+    package var stages: [JSONValue]
+    /// The length of the stage list's JSON text, what its stages pin against
+    /// `max_subscription_bytes`: the `ops` field's bytes in a line, else `encodedLength(of:)`.
+    package var stagesByteCount: Int
+    /// `from` as given, `EPOCH:SEQ` when valid: `Session.subscribe` checks it.
+    package var from: String?
+    package var positions: Bool?
+    /// The `ref` to echo in the reply.
+    package var ref: RawJSON?
+
+    package init(
+        subject: String, sid: String?, stages: [JSONValue], stagesByteCount: Int, from: String?, positions: Bool?,
+        ref: RawJSON? = nil
+    ) {
+        self.subject = subject
+        self.sid = sid
+        self.stages = stages
+        self.stagesByteCount = stagesByteCount
+        self.from = from
+        self.positions = positions
+        self.ref = ref
+    }
+
+    /// The fields of a `sub` line: `bad_request` where one has the wrong type.
+    package init(parsing request: Request) throws(ProtocolError) {
+        self.init(
+            subject: try request.requiredString(.subject), sid: try request.string(.sid), stages: try request.stages(),
+            stagesByteCount: request.stagesByteCount, from: try request.string(.from),
+            positions: try request.bool(.positions), ref: request.ref)
+    }
+
+    /// The subject or pattern: `bad_request` when it is neither.
+    package func pattern() throws(ProtocolError) -> SubjectPattern {
+        if let problem = SubjectName.problem(withPattern: subject) {
+            throw ProtocolError(.badRequest, "bad subject or pattern: \(problem)")
+        }
+        return SubjectPattern(subject)
+    }
+
+    /// `from` as a position; nil when absent; `bad_request` unless `EPOCH:SEQ`.
+    package func fromPosition() throws(ProtocolError) -> Position? {
+        guard let from else { return nil }
+        guard let position = Position(parsing: from) else {
+            throw ProtocolError(
+                .badRequest, "field 'from' must be a position EPOCH:SEQ (an epoch of 1 to 32 of A-Z a-z 0-9 _ -)")
+        }
+        return position
+    }
+
+    /// The `sub` line this request stands for, as `runnel sub` writes it: what a stream's
+    /// subscription is measured by against `max_line_bytes`, as the line would be.
+    package func line() -> [UInt8] {
+        var request = JSONObject([("op", .string("sub"))])
+        if let sid { request.set("sid", .string(sid)) }
+        request.set("subject", .string(subject))
+        if !stages.isEmpty { request.set("ops", .array(stages)) }
+        if let positions { request.set("positions", .bool(positions)) }
+        if let from { request.set("from", .string(from)) }
+        var writer = JSONWriter()
+        writer.write(.object(request))
+        return writer.bytes
+    }
+
+    /// The length of `stages`' JSON text as a line carries it.
+    package static func encodedLength(of stages: [JSONValue]) -> Int {
+        guard !stages.isEmpty else { return 0 }
+        var writer = JSONWriter()
+        writer.write(.array(stages))
+        return writer.bytes.count
+    }
+
+    /// Why `line` (this request's `line()`) would not scan under `maxDepth`, the one problem a
+    /// line made from values can have: it nests the stage list one level deeper than the list
+    /// alone. The line is scanned only when it is too deep, for the error the scan reports.
+    package func lineProblem(_ line: [UInt8], maxDepth: Int) -> ProtocolError? {
+        guard lineDepth > maxDepth else { return nil }
+        return line.withUnsafeBytes { bytes -> ProtocolError? in
+            do throws(ProtocolError) {
+                _ = try EnvelopeScanner(maxDepth: maxDepth).scan(bytes)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    /// How deeply the line nests its containers: the object, then the stage list's.
+    package var lineDepth: Int { stages.isEmpty ? 1 : 1 + Self.depth(of: .array(stages)) }
+
+    private static func depth(of value: JSONValue) -> Int {
+        switch value {
+        case .array(let items): 1 + (items.lazy.map(depth(of:)).max() ?? 0)
+        case .object(let object): 1 + (object.members.lazy.map { depth(of: $0.value) }.max() ?? 0)
+        default: 0
+        }
+    }
+}
