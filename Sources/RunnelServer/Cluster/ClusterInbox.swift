@@ -1,8 +1,9 @@
 import RunnelUV
 import Synchronization
 
-/// What cnats's threads hand a clustered node's loop: messages, and the link going down or
-/// coming back, in the order they happened.
+/// What cnats's threads hand a clustered node's loop: messages of its subscriptions and of its
+/// streams' consumers, JetStream's answers to its publishes, the link going down or coming
+/// back, and cnats's errors, in the order they were posted.
 enum ClusterDelivery: Sendable {
     case message(NATSMessage)
     case stream(NATSStreamMessage)

@@ -4,8 +4,9 @@ import Logging
 import Runnel
 import RunnelUV
 
-/// A clustered node's link to its NATS system (docs/protocol.md, "Clusters"): the one NATS
-/// connection, whether it is up, the nodes heard from, and the NATS subjects the cluster uses.
+/// A clustered node's link to its NATS system (docs/protocol.md, "Clusters"): its NATS
+/// connection (and, through `retainedPublisher`, the second one retained values go out on),
+/// whether it is up, the nodes heard from, and the NATS subjects the cluster uses.
 ///
 /// Layout: a plain subject `S`'s values travel on the NATS subject `runnel.CLUSTER.v.S`
 /// (runneld's `*` and `>` mean what NATS's do, so a pattern is a NATS subscription as it is),
@@ -19,8 +20,10 @@ import RunnelUV
 /// made anew starts again), so a receiver knows what it missed, and drops the second copy NATS
 /// delivers when a value matches two of its subscriptions (a subject and a pattern).
 ///
-/// Thread rules: loop thread only, but for what cnats's threads post to the inbox. Lifetime
-/// rule: made at start-up once NATS answered; lives until the process stops (`close`).
+/// Thread rules: the loop thread, but for what cnats's threads post to the inbox and for the
+/// worker's jobs, which use only what never changes (`jetStream`, `definitions`, the subjects'
+/// names) and the calls marked "worker thread". Lifetime rule: made at start-up once NATS
+/// answered; lives until the process stops (`close`).
 final class ClusterLink: @unchecked Sendable {
     let config: ClusterConfig
     /// This process among the cluster's nodes.
@@ -32,7 +35,8 @@ final class ClusterLink: @unchecked Sendable {
     /// The subjects' definitions.
     let definitions: NATSKeyValue
     /// Where the calls that wait for NATS's answer run (JetStream's administration, the
-    /// bucket's writes, starting consumers), one after another, off every loop.
+    /// bucket's writes, starting and stopping consumers, flushes), one after another, off
+    /// every loop.
     let worker = DispatchQueue(label: "runneld.cluster")
     let scheduler: LoopScheduler
     let logger: Logger
@@ -183,7 +187,9 @@ final class ClusterLink: @unchecked Sendable {
     /// sequence travel as the reply subject (`INSTANCE.EPOCH.SEQ`; no node replies), which costs
     /// cnats nothing more than the subject. While the link is down cnats keeps it for the
     /// reconnect (up to its buffer); a value it cannot take is not sent, and receivers see the
-    /// gap in `seq`.
+    /// gap in `seq`. Runs on the loop thread, where cnats writes the socket itself when its
+    /// buffer is full (`NATSConnection.publish`): the loop can then wait for NATS, a known
+    /// limit (issue #45).
     func send(_ value: UnsafeRawBufferPointer, route: ClusterRoute, seq: UInt64) {
         // The reply subject on the stack: the prefix, at most 20 digits and the NUL.
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: route.replyPrefix.count + 21) { reply in

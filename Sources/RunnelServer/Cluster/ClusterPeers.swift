@@ -3,7 +3,7 @@ import Runnel
 import RunnelProtocol
 
 /// The cluster's other nodes as this one knows them, and which plain values they want from it
-/// (docs/architecture.md, "A cluster").
+/// (docs/protocol.md, "Clusters"; docs/architecture.md, "A cluster").
 ///
 /// A node sends a plain value to NATS only while another node holds a NATS subscription its
 /// subject matches (`wants`), so a node whose subscribers are all its own sends nothing. Two

@@ -5,8 +5,9 @@ import RunnelUV
 /// How a clustered node sends retained values to JetStream: on a NATS connection of its own
 /// that writes each publish at once (`sendAsap`), from a serial queue of its own, so an
 /// acknowledged `pub` does not wait for cnats's flusher (which waits 1 ms for more before it
-/// writes). No `write` runs on a loop (it may block), and a loop turn's publishes cross to the
-/// queue as one batch.
+/// writes). No `write` runs on a loop (it may block): the publishes made before the job the
+/// first of them schedules on the loop runs (about a loop turn's) cross to the queue as one
+/// batch.
 ///
 /// Thread rules: `publish` on the loop thread; the batch's publishes on `queue`. Lifetime
 /// rule: made with the link, and lives as long.

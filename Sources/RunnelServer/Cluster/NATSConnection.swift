@@ -34,18 +34,27 @@ struct NATSHandlers: Sendable {
 }
 
 /// One connection to a NATS system through cnats (Debian's libnats 3.4.1), with the few calls
-/// a cluster node makes: publish with headers, subscribe, unsubscribe.
+/// a cluster node makes: publish (with a reply subject; no headers), subscribe, flush, and
+/// JetStream on the connection (`jetStream`, whose publishes carry `Nats-Msg-Id`).
 ///
-/// cnats runs the connection on threads of its own (reader, flusher, reconnects, and one
-/// delivery thread for every subscription: `natsOptions_UseGlobalMessageDelivery`), so its
-/// libuv adapter, with crash fixes only after 3.4.1 (nats.c #814, #888), is not used; every
-/// handler runs on those threads, and the owner hands what it gets to its loop. None of the
-/// calls here blocks on the network but `connect`: publishing and subscribing put bytes in
-/// cnats's buffer, which its flusher thread writes (no `Flush`, no request).
+/// cnats runs the connection on threads of its own (reader, flusher, reconnects, one delivery
+/// thread for every subscription: `natsOptions_UseGlobalMessageDelivery`, and one for the link
+/// and error callbacks), so its libuv adapter, with crash fixes only after 3.4.1 (nats.c #814,
+/// #888), is not used; every handler runs on those threads, and the owner hands what it gets
+/// to its loop.
+///
+/// Which calls wait: `connect` and `flush` wait for the server (call them before the loop runs,
+/// or on a worker); `close` writes what is buffered. `publish` and `subscribe` append to
+/// cnats's buffer, which its flusher thread writes, except that cnats writes the socket itself,
+/// in the calling thread and under the connection's lock, when the buffer has no room left, and
+/// on every publish of a connection made with `sendAsap`. A publish may then wait for the
+/// socket: `ClusterLink.send` publishes on the loop thread, a known limit (issue #45).
 ///
 /// Thread rules: every method may be called from any thread (cnats locks its connection).
-/// Lifetime rule: one per process; it and its handlers live until the process ends (cnats's
-/// threads may still run a handler while it closes, so neither is ever freed).
+/// Lifetime rule: a clustered node makes two (its link's, `ClusterLink`, and the one its
+/// retained values go out on, `ClusterRetainedPublisher`); each and its handlers live until the
+/// process ends (cnats's threads may still run a handler while it closes, so neither is ever
+/// freed).
 final class NATSConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     private let handlers: Unmanaged<HandlerBox>
@@ -149,8 +158,10 @@ final class NATSConnection: @unchecked Sendable {
 
     /// Publishes `payload` on `subject` with the reply subject `reply` (nil: none), straight
     /// into cnats's buffer: no message object and no headers, each of which would cost
-    /// allocations and a wake-up of cnats's collector thread. Fails (without blocking) while
-    /// the link is down and cnats's reconnect buffer is full, or when the connection is closed.
+    /// allocations and a wake-up of cnats's collector thread. When the buffer has no room for
+    /// it (or the connection was made with `sendAsap`), cnats first writes the buffer to the
+    /// socket in this thread, which may block. Fails while the link is down and cnats's
+    /// reconnect buffer is full, or when the connection is closed.
     func publish(
         _ subject: UnsafePointer<CChar>, reply: UnsafePointer<CChar>?, payload: UnsafeRawBufferPointer
     ) throws(NATSError) {

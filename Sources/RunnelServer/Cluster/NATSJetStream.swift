@@ -23,9 +23,11 @@ struct NATSJetStreamHandlers: Sendable {
 ///
 /// Which calls block: stream and bucket administration, key-value writes and starting a
 /// consumer are requests to the server that wait for its answer (up to `wait`), so they run
-/// on the cluster's worker thread, never on a loop; `publish` does not wait (JetStream's
-/// answer comes to `published` on cnats's thread) unless `maxPending` publishes are unanswered,
-/// and then for at most a millisecond before it fails.
+/// on the cluster's worker thread (or at start, before the loop runs), never on a loop;
+/// `publish` does not wait for JetStream's answer (it comes to `published` on cnats's thread),
+/// only for the socket as any publish of its connection may (`NATSConnection`: the retained
+/// publisher's connection writes every publish at once, on its own queue), and, while
+/// `maxPending` publishes are unanswered, for at most a millisecond before it fails.
 ///
 /// Thread rules: any thread (cnats locks its context). Lifetime rule: lives as long as its
 /// connection; holds the handlers until the process ends.
@@ -201,7 +203,8 @@ final class NATSJetStream: @unchecked Sendable {
     }
 }
 
-/// A key-value bucket. Every call blocks (a request to the server): the worker thread's.
+/// A key-value bucket. Every call blocks (a request to the server): the worker thread's, or
+/// start-up's before the loop runs (`ClusterSubjectStore.loadDefinitions`).
 /// Thread rules: any thread. Lifetime rule: as long as its JetStream context.
 struct NATSKeyValue: @unchecked Sendable {
     private let store: OpaquePointer
