@@ -44,6 +44,7 @@ import Testing
         ("cluster_nats = \"nats://a:1,b:2\"", "cluster_nats"),
         ("cluster_replicas = 6", "cluster_replicas"),
         ("cluster_connect_timeout = 0", "cluster_connect_timeout"),
+        ("cluster_send_buffer_bytes = 1024", "cluster_send_buffer_bytes"),
         ("node_name = \"a b\"", "node_name"),
     ])
     func badClusterKeysAreErrorsNamingTheKey(_ line: String, _ key: String) {

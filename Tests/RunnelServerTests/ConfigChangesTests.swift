@@ -162,6 +162,7 @@ struct ConfigChangesTests {
                     cluster_user = "u"
                     cluster_password = "p"
                     cluster_connect_timeout = 3
+                    cluster_send_buffer_bytes = 65536
                     [[tokens]]
                     token = "y"
                     """)

@@ -8,8 +8,10 @@ struct ClusterFigures {
     let linkUp: Bool
     /// Nodes heard from in the last 10 s, this one included.
     let nodes: Int
-    /// Values this node sent its cluster, and received from other nodes.
+    /// Values this node sent its cluster, those it did not send (its send queue full, or cnats
+    /// refusing them), and those it received from other nodes.
     let valuesSent: UInt64
+    let valuesNotSent: UInt64
     let valuesReceived: UInt64
     /// Values of other nodes this node knows it missed (gaps in their sequences).
     let valuesMissed: UInt64
@@ -40,6 +42,11 @@ struct ClusterFigures {
         metrics.metric(
             "runnel_cluster_values_sent_total", .counter, help: "Values of plain subjects sent to the other nodes.",
             Double(valuesSent))
+        metrics.metric(
+            "runnel_cluster_values_dropped_total", .counter,
+            help:
+                "Plain values other nodes wanted that this node did not send (send queue full, or NATS refused them).",
+            Double(valuesNotSent))
         metrics.metric(
             "runnel_cluster_values_received_total", .counter, help: "Values received from other nodes.",
             Double(valuesReceived))

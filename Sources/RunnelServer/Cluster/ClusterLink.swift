@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Logging
 import Runnel
+import RunnelBytes
 import RunnelUV
 
 /// A clustered node's link to its NATS system (docs/protocol.md, "Clusters"): its NATS
@@ -32,6 +33,8 @@ final class ClusterLink: @unchecked Sendable {
     let jetStream: NATSJetStream
     /// Retained values' publishes, on a connection of their own.
     let retainedPublisher: ClusterRetainedPublisher
+    /// Plain values' publishes and the nodes' messages, off the loop.
+    private let sends: ClusterSendQueue
     /// The subjects' definitions.
     let definitions: NATSKeyValue
     /// Where the calls that wait for NATS's answer run (JetStream's administration, the
@@ -45,7 +48,6 @@ final class ClusterLink: @unchecked Sendable {
     /// The other nodes, and the plain values they want.
     let peers: ClusterPeers
     private var heartbeat: Disposable?
-    private(set) var valuesSent: UInt64 = 0
     private(set) var valuesReceived: UInt64 = 0
     private(set) var linkLosses: UInt64 = 0
     /// What the link hands on: values of other nodes, and the link's changes.
@@ -99,19 +101,21 @@ final class ClusterLink: @unchecked Sendable {
                     linkChanged: { _ in }, message: { _ in },
                     error: { text, _ in inbox.post(.error(text, dropped: false)) })),
             scheduler: scheduler, published: { id, error in inbox.post(.published(id: id, error: error)) })
+        let sends = ClusterSendQueue(connection: connection, scheduler: scheduler, limit: config.sendBufferBytes)
+        self.sends = sends
         let subjects = (
             nodes: nodesSubject, everyone: interestSubject, direct: "runnel.\(config.name).to."
         )
         peers = ClusterPeers(
             instance: instance, nodeName: config.nodeName, scheduler: scheduler, logger: logger
-        ) { [connection, instance] destination, payload in
+        ) { [instance] destination, payload in
             let subject =
                 switch destination {
                 case .everyone: subjects.everyone
                 case .node(let name): subjects.direct + name
                 case .heartbeat: subjects.nodes
                 }
-            payload.withUnsafeBytes { bytes in try? connection.publish(subject, reply: instance, payload: bytes) }
+            sends.sendControl(payload, subject: subject, reply: instance)
         }
         reference.link = self
         peers.localKeys = { [weak self] in self?.receiver?.clusterInterestKeys ?? [] }
@@ -185,34 +189,18 @@ final class ClusterLink: @unchecked Sendable {
 
     /// Sends `value`, the `seq`th this node sends by `route`, to the cluster: its origin and
     /// sequence travel as the reply subject (`INSTANCE.EPOCH.SEQ`; no node replies), which costs
-    /// cnats nothing more than the subject. While the link is down cnats keeps it for the
-    /// reconnect (up to its buffer); a value it cannot take is not sent, and receivers see the
-    /// gap in `seq`. Runs on the loop thread, where cnats writes the socket itself when its
-    /// buffer is full (`NATSConnection.publish`): the loop can then wait for NATS, a known
-    /// limit (issue #45).
-    func send(_ value: UnsafeRawBufferPointer, route: ClusterRoute, seq: UInt64) {
-        // The reply subject on the stack: the prefix, at most 20 digits and the NUL.
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: route.replyPrefix.count + 21) { reply in
-            var end = 0
-            for byte in route.replyPrefix {
-                reply[end] = CChar(bitPattern: byte)
-                end += 1
-            }
-            for digit in String(seq).utf8 {
-                reply[end] = CChar(bitPattern: digit)
-                end += 1
-            }
-            reply[end] = 0
-            route.subject.withUnsafeBufferPointer { subject in
-                do {
-                    try connection.publish(subject.baseAddress!, reply: reply.baseAddress, payload: value)
-                    valuesSent &+= 1
-                } catch {
-                    logger.debug("cluster: a value not sent", metadata: ["error": "\(error)"])
-                }
-            }
+    /// cnats nothing more than the subject. Off the loop (`ClusterSendQueue`): a value the queue
+    /// cannot take, or cnats refuses (its buffer full while the link is down), is not sent, and
+    /// the nodes that wanted it see the gap in `seq`.
+    func send(_ value: ByteBuffer, route: ClusterRoute, seq: UInt64) {
+        if !sends.send(value, route: route, seq: seq) {
+            logger.debug("cluster: a value not sent, the send queue full", metadata: ["limit": "\(sends.limit)"])
         }
     }
+
+    /// Values published to the cluster, and not sent (`ClusterSendQueue.dropped`).
+    var valuesSent: UInt64 { sends.sent }
+    var valuesNotSent: UInt64 { sends.dropped }
 
     /// Waits until NATS has read what was sent (worker thread).
     func flush() throws(NATSError) { try connection.flush(timeout: Self.jetStreamWait) }
@@ -297,6 +285,7 @@ final class ClusterLink: @unchecked Sendable {
     func close() {
         heartbeat?.dispose()
         if isUp { peers.sayGoodbye() }
+        sends.drain(within: .seconds(1))
         connection.close()
         retainedPublisher.close()
     }

@@ -89,8 +89,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var figures: ClusterFigures {
         ClusterFigures(
             name: link.config.name, node: link.config.nodeName, linkUp: link.isUp, nodes: link.nodes,
-            valuesSent: link.valuesSent, valuesReceived: link.valuesReceived, valuesMissed: valuesMissed,
-            linkLosses: link.linkLosses)
+            valuesSent: link.valuesSent, valuesNotSent: link.valuesNotSent, valuesReceived: link.valuesReceived,
+            valuesMissed: valuesMissed, linkLosses: link.linkLosses)
     }
 
     // MARK: SubjectStore
@@ -151,7 +151,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         }
         if route.isWanted {
             entry.clusterSeq &+= 1
-            withExtendedLifetime(value) { link.send(value.buffer.bytes, route: route, seq: entry.clusterSeq) }
+            link.send(value.buffer, route: route, seq: entry.clusterSeq)
         }
         local.publish(value, members: members, to: entry, bounding: bound)
     }

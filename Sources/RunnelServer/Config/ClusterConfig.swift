@@ -22,6 +22,10 @@ public struct ClusterConfig: Sendable, Equatable {
     public var password = ""
     /// How long a starting node waits for NATS before it exits (`cluster_connect_timeout`, 10 s).
     public var connectTimeout: Duration = .seconds(10)
+    /// The bytes of plain values handed to the link's NATS connection and not yet taken by it
+    /// (`cluster_send_buffer_bytes`, 8 MiB): past it a value is not sent, and the nodes that
+    /// wanted it tell their subscribers `dropped` (`ClusterSendQueue`).
+    public var sendBufferBytes = 8 << 20
 
     public init() {}
 
@@ -129,6 +133,7 @@ extension TOMLConfigReader {
             let timeout = try duration(key, value)
             guard timeout > .zero else { throw error(key.rawValue, "must be more than 0 seconds") }
             config.cluster.connectTimeout = timeout
+        case .clusterSendBufferBytes: config.cluster.sendBufferBytes = try integer(key, value)
         default:
             preconditionFailure("\(key) is not a cluster key")
         }
@@ -156,6 +161,7 @@ extension ServerConfig {
         case .clusterUser: return TOMLConfigReader.quote(cluster.user)
         case .clusterPassword: return cluster.password.isEmpty ? "\"\"" : "(hidden)"
         case .clusterConnectTimeout: return Self.renderSeconds(cluster.connectTimeout)
+        case .clusterSendBufferBytes: return String(cluster.sendBufferBytes)
         default: preconditionFailure("\(key) is not a cluster key")
         }
     }

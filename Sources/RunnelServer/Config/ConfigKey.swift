@@ -67,6 +67,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case clusterUser = "cluster_user"
     case clusterPassword = "cluster_password"
     case clusterConnectTimeout = "cluster_connect_timeout"
+    case clusterSendBufferBytes = "cluster_send_buffer_bytes"
     case subjects
     case tokens
 
@@ -99,6 +100,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .softPendingBytes: return 1024...17_179_869_184
         case .jwtLeeway: return 0...3600
         case .clusterReplicas: return 1...5
+        case .clusterSendBufferBytes: return 65536...17_179_869_184
         default: return nil
         }
     }
@@ -118,7 +120,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         switch self {
         case .listen, .httpListen, .tlsListen, .httpsListen, .loops, .dataDir, .fsync, .subjects: return false
         case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
-            .clusterConnectTimeout:
+            .clusterConnectTimeout, .clusterSendBufferBytes:
             return false
         default: return true
         }

@@ -57,7 +57,7 @@ extension ServerConfig {
         case .jwtAudience: return TOMLConfigReader.quote(jwtAudience ?? "")
         case .jwtLeeway: return String(jwtLeeway)
         case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
-            .clusterConnectTimeout:
+            .clusterConnectTimeout, .clusterSendBufferBytes:
             return renderedClusterValue(of: key)
         case .subjects: return "\(subjects.count) subject(s)"
         case .tokens: return tokens.isEmpty ? "[]" : "[\(tokens.count) token table(s), hidden]"

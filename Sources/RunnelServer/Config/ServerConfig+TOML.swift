@@ -195,7 +195,7 @@ struct TOMLConfigReader {
             try applyJWT(key, value, to: &config)
         case .jwtLeeway: config.jwtLeeway = try integer(key, value)
         case .clusterNATS, .clusterName, .nodeName, .clusterReplicas, .clusterToken, .clusterUser, .clusterPassword,
-            .clusterConnectTimeout:
+            .clusterConnectTimeout, .clusterSendBufferBytes:
             try applyCluster(key, value, to: &config)
         case .subjects, .tokens:
             break  // Read by `read(_:)` after the keys they depend on.

@@ -1,0 +1,127 @@
+import Dispatch
+import RunnelBytes
+import RunnelUV
+import Synchronization
+
+/// What a node publishes on its link's NATS connection, handed off the loop: cnats writes the
+/// socket itself, under its connection's lock, when its buffer is full, so a publish made on a
+/// loop could hold that loop until NATS reads. The loop appends to this turn's batch (the value
+/// by reference, no copy); the first append schedules one job on the loop that hands the batch
+/// to a serial queue of the link's own, where the publishes run in order.
+///
+/// Bounded: the bytes handed over and not yet taken by cnats are at most `limit`
+/// (`cluster_send_buffer_bytes`). A value that would pass it is not sent: counted (`dropped`,
+/// `runnel_cluster_values_dropped_total`), and its sequence number is spent all the same, so
+/// every node that wanted it sees the gap and tells its subscribers `dropped` (`ClusterLink`).
+/// The nodes' own messages (interest, heartbeats) are small and always queued.
+///
+/// Thread rules: `send`, `sendControl` and the figures on the loop thread; the publishes on
+/// `queue`; `queuedBytes`, `sent` and `refused` are atomics both sides use. Lifetime rule: made
+/// with the link; a batch holds its values until they are published.
+final class ClusterSendQueue: @unchecked Sendable {
+    /// One publish: a plain value (its NATS subject, its reply subject's prefix and sequence,
+    /// and the value's buffer), or a node's own message.
+    private enum Item {
+        case value(subject: [CChar], replyPrefix: [UInt8], seq: UInt64, value: ByteBuffer)
+        case control(subject: String, reply: String, payload: [UInt8])
+    }
+
+    private let connection: NATSConnection
+    private let scheduler: LoopScheduler
+    private let queue = DispatchQueue(label: "runneld.cluster.send")
+    let limit: Int
+    /// This turn's publishes, handed to `queue` by the job the first of them scheduled.
+    private var batch: [Item] = []
+    /// Value bytes handed to `queue` and not yet taken by cnats, this turn's batch included.
+    private let queuedBytes = Atomic<Int>(0)
+    private let sentCount = Atomic<UInt64>(0)
+    private let refusedCount = Atomic<UInt64>(0)
+    /// Values not sent because the queue was full (loop thread).
+    private(set) var overflowed: UInt64 = 0
+
+    init(connection: NATSConnection, scheduler: LoopScheduler, limit: Int) {
+        self.connection = connection
+        self.scheduler = scheduler
+        self.limit = limit
+    }
+
+    /// Values published (taken by cnats).
+    var sent: UInt64 { sentCount.load(ordering: .relaxed) }
+    /// Values not sent: the queue full, or cnats refusing them (its connection closed, or its
+    /// reconnect buffer full while the link is down).
+    var dropped: UInt64 { overflowed &+ refusedCount.load(ordering: .relaxed) }
+
+    /// Queues `value`, the `seq`th of its route, unless the queue holds `limit` bytes with it:
+    /// false then, and nothing is queued.
+    func send(_ value: ByteBuffer, route: ClusterRoute, seq: UInt64) -> Bool {
+        let size = value.count
+        guard queuedBytes.load(ordering: .relaxed) &+ size <= limit else {
+            overflowed &+= 1
+            return false
+        }
+        queuedBytes.add(size, ordering: .relaxed)
+        append(.value(subject: route.subject, replyPrefix: route.replyPrefix, seq: seq, value: value))
+        return true
+    }
+
+    /// Queues a node's own message (interest, heartbeat), whatever the queue holds.
+    func sendControl(_ payload: [UInt8], subject: String, reply: String) {
+        append(.control(subject: subject, reply: reply, payload: payload))
+    }
+
+    /// Hands this turn's batch over and waits, at most `timeout`, until every publish queued
+    /// has run (the process is stopping: the node's goodbye goes out before the connection
+    /// closes). Loop thread.
+    func drain(within timeout: Duration) {
+        if !batch.isEmpty { handOver() }
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        _ = done.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds) * 1000))
+    }
+
+    private func append(_ item: Item) {
+        if batch.isEmpty { scheduler.schedule { [self] in handOver() } }
+        batch.append(item)
+    }
+
+    private func handOver() {
+        let items = batch
+        batch = []
+        queue.async { [self] in
+            for item in items { publish(item) }
+        }
+    }
+
+    /// One publish, on `queue`: where cnats may wait for the socket.
+    private func publish(_ item: Item) {
+        switch item {
+        case .value(let subject, let replyPrefix, let seq, let value):
+            defer { queuedBytes.subtract(value.count, ordering: .relaxed) }
+            // The reply subject, `INSTANCE.EPOCH.SEQ`, on the stack: the prefix, at most 20
+            // digits and the NUL.
+            let sentIt = withUnsafeTemporaryAllocation(of: CChar.self, capacity: replyPrefix.count + 21) { reply in
+                var end = 0
+                for byte in replyPrefix {
+                    reply[end] = CChar(bitPattern: byte)
+                    end += 1
+                }
+                for digit in String(seq).utf8 {
+                    reply[end] = CChar(bitPattern: digit)
+                    end += 1
+                }
+                reply[end] = 0
+                return subject.withUnsafeBufferPointer { subject in
+                    (try? connection.publish(subject.baseAddress!, reply: reply.baseAddress, payload: value.bytes))
+                        != nil
+                }
+            }
+            if sentIt {
+                sentCount.add(1, ordering: .relaxed)
+            } else {
+                refusedCount.add(1, ordering: .relaxed)
+            }
+        case .control(let subject, let reply, let payload):
+            payload.withUnsafeBytes { bytes in try? connection.publish(subject, reply: reply, payload: bytes) }
+        }
+    }
+}
