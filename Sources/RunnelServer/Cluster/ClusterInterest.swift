@@ -7,7 +7,10 @@ import RunnelProtocol
 /// subject, and every pattern subscription, need a NATS subscription: the node holds one per
 /// subject or pattern, only while some of its clients subscribe to it, however many do.
 /// Subscriptions to retained subjects need none (their values come from their streams), but
-/// they are kept too, to be told when their stream skipped values.
+/// they are kept too, to be told when their stream skipped values. A subject a subscription's
+/// stages read (`zipWith`, `merge`, `flattenMap`...) counts as a subscription of its own to
+/// that subject (`beganReading`), so the stages see other nodes' values too, and its gaps are
+/// told to the subscription that reads it.
 ///
 /// Thread rules: loop thread only. Lifetime rule: owned by its `ClusterSubjectStore`; holds
 /// each local subscription from `began` to `ended`, which `SubscriptionTable` calls in pairs.
@@ -16,8 +19,14 @@ final class ClusterInterest {
         var nats: NATSSubscription?
         let pattern: SubjectPattern
         /// Each member, with whether it needs the NATS subscription.
-        var members: [ObjectIdentifier: (subscription: SessionSubscription, viaNATS: Bool)] = [:]
+        var members: [Member: (subscription: SessionSubscription, viaNATS: Bool)] = [:]
         var natsMembers = 0
+    }
+
+    /// A subscription to the subject or pattern itself, or one whose stages read the subject.
+    private struct Member: Hashable {
+        let subscription: ObjectIdentifier
+        let byStages: Bool
     }
 
     /// By the subject or pattern's text.
@@ -60,11 +69,36 @@ final class ClusterInterest {
     /// Returns true when it made a NATS subscription for it, which NATS may not have read yet.
     @discardableResult
     func began(_ subscription: SessionSubscription) -> Bool {
-        let key = subscription.pattern.text
-        let viaNATS = Self.needsNATS(subscription)
-        var interest = interests[key] ?? Interest(pattern: subscription.pattern)
-        if subscription.isPattern { patterns.insert(key) }
-        interest.members[ObjectIdentifier(subscription)] = (subscription, viaNATS)
+        add(
+            Member(subscription: ObjectIdentifier(subscription), byStages: false), subscription,
+            to: subscription.pattern, viaNATS: Self.needsNATS(subscription))
+    }
+
+    func ended(_ subscription: SessionSubscription) {
+        remove(Member(subscription: ObjectIdentifier(subscription), byStages: false), from: subscription.pattern.text)
+    }
+
+    /// `subscription`'s stages read the subject `name` (plain: its values cross over core
+    /// NATS); until `endedReading`. Returns true when it made a NATS subscription for it.
+    @discardableResult
+    func beganReading(_ name: String, plain: Bool, by subscription: SessionSubscription) -> Bool {
+        add(
+            Member(subscription: ObjectIdentifier(subscription), byStages: true), subscription,
+            to: SubjectPattern(name), viaNATS: plain)
+    }
+
+    func endedReading(_ name: String, by subscription: SessionSubscription) {
+        remove(Member(subscription: ObjectIdentifier(subscription), byStages: true), from: name)
+    }
+
+    private func add(
+        _ member: Member, _ subscription: SessionSubscription, to pattern: SubjectPattern, viaNATS: Bool
+    ) -> Bool {
+        let key = pattern.text
+        var interest = interests[key] ?? Interest(pattern: pattern)
+        if pattern.isWildcard { patterns.insert(key) }
+        guard interest.members[member] == nil else { return false }
+        interest.members[member] = (subscription, viaNATS)
         var made = false
         if viaNATS {
             interest.natsMembers += 1
@@ -78,12 +112,11 @@ final class ClusterInterest {
         return made
     }
 
-    func ended(_ subscription: SessionSubscription) {
-        let key = subscription.pattern.text
-        guard var interest = interests[key],
-            let member = interest.members.removeValue(forKey: ObjectIdentifier(subscription))
-        else { return }
-        if member.viaNATS {
+    private func remove(_ member: Member, from key: String) {
+        guard var interest = interests[key], let removed = interest.members.removeValue(forKey: member) else {
+            return
+        }
+        if removed.viaNATS {
             interest.natsMembers -= 1
             if interest.natsMembers == 0 {
                 unsubscribe(interest.nats, key)

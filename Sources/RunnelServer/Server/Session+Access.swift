@@ -35,7 +35,10 @@ extension Session {
             }
             try grant.checkSubscribe(to: name)
             let entry = try context.subjectForUse(name, under: settings)
-            subscription.reached.insert(name)
+            if subscription.reached.insert(name).inserted {
+                if entry.kind == .subject { subscription.reachedPlain.insert(name) }
+                subscriptions.noteReached(name, by: subscription)
+            }
             return entry.subject
         }
     }

@@ -23,6 +23,9 @@ final class SessionSubscription: @unchecked Sendable {
     /// `flattenMap` does), each once: what a reload rechecks besides `pattern`. Grows only
     /// when a stage reaches a subject not reached before, never per delivered value.
     var reached: Set<String> = []
+    /// Those of `reached` that are plain subjects: in a cluster, other nodes' values of them
+    /// come over core NATS (`ClusterInterest.beganReading`).
+    var reachedPlain: Set<String> = []
     /// Whether its `next` events carry `pos` (`"positions": true`, or `from`).
     let sendsPositions: Bool
     /// `"S"`, the sid as a JSON string.

@@ -40,7 +40,7 @@ final class SubscriptionTable {
     }
 
     /// Takes `subscription` in, under its sid, which must be free. Returns true when a cluster
-    /// made a NATS subscription for it (`ClusterInterest.began`).
+    /// made a NATS subscription for it or for a subject its stages read (`ClusterInterest`).
     @discardableResult
     func insert(_ subscription: SessionSubscription) -> Bool {
         precondition(bySid[subscription.sid] == nil, "a sid in use")
@@ -48,7 +48,21 @@ final class SubscriptionTable {
         pinnedBytes += subscription.pinnedBytes
         subscription.entry?.namedSubscriptions += 1
         stats.subscriptions += 1
-        return interest?.began(subscription) ?? false
+        guard let interest else { return false }
+        var made = interest.began(subscription)
+        for name in subscription.reached {
+            made =
+                interest.beganReading(name, plain: subscription.reachedPlain.contains(name), by: subscription) || made
+        }
+        return made
+    }
+
+    /// `subscription`'s stages reached `name` for the first time. Once the subscription is in
+    /// the table (a run-time lookup, as `flattenMap`'s), a cluster follows the subject for it
+    /// from now on; before, `insert` does.
+    func noteReached(_ name: String, by subscription: SessionSubscription) {
+        guard let interest, bySid[subscription.sid] === subscription, !subscription.isFinished else { return }
+        interest.beganReading(name, plain: subscription.reachedPlain.contains(name), by: subscription)
     }
 
     /// Forgets `subscription` (finished, unsubscribed or closed), disposes its chain and fixes
@@ -59,7 +73,10 @@ final class SubscriptionTable {
         subscription.disposable?.dispose()
         if bySid[subscription.sid] === subscription { bySid[subscription.sid] = nil }
         subscription.entry?.namedSubscriptions -= 1
-        interest?.ended(subscription)
+        if let interest {
+            interest.ended(subscription)
+            for name in subscription.reached { interest.endedReading(name, by: subscription) }
+        }
         pinnedBytes -= subscription.pinnedBytes
         stats.subscriptions -= 1
         assert(pinnedBytes >= 0 && (!bySid.isEmpty || pinnedBytes == 0), "pinned bytes out of step")
