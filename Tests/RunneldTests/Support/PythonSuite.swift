@@ -21,8 +21,9 @@ struct PythonCheck: Sendable, CustomTestStringConvertible {
 /// checks as the file's suites (test classes) arrange; each case then reports its own check's
 /// result, with the check's output when it failed.
 ///
-/// Thread rules: any thread; a file's one run is shared through `PythonSuiteRuns`.
-/// Lifetime rule: a run's results live until the test process ends.
+/// Thread rules: any thread; the one collection is a static constant (made once, by the first
+/// thread that asks), a file's one run is shared through `PythonSuiteRuns`. Lifetime rule: the
+/// collection and a run's results live until the test process ends.
 enum PythonSuite {
     /// How long a file may run before conftest.py stops it (`--stop-after`: its daemons stop too)
     /// and its checks without a result fail. Past `runTimeout` and a grace, the process started is
@@ -30,15 +31,25 @@ enum PythonSuite {
     /// interpreter: hence pytest's own stop first).
     static let runTimeout: Duration = .seconds(180)
 
-    /// The checks of `file`, collected by pytest (`--collect-only -q`) when the tests are planned.
+    /// The folder of the suite files, in the repository.
+    static let folder = "Tests/blackbox"
+
+    /// What pytest collected from every file of `folder` (`--collect-only -q`), in one run when
+    /// the first file's tests are planned rather than a run per file: its exit status and output,
+    /// whose lines name the checks (pytest node ids, each starting with its file's name), then a
+    /// summary and any collection errors.
+    private static let collected = pytest(
+        folder, ["--collect-only", "-q", "--continue-on-collection-errors"],
+        timeout: .seconds(60))
+
+    /// The checks of `file` (a file of `folder`), collected by pytest when the tests are planned.
     /// A file whose checks cannot be collected gives one stand-in check whose test fails with
     /// pytest's output.
     static func checks(_ file: String) -> [PythonCheck] {
-        let (status, output, _) = pytest(file, ["--collect-only", "-q"], timeout: .seconds(60))
-        // The node ids, one a line, are named after the file; a summary and any warnings follow.
+        let (status, output, _) = collected
         let prefix = URL(fileURLWithPath: file).lastPathComponent + "::"
         let names = output.split(separator: "\n").map(String.init).filter { $0.hasPrefix(prefix) }
-        guard status == 0, !names.isEmpty else {
+        guard !names.isEmpty else {
             return [
                 PythonCheck(file: file, name: "--collect-only", listingFailure: "exit status \(status):\n\(output)")
             ]
@@ -50,7 +61,7 @@ enum PythonSuite {
     /// its output when it failed or pytest said nothing of it.
     static func expectPasses(_ check: PythonCheck) async {
         if let listingFailure = check.listingFailure {
-            Issue.record("pytest --collect-only \(check.file) failed: \(listingFailure)")
+            Issue.record("pytest --collect-only \(folder) listed nothing of \(check.file): \(listingFailure)")
             return
         }
         let run = await PythonSuiteRuns.shared.run(of: check.file).value
@@ -64,7 +75,7 @@ enum PythonSuite {
             return
         }
         if !result.ok {
-            Issue.record("\(check.file) \(check.name) failed after \(result.seconds) s:\n\(result.output)")
+            Issue.record("\(folder)/\(check.name) failed after \(result.seconds) s:\n\(result.output)")
         } else if run.status != 0 && !run.results.values.contains(where: { !$0.ok }) && run.isLast(check.name) {
             // A failure no check owns (pytest's, or conftest.py's) shows on the file's last check.
             Issue.record("pytest \(check.file) exited with status \(run.status), every check passing:\n\(run.output)")
@@ -95,12 +106,12 @@ enum PythonSuite {
             status: status, output: failure + note + output, results: results, lastName: names.last)
     }
 
-    /// Runs `python3 -m pytest file arguments` from the repository's root, stdout and stderr
-    /// together, with no cache (the files run side by side) and no plugin but the suites' own
+    /// Runs `python3 -m pytest path arguments` (a file or a folder) from the repository's root,
+    /// stdout and stderr together, with no cache (the files run side by side) and no plugin but the suites' own
     /// conftest.py (none installed beside pytest is loaded, nor its start-up paid); past `timeout`
     /// it is sent SIGTERM. Returns the exit status, the output and a note when the timeout
     /// stopped it.
-    private static func pytest(_ file: String, _ arguments: [String], timeout: Duration)
+    private static func pytest(_ path: String, _ arguments: [String], timeout: Duration)
         -> (status: Int32, output: String, note: String)
     {
         var root = URL(fileURLWithPath: #filePath)
@@ -116,7 +127,7 @@ enum PythonSuite {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["python3", "-m", "pytest", "-p", "no:cacheprovider", root.appendingPathComponent(file).path] + arguments
+            ["python3", "-m", "pytest", "-p", "no:cacheprovider", root.appendingPathComponent(path).path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"]) {
             _, ours in ours
         }
@@ -126,11 +137,11 @@ enum PythonSuite {
         process.standardError = handle
         let ended = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in ended.signal() }
-        do { try process.run() } catch { return (-1, "", "pytest \(file) did not start: \(error)\n") }
+        do { try process.run() } catch { return (-1, "", "pytest \(path) did not start: \(error)\n") }
         var note = ""
         let seconds = Double(timeout.components.seconds)
         if ended.wait(timeout: .now() + seconds) == .timedOut {
-            note = "pytest \(file) ran past \(Int(seconds)) s and was stopped\n"
+            note = "pytest \(path) ran past \(Int(seconds)) s and was stopped\n"
             process.terminate()
             ended.wait()
         }
