@@ -7,18 +7,18 @@ UNITDIR ?= /etc/systemd/system
 SWIFT ?= swift
 SHELL := /bin/bash
 APT_PACKAGES = libuv1-dev libsqlite3-dev libhttp-parser-dev libssl-dev zlib1g-dev libnats-dev pkg-config
-# What the tests use besides: promtool (Prometheus's linter of the /metrics format) and
-# python3-httpx (the HTTP client of scripts/http-tests.py, scripts/websocket-tests.py,
-# scripts/permissions-tests.py and scripts/backpressure-tests.py, which the test suite runs), chromium and chromium-driver (the
-# headless browser of scripts/dashboard-tests.py), openssl (the command that makes
-# scripts/tls-tests.py's certificates and its s_client checks, and scripts/python-client-tests.py's
-# certificate), nodejs (Node, which runs scripts/js-client-checks.mjs: 20 or later, with its
-# WebSocket; Debian 12's own is 18, too old), node-typescript (tsc, which check-js runs over the
-# dashboard's script and the JavaScript client), iproute2 (ss, whose byte counts show
-# scripts/dashboard-tests.py the page's compressed frames), nats-server (the NATS system
-# scripts/cluster-tests.py starts on loopback for its nodes; never as a system service);
-# websockets and selenium come from PyPI (test-deps).
-TEST_APT_PACKAGES = prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript iproute2 nats-server
+# What the tests use besides: python3-pytest (pytest, which runs the black-box suites in
+# Tests/blackbox, each check a test case of the Swift tests), promtool (Prometheus's linter of the
+# /metrics format) and python3-httpx (the HTTP client of Tests/blackbox/test_http.py,
+# test_websocket.py, test_permissions.py and test_backpressure.py), chromium and chromium-driver
+# (the headless browser of test_dashboard.py), openssl (the command that makes test_tls.py's
+# certificates and its s_client checks, and the client checklists' certificate), nodejs (Node,
+# which runs Tests/blackbox/js-client-checks.mjs: 20 or later, with its WebSocket; Debian 12's own
+# is 18, too old), node-typescript (tsc, which check-js runs over the dashboard's script and the
+# JavaScript client), iproute2 (ss, whose byte counts show test_dashboard.py the page's compressed
+# frames), nats-server (the NATS system test_cluster.py starts on loopback for its nodes; never as
+# a system service); websockets and selenium come from PyPI (test-deps).
+TEST_APT_PACKAGES = python3-pytest prometheus python3-httpx chromium chromium-driver openssl nodejs node-typescript iproute2 nats-server
 
 .PHONY: deps test-deps apt-install build release run test lint check-js install uninstall clean
 
@@ -31,16 +31,19 @@ test-deps: deps
 	@# Debian's python3-httpx serves /usr/bin/python3; another python3 on PATH (pyenv, a venv)
 	@# gets httpx from PyPI.
 	@python3 -c 'import httpx' 2>/dev/null || python3 -m pip install --quiet httpx
-	@# Python's websockets (scripts/websocket-tests.py, scripts/permissions-tests.py, scripts/backpressure-tests.py,
-	@# and the Python client's websocket extra in scripts/python-client-tests.py) from PyPI: 13 or later has the
+	@# Likewise pytest: Debian's python3-pytest serves /usr/bin/python3, another python3 gets it from PyPI.
+	@python3 -c 'import pytest' 2>/dev/null || python3 -m pip install --quiet pytest \
+		|| python3 -m pip install --quiet --break-system-packages pytest
+	@# Python's websockets (Tests/blackbox/test_websocket.py, test_permissions.py, test_backpressure.py,
+	@# and the Python client's websocket extra in test_python_client.py) from PyPI: 13 or later has the
 	@# client they use, and Debian 12 packages 10.4. A Debian python3 needs pip's --break-system-packages.
 	@# The Python client itself (clients/python) is not installed: its tests import this checkout's.
 	@python3 -c 'import websockets.sync.client' 2>/dev/null || python3 -m pip install --quiet 'websockets>=13' \
 		|| python3 -m pip install --quiet --break-system-packages 'websockets>=13'
-	@# PyJWT and cryptography (scripts/jwt-tests.py) sign the tokens and make the keys it checks with.
+	@# PyJWT and cryptography (Tests/blackbox/test_jwt.py) sign the tokens and make the keys it checks with.
 	@python3 -c 'import jwt, cryptography' 2>/dev/null || python3 -m pip install --quiet PyJWT cryptography \
 		|| python3 -m pip install --quiet --break-system-packages PyJWT cryptography
-	@# selenium (scripts/dashboard-tests.py) drives Debian's chromium through chromium-driver.
+	@# selenium (Tests/blackbox/test_dashboard.py) drives Debian's chromium through chromium-driver.
 	@python3 -c 'import selenium.webdriver' 2>/dev/null || python3 -m pip install --quiet selenium \
 		|| python3 -m pip install --quiet --break-system-packages selenium
 

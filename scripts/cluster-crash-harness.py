@@ -6,9 +6,9 @@ order on every node.
 
     scripts/cluster-crash-harness.py [--runneld PATH] [--rounds N] [--seed S] [--full-every K]
 
-One nats-server with JetStream (nats_process.py, its store in a temporary directory) and three
-runneld nodes (a, b, c) in one cluster, each with `--loops` as the test harness gives them
-(RUNNEL_TEST_LOOPS, else 1). The harness creates replay subjects in the cluster (capacity
+One nats-server with JetStream (Tests/blackbox/nats_process.py, its store in a temporary
+directory) and three runneld nodes (a, b, c) in one cluster, each with `--loops` as the tests give
+them (RUNNEL_TEST_LOOPS, else 1). The harness creates replay subjects in the cluster (capacity
 100000, so nothing falls out in a run of this length; one of them `durable`, kept in files by
 JetStream). Each round, one writer connection per node and subject publishes
 `{"w": WRITER, "n": 1, 2, 3...}` with `ref` n, pipelined, a window in flight, and keeps each
@@ -46,8 +46,10 @@ import tempfile
 import threading
 import time
 
-from nats_process import NatsServer
-from runneld_process import TEST_LOOPS, Daemon, poll_until
+# The one way the Python tests start runneld and nats-server, the black-box suites' (Tests/blackbox).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "blackbox"))
+from nats_process import NatsServer  # noqa: E402
+from runneld_process import TEST_LOOPS, Daemon, poll_until  # noqa: E402
 
 NODES = ["a", "b", "c"]
 CLUSTER = "crash"

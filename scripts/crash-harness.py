@@ -32,7 +32,9 @@ import tempfile
 import threading
 import time
 
-from runneld_process import Daemon, LineClient
+# The one way the Python tests start runneld, the black-box suites' (Tests/blackbox).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "blackbox"))
+from runneld_process import Daemon, LineClient  # noqa: E402
 
 REPLAY_CAPACITY = 5
 WINDOW = 16

@@ -8,7 +8,7 @@ import Testing
 /// The parts of a clustered node that need no NATS: the cluster keys of `runneld.toml`, the
 /// interest that decides which NATS subscriptions a node holds, and the `dropped` counts it
 /// leaves on subscriptions (their line, with or without a count). The links themselves are
-/// checked against real nats-server processes by scripts/cluster-tests.py.
+/// checked against real nats-server processes by Tests/blackbox/test_cluster.py.
 @Suite struct ClusterPartsTests {
     // MARK: Configuration
 

@@ -7,7 +7,7 @@ import Testing
 /// `ClusterPeers` on a virtual clock, its messages caught instead of sent: which plain values a
 /// node sends (only what another node subscribes to, everything while it cannot tell), and how
 /// long a `sub` reply waits (until every live node applied its announcement, at most
-/// `ackWait`). scripts/cluster-tests.py checks the same between real nodes.
+/// `ackWait`). Tests/blackbox/test_cluster.py checks the same between real nodes.
 @Suite struct ClusterPeersTests {
     /// The messages a `ClusterPeers` sent, as text.
     private final class Wire {

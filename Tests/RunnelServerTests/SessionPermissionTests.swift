@@ -3,7 +3,7 @@ import Testing
 @testable import RunnelServer
 
 /// Per-token rights over a session's requests, whatever carries it (the wire tests in
-/// `scripts/permissions-tests.py` run them over TCP, WebSocket, SSE and HTTP): each right on
+/// `Tests/blackbox/test_permissions.py` run them over TCP, WebSocket, SSE and HTTP): each right on
 /// each request, pattern subscriptions meeting subjects they may not read, stages reaching
 /// subjects at `sub` time and at run time, reloads that grant and revoke, and a second `auth`.
 @Suite struct SessionPermissionTests {

@@ -5,7 +5,7 @@ import Testing
 
 /// The files of `http_static_dir`: which paths name a file inside the folder, what a path
 /// finds there (never a file outside it, whatever links lead there), and each file's
-/// `Content-Type`. `scripts/http-tests.py`'s `static` suite checks the same over HTTP.
+/// `Content-Type`. `Tests/blackbox/test_http.py`'s `TestStatic` checks the same over HTTP.
 ///
 /// Thread rules: each test on its own values and folder. Lifetime rule: a test's folder is
 /// removed after it.

@@ -1,15 +1,15 @@
 import Testing
 
 /// runneld nodes in a cluster (docs/protocol.md, "Clusters"), against a real nats-server
-/// (Debian's, started on loopback by `scripts/nats_process.py`) and three runneld processes:
-/// `scripts/cluster-tests.py` checks shared subjects (every node's values reaching every node
-/// once and in order, patterns and stages, `receivers`), one NATS subscription per subject a
-/// node's clients use, a node killed with SIGKILL, two clusters on one NATS sharing nothing, a
-/// lost link (`unavailable`, `/healthz` 503, what still works, `dropped` when it is back), and
-/// the start-up errors. Each check is a test case of its own (`PythonScript`).
+/// (Debian's, started on loopback by `Tests/blackbox/nats_process.py`) and three runneld
+/// processes: `Tests/blackbox/test_cluster.py` checks shared subjects (every node's values
+/// reaching every node once and in order, patterns and stages, `receivers`), one NATS
+/// subscription per subject a node's clients use, a node killed with SIGKILL, two clusters on one
+/// NATS sharing nothing, a lost link (`unavailable`, `/healthz` 503, what still works, `dropped`
+/// when it is back), and the start-up errors. Each check is a test case of its own (`PythonSuite`).
 @Suite struct ClusterTests {
-    @Test(.timeLimit(.minutes(4)), arguments: PythonScript.checks("scripts/cluster-tests.py"))
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster.py"))
     func theClusterChecksPass(_ check: PythonCheck) async {
-        await PythonScript.expectPasses(check)
+        await PythonSuite.expectPasses(check)
     }
 }

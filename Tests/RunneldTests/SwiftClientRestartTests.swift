@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// The Swift client across runneld killed with SIGKILL and started again on its port and data
-/// (checklist items 7 and 8; the `restart` daemon of `scripts/client_checklist.py`).
+/// (checklist items 7 and 8; the `restart` daemon of `Tests/blackbox/client_checklist.py`).
 @Suite(.serialized, .timeLimit(.minutes(2))) struct SwiftClientRestartTests {
     static let restartConfig = """
         auth_tokens = ["client-token"]

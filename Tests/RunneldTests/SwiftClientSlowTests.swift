@@ -3,8 +3,8 @@ import RunnelJSON
 import Testing
 
 /// The Swift client as a slow consumer (checklist items 9 and 10; the `slow` daemon of
-/// `scripts/client_checklist.py`, whose small hard limit cuts or drops for a reader that stops
-/// at once), and its own bounded buffer (item 10, on a daemon without that limit).
+/// `Tests/blackbox/client_checklist.py`, whose small hard limit cuts or drops for a reader that
+/// stops at once), and its own bounded buffer (item 10, on a daemon without that limit).
 @Suite(.serialized, .timeLimit(.minutes(3))) struct SwiftClientSlowTests {
     static let slowConfig = """
         auth_tokens = ["client-token"]
@@ -142,7 +142,7 @@ import Testing
     }
 }
 
-/// Checklist item 1 with JWTs (the `expiry` daemon of `scripts/client_checklist.py`).
+/// Checklist item 1 with JWTs (the `expiry` daemon of `Tests/blackbox/client_checklist.py`).
 @Suite(.timeLimit(.minutes(2))) struct SwiftClientExpiryTests {
     /// An expired JWT fails at connect (`JWT expired`); one that expires while connected ends
     /// the connection with the server's `closing` line, which ends the subscription with that

@@ -5,8 +5,8 @@ import Testing
 
 /// The Swift client (`RunnelClient`) against real runneld processes: the behaviour checklist of
 /// docs/clients.md, one test per item, as the Python and JavaScript clients run it (their
-/// daemons' configs are `scripts/client_checklist.py`'s). This suite: the items on one daemon
-/// with tokens and TLS (`main`); `SwiftClientRestartTests` kills and restarts runneld,
+/// daemons' configs are `Tests/blackbox/client_checklist.py`'s). This suite: the items on one
+/// daemon with tokens and TLS (`main`); `SwiftClientRestartTests` kills and restarts runneld,
 /// `SwiftClientSlowTests` makes a slow consumer, `SwiftClientExpiryTests` uses JWTs.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct SwiftClientTests {
     static let mainConfig = """

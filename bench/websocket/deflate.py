@@ -50,7 +50,7 @@ import threading
 import time
 import zlib
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "blackbox"))
 from runneld_process import Daemon, LineClient  # noqa: E402
 
 DEFLATE = "permessage-deflate"

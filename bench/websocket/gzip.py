@@ -25,7 +25,7 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "blackbox"))
 from deflate import cpu_seconds, value  # noqa: E402
 from runneld_process import Daemon, LineClient  # noqa: E402
 

@@ -2,8 +2,8 @@ import Foundation
 import RunnelTestSupport
 
 /// A runneld for the Swift client's checklist (docs/clients.md), configured as the Python and
-/// JavaScript clients' checks are (`scripts/client_checklist.py`): a config written as TOML
-/// text, the TLS port read from its log, and `restart()` on the same ports and data directory
+/// JavaScript clients' checks are (`Tests/blackbox/client_checklist.py`): a config written as
+/// TOML text, the TLS port read from its log, and `restart()` on the same ports and data directory
 /// after a SIGKILL.
 ///
 /// Thread rules: owned by one test; not thread-safe. Lifetime rule: the daemon is killed and

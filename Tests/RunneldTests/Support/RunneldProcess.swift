@@ -6,9 +6,9 @@ import RunnelTestSupport
 /// `init` writes the config to a fresh temporary directory,
 /// spawns the daemon with `--listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --config <file>`, and
 /// waits for the log line `... listening on 127.0.0.1:PORT` (stdout and stderr are both
-/// collected); the HTTP front door's port is in the line before it. The Python scripts'
-/// harness (`scripts/runneld_process.py`, `Daemon`) starts runneld the same way: keep the two
-/// in step.
+/// collected); the HTTP front door's port is in the line before it. The Python tests' one
+/// starter (`Tests/blackbox/runneld_process.py`, `Daemon`) starts runneld the same way: keep the
+/// two in step.
 ///
 /// Thread rules: owned by one test; not thread-safe. Lifetime rule: the process is killed and
 /// reaped on deinit, so no daemon outlives its test, and the directory is removed.

@@ -1,8 +1,8 @@
 import Foundation
 import RunnelTestSupport
 
-/// `scripts/silent_network.py` in front of a runneld port (docs/clients.md, checklist item 12):
-/// `silence()` makes the connections open at that moment lose everything, both ways, without
+/// `Tests/blackbox/silent_network.py` in front of a runneld port (docs/clients.md, checklist item
+/// 12): `silence()` makes the connections open at that moment lose everything, both ways, without
 /// closing (a network that drops a connection without a word); connections made later are
 /// forwarded. The Python and JavaScript checklists use the same script.
 ///
@@ -18,7 +18,7 @@ final class SilentNetwork: Sendable {
     init(upstream: Int) throws {
         var root = URL(fileURLWithPath: #filePath)
         for _ in 0..<4 { root.deleteLastPathComponent() }
-        let script = root.appendingPathComponent("scripts/silent_network.py").path
+        let script = root.appendingPathComponent("Tests/blackbox/silent_network.py").path
         var toProxy: [Int32] = [-1, -1]
         var fromProxy: [Int32] = [-1, -1]
         pid = try ChildProcess.spawnLock.withLock {

@@ -4,6 +4,6 @@
 /// files are web/dashboard/; the EmbedDashboard build plugin puts the stylesheet and script in
 /// line and declares `html` in a generated extension. The page talks to runneld only over
 /// `GET /ws`, through the client (`list`, `sub` with `ops` and `from`, `unsub`, `pub`, `auth`);
-/// scripts/dashboard-tests.py drives it in a real browser.
+/// Tests/blackbox/test_dashboard.py drives it in a real browser.
 /// Thread rules: `html` is a constant, read from any thread.
 enum DashboardPage {}

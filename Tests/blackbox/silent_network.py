@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A network that drops connections without a word, for the clients' keep-alive checks.
 
-    scripts/silent_network.py UPSTREAM_PORT
+    Tests/blackbox/silent_network.py UPSTREAM_PORT
 
 A TCP proxy on a free loopback port to 127.0.0.1:UPSTREAM_PORT; prints its port on a line of its
 own once it listens. On SIGUSR1 the connections open at that moment lose everything, both ways,

@@ -1,15 +1,12 @@
-"""The one harness of the Python test scripts (http-tests.py, websocket-tests.py,
-permissions-tests.py, backpressure-tests.py, tls-tests.py, dashboard-tests.py, the client
-checklists python-client-tests.py and js-client-tests.py, cluster-tests.py and
-cluster-crash-harness.py's nodes, and crash-harness.py's daemon): a runneld process of their own on free loopback ports, started
-as the Swift tests' `RunneldProcess` starts one; a line-protocol client over TCP; a reader of
-GET /events streams; a self-signed certificate; headless Chromium; and the command line every test script shares (`main`), which runs
-named checks in suites that share one daemon, lists them (`--list`), runs some (`--only`)
-and reports each (`--results`, read by Tests/RunneldTests/Support/PythonScript.swift)."""
+"""The one way the Python tests start runneld, and what they talk to it with: a runneld process
+of its own on free loopback ports (`Daemon`, on `command`'s command line), started as the Swift
+tests' `RunneldProcess` starts one, or one that must not start (`run_until_exit`); a
+line-protocol client over TCP; a reader of GET /events streams; a self-signed certificate;
+headless Chromium. The black-box suites (Tests/blackbox/test_*.py) get their daemons through
+conftest.py's fixtures, which start them with `Daemon`; the crash harnesses
+(scripts/crash-harness.py, scripts/cluster-crash-harness.py) and the benchmarks in bench/websocket
+import this module too."""
 
-import argparse
-import contextlib
-import io
 import json
 import os
 import re
@@ -17,17 +14,16 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import traceback
 
 # As long as the Swift harness (RunneldProcess.startupTimeout) waits for the listening line.
 STARTUP_SECONDS = 15
 
 # The event loops every daemon gets (`--loops`), as the Swift harness gives them: the test run's
-# `RUNNEL_TEST_LOOPS`, else 1 (`make test` runs the suites with 1 and with 4).
+# `RUNNEL_TEST_LOOPS`, else 1 (`make test` runs the suites with 1 and with 4); pytest's `--loops`
+# (conftest.py) sets it for a run.
 TEST_LOOPS = os.environ.get("RUNNEL_TEST_LOOPS", "1")
 
 
@@ -48,10 +44,8 @@ class Daemon:
         with open(config, "w") as file:
             file.write(toml.replace("DATA_DIR", os.path.join(self.directory, "data")))
         http_listen = f"127.0.0.1:{http_port}" if http else ""
-        self.process = subprocess.Popen(
-            [binary, "--listen", f"127.0.0.1:{port}", "--http-listen", http_listen, "--config", config,
-             "--loops", str(loops or TEST_LOOPS)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(command(binary, config, port, http_listen, loops), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.log = []
         self.port = self.http_port = self.tls_port = self.https_port = None
         self._announced = threading.Condition()
@@ -113,6 +107,33 @@ class Daemon:
         finally:
             if not keep_directory:
                 shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def command(binary, config, port=0, http_listen="127.0.0.1:0", loops=None):
+    """The command line of a runneld in the tests: on `config` (a file), listening on loopback
+    (`port`; `http_listen`, "" for no HTTP), on `loops` event loops (else TEST_LOOPS)."""
+    return [binary, "--listen", f"127.0.0.1:{port}", "--http-listen", http_listen, "--config", config,
+            "--loops", str(loops or TEST_LOOPS)]
+
+
+def run_until_exit(binary, toml, seconds):
+    """runneld on `toml` as `Daemon` starts it, but with stderr apart, for one that must not
+    start: (its status, or None when it was still running after `seconds` (then killed); the
+    seconds it took; its stderr; its stdout)."""
+    with tempfile.TemporaryDirectory(prefix="runneld-test-") as directory:
+        config = f"{directory}/runneld.toml"
+        with open(config, "w") as file:
+            file.write(toml)
+        started = time.monotonic()
+        process = subprocess.Popen(command(binary, config), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = process.communicate(timeout=seconds)
+            return process.returncode, time.monotonic() - started, err, out
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+            return None, time.monotonic() - started, err, out
 
 
 def _port(announcement, line):
@@ -310,171 +331,8 @@ def expect_closing(closing, line=None, websockets=(), stream=None):
         stream.close()
 
 
-class Suite:
-    """Checks run in order against one thing they share: what `start(binary)` yields, a
-    context manager (by default a daemon on `config`, stopped after the last check, which
-    `daemon_started` makes). A check is named `SUITE.FUNCTION`; the suite's stop is
-    `SUITE.clean_stop`, failed when the daemon did not exit with status 0 (none when
-    `stops_a_daemon` is False: the checks are given something else, such as the binary)."""
-
-    def __init__(self, name, checks, config=None, start=None, stops_a_daemon=True):
-        self.name = name
-        self.checks = list(checks)
-        self.start = start or (lambda binary: daemon_started(binary, config))
-        self.stops_a_daemon = stops_a_daemon
-
-    def names(self):
-        return [f"{self.name}.{check.__name__}" for check in self.checks] + (
-            [self.stop_name()] if self.stops_a_daemon else [])
-
-    def stop_name(self):
-        return f"{self.name}.clean_stop"
-
-
-@contextlib.contextmanager
-def daemon_started(binary, config, **options):
-    """A `Daemon` (with `options`) for the checks of a suite; stopped after them, and an
-    AssertionError with the tail of its log when it did not exit with status 0."""
-    daemon = Daemon(binary, config, **options)
-    try:
-        yield daemon
-    finally:
-        assert_clean_stop(daemon)
-
-
 def assert_clean_stop(daemon):
+    """Stops `daemon` (a suite's `test_clean_stop`): an AssertionError with the tail of its log
+    when it did not exit with status 0."""
     status = daemon.stop()
     assert status == 0, f"runneld stopped with status {status}:\n" + "\n".join(daemon.log[-20:])
-
-
-class _Tee(io.TextIOBase):
-    """What a check prints: to the terminal, and kept for its report."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.parts = []
-
-    def write(self, text):
-        self.stream.write(text)
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self):
-        self.stream.flush()
-
-
-def _log_of(argument):
-    """The log of the daemon a check was given (itself, or a suite's `daemon`), if any."""
-    daemon = argument if isinstance(argument, Daemon) else getattr(argument, "daemon", None)
-    return daemon.log if isinstance(daemon, Daemon) else None
-
-
-class _Report:
-    """Prints one line per check (and the failure's details) and writes the `--results` file."""
-
-    def __init__(self, path):
-        self.file = open(path, "w") if path else None
-        self.passed = self.failed = 0
-
-    def record(self, name, seconds, failure=None, output=""):
-        if failure is None:
-            self.passed += 1
-            print(f"ok   {name} ({seconds:.1f}s)", flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL {name}: {failure}", flush=True)
-        if self.file:
-            self.file.write(json.dumps({"name": name, "ok": failure is None, "seconds": round(seconds, 2),
-                                        "output": output}) + "\n")
-            self.file.flush()
-
-
-def _run_check(name, check, argument, report):
-    """Runs one check, reporting it with what it printed and, when it failed, its traceback and
-    the daemon's last lines."""
-    started = time.monotonic()
-    tee = _Tee(sys.stdout)
-    try:
-        with contextlib.redirect_stdout(tee):
-            check(argument)
-        report.record(name, time.monotonic() - started)
-    except Exception as error:  # noqa: BLE001 - report every failure and go on
-        output = "".join(tee.parts) + traceback.format_exc()
-        log = _log_of(argument)
-        if log:
-            output += "runneld's last lines:\n" + "\n".join(log[-20:]) + "\n"
-        report.record(name, time.monotonic() - started, repr(error), output)
-        print(output, end="", flush=True)
-
-
-def _run_suite(suite, binary, selected, report):
-    """Runs the checks of `suite` that are `selected` against what its start yields."""
-    checks = [check for check in suite.checks if f"{suite.name}.{check.__name__}" in selected]
-    context = suite.start(binary)
-    try:
-        argument = context.__enter__()
-    except Exception:  # noqa: BLE001 - every check of the suite fails with the reason
-        reason = traceback.format_exc()
-        for name in [f"{suite.name}.{check.__name__}" for check in checks] + suite.names()[len(suite.checks):]:
-            report.record(name, 0, "the suite did not start", reason)
-        return
-    try:
-        for check in checks:
-            _run_check(f"{suite.name}.{check.__name__}", check, argument, report)
-    except BaseException:
-        # Stopped from outside (SIGTERM, ^C): the daemon stops too, then the script.
-        with contextlib.suppress(Exception):
-            context.__exit__(None, None, None)
-        raise
-    started = time.monotonic()
-    try:
-        context.__exit__(None, None, None)
-        failure = None
-    except Exception as error:  # noqa: BLE001
-        failure, output = repr(error), traceback.format_exc()
-        if not suite.stops_a_daemon:
-            raise
-    if suite.stops_a_daemon:
-        report.record(suite.stop_name(), time.monotonic() - started, failure, output if failure else "")
-
-
-def main(description, suites, add_arguments=None):
-    """The command line of every test script: `--runneld PATH`, `--list` (the checks' names,
-    one a line), `--only NAME` (repeatable: only those checks, a name with or without its
-    suite's), `--results FILE` (one JSON object a line per check: name, ok, seconds, output),
-    `--timeout SECONDS` (then exit, stopping the daemons; so does SIGTERM).
-    `suites` is a list of `Suite`s, or a function of the parsed arguments returning one (with
-    options `add_arguments(parser)` adds). One line per check, a total, exit status 0 when
-    every check passed."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--runneld", default=".build/debug/runneld")
-    parser.add_argument("--list", action="store_true", help="print the checks' names and run none")
-    parser.add_argument("--only", action="append", metavar="NAME", help="run only this check (repeatable)")
-    parser.add_argument("--results", metavar="FILE", help="write each check's result as a JSON line")
-    parser.add_argument("--timeout", type=int, metavar="SECONDS", help="stop after this long, the daemons too")
-    if add_arguments:
-        add_arguments(parser)
-    arguments = parser.parse_args()
-    # Stopped from outside, or by --timeout: unwind, so the suites stop their daemons.
-    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
-    if arguments.timeout:
-        signal.signal(signal.SIGALRM, lambda number, frame: sys.exit(f"stopped after {arguments.timeout} s"))
-        signal.alarm(arguments.timeout)
-    plan = suites(arguments) if callable(suites) else suites
-    names = [name for suite in plan for name in suite.names()]
-    if arguments.list:
-        print("\n".join(names))
-        return
-    selected = set(names)
-    if arguments.only:
-        wanted = set(arguments.only)
-        selected = {name for name in names if name in wanted or name.split(".", 1)[1] in wanted}
-        unknown = wanted - selected - {name.split(".", 1)[1] for name in selected}
-        if unknown:
-            parser.error("no such check: " + ", ".join(sorted(unknown)) + " (--list lists them)")
-    report = _Report(arguments.results)
-    for suite in plan:
-        if any(f"{suite.name}.{check.__name__}" in selected for check in suite.checks):
-            _run_suite(suite, arguments.runneld, selected, report)
-    print(f"{report.passed} passed, {report.failed} failed")
-    sys.exit(1 if report.failed else 0)

@@ -1,33 +1,31 @@
-#!/usr/bin/env python3
 """The JavaScript client (clients/js/runnel.js) against real runneld processes: the client behaviour
 checklist of docs/clients.md in Node, and the module as runneld serves it in headless Chromium. The
-Node checks are scripts/js-client-checks.mjs (its `--list` names them and their suites), each run as
-a Node process of its own against this script's daemon; where a check needs runneld killed with
-SIGKILL and restarted on its ports and data, it asks on its stdout (`@harness kill`, `@harness
-restart`) and this script answers on its stdin. The browser checks load `/runnel.js` from runneld
-into a page of runneld's, connect, publish and subscribe. One line per check; exit status 0 when
-every check passed.
+Node checks are js-client-checks.mjs (its `--list` names them and their suites, `test_node`'s
+parameters), each run as a Node process of its own against its suite's daemon; where a check needs
+runneld killed with SIGKILL and restarted on its ports and data, it asks on its stdout (`@harness
+kill`, `@harness restart`) and this module answers on its stdin. The browser checks load
+`/runnel.js` from runneld into a page of runneld's, connect, publish and subscribe.
 
-    python3 scripts/js-client-tests.py --runneld .build/debug/runneld
+    python3 -m pytest Tests/blackbox/test_js_client.py --runneld .build/debug/runneld
 
 Needs Node 20 or later (with --experimental-websocket when it has no global WebSocket, which this
-script adds), openssl (the test certificate), selenium (PyPI) and Debian's chromium and
+module adds), openssl (the test certificate), selenium (PyPI) and Debian's chromium and
 chromium-driver.
 """
 
 import json
 import os
-import shutil
 import subprocess
 import threading
 import urllib.request
 
-from client_checklist import (CERTS, EXPIRY_CONFIG, JWT_SECRET, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate,
-                              main_daemon_started, restarted_daemon_stopped)
-from runneld_process import Daemon, Suite, chromium, main, severe_console_entries
+import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHECKS = os.path.join(ROOT, "scripts", "js-client-checks.mjs")
+from client_checklist import EXPIRY_CONFIG, JWT_SECRET, MAIN_CONFIG, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate
+from runneld_process import Daemon, assert_clean_stop, chromium, severe_console_entries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js-client-checks.mjs")
 MODULE = os.path.join(ROOT, "clients", "js", "runnel.js")
 NODE_CHECK_SECONDS = 150  # a Node check that runs longer is killed
 
@@ -100,23 +98,20 @@ def run_node_check(command, name, trusts_ca, target):
 
 
 def node_checks():
-    """The Node checks of scripts/js-client-checks.mjs (its `--list`), by suite, as checks."""
-    command = node_command()
-    listing = subprocess.run(command + [CHECKS, "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
+    """The Node checks of js-client-checks.mjs (its `--list`), by suite: (name, trusts_ca) each."""
+    listing = subprocess.run(NODE + [CHECKS, "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
     suites = {}
     for line in listing.stdout.splitlines():
         suite, name, *flags = line.split()
-
-        def check(target, name=name, trusts_ca="trusts-ca" in flags):
-            run_node_check(command, name, trusts_ca, target)
-
-        check.__name__ = name
-        suites.setdefault(suite, []).append(check)
+        suites.setdefault(suite, []).append(pytest.param(name, "trusts-ca" in flags, id=name))
     return suites
 
 
-def restarts_started(binary):
-    return restarted_daemon_stopped(Restarts(binary))
+# Read when the checks are collected.
+NODE = node_command()
+NODE_CHECKS = node_checks()
+assert set(NODE_CHECKS) == {"main", "restart", "slow",
+                            "expiry"}, f"suites of js-client-checks.mjs: {sorted(NODE_CHECKS)}"
 
 
 # --- browser: the module runneld serves, in headless Chromium ---------------------------------------
@@ -124,18 +119,6 @@ def restarts_started(binary):
 BROWSER_CONFIG = f'''
 auth_tokens = ["{TOKEN}"]
 '''
-
-
-def check_runneld_serves_the_module_without_a_token(d):
-    with urllib.request.urlopen(d.url + "/runnel.js") as response:
-        assert response.status == 200, response.status
-        assert response.headers["Content-Type"] == "text/javascript; charset=utf-8", response.headers
-        served = response.read()
-    with open(MODULE, "rb") as file:
-        assert served == file.read(), "GET /runnel.js is not clients/js/runnel.js"
-    head = urllib.request.Request(d.url + "/runnel.js", method="HEAD")
-    with urllib.request.urlopen(head) as response:
-        assert response.status == 200 and int(response.headers["Content-Length"]) == len(served)
 
 
 # The page imports the module from runneld and drives it: a wrong token refused, a subscription as
@@ -165,38 +148,95 @@ const [token, done] = arguments;
 """
 
 
-def check_the_module_publishes_and_subscribes_in_chromium(d):
-    driver = chromium()
-    try:
-        driver.set_script_timeout(30)
-        driver.get(d.url + "/healthz")  # a page of runneld's origin, which its WebSocket accepts
-        result = driver.execute_async_script(IN_THE_PAGE, TOKEN)
-        assert "error" not in result, result.get("error")
-        assert result == {"wrong": [True, "unauthorized"], "receivers": 1, "first": ["value", 42, "browser.a", True],
-                          "seen": ["x", "y"], "ending": None, "url": d.ws_url, "subscriptions": 1,
-                          "connectedAfterClose": False}, result
-        # The browser asks for /favicon.ico of the /healthz page itself: a 401, no error of the module.
-        errors = [entry for entry in severe_console_entries(driver) if "/favicon.ico " not in entry["message"]]
-        assert not errors, errors
-    finally:
-        driver.quit()
+def node_test(suite):
+    """The Node checks of `suite` as one check parametrized by their names: each runs against `d`,
+    the suite's daemon (or its `Restarts`)."""
+
+    @pytest.mark.parametrize("name, trusts_ca", NODE_CHECKS[suite])
+    def test_node(self, d, name, trusts_ca):
+        run_node_check(NODE, name, trusts_ca, d)
+
+    return test_node
 
 
-def suites(arguments):
-    checks = node_checks()
-    assert set(checks) == {"main", "restart", "slow", "expiry"}, f"suites of js-client-checks.mjs: {sorted(checks)}"
-    return [
-        Suite("main", checks.pop("main"), start=main_daemon_started),
-        Suite("restart", checks.pop("restart"), start=restarts_started, stops_a_daemon=False),
-        Suite("slow", checks.pop("slow"), SLOW_CONFIG),
-        Suite("expiry", checks.pop("expiry"), EXPIRY_CONFIG),
-        Suite("browser", [check_runneld_serves_the_module_without_a_token,
-                          check_the_module_publishes_and_subscribes_in_chromium], BROWSER_CONFIG),
-    ]
+@pytest.mark.daemon(MAIN_CONFIG)
+@pytest.mark.usefixtures("checklist_certificate")
+class TestMain:
+    """One daemon with a token, a token of limited rights, TLS and HTTPS."""
+
+    test_node = node_test("main")
+
+    def test_clean_stop(self, d):
+        assert_clean_stop(d)
 
 
-if __name__ == "__main__":
-    try:
-        main(__doc__.split("\n\n")[0], suites)
-    finally:
-        shutil.rmtree(CERTS, ignore_errors=True)
+class TestRestart:
+    """runneld killed with SIGKILL and started again on its ports and data, as the Node checks ask."""
+
+    @pytest.fixture(scope="class")
+    def d(self, binary):
+        """The `Restarts` of the daemon the checks kill and start again; stopped after them (its
+        directory removed)."""
+        restarts = Restarts(binary)
+        try:
+            yield restarts
+        finally:
+            restarts.daemon.stop()
+
+    test_node = node_test("restart")
+
+
+@pytest.mark.daemon(SLOW_CONFIG)
+class TestSlow:
+    """A consumer the server cuts (`closing` slow_consumer), or drops events for."""
+
+    test_node = node_test("slow")
+
+    def test_clean_stop(self, d):
+        assert_clean_stop(d)
+
+
+@pytest.mark.daemon(EXPIRY_CONFIG)
+class TestExpiry:
+    """JWTs, which expire."""
+
+    test_node = node_test("expiry")
+
+    def test_clean_stop(self, d):
+        assert_clean_stop(d)
+
+
+@pytest.mark.daemon(BROWSER_CONFIG)
+class TestBrowser:
+    """The module as runneld serves it, in headless Chromium."""
+
+    def test_runneld_serves_the_module_without_a_token(self, d):
+        with urllib.request.urlopen(d.url + "/runnel.js") as response:
+            assert response.status == 200, response.status
+            assert response.headers["Content-Type"] == "text/javascript; charset=utf-8", response.headers
+            served = response.read()
+        with open(MODULE, "rb") as file:
+            assert served == file.read(), "GET /runnel.js is not clients/js/runnel.js"
+        head = urllib.request.Request(d.url + "/runnel.js", method="HEAD")
+        with urllib.request.urlopen(head) as response:
+            assert response.status == 200 and int(response.headers["Content-Length"]) == len(served)
+
+    def test_the_module_publishes_and_subscribes_in_chromium(self, d):
+        driver = chromium()
+        try:
+            driver.set_script_timeout(30)
+            driver.get(d.url + "/healthz")  # a page of runneld's origin, which its WebSocket accepts
+            result = driver.execute_async_script(IN_THE_PAGE, TOKEN)
+            assert "error" not in result, result.get("error")
+            assert result == {"wrong": [True, "unauthorized"], "receivers": 1, "first": ["value", 42, "browser.a",
+                                                                                         True],
+                              "seen": ["x", "y"], "ending": None, "url": d.ws_url, "subscriptions": 1,
+                              "connectedAfterClose": False}, result
+            # The browser asks for /favicon.ico of the /healthz page itself: a 401, no error of the module.
+            errors = [entry for entry in severe_console_entries(driver) if "/favicon.ico " not in entry["message"]]
+            assert not errors, errors
+        finally:
+            driver.quit()
+
+    def test_clean_stop(self, d):
+        assert_clean_stop(d)

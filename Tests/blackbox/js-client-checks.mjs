@@ -1,12 +1,12 @@
 // The JavaScript client's checks (clients/js/runnel.js, imported from this checkout) in Node:
-// the client behaviour checklist of docs/clients.md. scripts/js-client-tests.py runs each check
+// the client behaviour checklist of docs/clients.md. test_js_client.py runs each check
 // as a process of its own against the runneld it started, which it describes in the environment
 // (RUNNEL_CHECK, JSON: `ws`, `wss`, `http` URLs, `linePort`, `token`, `pid`, `config`); a check that needs
 // runneld killed or restarted asks the harness on stdout (`@harness kill`) and reads its answer,
 // one JSON line, on stdin.
 //
-//   node scripts/js-client-checks.mjs --list     # SUITE NAME [trusts-ca], one check a line
-//   node scripts/js-client-checks.mjs NAME       # runs one; exit status 0 when it passed
+//   node Tests/blackbox/js-client-checks.mjs --list     # SUITE NAME [trusts-ca], one check a line
+//   node Tests/blackbox/js-client-checks.mjs NAME       # runs one; exit status 0 when it passed
 //
 // Node 20 needs --experimental-websocket (the harness adds it when Node has no WebSocket).
 
@@ -19,7 +19,7 @@ import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { Client, connect, Gap, RunnelError, Value } from "../clients/js/runnel.js";
+import { Client, connect, Gap, RunnelError, Value } from "../../clients/js/runnel.js";
 
 const context = JSON.parse(process.env.RUNNEL_CHECK ?? "{}");
 const TOKEN = context.token;
@@ -120,7 +120,7 @@ function recording() {
 
 let stdinLines = null;
 
-/** Asks scripts/js-client-tests.py to do `action` to the daemon (`kill`, `restart`); its answer. */
+/** Asks test_js_client.py to do `action` to the daemon (`kill`, `restart`); its answer. */
 async function harness(action) {
   stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   process.stdout.write(`@harness ${action}\n`);
@@ -411,7 +411,7 @@ async function check_a_full_buffer_drops_the_newest_and_reports_a_gap() {
 }
 
 /**
- * scripts/silent_network.py in front of runneld's HTTP port: `silence()` makes the connections
+ * silent_network.py in front of runneld's HTTP port: `silence()` makes the connections
  * open now lose everything, both ways, without closing (a network that drops a connection
  * without a word); connections made after it are forwarded.
  */

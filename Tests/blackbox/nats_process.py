@@ -1,5 +1,5 @@
-"""A nats-server process of its own for the scripts that run runneld as a cluster
-(cluster-tests.py, and the benchmarks and crash harness that start clusters): Debian's
+"""A nats-server process of its own for what runs runneld as a cluster (test_cluster.py, through
+conftest.py's `nats` fixture; test_dashboard.py; scripts/cluster-crash-harness.py): Debian's
 `nats-server` (2.9 or later; NATS_SERVER names another) with JetStream, on free loopback ports
 and a store directory of its own, started again on the same ports and directory after a stop or
 a kill, and read through its monitoring endpoint (`/healthz`, `/connz`). Its log goes to a file

@@ -1,18 +1,15 @@
-"""What the client checklist scripts (python-client-tests.py, js-client-tests.py) share: the
-daemons their suites run against (docs/clients.md, "The behaviour checklist"). `main`: a token,
-a token that a reload removes, a token of limited rights, TLS and HTTPS with a self-signed
-certificate; `restart`: durable subjects with fsync "always", for a daemon killed and started
-again; `slow`: a small hard limit, so a reader that stops is cut or dropped for at once;
-`expiry`: a JWT secret, for tokens that expire."""
+"""What the client checklist suites (test_python_client.py, test_js_client.py) share: the configs
+of the daemons their suites run against (docs/clients.md, "The behaviour checklist"). `main`: a
+token, a token that a reload removes, a token of limited rights, TLS and HTTPS with a self-signed
+certificate (conftest.py's `checklist_certificate` makes it); `restart`: durable subjects with
+fsync "always", for a daemon killed and started again; `slow`: a small hard limit, so a reader
+that stops is cut or dropped for at once; `expiry`: a JWT secret, for tokens that expire."""
 
-import contextlib
 import os
 import tempfile
 
-from runneld_process import daemon_started, self_signed_certificate
-
 TOKEN = "client-token"
-# The test certificate's directory, removed at exit by the script that made it.
+# The test certificate's directory, made and removed by conftest.py's `checklist_certificate`.
 CERTS = os.path.join(tempfile.gettempdir(), f"runnel-client-certs-{os.getpid()}")
 
 
@@ -31,13 +28,6 @@ tls_key_file = "{certificate('server.key')}"
 token = "limited-token"
 publish = ["limited.>"]
 '''
-
-
-@contextlib.contextmanager
-def main_daemon_started(binary):
-    self_signed_certificate(CERTS)
-    with daemon_started(binary, MAIN_CONFIG) as daemon:
-        yield daemon
 
 
 RESTART_CONFIG = f'''
@@ -63,12 +53,3 @@ slow_consumer = "disconnect"
 compression = false
 '''
 
-
-@contextlib.contextmanager
-def restarted_daemon_stopped(restarts):
-    """Yields `restarts`, whose `daemon` its checks kill and start again, and stops the daemon
-    it has after them (its directory removed)."""
-    try:
-        yield restarts
-    finally:
-        restarts.daemon.stop()

@@ -1,0 +1,604 @@
+"""The dashboard page (GET /) in a real browser: headless Chromium driven by selenium.
+
+    python3 -m pytest Tests/blackbox/test_dashboard.py [--runneld PATH] [--screenshots DIR] [--perf]
+
+Starts its own runneld on free loopback ports and checks the dashboard's acceptance: the page loads
+without a token and without console errors; a panel created through the form shows a value
+published over TCP within a second; filter, map and throttle typed into the form are applied by
+the server; a bad expression shows the server's `bad_expr` message; removing a panel
+unsubscribes; the URL restores the panels in a fresh browser; after the daemon restarts (same
+ports, same data directory) the page reconnects, resumes a durable replay subject with every
+value once, and marks a gap where values were lost (`resumed: false`); with tokens configured
+the page asks for one; the page's WebSocket negotiates permessage-deflate (the handshake as
+Chromium's DevTools report it) and a large value reaches it compressed on the wire (the
+kernel's byte count), and with `compression = false` nothing is negotiated and the page still
+works; a node of a cluster (a nats-server on loopback) names itself and its link in the header,
+and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
+log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
+1,000 values/s into one chart panel (Chromium's Performance.getMetrics) (conftest.py's options: without
+them, those two checks are not collected). Needs selenium (PyPI) and Debian's chromium and chromium-driver.
+"""
+
+import contextlib
+import json
+import math
+import os
+import re
+import subprocess
+import threading
+import time
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from nats_process import NatsServer
+from runneld_process import Daemon, LineClient, assert_clean_stop, chromium, severe_console_entries
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+TOKEN = "s3cret"
+
+CONFIG = """
+data_dir = "DATA_DIR"
+
+[[subjects]]
+name = "dash.rep"
+kind = "replay"
+capacity = 100
+durable = true
+
+[[subjects]]
+name = "dash.small"
+kind = "replay"
+capacity = 3
+durable = true
+"""
+
+AUTH_CONFIG = f"""
+auth_tokens = ["{TOKEN}"]
+"""
+
+
+def wait_until(predicate, what, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def conn_state(driver):
+    return driver.find_element(By.ID, "conn-state").get_attribute("data-state")
+
+
+def open_page(driver, url):
+    driver.get(url)
+    wait_until(lambda: conn_state(driver) in ("connected", "token"), "the page to connect")
+
+
+def type_into(driver, element_id, text):
+    field = driver.find_element(By.ID, element_id)
+    field.clear()
+    if text:
+        field.send_keys(text)
+
+
+def add_panel(driver, subject, view, filter="", map="", throttle=""):
+    """Fills the new-panel form and submits it with the keyboard; returns the new panel."""
+    before = len(driver.find_elements(By.CSS_SELECTOR, ".panel"))
+    type_into(driver, "new-filter", filter)
+    type_into(driver, "new-map", map)
+    type_into(driver, "new-throttle", throttle)
+    Select(driver.find_element(By.ID, "new-view")).select_by_value(view)
+    type_into(driver, "new-subject", subject)
+    driver.find_element(By.ID, "new-subject").submit()
+    wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, ".panel")) == before + 1, "the new panel")
+    return driver.find_elements(By.CSS_SELECTOR, ".panel")[-1]
+
+
+def panel_for(driver, subject):
+    return driver.find_element(By.CSS_SELECTOR, f'.panel[data-subject="{subject}"]')
+
+
+def panel_state(panel):
+    return panel.find_element(By.CSS_SELECTOR, ".state").text
+
+
+def wait_live(panel, timeout=5.0):
+    wait_until(lambda: panel_state(panel) == "live", "the panel to be live", timeout)
+
+
+def logged(driver, panel):
+    """The values in a log panel, oldest first (the page shows the newest first)."""
+    texts = driver.execute_script(
+        "return [...arguments[0].querySelectorAll('.log-entry .value')].map(e => e.textContent).reverse()", panel)
+    return [json.loads(text) for text in texts]
+
+
+def gap_lines(panel):
+    return panel.find_elements(By.CSS_SELECTOR, ".log li.gap")
+
+
+def publish(tcp, subject, values):
+    for value in values:
+        reply = tcp.request({"op": "pub", "subject": subject, "value": value})
+        assert reply["ok"], reply
+
+
+class Run:
+    """The daemon, the browser and a TCP client the checks share, in order."""
+
+    def __init__(self, binary, screenshots):
+        self.binary = binary
+        self.screenshots = screenshots
+        self.daemon = Daemon(binary, CONFIG)
+        self.closed = False
+        try:
+            self.tcp = LineClient(self.daemon.port)
+            self.driver = chromium()
+        except Exception:
+            self.daemon.stop()  # no suite to stop it: it did not start
+            raise
+
+    def close(self):
+        self.closed = True
+        try:
+            self.driver.quit()
+        finally:
+            self.tcp.close()
+
+
+def subscribers(tcp, subject):
+    reply = tcp.request({"op": "list", "prefix": subject})
+    return next(entry["subscribers"] for entry in reply["subjects"] if entry["subject"] == subject)
+
+
+def panel_specs(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.panel')].map(p => [p.dataset.subject, p.dataset.view,"
+        " p.querySelector('.exprs').textContent])")
+
+
+def reply_message_shown(panel):
+    return wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error again")
+
+
+JWT_SECRET = "dashboard-check-secret-of-at-least-32-bytes"
+JWT_CONFIG = f"""
+jwt_secrets = ["{JWT_SECRET}"]
+jwt_leeway = 0
+"""
+
+
+def jwt_for(seconds, rights):
+    """An HS256 JWT (PyJWT) with `rights` (the `runnel` claim) that expires `seconds` from now."""
+    import jwt
+
+    now = int(time.time())
+    return jwt.encode({"sub": "dashboard-check", "iat": now, "exp": now + seconds, "runnel": rights}, JWT_SECRET,
+                      algorithm="HS256")
+
+
+@contextlib.contextmanager
+def token_server(origin):
+    """The web app's token endpoint, on a port of its own: each GET mints a 3-second JWT that
+    may read `app.>`, for the page at `origin` (CORS with credentials). Yields (its URL, the
+    tokens it handed out)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    minted = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802: http.server's name
+            minted.append(jwt_for(3, {"subscribe": ["app.>"]}))
+            body = minted[-1].encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Access-Control-Allow-Credentials", "true")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *arguments):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/token", minted
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def websocket_handshakes(driver):
+    """The WebSocket handshakes Chromium's DevTools reported since the last call (the driver's
+    performance log): for each, the URL and the request's and the response's header fields."""
+    urls, requests, handshakes = {}, {}, []
+    for entry in driver.get_log("performance"):
+        event = json.loads(entry["message"])["message"]
+        params = event.get("params", {})
+        if event["method"] == "Network.webSocketCreated":
+            urls[params["requestId"]] = params["url"]
+        elif event["method"] == "Network.webSocketWillSendHandshakeRequest":
+            requests[params["requestId"]] = params["request"]["headers"]
+        elif event["method"] == "Network.webSocketHandshakeResponseReceived":
+            handshakes.append({"url": urls.get(params["requestId"]), "request": requests.get(params["requestId"], {}),
+                               "response": params["response"]["headers"], "status": params["response"]["status"]})
+    return handshakes
+
+
+def server_bytes_sent(daemon):
+    """The bytes the kernel has sent from the daemon's HTTP port, over every connection open now
+    (`ss`'s bytes_sent: what went on the wire, compressed or not)."""
+    listing = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{daemon.http_port} )"],
+                             capture_output=True, text=True, check=True).stdout
+    return sum(int(count) for count in re.findall(r"bytes_sent:(\d+)", listing))
+
+
+def repetitive_value(size):
+    """A dashboard-like JSON value of about `size` bytes: rows of metrics, as a table panel gets."""
+    return {"rows": [{"host": f"web-{i % 9}", "cpu": i % 100, "mem": 2048 + i % 50, "ok": True}
+                     for i in range(size // 50)]}
+
+
+def page_shows_a_value_sent_as(daemon, offer_answered):
+    """A fresh Chromium opens the page with a log panel; its WebSocket's handshake, as Chromium
+    saw it, offered permessage-deflate and got `offer_answered` (None: no extension); a value of
+    about 40 KB published over TCP reaches the panel, and the bytes the server sent meanwhile
+    (the WebSocket's frames) are returned."""
+    driver = chromium(performance_log=True)
+    tcp = LineClient(daemon.port)
+    try:
+        panels = "#" + quote(json.dumps({"panels": [{"subject": "dash.z", "view": "log"}]}))
+        open_page(driver, daemon.url + "/" + panels)
+        panel = panel_for(driver, "dash.z")
+        wait_live(panel)
+        handshakes = [h for h in websocket_handshakes(driver) if h["url"] and h["url"].startswith("ws://")]
+        assert len(handshakes) == 1, handshakes
+        handshake = handshakes[0]
+        assert handshake["status"] == 101, handshake
+        assert "permessage-deflate" in handshake["request"].get("Sec-WebSocket-Extensions", ""), handshake
+        response = {name.lower(): value for name, value in handshake["response"].items()}
+        assert response.get("sec-websocket-extensions") == offer_answered, handshake
+        value = repetitive_value(40000)
+        before = server_bytes_sent(daemon)
+        publish(tcp, "dash.z", [value])
+        wait_until(lambda: logged(driver, panel) == [value], "the value in the panel", timeout=5)
+        sent = server_bytes_sent(daemon) - before
+        errors = severe_console_entries(driver)
+        assert not errors, errors
+        return len(json.dumps(value, separators=(",", ":"))), sent
+    finally:
+        tcp.close()
+        driver.quit()
+
+
+def set_viewport(driver, width, height, mobile):
+    """The page's viewport exactly (the window's size includes what headless Chromium keeps for
+    its own frame)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+
+
+def sensor_feed(port, stop, rate=20):
+    """Publishes readings of three rooms and some orders until `stop` is set."""
+    tcp = LineClient(port)
+    step = 0
+    while not stop.is_set():
+        for index, room in enumerate(["kitchen", "hall", "attic"]):
+            value = round(20 + 3 * math.sin(step / 15 + index) + index, 2)
+            tcp.send({"op": "pub", "subject": f"sensors.{room}.temp", "value": value})
+        if step % 7 == 0:
+            tcp.send({"op": "pub", "subject": "orders.new",
+                      "value": {"id": 1000 + step, "total": round(5 + (step * 37 % 90) / 3, 2), "items": step % 4 + 1}})
+        step += 1
+        time.sleep(1 / rate)
+    tcp.close()
+
+
+class TestMain:
+    """The checks share the daemon, the browser and the TCP client of a `Run`, in order."""
+
+    @pytest.fixture(scope="class")
+    def run(self, binary, pytestconfig):
+        run = Run(binary, pytestconfig.getoption("screenshots"))
+        try:
+            yield run
+        finally:
+            if not run.closed:
+                run.close()
+            if run.daemon.process.poll() is None:
+                run.daemon.stop()
+
+    def test_page_needs_no_token_and_loads_without_console_errors(self, run):
+        open_page(run.driver, run.daemon.url + "/")
+        assert conn_state(run.driver) == "connected"
+        wait_until(lambda: "subjects" in run.driver.find_element(By.ID, "subjects-status").text, "the subjects list")
+        listed = run.driver.find_elements(By.CSS_SELECTOR, "#subjects tbody tr")
+        assert any("dash.rep" in row.text for row in listed), [row.text for row in listed]
+        errors = severe_console_entries(run.driver)
+        assert not errors, errors
+
+    def test_panel_shows_tcp_values_within_a_second(self, run):
+        panel = add_panel(run.driver, "dash.live", "log")
+        wait_live(panel)
+        started = time.monotonic()
+        publish(run.tcp, "dash.live", [{"n": 1}])
+        wait_until(lambda: logged(run.driver, panel) == [{"n": 1}], "the value in the panel", timeout=1.0)
+        elapsed = time.monotonic() - started
+        assert elapsed < 1.0, elapsed
+
+    def test_filter_map_throttle_are_applied_by_the_server(self, run):
+        panel = add_panel(run.driver, "dash.f", "log", filter=".v % 2 == 0", map=".v * 10", throttle="0.3")
+        wait_live(panel)
+        # A burst: the filter keeps 2, 4, 6, 8; throttle sends only the newest, 8, after 0.3 s.
+        publish(run.tcp, "dash.f", [{"v": v} for v in range(1, 10)])
+        wait_until(lambda: logged(run.driver, panel) == [80], "80", timeout=3)
+        publish(run.tcp, "dash.f", [{"v": 10}, {"v": 11}])
+        wait_until(lambda: len(logged(run.driver, panel)) >= 2, "a second value", timeout=3)
+        time.sleep(0.5)
+        assert logged(run.driver, panel) == [80, 100], logged(run.driver, panel)
+        # The panel's "Copy command" gives the runnel sub command line with the same chain.
+        panel.find_element(By.CSS_SELECTOR, "button.copy").click()
+        command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
+        assert command == "runnel sub dash.f --filter '.v % 2 == 0' --map '.v * 10' --throttle 0.3", command
+
+    def test_bad_expression_shows_the_servers_message(self, run):
+        panel = add_panel(run.driver, "dash.bad", "chart", filter=".v >")
+        reply = run.tcp.request({"op": "sub", "subject": "dash.bad", "ops": [{"op": "filter", "expr": ".v >"}]})
+        assert reply["code"] == "bad_expr", reply
+        error = wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error")
+        assert reply["message"] in error and error.startswith("bad_expr"), (error, reply)
+        # The server's "(at byte 4)", pointed at under the expression.
+        caret = panel.find_element(By.CSS_SELECTOR, ".panel-error pre.caret").get_attribute("textContent")
+        assert caret == ".v >\n    ^", (caret, reply)
+        assert panel_state(panel) == "refused"
+
+    def test_removing_a_panel_unsubscribes(self, run):
+        assert subscribers(run.tcp, "dash.live") == 1
+        panel_for(run.driver, "dash.live").find_element(By.CSS_SELECTOR, "button.remove").click()
+        wait_until(lambda: subscribers(run.tcp, "dash.live") == 0, "no subscriber of dash.live")
+        assert not run.driver.find_elements(By.CSS_SELECTOR, '.panel[data-subject="dash.live"]')
+
+    def test_the_url_restores_the_panels_in_a_fresh_browser(self, run):
+        url = run.driver.current_url
+        assert "#" in url, url
+        expected = panel_specs(run.driver)
+        assert [spec[0] for spec in expected] == ["dash.f", "dash.bad"], expected
+        fresh = chromium()
+        try:
+            open_page(fresh, url)
+            wait_until(lambda: panel_specs(fresh) == expected, "the same panels")
+            panel = panel_for(fresh, "dash.f")
+            wait_live(panel)
+            publish(run.tcp, "dash.f", [{"v": 20}])
+            wait_until(lambda: logged(fresh, panel) == [200], "200 in the restored panel", timeout=3)
+            assert reply_message_shown(panel_for(fresh, "dash.bad"))
+        finally:
+            fresh.quit()
+
+    def test_reconnects_after_a_restart_resuming_without_duplicates_and_marking_gaps(self, run):
+        driver = run.driver
+        replay = add_panel(driver, "dash.rep", "log")
+        small = add_panel(driver, "dash.small", "log")
+        pattern = add_panel(driver, "dash.pat.*", "log")
+        wait_live(replay)
+        wait_live(small)
+        wait_live(pattern)
+        publish(run.tcp, "dash.pat.a", ["before"])
+        wait_until(lambda: logged(driver, pattern) == ["before"], "a value in the pattern panel")
+        publish(run.tcp, "dash.rep", list(range(1, 6)))
+        publish(run.tcp, "dash.small", list(range(1, 6)))
+        wait_until(lambda: logged(driver, replay) == [1, 2, 3, 4, 5], "1..5 in dash.rep")
+        # dash.small keeps 3: the page saw 3, 4, 5 on subscribing... or 1..5 if it subscribed first.
+        wait_until(lambda: logged(driver, small)[-1:] == [5], "5 in dash.small")
+        small_before = logged(driver, small)
+
+        port, http_port, directory = run.daemon.port, run.daemon.http_port, run.daemon.directory
+        run.tcp.close()
+        assert run.daemon.stop(keep_directory=True) == 0
+        wait_until(lambda: conn_state(driver) != "connected", "the page to notice")
+        # While the page cannot connect, another runneld on the same data publishes more: 5 more
+        # values for dash.rep (kept), 10 more for dash.small (whose capacity is 3: values lost).
+        meanwhile = Daemon(run.binary, CONFIG, directory=directory)
+        other = LineClient(meanwhile.port)
+        publish(other, "dash.rep", list(range(6, 11)))
+        publish(other, "dash.small", list(range(6, 16)))
+        publish(other, "dash.pat.a", ["missed"])
+        other.close()
+        assert meanwhile.stop(keep_directory=True) == 0
+        run.daemon = Daemon(run.binary, CONFIG, port=port, http_port=http_port, directory=directory)
+        run.tcp = LineClient(run.daemon.port)
+        wait_until(lambda: conn_state(driver) == "connected", "the page to reconnect", timeout=10)
+        wait_live(replay)
+        publish(run.tcp, "dash.rep", [11, 12])
+        wait_until(lambda: logged(driver, replay)[-1:] == [12], "12 in dash.rep")
+        assert logged(driver, replay) == list(range(1, 13)), logged(driver, replay)
+        assert not gap_lines(replay), "a gap where none was"
+        wait_until(lambda: gap_lines(small), "a gap line in dash.small")
+        assert small.find_element(By.CSS_SELECTOR, ".gap-note").is_displayed()
+        wait_until(lambda: logged(driver, small) == small_before + [13, 14, 15], "13..15 after the gap")
+        # A pattern cannot resume: its panel says so too.
+        wait_live(pattern)
+        publish(run.tcp, "dash.pat.a", ["after"])
+        wait_until(lambda: logged(driver, pattern) == ["before", "after"], "the value after the restart")
+        assert len(gap_lines(pattern)) == 1
+        # The gap line sits between the values before and after it (the log shows newest first).
+        items = driver.execute_script(
+            "return [...arguments[0].querySelectorAll('.log li')].map(e => e.className).reverse()", small)
+        assert items == ["log-entry"] * len(small_before) + ["gap"] + ["log-entry"] * 3, items
+
+    def test_asks_for_a_token_and_keeps_it_for_the_session(self, run):
+        daemon = Daemon(run.binary, AUTH_CONFIG)
+        driver = chromium()
+        try:
+            panels = "#" + quote(json.dumps({"panels": [{"subject": "auth.a", "view": "log"}]}))
+            open_page(driver, daemon.url + "/" + panels)
+            wait_until(lambda: conn_state(driver) == "token", "the token prompt")
+            assert driver.find_element(By.ID, "token-input").is_displayed()
+            type_into(driver, "token-input", "wrong")
+            driver.find_element(By.ID, "token-input").submit()
+            wait_until(lambda: driver.find_element(By.ID, "token-status").text, "the refusal")
+            type_into(driver, "token-input", TOKEN)
+            driver.find_element(By.ID, "token-input").submit()
+            wait_until(lambda: conn_state(driver) == "connected", "connected after the token")
+            panel = panel_for(driver, "auth.a")
+            wait_live(panel)
+            tcp = LineClient(daemon.port)
+            assert tcp.request({"op": "auth", "token": TOKEN})["ok"]
+            publish(tcp, "auth.a", ["hello"])
+            tcp.close()
+            wait_until(lambda: logged(driver, panel) == ["hello"], "the value after auth")
+            stored = driver.execute_script("return [sessionStorage.getItem('runnel.token'), localStorage.length]")
+            assert stored == [TOKEN, 0], stored
+        finally:
+            driver.quit()
+            daemon.stop()
+
+    def test_gets_short_lived_tokens_from_the_app_and_refreshes_them(self, run):
+        # A page inside a web app (`?token_url=`): its tokens are 3-second JWTs the app's endpoint
+        # mints; the client fetches a new one before each expires, so the panel stays live across
+        # several expiries, with no gap and no token asked for.
+        daemon = Daemon(run.binary, JWT_CONFIG)
+        driver = chromium()
+        try:
+            with token_server(daemon.url) as (token_url, minted):
+                panels = "#" + quote(json.dumps({"panels": [{"subject": "app.a", "view": "log"}]}))
+                open_page(driver, daemon.url + "/?token_url=" + quote(token_url, safe="") + panels)
+                wait_until(lambda: conn_state(driver) == "connected", "connected with the app's token")
+                panel = panel_for(driver, "app.a")
+                wait_live(panel)
+                tcp = LineClient(daemon.port)
+                assert tcp.request({"op": "auth", "token": jwt_for(60, {"publish": ["app.>"]})})["ok"]
+                for n in range(8):
+                    publish(tcp, "app.a", [n])
+                    time.sleep(1)
+                tcp.close()
+                wait_until(lambda: logged(driver, panel) == list(range(8)), "every value across the expiries")
+                assert len(minted) >= 3, len(minted)
+                assert conn_state(driver) == "connected" and not gap_lines(panel)
+                # One WebSocket all along: refreshed, not reconnected after each expiry.
+                manage = {"Authorization": "Bearer " + jwt_for(60, {"manage": True})}
+                metrics = httpx.get(daemon.url + "/metrics", headers=manage).text
+                assert 'runnel_http_responses_total{status="101"} 1\n' in metrics, metrics
+                assert not driver.find_element(By.ID, "token-input").is_displayed()
+                errors = severe_console_entries(driver)
+                assert not errors, errors
+        finally:
+            driver.quit()
+            daemon.stop()
+
+    def test_page_negotiates_permessage_deflate_and_gets_compressed_frames(self, run):
+        """The page's WebSocket (runnel.js in Chromium) offers permessage-deflate and gets it; a
+        40 KB value reaches the page in a small fraction of its size on the wire."""
+        size, sent = page_shows_a_value_sent_as(run.daemon, "permessage-deflate")
+        assert sent < size // 4, (size, sent)
+        print(f"     a {size}-byte value reached the page in {sent} bytes on the wire", flush=True)
+
+    def test_page_works_uncompressed_with_compression_off(self, run):
+        """`compression = false`: the page's offer is declined, the page works, the same value goes
+        on the wire whole."""
+        daemon = Daemon(run.binary, "compression = false\n")
+        try:
+            size, sent = page_shows_a_value_sent_as(daemon, None)
+            assert sent > size, (size, sent)
+            print(f"     a {size}-byte value reached the page in {sent} bytes on the wire", flush=True)
+        finally:
+            assert_clean_stop(daemon)
+
+    def test_the_header_shows_the_node_and_its_link_in_a_cluster(self, run):
+        """A node of a cluster (one nats-server on loopback): the header names the node, says its
+        link is up and counts the nodes; with NATS stopped it says the link is down. A standalone
+        server's page shows no such badge (the other checks' daemon)."""
+        open_page(run.driver, run.daemon.url + "/")
+        assert not run.driver.find_element(By.ID, "cluster-state").is_displayed()
+        with NatsServer() as nats:
+            daemon = Daemon(run.binary, f'cluster_nats = "{nats.url}"\ncluster_name = "dash"\nnode_name = "dash-a"\n')
+            driver = chromium()
+            try:
+                open_page(driver, daemon.url + "/")
+                badge = driver.find_element(By.ID, "cluster-state")
+                wait_until(lambda: badge.text == "node dash-a · link up · 1 node",
+                           f"the cluster badge ({badge.text!r})", 5)
+                assert badge.get_attribute("data-state") == "up"
+                nats.stop()
+                wait_until(lambda: "link down" in badge.text, f"the badge saying the link is down ({badge.text!r})", 15)
+                assert badge.get_attribute("data-state") == "down"
+            finally:
+                driver.quit()
+                daemon.stop()
+
+    @pytest.mark.screenshots
+    def test_screenshots(self, run):
+        state = {"prefix": "sensors.", "panels": [
+            {"subject": "sensors.kitchen.temp", "view": "chart"},
+            {"subject": "sensors.*.temp", "view": "table"},
+            {"subject": "orders.new", "view": "log", "filter": ".total > 10",
+             "map": "{\"id\": .id, \"total\": .total}"},
+        ]}
+        stop = threading.Event()
+        feed = threading.Thread(target=sensor_feed, args=(run.daemon.port, stop), daemon=True)
+        feed.start()
+        driver = chromium(1280, 800)
+        try:
+            set_viewport(driver, 1280, 800, False)
+            open_page(driver, run.daemon.url + "/#" + quote(json.dumps(state)))
+            time.sleep(4)
+            os.makedirs(run.screenshots, exist_ok=True)
+            assert driver.save_screenshot(os.path.join(run.screenshots, "dashboard-desktop.png"))
+            set_viewport(driver, 390, 844, True)
+            time.sleep(1.5)
+            assert driver.save_screenshot(os.path.join(run.screenshots, "dashboard-phone.png"))
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+        finally:
+            stop.set()
+            feed.join()
+            driver.quit()
+
+    @pytest.mark.perf
+    def test_performance_at_1000_values_per_second(self, run):
+        driver = chromium()
+        try:
+            open_page(driver, run.daemon.url + "/#" + quote(json.dumps({"panels": [{"subject": "perf.x",
+                                                                                    "view": "chart"}]})))
+            panel = panel_for(driver, "perf.x")
+            wait_live(panel)
+            driver.execute_cdp_cmd("Performance.enable", {})
+            tcp = LineClient(run.daemon.port)
+
+            def metrics():
+                return {m["name"]: m["value"] for m in driver.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}
+
+            before, started = metrics(), time.monotonic()
+            seconds, total = 10, 0
+            for tick in range(seconds * 100):
+                lines = b"".join(json.dumps({"op": "pub", "subject": "perf.x",
+                                             "value": math.sin((total + i) / 50)}).encode()
+                                 + b"\n" for i in range(10))
+                tcp.socket.sendall(lines)
+                total += 10
+                delay = started + (tick + 1) / 100 - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".count").text.startswith(f"{total} values"),
+                       f"{total} values counted", timeout=10)
+            after, elapsed = metrics(), time.monotonic() - started
+            tcp.close()
+            busy = {name: (after[name] - before[name]) / elapsed for name in
+                    ["TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration"]}
+            print("     page CPU at 1,000 values/s: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in busy.items())
+                  + f"; {total} published, {total} counted, JS heap {after['JSHeapUsedSize'] / 1e6:.1f} MB", flush=True)
+        finally:
+            driver.quit()
+
+    def test_clean_stop(self, run):
+        run.close()
+        assert_clean_stop(run.daemon)
