@@ -27,7 +27,12 @@ initial and current value on every node; retained subscribers told nothing while
 down and going on without duplicates once it is back, a memory stream lost by nats-server's
 restart taking values again; durable subjects keeping values, positions and epoch across
 restarts of nats-server and of every node; and a node killed and started again getting the
-subjects and retained values the cluster made, changed, ended and deleted meanwhile."""
+subjects and retained values the cluster made, changed, ended and deleted meanwhile.
+
+Stages that read other subjects (`zipWith`, `merge`, `flattenMap`) see other nodes' values, and
+the NATS subscriptions they needed end with them; a nats-server that stops reading (frozen)
+does not hold a node's loop, and the values its send queue (`cluster_send_buffer_bytes`)
+cannot hold are told to the other node's subscriber as `dropped`."""
 
 import contextlib
 import json
@@ -722,6 +727,38 @@ class TestShared:
         assert values(on_b, 1, "again.x on b, subscribed again") == [6]
         for client in (on_b, on_c):
             client.close()
+
+    def test_stages_that_read_other_subjects_see_other_nodes_values(self, c):
+        # On b, a subscription to zip.l zips with zip.r: zip.l's values are published on a and
+        # zip.r's on c, and b pairs them as one node would. The `sub` reply comes once NATS has
+        # the subscriptions its stages need, so values published right after it are not missed.
+        zipped = subscribe(c["b"], "zip.l", ops=[{"op": "zipWith", "subject": "zip.r"}])
+        merged = subscribe(c["b"], "merge.x", ops=[{"op": "merge", "subjects": ["merge.y"]}])
+        for n in range(3):
+            ok(pub(c.client("a"), "zip.l", n))
+            ok(pub(c.client("c"), "zip.r", 10 + n))
+            ok(pub(c.client("c"), "merge.y", n))
+        assert values(zipped, 3, "zip.l zipped with zip.r on b") == [[0, 10], [1, 11], [2, 12]]
+        assert values(merged, 3, "merge.x merged with merge.y on b") == [0, 1, 2]
+        # A subject a stage names at run time (flattenMap) is followed from then on.
+        flat = subscribe(c["b"], "flat.src", ops=[{"op": "flattenMap", "expr": ".s"}])
+        ok(pub(c.client("a"), "flat.src", {"s": "flat.target"}))
+        deadline = time.monotonic() + 10
+        flat.socket.settimeout(0.2)
+        n = 0
+        while True:
+            ok(pub(c.client("c"), "flat.target", n))
+            with contextlib.suppress(socket.timeout):
+                line = flat.line()
+                break
+            assert time.monotonic() < deadline, "flat.target's values on c never reached b's flattenMap"
+            n += 1
+        assert line.get("ev") == "next" and isinstance(line["value"], int), line
+        # Once the subscriptions end, b holds no NATS subscription for what their stages read.
+        for client in (zipped, merged, flat):
+            client.close()
+        poll_until(lambda: c.nats_subscriptions("b"), lambda subs: not any(
+            s.endswith((".zip.r", ".merge.y", ".flat.target")) for s in subs), "b's stage subscriptions ended", 10)
 
     def test_clean_stop(self, c):
         stop_nodes(c)
@@ -1520,3 +1557,83 @@ class TestStart:
             assert healthz(d) == 200, healthz(d)
         finally:
             assert d.stop() == 0, d.log[-15:]
+
+
+@pytest.mark.cluster(("a", "send", "cluster_send_buffer_bytes = 65536"), ("b", "send"))
+class TestSendQueue:
+    """Two nodes, a's send queue 64 KiB (`cluster_send_buffer_bytes`)."""
+
+    def test_a_nats_that_stops_reading_does_not_hold_the_loop(self, c):
+        # b subscribes; a takes 32 MiB of values for it while nats-server is frozen (SIGSTOP), so
+        # nothing reads a's link. a's loop goes on answering pings at once (cnats, which writes
+        # the socket itself when its buffer is full, runs off the loop); the values a's send
+        # queue cannot hold are counted and not sent, and once nats-server runs again b's
+        # subscriber is told the gap (`dropped`) before the values that follow.
+        subscriber = subscribe(c["b"], "flood.x")
+        publisher = c.client("a")
+        # a sends b nothing until it knows b subscribes: publish until a value arrives.
+        deadline = time.monotonic() + 10
+        subscriber.socket.settimeout(0.2)
+        while True:
+            ok(pub(publisher, "flood.x", {"n": -1}))
+            with contextlib.suppress(socket.timeout):
+                first = subscriber.line()
+                break
+            assert time.monotonic() < deadline, "b's subscriber got nothing of a's values"
+        assert first.get("ev") == "next", first
+        subscriber.socket.settimeout(0.05)
+        with contextlib.suppress(socket.timeout):
+            while True:
+                subscriber.line()  # the other values of the wait, if any
+        pad = "x" * 16384
+        flood = b"".join(
+            json.dumps({"op": "pub", "subject": "flood.x", "value": {"n": n, "pad": pad}}).encode() + b"\n"
+            for n in range(2000))
+        flooder = LineClient(c["a"].port)
+        pinger = LineClient(c["a"].port, timeout=3)
+        freeze(c.nats.pid)
+        try:
+            sender = threading.Thread(target=flooder.socket.sendall, args=(flood,), daemon=True)
+            sender.start()
+            slowest = 0.0
+            until = time.monotonic() + 1.5
+            while sender.is_alive() or time.monotonic() < until:
+                started = time.monotonic()
+                try:
+                    reply = pinger.call({"op": "ping"})
+                except socket.timeout:
+                    raise AssertionError("a's loop answered no ping for 3 s while nats-server was frozen") from None
+                assert reply.get("ok"), reply
+                slowest = max(slowest, time.monotonic() - started)
+                time.sleep(0.02)
+            assert slowest < 1.0, f"a ping took {slowest:.2f} s while nats-server was frozen"
+            # Every pub taken: a ping on the flooder's own connection comes after them.
+            assert flooder.call({"op": "ping", "ref": "after"}).get("ref") == "after"
+            with urllib.request.urlopen(c["a"].url + "/metrics", timeout=5) as response:
+                text = response.read().decode()
+            dropped = int(float(next(line.split()[-1] for line in text.splitlines()
+                                     if line.startswith("runnel_cluster_values_dropped_total"))))
+            assert dropped > 0, "a sent every value though its send queue holds 64 KiB"
+        finally:
+            os.kill(c.nats.pid, signal.SIGCONT)
+        ok(pub(publisher, "flood.x", {"n": "after"}))
+        subscriber.socket.settimeout(10)
+        told, last = False, -1
+        while True:
+            line = next_line(subscriber, "the values after nats-server ran again")
+            if line.get("ev") == "dropped":
+                told = True
+                continue
+            assert line.get("ev") == "next", line
+            n = line["value"]["n"]
+            if n == "after":
+                break
+            assert n > last, f"value {n} after {last}"
+            last = n
+        assert told, "b's subscriber was not told of the values a did not send"
+        flooder.close()
+        pinger.close()
+        subscriber.close()
+
+    def test_clean_stop(self, c):
+        stop_nodes(c)
