@@ -77,10 +77,7 @@ import Testing
         var ended: [String] = []
         var made: [String] = []
         let interest = ClusterInterest(
-            subscribe: { subject in
-                asked.append(subject)
-                return nil
-            }, unsubscribe: { _, subject in ended.append(subject) })
+            subscribe: { subject in asked.append(subject) }, unsubscribe: { subject in ended.append(subject) })
         interest.subscribed = { made.append($0) }
         let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
         let replay = SubjectEntry(name: "r", kind: .replay, capacity: 5, initial: nil, maxReplayBytes: 1 << 20)
@@ -106,7 +103,7 @@ import Testing
     }
 
     @Test func missedValuesReachTheSubscriptionsTheyWouldHave() {
-        let interest = ClusterInterest(subscribe: { _ in nil }, unsubscribe: { _, _ in })
+        let interest = ClusterInterest(subscribe: { _ in }, unsubscribe: { _ in })
         let plain = SubjectEntry(name: "a.b", kind: .subject, capacity: nil, initial: nil, maxReplayBytes: 1 << 20)
         let named = SessionSubscription(sid: "1", entry: plain, pattern: SubjectPattern("a.b"))
         let matching = SessionSubscription(sid: "2", entry: nil, pattern: SubjectPattern("a.>"))

@@ -1559,16 +1559,18 @@ class TestStart:
             assert d.stop() == 0, d.log[-15:]
 
 
-@pytest.mark.cluster(("a", "send", "cluster_send_buffer_bytes = 65536"), ("b", "send"))
+@pytest.mark.cluster(("a", "send", "cluster_send_buffer_bytes = 16777216"), ("b", "send"))
 class TestSendQueue:
-    """Two nodes, a's send queue 64 KiB (`cluster_send_buffer_bytes`)."""
+    """Two nodes, a's send queue 16 MiB (`cluster_send_buffer_bytes`): more than the sockets hold."""
 
     def test_a_nats_that_stops_reading_does_not_hold_the_loop(self, c):
         # b subscribes; a takes 32 MiB of values for it while nats-server is frozen (SIGSTOP), so
-        # nothing reads a's link. a's loop goes on answering pings at once (cnats, which writes
+        # nothing reads a's link, and a client of a subscribes to a subject new to a (a NATS
+        # subscription to make). a's loop goes on answering pings at once (cnats, which writes
         # the socket itself when its buffer is full, runs off the loop); the values a's send
-        # queue cannot hold are counted and not sent, and once nats-server runs again b's
-        # subscriber is told the gap (`dropped`) before the values that follow.
+        # queue cannot hold are counted and not sent, and once nats-server runs again the `sub`
+        # is answered, and b's subscriber is told the gap (`dropped`) before the values that
+        # follow.
         subscriber = subscribe(c["b"], "flood.x")
         publisher = c.client("a")
         # a sends b nothing until it knows b subscribes: publish until a value arrives.
@@ -1595,6 +1597,9 @@ class TestSendQueue:
         try:
             sender = threading.Thread(target=flooder.socket.sendall, args=(flood,), daemon=True)
             sender.start()
+            time.sleep(0.3)
+            newcomer = LineClient(c["a"].port, timeout=10)
+            newcomer.send({"op": "sub", "subject": "flood.new", "ref": "new"})
             slowest = 0.0
             until = time.monotonic() + 1.5
             while sender.is_alive() or time.monotonic() < until:
@@ -1613,9 +1618,11 @@ class TestSendQueue:
                 text = response.read().decode()
             dropped = int(float(next(line.split()[-1] for line in text.splitlines()
                                      if line.startswith("runnel_cluster_values_dropped_total"))))
-            assert dropped > 0, "a sent every value though its send queue holds 64 KiB"
+            assert dropped > 0, "a sent every value though its send queue holds 16 MiB of the 32"
         finally:
             os.kill(c.nats.pid, signal.SIGCONT)
+        assert ok(newcomer.line()).get("ref") == "new"
+        newcomer.close()
         ok(pub(publisher, "flood.x", {"n": "after"}))
         subscriber.socket.settimeout(10)
         told, last = False, -1

@@ -16,7 +16,6 @@ import RunnelProtocol
 /// each local subscription from `began` to `ended`, which `SubscriptionTable` calls in pairs.
 final class ClusterInterest {
     private struct Interest {
-        var nats: NATSSubscription?
         let pattern: SubjectPattern
         /// Each member, with whether it needs the NATS subscription.
         var members: [Member: (subscription: SessionSubscription, viaNATS: Bool)] = [:]
@@ -33,15 +32,15 @@ final class ClusterInterest {
     private var interests: [String: Interest] = [:]
     /// The texts of `interests` that are patterns, for the values of subjects they match.
     private var patterns: Set<String> = []
-    private let subscribe: (String) -> NATSSubscription?
-    private let unsubscribe: (NATSSubscription?, String) -> Void
+    private let subscribe: (String) -> Void
+    private let unsubscribe: (String) -> Void
     /// Told of each subject or pattern a NATS subscription was just made for.
     var subscribed: (String) -> Void = { _ in }
 
     /// `subscribe` makes the NATS subscription for a subject or pattern; `unsubscribe` ends it.
     init(
-        subscribe: @escaping (String) -> NATSSubscription?,
-        unsubscribe: @escaping (NATSSubscription?, String) -> Void
+        subscribe: @escaping (String) -> Void,
+        unsubscribe: @escaping (String) -> Void
     ) {
         self.subscribe = subscribe
         self.unsubscribe = unsubscribe
@@ -103,7 +102,7 @@ final class ClusterInterest {
         if viaNATS {
             interest.natsMembers += 1
             if interest.natsMembers == 1 {
-                interest.nats = subscribe(key)
+                subscribe(key)
                 made = true
             }
         }
@@ -118,10 +117,7 @@ final class ClusterInterest {
         }
         if removed.viaNATS {
             interest.natsMembers -= 1
-            if interest.natsMembers == 0 {
-                unsubscribe(interest.nats, key)
-                interest.nats = nil
-            }
+            if interest.natsMembers == 0 { unsubscribe(key) }
         }
         if interest.members.isEmpty {
             interests[key] = nil

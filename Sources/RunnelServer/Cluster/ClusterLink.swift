@@ -21,9 +21,10 @@ import RunnelUV
 /// made anew starts again), so a receiver knows what it missed, and drops the second copy NATS
 /// delivers when a value matches two of its subscriptions (a subject and a pattern).
 ///
-/// Thread rules: the loop thread, but for what cnats's threads post to the inbox and for the
+/// Thread rules: the loop thread, but for what cnats's threads post to the inbox, for the
 /// worker's jobs, which use only what never changes (`jetStream`, `definitions`, the subjects'
-/// names) and the calls marked "worker thread". Lifetime rule: made at start-up once NATS
+/// names) and the calls marked "worker thread", and for what `sends` does on its own queue
+/// (every publish, subscription and flush of the link's connection). Lifetime rule: made at start-up once NATS
 /// answered; lives until the process stops (`close`).
 final class ClusterLink: @unchecked Sendable {
     let config: ClusterConfig
@@ -33,13 +34,12 @@ final class ClusterLink: @unchecked Sendable {
     let jetStream: NATSJetStream
     /// Retained values' publishes, on a connection of their own.
     let retainedPublisher: ClusterRetainedPublisher
-    /// Plain values' publishes and the nodes' messages, off the loop.
+    /// Plain values, the nodes' messages and the NATS subscriptions, off the loop.
     private let sends: ClusterSendQueue
     /// The subjects' definitions.
     let definitions: NATSKeyValue
     /// Where the calls that wait for NATS's answer run (JetStream's administration, the
-    /// bucket's writes, starting and stopping consumers, flushes), one after another, off
-    /// every loop.
+    /// bucket's writes, starting and stopping consumers), one after another, off every loop.
     let worker = DispatchQueue(label: "runneld.cluster")
     let scheduler: LoopScheduler
     let logger: Logger
@@ -101,7 +101,8 @@ final class ClusterLink: @unchecked Sendable {
                     linkChanged: { _ in }, message: { _ in },
                     error: { text, _ in inbox.post(.error(text, dropped: false)) })),
             scheduler: scheduler, published: { id, error in inbox.post(.published(id: id, error: error)) })
-        let sends = ClusterSendQueue(connection: connection, scheduler: scheduler, limit: config.sendBufferBytes)
+        let sends = ClusterSendQueue(
+            connection: connection, scheduler: scheduler, limit: config.sendBufferBytes, logger: logger)
         self.sends = sends
         let subjects = (
             nodes: nodesSubject, everyone: interestSubject, direct: "runnel.\(config.name).to."
@@ -202,25 +203,20 @@ final class ClusterLink: @unchecked Sendable {
     var valuesSent: UInt64 { sends.sent }
     var valuesNotSent: UInt64 { sends.dropped }
 
-    /// Waits until NATS has read what was sent (worker thread).
-    func flush() throws(NATSError) { try connection.flush(timeout: Self.jetStreamWait) }
+    /// Runs `then`, off the loop, once NATS has read what was sent and subscribed before it.
+    func flush(then: @escaping @Sendable () -> Void) { sends.flush(then: then) }
 
     /// Subscribes in NATS to `subject` (a name or pattern), whose values then reach the
-    /// receiver, and tells the other nodes (`ClusterPeers.announce`). Nil, logged, when cnats
-    /// refuses (the connection closed).
-    func subscribe(_ subject: String) -> NATSSubscription? {
-        defer { _ = peers.announce(subscribed: subject) }
-        do {
-            return try connection.subscribe(natsSubject(of: subject))
-        } catch {
-            logger.error("cluster: cannot subscribe", metadata: ["subject": "\(subject)", "error": "\(error)"])
-            return nil
-        }
+    /// receiver, and tells the other nodes (`ClusterPeers.announce`); off the loop, in order
+    /// with what the node sends.
+    func subscribe(_ subject: String) {
+        sends.subscribe(natsSubject(of: subject), for: subject)
+        _ = peers.announce(subscribed: subject)
     }
 
     /// Ends the NATS subscription `subscribe(subject)` made, and tells the other nodes.
-    func unsubscribe(_ subscription: NATSSubscription?, from subject: String) {
-        subscription?.unsubscribe()
+    func unsubscribe(_ subject: String) {
+        sends.unsubscribe(subject)
         peers.announce(unsubscribed: subject)
     }
 

@@ -1,13 +1,16 @@
 import Dispatch
+import Logging
 import RunnelBytes
 import RunnelUV
 import Synchronization
 
-/// What a node publishes on its link's NATS connection, handed off the loop: cnats writes the
-/// socket itself, under its connection's lock, when its buffer is full, so a publish made on a
-/// loop could hold that loop until NATS reads. The loop appends to this turn's batch (the value
-/// by reference, no copy); the first append schedules one job on the loop that hands the batch
-/// to a serial queue of the link's own, where the publishes run in order.
+/// What a node tells NATS on its link's connection, handed off the loop: cnats writes the socket
+/// itself, under its connection's lock, when its buffer is full, so a publish (or a subscription
+/// made or ended) on a loop could hold that loop until NATS reads. The loop appends to this
+/// turn's batch (a value by reference, no copy); the first append schedules one job on the loop
+/// that hands the batch to a serial queue of the link's own, where the calls run in order: a
+/// subscription before the flush that a `sub` reply waits for, a value after the subscription
+/// made before it.
 ///
 /// Bounded: the bytes handed over and not yet taken by cnats are at most `limit`
 /// (`cluster_send_buffer_bytes`). A value that would pass it is not sent: counted (`dropped`,
@@ -15,21 +18,31 @@ import Synchronization
 /// every node that wanted it sees the gap and tells its subscribers `dropped` (`ClusterLink`).
 /// The nodes' own messages (interest, heartbeats) are small and always queued.
 ///
-/// Thread rules: `send`, `sendControl` and the figures on the loop thread; the publishes on
-/// `queue`; `queuedBytes`, `sent` and `refused` are atomics both sides use. Lifetime rule: made
-/// with the link; a batch holds its values until they are published.
+/// Thread rules: `send`, `sendControl`, `subscribe`, `unsubscribe`, `flush` and the figures on
+/// the loop thread; the calls into cnats, and `subscriptions`, on `queue`; `queuedBytes`,
+/// `sentCount` and `refusedCount` are atomics both sides use. Lifetime rule: made with the
+/// link; a batch holds its values until they are published.
 final class ClusterSendQueue: @unchecked Sendable {
     /// One publish: a plain value (its NATS subject, its reply subject's prefix and sequence,
     /// and the value's buffer), or a node's own message.
     private enum Item {
         case value(subject: [CChar], replyPrefix: [UInt8], seq: UInt64, value: ByteBuffer)
         case control(subject: String, reply: String, payload: [UInt8])
+        /// A NATS subscription to `natsSubject` for the runneld subject or pattern `key`, made
+        /// or ended.
+        case subscribe(natsSubject: String, key: String)
+        case unsubscribe(key: String)
+        /// Waits until NATS has read everything before it, then runs each of `then`.
+        case flush(then: [@Sendable () -> Void])
     }
 
     private let connection: NATSConnection
     private let scheduler: LoopScheduler
     private let queue = DispatchQueue(label: "runneld.cluster.send")
+    private let logger: Logger
     let limit: Int
+    /// The NATS subscriptions made, by runneld subject or pattern (`queue` only).
+    private var subscriptions: [String: NATSSubscription] = [:]
     /// This turn's publishes, handed to `queue` by the job the first of them scheduled.
     private var batch: [Item] = []
     /// Value bytes handed to `queue` and not yet taken by cnats, this turn's batch included.
@@ -39,10 +52,11 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// Values not sent because the queue was full (loop thread).
     private(set) var overflowed: UInt64 = 0
 
-    init(connection: NATSConnection, scheduler: LoopScheduler, limit: Int) {
+    init(connection: NATSConnection, scheduler: LoopScheduler, limit: Int, logger: Logger) {
         self.connection = connection
         self.scheduler = scheduler
         self.limit = limit
+        self.logger = logger
     }
 
     /// Values published (taken by cnats).
@@ -67,6 +81,23 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// Queues a node's own message (interest, heartbeat), whatever the queue holds.
     func sendControl(_ payload: [UInt8], subject: String, reply: String) {
         append(.control(subject: subject, reply: reply, payload: payload))
+    }
+
+    /// Subscribes in NATS to `natsSubject` for `key` (a runneld subject or pattern), whose
+    /// values then reach the link's receiver; a failure (the connection closed) is logged.
+    func subscribe(_ natsSubject: String, for key: String) { append(.subscribe(natsSubject: natsSubject, key: key)) }
+
+    /// Ends the NATS subscription `subscribe` made for `key`.
+    func unsubscribe(_ key: String) { append(.unsubscribe(key: key)) }
+
+    /// Runs `then`, on `queue`, once NATS has read everything queued before this call (a
+    /// subscription a `sub` reply waits for). Flushes asked for in one turn share one.
+    func flush(then: @escaping @Sendable () -> Void) {
+        if case .flush(let waiting)? = batch.last {
+            batch[batch.count - 1] = .flush(then: waiting + [then])
+        } else {
+            append(.flush(then: [then]))
+        }
     }
 
     /// Hands this turn's batch over and waits, at most `timeout`, until every publish queued
@@ -122,6 +153,17 @@ final class ClusterSendQueue: @unchecked Sendable {
             }
         case .control(let subject, let reply, let payload):
             payload.withUnsafeBytes { bytes in try? connection.publish(subject, reply: reply, payload: bytes) }
+        case .subscribe(let natsSubject, let key):
+            do {
+                subscriptions[key] = try connection.subscribe(natsSubject)
+            } catch {
+                logger.error("cluster: cannot subscribe", metadata: ["subject": "\(key)", "error": "\(error)"])
+            }
+        case .unsubscribe(let key):
+            subscriptions.removeValue(forKey: key)?.unsubscribe()
+        case .flush(let then):
+            try? connection.flush(timeout: ClusterLink.jetStreamWait)
+            for job in then { job() }
         }
     }
 }

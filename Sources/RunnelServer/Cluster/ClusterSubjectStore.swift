@@ -65,7 +65,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         self.link = link
         interest = ClusterInterest(
             subscribe: { [link] subject in link.subscribe(subject) },
-            unsubscribe: { [link] subscription, subject in link.unsubscribe(subscription, from: subject) })
+            unsubscribe: { [link] subject in link.unsubscribe(subject) })
         link.receiver = self
         interest.subscribed = { [unowned self] key in forgetSeqs(newlyBroughtBy: key) }
         try loadDefinitions()
@@ -124,8 +124,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         guard link.isUp else { return answer(change, error: nil) }
         let link = link
         let announcement = link.peers.lastAnnouncement
-        link.worker.async {
-            try? link.flush()
+        link.flush {
             _ = link.scheduler.schedule { [self] in
                 link.peers.whenKnown(announcement) { [self] in answer(change, error: nil) }
             }

@@ -48,8 +48,7 @@ struct NATSHandlers: Sendable {
 /// cnats's buffer, which its flusher thread writes, except that cnats writes the socket itself,
 /// in the calling thread and under the connection's lock, when the buffer has no room left, and
 /// on every publish of a connection made with `sendAsap`. A publish may then wait for the
-/// socket: publishes run off the loop (`ClusterSendQueue`, `ClusterRetainedPublisher`);
-/// `subscribe` and `unsubscribe` still run on it, a known limit (issue #45).
+/// socket: none runs on a loop (`ClusterSendQueue`, `ClusterRetainedPublisher`).
 ///
 /// Thread rules: every method may be called from any thread (cnats locks its connection).
 /// Lifetime rule: a clustered node makes two (its link's, `ClusterLink`, and the one its
