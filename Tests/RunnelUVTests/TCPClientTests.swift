@@ -5,7 +5,7 @@ import Testing
 
 extension RunnelUVTests {
     @Suite struct TCPClientTests {
-        @Test func aConnectedClientReadsEchoedLinesThroughTheLinesSignal() throws {
+        @Test func aConnectedClientReadsEchoedLines() throws {
             let loop = EventLoop.started()
             let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
             let echo = RecordingDelegate(echo: true)
@@ -13,8 +13,7 @@ extension RunnelUVTests {
                 connection.readLines(into: echo)
                 connection.startReading()
             }
-            let received = Shared<[String]>([])
-            let completed = Waiter()
+            let received = RecordingDelegate()
             let client = Shared<TCPConnection?>(nil)
             let connected = Waiter()
             loop.scheduler.performAsCurrent {
@@ -26,19 +25,18 @@ extension RunnelUVTests {
             }
             #expect(connected.wait())
             let connection = try #require(client.current)
-            loop.scheduler.performAsCurrent {
-                _ = connection.lines.subscribe(
-                    next: { line in received.withLock { $0.append(String(decoding: line, as: UTF8.self)) } },
-                    completed: { completed.signal() })
+            loop.scheduler.schedule {
+                connection.readLines(into: received)
+                connection.startReading()
             }
             loop.scheduler.schedule {
                 for text in ["alpha", "beta"] {
                     _ = Array(text.utf8).withUnsafeBytes { connection.writeLine(copying: $0) }
                 }
             }
-            #expect(eventually { received.current == ["alpha", "beta"] })
+            #expect(eventually { received.lines == ["alpha", "beta"] })
             connection.close()
-            #expect(completed.wait())
+            #expect(eventually { received.record.current.closes == 1 })
             client.withLock { $0 = nil }
             #expect(loop.shutdown() == 0)
         }
