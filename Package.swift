@@ -35,9 +35,9 @@ let json: [SwiftSetting] = [
 
 /// The daemon's layers on the hot path (protocol, expressions) are modules of their own so that
 /// the compiler keeps the layering (an upward import fails to build); they are compiled as
-/// `RunnelJSON` is, every body serialised, so that the server inlines them as its own (with
-/// `-cross-module-optimization` instead, the publish path took 130 more instructions a value:
-/// bench/README.md), and without exclusivity checks in release, as the daemon's own targets.
+/// `RunnelJSON` is, every body serialised, so that the server inlines them as its own
+/// (`-cross-module-optimization` serialises no `package` body; bench/README.md, "The daemon's
+/// layers as modules"), and without exclusivity checks in release, as the daemon's own targets.
 /// The other layers (compression, WebSocket framing, crypto) are off the per-value path and
 /// build as the daemon does.
 let hotLayer: [SwiftSetting] = json + [exclusivityUnchecked]
