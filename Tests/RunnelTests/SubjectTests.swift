@@ -52,6 +52,38 @@ import Testing
         #expect(recorder.eventDescriptions == ["next(1)"])
     }
 
+    /// Subscriptions ended while a value fans out (a publish that ends thousands of them) are
+    /// taken out together when the delivery ends: they count as gone at once, receive nothing
+    /// more, and are released; the others keep their order.
+    @Test func subscriptionsEndedDuringDeliveryLeaveTogetherAfterIt() {
+        let subject = Subject<Int>()
+        var enders: [Weak<EndingSubscriber>] = []
+        var stayers: [Recorder<Int>] = []
+        let counts = Mutex<[Int]>([])
+        let counter = CountingSubscriber { _ in counts.withLock { $0.append(subject.subscriberCount) } }
+        inline {
+            for index in 0..<100 {
+                if index.isMultiple(of: 2) {
+                    let recorder = Recorder<Int>()
+                    stayers.append(recorder)
+                    subject.subscribe(recorder)
+                } else {
+                    let ender = EndingSubscriber()
+                    enders.append(Weak(ender))
+                    subject.subscribe(ender)
+                }
+            }
+            subject.subscribe(counter)
+            subject.sendNext(1)
+            #expect(subject.subscriberCount == 51)
+            subject.sendNext(2)
+        }
+        // Seen from inside the first delivery, after every ender had ended.
+        #expect(counts.withLock { $0 } == [51, 51])
+        #expect(enders.allSatisfy { $0.value == nil })
+        #expect(stayers.allSatisfy { $0.eventDescriptions == ["next(1)", "next(2)"] })
+    }
+
     @Test func replaySubjectReplaysThenTerminates() {
         let subject = ReplaySubject<Int>()
         subject.sendNext(1)
@@ -259,3 +291,28 @@ import Testing
     import Darwin
     func sched_yield_() { sched_yield() }
 #endif
+
+/// Ends its own subscription on the first value it receives.
+private final class EndingSubscriber: Subscriber, @unchecked Sendable {
+    private var subscription: CompoundDisposable?
+    func sendNext(_ value: Int) { subscription?.dispose() }
+    func sendError(_ error: any Error) {}
+    func sendCompleted() {}
+    func didSubscribe(with disposable: CompoundDisposable) { subscription = disposable }
+}
+
+/// Calls `body` with each value.
+private final class CountingSubscriber: Subscriber, @unchecked Sendable {
+    private let body: @Sendable (Int) -> Void
+    init(_ body: @escaping @Sendable (Int) -> Void) { self.body = body }
+    func sendNext(_ value: Int) { body(value) }
+    func sendError(_ error: any Error) {}
+    func sendCompleted() {}
+    func didSubscribe(with disposable: CompoundDisposable) {}
+}
+
+/// A weak reference, to see that a subscriber was released.
+private struct Weak<Object: AnyObject> {
+    weak var value: Object?
+    init(_ value: Object) { self.value = value }
+}

@@ -101,7 +101,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     deinit { roster.removeAll() }
 
     /// The number of current subscribers.
-    public var subscriberCount: Int { roster.lock.withLock { core.pointee.entries.count } }
+    public var subscriberCount: Int {
+        roster.lock.withLock { core.pointee.entries.count - core.pointee.leaving.count }
+    }
 
     /// Whether the subject has been sent a terminal event.
     public var isTerminated: Bool { roster.lock.withLock { core.pointee.terminated } }
@@ -216,6 +218,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         terminal = event
         let current = core.pointee.entries
         core.pointee.entries = []
+        core.pointee.leaving = []
         if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
             jobs.append(.event(event, current))
             let startDrain = roster.jobQueued()
@@ -246,8 +249,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         }
     }
 
-    /// Marks the subject idle, or runs the jobs queued while this thread delivered. Without
-    /// the lock: one compare-and-swap when nothing was queued.
+    /// Marks the subject idle, or runs the jobs queued while this thread delivered (and takes
+    /// out the entries that ended). Without the lock: one compare-and-swap when neither
+    /// happened.
     @inline(__always)
     private func finishDelivery() {
         if roster.delivery.compareExchange(
@@ -258,14 +262,16 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         drain()
     }
 
-    /// Runs queued jobs until none is left, then marks the subject idle. Called only by the
-    /// delivering thread.
+    /// Runs queued jobs until none is left, then takes out the entries that ended meanwhile
+    /// and marks the subject idle. Called only by the delivering thread.
     private func drain() {
         while true {
             roster.lock.lock()
             guard let job = jobs.popFirst() else {
+                let removed = roster.takeOutLeaving()
                 roster.delivery.store(DeliveryState.idle, ordering: .releasing)
                 roster.lock.unlock()
+                withExtendedLifetime(removed) {}
                 return
             }
             roster.delivery.subtract(DeliveryState.job, ordering: .relaxed)
@@ -287,12 +293,17 @@ struct SubjectCore {
     var entries: ContiguousArray<AnyObject> = []
     /// Whether a terminal event was accepted.
     var terminated = false
+    /// Entries still in `entries` whose subscriptions ended while a thread delivered: taken
+    /// out together when it goes idle (`SubjectRoster.remove`). Each is listed, once.
+    var leaving: ContiguousArray<ObjectIdentifier> = []
 }
 
-/// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit), plus
-/// `job` for each job queued for it in `Subject.jobs`.
+/// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit),
+/// whether entries wait to be taken out when it stops (`leaving`, set only while delivering),
+/// plus `job` for each job queued for it in `Subject.jobs`.
 enum DeliveryState {
     static let idle = 0
     static let delivering = 1
-    static let job = 2
+    static let leaving = 2
+    static let job = 4
 }

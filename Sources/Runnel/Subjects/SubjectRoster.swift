@@ -39,14 +39,53 @@ final class SubjectRoster: @unchecked Sendable {
     }
 
     /// Takes out the entry of `subscription`, if it was listed, releasing it outside the lock.
+    /// While a thread delivers, the entry is only marked to go (`SubjectCore.leaving`, and
+    /// `DeliveryState.leaving`, which makes the delivering thread's compare-and-swap to idle
+    /// fail): the delivering thread takes out every marked entry in one pass when it goes idle
+    /// (`takeOutLeaving`). Entries ended one by one while a value fans out (a publish that
+    /// ends thousands of its subscriptions) then cost one pass, where removing each from the
+    /// array moved the ones after it: n² / 2 moves, and a copy of the list for the first.
+    /// A marked entry is still in the list, disposed, so it receives nothing more.
     func remove(_ subscription: SubjectSubscription) {
         let removed = lock.withLock { () -> AnyObject? in
-            guard let id = subscription.entry, let index = Self.index(of: id, in: core.pointee.entries) else {
-                return nil
+            guard let id = subscription.entry else { return nil }
+            subscription.entry = nil
+            // Under the lock, only the delivering thread changes the state, and only from
+            // exactly `delivering` to `idle`: a failed exchange means it went idle.
+            var state = delivery.load(ordering: .acquiring)
+            while state & DeliveryState.delivering != 0 {
+                let (exchanged, original) = delivery.compareExchange(
+                    expected: state, desired: state | DeliveryState.leaving, ordering: .acquiringAndReleasing)
+                if exchanged {
+                    core.pointee.leaving.append(id)
+                    return nil
+                }
+                state = original
             }
+            guard let index = Self.index(of: id, in: core.pointee.entries) else { return nil }
             return core.pointee.entries.remove(at: index)
         }
         _ = removed
+    }
+
+    /// Takes the entries marked to go out of the list in one pass and returns them, to be
+    /// released once the lock is dropped (lock held, by the thread that was delivering).
+    func takeOutLeaving() -> ContiguousArray<AnyObject> {
+        guard !core.pointee.leaving.isEmpty else { return [] }
+        let leaving = Set(core.pointee.leaving)
+        core.pointee.leaving = []
+        var kept = ContiguousArray<AnyObject>()
+        var removed = ContiguousArray<AnyObject>()
+        kept.reserveCapacity(core.pointee.entries.count - min(leaving.count, core.pointee.entries.count))
+        for entry in core.pointee.entries {
+            if leaving.contains(ObjectIdentifier(entry)) {
+                removed.append(entry)
+            } else {
+                kept.append(entry)
+            }
+        }
+        core.pointee.entries = kept
+        return removed
     }
 
     /// Where the entry `id` is in `entries`, looked for from both ends at once: the entries
@@ -65,10 +104,13 @@ final class SubjectRoster: @unchecked Sendable {
         return nil
     }
 
-    /// Drops every subscriber, releasing them outside the lock.
+    /// Empties the list (the subject's deinit), releasing the entries outside the lock.
     func removeAll() {
         let entries = lock.withLock { () -> ContiguousArray<AnyObject> in
-            defer { core.pointee.entries = [] }
+            defer {
+                core.pointee.entries = []
+                core.pointee.leaving = []
+            }
             return core.pointee.entries
         }
         _ = entries
