@@ -1,24 +1,16 @@
 /// Messages from one loop to another, sent as one batch a turn: `post` collects them on the
-/// source loop, and at the end of that loop's turn (`LoopIO.atTurnEnd`) the batch goes onto
-/// the target loop's queue as one item, so the target is woken at most once a turn by it (and
-/// only when its queue was empty: `LoopScheduler`'s rule). The target runs `deliver` with the
-/// batch, in the order posted. Each batch counts as one hand-off in the target's statistics.
+/// source loop, and at the end of that loop's turn (`LoopIO.atTurnEnd`) the batch goes to the
+/// target loop's `LoopInbox`, so the target is woken at most once a turn by it (and only when
+/// the inbox was empty). The target runs `deliver` with what it received, in the order
+/// posted; each batch it receives counts as one hand-off in its statistics.
 ///
 /// Thread rules: `post` on the source loop's thread only; `deliver` runs on the target's.
 /// Lifetime rule: made and held by a `LoopGroup`, one for each direction between its first
 /// loop and each other loop; a batch queued on a loop that has shut down is dropped with it.
 final class CrossLoopMailbox<Message>: TurnEndWork, @unchecked Sendable {
-    /// A batch as it crosses: its messages are the target's from then on.
-    private struct Batch: @unchecked Sendable {
-        let messages: [Message]
-    }
-
     /// The loop that posts (whose turn ends send the batches).
     let source: LoopScheduler
-    private let target: LoopScheduler
-    /// The target's statistics, which count the batches.
-    private let targetStatistics: LoopStatistics
-    private let deliver: @Sendable ([Message]) -> Void
+    private let inbox: LoopInbox<Message>
     /// Posted this turn (source loop thread).
     private var pending: [Message] = []
     private var isAskedForTurnEnd = false
@@ -28,9 +20,7 @@ final class CrossLoopMailbox<Message>: TurnEndWork, @unchecked Sendable {
         deliver: @escaping @Sendable ([Message]) -> Void
     ) {
         self.source = source
-        self.target = target
-        self.targetStatistics = targetStatistics
-        self.deliver = deliver
+        inbox = LoopInbox(loop: target, counting: targetStatistics, receive: deliver)
     }
 
     /// Adds `message` to this turn's batch. Source loop thread.
@@ -45,10 +35,7 @@ final class CrossLoopMailbox<Message>: TurnEndWork, @unchecked Sendable {
     func turnEnded() {
         isAskedForTurnEnd = false
         guard !pending.isEmpty else { return }
-        let batch = Batch(messages: pending)
-        pending = []
-        targetStatistics.handoffCount.add(1, ordering: .relaxed)
-        let deliver = self.deliver
-        target.execute { deliver(batch.messages) }
+        inbox.post(contentsOf: pending)
+        pending.removeAll(keepingCapacity: true)
     }
 }

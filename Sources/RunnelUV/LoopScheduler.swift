@@ -156,6 +156,12 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         }
     }
 
+    /// Queues `body` to run on the loop thread, after the work queued before it, even when
+    /// called there (`LoopInbox`'s drains). Dropped after shutdown.
+    func post(_ body: @escaping @Sendable () -> Void) {
+        enqueue(WorkItem(action: body, cancel: nil))
+    }
+
     private func enqueue(_ item: WorkItem) {
         queueLock.lock()
         defer { queueLock.unlock() }

@@ -95,7 +95,7 @@ extension LoopScheduler {
                     }
                     watchers.append(watcher)
                 }
-                let stop = SendableBox(watchers)
+                let stop = LoopBound(watchers, loop: self)
                 subscription.add { [self] in execute { stop.value.forEach { $0.close() } } }
             }
             return subscription
@@ -106,10 +106,4 @@ extension LoopScheduler {
 extension EventLoop {
     /// The POSIX signals `numbers` delivered to the process; see `LoopScheduler.signals(_:)`.
     public func signals(_ numbers: [Int32]) -> Signal<Int32> { scheduler.signals(numbers) }
-}
-
-/// Carries a loop-thread-only value through a `@Sendable` closure that runs on the loop thread.
-struct SendableBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

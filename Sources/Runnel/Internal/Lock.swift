@@ -68,3 +68,40 @@ public final class Locked<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+/// A condition variable for a thread that waits, holding a `Lock`, for another to change what
+/// the lock guards (a `pthread_cond_t`; its timed waits are on `CLOCK_MONOTONIC` where the
+/// platform allows, so a change of the wall clock does not move them).
+public final class LockCondition: @unchecked Sendable {
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    public init() {
+        condition = .allocate(capacity: 1)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        #if !canImport(Darwin)
+            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
+        let status = pthread_cond_init(condition, &attributes)
+        precondition(status == 0, "pthread_cond_init failed: \(status)")
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+    }
+
+    /// Releases `lock`, which the caller holds, until signalled (or woken spuriously: check
+    /// the condition again), and takes it back.
+    public func wait(holding lock: Lock) { pthread_cond_wait(condition, lock.mutexPointer) }
+
+    /// The same, waking at `deadline` (`CLOCK_MONOTONIC` nanoseconds) at the latest.
+    public func wait(holding lock: Lock, until deadline: UInt64) {
+        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        _ = pthread_cond_timedwait(condition, lock.mutexPointer, &time)
+    }
+
+    /// Wakes one waiting thread, if any.
+    public func signal() { pthread_cond_signal(condition) }
+}

@@ -80,8 +80,8 @@ final class ClusterLink: @unchecked Sendable {
         definitionsPrefix = "$KV.RUNNEL_\(config.name)."
         // The inbox exists before the connection, whose handlers may run at once; it reaches
         // the link through `reference`, set below on this thread (the loop's, before it runs).
-        let reference = LinkReference()
-        let inbox = ClusterInbox(scheduler: scheduler) { batch in reference.link?.receive(batch) }
+        let reference = LoopBoundReference<ClusterLink>(loop: scheduler)
+        let inbox = LoopInbox<ClusterDelivery>(loop: scheduler) { batch in reference.object?.receive(batch) }
         let handlers = NATSHandlers(
             linkChanged: { up in inbox.post(.link(up: up)) },
             message: { message in inbox.post(.message(message)) },
@@ -118,7 +118,7 @@ final class ClusterLink: @unchecked Sendable {
                 }
             sends.sendControl(payload, subject: subject, reply: instance)
         }
-        reference.link = self
+        reference.object = self
         peers.localKeys = { [weak self] in self?.receiver?.clusterInterestKeys ?? [] }
         peers.missedEverything = { [weak self] in self?.receiver?.clusterReportedLoss() }
     }
@@ -304,12 +304,6 @@ protocol ClusterReceiver: AnyObject {
     func clusterStreamDelivered(_ message: NATSStreamMessage)
     /// JetStream answered the publish `id`: stored, or `error`.
     func clusterPublished(id: String, error: String?)
-}
-
-/// How the inbox's drains, on the loop thread, reach the link made after it. Set once on the
-/// loop's thread before the loop runs; read only on it.
-private final class LinkReference: @unchecked Sendable {
-    weak var link: ClusterLink?
 }
 
 /// How a plain subject's values are sent to the cluster (`ClusterLink.route(of:epoch:)`), made

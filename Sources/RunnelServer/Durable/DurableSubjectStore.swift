@@ -68,10 +68,13 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         nextID = (stored.map(\.id).max() ?? 0) + 1
         for subject in stored { memory.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
-        writer = JournalWriter(database: database) { [weak self] report in
-            let store = self
-            scheduler.schedule { store?.didCommit(report) }
+        // The writer's reports reach the store through `reference`, set once the store is made.
+        let reference = LoopBoundReference<DurableSubjectStore>(loop: scheduler)
+        let reports = LoopInbox<JournalWriter.CommitReport>(loop: scheduler) { batch in
+            for report in batch { reference.object?.didCommit(report) }
         }
+        writer = JournalWriter(database: database) { report in reports.post(report) }
+        reference.object = self
     }
 
     private static func restore(_ stored: StoredSubject, maxReplayBytes: Int) -> SubjectEntry {

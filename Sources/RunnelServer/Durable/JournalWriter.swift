@@ -41,9 +41,9 @@ final class JournalWriter: @unchecked Sendable {
     private let onCommit: @Sendable (CommitReport) -> Void
     private var thread: NamedThread?
 
-    // Guarded by `mutex`.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
-    private let wake: UnsafeMutablePointer<pthread_cond_t> = .allocate(capacity: 1)
+    // Guarded by `lock`; `wake` wakes the writer.
+    private let lock = Lock()
+    private let wake = LockCondition()
     private var queue: [JournalChange] = []
     /// How many changes the writer has taken from `queue` and not yet finished with.
     private var inProgress = 0
@@ -58,38 +58,25 @@ final class JournalWriter: @unchecked Sendable {
         self.database = database
         self.fsync = database.fsync
         self.onCommit = onCommit
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(wake, &attributes)
-        pthread_condattr_destroy(&attributes)
         statistics.bytesOnDisk = database.bytesOnDisk
         thread = NamedThread(name: "runnel-journal") { [self] in run() }
-    }
-
-    deinit {
-        pthread_cond_destroy(wake)
-        pthread_mutex_destroy(mutex)
-        wake.deallocate()
-        mutex.deallocate()
     }
 
     /// Queues `change`; returns its number (from 1).
     @discardableResult
     func append(_ change: JournalChange) -> UInt64 {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         queue.append(change)
         appended += 1
         let number = appended
-        if isWriterWaiting { pthread_cond_signal(wake) }
-        pthread_mutex_unlock(mutex)
+        if isWriterWaiting { wake.signal() }
+        lock.unlock()
         return number
     }
 
     var statisticsNow: JournalStatistics {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         var now = statistics
         now.queued = queue.count + inProgress
         return now
@@ -98,10 +85,10 @@ final class JournalWriter: @unchecked Sendable {
     /// Writes everything queued, marks the file cleanly closed and ends the thread. Blocks
     /// the caller until then.
     func stop() {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         isStopping = true
-        pthread_cond_signal(wake)
-        pthread_mutex_unlock(mutex)
+        wake.signal()
+        lock.unlock()
         thread?.join()
         thread = nil
     }
@@ -117,21 +104,21 @@ final class JournalWriter: @unchecked Sendable {
         // swapping arrays, so the loop never waits on the lock for more than an append.
         var batch: [JournalChange] = []
         while true {
-            pthread_mutex_lock(mutex)
+            lock.lock()
             while batch.isEmpty && queue.isEmpty && !isStopping && !(unsynced && fsync == .everysec) {
                 isWriterWaiting = true
-                pthread_cond_wait(wake, mutex)
+                wake.wait(holding: lock)
                 isWriterWaiting = false
             }
             if batch.isEmpty && queue.isEmpty && isStopping {
-                pthread_mutex_unlock(mutex)
+                lock.unlock()
                 break
             }
             if batch.isEmpty {
                 swap(&batch, &queue)
                 inProgress = batch.count
             }
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
 
             if fsync == .everysec && unsynced && monotonicNanoseconds() - lastSync >= 1_000_000_000 {
                 if (try? database.sync()) != nil {
@@ -171,8 +158,8 @@ final class JournalWriter: @unchecked Sendable {
     }
 
     private var isStoppingNow: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return isStopping
     }
 
@@ -180,31 +167,30 @@ final class JournalWriter: @unchecked Sendable {
     private func finish(_ batch: inout [JournalChange], started: UInt64, failed: Bool = false) {
         batch.removeAll(keepingCapacity: true)
         let bytes = database.bytesOnDisk
-        pthread_mutex_lock(mutex)
+        lock.lock()
         inProgress = 0
         if !failed { statistics.batches += 1 }
         statistics.lastCommitMicroseconds = (monotonicNanoseconds() - started) / 1000
         statistics.bytesOnDisk = bytes
         statistics.failing = failed
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
     }
 
     private func markFailing() {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         statistics.failing = true
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
     }
 
     /// Waits until `deadline` (monotonic nanoseconds) or a wake-up.
     private func sleep(until deadline: UInt64) {
-        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        pthread_mutex_lock(mutex)
+        lock.lock()
         if !isStopping {
             isWriterWaiting = true
-            _ = pthread_cond_timedwait(wake, mutex, &time)
+            wake.wait(holding: lock, until: deadline)
             isWriterWaiting = false
         }
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
     }
 
     private func monotonicNanoseconds() -> UInt64 {
