@@ -88,18 +88,21 @@ final class MemoryTransport: SessionTransport {
 
     // MARK: SessionTransport
 
-    func writeLine(_ line: UnsafeRawBufferPointer) {
-        guard !isClosed, !closeRequested else { return }
-        lines.append(String(decoding: line, as: UTF8.self))
-    }
-
-    /// The replies written as values so far, oldest first (their lines are in `lines` too).
+    /// The replies written so far, oldest first (their lines are in `lines` too).
     private(set) var replies: [SessionReply] = []
 
-    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
-        guard !isClosed, !closeRequested else { return }
-        replies.append(reply)
-        writeLine(line)
+    /// Keeps `output`'s line (made as the line protocols make it), and the reply or event it is.
+    func write(_ output: SessionOutput) -> Int {
+        guard !isClosed, !closeRequested else { return 0 }
+        switch output {
+        case .reply(let reply): replies.append(reply)
+        case .event(let event, let sid, _): events.append((event, sid))
+        case .closing: break
+        }
+        var line = ServerLineWriter.line(for: output)
+        let bytes = line.finish()
+        lines.append(String(decoding: bytes, as: UTF8.self))
+        return bytes.count + 1
     }
 
     /// Hands the session a `sub` as a value, as an SSE stream does.
@@ -121,15 +124,9 @@ final class MemoryTransport: SessionTransport {
         return true
     }
 
-    /// The events other than `next` written as values so far, oldest first (their lines are in
-    /// `lines` too).
+    /// The events other than `next` written so far, oldest first (their lines are in `lines`
+    /// too).
     private(set) var events: [(event: SessionEvent, sid: String)] = []
-
-    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
-        guard !isClosed, !closeRequested else { return }
-        events.append((event, sid))
-        writeLine(line)
-    }
 
     /// The positions written beside `next` lines so far, as `EPOCH:SEQ`.
     private(set) var positions: [String] = []

@@ -147,8 +147,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         scheduler.assertOnLoopThread()
         let host = AddressCounts.host(of: transport.peerDescription)
         if let refusal = refusal(ofConnectionFrom: host) {
-            var line = ServerLineWriter.closing(refusal)
-            line.finish().withUnsafeBytes { transport.writeClosing($0, reason: refusal) }
+            _ = transport.write(.closing(refusal))
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }

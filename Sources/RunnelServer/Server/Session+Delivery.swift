@@ -144,31 +144,17 @@ extension Session {
         defer { forget(subscription) }
         guard !isClosing else { return }
         if subscription.dropped > 0 { writeDropped(subscription) }
-        if let error {
-            let failure = ProtocolError(wrapping: error)
-            var line = ServerLineWriter.event("error", sid: subscription.sidJSON)
-            line.members(of: failure)
-            write(line, .error(failure), of: subscription)
-        } else {
-            write(ServerLineWriter.event("completed", sid: subscription.sidJSON), .completed, of: subscription)
-        }
+        write(error.map { .error(ProtocolError(wrapping: $0)) } ?? .completed, of: subscription)
     }
 
     func writeDropped(_ subscription: SessionSubscription) {
-        var line = ServerLineWriter.event("dropped", sid: subscription.sidJSON)
         let count = subscription.dropped == SessionSubscription.unknownDropped ? nil : subscription.dropped
-        if let count { line.member("count", integer: count) }
         subscription.dropped = 0
-        write(line, .dropped(count: count), of: subscription)
+        write(.dropped(count: count), of: subscription)
     }
 
-    /// Writes one of `subscription`'s events other than `next`, `event` beside its line.
-    private func write(
-        _ line: consuming ServerLineWriter, _ event: SessionEvent, of subscription: SessionSubscription
-    ) {
-        line.finish().withUnsafeBytes { bytes in
-            stats.bytesOut &+= UInt64(bytes.count + 1)
-            output.writeEvent(bytes, event, sid: subscription.sid)
-        }
+    /// Writes one of `subscription`'s events other than `next`.
+    private func write(_ event: SessionEvent, of subscription: SessionSubscription) {
+        write(.event(event, sid: subscription.sid, sidJSON: subscription.sidJSON))
     }
 }

@@ -173,7 +173,7 @@ extension Session {
         } else {
             write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
         }
-        let disposable = start(transport.makeEventSink(session: self, subscription: subscription))
+        let disposable = start(EventSink(session: self, subscription: subscription, transport: transport))
         if subscription.isFinished {
             disposable.dispose()
         } else {

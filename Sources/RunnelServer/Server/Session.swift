@@ -147,11 +147,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         state.advance(to: .closing)
         subscriptions.disposeAll()
         endLag()
-        var line = ServerLineWriter.closing(reason)
-        line.finish().withUnsafeBytes { bytes in
-            stats.bytesOut &+= UInt64(bytes.count + 1)
-            output.writeClosing(bytes, reason: reason)
-        }
+        write(.closing(reason))
         output.closeAfterFlush(timeout: timeout)
     }
 
@@ -187,13 +183,12 @@ final class Session: RequestReceiver, @unchecked Sendable {
         write(SessionReply(ref: ref, .failed(failure)))
     }
 
-    /// Writes `reply`, its line (`ServerLineWriter.reply(_:)`) with the value beside it.
-    func write(_ reply: SessionReply) {
-        var line = ServerLineWriter.reply(reply)
-        line.finish().withUnsafeBytes { bytes in
-            stats.bytesOut &+= UInt64(bytes.count + 1)
-            output.writeReply(bytes, reply)
-        }
+    /// Writes `reply`.
+    func write(_ reply: SessionReply) { write(.reply(reply)) }
+
+    /// Writes `output` and counts what the transport wrote.
+    func write(_ output: SessionOutput) {
+        stats.bytesOut &+= UInt64(self.output.write(output))
     }
 
     /// Where lines go now: the transport, or the cork while there is one.
@@ -213,10 +208,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         subjects.whenWritten { [self] error in
             let reply = SessionReply(ref: ref, error.map { .failed($0) } ?? outcome())
             if let error { stats.countRequestError(error.code) }
-            var line = ServerLineWriter.reply(reply)
-            let bytes = line.finish()
-            stats.bytesOut &+= UInt64(bytes.count + 1)
-            cork.fill(slot, with: bytes, reply)
+            stats.bytesOut &+= UInt64(cork.fill(slot, with: reply))
             if cork.isDrained && self.cork === cork {
                 self.cork = nil
                 if closesWhenReplied { transport.closeAfterEndOfInput() }

@@ -89,22 +89,3 @@ final class SessionSubscription: @unchecked Sendable {
         sendsPositions && (isPattern || message.label === entry?.label)
     }
 }
-
-/// Receives a subscription's events at the end of its chain and hands them to the session,
-/// which writes them through its transport as a `SessionTransport` (see
-/// `SessionTransport.makeEventSink` for transports that do better).
-final class EventSink: Subscriber, @unchecked Sendable {
-    /// Strong: the session lives until it has disposed every subscription (on close).
-    let session: Session
-    let subscription: SessionSubscription
-
-    init(session: Session, subscription: SessionSubscription) {
-        self.session = session
-        self.subscription = subscription
-    }
-
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: session.transport) }
-    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
-    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
-}

@@ -3,31 +3,33 @@ import RunnelUV
 
 /// A session's output held back while a reply waits for the disk (durable subjects under
 /// `fsync = always`): the reply's place in the output is reserved, every line written after it
-/// is kept in order behind it, and once the reply is filled in (its line and its value, a
-/// `SessionReply`), everything up to the next unfilled reply goes out, each line with the
-/// value it was written with. So replies stay in request order, a `sub` reply stays ahead of its
-/// events, and no event follows an `unsub` reply.
+/// is kept in order behind it, and once the reply is filled in (a `SessionReply`), everything
+/// up to the next unfilled reply goes out, in order: outputs as the values they were written
+/// as, `next` lines as the bytes they were. So replies stay in request order, a `sub` reply
+/// stays ahead of its events, and no event follows an `unsub` reply.
 ///
-/// It wraps the session's real transport and forwards everything but the writes; held lines
-/// count as unsent output, so `max_pending_bytes` bounds them. Thread rules: loop thread only.
+/// It wraps the session's real transport and forwards everything but the writes; held output
+/// counts as unsent (a value by the line it would be, `ServerLineWriter.line(for:)`), so
+/// `max_pending_bytes` bounds it, and counts in `bytes_out` when it goes out (`fill`'s result).
+/// Thread rules: loop thread only.
 /// Lifetime rule: the session holds it while it holds anything (`Session.cork`) and each
 /// reserved reply's disk report until it is filled; it holds the real transport.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
-    /// Lines in output order, each with the value it says when it was written as one (a
-    /// reply, an event, the `closing` line); nil marks a reserved reply not filled in yet.
-    private var held: [(line: [UInt8], value: HeldValue?)?] = []
+    /// What was written, in order, each with the bytes it holds; nil marks a reserved reply
+    /// not filled in yet.
+    private var held: [(item: Held, bytes: Int)?] = []
     private var heldBytes = 0
     /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
     private var flushed = 0
     /// A `whenUnsentBytes` waiting for held lines to go out.
     private var waiter: (threshold: Int, action: () -> Void)?
 
-    /// What a held line says as a value, handed on with it.
-    private enum HeldValue {
-        case closing(ProtocolError)
-        case reply(SessionReply)
-        case event(SessionEvent, sid: String)
+    /// One held write.
+    private enum Held {
+        case output(SessionOutput)
+        /// A `next` line, whole.
+        case next([UInt8])
     }
 
     init(wrapping inner: any SessionTransport) {
@@ -43,22 +45,25 @@ final class CorkedTransport: SessionTransport {
         return flushed + held.count - 1
     }
 
-    /// Fills the reserved place `slot` with `reply` and its line, and writes every line that
-    /// is now at the front.
-    func fill(_ slot: Int, with line: [UInt8], _ reply: SessionReply) {
-        held[slot - flushed] = (line, .reply(reply))
-        heldBytes += line.count
+    /// Fills the reserved place `slot` with `reply`, and writes everything now at the front.
+    /// Returns the bytes `inner` counted for the outputs it wrote (the `next` lines were
+    /// counted as they were held).
+    func fill(_ slot: Int, with reply: SessionReply) -> Int {
+        let output = SessionOutput.reply(reply)
+        let bytes = Self.weight(of: output)
+        held[slot - flushed] = (.output(output), bytes)
+        heldBytes += bytes
         var written = 0
+        var counted = 0
         while written < held.count, let next = held[written] {
-            next.line.withUnsafeBytes { bytes in
-                switch next.value {
-                case .closing(let reason): inner.writeClosing(bytes, reason: reason)
-                case .reply(let reply): inner.writeReply(bytes, reply)
-                case .event(let event, let sid): inner.writeEvent(bytes, event, sid: sid)
-                case nil: inner.writeLine(bytes)
+            switch next.item {
+            case .output(let output): counted += inner.write(output)
+            case .next(let line):
+                _ = line.withUnsafeBytes { line in
+                    inner.writeNext(head: line, value: Self.none, tail: Self.none, unlessUnsentOver: .max)
                 }
             }
-            heldBytes -= next.line.count
+            heldBytes -= next.bytes
             written += 1
         }
         held.removeFirst(written)
@@ -67,21 +72,29 @@ final class CorkedTransport: SessionTransport {
             self.waiter = nil
             inner.whenUnsentBytes(fallTo: waiter.threshold - heldBytes, waiter.action)
         }
+        return counted
     }
 
-    private func hold(_ line: [UInt8], _ value: HeldValue? = nil) {
-        held.append((line, value))
-        heldBytes += line.count
+    private static var none: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
+
+    /// What a held output weighs against the unsent-output limit: its line's length.
+    private static func weight(of output: SessionOutput) -> Int {
+        var line = ServerLineWriter.line(for: output)
+        return line.finish().count
+    }
+
+    private func hold(_ item: Held, bytes: Int) {
+        held.append((item, bytes))
+        heldBytes += bytes
     }
 
     // MARK: SessionTransport
 
     func start(receiver: any RequestReceiver) { inner.start(receiver: receiver) }
-    func writeLine(_ line: UnsafeRawBufferPointer) { hold(Array(line)) }
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { hold(Array(line), .closing(reason)) }
-    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { hold(Array(line), .reply(reply)) }
-    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
-        hold(Array(line), .event(event, sid: sid))
+    /// Holds `output`; it is counted when it goes out (`fill`).
+    func write(_ output: SessionOutput) -> Int {
+        hold(.output(output), bytes: Self.weight(of: output))
+        return 0
     }
 
     func writeNext(
@@ -94,7 +107,7 @@ final class CorkedTransport: SessionTransport {
         line.append(contentsOf: head)
         line.append(contentsOf: value)
         line.append(contentsOf: tail)
-        hold(line)
+        hold(.next(line), bytes: line.count)
         return true
     }
 

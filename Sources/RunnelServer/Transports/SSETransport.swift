@@ -13,8 +13,8 @@ import RunnelUV
 /// `text/event-stream` head. Then each `next` is `id: POS` (when it has a position, an
 /// `EventPosition`) and `data: VALUE`, the value's bytes as published; `completed`, `error` and
 /// `dropped` are named events written from their values (`SessionEvent`, `SSEFraming`), and
-/// after a terminal one the response ends with the connection. `closing` ends it too. No
-/// line of the session's is read. What the client sends after its request is read and ignored, so
+/// after a terminal one the response ends with the connection. `closing` ends it too. The
+/// session's output comes as values (`SessionOutput`): no line is made for the stream. What the client sends after its request is read and ignored, so
 /// its close is seen at once and disposes the subscription (`transportDidEndInput`).
 ///
 /// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
@@ -109,54 +109,55 @@ final class SSETransport: SessionTransport, HTTPStream {
 
     func start(receiver: any RequestReceiver) { self.receiver = receiver }
 
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        SSEEventSink(session: session, subscription: subscription, transport: self)
-    }
-
-    /// Every line the stream shows comes as a value (`writeReply`, `writeEvent`,
-    /// `writeClosing`, `writeNext`); other lines mean nothing to it. (A stream's session is
-    /// never corked: its one request is a `sub`.)
-    func writeLine(_ line: UnsafeRawBufferPointer) {}
-
-    /// A terminal or `dropped` event, written from the value (`SSEFraming.event`); after a
-    /// terminal one the response ends with the connection.
-    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) {
-        guard case .streaming = state, let connection else { return }
-        heartbeat.noteOutput()
-        SSEFraming.event(event).withUnsafeBytes { send($0, on: connection) }
-        if event.isTerminal { end(connection, timeout: HTTPConnection.closeTimeout) }
+    /// The `sub`'s reply answers the request (`answer`); a terminal or `dropped` event is
+    /// written from the value (`SSEFraming.event`), after a terminal one the response ends with
+    /// the connection; `closing` ends it too, saying why (`SSEFraming.closing`). Returns the
+    /// event bytes written.
+    func write(_ output: SessionOutput) -> Int {
+        switch output {
+        case .reply(let reply):
+            answer(reply)
+            return 0
+        case .event(let event, _, _):
+            guard case .streaming = state, let connection else { return 0 }
+            heartbeat.noteOutput()
+            let framed = SSEFraming.event(event)
+            framed.withUnsafeBytes { send($0, on: connection) }
+            if event.isTerminal { end(connection, timeout: HTTPConnection.closeTimeout) }
+            return framed.count
+        case .closing(let reason):
+            if case .subscribing(let exchange) = state {
+                // Before the `sub`'s reply: the request is answered as an internal error.
+                state = .abandoned
+                var line = ServerLineWriter.line(for: output)
+                exchange.answer(.json(line.finish(), status: HTTPStatus(reporting: .eval)))
+                return 0
+            }
+            guard case .streaming = state, let connection else { return 0 }
+            heartbeat.noteOutput()
+            let framed = SSEFraming.closing(reason)
+            framed.withUnsafeBytes { send($0, on: connection) }
+            end(connection, timeout: HTTPConnection.closeTimeout)
+            return framed.count
+        }
     }
 
     /// The `sub`'s reply answers the request: its error as the HTTP answer, with the status
-    /// for its code and the reply line as the body, or the stream's head. Any other reply
-    /// (there is none: the stream's one request is its `sub`) is written as a line, which the
-    /// stream ignores.
-    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) {
-        guard case .subscribing(let exchange) = state else { return writeLine(line) }
+    /// for its code and the reply's line as the body, or the stream's head. A stream has no
+    /// other request, so no other reply.
+    private func answer(_ reply: SessionReply) {
+        guard case .subscribing(let exchange) = state else { return }
         switch reply.outcome {
         case .failed(let error):
             state = .abandoned
             // The session counted the request error already; the answer counts by status.
-            exchange.answer(.json(Array(line), status: HTTPStatus(reporting: error.code)))
+            var line = ServerLineWriter.reply(reply)
+            exchange.answer(.json(line.finish(), status: HTTPStatus(reporting: error.code)))
         case .subscribed:
             startStream(answering: exchange)
         case .done, .published, .subjects, .stats:
-            writeLine(line)
+            break
         }
-    }
-
-    /// The session ends the stream, saying why: `event: closing` and the reason's members as
-    /// `data:`, then the response ends with the connection.
-    /// Before the `sub`'s reply, the line answers the request as an internal error.
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
-        if case .subscribing(let exchange) = state {
-            state = .abandoned
-            return exchange.answer(.json(Array(line), status: HTTPStatus(reporting: .eval)))
-        }
-        guard case .streaming = state, let connection else { return }
-        heartbeat.noteOutput()
-        SSEFraming.closing(reason).withUnsafeBytes { send($0, on: connection) }
-        end(connection, timeout: HTTPConnection.closeTimeout)
     }
 
     /// Takes the connection over and writes the stream's head.
@@ -299,25 +300,4 @@ final class SSETransport: SessionTransport, HTTPStream {
         frontDoor.streamDidClose(self)
         endSession()
     }
-}
-
-/// A subscription's events for a session on an event stream: the delivery path specialised
-/// for `SSETransport` (as `TCPEventSink` is for TCP), which matters when one value goes to
-/// thousands of streams. Lifetime rule: holds the session (which holds the transport) until
-/// the subscription is disposed.
-private final class SSEEventSink: Subscriber, @unchecked Sendable {
-    let session: Session
-    let subscription: SessionSubscription
-    let transport: SSETransport
-
-    init(session: Session, subscription: SessionSubscription, transport: SSETransport) {
-        self.session = session
-        self.subscription = subscription
-        self.transport = transport
-    }
-
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: transport) }
-    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
-    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
 }

@@ -1,8 +1,8 @@
 import RunnelProtocol
 
-/// A subscription's event other than `next`, as a value, handed to a transport beside its line
-/// (`SessionTransport.writeEvent`): a transport with a framing of its own (Server-Sent Events)
-/// writes it from the value; the line protocols write the line. A `next` event's position
+/// A subscription's event other than `next`, as a value, handed to a transport
+/// (`SessionOutput.event`): a transport with a framing of its own (Server-Sent Events) frames
+/// the value; the line protocols write its line (`ServerLineWriter.line(for:)`). A `next` event's position
 /// travels as an `EventPosition` beside its pieces.
 ///
 /// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields.

@@ -1,12 +1,11 @@
 import RunnelJSON
 import RunnelProtocol
 
-/// A reply to one request as a value, handed to a transport beside its line
-/// (`SessionTransport.writeReply`): every reply a session writes goes out this way. A transport
-/// that answers in a framing of its own (an SSE stream's HTTP answer) reads the value instead
-/// of the line's bytes; the line protocols write the line, which is written from the value
-/// by one rule (`ServerLineWriter.reply(_:)`), also used where the HTTP front door answers
-/// with the same reply.
+/// A reply to one request as a value, handed to a transport (`SessionOutput.reply`): every
+/// reply a session writes goes out this way. A transport that answers in a framing of its own
+/// (an SSE stream's HTTP answer) reads the value; the line protocols write its line, made from
+/// the value by one rule (`ServerLineWriter.reply(_:)`), also used where the HTTP front door
+/// answers with the same reply.
 ///
 /// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields;
 /// a `list` reply holds its subjects' entries, whose figures are read as it is written.

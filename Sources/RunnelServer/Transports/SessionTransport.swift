@@ -7,16 +7,16 @@ import RunnelUV
 /// connection, whatever carries it: TCP lines (`TCPTransport`), WebSocket messages
 /// (`WebSocketTransport`) or a Server-Sent Events stream (`SSETransport`).
 ///
-/// A session hands over whole server lines, each a JSON object without a line end; the
-/// transport frames them (a `\n` on TCP). Every reply, every event but `next` and the
-/// `closing` line come with the value they say (`writeReply`, `writeEvent`, `writeClosing`),
-/// so a transport with a framing of its own encodes the value and never parses a line; the
-/// line protocols take the defaults, which write the line. `next` events come through their
-/// own calls, in pieces, so the hot path copies a small line once and writes a large value by
-/// reference, with the position beside them as a value where the line has one.
+/// A session hands over typed output: replies, events other than `next` and the `closing` line
+/// as values (`write(_:)`, a `SessionOutput`), which each transport encodes (the line
+/// protocols as lines, `ServerLineWriter.line(for:)`; SSE as events), so nothing is encoded
+/// that a transport throws away. `next` events come through their own calls, in pieces, so the
+/// hot path copies a small line once and writes a large value by reference, with the position
+/// beside them as a value where the line has one.
 ///
-/// The session counts `bytes_in` and `bytes_out` as the protocol's lines, each with its line
-/// end: on TCP, the bytes on the wire.
+/// The session counts `bytes_in` as the protocol's lines, and `bytes_out` as what the
+/// transport says it wrote (`write(_:)` returns it; a `next` line counts as a line with its
+/// line end): on TCP, the bytes on the wire.
 ///
 /// Thread rules: loop thread only, like the session. Lifetime rule: the transport holds its
 /// session (`RequestReceiver`) until it has told it `transportDidClose()`; the session holds
@@ -25,29 +25,17 @@ protocol SessionTransport: AnyObject {
     /// Starts handing requests to `receiver`, which it holds until `transportDidClose()`.
     func start(receiver: any RequestReceiver)
 
-    /// The subscriber at the end of `subscription`'s chain: it hands each event to `session`.
-    /// A transport may return one that knows its own type, so that each delivery writes through
-    /// direct calls rather than through this protocol (`TCPTransport.swift` does).
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message>
+    /// Delivers `message` to `sink`'s subscription, which its session writes through this
+    /// transport (`Session.deliverNext`): the default, compiled for each transport's type, is
+    /// what an `EventSink` calls.
+    func deliver(_ message: Message, through sink: EventSink)
 
-    /// Queues one server line that comes without a value: what the defaults below write, and
-    /// a `next` line held behind a reply (`CorkedTransport`).
-    func writeLine(_ line: UnsafeRawBufferPointer)
-
-    /// Queues the reply line `line`, which `reply` says as a value: every reply to a request
-    /// comes this way. A transport that answers in its own framing (an SSE stream's HTTP
-    /// status) takes the value instead of reading the line.
-    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply)
-
-    /// Queues one of a subscription's events other than `next`, `line`, that `event` says as a
-    /// value for the subscription `sid`: a transport with its own framing (SSE) writes the
-    /// value instead of reading the line.
-    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String)
-
-    /// Queues the connection's last line, `line`, the `closing` event saying `reason`: a
-    /// transport that ends its stream its own way takes the reason as a value (a WebSocket's
-    /// close code, the end of an SSE stream) instead of reading the line.
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError)
+    /// Queues `output`, encoded as this transport frames it, and returns the bytes it counts in
+    /// `bytes_out`: a line and its line end on TCP and WebSocket, an SSE event's fields; 0 for
+    /// what it does not write as the protocol's output (an SSE stream's HTTP answer). A
+    /// transport that ends its stream its own way reads the `closing` reason (a WebSocket's
+    /// close code, the end of an SSE stream).
+    func write(_ output: SessionOutput) -> Int
 
     /// Queues one `next` event line made of `head`, `value` and `tail`, all copied (small
     /// values, the common case), unless the output not yet handed to the kernel is over
@@ -143,12 +131,6 @@ extension SessionTransport {
     func keepOpenPastEndOfInput() {}
     func closeAfterEndOfInput() {}
 
-    /// For transports whose replies are lines like any other (TCP, WebSocket).
-    func writeReply(_ line: UnsafeRawBufferPointer, _ reply: SessionReply) { writeLine(line) }
-
-    /// For transports whose events are lines like any other (TCP, WebSocket).
-    func writeEvent(_ line: UnsafeRawBufferPointer, _ event: SessionEvent, sid: String) { writeLine(line) }
-
     /// For transports that write a position as the line's tail encodes it.
     @inline(__always)
     func writeNext(
@@ -166,9 +148,6 @@ extension SessionTransport {
         writeNext(head: head, sharedValue: value, tail: tail, unlessUnsentOver: limit)
     }
 
-    /// For transports whose last line is a line like any other (TCP).
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) { writeLine(line) }
-
     /// For transports that copy every line: the large value is copied like a small one.
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
@@ -177,7 +156,7 @@ extension SessionTransport {
         writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
     }
 
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        EventSink(session: session, subscription: subscription)
+    func deliver(_ message: Message, through sink: EventSink) {
+        sink.session.deliverNext(message, to: sink.subscription, through: self)
     }
 }

@@ -1,5 +1,6 @@
 import Runnel
 import RunnelBytes
+import RunnelProtocol
 import RunnelUV
 
 /// The line protocol over TCP: the connection is a session's transport as it is (requests are
@@ -13,17 +14,9 @@ import RunnelUV
 /// Thread rules: loop thread only (libuv calls it there).
 protocol LineTransport: SessionTransport, LineConnection {}
 
-extension TCPConnection: LineTransport {
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        TCPEventSink(session: session, subscription: subscription, connection: self)
-    }
-}
+extension TCPConnection: LineTransport {}
 
-extension RelayedStream: LineTransport {
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        RelayedEventSink(session: session, subscription: subscription, connection: self)
-    }
-}
+extension RelayedStream: LineTransport {}
 
 extension LineTransport {
     func start(receiver: any RequestReceiver) {
@@ -31,7 +24,12 @@ extension LineTransport {
         startReading()
     }
 
-    func writeLine(_ line: UnsafeRawBufferPointer) { writeLine(copying: line) }
+    func write(_ output: SessionOutput) -> Int {
+        var line = ServerLineWriter.line(for: output)
+        let bytes = line.finish()
+        bytes.withUnsafeBytes { _ = writeLine(copying: $0) }
+        return bytes.count + 1
+    }
 
     @inline(__always)
     func writeNext(
@@ -101,48 +99,6 @@ private final class TCPRequestReader: LineReaderDelegate {
     func connectionDidClose(_ connection: any ByteStream) {
         receiver.transportDidClose()
     }
-}
-
-/// A subscription's events for a session on a line connection: what every kind shares. Each
-/// connection type has a subclass of its own whose `sendNext` names the type, so the delivery
-/// path is specialised for it and a value reaches its buffer through direct calls (a generic
-/// sink's `sendNext`, reached through the `Subscriber` witness, would run unspecialised).
-/// Lifetime rule: holds the session (which holds the connection) until the subscription is
-/// disposed.
-private class LineEventSink: @unchecked Sendable {
-    let session: Session
-    let subscription: SessionSubscription
-
-    init(session: Session, subscription: SessionSubscription) {
-        self.session = session
-        self.subscription = subscription
-    }
-
-    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
-    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
-}
-
-private final class TCPEventSink: LineEventSink, Subscriber, @unchecked Sendable {
-    let connection: TCPConnection
-
-    init(session: Session, subscription: SessionSubscription, connection: TCPConnection) {
-        self.connection = connection
-        super.init(session: session, subscription: subscription)
-    }
-
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
-}
-
-private final class RelayedEventSink: LineEventSink, Subscriber, @unchecked Sendable {
-    let connection: RelayedStream
-
-    init(session: Session, subscription: SessionSubscription, connection: RelayedStream) {
-        self.connection = connection
-        super.init(session: session, subscription: subscription)
-    }
-
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: connection) }
 }
 
 extension Server {

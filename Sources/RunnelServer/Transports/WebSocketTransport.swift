@@ -15,7 +15,7 @@ import RunnelWebSocket
 /// Closing: the client's close frame is answered with its code, and ends the session's input;
 /// a protocol violation is answered with the close code the contract names for it. When the
 /// session closes the connection, the close frame says why: 1008 after its `closing` line
-/// (`writeClosing`: a slow consumer, a token gone), else 1001 (the server is stopping). Each
+/// (`write(.closing)`: a slow consumer, a token gone), else 1001 (the server is stopping). Each
 /// ends with the connection's graceful close (`closeAfterFlush`), which sends the frames
 /// queued before it.
 ///
@@ -135,23 +135,22 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
 
     func start(receiver: any RequestReceiver) { self.receiver = receiver }
 
-    func makeEventSink(session: Session, subscription: SessionSubscription) -> any Subscriber<Message> {
-        WebSocketEventSink(session: session, subscription: subscription, transport: self)
-    }
-
-    func writeLine(_ line: UnsafeRawBufferPointer) {
+    /// Each output is one text message, its line. The `closing` line says the close frame that
+    /// follows will say why, and goes uncompressed (RFC 7692 allows any message to): Node's
+    /// WebSocket (undici) inflates asynchronously, and a compressed last message followed at
+    /// once by the close frame and the end of the connection was lost to it, seen as a 1006
+    /// without its reason.
+    func write(_ output: SessionOutput) -> Int {
+        var line = ServerLineWriter.line(for: output)
+        let bytes = line.finish()
         heartbeat.noteOutput()
-        writeFrame(.text, payload: line)
-    }
-
-    /// The session ends the connection, saying why: the close frame that follows says so too.
-    /// The line goes uncompressed (RFC 7692 allows any message to): Node's WebSocket (undici)
-    /// inflates asynchronously, and a compressed last message followed at once by the close
-    /// frame and the end of the connection was lost to it, seen as a 1006 without its reason.
-    func writeClosing(_ line: UnsafeRawBufferPointer, reason: ProtocolError) {
-        closeCode = .policyViolation
-        heartbeat.noteOutput()
-        writeFrame(.text, payload: line, compressing: false)
+        var compressing = true
+        if case .closing = output {
+            closeCode = .policyViolation
+            compressing = false
+        }
+        bytes.withUnsafeBytes { writeFrame(.text, payload: $0, compressing: compressing) }
+        return bytes.count + 1
     }
 
     @inline(__always)
@@ -254,25 +253,4 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
         self.receiver = nil
         receiver?.transportDidClose()
     }
-}
-
-/// A subscription's events for a session on a WebSocket: the delivery path specialised for
-/// `WebSocketTransport` (as `TCPEventSink` is for TCP), so a value reaches the connection's
-/// buffer through direct calls. Lifetime rule: holds the session (which holds the transport)
-/// until the subscription is disposed.
-private final class WebSocketEventSink: Subscriber, @unchecked Sendable {
-    let session: Session
-    let subscription: SessionSubscription
-    let transport: WebSocketTransport
-
-    init(session: Session, subscription: SessionSubscription, transport: WebSocketTransport) {
-        self.session = session
-        self.subscription = subscription
-        self.transport = transport
-    }
-
-    func sendNext(_ value: Message) { session.deliverNext(value, to: subscription, through: transport) }
-    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
-    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
 }
