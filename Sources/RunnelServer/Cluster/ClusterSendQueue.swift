@@ -6,11 +6,10 @@ import Synchronization
 
 /// What a node tells NATS on its link's connection, handed off the loop: cnats writes the socket
 /// itself, under its connection's lock, when its buffer is full, so a publish (or a subscription
-/// made or ended) on a loop could hold that loop until NATS reads. The loop appends to this
-/// turn's batch (a value by reference, no copy); the first append schedules one job on the loop
-/// that hands the batch to a serial queue of the link's own, where the calls run in order: a
-/// subscription before the flush that a `sub` reply waits for, a value after the subscription
-/// made before it.
+/// made or ended) on a loop could hold that loop until NATS reads. The loop posts to this
+/// turn's batch (a value by reference, no copy; `LoopOutbox`), which at the turn's end goes to a
+/// serial queue of the link's own, where the calls run in order: a subscription before the
+/// flush that a `sub` reply waits for, a value after the subscription made before it.
 ///
 /// Bounded: the bytes handed over and not yet taken by cnats are at most `limit`
 /// (`cluster_send_buffer_bytes`). A value that would pass it is not sent: counted (`dropped`,
@@ -37,14 +36,18 @@ final class ClusterSendQueue: @unchecked Sendable {
     }
 
     private let connection: NATSConnection
-    private let scheduler: LoopScheduler
     private let queue = DispatchQueue(label: "runneld.cluster.send")
     private let logger: Logger
     let limit: Int
     /// The NATS subscriptions made, by runneld subject or pattern (`queue` only).
     private var subscriptions: [String: NATSSubscription] = [:]
-    /// This turn's publishes, handed to `queue` by the job the first of them scheduled.
-    private var batch: [Item] = []
+    private let scheduler: LoopScheduler
+    /// This turn's publishes, handed to `queue` as one batch.
+    private lazy var outbox = LoopOutbox<Item>(loop: scheduler) { [unowned self] items in
+        queue.async { [self] in
+            for item in items { publish(item) }
+        }
+    }
     /// Value bytes handed to `queue` and not yet taken by cnats, this turn's batch included.
     private let queuedBytes = Atomic<Int>(0)
     private let sentCount = Atomic<UInt64>(0)
@@ -93,10 +96,9 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// Runs `then`, on `queue`, once NATS has read everything queued before this call (a
     /// subscription a `sub` reply waits for). Flushes asked for in one turn share one.
     func flush(then: @escaping @Sendable () -> Void) {
-        if case .flush(let waiting)? = batch.last {
-            batch[batch.count - 1] = .flush(then: waiting + [then])
-        } else {
-            append(.flush(then: [then]))
+        outbox.post(.flush(then: [then])) { last, new in
+            guard case .flush(let waiting) = last, case .flush(let more) = new else { return nil }
+            return .flush(then: waiting + more)
         }
     }
 
@@ -104,24 +106,13 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// has run (the process is stopping: the node's goodbye goes out before the connection
     /// closes). Loop thread.
     func drain(within timeout: Duration) {
-        if !batch.isEmpty { handOver() }
+        outbox.handOver()
         let done = DispatchSemaphore(value: 0)
         queue.async { done.signal() }
         _ = done.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds) * 1000))
     }
 
-    private func append(_ item: Item) {
-        if batch.isEmpty { scheduler.schedule { [self] in handOver() } }
-        batch.append(item)
-    }
-
-    private func handOver() {
-        let items = batch
-        batch = []
-        queue.async { [self] in
-            for item in items { publish(item) }
-        }
-    }
+    private func append(_ item: Item) { outbox.post(item) }
 
     /// One publish, on `queue`: where cnats may wait for the socket.
     private func publish(_ item: Item) {
