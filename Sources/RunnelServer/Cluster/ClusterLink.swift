@@ -39,8 +39,9 @@ final class ClusterLink: @unchecked Sendable {
     /// The subjects' definitions.
     let definitions: NATSKeyValue
     /// Where the calls that wait for NATS's answer run (JetStream's administration, the
-    /// bucket's writes, starting and stopping consumers), one after another, off every loop.
-    let worker = DispatchQueue(label: "runneld.cluster")
+    /// bucket's writes, starting and stopping consumers), one after another, off every loop;
+    /// their answers come back to the loop.
+    let worker: LoopWorker
     let scheduler: LoopScheduler
     let logger: Logger
     /// Whether the link is up, as the last event the loop saw says.
@@ -71,6 +72,7 @@ final class ClusterLink: @unchecked Sendable {
         self.config = config
         self.scheduler = scheduler
         self.logger = logger
+        worker = LoopWorker(loop: scheduler, label: "runneld.cluster")
         instance = "\(config.nodeName)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
         valuesPrefix = "runnel.\(config.name).v."
         nodesSubject = "runnel.\(config.name).nodes"
@@ -203,7 +205,7 @@ final class ClusterLink: @unchecked Sendable {
     var valuesSent: UInt64 { sends.sent }
     var valuesNotSent: UInt64 { sends.dropped }
 
-    /// Runs `then`, off the loop, once NATS has read what was sent and subscribed before it.
+    /// Runs `then` on the loop once NATS has read what was sent and subscribed before it.
     func flush(then: @escaping @Sendable () -> Void) { sends.flush(then: then) }
 
     /// Subscribes in NATS to `subject` (a name or pattern), whose values then reach the

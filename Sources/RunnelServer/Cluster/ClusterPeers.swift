@@ -277,7 +277,9 @@ final class ClusterPeers: @unchecked Sendable {
     }
 
     /// Whether every live node has been heard since the link came up (`joinAfter` passed).
-    var peersKnown: Bool { scheduler.now >= linkUpAt.advanced(by: Self.joinAfter) }
+    var peersKnown: Bool { scheduler.now >= peersKnownAt }
+    /// When `peersKnown` holds, unless the link goes down before.
+    var peersKnownAt: SchedulerTime { linkUpAt.advanced(by: Self.joinAfter) }
 
     private func sendHeartbeat() { send(.heartbeat, Array("\(isJoined ? "u" : "j") \(nodeName)".utf8)) }
 

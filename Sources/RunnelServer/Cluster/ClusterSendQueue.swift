@@ -93,7 +93,7 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// Ends the NATS subscription `subscribe` made for `key`.
     func unsubscribe(_ key: String) { append(.unsubscribe(key: key)) }
 
-    /// Runs `then`, on `queue`, once NATS has read everything queued before this call (a
+    /// Runs `then`, on the loop, once NATS has read everything queued before this call (a
     /// subscription a `sub` reply waits for). Flushes asked for in one turn share one.
     func flush(then: @escaping @Sendable () -> Void) {
         outbox.post(.flush(then: [then])) { last, new in
@@ -154,7 +154,7 @@ final class ClusterSendQueue: @unchecked Sendable {
             subscriptions.removeValue(forKey: key)?.unsubscribe()
         case .flush(let then):
             try? connection.flush(timeout: ClusterLink.jetStreamWait)
-            for job in then { job() }
+            for job in then { scheduler.schedule(job) }
         }
     }
 }

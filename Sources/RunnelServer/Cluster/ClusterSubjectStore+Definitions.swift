@@ -21,9 +21,10 @@ extension ClusterSubjectStore {
         if entry.retainsValues { awaitingStreams[definition.epoch] = [] }
         let change = changes.begin()
         let link = link
-        link.worker.async {
-            let outcome = Self.write(definition, of: name, through: link)
-            _ = link.scheduler.schedule { [self] in created(name, definition, outcome: outcome, change: change) }
+        link.worker.run {
+            Self.write(definition, of: name, through: link)
+        } then: { [self] outcome in
+            created(name, definition, outcome: outcome, change: change)
         }
         return entry
     }
@@ -113,13 +114,15 @@ extension ClusterSubjectStore {
     private func writeChange(_ write: @escaping @Sendable (ClusterLink) throws(NATSError) -> Void) {
         let change = changes.begin()
         let link = link
-        link.worker.async {
-            var failure: String?
-            do throws(NATSError) { try write(link) } catch { failure = "\(error)" }
-            let problem = failure
-            _ = link.scheduler.schedule { [self] in
-                answer(change, error: problem.map { ProtocolError(.unavailable, "the cluster did not take it: \($0)") })
+        link.worker.run { () -> String? in
+            do throws(NATSError) {
+                try write(link)
+                return nil
+            } catch {
+                return "\(error)"
             }
+        } then: { [self] failure in
+            answer(change, error: failure.map { ProtocolError(.unavailable, "the cluster did not take it: \($0)") })
         }
     }
 
@@ -182,15 +185,14 @@ extension ClusterSubjectStore {
         entry.isEnding = true
         let epoch = entry.epoch
         let link = link
-        link.worker.async {
-            let last = (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
-            _ = link.scheduler.schedule { [self] in
-                guard let entry = retainedByEpoch[epoch] else { return }
-                if entry.lastSeq >= last {
-                    local.terminate(entry, error: error)
-                } else {
-                    endings[epoch] = (last, error)
-                }
+        link.worker.run {
+            (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
+        } then: { [self] last in
+            guard let entry = retainedByEpoch[epoch] else { return }
+            if entry.lastSeq >= last {
+                local.terminate(entry, error: error)
+            } else {
+                endings[epoch] = (last, error)
             }
         }
     }
@@ -232,7 +234,7 @@ extension ClusterSubjectStore {
         definition.epoch = Epoch.make()
         let renewed = definition
         let link = link
-        link.worker.async {
+        link.worker.run {
             do throws(NATSError) {
                 guard try link.jetStream.lastSequence(of: stream) == nil else { return }
                 try link.addStream(for: renewed)

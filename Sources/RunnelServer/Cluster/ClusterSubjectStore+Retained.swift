@@ -51,7 +51,10 @@ extension ClusterSubjectStore {
             entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
             publishBound.endPublish()
         }
-        if let target = catchingUp[epoch], message.streamSeq >= target { catchingUp[epoch] = nil }
+        if let target = catchingUp[epoch], message.streamSeq >= target {
+            catchingUp[epoch] = nil
+            checkCaughtUp()
+        }
         if let ending = endings[epoch], message.streamSeq >= ending.last {
             endings[epoch] = nil
             local.terminate(entry, error: ending.error)
@@ -61,8 +64,30 @@ extension ClusterSubjectStore {
     /// Whether every retained subject's consumer has started and delivered what its stream
     /// held when it started (until then a `from` may not resume here that would elsewhere),
     /// and every live node has been heard (until then a `sub` reply would wait for that):
-    /// `RunneldMain` opens the listeners once it is true, or after `cluster_connect_timeout`.
+    /// `RunneldMain` opens the listeners once it is true (`whenCaughtUp`), or after
+    /// `cluster_connect_timeout`.
     var hasCaughtUp: Bool { startingConsumers == 0 && catchingUp.isEmpty && link.peers.peersKnown }
+
+    /// Runs `action` once `hasCaughtUp` holds, at once if it does: readiness as an event,
+    /// looked at again where its parts change (a consumer started, a stream's values delivered
+    /// as far as it held, a subject gone) and, when time is all that is missing, when it has come.
+    func whenCaughtUp(_ action: @escaping () -> Void) {
+        caughtUpWaiters.append(action)
+        checkCaughtUp()
+    }
+
+    func checkCaughtUp() {
+        guard !caughtUpWaiters.isEmpty else { return }
+        guard hasCaughtUp else {
+            if startingConsumers == 0 && catchingUp.isEmpty {
+                link.scheduler.after(link.peers.peersKnownAt) { [weak self] in self?.checkCaughtUp() }
+            }
+            return
+        }
+        let waiters = caughtUpWaiters
+        caughtUpWaiters = []
+        for waiter in waiters { waiter() }
+    }
 
     /// Starts the node's consumer of `entry`'s stream (on the worker: it waits for JetStream).
     func startConsuming(_ entry: SubjectEntry) {
@@ -70,25 +95,25 @@ extension ClusterSubjectStore {
         retainedByEpoch[epoch] = entry
         startingConsumers += 1
         let link = link
-        link.worker.async {
+        link.worker.run { () -> (consumer: NATSSubscription, last: UInt64)? in
             let stream = link.streamName(epoch: epoch)
             do throws(NATSError) {
                 let last = try link.jetStream.lastSequence(of: stream) ?? 0
                 let consumer = try link.jetStream.consume(
                     stream, subject: link.streamSubject(epoch: epoch), lastPerSubject: false)
-                _ = link.scheduler.schedule { [self] in
-                    startingConsumers -= 1
-                    // Deleted meanwhile: the consumer goes too.
-                    guard let entry = retainedByEpoch[epoch] else {
-                        return link.worker.async { consumer.unsubscribe() }
-                    }
-                    consumers[epoch] = consumer
-                    if last > entry.lastSeq { catchingUp[epoch] = last }
-                }
+                return (consumer, last)
             } catch {
                 link.logger.error("cluster: cannot consume \(stream): \(error)")
-                _ = link.scheduler.schedule { [self] in startingConsumers -= 1 }
+                return nil
             }
+        } then: { [self] started in
+            startingConsumers -= 1
+            defer { checkCaughtUp() }
+            guard let (consumer, last) = started else { return }
+            // Deleted meanwhile: the consumer goes too.
+            guard let entry = retainedByEpoch[epoch] else { return link.worker.run { consumer.unsubscribe() } }
+            consumers[epoch] = consumer
+            if last > entry.lastSeq { catchingUp[epoch] = last }
         }
     }
 
@@ -97,7 +122,8 @@ extension ClusterSubjectStore {
         retainedByEpoch[entry.epoch] = nil
         catchingUp[entry.epoch] = nil
         endings[entry.epoch] = nil
+        checkCaughtUp()
         guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
-        link.worker.async { consumer.unsubscribe() }
+        link.worker.run { consumer.unsubscribe() }
     }
 }

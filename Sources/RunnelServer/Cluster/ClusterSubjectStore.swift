@@ -40,6 +40,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// deliver, by epoch (`hasCaughtUp`).
     var startingConsumers = 0
     var catchingUp: [String: UInt64] = [:]
+    /// What waits for `hasCaughtUp` (`whenCaughtUp`).
+    var caughtUpWaiters: [() -> Void] = []
     /// Retained subjects that end once their consumer delivers the stream's seq `last`, by epoch.
     var endings: [String: (last: UInt64, error: ProtocolError?)] = [:]
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
@@ -124,10 +126,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         guard link.isUp else { return answer(change, error: nil) }
         let link = link
         let announcement = link.peers.lastAnnouncement
-        link.flush {
-            _ = link.scheduler.schedule { [self] in
-                link.peers.whenKnown(announcement) { [self] in answer(change, error: nil) }
-            }
+        link.flush { [self] in
+            link.peers.whenKnown(announcement) { [self] in answer(change, error: nil) }
         }
     }
 

@@ -128,6 +128,10 @@ private final class Daemon: @unchecked Sendable {
     var tlsListeners: TLSListeners?
     var signalSubscriptions = CompoundDisposable()
     var isStopping = false
+    /// Whether `listen` has run (it runs once), and the timer that runs it at the cluster's
+    /// deadline if the node has not caught up by then.
+    var hasListened = false
+    var listenDeadline: Disposable?
     var exitStatus: Int32 = 0
 
     init(
@@ -159,25 +163,24 @@ private final class Daemon: @unchecked Sendable {
 
     /// In a cluster, the listeners open once the node holds the retained values its streams had
     /// (a client that moved here resumes by position as it would elsewhere) and has heard every
-    /// live node (`ClusterSubjectStore.hasCaughtUp`), or at `deadline` (`cluster_connect_timeout`
+    /// live node (`ClusterSubjectStore.whenCaughtUp`), or at `deadline` (`cluster_connect_timeout`
     /// after start), said in the log.
     private func listenOnceCaughtUp(before deadline: ContinuousClock.Instant) {
-        guard !isStopping else { return }
-        if let cluster = server.cluster, !cluster.hasCaughtUp {
-            guard ContinuousClock.now >= deadline else {
-                let scheduler = loop.scheduler
-                scheduler.after(scheduler.now.advanced(by: .milliseconds(10))) { [self] in
-                    listenOnceCaughtUp(before: deadline)
-                }
-                return
-            }
+        guard let cluster = server.cluster else { return listen() }
+        cluster.whenCaughtUp { [self] in listen() }
+        let scheduler = loop.scheduler
+        let left = max(.zero, deadline - ContinuousClock.now)
+        listenDeadline = scheduler.after(scheduler.now.advanced(by: left)) { [self] in
+            guard !hasListened else { return }
             logger.warning("cluster: serving before this node has caught up with the cluster")
+            listen()
         }
-        listen()
     }
 
     private func listen() {
-        guard !isStopping else { return }
+        guard !isStopping, !hasListened else { return }
+        hasListened = true
+        listenDeadline?.dispose()
         let config = server.config
         do {
             try server.createConfiguredSubjects()
