@@ -35,19 +35,18 @@ public struct LoopBound<Value>: @unchecked Sendable {
 /// Thread rules: `object` on `loop`'s thread only; the reference itself goes anywhere.
 /// Lifetime rule: holds the object weakly.
 public final class LoopBoundReference<Object: AnyObject>: @unchecked Sendable {
-    public let loop: LoopScheduler
-    private weak var stored: Object?
+    private struct Weak {
+        weak var object: Object?
+    }
 
-    public init(loop: LoopScheduler) { self.loop = loop }
+    private var bound: LoopBound<Weak>
+
+    public init(loop: LoopScheduler) { bound = LoopBound(Weak(), loop: loop) }
+
+    public var loop: LoopScheduler { bound.loop }
 
     public var object: Object? {
-        get {
-            loop.assertOnLoopThread()
-            return stored
-        }
-        set {
-            loop.assertOnLoopThread()
-            stored = newValue
-        }
+        get { bound.value.object }
+        set { bound.value.object = newValue }
     }
 }

@@ -14,8 +14,9 @@ import RunnelUV
 /// `EventPosition`) and `data: VALUE`, the value's bytes as published; `completed`, `error` and
 /// `dropped` are named events written from their values (`SessionEvent`, `SSEFraming`), and
 /// after a terminal one the response ends with the connection. `closing` ends it too. The
-/// session's output comes as values (`SessionOutput`): no line is made for the stream. What the client sends after its request is read and ignored, so
-/// its close is seen at once and disposes the subscription (`transportDidEndInput`).
+/// session's output comes as values (`SessionOutput`): no line is made for the stream. What
+/// the client sends after its request is read and ignored, so its close is seen at once and
+/// disposes the subscription (`transportDidEndInput`).
 ///
 /// Heartbeat: an idle stream writes a comment line every `StreamHeartbeat.interval`.
 ///
