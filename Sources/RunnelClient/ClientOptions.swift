@@ -61,15 +61,20 @@ public struct SubscribeOptions: Sendable {
     /// More stages (stage objects), after the shortcuts.
     public var ops: [JSONValue] = []
     public var from: String?
+    /// When this reader lags, the server keeps only the latest value for it, and says how many
+    /// it replaced (a `.gap(.dropped)`; protocol version 1.3).
+    public var conflate: Bool
 
     public init(
-        filter: String? = nil, map: String? = nil, throttle: Double? = nil, ops: [JSONValue] = [], from: String? = nil
+        filter: String? = nil, map: String? = nil, throttle: Double? = nil, ops: [JSONValue] = [], from: String? = nil,
+        conflate: Bool = false
     ) {
         self.filter = filter
         self.map = map
         self.throttle = throttle
         self.ops = ops
         self.from = from
+        self.conflate = conflate
     }
 
     /// The stage list the `sub` request carries.

@@ -26,6 +26,8 @@ public final class Subscription: AsyncSequence, Sendable {
     public let subject: String
     let isPattern: Bool
     let stages: [JSONValue]
+    /// Whether each `sub` asks for `"conflate": true`.
+    let conflates: Bool
     private let client: RunnelClient
     private let capacity: Int
     private let state: Mutex<SubscriptionState>
@@ -37,6 +39,7 @@ public final class Subscription: AsyncSequence, Sendable {
         self.subject = subject
         isPattern = subject.split(separator: ".").contains { $0 == "*" || $0 == ">" }
         stages = options.stages
+        conflates = options.conflate
         self.capacity = capacity
         var initial = SubscriptionState()
         if let from = options.from, !isPattern { initial.positions[subject] = from }
@@ -113,6 +116,7 @@ public final class Subscription: AsyncSequence, Sendable {
         if !stages.isEmpty { request.json("ops", .array(stages)) }
         let from = position
         if let from { request.string("from", from) }
+        if conflates { request.bool("conflate", true) }
         request.integer("ref", ref)
         return (request.finished(), from != nil)
     }

@@ -1,7 +1,8 @@
 /// The top-level request fields the scanner picks out while it validates a line; any other
 /// field is reachable through `ScannedEnvelope.field(named:)`.
 public enum EnvelopeKey: Int, CaseIterable, Sendable {
-    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable, positions
+    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable, positions,
+        conflate
 
     /// The field's name on the wire.
     public var name: String {
@@ -20,6 +21,7 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case .from: return "from"
         case .durable: return "durable"
         case .positions: return "positions"
+        case .conflate: return "conflate"
         }
     }
 
@@ -52,6 +54,7 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case 0x74_6365_6A62_7573 where count == 7: return .subject
         case 0x65_6761_7373_656D where count == 7: return .message
         case 0x7974_6963_6170_6163 where count == 8: return .capacity
+        case 0x6574_616C_666E_6F63 where count == 8: return .conflate
         default: return nil
         }
     }

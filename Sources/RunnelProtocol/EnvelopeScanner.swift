@@ -37,7 +37,7 @@ public struct EnvelopeScanner: Sendable {
 /// The fields `EnvelopeScanner` records, one slot per `EnvelopeKey`.
 package struct EnvelopeFields {
     private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable,
-        positions: EnvelopeField?
+        positions, conflate: EnvelopeField?
 
     package subscript(key: EnvelopeKey) -> EnvelopeField? {
         get {
@@ -56,6 +56,7 @@ package struct EnvelopeFields {
             case .from: return from
             case .durable: return durable
             case .positions: return positions
+            case .conflate: return conflate
             }
         }
         set {
@@ -74,6 +75,7 @@ package struct EnvelopeFields {
             case .from: from = newValue
             case .durable: durable = newValue
             case .positions: positions = newValue
+            case .conflate: conflate = newValue
             }
         }
     }

@@ -10,8 +10,12 @@ public enum SlowConsumerPolicy: String, Sendable, Equatable, CaseIterable {
     /// While the connection is over the soft limit, stop reading each publisher whose value
     /// reached it; a slow consumer is closed as under `disconnect`.
     case backpressure
+    /// Version 1.3: every subscription conflates (`"conflate": true` on `sub`): over the soft
+    /// limit each keeps only its latest value waiting, and a connection is cut only when it
+    /// reads nothing for the grace.
+    case conflate
 
-    /// `"disconnect", "drop" or "backpressure"`, for error messages.
+    /// `"disconnect", "drop", "backpressure" or "conflate"`, for error messages.
     package static var namesForErrors: String {
         let names = allCases.map { "\"\($0.rawValue)\"" }
         return names.dropLast().joined(separator: ", ") + " or " + names.last!

@@ -20,12 +20,14 @@ package struct SubscribeRequest {
     /// `from` as given, `EPOCH:SEQ` when valid: `Session.subscribe` checks it.
     package var from: String?
     package var positions: Bool?
+    /// `"conflate": true` (version 1.3): over the soft limit, only the latest value waits.
+    package var conflate: Bool?
     /// The `ref` to echo in the reply.
     package var ref: RawJSON?
 
     package init(
         subject: String, sid: String?, stages: [JSONValue], stagesByteCount: Int, from: String?, positions: Bool?,
-        ref: RawJSON? = nil
+        conflate: Bool? = nil, ref: RawJSON? = nil
     ) {
         self.subject = subject
         self.sid = sid
@@ -33,6 +35,7 @@ package struct SubscribeRequest {
         self.stagesByteCount = stagesByteCount
         self.from = from
         self.positions = positions
+        self.conflate = conflate
         self.ref = ref
     }
 
@@ -41,7 +44,7 @@ package struct SubscribeRequest {
         self.init(
             subject: try request.requiredString(.subject), sid: try request.string(.sid), stages: try request.stages(),
             stagesByteCount: request.stagesByteCount, from: try request.string(.from),
-            positions: try request.bool(.positions), ref: request.ref)
+            positions: try request.bool(.positions), conflate: try request.bool(.conflate), ref: request.ref)
     }
 
     /// The subject or pattern: `bad_request` when it is neither.
@@ -71,6 +74,7 @@ package struct SubscribeRequest {
         if !stages.isEmpty { request.set("ops", .array(stages)) }
         if let positions { request.set("positions", .bool(positions)) }
         if let from { request.set("from", .string(from)) }
+        if let conflate { request.set("conflate", .bool(conflate)) }
         var writer = JSONWriter()
         writer.write(.object(request))
         return writer.bytes

@@ -41,6 +41,8 @@ struct SubscribeCommand: ParsableCommand {
     var from: String?
     @Flag(help: "Exit (status 1) when the connection is lost, instead of connecting again and resuming.")
     var noReconnect = false
+    @Flag(help: "When this reader lags, get the latest values, not every value (skips are said on stderr).")
+    var conflate = false
 
     func validate() throws {
         if let throttle, !(throttle > 0 && throttle.isFinite) { throw ValidationError("--throttle must be > 0") }
@@ -100,6 +102,7 @@ struct SubscribeCommand: ParsableCommand {
         // but for --events, whose lines are printed as they come.
         if positions || !events { request.bool("positions", true) }
         if let position { request.string("from", position) }
+        if conflate { request.bool("conflate", true) }
         let reply = try session.roundTrip(request)
         guard let sid = reply.sid else { throw CLIFailure("the reply to sub carries no sid: \(reply.text)") }
         if let position, reply.resumed == false {

@@ -139,7 +139,7 @@ final class SubscriptionPrinter {
         case "dropped":
             if !events {
                 output.flush()
-                // A slow consumer's drops, or a cluster's values missed from other nodes.
+                // A slow consumer's drops, values conflation replaced, or a cluster's missed from other nodes.
                 let count = line.count.map { "\($0) events" } ?? "events (how many is not known)"
                 StandardError.write("runnel: the server dropped \(count)\n")
             }

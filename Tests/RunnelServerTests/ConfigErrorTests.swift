@@ -52,7 +52,7 @@ struct ConfigErrorTests {
             ("listen = \"127.0.0.1:99999\"", "key 'listen': the port must be an integer between 0 and 65535"),
             (
                 "slow_consumer = \"block\"",
-                "key 'slow_consumer': must be \"disconnect\", \"drop\" or \"backpressure\", got the string \"block\""
+                "key 'slow_consumer': must be \"disconnect\", \"drop\", \"backpressure\" or \"conflate\", got the string \"block\""
             ),
             ("auto_create = \"yes\"", "key 'auto_create': must be true or false, got the string \"yes\""),
             ("auto_create = 1", "key 'auto_create': must be true or false, got 1"),

@@ -20,6 +20,8 @@ final class MemoryTransport: SessionTransport {
     var unsent = 0
     /// What `sentBytes` reports; raise it to play a slow consumer that still reads.
     var sent: UInt64 = 0
+    /// What each line written adds to `unsent`: a client that reads nothing meanwhile.
+    var unsentPerLine = 0
     let maxRequestBytes: Int
     let peerDescription = "memory"
     let transportName = "memory"
@@ -102,6 +104,7 @@ final class MemoryTransport: SessionTransport {
         var line = ServerLineWriter.line(for: output)
         let bytes = line.finish()
         lines.append(String(decoding: bytes, as: UTF8.self))
+        unsent += unsentPerLine
         return bytes.count + 1
     }
 
@@ -120,6 +123,7 @@ final class MemoryTransport: SessionTransport {
         guard unsent <= limit else { return false }
         if !isClosed && !closeRequested {
             lines.append(String(decoding: Array(head) + Array(value) + Array(tail), as: UTF8.self))
+            unsent += unsentPerLine
         }
         return true
     }

@@ -49,7 +49,7 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil)
+        let lag = SlowConsumerLag(graceTimer: nil, sent: 0)
         #expect(lag.isPastGrace)
         lag.hold(publisher)
         lag.hold(publisher)
@@ -65,7 +65,7 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: Disposable())
+        let lag = SlowConsumerLag(graceTimer: Disposable(), sent: 0)
         #expect(lag.holdWhileDraining(publisher, sent: 10))
         let timer = Disposable()
         lag.drainCheckArmed(timer)
@@ -93,7 +93,7 @@ import Testing
         let loop = EventLoop()
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil)
+        let lag = SlowConsumerLag(graceTimer: nil, sent: 0)
         #expect(lag.holdWhileDraining(publisher, sent: 0))
         lag.drainCheckArmed(Disposable())
         lag.hold(publisher)
@@ -108,14 +108,14 @@ import Testing
 
     @Test func lagStopsItsGraceTimerAtItsEnd() {
         let timer = Disposable()
-        let lag = SlowConsumerLag(graceTimer: timer)
+        let lag = SlowConsumerLag(graceTimer: timer, sent: 0)
         #expect(!lag.isPastGrace)
         lag.end()
         #expect(timer.isDisposed && lag.graceTimer == nil)
     }
 
     @Test func lagPassesItsGraceWhenTheTimerFires() {
-        let lag = SlowConsumerLag(graceTimer: Disposable())
+        let lag = SlowConsumerLag(graceTimer: Disposable(), sent: 0)
         lag.graceTimerFired()
         #expect(lag.graceTimer == nil && !lag.isPastGrace)
         lag.passGrace()

@@ -9,8 +9,8 @@ import Testing
 @Suite struct SessionSlowConsumerTests {
     private static let closing = #"{"ev":"closing","code":"slow_consumer"}"#
 
-    /// Soft limit 1000 bytes, hard limit 10000, a grace of 10 s.
-    private static func harness(_ policy: SlowConsumerPolicy = .disconnect) -> SessionHarness {
+    /// Soft limit 1000 bytes, hard limit 10000, a grace of 10 s (`SessionConflationTests` too).
+    static func harness(_ policy: SlowConsumerPolicy = .disconnect) -> SessionHarness {
         SessionHarness {
             $0.softPendingBytes = 1000
             $0.maxPendingBytes = 10_000

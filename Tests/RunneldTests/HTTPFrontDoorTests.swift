@@ -48,6 +48,14 @@ import Testing
         await PythonSuite.expectPasses(check)
     }
 
+    /// Conflation (version 1.3): `"conflate": true` over TCP, a WebSocket and SSE, and
+    /// `slow_consumer = "conflate"`: a lagging reader gets the latest values in order, the
+    /// rest counted in `dropped`, and is never cut while it reads; `runnel sub --conflate`.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_conflation.py"))
+    func theConflationChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
     /// JWTs: tokens signed by PyJWT with keys made by `cryptography` at test time, of each
     /// algorithm; every refusal naming its check; a refresh before expiry; expiry closing TCP,
     /// WebSocket and SSE; key files re-read on SIGHUP.

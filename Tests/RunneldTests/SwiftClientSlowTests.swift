@@ -24,17 +24,23 @@ import Testing
         return Int(n)
     }
 
+    /// A client that stops reading at once (`wait` with a buffer of 1), its disconnects'
+    /// reasons kept in `reasons`.
+    static func stalling(_ daemon: ChecklistDaemon, _ reasons: Reasons) async throws -> RunnelClient {
+        try await ClientChecks.connect(daemon) { options in
+            options.buffer = 1
+            options.overflow = .wait
+            options.onDisconnect = { reasons.add($0) }
+        }
+    }
+
     /// 9: a `closing` line is the reason given for the disconnect (`slow_consumer`), and the
     /// subscription then resumes with nothing missed.
     @Test func aClosingLineIsTheDisconnectReasonAndTheSubscriptionResumes() async throws {
         let daemon = try ChecklistDaemon(toml: Self.slowConfig)
         let reasons = Reasons()
-        // `wait` with a buffer of 1: the client stops reading at once, and the server cuts it.
-        let subscriber = try await ClientChecks.connect(daemon) { options in
-            options.buffer = 1
-            options.overflow = .wait
-            options.onDisconnect = { reasons.add($0) }
-        }
+        // The server cuts it.
+        let subscriber = try await Self.stalling(daemon, reasons)
         let publisher = try await ClientChecks.connect(daemon)
         let watcher = try await ClientChecks.connect(daemon)
         let count = 20_000  // 20 MB: past the kernel's buffers and the server's 256 KiB
@@ -93,6 +99,43 @@ import Testing
         #expect(values == values.sorted() && values.count + dropped == count + 1)
         let after = try await publisher.request("stats")
         #expect(ClientChecks.number(after, "dropped") - ClientChecks.number(before, "dropped") == dropped)
+        await subscriber.close()
+        await publisher.close()
+    }
+
+    /// 15: a `conflate` subscription whose client stops reading gets the latest values in
+    /// order, the ones the server replaced reported as `dropped` gaps with their count, and is
+    /// not cut: without `conflate`, 20 MB past the 256 KiB limit would cut it.
+    @Test func aConflatingSubscriptionGetsTheLatestValuesAndAGapForTheRest() async throws {
+        let daemon = try ChecklistDaemon(toml: Self.slowConfig)
+        let reasons = Reasons()
+        let subscriber = try await Self.stalling(daemon, reasons)
+        let publisher = try await ClientChecks.connect(daemon)
+        let before = try await publisher.request("stats")
+        let subscription = try await subscriber.subscribe("slow.conflate", SubscribeOptions(conflate: true))
+        let count = 20_000
+        for n in 0..<count { try await publisher.publish("slow.conflate", Self.padded(n)) }
+        _ = try await publisher.request("ping")
+        let consumer = Task {
+            var events: [SubscriptionEvent] = []
+            for try await event in subscription {
+                events.append(event)
+                if Self.n(event) == count - 1 { break }
+            }
+            return events
+        }
+        let events = try await ClientChecks.within(.seconds(30)) { try await consumer.value }
+        let values = events.compactMap(Self.n)
+        let gaps = events.compactMap { if case .gap(let gap) = $0 { return gap } else { return nil } }
+        #expect(!gaps.isEmpty && gaps.allSatisfy { $0.reason == .dropped })
+        let dropped = gaps.reduce(0) { $0 + ($1.count ?? 0) }
+        #expect(values == Array(Set(values)).sorted() && values.count + dropped == count)
+        let after = try await publisher.request("stats")
+        #expect(
+            ClientChecks.number(after, "slow_consumer_disconnects")
+                == ClientChecks.number(before, "slow_consumer_disconnects"))
+        #expect(ClientChecks.number(after, "dropped") - ClientChecks.number(before, "dropped") == dropped)
+        #expect(reasons.all.isEmpty)
         await subscriber.close()
         await publisher.close()
     }

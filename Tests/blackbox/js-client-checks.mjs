@@ -803,7 +803,7 @@ async function check_a_call_while_runneld_is_down_times_out_and_the_client_recov
   await client.close();
 }
 
-// ---- slow: a consumer the server cuts (`closing` slow_consumer), or drops events for -------
+// ---- slow: a consumer the server cuts (`closing` slow_consumer), drops or conflates events for
 
 async function check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes() {
   const reasons = [];
@@ -873,6 +873,58 @@ async function check_the_servers_dropped_events_are_gaps_with_their_count() {
   await publisher.close();
 }
 
+async function check_a_conflating_subscription_gets_the_latest_values_and_a_gap_for_the_rest() {
+  // The subscriber's WebSockets, and the requests it sends over them.
+  const sockets = [];
+  const sent = [];
+  class Recording extends WebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+    }
+
+    send(data) {
+      sent.push(JSON.parse(data));
+      super.send(data);
+    }
+  }
+  const reasons = [];
+  const back = latch();
+  const subscriber = await connected({ WebSocket: Recording, onDisconnect: (reason) => reasons.push(reason),
+    onReconnect: back.set });
+  const publisher = await connected();
+  const before = await publisher.request("stats");
+  // 20 MB, the server's 256 KiB many times over: under `disconnect` a subscriber that is not
+  // conflating is cut; this one is kept one value while it reads nothing.
+  const count = 20_000;
+  const events = [];
+  const last = latch();
+  await subscriber.subscribe("slow.conflate", { conflate: true }, (event) => {
+    events.push(event);
+    if (event.value?.n === count - 1) last.set();
+  });
+  // The client reads again once the server has replaced half of the values for it.
+  await blockedWhile({ subject: "slow.conflate", count, pad: 1000, key: "dropped", above: before.dropped + count / 2 });
+  await within(last.promise, "the last value", 60_000);
+  const values = events.filter((event) => event instanceof Value).map((event) => event.value.n);
+  const gaps = events.filter((event) => event instanceof Gap);
+  assert.ok(gaps.length > 0 && gaps.every((gap) => gap.reason === "dropped"), JSON.stringify(gaps.slice(0, 5)));
+  const replaced = gaps.reduce((sum, gap) => sum + gap.count, 0);
+  assert.ok(values.every((n, i) => i === 0 || n > values[i - 1]), "values out of order or repeated");
+  assert.equal(values.length + replaced, count);
+  const after = await publisher.request("stats");
+  assert.equal(after.dropped - before.dropped, replaced);
+  assert.equal(after.slow_consumer_disconnects, before.slow_consumer_disconnects, "the subscriber was cut");
+  assert.deepEqual(reasons, []);
+  // A reconnect subscribes again, conflating again.
+  sockets[0].close();
+  await within(back.promise, "the reconnect");
+  const subs = sent.filter((request) => request.op === "sub");
+  assert.deepEqual(subs.map((request) => [request.sid, request.conflate]), [["s1", true], ["s1", true]]);
+  await subscriber.close();
+  await publisher.close();
+}
+
 // ---- the command line ------------------------------------------------------------------------
 
 const SUITES = {
@@ -901,6 +953,7 @@ const SUITES = {
   slow: [
     check_a_closing_line_is_the_disconnect_reason_and_the_subscription_resumes,
     check_the_servers_dropped_events_are_gaps_with_their_count,
+    check_a_conflating_subscription_gets_the_latest_values_and_a_gap_for_the_rest,
   ],
   expiry: [
     check_an_expired_token_fails_at_connect_and_an_expiring_one_ends_the_connection,

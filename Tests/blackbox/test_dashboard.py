@@ -12,7 +12,8 @@ value once, and marks a gap where values were lost (`resumed: false`); with toke
 the page asks for one; the page's WebSocket negotiates permessage-deflate (the handshake as
 Chromium's DevTools report it) and a large value reaches it compressed on the wire (the
 kernel's byte count), and with `compression = false` nothing is negotiated and the page still
-works; a node of a cluster (a nats-server on loopback) names itself and its link in the header,
+works; every panel's `sub` asks for conflation; a node of a cluster (a nats-server on loopback)
+names itself and its link in the header,
 and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
 log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
 1,000 values/s into one chart panel (Chromium's Performance.getMetrics) (conftest.py's options: without
@@ -234,6 +235,17 @@ def websocket_handshakes(driver):
     return handshakes
 
 
+def websocket_requests_sent(driver):
+    """The requests the page sent over its WebSockets since the last call (the driver's
+    performance log: Chromium's DevTools report each text message sent)."""
+    requests = []
+    for entry in driver.get_log("performance"):
+        event = json.loads(entry["message"])["message"]
+        if event["method"] == "Network.webSocketFrameSent":
+            requests.append(json.loads(event["params"]["response"]["payloadData"]))
+    return requests
+
+
 def server_bytes_sent(daemon):
     """The bytes the kernel has sent from the daemon's HTTP port, over every connection open now
     (`ss`'s bytes_sent: what went on the wire, compressed or not)."""
@@ -348,7 +360,7 @@ class TestMain:
         # The panel's "Copy command" gives the runnel sub command line with the same chain.
         panel.find_element(By.CSS_SELECTOR, "button.copy").click()
         command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
-        assert command == "runnel sub dash.f --filter '.v % 2 == 0' --map '.v * 10' --throttle 0.3", command
+        assert command == "runnel sub dash.f --filter '.v % 2 == 0' --map '.v * 10' --throttle 0.3 --conflate", command
 
     def test_bad_expression_shows_the_servers_message(self, run):
         panel = add_panel(run.driver, "dash.bad", "chart", filter=".v >")
@@ -512,6 +524,22 @@ class TestMain:
             print(f"     a {size}-byte value reached the page in {sent} bytes on the wire", flush=True)
         finally:
             assert_clean_stop(daemon)
+
+    def test_every_panel_subscribes_conflating(self, run):
+        """A page that lags is sent each panel's latest value, not every value: every `sub` it
+        sends, a single subject's and a pattern's, has `"conflate": true`."""
+        driver = chromium(performance_log=True)
+        try:
+            panels = [{"subject": "conflated.a", "view": "log", "map": ".n"},
+                      {"subject": "conflated.*", "view": "table"}]
+            open_page(driver, run.daemon.url + "/#" + quote(json.dumps({"panels": panels})))
+            for subject in ("conflated.a", "conflated.*"):
+                wait_live(panel_for(driver, subject))
+            subs = [request for request in websocket_requests_sent(driver) if request["op"] == "sub"]
+            assert sorted((sub["subject"], sub.get("conflate")) for sub in subs) == [("conflated.*", True),
+                                                                                    ("conflated.a", True)], subs
+        finally:
+            driver.quit()
 
     def test_the_header_shows_the_node_and_its_link_in_a_cluster(self, run):
         """A node of a cluster (one nats-server on loopback): the header names the node, says its

@@ -188,7 +188,7 @@ class TestRestart:
 
 @pytest.mark.daemon(SLOW_CONFIG)
 class TestSlow:
-    """A consumer the server cuts (`closing` slow_consumer), or drops events for."""
+    """A consumer the server cuts (`closing` slow_consumer), drops or conflates events for."""
 
     test_node = node_test("slow")
 

@@ -890,6 +890,44 @@ class TestSlow:
         await subscriber.close()
         await publisher.close()
 
+    @runs_async
+    async def test_a_conflating_subscription_gets_the_latest_values_and_a_gap_for_the_rest(self, d):
+        # `conflate`: while the stalled client reads nothing the server keeps one value for it, not
+        # 20 MB (past the 256 KiB limit, which cuts a subscriber that is not conflating).
+        lost, reasons, on_disconnect = noticing()
+        subscriber = await connected(d, buffer=1, overflow="wait", on_disconnect=on_disconnect)
+        publisher = await connected(d)
+        before = await publisher.request("stats")
+        subscription = await subscriber.subscribe("slow.conflate", {"conflate": True})
+        count = 20_000
+        for n in range(count):
+            await publisher.publish("slow.conflate", {"n": n, "pad": "x" * 1000})
+        await publisher.request("ping")
+        events = []
+
+        async def consume():
+            async for event in subscription:
+                events.append(event)
+
+        consumer = asyncio.create_task(consume())
+
+        async def received():
+            return events
+
+        await poll(received, lambda e: e and getattr(e[-1], "value", {}).get("n") == count - 1, "the last value", 30)
+        consumer.cancel()
+        values = [event.value["n"] for event in events if isinstance(event, Value)]
+        gaps = [event for event in events if isinstance(event, Gap)]
+        assert gaps and {gap.reason for gap in gaps} == {"dropped"}, gaps
+        assert values == sorted(set(values)), "values out of order or repeated"
+        assert len(values) + sum(gap.count for gap in gaps) == count, (len(values), gaps)
+        after = await publisher.request("stats")
+        assert after["slow_consumer_disconnects"] == before["slow_consumer_disconnects"], after
+        assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
+        assert not lost.is_set() and not reasons, reasons
+        await subscriber.close()
+        await publisher.close()
+
     def test_clean_stop(self, d):
         assert_clean_stop(d)
 

@@ -26,6 +26,11 @@ export interface SubscribeOptions {
   ops?: Stage[];
   /** A position (`EPOCH:SEQ`) to continue right after; not for a pattern. */
   from?: string;
+  /**
+   * True: while this reader lags, the server keeps only the latest value for it, and says how
+   * many it replaced (a `Gap` `dropped` before the next value). Version 1.3.
+   */
+  conflate?: boolean;
   /** Seconds this `subscribe` may take, as `CallOptions`' (not a stage: that is `ops: [{op: "timeout", ...}]`). */
   callTimeout?: number;
 }
@@ -109,7 +114,10 @@ export class Gap {
   constructor(reason: "dropped" | "overflow" | "not_resumed", count?: number | null, cause?: RunnelError | null);
   readonly type: "gap";
   reason: "dropped" | "overflow" | "not_resumed";
-  /** How many (`dropped`, `overflow`); null for `not_resumed`. */
+  /**
+   * How many (`dropped`: dropped by the server, or, under `conflate`, replaced by newer values;
+   * `overflow`); null for `not_resumed`.
+   */
   count: number | null;
   /** The disconnect's reason, for `not_resumed` after a reconnect. */
   cause: RunnelError | null;

@@ -17,8 +17,10 @@
 /**
  * What `subscribe` takes: `filter` and `map` (expressions), `throttle` (seconds), which become
  * stages in that order, then `ops` (more stages); `from`, a position to continue after;
- * `callTimeout`, the deadline of this `subscribe` (as `CallOptions`').
- * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string, callTimeout?: number }} SubscribeOptions
+ * `conflate`, true: while this reader lags, the server keeps only the latest value for it (each
+ * value it replaced counted in a `Gap` `dropped`); `callTimeout`, the deadline of this
+ * `subscribe` (as `CallOptions`').
+ * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string, conflate?: boolean, callTimeout?: number }} SubscribeOptions
  */
 /**
  * A call's own options: `callTimeout`, the seconds this call may take (waiting for a connection,
@@ -122,8 +124,9 @@ export class Value {
 
 /**
  * Values this subscription will not get, in their place in the stream: `reason` `dropped` (the
- * server's slow-consumer policy `drop` dropped `count` events, or, in a cluster, `count` values
- * of other nodes were missed; null when the server does not know how many), `overflow` (this client's buffer
+ * server's slow-consumer policy `drop` dropped `count` events, or, for a `conflate` subscription,
+ * `count` values were replaced by newer ones, or, in a cluster, `count` values of other nodes
+ * were missed; null when the server does not know how many), `overflow` (this client's buffer
  * dropped `count` events) or `not_resumed` (after a reconnect, or with a `from` the server could
  * not continue from, values may be missing: `count` is null; `cause` is the disconnect's reason).
  */
@@ -300,15 +303,17 @@ class SubscriptionState {
    * @param {string} subject
    * @param {Stage[]} ops
    * @param {string | undefined} start
+   * @param {boolean} conflate
    * @param {((event: RunnelEvent) => void) | undefined} onValue
    * @param {((error: RunnelError | null) => void) | undefined} onEnd
    */
-  constructor(link, sid, subject, ops, start, onValue, onEnd) {
+  constructor(link, sid, subject, ops, start, conflate, onValue, onEnd) {
     this.link = link;
     this.sid = sid;
     this.subject = subject;
     this.pattern = isPattern(subject);
     this.ops = ops;
+    this.conflate = conflate;
     this.onValue = onValue;
     this.onEnd = onEnd;
     /** @type {Map<string, string>} the newest position seen, per source subject */
@@ -331,12 +336,13 @@ class SubscriptionState {
     return this.pattern ? null : this.positions.get(this.subject) ?? null;
   }
 
-  /** This subscription's `sub` request, from its last position when it has one. */
+  /** This subscription's `sub` request, from its last position when it has one; conflating if asked. */
   request() {
     /** @type {Line} */
     const body = { op: "sub", subject: this.subject, sid: this.sid, positions: true };
     if (this.ops.length) body.ops = this.ops;
     if (this.position) body.from = this.position;
+    if (this.conflate) body.conflate = true;
     return body;
   }
 
@@ -729,7 +735,8 @@ export class Client {
     if (options.map !== undefined) ops.push({ op: "map", expr: options.map });
     if (options.throttle !== undefined) ops.push({ op: "throttle", seconds: options.throttle });
     ops.push(...(options.ops ?? []));
-    const state = new SubscriptionState(this.#link, `s${this.#nextSid++}`, subject, ops, options.from, onValue, onEnd);
+    const state = new SubscriptionState(this.#link, `s${this.#nextSid++}`, subject, ops, options.from,
+      options.conflate ?? false, onValue, onEnd);
     if (state.pattern && options.from !== undefined) {
       throw new TypeError("runnel: a pattern subscription has no position to start from");
     }

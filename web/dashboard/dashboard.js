@@ -381,6 +381,8 @@ class Panel {
     if (map) parts.push("--map", shellQuote(map));
     if (throttle !== "") parts.push("--throttle", shellQuote(String(throttle)));
     if (this.pattern) parts.push("--subject");
+    // The panel conflates (its `sub` carries `conflate`): the command does as it does.
+    parts.push("--conflate");
     return parts.join(" ");
   }
 
@@ -399,7 +401,8 @@ class Panel {
 
   /**
    * Subscribes through the client, from the newest position shown (a panel made again by a new
-   * client, after a token was given); the client resumes it after its own reconnects.
+   * client, after a token was given); the client resumes it after its own reconnects. It
+   * conflates: a page that lags is sent the latest value, and a gap for those it replaced.
    */
   async subscribe() {
     if (!client) return;
@@ -408,7 +411,8 @@ class Panel {
     this.state = "subscribing";
     this.markDirty();
     try {
-      const subscription = await client.subscribe(this.spec.subject, { ops: this.ops(), ...(from ? { from } : {}) },
+      const options = { ops: this.ops(), conflate: true, ...(from ? { from } : {}) };
+      const subscription = await client.subscribe(this.spec.subject, options,
         (event) => { if (this.generation === generation) this.onEvent(event); },
         (error) => { if (this.generation === generation) this.onEnd(error); });
       if (this.generation !== generation) {
@@ -473,7 +477,10 @@ class Panel {
   onEvent(event) {
     if (event instanceof Gap) {
       if (event.reason === "dropped") {
-        this.addGap(`gap: the server dropped ${event.count} value(s) (slow consumer)`);
+        // Replaced while the page lagged (conflation), or, in a cluster, missed: count null
+        // when the server does not know how many.
+        const count = event.count === null ? "some" : event.count;
+        this.addGap(`gap: the server skipped ${count} value(s) (this page lagged, or another node's were missed)`);
       } else if (event.reason === "not_resumed" && this.lastPos) {
         this.addGap("gap: values may have been missed while disconnected (could not resume after " + this.lastPos + ")");
       } else {

@@ -18,10 +18,10 @@ extension Session {
         _ message: Message, to subscription: SessionSubscription, through transport: Transport
     ) {
         guard !isClosing, !subscription.isFinished else { return }
-        if subscription.dropped > 0 {
-            // The count of what was dropped goes first, so it needs room of its own.
+        if subscription.dropped > 0 || subscription.waiting != nil {
+            // What was dropped, or a conflated value waiting, goes first: room of their own.
             guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription) }
-            writeDropped(subscription)
+            writeWaiting(subscription)
         }
         if writeNext(message, subscription, limit: settings.softPendingLimit, transport) {
             stats.delivered &+= 1
@@ -143,7 +143,8 @@ extension Session {
         guard !subscription.isFinished else { return }
         defer { forget(subscription) }
         guard !isClosing else { return }
-        if subscription.dropped > 0 { writeDropped(subscription) }
+        // A terminal event is never conflated away, nor the value waiting before it.
+        writeWaiting(subscription)
         write(error.map { .error(ProtocolError(wrapping: $0)) } ?? .completed, of: subscription)
     }
 

@@ -151,7 +151,7 @@ extension Session {
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
         let subscription = SessionSubscription(
-            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions)
+            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions, conflates: request.conflate ?? false)
         let lookup = stageLookup(for: subscription)
         // Where the subscription's sink goes: a chain it shares, or one of its own.
         let start: (any Subscriber<Message>) -> Disposable

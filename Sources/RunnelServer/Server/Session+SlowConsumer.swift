@@ -17,10 +17,14 @@ import RunnelUV
 /// - `backpressure`: over the soft limit, the publisher whose value it is (`context.pauses.current`)
 ///   is paused until this connection's output is back under the soft limit, or it is closed;
 ///   a slow consumer is closed as under `disconnect`, so a dead client stalls nobody for longer
-///   than the grace.
+///   than the grace;
+/// - `conflate` (or a subscription made with `"conflate": true`): over the soft limit, the
+///   value waits, replacing the one that waited (`Session+Conflation`).
 ///
 /// When the grace ends (a timer, since a paused publisher may mean nothing more is written),
-/// the connection is closed if any event of the lag was under `disconnect` or `backpressure`.
+/// the connection is closed if any event of the lag was under `disconnect` or `backpressure`;
+/// else, when values were conflated, if it took nothing from its output during the grace (one
+/// that did gets another grace).
 /// Loop thread only.
 extension Session {
     /// An event that found the output over the soft limit: written while the connection is
@@ -36,6 +40,7 @@ extension Session {
         let lag = self.lag ?? startLag()
         // The end of the lag is awaited last: nothing here may see it end.
         defer { if begins && !isClosing { awaitOutputDrain() } }
+        if conflates(message, for: subscription) { return conflate(message, into: subscription, during: lag) }
         guard !lag.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
             return actOnSlowConsumer(policy, subscription)
         }
@@ -44,10 +49,10 @@ extension Session {
             switch policy {
             case .disconnect: holdWhileDraining(publisher, lag)
             case .backpressure: lag.hold(publisher)
-            case .drop: break
+            case .drop, .conflate: break
             }
         }
-        if subscription.dropped > 0 { writeDropped(subscription) }
+        writeWaiting(subscription)
         if writeNext(message, subscription, limit: hardLimit, transport) {
             stats.delivered &+= 1
         } else {
@@ -60,7 +65,7 @@ extension Session {
         switch policy {
         case .disconnect, .backpressure:
             closeAsSlowConsumer()
-        case .drop:
+        case .drop, .conflate:
             subscription.noteDropped(1)
             stats.dropped &+= 1
         }
@@ -68,15 +73,17 @@ extension Session {
 
     /// The output went over the soft limit: the grace starts.
     private func startLag() -> SlowConsumerLag {
-        let grace = settings.config.softPendingSeconds
-        var timer: Disposable?
-        if grace > .zero {
-            let scheduler = context.scheduler
-            timer = scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in self?.graceEnded() }
-        }
-        let lag = SlowConsumerLag(graceTimer: timer)
+        let lag = SlowConsumerLag(graceTimer: armGrace(), sent: transport.sentBytes)
         beginLag(lag)
         return lag
+    }
+
+    /// The timer that ends a grace begun now; nil with no grace.
+    private func armGrace() -> Disposable? {
+        let grace = settings.config.softPendingSeconds
+        guard grace > .zero else { return nil }
+        let scheduler = context.scheduler
+        return scheduler.after(scheduler.now.advanced(by: grace)) { [weak self] in self?.graceEnded() }
     }
 
     /// Pauses `publisher` while this connection drains, arming the look at its progress the
@@ -105,9 +112,19 @@ extension Session {
     func graceEnded() {
         guard !isClosing, let lag else { return }
         lag.graceTimerFired()
-        guard isOverSoftLimit else { return endLag() }
+        if !isOverSoftLimit {
+            // Back under the soft limit, its wake-up not come yet: the lag is over, unless the
+            // waiting values fill the output again, which begins another grace.
+            guard !flushWaiting() else { return endLag() }
+            return lag.graceRestarted(armGrace(), sent: transport.sentBytes)
+        }
         lag.passGrace()
-        if lag.closesPastGrace { closeAsSlowConsumer() }
+        if lag.closesPastGrace { return closeAsSlowConsumer() }
+        guard lag.conflates else { return }
+        // Conflating, it is cut only when it took nothing in the grace; else another begins.
+        let sent = transport.sentBytes
+        guard sent != lag.sentAtGraceStart else { return closeAsSlowConsumer() }
+        lag.graceRestarted(armGrace(), sent: sent)
     }
 
     /// Asks the transport to call `outputDrained` once the output is at most the soft limit:
@@ -118,8 +135,8 @@ extension Session {
 
     private func outputDrained() {
         guard !isClosing else { return }
-        // A cork put in place meanwhile may hold more.
-        if isOverSoftLimit { return awaitOutputDrain() }
+        // A cork put in place meanwhile may hold more; the waiting values may fill it again.
+        if isOverSoftLimit || !flushWaiting() { return awaitOutputDrain() }
         endLag()
         resumeInput()
     }

@@ -40,6 +40,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// While the unsent output is over the soft limit: the grace and the publishers waiting
     /// for it to fall (`Session+SlowConsumer`).
     private(set) var lag: SlowConsumerLag?
+    /// The subscriptions with a value waiting under conflation, in the order they began to
+    /// wait: flushed in that order once the output falls (`Session+Conflation`).
+    var waitingToFlush: [SessionSubscription] = []
     /// What this connection's stage evaluations are charged to: its own budget of steps
     /// (`max_eval_steps_per_second`, `max_eval_steps_burst`) and the publish bound.
     let evaluationAccount: EvaluationAccount
@@ -111,7 +114,10 @@ final class Session: RequestReceiver, @unchecked Sendable {
     // MARK: Subscriptions
 
     /// Forgets `subscription` (finished, unsubscribed or closed) and fixes the counts.
-    func forget(_ subscription: SessionSubscription) { subscriptions.forget(subscription) }
+    func forget(_ subscription: SessionSubscription) {
+        subscription.waiting = nil
+        subscriptions.forget(subscription)
+    }
 
     // MARK: Ending
 

@@ -37,6 +37,15 @@ final class SessionSubscription: @unchecked Sendable {
     var isFinished = false
     /// What the subscription counts against `max_subscription_bytes` (see `pinnedBytes(sid:stages:)`).
     var pinnedBytes = 0
+    /// `sub` asked for `"conflate": true`: over the soft limit only its latest value waits
+    /// (`Session+Conflation`); values of a subject whose policy is `conflate` wait so too.
+    let conflates: Bool
+    /// The one value waiting, under conflation, for the output to fall below the soft limit;
+    /// nil when none is. Values are written in order: while one waits, newer ones replace it.
+    var waiting: Message?
+    /// In its session's list of subscriptions to flush (`Session.waitingToFlush`), once
+    /// however often it waits.
+    var isQueuedToFlush = false
 
     /// The bytes a subscription holds for as long as it lives, bounded per connection by
     /// `max_subscription_bytes`: its sid three times (as given, as JSON, in the prefix of its
@@ -60,8 +69,12 @@ final class SessionSubscription: @unchecked Sendable {
     /// What comes between a pattern line's subject and its value.
     static let valueKey: StaticString = ",\"value\":"
 
-    init(sid: String, entry: SubjectEntry?, pattern: SubjectPattern, sendsPositions: Bool = false) {
+    init(
+        sid: String, entry: SubjectEntry?, pattern: SubjectPattern, sendsPositions: Bool = false,
+        conflates: Bool = false
+    ) {
         self.sid = sid
+        self.conflates = conflates
         self.entry = entry
         self.pattern = pattern
         self.isPattern = pattern.isWildcard

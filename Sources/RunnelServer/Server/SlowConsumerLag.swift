@@ -27,6 +27,11 @@ final class SlowConsumerLag {
     /// An event under `disconnect` or `backpressure` came during the lag: the end of the
     /// grace closes the connection.
     var closesPastGrace = false
+    /// A value was conflated during the lag: the end of the grace closes the connection if
+    /// it took nothing from its output since the grace began (`sentAtGraceStart`).
+    var conflates = false
+    /// The connection's `sentBytes` when the grace (or the last one restarted) began.
+    private(set) var sentAtGraceStart: UInt64
     /// The publishers paused on this connection until the lag ends, each once.
     private(set) var publishers: [PublisherGate] = []
     /// The publishers paused on this connection while it drains, each once and none of them
@@ -40,11 +45,12 @@ final class SlowConsumerLag {
     private(set) var isStalled = false
     private var hasEnded = false
 
-    /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`); none is past its grace
-    /// at once.
-    init(graceTimer: Disposable?) {
+    /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`), of a connection whose
+    /// `sentBytes` is `sent`; with no timer (no grace), one past its grace at once.
+    init(graceTimer: Disposable?, sent: UInt64) {
         self.graceTimer = graceTimer
         isPastGrace = graceTimer == nil
+        sentAtGraceStart = sent
     }
 
     /// Pauses `publisher` until the lag ends (once, however many of its values come).
@@ -106,6 +112,14 @@ final class SlowConsumerLag {
 
     /// The grace ended with the output still over the soft limit.
     func passGrace() { isPastGrace = true }
+
+    /// A conflating connection that took some output in the grace gets another, which
+    /// `graceTimer` ends; its `sentBytes` is `sent` now.
+    func graceRestarted(_ graceTimer: Disposable?, sent: UInt64) {
+        assert(self.graceTimer == nil && !hasEnded, "a grace restarted while one runs")
+        self.graceTimer = graceTimer
+        sentAtGraceStart = sent
+    }
 
     /// The lag is over: the timers stop and every publisher paused on it is let go.
     func end() {

@@ -4,7 +4,7 @@ import RunnelProtocol
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
 /// one `sub` request as a value (`SubscribeRequest`), as `runnel sub` would send it: the `StageShortcuts` (`filter`, `map`,
 /// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
-/// `positions` for a single subject, so events carry `id:`. A session over an `SSETransport`
+/// `positions` for a single subject, so events carry `id:`; `conflate=true` (version 1.3). A session over an `SSETransport`
 /// handles that request by the rules of a `sub` line, so subscribing, stages, resuming and the slow-consumer
 /// policy are the line protocol's own. Only the query's own rules are checked here, and one
 /// answer is given here: `204` for a reconnect after the last value of an ended subject.
@@ -77,10 +77,18 @@ final class EventsRoute: HTTPRoute {
             }
             stages += extra
         }
+        var conflate: Bool?
+        if let text = query["conflate"] {
+            guard text == "true" || text == "false" else {
+                throw ProtocolError(.badRequest, "query parameter 'conflate' must be true or false")
+            }
+            conflate = text == "true"
+        }
         let positions = SubjectPattern(subject).isWildcard ? nil : true
         return SubscribeRequest(
             subject: subject, sid: SSEFraming.sid, stages: stages,
-            stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from(exchange), positions: positions)
+            stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from(exchange), positions: positions,
+            conflate: conflate)
     }
 
     /// A query parameter's JSON; `bad_json` when it is not JSON.

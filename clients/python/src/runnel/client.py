@@ -59,7 +59,8 @@ class Value:
 @dataclass(frozen=True)
 class Gap:
     """Values this subscription will never get, in place of where they would have been: `reason`
-    is `dropped` (the server dropped `count` events: its slow-consumer policy `drop`; or, in a
+    is `dropped` (the server dropped `count` events: its slow-consumer policy `drop`, or values a
+    newer one replaced while a `conflate` subscription lagged; or, in a
     cluster, missed `count` values of other nodes, None when it does not know how many), `overflow`
     (the subscription's buffer in this client was full and `count` events were dropped) or
     `not_resumed` (after a reconnect, or with a `from` the server could not continue from, values
@@ -78,6 +79,7 @@ SubscribeOptions = TypedDict("SubscribeOptions", {
     "throttle": float,  # seconds: a `throttle` stage, after both
     "ops": list[dict[str, Any]],  # more stages, after those
     "from": str,  # a position: continue right after it
+    "conflate": bool,  # when this reader lags, the server keeps only the latest value (version 1.3)
 }, total=False)
 
 
@@ -90,9 +92,10 @@ class Subscription:
 
     def __init__(self, client: Client, sid: str, subject: str, ops: list[dict[str, Any]], start: str | None,
                  on_value: Callable[[Event], None] | None,
-                 on_end: Callable[[RunnelError | None], None] | None) -> None:
+                 on_end: Callable[[RunnelError | None], None] | None, conflate: bool = False) -> None:
         self.sid = sid
         self.subject = subject
+        self.conflate = conflate
         self.pattern = any(token in ("*", ">") for token in subject.split("."))
         self._client = client
         self._ops = ops
@@ -180,6 +183,8 @@ class Subscription:
             body["ops"] = self._ops
         if self.position:
             body["from"] = self.position
+        if self.conflate:
+            body["conflate"] = True
         return body
 
     def _answered(self, reply: Mapping[str, Any], sent: Mapping[str, Any]) -> None:
@@ -396,7 +401,8 @@ class Client:
         if "throttle" in options:
             ops.append({"op": "throttle", "seconds": options["throttle"]})
         ops += options.get("ops", [])
-        subscription = Subscription(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end)
+        subscription = Subscription(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end,
+                                    conflate=options.get("conflate", False))
         if subscription.pattern and "from" in options:
             raise ValueError("a pattern subscription has no position to start from")
         # Registered once connected, so that a reconnect under way does not subscribe it too.
