@@ -28,6 +28,7 @@ final class DiskWaitingStore: SubjectStore {
 
     var count: Int { store.count }
     subscript(name: String) -> SubjectEntry? { store[name] }
+    var local: MemorySubjectStore { store.local }
     func list(prefix: String) -> [SubjectEntry] { store.list(prefix: prefix) }
     var keepsDurableSubjects: Bool { store.keepsDurableSubjects }
     func checkDurableWrites() throws(ProtocolError) { try store.checkDurableWrites() }

@@ -16,9 +16,14 @@ import Testing
 
     // MARK: SubscriptionTable
 
+    /// What a table tells of the subscriptions that go: here, of a store that has none.
+    private static var occupancy: OccupancyTracker {
+        OccupancyTracker(store: MemorySubjectStore(), scheduler: EventLoop().scheduler)
+    }
+
     @Test func tableCountsWhatItsSubscriptionsHold() {
         let stats = ServerStats()
-        let table = SubscriptionTable(stats: stats, interest: nil)
+        let table = SubscriptionTable(stats: stats, interest: nil, occupancy: Self.occupancy)
         let first = Self.subscription("a", pinned: 10)
         let second = Self.subscription("b", pinned: 5)
         table.insert(first)
@@ -36,7 +41,7 @@ import Testing
     }
 
     @Test func freshSidsSkipThoseInUse() {
-        let table = SubscriptionTable(stats: ServerStats(), interest: nil)
+        let table = SubscriptionTable(stats: ServerStats(), interest: nil, occupancy: Self.occupancy)
         table.insert(Self.subscription("s2"))
         #expect(table.freshSid() == "s1")
         #expect(table.freshSid() == "s3")

@@ -56,6 +56,13 @@ import Testing
         await PythonSuite.expectPasses(check)
     }
 
+    /// Occupancy (version 1.3): `$sys.occupancy.S` over TCP, a WebSocket and SSE, 0 -> 1 and
+    /// 1 -> 0 at once, bursts coalesced, a connection storm ending at 0; `$` names read only.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_occupancy.py"))
+    func theOccupancyChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
     /// JWTs: tokens signed by PyJWT with keys made by `cryptography` at test time, of each
     /// algorithm; every refusal naming its check; a refresh before expiry; expiry closing TCP,
     /// WebSocket and SSE; key files re-read on SIGHUP.

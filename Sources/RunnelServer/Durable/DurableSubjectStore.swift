@@ -19,7 +19,7 @@ import RunnelUV
 /// Lifetime rule: `close()` drains and stops the writer.
 final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let fsync: FsyncMode
-    private let memory: MemorySubjectStore
+    let local: MemorySubjectStore
     private var writer: JournalWriter!
     private var nextID: Int64
     /// Changes appended to the journal, and how many of them the writer has reported.
@@ -51,7 +51,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         retained: RetainedValues = RetainedValues()
     ) throws(JournalError) {
         self.fsync = fsync
-        memory = MemorySubjectStore(retained: retained)
+        local = MemorySubjectStore(retained: retained)
         self.logger = logger
         let database = try JournalDatabase.open(journal, fsync: fsync)
         var stored = journal.subjects
@@ -67,7 +67,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
                 metadata: ["subjects": "\(stored.count)"])
         }
         nextID = (stored.map(\.id).max() ?? 0) + 1
-        for subject in stored { memory.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
+        for subject in stored { local.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
         // The writer's reports reach the store through `reference`, set once the store is made.
         let reference = LoopBoundReference<DurableSubjectStore>(loop: scheduler)
         let reports = LoopInbox<JournalWriter.CommitReport>(loop: scheduler) { batch in
@@ -98,16 +98,16 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     // MARK: SubjectStore
 
-    var count: Int { memory.count }
-    subscript(name: String) -> SubjectEntry? { memory[name] }
-    func list(prefix: String) -> [SubjectEntry] { memory.list(prefix: prefix) }
+    var count: Int { local.count }
+    subscript(name: String) -> SubjectEntry? { local[name] }
+    func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
     func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
-        memory.patternSignal(pattern, admitting: admitting)
+        local.patternSignal(pattern, admitting: admitting)
     }
     let keepsDurableSubjects = true
     var repliesWaitForDisk: Bool { fsync == .always }
     var journalStatistics: JournalStatistics? { writer.statisticsNow }
-    var retained: RetainedValues { memory.retained }
+    var retained: RetainedValues { local.retained }
     func checkShared() throws(ProtocolError) {}
     func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { entry.isDurable }
     func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.isDurable }
@@ -118,21 +118,21 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
         guard durable else {
-            return memory.create(name, kind: kind, capacity: capacity, initial: initial, durable: false)
+            return local.create(name, kind: kind, capacity: capacity, initial: initial, durable: false)
         }
         let id = nextID
         nextID += 1
         let entry = SubjectEntry(
             name: name, kind: kind, capacity: capacity, initial: initial, maxReplayBytes: retained.maxReplayBytes,
             durableID: id)
-        memory.adopt(entry)
+        local.adopt(entry)
         append(
             .create(
                 id: id, name: name, kind: kind, capacity: entry.capacity, epoch: entry.epoch,
                 initial: kind == .behavior ? (initial ?? .null).buffer : nil))
         // A creation the disk refused is undone: its reply says so.
-        whenWritten { [memory] error in
-            if error != nil && !entry.isDeleted { memory.delete(entry) }
+        whenWritten { [local] error in
+            if error != nil && !entry.isDeleted { local.delete(entry) }
         }
         return entry
     }
@@ -141,7 +141,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         guard let id = entry.durableID else {
-            memory.publish(value, members: members, to: entry, bounding: bound)
+            local.publish(value, members: members, to: entry, bounding: bound)
             return
         }
         entry.published &+= 1
@@ -157,22 +157,22 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
         guard let id = entry.durableID else {
-            memory.terminate(entry, error: error)
+            local.terminate(entry, error: error)
             return
         }
         entry.isEnding = true
         append(.terminate(id: id, errorMessage: error?.message))
-        whenWritten { [memory] failure in
-            if failure == nil { memory.terminate(entry, error: error) }
+        whenWritten { [local] failure in
+            if failure == nil { local.terminate(entry, error: error) }
         }
     }
 
     func delete(_ entry: SubjectEntry) {
         guard let id = entry.durableID else {
-            memory.delete(entry)
+            local.delete(entry)
             return
         }
-        memory.forget(entry)
+        local.forget(entry)
         append(.delete(id: id))
         whenWritten { _ in entry.subject.sendCompleted() }
     }

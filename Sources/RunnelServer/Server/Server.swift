@@ -28,6 +28,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     let publisherPauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
+    /// The counts `$sys.occupancy.S` reports.
+    let occupancy: OccupancyTracker
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
     let addresses = AddressCounts()
@@ -69,6 +71,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         self.cluster = subjects as? ClusterSubjectStore
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         self.publisherPauses = PublisherPauses(clock: scheduler)
+        self.occupancy = OccupancyTracker(store: subjects.local, scheduler: scheduler)
         applyRetentionLimits()
     }
 
@@ -78,7 +81,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
         if let madeSessionContext { return madeSessionContext }
         let made = SessionContext(
             scheduler: scheduler, logger: logger, subjects: subjects, cluster: cluster, stats: stats,
-            publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner, owner: self)
+            publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner,
+            occupancy: occupancy, owner: self)
         madeSessionContext = made
         return made
     }

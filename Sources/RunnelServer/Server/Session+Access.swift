@@ -14,14 +14,16 @@ extension Session {
     /// the whole pattern when it was subscribed. Nil for a subject.
     func subjectFilter(checking pattern: SubjectPattern) throws(ProtocolError) -> (@Sendable (String) -> Bool)? {
         guard let grant else { preconditionFailure("a sub handled before authentication") }
+        // A subject's occupancy is read with the subject's rights (`SystemSubjects.rightsName`).
         guard pattern.isWildcard else {
-            try grant.checkSubscribe(to: pattern.text)
+            try grant.checkSubscribe(to: SystemSubjects.rightsName(of: pattern.text))
             return nil
         }
-        guard grant.subscribe.overlaps(pattern) else {
-            throw ProtocolError(.unauthorized, "token may not subscribe to any subject matching \(pattern.text)")
+        let checked = SubjectPattern(SystemSubjects.rightsName(of: pattern.text))
+        guard grant.subscribe.overlaps(checked) else {
+            throw ProtocolError(.unauthorized, "token may not subscribe to any subject matching \(checked.text)")
         }
-        return { [weak self] name in self?.grant?.subscribe.permits(name) ?? false }
+        return { [weak self] name in self?.grant?.subscribe.permits(SystemSubjects.rightsName(of: name)) ?? false }
     }
 
     /// How `subscription`'s stages find the subjects they name: only those the token may
@@ -33,7 +35,7 @@ extension Session {
             guard let self, let subscription, let grant = self.grant else {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
-            try grant.checkSubscribe(to: name)
+            try grant.checkSubscribe(to: SystemSubjects.rightsName(of: name))
             let entry = try context.subjectForUse(name, under: settings)
             if subscription.reached.insert(name).inserted {
                 if entry.kind == .subject { subscription.reachedPlain.insert(name) }

@@ -114,6 +114,7 @@ extension Session {
     func subscribe(_ request: SubscribeRequest) throws(ProtocolError) {
         let pattern = try request.pattern()
         let target = pattern.text
+        if pattern.isWildcard { try SystemSubjects.checkReadable(pattern: target) }
         let sid: String
         if let given = request.sid {
             guard !given.isEmpty else { throw ProtocolError(.badRequest, "field 'sid' must not be empty") }
@@ -178,6 +179,7 @@ extension Session {
             disposable.dispose()
         } else {
             subscription.disposable = disposable
+            context.occupancy.began(subscription)
         }
     }
 
@@ -218,6 +220,7 @@ extension Session {
 
     private func create(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
+        try SystemSubjects.checkWritable(name)
         let kindName = try request.requiredString(.kind)
         guard let kind = SubjectKind(rawValue: kindName) else {
             throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
@@ -281,6 +284,7 @@ extension Session {
 
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
         let name = try request.subjectName()
+        try SystemSubjects.checkWritable(name)
         let message = error ? try request.requiredString(.message) : ""
         guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
@@ -297,6 +301,7 @@ extension Session {
 
     private func delete(_ request: Request) throws(ProtocolError) {
         let name = try request.subjectName()
+        try SystemSubjects.checkWritable(name)
         guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
@@ -315,7 +320,11 @@ extension Session {
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.string(.prefix) ?? ""
         let grant = rights
-        let entries = subjects.list(prefix: prefix).filter { grant.mayList($0.name) }
+        // The server's own subjects only when the prefix asks for them.
+        let reserved = SystemSubjects.isReserved(prefix)
+        let entries = subjects.list(prefix: prefix).filter {
+            SystemSubjects.isReserved($0.name) == reserved && grant.mayList(SystemSubjects.rightsName(of: $0.name))
+        }
         write(SessionReply(ref: request.ref, .subjects(entries)))
     }
 

@@ -87,7 +87,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.subjects = context.subjects
         self.publishBound = context.publishBound
         self.settings = settings
-        self.subscriptions = SubscriptionTable(stats: context.stats, interest: context.cluster?.interest)
+        self.subscriptions = SubscriptionTable(
+            stats: context.stats, interest: context.cluster?.interest, occupancy: context.occupancy)
         self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(

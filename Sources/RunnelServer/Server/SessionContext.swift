@@ -28,6 +28,8 @@ final class SessionContext: @unchecked Sendable {
     let pauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let interner: ExpressionInterner
+    /// The counts `$sys.occupancy.S` reports (`OccupancyTracker`).
+    let occupancy: OccupancyTracker
     /// What a session tells or asks its server.
     unowned let owner: any SessionOwner
 
@@ -35,7 +37,7 @@ final class SessionContext: @unchecked Sendable {
         scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, cluster: ClusterSubjectStore?,
         stats: ServerStats,
         publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
-        owner: any SessionOwner
+        occupancy: OccupancyTracker, owner: any SessionOwner
     ) {
         self.scheduler = scheduler
         self.logger = logger
@@ -45,6 +47,7 @@ final class SessionContext: @unchecked Sendable {
         self.publishBound = publishBound
         self.pauses = pauses
         self.interner = interner
+        self.occupancy = occupancy
         self.owner = owner
     }
 
@@ -54,6 +57,7 @@ final class SessionContext: @unchecked Sendable {
     /// subject when it does not exist and `auto_create` is on.
     func subjectForUse(_ name: String, under settings: SessionSettings) throws(ProtocolError) -> SubjectEntry {
         if let entry = subjects[name] { return entry }
+        if SystemSubjects.isReserved(name) { return try occupancy.entry(named: name) }
         guard settings.config.autoCreate else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)' (auto_create is off)")
         }
@@ -76,6 +80,7 @@ final class SessionContext: @unchecked Sendable {
     func publishTarget(named name: String, for grant: TokenGrant, under settings: SessionSettings)
         throws(ProtocolError) -> (entry: SubjectEntry, made: Bool)
     {
+        try SystemSubjects.checkWritable(name)
         if let entry = subjects[name] {
             try grant.checkPublish(to: name)
             return (entry, false)

@@ -17,10 +17,14 @@ final class SubscriptionTable {
     private let stats: ServerStats
     /// A clustered node's record of what its clients subscribe to; nil standalone.
     private let interest: ClusterInterest?
+    /// The counts `$sys.occupancy.S` reports, told of each subscription that goes (and by
+    /// `Session.subscribe` of each whose chain runs).
+    private let occupancy: OccupancyTracker
 
-    init(stats: ServerStats, interest: ClusterInterest?) {
+    init(stats: ServerStats, interest: ClusterInterest?, occupancy: OccupancyTracker) {
         self.stats = stats
         self.interest = interest
+        self.occupancy = occupancy
     }
 
     var count: Int { bySid.count }
@@ -79,6 +83,7 @@ final class SubscriptionTable {
         }
         pinnedBytes -= subscription.pinnedBytes
         stats.subscriptions -= 1
+        occupancy.ended(subscription)
         assert(pinnedBytes >= 0 && (!bySid.isEmpty || pinnedBytes == 0), "pinned bytes out of step")
     }
 

@@ -21,6 +21,15 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         entries.values.filter { $0.name.utf8.starts(with: prefix.utf8) }.sorted { $0.name < $1.name }
     }
 
+    var local: MemorySubjectStore { self }
+
+    /// How many subscriptions a value published to `name` now would reach: those naming it
+    /// and the pattern subscriptions that match it and may read it.
+    func subscribers(of name: String) -> Int {
+        let named = entries[name]?.namedSubscriptions ?? 0
+        return patterns.matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
+    }
+
     let keepsDurableSubjects = false
     let repliesWaitForDisk = false
     let journalStatistics: JournalStatistics? = nil

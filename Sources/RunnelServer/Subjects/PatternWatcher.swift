@@ -23,8 +23,14 @@ final class PatternWatcher: @unchecked Sendable {
     /// when `admits` lets it join.
     func attach(_ entry: SubjectEntry) {
         let key = ObjectIdentifier(entry)
-        guard attached[key] == nil, admits?(entry.name) ?? true else { return }
+        guard attached[key] == nil, receives(entry.name) else { return }
         attached[key] = entry.subject.subscribe(NextForwarder(downstream))
+    }
+
+    /// Whether values of the subject `name`, which matches the pattern, reach it: the server's
+    /// own subjects only for a pattern of theirs (`SystemSubjects`), and only those `admits`.
+    func receives(_ name: String) -> Bool {
+        SystemSubjects.isReserved(name) == SystemSubjects.isReserved(pattern.text) && admits?(name) ?? true
     }
 
     /// Drops the subscription to `entry`, which is being deleted.

@@ -20,6 +20,11 @@ protocol SubjectStore: AnyObject {
     /// Subjects whose name starts with `prefix`, sorted by name.
     func list(prefix: String) -> [SubjectEntry]
 
+    /// The subjects it holds in memory, where the server keeps its own (`SystemSubjects`),
+    /// which no store journals or shares: the store itself, or the memory it keeps in front of
+    /// its journal or its cluster.
+    var local: MemorySubjectStore { get }
+
     /// Whether it can keep durable subjects (the configuration names a `data_dir`).
     var keepsDurableSubjects: Bool { get }
 

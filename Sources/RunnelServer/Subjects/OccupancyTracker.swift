@@ -1,0 +1,192 @@
+import Runnel
+import RunnelBytes
+import RunnelJSON
+import RunnelProtocol
+import RunnelUV
+
+/// `$sys.occupancy.S` (version 1.3): read-only behavior subjects whose value,
+/// `{"subscribers":N}`, is how many subscriptions a value published to S now would reach: those
+/// naming S and the pattern subscriptions that match it and may read it. Subscriptions to the
+/// server's own names are not counted.
+///
+/// An occupancy subject exists while someone reads it: made when a `sub` (or a stage) names
+/// it, or, while a subscription to a pattern `$sys.occupancy.P` lives, for every subject
+/// matching P that exists or whose count changes; let go once nothing reads it. It lives in
+/// the store's memory (`SubjectStore.local`): nothing of it is journaled or shared with a
+/// cluster. Its value changes at once when the count goes from 0 to 1 or back, and otherwise
+/// at most once every `coalescing` (the latest count, by one timer for all).
+///
+/// Told by `Session.subscribe` once a subscription's chain runs and by
+/// `SubscriptionTable.forget`, so a count is taken with the subscription's pattern watcher in
+/// place or gone. Nothing here runs on `pub`.
+///
+/// Thread rules: loop thread only. Lifetime rule: the server owns it; it holds the occupancy
+/// entries it made until it lets them go (the store holds them meanwhile too), and its timer
+/// holds it weakly. `@unchecked Sendable` only so that timer may name it: it is loop-confined.
+final class OccupancyTracker: @unchecked Sendable {
+    /// The least time between two values of one occupancy subject but for 0 -> 1 and 1 -> 0.
+    static let coalescing = Duration.milliseconds(100)
+
+    private let store: MemorySubjectStore
+    private let scheduler: LoopScheduler
+    /// Each subject whose occupancy someone reads: its occupancy entry, the count its
+    /// subscribers last got and when, and whether a newer count waits for `coalescing`.
+    private var watches: [String: Watch] = [:]
+    /// The patterns P of the live subscriptions to `$sys.occupancy.P`, each with how many.
+    private var patterns: [SubjectPattern: Int] = [:]
+    /// Sends the counts that waited; armed while one waits.
+    private var timer: Disposable?
+
+    private struct Watch {
+        let entry: SubjectEntry
+        var sent: Int
+        var sentAt: SchedulerTime
+        var isDue = false
+    }
+
+    init(store: MemorySubjectStore, scheduler: LoopScheduler) {
+        self.store = store
+        self.scheduler = scheduler
+    }
+
+    /// The occupancy entry `name` (`$sys.occupancy.S`) stands for, made when it does not
+    /// exist; `unknown_subject` for any other reserved name.
+    func entry(named name: String) throws(ProtocolError) -> SubjectEntry {
+        guard let subject = SystemSubjects.occupied(by: name), !SubjectName.isPattern(subject) else {
+            throw ProtocolError(.unknownSubject, "no subject '\(name)': names beginning with '$' are the server's")
+        }
+        return watch(subject).entry
+    }
+
+    /// `subscription`'s chain runs now: the counts it adds to.
+    func began(_ subscription: SessionSubscription) {
+        if let occupied = occupancyPattern(of: subscription) {
+            patterns[occupied, default: 0] += 1
+            for entry in store.list(prefix: "") where isCounted(entry.name) && occupied.matches(entry.name) {
+                _ = watch(entry.name)
+            }
+        }
+        countsChanged(by: subscription)
+    }
+
+    /// `subscription` is gone: the counts it took from, and what nobody reads any more.
+    func ended(_ subscription: SessionSubscription) {
+        if let occupied = occupancyPattern(of: subscription), let count = patterns[occupied] {
+            patterns[occupied] = count > 1 ? count - 1 : nil
+            for (subject, _) in watches where occupied.matches(subject) { releaseIfUnread(subject) }
+        } else if let entry = subscription.entry, let subject = SystemSubjects.occupied(by: entry.name) {
+            releaseIfUnread(subject)
+        }
+        countsChanged(by: subscription)
+    }
+
+    // MARK: Counting
+
+    private func occupancyPattern(of subscription: SessionSubscription) -> SubjectPattern? {
+        guard subscription.isPattern, let occupied = SystemSubjects.occupied(by: subscription.pattern.text) else {
+            return nil
+        }
+        return SubjectPattern(occupied)
+    }
+
+    private func isCounted(_ name: String) -> Bool { !SystemSubjects.isReserved(name) }
+
+    /// Looks again at the subjects whose count `subscription` is part of.
+    private func countsChanged(by subscription: SessionSubscription) {
+        if subscription.isPattern {
+            let pattern = subscription.pattern
+            guard isCounted(pattern.text) else { return }
+            for subject in watches.keys where pattern.matches(subject) { update(subject) }
+            guard !patterns.isEmpty else { return }
+            for entry in store.list(prefix: "")
+            where isCounted(entry.name) && pattern.matches(entry.name) && watches[entry.name] == nil
+                && isWatchedByPattern(entry.name)
+            {
+                _ = watch(entry.name)
+            }
+        } else if let name = subscription.entry?.name, isCounted(name) {
+            if watches[name] != nil {
+                update(name)
+            } else if isWatchedByPattern(name) {
+                _ = watch(name)
+            }
+        }
+    }
+
+    private func isWatchedByPattern(_ subject: String) -> Bool { patterns.keys.contains { $0.matches(subject) } }
+
+    /// `subject`'s watch, made (with its occupancy entry, holding the count now) when there is none.
+    private func watch(_ subject: String) -> Watch {
+        if let watch = watches[subject] { return watch }
+        let count = store.subscribers(of: subject)
+        let entry = SubjectEntry(
+            name: SystemSubjects.occupancyPrefix + subject, kind: .behavior, capacity: nil, initial: Self.value(count),
+            maxReplayBytes: store.retained.maxReplayBytes)
+        let made = Watch(entry: entry, sent: count, sentAt: scheduler.now)
+        watches[subject] = made
+        store.adopt(entry)
+        return made
+    }
+
+    /// Lets go of `subject`'s watch when nobody reads its occupancy any more.
+    private func releaseIfUnread(_ subject: String) {
+        guard let watch = watches[subject], watch.entry.namedSubscriptions == 0, !isWatchedByPattern(subject) else {
+            return
+        }
+        watches[subject] = nil
+        store.delete(watch.entry)
+    }
+
+    /// Sends `subject`'s count now when it crosses 0, else within `coalescing` of the last.
+    private func update(_ subject: String) {
+        guard var watch = watches[subject] else { return }
+        let count = store.subscribers(of: subject)
+        defer { watches[subject] = watch }
+        guard count != watch.sent else { return watch.isDue = false }
+        let due = watch.sentAt.advanced(by: Self.coalescing)
+        guard (count == 0) != (watch.sent == 0) || scheduler.now >= due else {
+            watch.isDue = true
+            return armTimer(at: due)
+        }
+        send(count, to: &watch)
+    }
+
+    private func send(_ count: Int, to watch: inout Watch) {
+        watch.sent = count
+        watch.sentAt = scheduler.now
+        watch.isDue = false
+        let entry = watch.entry
+        entry.published &+= 1
+        entry.deliver(Message(label: entry.label, raw: Self.value(count), seq: entry.nextSeq()))
+    }
+
+    private func armTimer(at time: SchedulerTime) {
+        guard timer == nil else { return }
+        timer = scheduler.after(time) { [weak self] in self?.timerFired() }
+    }
+
+    /// Sends every count whose wait is over, and waits again for the rest.
+    private func timerFired() {
+        timer = nil
+        let now = scheduler.now
+        var next: SchedulerTime?
+        for subject in watches.keys {
+            guard var watch = watches[subject], watch.isDue else { continue }
+            let due = watch.sentAt.advanced(by: Self.coalescing)
+            if due <= now {
+                let count = store.subscribers(of: subject)
+                if count != watch.sent { send(count, to: &watch) }
+                watch.isDue = false
+                watches[subject] = watch
+            } else {
+                next = min(next ?? due, due)
+            }
+        }
+        if let next { armTimer(at: next) }
+    }
+
+    /// `{"subscribers":N}`.
+    private static func value(_ count: Int) -> RawJSON {
+        RawJSON(validatedBuffer: ByteBuffer(Array("{\"subscribers\":\(count)}".utf8)))
+    }
+}
