@@ -100,6 +100,23 @@ struct ConnectionOptions: ParsableArguments {
         return session
     }
 
+    /// Connects again after a lost connection, waiting between attempts (0.1 s doubling to 5 s)
+    /// while the server cannot be reached; a signal meanwhile exits as it would have during a
+    /// subscription (`sub`, `watchers`).
+    func reconnect() throws -> RunnelSession {
+        var delay = 0.1
+        while true {
+            if let signal = SignalFlag.pending { throw ExitCode(128 + signal) }
+            do throws(CLIFailure) {
+                return try connect()
+            } catch {
+                guard error.isTransient else { throw error }
+            }
+            SignalFlag.sleep(seconds: delay)
+            delay = min(delay * 2, 5)
+        }
+    }
+
     /// The TLS settings of `--tls` (or `runnels://`) and its companions; nil without TLS.
     var tlsSettings: TLSSettings? {
         guard usesTLS else { return nil }

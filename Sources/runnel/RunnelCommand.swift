@@ -20,6 +20,7 @@ struct RunnelCommand: ParsableCommand {
         subcommands: [
             PublishCommand.self, SubscribeCommand.self, CreateCommand.self, CompleteCommand.self,
             ErrorCommand.self, DeleteCommand.self, ListCommand.self, StatsCommand.self, PingCommand.self,
+            WatchersCommand.self,
         ])
 
     /// Parses, runs, and maps every outcome onto the documented exit statuses: usage errors to 2

@@ -83,7 +83,7 @@ struct SubscribeCommand: ParsableCommand {
             if noReconnect { throw CLIFailure(reason) }
             let after = resumeAfter.map { "after \($0)" } ?? "afresh"
             StandardError.write("runnel: \(reason); connecting again to resume \(after)\n")
-            session = try reconnect()
+            session = try connection.reconnect()
         }
     }
 
@@ -117,20 +117,4 @@ struct SubscribeCommand: ParsableCommand {
     }
 
     private var isPattern: Bool { subject.split(separator: ".").contains { $0 == "*" || $0 == ">" } }
-
-    /// Connects again, waiting between attempts (0.1 s doubling to 5 s) while the server cannot
-    /// be reached; a signal meanwhile exits as it would have during the subscription.
-    private func reconnect() throws -> RunnelSession {
-        var delay = 0.1
-        while true {
-            if let signal = SignalFlag.pending { throw ExitCode(128 + signal) }
-            do throws(CLIFailure) {
-                return try connection.connect()
-            } catch {
-                guard error.isTransient else { throw error }
-            }
-            SignalFlag.sleep(seconds: delay)
-            delay = min(delay * 2, 5)
-        }
-    }
 }

@@ -235,6 +235,25 @@ import Testing
         #expect(try Self.waitForSubscriptions(0, on: server))
     }
 
+    /// `runnel watchers S` prints S's occupancy: the count now, then 0 -> 1 and 1 -> 0 as they
+    /// happen (a pattern counts too); patterns and `$` names are usage errors.
+    @Test func watchersPrintsTheCountNowAndEachChange() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let watchers = try CLIProcess(["watchers", "w.a"] + at)
+        #expect(watchers.waitForLines(1) == ["0"], "\(watchers.stderr)")
+        let subscriber = try server.connect()
+        #expect(try subscriber.request(#"{"op":"sub","subject":"w.*","sid":"p","ref":1}"#)["ok"] == true)
+        #expect(watchers.waitForLines(2) == ["0", "1"], "\(watchers.stderr)")
+        #expect(try subscriber.request(#"{"op":"unsub","sid":"p","ref":2}"#)["ok"] == true)
+        #expect(watchers.waitForLines(3) == ["0", "1", "0"], "\(watchers.stderr)")
+        watchers.signal(SIGINT)
+        #expect(try watchers.waitForExit() == 130)
+        for subject in ["w.*", "$sys.x"] {
+            #expect(try CLIProcess.run(["watchers", subject] + at).status == 2, "\(subject)")
+        }
+    }
+
     @Test func eventsFlagPrintsWholeLines() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
