@@ -619,6 +619,107 @@ async function check_a_wrong_url_says_where_to_point_the_client() {
   assert.match(error.message, /the \/ws path \(this URL's path is \/wrong\)\?/);
 }
 
+/** The counts an occupancy subscription (`$sys.occupancy.S`) gets until one is `last`. */
+async function countsUntil(occupancy, last) {
+  const seen = [];
+  while (!seen.length || seen[seen.length - 1] !== last) {
+    const [event] = await take(occupancy, 1);
+    assert.ok(event instanceof Value, `a gap where none was: ${JSON.stringify(event)}`);
+    seen.push(event.value.subscribers);
+  }
+  return seen;
+}
+
+/** A record of the `start` and `stop` calls of `whileWatched`, and what they push to it. */
+function transitions() {
+  const calls = [];
+  return { calls, start: () => { calls.push("start"); }, stop: () => { calls.push("stop"); }, now: () => [...calls] };
+}
+
+async function check_while_watched_starts_and_stops_a_feed_on_the_first_and_last_subscriber() {
+  const feed = await connected();
+  const reader = await connected();
+  const made = transitions();
+  const watch = await feed.whileWatched("ww.feed", made.start, made.stop);
+  // The same counts, read alongside: a count seen here reaches the watch too, in the same order.
+  const occupancy = await feed.subscribe("$sys.occupancy.ww.feed");
+  assert.deepEqual(await countsUntil(occupancy, 0), [0]);
+  const named = await reader.subscribe("ww.feed");
+  // The first count, 0, came before this 1: a `stop` for it would come first here.
+  await poll(made.now, (calls) => calls.length > 0, "start on the first subscriber");
+  assert.deepEqual(made.calls, ["start"]);
+  // 1 -> 2 -> 1 is no transition: a `start` for either would come before the `stop` below.
+  const pattern = await reader.subscribe("ww.>");
+  await countsUntil(occupancy, 2);
+  await pattern.unsubscribe();
+  await countsUntil(occupancy, 1);
+  await named.unsubscribe();
+  await poll(made.now, (calls) => calls.length > 1, "stop on the last subscriber going");
+  assert.deepEqual(made.calls, ["start", "stop"]);
+  // Ended: a subscriber then calls nothing (the ping is answered after the count it caused).
+  await watch.unsubscribe();
+  assert.ok(watch.ended);
+  await reader.subscribe("ww.feed");
+  await countsUntil(occupancy, 1);
+  await feed.request("ping");
+  assert.deepEqual(made.calls, ["start", "stop"]);
+  for (const subject of ["ww.*", "ww.>", "$sys.occupancy.ww.feed"]) {
+    await assert.rejects(feed.whileWatched(subject, made.start, made.stop), TypeError, subject);
+  }
+
+  // A `start` that throws and a `stop` whose promise rejects are logged; the watch goes on.
+  const logger = recording();
+  const broken = await connected({ logger });
+  await broken.whileWatched("ww.broken", () => { throw new Error("start's own bug"); },
+    async () => { throw new Error("stop's own bug"); });
+  const logged = () => logger.records.map(([level, , error]) => `${level}: ${error.message}`);
+  let subscriber = await reader.subscribe("ww.broken");
+  await poll(logged, (records) => records.length > 0, "start's error");
+  await subscriber.unsubscribe();
+  await poll(logged, (records) => records.length > 1, "stop's rejection");
+  subscriber = await reader.subscribe("ww.broken");
+  await poll(logged, (records) => records.length > 2, "start's error again");
+  assert.deepEqual(logged(), ["error: start's own bug", "error: stop's own bug", "error: start's own bug"]);
+
+  // Across reconnects (its WebSocket closed here, which the server sees closed too; the reconnect
+  // 1 to 2 s later): the first count on the new connection calls only on a transition.
+  const sockets = [];
+  const Tracked = class extends WebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+    }
+  };
+  let losses = 0;
+  let reconnects = 0;
+  const across = await connected({
+    WebSocket: Tracked, backoff: [2, 2], onDisconnect: () => { losses += 1; }, onReconnect: () => { reconnects += 1; },
+  });
+  const resumed = transitions();
+  await across.whileWatched("ww.across", resumed.start, resumed.stop);
+  subscriber = await reader.subscribe("ww.across");
+  await poll(resumed.now, (calls) => calls.length > 0, "start");
+  // The last subscriber goes while the watch is disconnected: `stop` once it is back.
+  sockets[sockets.length - 1].close();
+  await poll(() => losses, (n) => n === 1, "the first loss");
+  await subscriber.unsubscribe();
+  assert.deepEqual(resumed.calls, ["start"]);
+  await poll(() => reconnects, (n) => n === 1, "the first reconnect");
+  await poll(resumed.now, (calls) => calls.length > 1, "stop after the reconnect");
+  // Watched all through the next loss: no second `start` (it would come before this `stop`).
+  subscriber = await reader.subscribe("ww.across");
+  await poll(resumed.now, (calls) => calls.length > 2, "start again");
+  sockets[sockets.length - 1].close();
+  await poll(() => reconnects, (n) => n === 2, "the second reconnect");
+  await subscriber.unsubscribe();
+  await poll(resumed.now, (calls) => calls.length > 3, "stop");
+  assert.deepEqual(resumed.calls, ["start", "stop", "start", "stop"]);
+  await across.close();
+  await broken.close();
+  await reader.close();
+  await feed.close();
+}
+
 // ---- expiry: JWTs, which expire ------------------------------------------------------------
 
 /** An HS256 JWT (signed here with node:crypto) that expires `seconds` from now (in the past when
@@ -942,6 +1043,7 @@ const SUITES = {
     check_a_per_call_timeout_overrides_the_default,
     check_a_subscribe_answered_after_its_deadline_leaves_no_subscription,
     check_a_wrong_url_says_where_to_point_the_client,
+    check_while_watched_starts_and_stops_a_feed_on_the_first_and_last_subscriber,
     // Last: it changes the configuration.
     check_a_token_removed_by_a_reload_ends_its_subscriptions_without_reconnecting,
   ],

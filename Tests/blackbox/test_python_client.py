@@ -386,6 +386,43 @@ class TestMain:
         await client.close()
 
     @runs_async
+    async def test_while_watched_starts_and_stops_a_feed_on_the_first_and_last_subscriber(self, d):
+        calls = []
+        feed = await connected(d)
+        watch = await feed.while_watched("ww.feed", lambda: calls.append("start"), lambda: calls.append("stop"))
+        # The same counts on the same connection, subscribed after the watch: once this one has
+        # a count, the watch has had it too.
+        counts = await feed.subscribe("$sys.occupancy.ww.feed")
+
+        async def count_reaches(n):
+            while (await asyncio.wait_for(anext(counts), DEADLINE)).value["subscribers"] != n:
+                pass
+
+        await count_reaches(0)
+        assert calls == [], "nobody watched yet: nothing to stop"
+        reader = await connected(d)
+        first = await reader.subscribe("ww.feed")
+        await count_reaches(1)
+        assert calls == ["start"]
+        second = await reader.subscribe("ww.>")
+        await count_reaches(2)
+        await first.unsubscribe()
+        await count_reaches(1)
+        assert calls == ["start"], "1 -> 2 -> 1 is no transition"
+        await second.unsubscribe()
+        await count_reaches(0)
+        assert calls == ["start", "stop"]
+        await watch.unsubscribe()
+        await reader.subscribe("ww.feed")
+        await count_reaches(1)
+        assert calls == ["start", "stop"], "the watch was ended"
+        with pytest.raises(ValueError):
+            await feed.while_watched("ww.*", lambda: None, lambda: None)
+        await counts.unsubscribe()
+        await reader.close()
+        await feed.close()
+
+    @runs_async
     async def test_positions_and_from(self, d):
         client = await connected(d)
         await client.request("create", subject="pos.r", kind="replay", capacity=10)

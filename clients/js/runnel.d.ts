@@ -170,6 +170,19 @@ export class Client {
     onValue?: (event: RunnelEvent) => void,
     onEnd?: (error: RunnelError | null) => void,
   ): Promise<Subscription>;
+  /**
+   * Calls `start` when `subject` gets its first subscription and `stop` when its last goes (its
+   * occupancy, `$sys.occupancy.SUBJECT`; version 1.3), only on those transitions: never either
+   * twice in a row, no `stop` when nobody watches at first, across reconnects too. One that
+   * throws or rejects is logged. Resolves with the occupancy subscription: `unsubscribe()` ends
+   * the watch. A pattern or a `$` name rejects with a TypeError.
+   */
+  whileWatched(
+    subject: string,
+    start: () => void | Promise<void>,
+    stop: () => void | Promise<void>,
+    options?: CallOptions,
+  ): Promise<Subscription>;
   close(): Promise<void>;
 }
 

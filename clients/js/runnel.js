@@ -763,6 +763,44 @@ export class Client {
   }
 
   /**
+   * Calls `start()` when `subject` gets its first subscription and `stop()` when its last goes,
+   * from its occupancy (`$sys.occupancy.SUBJECT`, version 1.3): only on those transitions, so
+   * never either twice in a row, and no `stop()` when nobody watches at first. After a reconnect
+   * the count is compared with the last one. A `start` or `stop` that throws, or whose promise
+   * rejects, is logged, and the watch goes on. Resolves, as `subscribe` does, with the occupancy
+   * subscription: its `unsubscribe()` ends the watch (calling neither). Rejects with a TypeError
+   * for a pattern or one of the server's `$` names.
+   * @param {string} subject
+   * @param {() => void | Promise<void>} start
+   * @param {() => void | Promise<void>} stop
+   * @param {CallOptions} [options]
+   * @returns {Promise<Subscription>}
+   */
+  async whileWatched(subject, start, stop, options = {}) {
+    if (isPattern(subject) || subject.startsWith("$")) {
+      throw new TypeError(`runnel: whileWatched takes a subject name, not a pattern or a $ name: ${subject}`);
+    }
+    const logger = this.#logger;
+    /** @param {() => void | Promise<void>} transition */
+    const run = (transition) => {
+      try {
+        Promise.resolve(transition()).catch((error) => logger.error("runnel: a callback threw", error));
+      } catch (error) {
+        logger.error("runnel: a callback threw", error);
+      }
+    };
+    let watched = false; // nothing started yet: a first count of 0 stops nothing
+    return this.subscribe(`$sys.occupancy.${subject}`, { callTimeout: options.callTimeout }, (event) => {
+      // A gap (after a reconnect, say) tells no count: the value after it does.
+      if (!(event instanceof Value)) return;
+      const now = Number(/** @type {{ subscribers?: unknown } | null} */ (event.value)?.subscribers) > 0;
+      if (now === watched) return;
+      watched = now;
+      run(now ? start : stop);
+    });
+  }
+
+  /**
    * Closes the connection, which disposes every subscription in the server; subscriptions here
    * end, requests still waiting and later calls reject with `closed`. Resolves once the
    * WebSocket has closed.

@@ -146,7 +146,10 @@ extension Session {
         let admitted = try subjectFilter(checking: pattern)
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
         // A cluster keeps a retained subject's values, and the positions `from` names.
-        if from != nil || entry?.retainsValues == true { try subjects.checkShared() }
+        // (Not the server's own subjects, which it keeps alone: `SystemSubjects`.)
+        if from != nil || entry?.retainsValues == true && !SystemSubjects.isReserved(target) {
+            try subjects.checkShared()
+        }
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }

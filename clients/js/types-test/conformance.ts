@@ -44,5 +44,6 @@ export const checks: true[] = [
   true as Same<Members<Awaited<ReturnType<FromJSDoc.Client["request"]>>>, Members<Awaited<ReturnType<Declared.Client["request"]>>>>,
   true as Same<Parameters<FromJSDoc.Client["subscribe"]>, Parameters<Declared.Client["subscribe"]>>,
   true as Same<Parameters<FromJSDoc.Client["authenticate"]>, Parameters<Declared.Client["authenticate"]>>,
+  true as Same<Parameters<FromJSDoc.Client["whileWatched"]>, Parameters<Declared.Client["whileWatched"]>>,
   true as Same<ReturnType<FromJSDoc.Client["close"]>, ReturnType<Declared.Client["close"]>>,
 ];

@@ -29,6 +29,12 @@ export async function example(url: string): Promise<number> {
     (event: RunnelEvent) => console.log(event instanceof Value ? event.value : (event as Gap).reason),
     (error: RunnelError | null) => console.log(error?.stage));
   await later.unsubscribe();
+  let feed: ReturnType<typeof setInterval> | undefined;
+  const watch: Subscription = await client.whileWatched("cpu.feed",
+    () => { feed = setInterval(() => client.publish("cpu.feed", Date.now()), 1000); },
+    async () => { clearInterval(feed); },
+    { callTimeout: 5 });
+  await watch.unsubscribe();
   try {
     await client.subscribe("cpu", { map: ".a +" });
   } catch (error) {

@@ -85,6 +85,12 @@ class BlockingClient:
                                                                timeout=timeout))
         return BlockingSubscription(subscription, self._loop)
 
+    def while_watched(self, subject: str, start: Callable[[], None], stop: Callable[[], None], *,
+                      timeout: float | None = None) -> BlockingSubscription:
+        """`Client.while_watched`: `start` and `stop` run on the client's thread."""
+        subscription = _run(self._loop, self._client.while_watched(subject, start, stop, timeout=timeout))
+        return BlockingSubscription(subscription, self._loop)
+
     def close(self) -> None:
         """Closes the client and stops its thread."""
         if self._loop.is_closed():

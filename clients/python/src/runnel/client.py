@@ -417,6 +417,31 @@ class Client:
             raise
         return subscription
 
+    async def while_watched(self, subject: str, start: Callable[[], None], stop: Callable[[], None], *,
+                            timeout: float | None = None) -> Subscription:
+        """Calls `start()` when `subject` gets its first subscription and `stop()` when its last
+        goes (protocol 1.3: its occupancy, `$sys.occupancy.SUBJECT`), only on those transitions:
+        not `stop()` first when nobody watches yet, never either twice in a row, across
+        reconnects too. On the client's reading task, as `on_value`: keep them quick (start a
+        task for a feed). Returns the occupancy subscription: `unsubscribe()` ends the watch.
+        `subject` is a name, not a pattern nor one of the server's `$` names (ValueError)."""
+        tokens = subject.split(".")
+        if subject.startswith("$") or "*" in tokens or ">" in tokens:
+            raise ValueError(f"while_watched needs a subject name, not a pattern or a '$' name: {subject!r}")
+        watched = False
+
+        def counted(event: Event) -> None:
+            nonlocal watched
+            if not isinstance(event, Value):
+                return
+            now = event.value["subscribers"] > 0
+            if now != watched:
+                watched = now
+                transition = start if now else stop
+                _call_back(lambda _: transition(), None)
+
+        return await self.subscribe(f"$sys.occupancy.{subject}", None, counted, timeout=timeout)
+
     def _unsubscribe_late(self, reply: Mapping[str, Any], sid: str) -> None:
         """The reply to a `sub` that its caller gave up on: a subscription it made is undone."""
         if reply.get("ok"):
