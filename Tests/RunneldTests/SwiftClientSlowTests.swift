@@ -9,6 +9,7 @@ import Testing
     static let slowConfig = """
         auth_tokens = ["client-token"]
         max_pending_bytes = 262144
+        soft_pending_seconds = 60
         slow_consumer = "disconnect"
         compression = false
         """
