@@ -389,38 +389,40 @@ class TestMain:
     async def test_while_watched_starts_and_stops_a_feed_on_the_first_and_last_subscriber(self, d):
         calls = []
         feed = await connected(d)
-        watch = await feed.while_watched("ww.feed", lambda: calls.append("start"), lambda: calls.append("stop"))
-        # The same counts on the same connection, subscribed after the watch: once this one has
-        # a count, the watch has had it too.
-        counts = await feed.subscribe("$sys.occupancy.ww.feed")
-
-        async def count_reaches(n):
-            while (await asyncio.wait_for(anext(counts), DEADLINE)).value["subscribers"] != n:
-                pass
-
-        await count_reaches(0)
-        assert calls == [], "nobody watched yet: nothing to stop"
         reader = await connected(d)
-        first = await reader.subscribe("ww.feed")
-        await count_reaches(1)
-        assert calls == ["start"]
-        second = await reader.subscribe("ww.>")
-        await count_reaches(2)
-        await first.unsubscribe()
-        await count_reaches(1)
-        assert calls == ["start"], "1 -> 2 -> 1 is no transition"
-        await second.unsubscribe()
-        await count_reaches(0)
-        assert calls == ["start", "stop"]
-        await watch.unsubscribe()
-        await reader.subscribe("ww.feed")
-        await count_reaches(1)
-        assert calls == ["start", "stop"], "the watch was ended"
-        with pytest.raises(ValueError):
-            await feed.while_watched("ww.*", lambda: None, lambda: None)
-        await counts.unsubscribe()
-        await reader.close()
-        await feed.close()
+        watch = await feed.while_watched("ww.feed", lambda: calls.append("start"), lambda: calls.append("stop"))
+        # The same counts on the same connection, subscribed after the watch: once this one has a
+        # count, the watch has had it too. Unsubscribed whatever happens: a subscription read with
+        # anext() and left open keeps asyncio.run from returning (a client bug, in the stop's note).
+        counts = await feed.subscribe("$sys.occupancy.ww.feed")
+        try:
+            async def count_reaches(n):
+                while (await asyncio.wait_for(anext(counts), DEADLINE)).value["subscribers"] != n:
+                    pass
+
+            await count_reaches(0)
+            assert calls == [], "nobody watched yet: nothing to stop"
+            first = await reader.subscribe("ww.feed")
+            await count_reaches(1)
+            assert calls == ["start"]
+            second = await reader.subscribe("ww.>")
+            await count_reaches(2)
+            await first.unsubscribe()
+            await count_reaches(1)
+            assert calls == ["start"], "1 -> 2 -> 1 is no transition"
+            await second.unsubscribe()
+            await count_reaches(0)
+            assert calls == ["start", "stop"]
+            await watch.unsubscribe()
+            await reader.subscribe("ww.feed")
+            await count_reaches(1)
+            assert calls == ["start", "stop"], "the watch was ended"
+            with pytest.raises(ValueError):
+                await feed.while_watched("ww.*", lambda: None, lambda: None)
+        finally:
+            await counts.unsubscribe()
+            await reader.close()
+            await feed.close()
 
     @runs_async
     async def test_positions_and_from(self, d):
@@ -924,44 +926,6 @@ class TestSlow:
                                                                                                         gaps)
         after = await publisher.request("stats")
         assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
-        await subscriber.close()
-        await publisher.close()
-
-    @runs_async
-    async def test_a_conflating_subscription_gets_the_latest_values_and_a_gap_for_the_rest(self, d):
-        # `conflate`: while the stalled client reads nothing the server keeps one value for it, not
-        # 20 MB (past the 256 KiB limit, which cuts a subscriber that is not conflating).
-        lost, reasons, on_disconnect = noticing()
-        subscriber = await connected(d, buffer=1, overflow="wait", on_disconnect=on_disconnect)
-        publisher = await connected(d)
-        before = await publisher.request("stats")
-        subscription = await subscriber.subscribe("slow.conflate", {"conflate": True})
-        count = 20_000
-        for n in range(count):
-            await publisher.publish("slow.conflate", {"n": n, "pad": "x" * 1000})
-        await publisher.request("ping")
-        events = []
-
-        async def consume():
-            async for event in subscription:
-                events.append(event)
-
-        consumer = asyncio.create_task(consume())
-
-        async def received():
-            return events
-
-        await poll(received, lambda e: e and getattr(e[-1], "value", {}).get("n") == count - 1, "the last value", 30)
-        consumer.cancel()
-        values = [event.value["n"] for event in events if isinstance(event, Value)]
-        gaps = [event for event in events if isinstance(event, Gap)]
-        assert gaps and {gap.reason for gap in gaps} == {"dropped"}, gaps
-        assert values == sorted(set(values)), "values out of order or repeated"
-        assert len(values) + sum(gap.count for gap in gaps) == count, (len(values), gaps)
-        after = await publisher.request("stats")
-        assert after["slow_consumer_disconnects"] == before["slow_consumer_disconnects"], after
-        assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
-        assert not lost.is_set() and not reasons, reasons
         await subscriber.close()
         await publisher.close()
 
