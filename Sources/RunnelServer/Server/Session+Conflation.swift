@@ -14,12 +14,6 @@ import RunnelProtocol
 ///
 /// Thread rules: loop thread only, as the rest of the session.
 extension Session {
-    /// Whether `message`'s value waits under conflation when the output is over the soft
-    /// limit, rather than under another slow-consumer policy.
-    func conflates(_ message: Message, for subscription: SessionSubscription) -> Bool {
-        subscription.conflates || (message.label.slowConsumer ?? settings.config.slowConsumer) == .conflate
-    }
-
     /// Keeps `message` as `subscription`'s one waiting value, replacing (and counting) the
     /// one that waited. Called over the soft limit, with `lag` begun.
     func conflate(_ message: Message, into subscription: SessionSubscription, during lag: SlowConsumerLag) {

@@ -222,8 +222,7 @@ extension Session {
     // MARK: create / complete / error / delete
 
     private func create(_ request: Request) throws(ProtocolError) {
-        let name = try request.subjectName()
-        try SystemSubjects.checkWritable(name)
+        let name = try writableSubjectName(request)
         let kindName = try request.requiredString(.kind)
         guard let kind = SubjectKind(rawValue: kindName) else {
             throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
@@ -286,8 +285,7 @@ extension Session {
     }
 
     private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
-        let name = try request.subjectName()
-        try SystemSubjects.checkWritable(name)
+        let name = try writableSubjectName(request)
         let message = error ? try request.requiredString(.message) : ""
         guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
@@ -303,8 +301,7 @@ extension Session {
     }
 
     private func delete(_ request: Request) throws(ProtocolError) {
-        let name = try request.subjectName()
-        try SystemSubjects.checkWritable(name)
+        let name = try writableSubjectName(request)
         guard let entry = subjects[name] else {
             throw ProtocolError(.unknownSubject, "no subject '\(name)'")
         }
@@ -344,5 +341,13 @@ extension Session {
         context.logger.debug("authenticated", metadata: ["connection": "\(id)", "token": "\(found.source)"])
         move(to: found, because: "the connection authenticated again")
         write(SessionReply(ref: request.ref, .done))
+    }
+
+    /// `subject` for `create`, `complete`, `error` and `delete`: a valid name a client may
+    /// write to (`SystemSubjects.checkWritable`).
+    private func writableSubjectName(_ request: Request) throws(ProtocolError) -> String {
+        let name = try request.subjectName()
+        try SystemSubjects.checkWritable(name)
+        return name
     }
 }

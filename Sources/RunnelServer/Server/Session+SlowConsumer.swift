@@ -40,7 +40,7 @@ extension Session {
         let lag = self.lag ?? startLag()
         // The end of the lag is awaited last: nothing here may see it end.
         defer { if begins && !isClosing { awaitOutputDrain() } }
-        if conflates(message, for: subscription) { return conflate(message, into: subscription, during: lag) }
+        if subscription.conflates || policy == .conflate { return conflate(message, into: subscription, during: lag) }
         guard !lag.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
             return actOnSlowConsumer(policy, subscription)
         }
