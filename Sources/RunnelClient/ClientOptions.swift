@@ -64,10 +64,18 @@ public struct SubscribeOptions: Sendable {
     /// When this reader lags, the server keeps only the latest value for it, and says how many
     /// it replaced (a `.gap(.dropped)`; protocol version 1.3).
     public var conflate: Bool
+    /// Start at this time (Unix ms) on a replay or behavior subject: the values it still keeps
+    /// from then on, then live ones; a `.gap(.notResumed)` first when some are no longer kept.
+    /// Once a value has come, a new connection resumes from its position instead.
+    public var since: Int64?
+    /// End the subscription (it completes) once the subject's time passes this (Unix ms).
+    public var until: Int64?
+    /// Values carry their publish time (`Value.time`).
+    public var timestamps: Bool
 
     public init(
         filter: String? = nil, map: String? = nil, throttle: Double? = nil, ops: [JSONValue] = [], from: String? = nil,
-        conflate: Bool = false
+        conflate: Bool = false, since: Int64? = nil, until: Int64? = nil, timestamps: Bool = false
     ) {
         self.filter = filter
         self.map = map
@@ -75,6 +83,9 @@ public struct SubscribeOptions: Sendable {
         self.ops = ops
         self.from = from
         self.conflate = conflate
+        self.since = since
+        self.until = until
+        self.timestamps = timestamps
     }
 
     /// The stage list the `sub` request carries.

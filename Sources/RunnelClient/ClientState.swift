@@ -8,7 +8,7 @@ struct ClientState {
     enum Pending {
         case call(CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
         /// A `sub`: `answered` runs on the reader thread before any event of the subscription.
-        case subscribe(Subscription, sentFrom: Bool, CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
+        case subscribe(Subscription, sentStart: Bool, CheckedContinuation<Result<ServerLine, RunnelError>, Never>)
         /// A `sub` whose caller's deadline passed before its reply came: a subscription the reply
         /// makes is removed from the server again.
         case abandoned(sid: String)

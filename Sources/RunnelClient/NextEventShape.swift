@@ -1,7 +1,8 @@
 /// The fast path for the line `runneld` sends most: `{"ev":"next","sid":S,"value":V}` or, for
 /// a pattern subscription, `{"ev":"next","sid":S,"subject":N,"value":V}`, written by the
 /// server in exactly that member order and without whitespace, and `,"pos":"EPOCH:SEQ"` after
-/// the value when the subscription asked for positions.
+/// the value when the subscription asked for positions. A line that ends with a time
+/// (`,"ts":MS}`, version 1.3) is left to `ServerLine`.
 ///
 /// `match` finds the sid, subject and value by position, without scanning the value: a
 /// subscriber printing hundreds of thousands of values a second must keep up with the server,
@@ -38,7 +39,9 @@ package enum NextEventShape {
             subject = start..<end
             position = end + 1
         }
-        guard starts(line, at: position, with: valueKey), line[line.count - 1] == UInt8(ascii: "}") else { return nil }
+        guard starts(line, at: position, with: valueKey), line[line.count - 1] == UInt8(ascii: "}"),
+            !hasTrailingTime(line)
+        else { return nil }
         let valueStart = position + valueKey.count
         let positionText = trailingPosition(line)
         let valueEnd = positionText.map { $0.lowerBound - positionKey.count } ?? line.count - 1
@@ -47,6 +50,16 @@ package enum NextEventShape {
     }
 
     static let positionKey = Array(#","pos":""#.utf8)
+    static let timeKey = Array(#","ts":"#.utf8)
+
+    /// Whether the line ends with `,"ts":DIGITS}`. No value can end that way either: the value
+    /// would have to end with an object's member outside any object.
+    private static func hasTrailingTime(_ line: UnsafeRawBufferPointer) -> Bool {
+        var index = line.count - 2
+        while index > 0, line[index] >= UInt8(ascii: "0"), line[index] <= UInt8(ascii: "9") { index -= 1 }
+        guard index < line.count - 2, index + 1 >= timeKey.count else { return false }
+        return starts(line, at: index + 1 - timeKey.count, with: timeKey)
+    }
 
     /// Where `EPOCH:SEQ` is when the line ends with `,"pos":"EPOCH:SEQ"}`. No value can end
     /// that way: a string value cannot hold an unescaped quote, an array or object value ends

@@ -91,17 +91,17 @@ extension RunnelClient {
         let cause = state.withLock { $0.lastDisconnect }
         for subscription in subscriptions {
             let ref = state.withLock { $0.takeRef() }
-            let (line, sentFrom) = subscription.request(ref: ref)
-            waiting[String(ref)] = (subscription, sentFrom)
+            let (line, sentStart) = subscription.request(ref: ref)
+            waiting[String(ref)] = (subscription, sentStart)
             try connection.send(line)
         }
         guard !waiting.isEmpty else { return }
         try readUntil(connection, deadline: deadline) { line throws(RunnelError) -> Bool in
-            guard case .reply = line.kind, let ref = line.ref, let (subscription, sentFrom) = waiting[ref] else {
+            guard case .reply = line.kind, let ref = line.ref, let (subscription, sentStart) = waiting[ref] else {
                 return false
             }
             waiting[ref] = nil
-            if !subscription.answered(line, sentFrom: sentFrom, cause: cause), case .reply(ok: true) = line.kind {
+            if !subscription.answered(line, sentStart: sentStart, cause: cause), case .reply(ok: true) = line.kind {
                 var unsubscribe = RequestLine(op: "unsub")
                 unsubscribe.string("sid", subscription.sid)
                 unsubscribe.integer("ref", state.withLock { $0.takeRef() })
@@ -227,8 +227,8 @@ extension RunnelClient {
                 if case .reply(ok: true) = line.kind { unsubscribe(abandoned: sid) }
                 return
             }
-            if case .subscribe(let subscription, let sentFrom, _) = pending,
-                subscription.answered(line, sentFrom: sentFrom, cause: nil)
+            if case .subscribe(let subscription, let sentStart, _) = pending,
+                subscription.answered(line, sentStart: sentStart, cause: nil)
             {
                 state.withLock { $0.subscriptions[subscription.sid] = subscription }
             }
@@ -240,7 +240,8 @@ extension RunnelClient {
             if options.overflow == .wait { subscription.waitForRoom() }
             let waiting =
                 if name == "next", let range = line.valueRange {
-                    subscription.received(json: Array(line.bytes[range]), from: line.subject, position: line.pos)
+                    subscription.received(
+                        json: Array(line.bytes[range]), from: line.subject, position: line.pos, time: line.ts)
                 } else {
                     subscription.received(line)
                 }

@@ -140,9 +140,9 @@ public final class RunnelClient: Sendable {
         if subscription.isPattern && options.from != nil {
             throw RunnelError(code: "bad_request", message: "a pattern subscription has no position to start from")
         }
-        let sentFrom = subscription.position != nil
+        let sentStart = subscription.position != nil
         let line = try await exchange(on: connection, deadline) { ref, continuation in
-            (.subscribe(subscription, sentFrom: sentFrom, continuation), subscription.request(ref: ref).line)
+            (.subscribe(subscription, sentStart: sentStart, continuation), subscription.request(ref: ref).line)
         }.get()
         guard case .reply(ok: true) = line.kind else { throw line.error }
         return subscription

@@ -33,6 +33,8 @@ package struct ServerLine: Sendable {
     package let count: Int?
     /// A `next` event's position (`EPOCH:SEQ`), when the subscription asked for positions.
     package let pos: String?
+    /// A `next` event's publish time (Unix ms), when the subscription asked for times.
+    package let ts: Int64?
     /// The `sub` reply's answer to `from`: whether the subscription resumed.
     package let resumed: Bool?
 
@@ -56,6 +58,7 @@ package struct ServerLine: Sendable {
         stage = parsed.stage
         count = parsed.count
         pos = parsed.pos
+        ts = parsed.ts
         resumed = parsed.resumed
     }
 
@@ -90,6 +93,7 @@ package struct ServerLine: Sendable {
         var stage: Int?
         var count: Int?
         var pos: String?
+        var ts: Int64?
         var resumed: Bool?
 
         init?(_ line: JSONValueBytes) {
@@ -123,6 +127,7 @@ package struct ServerLine: Sendable {
                     valueRange = member("value")?.range
                     subject = string("subject")
                     pos = string("pos")
+                    ts = integer("ts").map(Int64.init)
                 case "error", "closing":
                     (code, message, stage) = failure()
                 case "dropped":

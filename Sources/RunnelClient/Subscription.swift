@@ -28,6 +28,10 @@ public final class Subscription: AsyncSequence, Sendable {
     let stages: [JSONValue]
     /// Whether each `sub` asks for `"conflate": true`.
     let conflates: Bool
+    /// `since`, `until` and `ts` (version 1.3): `since` until a position is known, then `from`.
+    let since: Int64?
+    let until: Int64?
+    let timestamps: Bool
     private let client: RunnelClient
     private let capacity: Int
     private let state: Mutex<SubscriptionState>
@@ -40,6 +44,9 @@ public final class Subscription: AsyncSequence, Sendable {
         isPattern = subject.split(separator: ".").contains { $0 == "*" || $0 == ">" }
         stages = options.stages
         conflates = options.conflate
+        since = options.since
+        until = options.until
+        timestamps = options.timestamps
         self.capacity = capacity
         var initial = SubscriptionState()
         if let from = options.from, !isPattern { initial.positions[subject] = from }
@@ -107,24 +114,33 @@ public final class Subscription: AsyncSequence, Sendable {
     // MARK: The reader thread's side
 
     /// The `sub` request for the current connection: with positions, and `from` the last
-    /// position seen (or the one given) when there is one.
-    func request(ref: Int) -> (line: [UInt8], sentFrom: Bool) {
+    /// position seen (or the one given) when there is one, else `since` when given; and
+    /// whether it said where to start (either).
+    func request(ref: Int) -> (line: [UInt8], sentStart: Bool) {
         var request = RequestLine(op: "sub")
         request.string("subject", subject)
         request.string("sid", sid)
         request.bool("positions", true)
         if !stages.isEmpty { request.json("ops", .array(stages)) }
         let from = position
-        if let from { request.string("from", from) }
+        // Resuming by position once there is one: `since` starts the subscription only.
+        if let from {
+            request.string("from", from)
+        } else if let since {
+            request.integer("since", Int(since))
+        }
+        if let until { request.integer("until", Int(until)) }
+        if timestamps { request.bool("ts", true) }
         if conflates { request.bool("conflate", true) }
         request.integer("ref", ref)
-        return (request.finished(), from != nil)
+        // Where it starts was said (a position, or a time whose `resumed` tells what was kept).
+        return (request.finished(), from != nil || since != nil)
     }
 
     /// The reply to this subscription's `sub`, handled before any of its events. True when the
     /// server accepted it for a subscription still live; a refusal ends the subscription with
     /// its error.
-    func answered(_ reply: ServerLine, sentFrom: Bool, cause: RunnelError?) -> Bool {
+    func answered(_ reply: ServerLine, sentStart: Bool, cause: RunnelError?) -> Bool {
         guard case .reply(ok: true) = reply.kind else {
             end(reply.error, dropBuffered: false)
             return false
@@ -132,7 +148,7 @@ public final class Subscription: AsyncSequence, Sendable {
         let (live, gap) = state.withLock { state -> (Bool, Gap?) in
             guard !state.hasEnded else { return (false, nil) }
             defer { state.subscribedBefore = true }
-            guard reply.resumed == false || (state.subscribedBefore && !sentFrom) else { return (true, nil) }
+            guard reply.resumed == false || (state.subscribedBefore && !sentStart) else { return (true, nil) }
             state.skip = state.positions.compactMapValues(Position.init)
             return (true, Gap(.notResumed, cause: state.subscribedBefore ? cause : nil))
         }
@@ -143,7 +159,7 @@ public final class Subscription: AsyncSequence, Sendable {
     /// A `next` event's value: skipped when a subscription that could not resume sees again what
     /// it had; else remembered as the newest position and put in the buffer. True when a
     /// consumer waits to be woken (`wake`).
-    func received(json: [UInt8], from source: String?, position: String?) -> Bool {
+    func received(json: [UInt8], from source: String?, position: String?, time: Int64? = nil) -> Bool {
         let subject = source ?? self.subject
         let shown = state.withLock { state -> Bool in
             guard let position else { return true }
@@ -156,7 +172,7 @@ public final class Subscription: AsyncSequence, Sendable {
             state.positions[subject] = position
             return true
         }
-        return shown && put(.value(Value(json: json, subject: subject, position: position)))
+        return shown && put(.value(Value(json: json, subject: subject, position: position, time: time)))
     }
 
     /// Any other event of this subscription (`dropped`, `completed`, `error`). True when a

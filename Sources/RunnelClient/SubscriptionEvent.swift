@@ -18,6 +18,10 @@ public struct Value: Sendable {
     public let subject: String
     /// Its position, `EPOCH:SEQ`; nil for a value a stage made from no value of the subject.
     public let position: String?
+    /// When it was published, in Unix milliseconds by the server's clock, for a subscription
+    /// made with `SubscribeOptions.timestamps`; nil otherwise, or for a value a stage made from
+    /// a constant (version 1.3).
+    public var time: Int64? = nil
 
     /// The value decoded (each call decodes again; keep it when needed twice).
     public var value: JSONValue { (try? JSONParser().parse(json)) ?? .null }

@@ -48,6 +48,11 @@ public final class Payload: @unchecked Sendable {
     /// published it (`init(raw:members:)`), else by the first member lookup in it
     /// (`member(named:in:)`).
     private var memberIndex = JSONMemberIndex()
+    /// When the value was published, by the server's clock in Unix milliseconds (version 1.3's
+    /// `ts`), or when the one it was made from was; 0 when it has no such time (a stage's
+    /// constant). Set once, by whoever made the payload: a published value's store, or the
+    /// stage that made it from another (`Message(madeFrom:)`).
+    package var publishedAt: Int64 = 0
 
     /// A value kept as the exact bytes it arrived with.
     @inline(__always)
@@ -57,11 +62,12 @@ public final class Payload: @unchecked Sendable {
     /// scan that read it made (`EnvelopeScanner`): its first member lookup reads that instead
     /// of scanning the object. `members` describes exactly `raw`'s bytes, or is not built.
     @inline(__always)
-    public init(raw: RawJSON, members: JSONMemberIndex) {
+    public init(raw: RawJSON, members: JSONMemberIndex, publishedAt: Int64 = 0) {
         bytesBuffer = raw.buffer
         bytesStart = 0
         bytesCount = raw.count
         memberIndex = members
+        self.publishedAt = publishedAt
     }
 
     /// A value a stage computed; encoded when first written.
@@ -79,6 +85,7 @@ public final class Payload: @unchecked Sendable {
         bytesBuffer = source.bytesBuffer
         bytesStart = source.bytesStart + range.lowerBound
         bytesCount = range.count
+        publishedAt = source.publishedAt
     }
 
     /// The value at `range` of `source`'s bytes (`publishedBytes`), a valid JSON value there:
@@ -86,7 +93,9 @@ public final class Payload: @unchecked Sendable {
     package static func projection(_ range: Range<Int>, of source: Payload) -> Payload {
         if source.sharesBytes(withPart: range.count) { return Payload(slice: range, of: source) }
         let bytes = UnsafeRawBufferPointer(rebasing: source.publishedBytes.unsafelyUnwrapped[range])
-        return Payload(raw: RawJSON(validatedBuffer: ByteBuffer(copying: bytes)))
+        return Payload(
+            raw: RawJSON(validatedBuffer: ByteBuffer(copying: bytes)), members: JSONMemberIndex(),
+            publishedAt: source.publishedAt)
     }
 
     /// Whether a part of `count` of its published bytes is kept as a part of them rather than

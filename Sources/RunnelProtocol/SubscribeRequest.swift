@@ -22,12 +22,18 @@ package struct SubscribeRequest {
     package var positions: Bool?
     /// `"conflate": true` (version 1.3): over the soft limit, only the latest value waits.
     package var conflate: Bool?
+    /// `"ts": true` (version 1.3): `next` events carry their value's publish time.
+    package var timestamps: Bool?
+    /// `since` and `until` (version 1.3), in Unix ms: `Session.subscribe` checks where they
+    /// apply.
+    package var since: Int64?
+    package var until: Int64?
     /// The `ref` to echo in the reply.
     package var ref: RawJSON?
 
     package init(
         subject: String, sid: String?, stages: [JSONValue], stagesByteCount: Int, from: String?, positions: Bool?,
-        conflate: Bool? = nil, ref: RawJSON? = nil
+        conflate: Bool? = nil, timestamps: Bool? = nil, since: Int64? = nil, until: Int64? = nil, ref: RawJSON? = nil
     ) {
         self.subject = subject
         self.sid = sid
@@ -36,6 +42,9 @@ package struct SubscribeRequest {
         self.from = from
         self.positions = positions
         self.conflate = conflate
+        self.timestamps = timestamps
+        self.since = since
+        self.until = until
         self.ref = ref
     }
 
@@ -44,7 +53,51 @@ package struct SubscribeRequest {
         self.init(
             subject: try request.requiredString(.subject), sid: try request.string(.sid), stages: try request.stages(),
             stagesByteCount: request.stagesByteCount, from: try request.string(.from),
-            positions: try request.bool(.positions), conflate: try request.bool(.conflate), ref: request.ref)
+            positions: try request.bool(.positions), conflate: try request.bool(.conflate),
+            timestamps: try Self.flag("ts", of: request), since: try Self.time("since", of: request),
+            until: try Self.time("until", of: request), ref: request.ref)
+    }
+
+    /// The boolean field `name`, which the scanner does not pick out (a second walk over the
+    /// line, on `sub` only); nil when absent; `bad_request` when not a boolean.
+    private static func flag(_ name: String, of request: Request) throws(ProtocolError) -> Bool? {
+        guard let field = request.scanned.field(named: name) else { return nil }
+        guard let flag = request.scanned.bool(field) else {
+            throw ProtocolError(.badRequest, "field '\(name)' must be true or false")
+        }
+        return flag
+    }
+
+    /// The time field `name` (`PublishTime`), found as `flag(_:of:)` finds its field.
+    private static func time(_ name: String, of request: Request) throws(ProtocolError) -> Int64? {
+        guard let field = request.scanned.field(named: name) else { return nil }
+        let time =
+            if let number = request.scanned.number(field) {
+                PublishTime.milliseconds(number)
+            } else {
+                request.scanned.string(field).flatMap { PublishTime.milliseconds(rfc3339: $0) }
+            }
+        guard let time else { throw badTime(name) }
+        return time
+    }
+
+    /// A time as a query parameter gives it: Unix ms in digits, or RFC 3339.
+    package static func time(_ name: String, query text: String) throws(ProtocolError) -> Int64 {
+        let time =
+            if let number = Double(text), text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                PublishTime.milliseconds(number)
+            } else {
+                PublishTime.milliseconds(rfc3339: text)
+            }
+        guard let time else { throw badTime(name) }
+        return time
+    }
+
+    private static func badTime(_ name: String) -> ProtocolError {
+        ProtocolError(
+            .badRequest,
+            "field '\(name)' must be a time: Unix milliseconds (a number from 0), or an RFC 3339 date-time "
+                + "such as 2026-12-02T14:00:00Z")
     }
 
     /// The subject or pattern: `bad_request` when it is neither.
@@ -75,6 +128,9 @@ package struct SubscribeRequest {
         if let positions { request.set("positions", .bool(positions)) }
         if let from { request.set("from", .string(from)) }
         if let conflate { request.set("conflate", .bool(conflate)) }
+        if let timestamps { request.set("ts", .bool(timestamps)) }
+        if let since { request.set("since", .number(Double(since))) }
+        if let until { request.set("until", .number(Double(until))) }
         var writer = JSONWriter()
         writer.write(.object(request))
         return writer.bytes

@@ -14,12 +14,20 @@ struct CreateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("A behavior subject's initial value (JSON).", valueName: "JSON")) var value: String?
     @Flag(help: "Keep it on the server's disk across restarts (replay and behavior; needs data_dir).")
     var durable = false
+    @Option(
+        name: .customLong("retain-s"),
+        help: ArgumentHelp("Let a replay subject's values go once older than SECONDS.", valueName: "SECONDS"))
+    var retainSeconds: Double?
 
     func validate() throws {
         if let capacity, capacity < 0 { throw ValidationError("--capacity must be >= 0") }
         if capacity != nil && kind != .replay { throw ValidationError("--capacity applies only to --kind replay") }
         if value != nil && kind != .behavior { throw ValidationError("--value applies only to --kind behavior") }
         if durable && kind == .subject { throw ValidationError("--durable applies only to --kind replay or behavior") }
+        if let retainSeconds {
+            guard kind == .replay else { throw ValidationError("--retain-s applies only to --kind replay") }
+            guard retainSeconds > 0 && retainSeconds.isFinite else { throw ValidationError("--retain-s must be > 0") }
+        }
     }
 
     func run() throws {
@@ -28,6 +36,7 @@ struct CreateCommand: ParsableCommand {
         request.string("kind", kind.rawValue)
         if let capacity { request.integer("capacity", capacity) }
         if durable { request.bool("durable", true) }
+        if let retainSeconds { request.json("retain_s", .number(retainSeconds)) }
         if let value {
             guard let raw = try? RawJSON(validating: value) else {
                 throw CLIFailure.usage("--value is not valid JSON: \(value)")

@@ -12,6 +12,10 @@ struct SubscribeCommand: ParsableCommand {
             --throttle and --take build a server-side chain in that order; --ops appends any \
             stages (a JSON array). --from resumes right after a position that --positions \
             printed (the server says when it cannot, and the subscription then starts afresh). \
+            --since starts a replay or behavior subject's values at a time (what it still keeps \
+            from then on, then live ones), --until ends the subscription at one; a TIME is a \
+            duration ago (90s, 15m, 1h, 2d, 500ms), Unix milliseconds, or an RFC 3339 date-time \
+            (2026-12-02T14:00:00Z). --ts prints each value's publish time (Unix ms) before it. \
             When the connection is lost (runneld restarted, the network), runnel connects again \
             and resumes after the last value it printed, saying so on stderr, and says when values \
             may have been missed (a subject that keeps no positions across the restart, a pattern); \
@@ -43,10 +47,22 @@ struct SubscribeCommand: ParsableCommand {
     var noReconnect = false
     @Flag(help: "When this reader lags, get the latest values, not every value (skips are said on stderr).")
     var conflate = false
+    @Option(help: ArgumentHelp("Start at TIME: the values still kept from then on, then live ones.", valueName: "TIME"))
+    var since: String?
+    @Option(help: ArgumentHelp("End once the subject's time passes TIME.", valueName: "TIME")) var until: String?
+    @Flag(help: "Prefix each value with its publish time (Unix milliseconds) and a space.") var ts = false
 
     func validate() throws {
         if let throttle, !(throttle > 0 && throttle.isFinite) { throw ValidationError("--throttle must be > 0") }
         if let take, take < 0 { throw ValidationError("--take must be >= 0") }
+        if since != nil && from != nil { throw ValidationError("--since and --from cannot be given together") }
+        for (option, time) in [("--since", since), ("--until", until)] {
+            if let time, TimeArgument.value(time) == nil {
+                throw ValidationError(
+                    "\(option) must be a duration ago (90s, 15m, 1h, 2d, 500ms), Unix milliseconds, or an RFC 3339 "
+                        + "date-time such as 2026-12-02T14:00:00Z")
+            }
+        }
     }
 
     /// The stage list: the shortcut options in their fixed order, then `--ops`; `--take` less
@@ -101,19 +117,29 @@ struct SubscribeCommand: ParsableCommand {
         // Positions are asked for whatever --positions says (a new connection resumes from them),
         // but for --events, whose lines are printed as they come.
         if positions || !events { request.bool("positions", true) }
-        if let position { request.string("from", position) }
+        // `--since` starts the first subscription; a new connection resumes from a position.
+        if let position {
+            request.string("from", position)
+        } else if let since, printed == 0 {
+            request.json("since", TimeArgument.value(since)!)
+        }
+        if let until { request.json("until", TimeArgument.value(until)!) }
+        if ts { request.bool("ts", true) }
         if conflate { request.bool("conflate", true) }
         let reply = try session.roundTrip(request)
         guard let sid = reply.sid else { throw CLIFailure("the reply to sub carries no sid: \(reply.text)") }
         if let position, reply.resumed == false {
             StandardError.write(
                 "runnel: cannot resume after \(position): values may have been missed; starting afresh\n")
+        } else if let since, position == nil, printed == 0, reply.resumed == false {
+            StandardError.write(
+                "runnel: values published since \(since) are no longer all kept: starting with the oldest kept\n")
         } else if position == nil && printed > 0 {
             StandardError.write("runnel: subscribed again without a position: values may have been missed\n")
         }
         return SubscriptionPrinter(
-            session: session, sid: sid, showSubject: showSubject, showPositions: positions, events: events,
-            output: output)
+            session: session, sid: sid, showSubject: showSubject, showPositions: positions, showTimes: ts,
+            events: events, output: output)
     }
 
     private var isPattern: Bool { subject.split(separator: ".").contains { $0 == "*" || $0 == ">" } }

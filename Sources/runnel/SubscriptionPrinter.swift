@@ -18,6 +18,8 @@ final class SubscriptionPrinter {
     private let sidBytes: [UInt8]
     private let showSubject: Bool
     private let showPositions: Bool
+    /// `--ts`: each value's publish time before it (`-` for one without).
+    private let showTimes: Bool
     private let events: Bool
     private let output: FileDescriptorWriter
     /// The position of the last value printed (when the server sends positions).
@@ -39,7 +41,8 @@ final class SubscriptionPrinter {
     }
 
     init(
-        session: RunnelSession, sid: String, showSubject: Bool, showPositions: Bool = false, events: Bool,
+        session: RunnelSession, sid: String, showSubject: Bool, showPositions: Bool = false, showTimes: Bool = false,
+        events: Bool,
         output: FileDescriptorWriter
     ) {
         self.session = session
@@ -48,6 +51,7 @@ final class SubscriptionPrinter {
         sidBytes = Array(sid.utf8)
         self.showSubject = showSubject
         self.showPositions = showPositions
+        self.showTimes = showTimes
         self.events = events
     }
 
@@ -98,6 +102,8 @@ final class SubscriptionPrinter {
                     }
                     output.append(byte: UInt8(ascii: " "))
                 }
+                // A line with a time is never this shape (`NextEventShape`).
+                if showTimes { output.append("- ") }
                 if showSubject, let subject = next.subject {
                     output.append(UnsafeRawBufferPointer(rebasing: raw[subject]))
                     output.append(byte: UInt8(ascii: " "))
@@ -126,6 +132,7 @@ final class SubscriptionPrinter {
             printedValue(at: line.pos?.utf8)
             if !events, let range = line.valueRange {
                 if showPositions { output.append((line.pos ?? "-") + " ") }
+                if showTimes { output.append((line.ts.map { String($0) } ?? "-") + " ") }
                 if showSubject, let subject = line.subject { output.append(subject + " ") }
                 bytes.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[range])) }
                 output.append(byte: 0x0A)

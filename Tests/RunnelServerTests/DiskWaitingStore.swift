@@ -1,6 +1,7 @@
 import Runnel
 import RunnelJSON
 import RunnelProtocol
+
 @testable import RunnelServer
 
 /// A subject store whose replies wait for a disk the test drives: a durable store underneath
@@ -32,8 +33,12 @@ final class DiskWaitingStore: SubjectStore {
     func list(prefix: String) -> [SubjectEntry] { store.list(prefix: prefix) }
     var keepsDurableSubjects: Bool { store.keepsDurableSubjects }
     func checkDurableWrites() throws(ProtocolError) { try store.checkDurableWrites() }
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
-        store.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry {
+        store.create(
+            name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+            durable: durable)
     }
     func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound

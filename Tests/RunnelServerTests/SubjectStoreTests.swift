@@ -25,7 +25,7 @@ import Testing
 
     @Test func publishCountsAndDelivers() throws {
         let store = MemorySubjectStore()
-        let entry = store.create("a", kind: .replay, capacity: 2, initial: nil, durable: false)
+        let entry = store.create("a", kind: .replay, capacity: 2, retainMilliseconds: nil, initial: nil, durable: false)
         for text in ["1", "2", "3"] {
             store.publish(try RawJSON(validating: text), members: JSONMemberIndex(), to: entry, bounding: bound)
         }
@@ -37,11 +37,14 @@ import Testing
 
     @Test func patternsJoinSubjectsCreatedLaterAndLeaveDeletedOnes() throws {
         let store = MemorySubjectStore()
-        let early = store.create("x.early", kind: .subject, capacity: nil, initial: nil, durable: false)
+        let early = store.create(
+            "x.early", kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
         let values = Values()
         let subscription = record(store.patternSignal(SubjectPattern("x.*"), admitting: nil), into: values)
-        let late = store.create("x.late", kind: .subject, capacity: nil, initial: nil, durable: false)
-        _ = store.create("y.other", kind: .subject, capacity: nil, initial: nil, durable: false)
+        let late = store.create(
+            "x.late", kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
+        _ = store.create(
+            "y.other", kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
         store.publish(.null, members: JSONMemberIndex(), to: early, bounding: bound)
         store.publish(.null, members: JSONMemberIndex(), to: late, bounding: bound)
         #expect(values.texts == ["x.early=null", "x.late=null"])
@@ -51,13 +54,15 @@ import Testing
         store.terminate(early, error: nil)
         #expect(!values.completed)
         subscription.dispose()
-        let again = store.create("x.again", kind: .subject, capacity: nil, initial: nil, durable: false)
+        let again = store.create(
+            "x.again", kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
         #expect(again.subject.subscriberCount == 0)
     }
 
     @Test func terminateWithError() {
         let store = MemorySubjectStore()
-        let entry = store.create("a", kind: .behavior, capacity: nil, initial: nil, durable: false)
+        let entry = store.create(
+            "a", kind: .behavior, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
         store.terminate(entry, error: ProtocolError(.subjectError, "boom"))
         guard case .error(let error as ProtocolError)? = entry.subject.terminalEvent else {
             Issue.record("not terminated with an error")
@@ -69,7 +74,7 @@ import Testing
     @Test func listIsSortedAndFilteredByPrefix() {
         let store = MemorySubjectStore()
         for name in ["b.2", "a", "b.1", "bb"] {
-            _ = store.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
+            _ = store.create(name, kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
         }
         #expect(store.list(prefix: "b.").map(\.name) == ["b.1", "b.2"])
         #expect(store.list(prefix: "").map(\.name) == ["a", "b.1", "b.2", "bb"])

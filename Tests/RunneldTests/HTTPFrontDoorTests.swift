@@ -63,6 +63,14 @@ import Testing
         await PythonSuite.expectPasses(check)
     }
 
+    /// History by time (version 1.3): `ts`, `since` (Unix ms and RFC 3339) with `resumed`,
+    /// `until` in the past and the future, `retain_s`, bad requests; over a WebSocket and SSE,
+    /// across a restart of a durable subject, and `runnel sub --since --ts`.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_history.py"))
+    func theHistoryChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
     /// JWTs: tokens signed by PyJWT with keys made by `cryptography` at test time, of each
     /// algorithm; every refusal naming its check; a refresh before expiry; expiry closing TCP,
     /// WebSocket and SSE; key files re-read on SIGHUP.

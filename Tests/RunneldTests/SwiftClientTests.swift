@@ -1,3 +1,4 @@
+import Foundation
 import RunnelClient
 import RunnelJSON
 import Synchronization
@@ -210,6 +211,43 @@ import Testing
         #expect(ClientChecks.values(events) == (1...6).map { .number(Double($0)) })
         await client.close()
     }
+
+    /// 17: `since` starts a replay subject at a time, with a `.gap(.notResumed)` first when
+    /// some of its values are gone; `until` completes it; `timestamps` gives each value its
+    /// publish time (version 1.3).
+    @Test func historyByTime() async throws {
+        let client = try await ClientChecks.connect(daemon)
+        _ = try await client.request(
+            "create", ["subject": .string("hist.r"), "kind": .string("replay"), "capacity": .number(3)])
+        // The client's clock around each publish (one machine, one clock), 20 ms apart.
+        var bounds: [ClosedRange<Int64>] = []
+        for n in 1...4 {
+            try await Task.sleep(for: .milliseconds(20))
+            let before = Self.unixMilliseconds()
+            try await client.publish("hist.r", .number(Double(n)), reply: true)
+            bounds.append(before...Self.unixMilliseconds())
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        let window = try await client.subscribe(
+            "hist.r", SubscribeOptions(since: bounds[2].lowerBound, until: bounds[3].upperBound, timestamps: true))
+        let values = try await ClientChecks.take(window, 2).compactMap {
+            if case .value(let value) = $0 { return value } else { return nil }
+        }
+        #expect(values.map(\.value) == [.number(3), .number(4)])
+        #expect(values.count == 2 && bounds[2].contains(values[0].time ?? 0) && bounds[3].contains(values[1].time ?? 0))
+        #expect(try await ClientChecks.ends(window))
+        // 1 is gone (capacity 3): a gap first, then what is kept, without times.
+        let evicted = try await client.subscribe("hist.r", SubscribeOptions(since: bounds[0].lowerBound))
+        let events = try await ClientChecks.take(evicted, 4)
+        guard case .gap(let gap) = events[0] else { throw HarnessError.badJSON("no gap: \(events[0])") }
+        #expect(gap.reason == .notResumed)
+        #expect(ClientChecks.values(Array(events.dropFirst())) == [.number(2), .number(3), .number(4)])
+        #expect(events.allSatisfy { if case .value(let value) = $0 { value.time == nil } else { true } })
+        await evicted.unsubscribe()
+        await client.close()
+    }
+
+    private static func unixMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// 11: a clean close disposes the server's subscriptions (`stats` back to what it was);
     /// calls after it fail with `closed`.

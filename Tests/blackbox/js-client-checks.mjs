@@ -390,6 +390,143 @@ async function check_positions_and_from() {
   await client.close();
 }
 
+/**
+ * Publishes `values` to `subject` and resolves with a Unix ms time between each and the next, 50 ms
+ * after the one's reply and 50 ms before the next is sent: no millisecond clock can put either
+ * publish on that time's side.
+ */
+async function publishApart(client, subject, values) {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 50));
+  const betweens = [];
+  for (const value of values) {
+    if (betweens.length) await pause();
+    await client.publish(subject, value, { reply: true });
+    await pause();
+    betweens.push(Date.now());
+  }
+  return betweens.slice(0, -1);
+}
+
+/**
+ * A WebSocket class that keeps its sockets, the requests sent over them and the lines read
+ * (`Recorded.sent`, `.received`, `.sockets`): what goes over the wire.
+ */
+function recordingWebSocket() {
+  const sockets = [];
+  const sent = [];
+  const received = [];
+  class Recorded extends WebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+      this.addEventListener("message", (message) => received.push(JSON.parse(message.data)));
+    }
+
+    send(data) {
+      sent.push(JSON.parse(data));
+      super.send(data);
+    }
+  }
+  return Object.assign(Recorded, { sockets, sent, received });
+}
+
+/** Whether `value` is a Unix ms time (an integer) within [from, to]. */
+const timeWithin = (value, from, to) => Number.isInteger(value) && value >= from && value <= to;
+
+async function check_since_until_and_ts_read_history_by_time() {
+  const Recorded = recordingWebSocket();
+  const client = await connected({ WebSocket: Recorded });
+  const opened = [];
+  try {
+    await client.request("create", { subject: "history.r", kind: "replay", capacity: 10 });
+    // since: after the first value's publish, before the second's; until: before the third's.
+    const [since, until] = await publishApart(client, "history.r", [1, 2, 3]);
+    const history = await client.subscribe("history.r", { since, ts: true });
+    opened.push(history);
+    const events = await take(history, 2);
+    assert.deepEqual(events.map((event) => event.value), [2, 3]);
+    const times = events.map((event) => event.ts);
+    assert.ok(timeWithin(times[0], since, times[1]) && timeWithin(times[1], times[0], Date.now()),
+      `since ${since}: ${times}`);
+    const replies = Recorded.received.filter((line) => line.sid === history.sid && "ok" in line);
+    assert.deepEqual(replies.map((line) => line.resumed), [true]);
+    // Then live values, with their time too.
+    await client.publish("history.r", 4, { reply: true });
+    const [live] = await take(history, 1);
+    assert.ok(live.value === 4 && timeWithin(live.ts, times[1], Date.now()), JSON.stringify(live));
+    // A Date and an RFC 3339 string: the same instants. Values until the second time: the second
+    // value, then the end; no `ts` asked, none given.
+    const text = new Date(until).toISOString();
+    const bounded = await client.subscribe("history.r", { since: new Date(since), until: text });
+    opened.push(bounded);
+    assert.deepEqual((await take(bounded, 1)).map((event) => [event.value, event.ts]), [[2, null]]);
+    await expectEnd(bounded);
+    const request = Recorded.sent.find((body) => body.sid === bounded.sid);
+    assert.deepEqual([request.since, request.until, "ts" in request], [since, text, false]);
+    // A since whose values the server no longer all holds (capacity 2, three values since): a gap
+    // first, then what it holds.
+    await client.request("create", { subject: "history.small", kind: "replay", capacity: 2 });
+    const before = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const n of [1, 2, 3]) await client.publish("history.small", n, { reply: true });
+    const evicted = await client.subscribe("history.small", { since: before });
+    opened.push(evicted);
+    const [gap, ...held] = await take(evicted, 3);
+    assert.deepEqual(gap, new Gap("not_resumed"));
+    assert.deepEqual(held.map((event) => event.value), [2, 3]);
+    // Refused here: an invalid Date, a time of another type, since with from; by the server:
+    // since on a plain subject and on a pattern.
+    const count = Recorded.sent.length;
+    await assert.rejects(client.subscribe("history.r", { since: new Date("not a date") }), RangeError);
+    await assert.rejects(client.subscribe("history.r", { until: {} }), TypeError);
+    await assert.rejects(client.subscribe("history.r", { since, from: events[0].pos }), TypeError);
+    assert.deepEqual(Recorded.sent.slice(count), []);
+    await expectError(client.subscribe("history.plain", { since }), "bad_request");
+    await expectError(client.subscribe("history.*", { since }), "bad_request");
+  } finally {
+    for (const subscription of opened) await subscription.unsubscribe();
+    await client.close();
+  }
+}
+
+async function check_a_since_subscription_resumes_by_position_after_a_reconnect() {
+  // Its WebSocket closed here (the conflation check's way): the client reconnects 0.5 to 1 s later
+  // and subscribes again, from the last value's position, not from `since` (the server refuses
+  // both), keeping `until` and `ts`.
+  const Recorded = recordingWebSocket();
+  const admin = await connected();
+  const lost = latch();
+  const back = latch();
+  const client = await connected({ WebSocket: Recorded, backoff: [1, 1], onDisconnect: lost.set, onReconnect: back.set });
+  try {
+    await admin.request("create", { subject: "history.resume", kind: "replay", capacity: 100 });
+    const [since] = await publishApart(admin, "history.resume", [1, 2]);
+    const until = Date.now() + 600_000;
+    const subscription = await client.subscribe("history.resume", { since, until, ts: true });
+    const [two] = await take(subscription, 1);
+    assert.ok(two.value === 2 && timeWithin(two.ts, since, Date.now()), JSON.stringify(two));
+    Recorded.sockets[0].close();
+    await within(lost.promise, "the disconnect");
+    for (const n of [3, 4, 5]) await admin.publish("history.resume", n, { reply: true });
+    await within(back.promise, "the reconnect");
+    // Nothing lost, nothing repeated, no gap; each value with its time.
+    const events = await take(subscription, 3);
+    assert.deepEqual(events.map((event) => [event instanceof Value, event.value]), [[true, 3], [true, 4], [true, 5]]);
+    assert.ok(events.every((event) => timeWithin(event.ts, two.ts, Date.now())), JSON.stringify(events));
+    const subs = Recorded.sent.filter((body) => body.op === "sub");
+    assert.deepEqual(subs.map((body) => [body.since, body.from, body.until, body.ts]),
+      [[since, undefined, until, true], [undefined, two.pos, until, true]]);
+    const replies = Recorded.received.filter((line) => line.sid === subscription.sid && "ok" in line);
+    assert.deepEqual(replies.map((line) => line.resumed), [true, true]);
+    await admin.publish("history.resume", 6, { reply: true });
+    assert.deepEqual((await take(subscription, 1)).map((event) => event.value), [6]);
+    await subscription.unsubscribe();
+  } finally {
+    await client.close();
+    await admin.close();
+  }
+}
+
 async function check_a_full_buffer_drops_the_newest_and_reports_a_gap() {
   const subscriber = await connected({ buffer: 10 });
   const publisher = await connected();
@@ -1037,6 +1174,8 @@ const SUITES = {
     check_typed_errors_carry_code_message_and_stage,
     check_subscribe_with_stages_as_an_iterator_and_with_callbacks,
     check_positions_and_from,
+    check_since_until_and_ts_read_history_by_time,
+    check_a_since_subscription_resumes_by_position_after_a_reconnect,
     check_a_full_buffer_drops_the_newest_and_reports_a_gap,
     check_clean_close_disposes_the_servers_subscriptions,
     check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,

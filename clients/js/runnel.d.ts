@@ -31,9 +31,22 @@ export interface SubscribeOptions {
    * many it replaced (a `Gap` `dropped` before the next value). Version 1.3.
    */
   conflate?: boolean;
+  /**
+   * On a replay or behavior subject, the values published at or after this time, then live ones
+   * (not with `from`; a `Gap` `not_resumed` first when the server no longer holds some of them).
+   * Once a value has come, a resubscription continues after its position instead. Version 1.3.
+   */
+  since?: Time;
+  /** The subscription completes once the subject's time passes this (kept across reconnects). Version 1.3. */
+  until?: Time;
+  /** True: each `Value` carries `ts`, its publish time in Unix milliseconds. Version 1.3. */
+  ts?: boolean;
   /** Seconds this `subscribe` may take, as `CallOptions`' (not a stage: that is `ops: [{op: "timeout", ...}]`). */
   callTimeout?: number;
 }
+
+/** A time, as `since` and `until` take it: Unix milliseconds, an RFC 3339 string, or a `Date`. */
+export type Time = number | string | Date;
 
 /** A call's own options. */
 export interface CallOptions {
@@ -99,14 +112,19 @@ export class RunnelError extends Error {
   static of(line: Line): RunnelError;
 }
 
-/** A value of a subscription, with the subject it was published to and its position. */
+/** A value of a subscription, with the subject it was published to, its position and its publish time. */
 export class Value {
-  constructor(value: unknown, subject: string, pos: string | null);
+  constructor(value: unknown, subject: string, pos: string | null, ts?: number | null);
   readonly type: "value";
   value: unknown;
   subject: string;
   /** `EPOCH:SEQ`; null for a value a stage made from no value of the subject. */
   pos: string | null;
+  /**
+   * The server's clock at its publish, Unix milliseconds, for a subscription made with `ts`;
+   * null otherwise, and for a value a stage made from a constant. Version 1.3.
+   */
+  ts: number | null;
 }
 
 /** Values this subscription will not get, in their place in the stream. */

@@ -18,9 +18,17 @@
  * What `subscribe` takes: `filter` and `map` (expressions), `throttle` (seconds), which become
  * stages in that order, then `ops` (more stages); `from`, a position to continue after;
  * `conflate`, true: while this reader lags, the server keeps only the latest value for it (each
- * value it replaced counted in a `Gap` `dropped`); `callTimeout`, the deadline of this
- * `subscribe` (as `CallOptions`').
- * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string, conflate?: boolean, callTimeout?: number }} SubscribeOptions
+ * value it replaced counted in a `Gap` `dropped`); `since`, a time (`Time`): on a replay or
+ * behavior subject, the values published at or after it, then live ones (not with `from`);
+ * `until`, a time: the subscription completes once the subject's time passes it; `ts`, true:
+ * each `Value` carries `ts`, its publish time; `callTimeout`, the deadline of this `subscribe`
+ * (as `CallOptions`').
+ * @typedef {{ filter?: string, map?: string, throttle?: number, ops?: Stage[], from?: string, conflate?: boolean, since?: Time, until?: Time, ts?: boolean, callTimeout?: number }} SubscribeOptions
+ */
+/**
+ * A time as `since` and `until` take it (version 1.3): Unix milliseconds, an RFC 3339 string
+ * (`"2026-12-02T14:00:00Z"`), or a `Date`.
+ * @typedef {number | string | Date} Time
  */
 /**
  * A call's own options: `callTimeout`, the seconds this call may take (waiting for a connection,
@@ -105,20 +113,24 @@ export class RunnelError extends Error {
 /**
  * A value of a subscription: `subject` is where it was published (for a pattern, the matching
  * subject), `pos` its position `EPOCH:SEQ` (null for a value a stage made from no value of the
- * subject, such as `startWith`'s).
+ * subject, such as `startWith`'s), `ts` the server's clock at its publish in Unix milliseconds,
+ * for a subscription made with `ts` (null otherwise, and for a value a stage made from a
+ * constant; version 1.3).
  */
 export class Value {
   /**
    * @param {unknown} value
    * @param {string} subject
    * @param {string | null} pos
+   * @param {number | null} [ts]
    */
-  constructor(value, subject, pos) {
+  constructor(value, subject, pos, ts = null) {
     /** @type {"value"} */
     this.type = "value";
     this.value = value;
     this.subject = subject;
     this.pos = pos;
+    this.ts = ts;
   }
 }
 
@@ -128,7 +140,8 @@ export class Value {
  * `count` values were replaced by newer ones, or, in a cluster, `count` values of other nodes
  * were missed; null when the server does not know how many), `overflow` (this client's buffer
  * dropped `count` events) or `not_resumed` (after a reconnect, or with a `from` the server could
- * not continue from, values may be missing: `count` is null; `cause` is the disconnect's reason).
+ * not continue from, or a `since` some of whose values the server no longer holds, values may be
+ * missing: `count` is null; `cause` is the disconnect's reason).
  */
 export class Gap {
   /**
@@ -169,6 +182,25 @@ function callBack(logger, callback, argument) {
 function splitPosition(pos) {
   const colon = pos.lastIndexOf(":");
   return [pos.slice(0, colon), Number(pos.slice(colon + 1))];
+}
+
+/**
+ * `since` or `until` as `sub` takes it: Unix milliseconds (a number as it is, a `Date`'s time), or
+ * an RFC 3339 string as it is (the server checks it); undefined when not given. An invalid `Date`
+ * is a RangeError, anything else a TypeError.
+ * @param {string} name
+ * @param {Time | undefined} when
+ * @returns {number | string | undefined}
+ */
+function timeOption(name, when) {
+  if (when === undefined) return undefined;
+  if (when instanceof Date) {
+    const time = when.getTime();
+    if (Number.isNaN(time)) throw new RangeError(`runnel: ${name} is an invalid Date`);
+    return time;
+  }
+  if (typeof when === "number" || typeof when === "string") return when;
+  throw new TypeError(`runnel: ${name} is Unix milliseconds (a number), an RFC 3339 string or a Date, not ${String(when)}`);
 }
 
 /** @param {string} subject */
@@ -304,16 +336,21 @@ class SubscriptionState {
    * @param {Stage[]} ops
    * @param {string | undefined} start
    * @param {boolean} conflate
+   * @param {{ since: number | string | undefined, until: number | string | undefined, ts: boolean }} history
+   *   `since` and `until` (Unix ms or RFC 3339) and `ts` (version 1.3)
    * @param {((event: RunnelEvent) => void) | undefined} onValue
    * @param {((error: RunnelError | null) => void) | undefined} onEnd
    */
-  constructor(link, sid, subject, ops, start, conflate, onValue, onEnd) {
+  constructor(link, sid, subject, ops, start, conflate, history, onValue, onEnd) {
     this.link = link;
     this.sid = sid;
     this.subject = subject;
     this.pattern = isPattern(subject);
     this.ops = ops;
     this.conflate = conflate;
+    this.since = history.since;
+    this.until = history.until;
+    this.ts = history.ts;
     this.onValue = onValue;
     this.onEnd = onEnd;
     /** @type {Map<string, string>} the newest position seen, per source subject */
@@ -336,13 +373,20 @@ class SubscriptionState {
     return this.pattern ? null : this.positions.get(this.subject) ?? null;
   }
 
-  /** This subscription's `sub` request, from its last position when it has one; conflating if asked. */
+  /**
+   * This subscription's `sub` request, from its last position when it has one, else from `since`
+   * (the server refuses both together: once a value has come, a resubscription continues after
+   * it); `until`, conflating and `ts` if asked, every time.
+   */
   request() {
     /** @type {Line} */
     const body = { op: "sub", subject: this.subject, sid: this.sid, positions: true };
     if (this.ops.length) body.ops = this.ops;
     if (this.position) body.from = this.position;
+    else if (this.since !== undefined) body.since = this.since;
+    if (this.until !== undefined) body.until = this.until;
     if (this.conflate) body.conflate = true;
+    if (this.ts) body.ts = true;
     return body;
   }
 
@@ -363,7 +407,9 @@ class SubscriptionState {
       this.link.sendSoon({ op: "unsub", sid: this.sid });
       return;
     }
-    if (reply.resumed === false || (this.subscribedBefore && !("from" in sent))) {
+    // A resubscription with neither `from` nor `since` may have missed values; with `since`,
+    // `resumed` says whether the server still held every value since then.
+    if (reply.resumed === false || (this.subscribedBefore && !("from" in sent) && !("since" in sent))) {
       this.skip = new Map([...this.positions].map(([subject, pos]) => [subject, splitPosition(pos)]));
       this.put(new Gap("not_resumed", null, this.link.lastDisconnect()));
     }
@@ -384,7 +430,8 @@ class SubscriptionState {
         }
         this.positions.set(subject, pos);
       }
-      this.put(new Value(line.value === undefined ? null : line.value, subject, pos));
+      const ts = typeof line.ts === "number" ? line.ts : null;
+      this.put(new Value(line.value === undefined ? null : line.value, subject, pos, ts));
     } else if (line.ev === "dropped") {
       this.put(new Gap("dropped", line.count === undefined ? null : Number(line.count)));
     } else if (line.ev === "completed") {
@@ -735,10 +782,16 @@ export class Client {
     if (options.map !== undefined) ops.push({ op: "map", expr: options.map });
     if (options.throttle !== undefined) ops.push({ op: "throttle", seconds: options.throttle });
     ops.push(...(options.ops ?? []));
+    const history = {
+      since: timeOption("since", options.since), until: timeOption("until", options.until), ts: options.ts ?? false,
+    };
     const state = new SubscriptionState(this.#link, `s${this.#nextSid++}`, subject, ops, options.from,
-      options.conflate ?? false, onValue, onEnd);
+      options.conflate ?? false, history, onValue, onEnd);
     if (state.pattern && options.from !== undefined) {
       throw new TypeError("runnel: a pattern subscription has no position to start from");
+    }
+    if (options.from !== undefined && options.since !== undefined) {
+      throw new TypeError("runnel: a subscription starts from a position (from) or a time (since), not both");
     }
     const seconds = this.#seconds(options);
     const deadline = deadlineIn(seconds);

@@ -6,8 +6,13 @@ public final class BehaviorSubject<Value: Sendable>: ReplaySubject<Value>, @unch
     /// (`error` or `completed`), already terminated by it, as a behavior subject is restored
     /// from storage: a late subscriber gets `initial`, then the terminal event. With `weight`,
     /// `retainedWeight` is what the current value weighs.
-    public init(_ initial: Value, terminal: Event<Value>? = nil, weight: (@Sendable (Value) -> Int)? = nil) {
-        super.init(capacity: 1, retaining: CollectionOfOne(initial), terminal: terminal, weight: weight)
+    /// `dropped`, when given, is told of each value a newer one replaces.
+    public init(
+        _ initial: Value, terminal: Event<Value>? = nil, weight: (@Sendable (Value) -> Int)? = nil,
+        dropped: (@Sendable (Value) -> Void)? = nil
+    ) {
+        super.init(
+            capacity: 1, retaining: CollectionOfOne(initial), terminal: terminal, weight: weight, dropped: dropped)
     }
 
     /// The current value.

@@ -18,10 +18,15 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     /// A replay subject keeping the last `capacity` values, and of those only as many of the
     /// newest as `weight` says weigh at most `maxWeight` together (their size in bytes, say):
     /// older ones are dropped first. The newest value is kept whatever it weighs.
-    public init(capacity: Int, maxWeight: Int, weight: @escaping @Sendable (Value) -> Int) {
+    /// `dropped`, when given, is told of each value let go to make room or by
+    /// `dropReplayed(while:)`, oldest first, under the subject's lock (it must not call back).
+    public init(
+        capacity: Int, maxWeight: Int, weight: @escaping @Sendable (Value) -> Int,
+        dropped: (@Sendable (Value) -> Void)? = nil
+    ) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
-        super.init(historyCapacity: capacity, maxWeight: maxWeight, weigh: weight)
+        super.init(historyCapacity: capacity, maxWeight: maxWeight, weigh: weight, dropped: dropped)
     }
 
     /// A replay subject as it was left: keeping the last `capacity` of `values` (oldest first),
@@ -30,12 +35,13 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     /// then the terminal event. For restoring a subject kept elsewhere, such as on disk.
     public init(
         capacity: Int, retaining values: some Sequence<Value>, terminal: Event<Value>? = nil,
-        maxWeight: Int = .max, weight: (@Sendable (Value) -> Int)? = nil
+        maxWeight: Int = .max, weight: (@Sendable (Value) -> Int)? = nil, dropped: (@Sendable (Value) -> Void)? = nil
     ) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
         super.init(
-            historyCapacity: capacity, initial: Array(values), terminal: terminal, maxWeight: maxWeight, weigh: weight)
+            historyCapacity: capacity, initial: Array(values), terminal: terminal, maxWeight: maxWeight, weigh: weight,
+            dropped: dropped)
     }
 
     /// What the values a new subscriber would be replayed weigh together, by the `weight` the
@@ -47,4 +53,10 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
 
     /// The oldest value a new subscriber would be replayed now, without copying the others.
     public var oldestReplayedValue: Value? { roster.lock.withLock { history.first } }
+
+    /// Stops replaying the oldest values while `isStale` says so of them (their age, say),
+    /// newest included, and returns how many it let go. A subscriber already replayed them
+    /// keeps what it got.
+    @discardableResult
+    public func dropReplayed(while isStale: (Value) -> Bool) -> Int { dropHistory(while: isStale) }
 }

@@ -54,6 +54,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     private let maxHistoryWeight: Int
     /// Guarded: what the kept values weigh together (0 without `weigh`).
     var historyWeight = 0
+    /// Told of each kept value dropped to make room or by `dropHistory(while:)`, oldest first,
+    /// with the subject's lock held (so it must not call back into the subject).
+    private let dropped: (@Sendable (Value) -> Void)?
     /// Makes a subscriber's entry. Made by the initialiser, which callers usually have
     /// specialised for their `Value`: the entry's generic type is then not looked up in the
     /// runtime's metadata cache on every subscribe, as the unspecialised `subscribe` would.
@@ -67,6 +70,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         history = RingBuffer(capacity: 0)
         keepsHistory = false
         weigh = nil
+        dropped = nil
         maxHistoryWeight = .max
         makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
@@ -76,15 +80,18 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// last `capacity` of `initial` and, when `terminal` is given, already terminated by it
     /// (for subclasses; `terminal` must be `error` or `completed`). With `weigh`, it also
     /// keeps no more of the oldest values than fit, with the newer ones, in `maxWeight`.
+    /// `dropped` is told of each kept value let go.
     init(
         historyCapacity: Int, initial: [Value] = [], terminal: Event<Value>? = nil,
-        maxWeight: Int = .max, weigh: (@Sendable (Value) -> Int)? = nil
+        maxWeight: Int = .max, weigh: (@Sendable (Value) -> Int)? = nil,
+        dropped: (@Sendable (Value) -> Void)? = nil
     ) {
         precondition(terminal?.isTerminal ?? true, "a subject's terminal event must be error or completed")
         precondition(maxWeight >= 0, "a subject's history weight must be >= 0")
         self.history = RingBuffer<Value>(capacity: historyCapacity)
         keepsHistory = historyCapacity > 0
         self.weigh = weigh
+        self.dropped = dropped
         maxHistoryWeight = maxWeight
         makeEntry = { PassthroughSubscriber($0, disposable: $1, lock: nil) }
         super.init(serializes: false, body: nil)
@@ -179,15 +186,33 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // metadata it needs is not looked up on the path that does not use it.
     @inline(never)
     private func record(_ value: Value) {
-        guard let weigh else {
-            history.append(value)
-            return
+        if history.count == history.capacity, let oldest = history.first {
+            if let weigh { historyWeight -= weigh(oldest) }
+            dropped?(oldest)
         }
-        if history.count == history.capacity, let oldest = history.first { historyWeight -= weigh(oldest) }
         history.append(value)
+        guard let weigh else { return }
         historyWeight += weigh(value)
         while historyWeight > maxHistoryWeight && history.count > 1 {
-            historyWeight -= weigh(history.popFirst()!)
+            let oldest = history.popFirst()!
+            historyWeight -= weigh(oldest)
+            dropped?(oldest)
+        }
+    }
+
+    /// Drops the oldest kept values while `isStale` says so of them (the newest included), and
+    /// returns how many went; `dropped` is told of each.
+    @inline(never)
+    func dropHistory(while isStale: (Value) -> Bool) -> Int {
+        roster.lock.withLock {
+            var count = 0
+            while let oldest = history.first, isStale(oldest) {
+                _ = history.popFirst()
+                if let weigh { historyWeight -= weigh(oldest) }
+                dropped?(oldest)
+                count += 1
+            }
+            return count
         }
     }
 

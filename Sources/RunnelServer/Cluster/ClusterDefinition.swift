@@ -5,8 +5,9 @@ import RunnelProtocol
 /// its kind, capacity, whether it is durable, a behavior's initial value, its epoch, and how
 /// it ended, if it did. Every node makes its own entry from it, in that epoch.
 ///
-/// Stored as JSON: `{"kind":"replay","capacity":5,"durable":false,"epoch":"E"}`, with `initial`
-/// (a behavior's initial value, as JSON) and `ended` (`{"error":"message"}`, or
+/// Stored as JSON: `{"kind":"replay","capacity":5,"durable":false,"epoch":"E"}`, with
+/// `retain_ms` (a replay subject's `retain_s`, in milliseconds), `initial` (a behavior's
+/// initial value, as JSON) and `ended` (`{"error":"message"}`, or
 /// `{"completed":true}`) where they apply. Thread rules: a value.
 struct ClusterDefinition: Sendable {
     enum Ending: Equatable, Sendable {
@@ -16,16 +17,19 @@ struct ClusterDefinition: Sendable {
 
     var kind: SubjectKind
     var capacity: Int?
+    var retainMilliseconds: Int64?
     var durable: Bool
     var initial: RawJSON?
     var epoch: String
     var ended: Ending?
 
     init(
-        kind: SubjectKind, capacity: Int?, durable: Bool, initial: RawJSON?, epoch: String, ended: Ending? = nil
+        kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, durable: Bool, initial: RawJSON?,
+        epoch: String, ended: Ending? = nil
     ) {
         self.kind = kind
         self.capacity = capacity
+        self.retainMilliseconds = retainMilliseconds
         self.durable = durable
         self.initial = initial
         self.epoch = epoch
@@ -34,16 +38,20 @@ struct ClusterDefinition: Sendable {
 
     /// Whether `entry` is the subject this defines, in the same shape (not its epoch).
     func hasShape(of entry: SubjectEntry) -> Bool {
-        kind == entry.kind && capacity == entry.capacity && durable == entry.isDurable
+        kind == entry.kind && capacity == entry.capacity && retainMilliseconds == entry.retainMilliseconds
+            && durable == entry.isDurable
     }
 
     /// Whether `other` defines a subject of the same shape (not its epoch).
     func hasShape(of other: ClusterDefinition) -> Bool {
-        kind == other.kind && capacity == other.capacity && durable == other.durable
+        kind == other.kind && capacity == other.capacity && retainMilliseconds == other.retainMilliseconds
+            && durable == other.durable
     }
 
     /// "replay (capacity 5, durable)", for messages.
-    var shape: String { kind.shape(capacity: capacity, durable: durable) }
+    var shape: String {
+        kind.shape(capacity: capacity, retainSeconds: retainMilliseconds.map { Double($0) / 1000 }, durable: durable)
+    }
 
     /// The JSON stored under the subject's key.
     var bytes: [UInt8] {
@@ -53,6 +61,10 @@ struct ClusterDefinition: Sendable {
         if let capacity {
             json.append(",\"capacity\":")
             json.writeInteger(capacity)
+        }
+        if let retainMilliseconds {
+            json.append(",\"retain_ms\":")
+            json.writeInteger(Int(retainMilliseconds))
         }
         json.append(durable ? ",\"durable\":true,\"epoch\":" : ",\"durable\":false,\"epoch\":")
         json.writeString(epoch)
@@ -81,6 +93,8 @@ struct ClusterDefinition: Sendable {
         var capacity: Int?
         if case .number(let number)? = object["capacity"] { capacity = Int(exactly: number) }
         guard (kind == .replay) == (capacity != nil) else { return nil }
+        var retainMilliseconds: Int64?
+        if case .number(let number)? = object["retain_ms"] { retainMilliseconds = Int64(exactly: number) }
         var durable = false
         if case .bool(let flag)? = object["durable"] { durable = flag }
         let initial = object["initial"].map { RawJSON(encoding: $0) }
@@ -92,7 +106,9 @@ struct ClusterDefinition: Sendable {
                 ended = .completed
             }
         }
-        self.init(kind: kind, capacity: capacity, durable: durable, initial: initial, epoch: epoch, ended: ended)
+        self.init(
+            kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durable: durable, initial: initial,
+            epoch: epoch, ended: ended)
     }
 
     // MARK: Keys

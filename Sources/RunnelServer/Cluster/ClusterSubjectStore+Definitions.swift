@@ -12,10 +12,12 @@ extension ClusterSubjectStore {
     /// entry made here ends and one in that definition's epoch takes its place; a plain
     /// subject's epoch is the node's own, so it stays); in another shape, the reply is
     /// `kind_mismatch`. The reply waits for the answer (`whenWritten`).
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry {
         let definition = ClusterDefinition(
-            kind: kind, capacity: kind == .replay ? capacity : nil, durable: durable, initial: initial,
-            epoch: Epoch.make())
+            kind: kind, capacity: kind == .replay ? capacity : nil, retainMilliseconds: retainMilliseconds,
+            durable: durable, initial: initial, epoch: Epoch.make())
         // Its stream does not exist yet: consumed, and published to, once it does.
         let entry = adopt(name, definition, consuming: false)
         if entry.retainsValues { awaitingStreams[definition.epoch] = [] }
@@ -168,7 +170,8 @@ extension ClusterSubjectStore {
     @discardableResult
     func adopt(_ name: String, _ definition: ClusterDefinition, consuming: Bool = true) -> SubjectEntry {
         let entry = SubjectEntry(
-            name: name, kind: definition.kind, capacity: definition.capacity, initial: definition.initial,
+            name: name, kind: definition.kind, capacity: definition.capacity,
+            retainMilliseconds: definition.retainMilliseconds, initial: definition.initial,
             maxReplayBytes: local.retained.maxReplayBytes, epoch: definition.epoch, durable: definition.durable)
         local.adopt(entry)
         definitions[name] = definition

@@ -46,9 +46,15 @@ extension ClusterSubjectStore {
         if entry.lastSeq > 0 && message.streamSeq > entry.lastSeq + 1 {
             missed(message.streamSeq - entry.lastSeq - 1, in: entry.name)
         }
+        // Values before it this node never held (lost, or gone from the stream before it
+        // started) were stored no later than it: a `since` before it cannot be replayed whole.
+        if message.streamSeq > entry.lastSeq + 1 { entry.dropped.noteTime(message.time) }
         if let value = validated(message.payload), !entry.isTerminated {
             publishBound.beginPublish()
-            entry.deliver(Message(label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq))
+            entry.deliver(
+                Message(
+                    label: entry.label, raw: value, members: JSONMemberIndex(), seq: message.streamSeq,
+                    time: message.time))
             publishBound.endPublish()
         }
         if let target = catchingUp[epoch], message.streamSeq >= target {

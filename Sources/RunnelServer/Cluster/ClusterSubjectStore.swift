@@ -191,7 +191,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             missed(1, in: name)
             return nil
         }
-        return local.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
+        return local.create(
+            name, kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
     }
 
     /// Whether the value `seq` of `origin` in `subject` (in its epoch `epoch` there) is new: false

@@ -7,6 +7,8 @@ struct NATSStreamMessage: Sendable {
     let subject: String
     let payload: [UInt8]
     let streamSeq: UInt64
+    /// When JetStream stored it, in Unix milliseconds: the same on every node.
+    let time: Int64
     let pending: UInt64
     let operation: String?
 }
@@ -179,7 +181,8 @@ final class NATSJetStream: @unchecked Sendable {
         box.handlers.message(
             NATSStreamMessage(
                 subject: String(cString: natsMsg_GetSubject(message)), payload: payload,
-                streamSeq: meta.pointee.Sequence.Stream, pending: meta.pointee.NumPending,
+                streamSeq: meta.pointee.Sequence.Stream, time: meta.pointee.Timestamp / 1_000_000,
+                pending: meta.pointee.NumPending,
                 operation: hasOperation ? operation.map { String(cString: $0) } : nil))
     }
 

@@ -68,6 +68,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         nextID = (stored.map(\.id).max() ?? 0) + 1
         for subject in stored { local.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
+        retained.dropExpired()
         // The writer's reports reach the store through `reference`, set once the store is made.
         let reference = LoopBoundReference<DurableSubjectStore>(loop: scheduler)
         let reports = LoopInbox<JournalWriter.CommitReport>(loop: scheduler) { batch in
@@ -79,21 +80,28 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     private static func restore(_ stored: StoredSubject, maxReplayBytes: Int) -> SubjectEntry {
         let label = SubjectLabel(stored.name, epoch: stored.epoch)
-        let values = stored.values.map { Message(label: label, raw: $0.value, seq: $0.seq) }
+        let values = stored.values.map {
+            Message(label: label, raw: $0.value, members: JSONMemberIndex(), seq: $0.seq, time: $0.time)
+        }
         let terminal: Event<Message>? = stored.terminal.map { message in
             message.map { .error(ProtocolError(.subjectError, $0)) } ?? .completed
         }
+        let dropped = DroppedValueTimes()
+        // Values before the oldest kept (trimmed by the journal) were published no later than it.
+        if let oldest = values.first, let seq = oldest.seq, seq > 1 { dropped.noteTime(oldest.time) }
         let subject: Subject<Message>
         switch stored.kind {
-        case .behavior: subject = BehaviorSubject(values.last!, terminal: terminal, weight: RetainedValues.weight)
+        case .behavior:
+            subject = BehaviorSubject(
+                values.last!, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note)
         default:
             subject = ReplaySubject(
                 capacity: stored.capacity ?? 1, retaining: values, terminal: terminal, maxWeight: maxReplayBytes,
-                weight: RetainedValues.weight)
+                weight: RetainedValues.weight, dropped: dropped.note)
         }
         return SubjectEntry(
-            label: label, kind: stored.kind, capacity: stored.capacity, durableID: stored.id, subject: subject,
-            lastSeq: stored.seq)
+            label: label, kind: stored.kind, capacity: stored.capacity, retainMilliseconds: stored.retainMilliseconds,
+            durableID: stored.id, subject: subject, dropped: dropped, lastSeq: stored.seq)
     }
 
     // MARK: SubjectStore
@@ -116,20 +124,25 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry {
         guard durable else {
-            return local.create(name, kind: kind, capacity: capacity, initial: initial, durable: false)
+            return local.create(
+                name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+                durable: false)
         }
         let id = nextID
         nextID += 1
+        let created = retained.clock.now()
         let entry = SubjectEntry(
-            name: name, kind: kind, capacity: capacity, initial: initial, maxReplayBytes: retained.maxReplayBytes,
-            durableID: id)
+            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+            created: created, maxReplayBytes: retained.maxReplayBytes, durableID: id)
         local.adopt(entry)
         append(
             .create(
-                id: id, name: name, kind: kind, capacity: entry.capacity, epoch: entry.epoch,
-                initial: kind == .behavior ? (initial ?? .null).buffer : nil))
+                id: id, name: name, kind: kind, capacity: entry.capacity, retainMilliseconds: entry.retainMilliseconds,
+                epoch: entry.epoch, initial: kind == .behavior ? (initial ?? .null).buffer : nil, time: created))
         // A creation the disk refused is undone: its reply says so.
         whenWritten { [local] error in
             if error != nil && !entry.isDeleted { local.delete(entry) }
@@ -145,8 +158,9 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
             return
         }
         entry.published &+= 1
-        let message = Message(label: entry.label, raw: value, members: members, seq: entry.nextSeq())
-        append(.publish(id: id, seq: message.seq!, value: value.buffer))
+        let message = Message(
+            label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.clock.now())
+        append(.publish(id: id, seq: message.seq!, value: value.buffer, time: message.time))
         whenWritten { error in
             guard error == nil else { return }
             bound.beginPublish()

@@ -5,11 +5,13 @@ import RunnelUV
 /// One change to a durable subject, as the store made it; the journal applies them in order.
 /// Immutable and `Sendable`: made on the loop thread, applied on the writer's.
 enum JournalChange: Sendable {
-    /// A new subject: its id, name, kind, capacity (replay) and epoch; a behavior's initial
-    /// value, seq 0.
-    case create(id: Int64, name: String, kind: SubjectKind, capacity: Int?, epoch: String, initial: ByteBuffer?)
-    /// A value published, with its seq.
-    case publish(id: Int64, seq: UInt64, value: ByteBuffer)
+    /// A new subject: its id, name, kind, capacity and `retain_s` in milliseconds (replay)
+    /// and epoch; a behavior's initial value, seq 0, stamped `time` (Unix ms).
+    case create(
+        id: Int64, name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, epoch: String,
+        initial: ByteBuffer?, time: Int64)
+    /// A value published, with its seq and publish time (Unix ms).
+    case publish(id: Int64, seq: UInt64, value: ByteBuffer, time: Int64)
     /// The subject ended: completed (`errorMessage` nil) or with a `subject_error`.
     case terminate(id: Int64, errorMessage: String?)
     /// The subject and everything kept of it removed.
@@ -22,11 +24,14 @@ struct StoredSubject: Sendable {
     let name: String
     let kind: SubjectKind
     let capacity: Int?
+    /// `retain_s`, in milliseconds (replay subjects that have one).
+    let retainMilliseconds: Int64?
     var epoch: String
     /// The seq of its latest value (0 before any).
     let seq: UInt64
-    /// The retained values, oldest first, with their seqs.
-    let values: [(seq: UInt64, value: RawJSON)]
+    /// The retained values, oldest first, with their seqs and publish times (Unix ms; 0 for
+    /// values stored before version 1.3 kept times).
+    let values: [(seq: UInt64, value: RawJSON, time: Int64)]
     /// nil while live; `.some(nil)` completed; `.some(message)` ended with a `subject_error`.
     let terminal: String??
 }
@@ -37,6 +42,9 @@ struct StoredJournal: Sendable {
     let directory: String
     /// Whether the database file exists (else it is created when opened for writing).
     let exists: Bool
+    /// The schema version it was written in (`JournalDatabase.schemaVersion`, or an earlier
+    /// one that opening it for writing upgrades).
+    let schema: String
     var subjects: [StoredSubject]
     let wasClean: Bool
 }

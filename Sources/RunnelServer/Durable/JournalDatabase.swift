@@ -21,7 +21,10 @@ import RunnelUV
 /// then the journal's writer thread only.
 final class JournalDatabase {
     static let fileName = "runnel.db"
-    static let schemaVersion = "1"
+    /// Version 2 added the values' publish times (`vals.ts`) and `retain_s` (`subjects.retain_ms`);
+    /// a version 1 file is read as it is and upgraded when opened for writing.
+    static let schemaVersion = "2"
+    private static let readableVersions: Set<String> = ["1", schemaVersion]
 
     let path: String
     let fsync: FsyncMode
@@ -36,7 +39,8 @@ final class JournalDatabase {
     static func read(directory: String) throws(JournalError) -> StoredJournal {
         let path = databasePath(in: directory)
         guard try checkDirectory(directory), access(path, F_OK) == 0 else {
-            return StoredJournal(directory: directory, exists: false, subjects: [], wasClean: true)
+            return StoredJournal(
+                directory: directory, exists: false, schema: schemaVersion, subjects: [], wasClean: true)
         }
         do {
             // A write-ahead log without its index cannot be read without rebuilding the index:
@@ -46,12 +50,13 @@ final class JournalDatabase {
             let check = try database.text("PRAGMA quick_check")
             guard check == "ok" else { throw JournalError(path: path, problem: "corrupt: \(check ?? "no answer")") }
             let version = try database.text("SELECT value FROM meta WHERE key = 'schema'")
-            guard version == schemaVersion else {
+            guard let version, readableVersions.contains(version) else {
                 throw JournalError(path: path, problem: "unknown schema version \(version ?? "none")")
             }
             let wasClean = try database.text("SELECT value FROM meta WHERE key = 'open'") == "0"
-            let subjects = try load(from: database, path: path)
-            return StoredJournal(directory: directory, exists: true, subjects: subjects, wasClean: wasClean)
+            let subjects = try load(from: database, path: path, timed: version != "1")
+            return StoredJournal(
+                directory: directory, exists: true, schema: version, subjects: subjects, wasClean: wasClean)
         } catch let error as JournalError {
             throw error
         } catch let error as SQLiteError {
@@ -77,6 +82,7 @@ final class JournalDatabase {
             try journal.database.execute("PRAGMA journal_mode = WAL")
             try journal.database.execute(fsync.pragma)
             if !stored.exists { try journal.createSchema() }
+            if stored.exists && stored.schema == "1" { try journal.upgradeFromVersion1() }
             try journal.setOpen(true)
         } catch {
             throw JournalError(path: path, problem: error.isCorrupt ? "corrupt: \(error.message)" : error.message)
@@ -131,13 +137,25 @@ final class JournalDatabase {
             CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
             CREATE TABLE subjects(
                 id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, capacity INTEGER,
-                epoch TEXT NOT NULL, seq INTEGER NOT NULL, terminal TEXT, message TEXT);
+                epoch TEXT NOT NULL, seq INTEGER NOT NULL, terminal TEXT, message TEXT, retain_ms INTEGER);
             CREATE TABLE vals(
-                subject INTEGER NOT NULL, seq INTEGER NOT NULL, value BLOB NOT NULL,
+                subject INTEGER NOT NULL, seq INTEGER NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY (subject, seq)) WITHOUT ROWID;
             INSERT INTO meta VALUES ('schema', '\(Self.schemaVersion)'), ('open', '0');
             COMMIT;
             """)
+    }
+
+    /// Adds version 2's columns to a version 1 file: its values keep time 0 (unknown).
+    private func upgradeFromVersion1() throws(SQLiteError) {
+        try durably { () throws(SQLiteError) in
+            try database.execute(
+                """
+                ALTER TABLE subjects ADD COLUMN retain_ms INTEGER;
+                ALTER TABLE vals ADD COLUMN ts INTEGER NOT NULL DEFAULT 0;
+                UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
+                """)
+        }
     }
 
     /// Marks the file cleanly closed, the last thing a clean stop does: first moves the
@@ -183,12 +201,15 @@ final class JournalDatabase {
     }
 
     /// Every stored subject, checked: a row that breaks the schema's rules is corruption.
-    private static func load(from database: SQLiteDatabase, path: String) throws -> [StoredSubject] {
+    /// `timed`: the file has version 2's columns (else values have time 0 and no `retain_s`).
+    private static func load(from database: SQLiteDatabase, path: String, timed: Bool) throws -> [StoredSubject] {
         var subjects: [StoredSubject] = []
+        let retainColumn = timed ? "retain_ms" : "NULL"
         let rows = try database.statement(
-            "SELECT id, name, kind, capacity, epoch, seq, terminal, message FROM subjects ORDER BY id")
+            "SELECT id, name, kind, capacity, epoch, seq, terminal, message, \(retainColumn) FROM subjects ORDER BY id")
         defer { rows.reset() }
-        let values = try database.statement("SELECT seq, value FROM vals WHERE subject = ? ORDER BY seq")
+        let values = try database.statement(
+            "SELECT seq, value, \(timed ? "ts" : "0") FROM vals WHERE subject = ? ORDER BY seq")
         while try rows.step() {
             let id = rows.int64(0)
             let name = rows.text(1) ?? ""
@@ -213,7 +234,11 @@ final class JournalDatabase {
             case "error": terminal = .some(rows.text(7) ?? "")
             case let other?: throw corrupt("bad terminal event \(other)")
             }
-            var kept: [(seq: UInt64, value: RawJSON)] = []
+            let retainMilliseconds: Int64? = rows.isNull(8) ? nil : rows.int64(8)
+            if let retainMilliseconds, kind != .replay || retainMilliseconds <= 0 {
+                throw corrupt("retain_ms \(retainMilliseconds) on a \(kind.rawValue) subject")
+            }
+            var kept: [(seq: UInt64, value: RawJSON, time: Int64)] = []
             values.bind(1, id)
             defer { values.reset() }
             while try values.step() {
@@ -223,15 +248,15 @@ final class JournalDatabase {
                 guard let value = bytes.withUnsafeBytes({ try? RawJSON(validating: $0, maxDepth: .max) }) else {
                     throw corrupt("value \(valueSeq) is not JSON")
                 }
-                kept.append((UInt64(valueSeq), value))
+                kept.append((UInt64(valueSeq), value, values.int64(2)))
             }
             let limit = kind == .replay ? capacity! : 1
             guard kept.count <= limit else { throw corrupt("\(kept.count) values kept, more than \(limit)") }
             if kind == .behavior && kept.isEmpty { throw corrupt("a behavior subject without a value") }
             subjects.append(
                 StoredSubject(
-                    id: id, name: name, kind: kind, capacity: kind == .replay ? capacity : nil, epoch: epoch, seq: seq,
-                    values: kept, terminal: terminal))
+                    id: id, name: name, kind: kind, capacity: kind == .replay ? capacity : nil,
+                    retainMilliseconds: retainMilliseconds, epoch: epoch, seq: seq, values: kept, terminal: terminal))
         }
         return subjects
     }
@@ -244,7 +269,7 @@ final class JournalDatabase {
         // are never written.
         var latest: [Int64: UInt64] = [:]
         for change in changes {
-            if case .publish(let id, let seq, _) = change { latest[id] = seq }
+            if case .publish(let id, let seq, _, _) = change { latest[id] = seq }
         }
         try database.execute("BEGIN IMMEDIATE")
         do {
@@ -271,20 +296,21 @@ final class JournalDatabase {
 
     private func apply(_ change: JournalChange, latest: [Int64: UInt64]) throws(SQLiteError) {
         switch change {
-        case .create(let id, let name, let kind, let capacity, let epoch, let initial):
+        case .create(let id, let name, let kind, let capacity, let retainMilliseconds, let epoch, let initial, let time):
             retention[id] = kind == .replay ? capacity ?? 0 : 1
             let insert = try database.statement(
-                "INSERT INTO subjects (id, name, kind, capacity, epoch, seq) VALUES (?, ?, ?, ?, ?, 0)")
+                "INSERT INTO subjects (id, name, kind, capacity, epoch, seq, retain_ms) VALUES (?, ?, ?, ?, ?, 0, ?)")
             insert.bind(1, id)
             insert.bind(2, name)
             insert.bind(3, kind.rawValue)
             if let capacity { insert.bind(4, Int64(capacity)) } else { insert.bind(4, nil as String?) }
             insert.bind(5, epoch)
+            if let retainMilliseconds { insert.bind(6, retainMilliseconds) } else { insert.bind(6, nil as String?) }
             try insert.run()
-            if let initial { try insertValue(id: id, seq: 0, initial) }
-        case .publish(let id, let seq, let value):
+            if let initial { try insertValue(id: id, seq: 0, initial, time: time) }
+        case .publish(let id, let seq, let value, let time):
             guard let keep = retention[id], let newest = latest[id], seq + UInt64(keep) > newest else { return }
-            try insertValue(id: id, seq: seq, value)
+            try insertValue(id: id, seq: seq, value, time: time)
         case .terminate(let id, let errorMessage):
             let update = try database.statement("UPDATE subjects SET terminal = ?, message = ? WHERE id = ?")
             update.bind(1, errorMessage == nil ? "completed" : "error")
@@ -302,11 +328,13 @@ final class JournalDatabase {
         }
     }
 
-    private func insertValue(id: Int64, seq: UInt64, _ value: ByteBuffer) throws(SQLiteError) {
-        let insert = try database.statement("INSERT OR REPLACE INTO vals (subject, seq, value) VALUES (?, ?, ?)")
+    private func insertValue(id: Int64, seq: UInt64, _ value: ByteBuffer, time: Int64) throws(SQLiteError) {
+        let insert = try database.statement(
+            "INSERT OR REPLACE INTO vals (subject, seq, value, ts) VALUES (?, ?, ?, ?)")
         insert.bind(1, id)
         insert.bind(2, Int64(seq))
         insert.bind(3, bytes: value.bytes)
+        insert.bind(4, time)
         try insert.run()
     }
 

@@ -127,7 +127,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
             subjects.create(
-                subject.name, kind: subject.kind, capacity: capacity, initial: initial, durable: subject.durable
+                subject.name, kind: subject.kind, capacity: capacity, retainMilliseconds: nil, initial: initial,
+                durable: subject.durable
             ).label.slowConsumer = subject.slowConsumer
         }
     }
@@ -142,6 +143,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
             for session in loginDeadlines.takeExpired(at: now) { session.loginTimedOut() }
             for session in tokenExpiries.takeExpired(at: now) { session.tokenExpired() }
             httpFrontDoor?.sweep(now)
+            subjects.retained.dropExpired()
         }
     }
 

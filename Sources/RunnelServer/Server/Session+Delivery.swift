@@ -37,43 +37,74 @@ extension Session {
     ) -> Bool {
         if subscription.isPattern {
             return writePatternNext(message, subscription, limit: limit, transport)
-        } else if subscription.sendsPositions {
+        } else if subscription.writesTail {
             return writeNext(message, head: subscription.nextPrefix.bytes, subscription, limit: limit, transport)
         }
         return writeNext(message, head: subscription.nextPrefix.bytes, tail: Self.nextEnd, limit: limit, transport)
     }
 
-    /// Writes `head`, the message's value and `}`, or `,"pos":"EPOCH:SEQ"}` when the
-    /// message has a position the subscription reports.
+    /// Writes `head`, the message's value and `}`, with `,"pos":"EPOCH:SEQ"` before it when the
+    /// message has a position the subscription reports and `,"ts":MS` when it asked for times
+    /// and the value has one.
     private func writeNext<Transport: SessionTransport>(
         _ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription, limit: Int,
         _ transport: Transport
     ) -> Bool {
-        guard subscription.sendsPosition(of: message), let seq = message.seq,
-            let prefix = message.label.positionPrefix?.bytes
-        else {
+        let position: (seq: UInt64, prefix: UnsafeRawBufferPointer)? =
+            if subscription.sendsPosition(of: message), let seq = message.seq,
+                let prefix = message.label.positionPrefix?.bytes
+            {
+                (seq, prefix)
+            } else {
+                nil
+            }
+        let time = subscription.sendsTimes ? message.time : 0
+        guard position != nil || time != 0 else {
             return writeNext(message, head: head, tail: Self.nextEnd, limit: limit, transport)
         }
-        // The prefix (`,"pos":"` and an epoch of at most 32 bytes, `Epoch.isValid`), the seq's
-        // digits (at most 20) and `"}`: 63 bytes at most, put together in a buffer on the stack.
-        precondition(prefix.count <= 41, "an epoch longer than 32 bytes")
-        var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        let count = withUnsafeMutableBytes(of: &storage) { buffer in
-            buffer.copyMemory(from: prefix)
-            let end =
-                prefix.count
-                + JSONWriter.writeDecimal(seq, into: UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]))
-            buffer[end] = UInt8(ascii: "\"")
-            buffer[end + 1] = UInt8(ascii: "}")
-            return end + 2
+        // The position (`,"pos":"`, an epoch of at most 32 bytes, `Epoch.isValid`, the seq's
+        // digits, at most 20, and `"`: 62 bytes at most), the time (`,"ts":` and at most 19
+        // digits) and `}`: 88 bytes at most, put together in a buffer on the stack.
+        precondition((position?.prefix.count ?? 0) <= 41, "an epoch longer than 32 bytes")
+        var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let (count, digitsEnd) = withUnsafeMutableBytes(of: &storage) { buffer in
+            var end = 0
+            if let (seq, prefix) = position {
+                buffer.copyMemory(from: prefix)
+                end =
+                    prefix.count
+                    + JSONWriter.writeDecimal(
+                        seq, into: UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]))
+                buffer[end] = UInt8(ascii: "\"")
+                end += 1
+            }
+            let digitsEnd = end - 1
+            if time != 0 {
+                for byte in Self.timeKey.utf8 {
+                    buffer[end] = byte
+                    end += 1
+                }
+                end += JSONWriter.writeDecimal(
+                    UInt64(time), into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
+            }
+            buffer[end] = UInt8(ascii: "}")
+            return (end + 1, digitsEnd)
         }
         return withUnsafeBytes(of: &storage) { tail in
-            let digits = UnsafeRawBufferPointer(rebasing: tail[prefix.count..<(count - 2)])
+            let line = UnsafeRawBufferPointer(rebasing: tail[..<count])
+            guard let (seq, prefix) = position else {
+                return writeNext(message, head: head, tail: line, limit: limit, transport)
+            }
+            let digits = UnsafeRawBufferPointer(rebasing: tail[prefix.count..<digitsEnd])
             return writeNext(
-                message, head: head, tail: UnsafeRawBufferPointer(rebasing: tail[..<count]),
-                position: EventPosition(prefix: prefix, seq: seq, digits: digits), limit: limit, transport)
+                message, head: head, tail: line, position: EventPosition(prefix: prefix, seq: seq, digits: digits),
+                limit: limit, transport)
         }
     }
+
+    /// What comes before a `next` line's time.
+    private static let timeKey = ",\"ts\":"
 
     /// Writes `head`, the message's value and `tail` as one `next` line, unless the output is
     /// over `limit`; `position`, when the tail encodes one, goes beside it as a value. The

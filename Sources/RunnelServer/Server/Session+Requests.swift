@@ -145,21 +145,33 @@ extension Session {
         }
         let admitted = try subjectFilter(checking: pattern)
         let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
+        try checkTimeBounds(request, on: entry, from: from)
         // A cluster keeps a retained subject's values, and the positions `from` names.
         // (Not the server's own subjects, which it keeps alone: `SystemSubjects`.)
         if from != nil || entry?.retainsValues == true && !SystemSubjects.isReserved(target) {
             try subjects.checkShared()
         }
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
+        // What a subject keeps for `retain_s` is not replayed past it.
+        entry?.dropExpired(now: subjects.retained.clock.now())
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
-        let resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
+        var resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
+        let isTimeBounded = request.since != nil || request.until != nil
+        if isTimeBounded {
+            if let since = request.since { resumed = entry?.retainsEverything(since: since) }
+            source = timeBounded(source, since: request.since, until: request.until)
+        }
         let subscription = SessionSubscription(
-            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions, conflates: request.conflate ?? false)
+            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions,
+            sendsTimes: request.timestamps ?? false,
+            conflates: request.conflate ?? false)
         let lookup = stageLookup(for: subscription)
         // Where the subscription's sink goes: a chain it shares, or one of its own.
         let start: (any Subscriber<Message>) -> Disposable
-        if let entry, let (shared, entrance) = try sharedChain(stages, on: entry, from: from, lookup: lookup) {
+        if let entry, !isTimeBounded,
+            let (shared, entrance) = try sharedChain(stages, on: entry, from: from, lookup: lookup)
+        {
             start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount, through: entrance) }
         } else {
             let chain = try context.compileChain(
@@ -245,6 +257,7 @@ extension Session {
             throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
         }
         let policy = try slowConsumerPolicy(of: request)
+        let retainMilliseconds = try retainMilliseconds(of: request, kind: kind)
         let durable = try request.bool(.durable) ?? false
         if durable {
             guard kind != .subject else {
@@ -255,7 +268,9 @@ extension Session {
             }
         }
         if let existing = subjects[name] {
-            guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable else {
+            guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable,
+                existing.retainMilliseconds == retainMilliseconds
+            else {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
             if let policy { existing.label.slowConsumer = policy }
@@ -265,13 +280,31 @@ extension Session {
         try context.checkSubjectLimit(under: settings)
         if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
         if durable { try subjects.checkDurableWrites() }
-        let entry = subjects.create(name, kind: kind, capacity: capacity, initial: initial, durable: durable)
+        let entry = subjects.create(
+            name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+            durable: durable)
         entry.label.slowConsumer = policy
         if subjects.repliesWait(forChangeOf: entry) {
             replyWhenWritten(ref: request.ref)
         } else {
             write(SessionReply(ref: request.ref, .done))
         }
+    }
+
+    /// `create`'s `retain_s` (version 1.3), in milliseconds: a replay subject's values are kept
+    /// no longer than that; nil when absent.
+    private func retainMilliseconds(of request: Request, kind: SubjectKind) throws(ProtocolError) -> Int64? {
+        guard let field = request.scanned.field(named: "retain_s") else { return nil }
+        guard kind == .replay else {
+            throw ProtocolError(.badRequest, "field 'retain_s' applies only to kind 'replay'")
+        }
+        // At least a millisecond; at most a thousand years, which any time in Unix ms can hold.
+        guard let seconds = request.scanned.number(field), seconds > 0, seconds <= 3.2e10,
+            case let milliseconds = Int64((seconds * 1000).rounded(.up)), milliseconds >= 1
+        else {
+            throw ProtocolError(.badRequest, "field 'retain_s' must be a number of seconds > 0")
+        }
+        return milliseconds
     }
 
     /// `create`'s `slow_consumer` (an extension): the subject's own policy; nil when absent.

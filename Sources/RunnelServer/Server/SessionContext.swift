@@ -63,7 +63,8 @@ final class SessionContext: @unchecked Sendable {
         }
         try checkSubjectLimit(under: settings)
         try subjects.checkShared()
-        return subjects.create(name, kind: .subject, capacity: nil, initial: nil, durable: false)
+        return subjects.create(
+            name, kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
     }
 
     /// `limit` when the server holds `max_subjects` subjects.

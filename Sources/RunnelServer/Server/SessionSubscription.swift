@@ -28,6 +28,10 @@ final class SessionSubscription: @unchecked Sendable {
     var reachedPlain: Set<String> = []
     /// Whether its `next` events carry `pos` (`"positions": true`, or `from`).
     let sendsPositions: Bool
+    /// Whether its `next` events carry `ts` (`"ts": true`, version 1.3).
+    let sendsTimes: Bool
+    /// Whether its `next` lines end in more than `}`: `pos` or `ts` (one test on delivery).
+    let writesTail: Bool
     /// `"S"`, the sid as a JSON string.
     let sidJSON: ByteBuffer
     var disposable: Disposable?
@@ -71,7 +75,7 @@ final class SessionSubscription: @unchecked Sendable {
 
     init(
         sid: String, entry: SubjectEntry?, pattern: SubjectPattern, sendsPositions: Bool = false,
-        conflates: Bool = false
+        sendsTimes: Bool = false, conflates: Bool = false
     ) {
         self.sid = sid
         self.conflates = conflates
@@ -79,6 +83,8 @@ final class SessionSubscription: @unchecked Sendable {
         self.pattern = pattern
         self.isPattern = pattern.isWildcard
         self.sendsPositions = sendsPositions
+        self.sendsTimes = sendsTimes
+        writesTail = sendsPositions || sendsTimes
         var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
         json.writeString(sid)
         sidJSON = json.makeBuffer()

@@ -84,9 +84,10 @@ extension StageCompiler {
                 signal.tryMap { message in
                     latest.label = message.label
                     latest.seq = message.seq
+                    latest.time = message.time
                     return try extract(message)
                 }
-            ).map { Message(label: latest.label, computed: .bool($0), seq: latest.seq) }
+            ).map { Message(label: latest.label, computed: .bool($0), seq: latest.seq, time: latest.time) }
         }
     }
 }
@@ -97,5 +98,6 @@ extension StageCompiler {
 final class LatestOrigin: @unchecked Sendable {
     var label: SubjectLabel
     var seq: UInt64?
+    var time: Int64 = 0
     init(_ label: SubjectLabel) { self.label = label }
 }

@@ -16,7 +16,7 @@ extension StageCompiler {
     func mapReplace(_ stage: StageArguments, _ signal: Signal<Message>) throws(ProtocolError) -> Signal<Message> {
         try stage.checkNoOtherArguments(["value"])
         let replacement = Payload(raw: RawJSON(encoding: try stage.value("value")))
-        return signal.map { message in Message(madeFrom: message, value: replacement) }
+        return signal.map { message in Message(madeFrom: message, constant: replacement) }
     }
 
     /// The library's `reduceEach` takes tuples of fixed arity; a JSON array has any length, so
@@ -66,13 +66,17 @@ extension StageCompiler {
                 let bindings = ExpressionBindings(acc: acc, index: index, subject: message.label.name)
                 let next = try expression.evaluateOutput(value, bindings)
                 if next.itemCount > maxValues { throw StageFailure.limit(stage: expression.stage) }
-                return Accumulation(result: .success(next), label: message.label, seq: message.seq)
+                return Accumulation(
+                    result: .success(next), label: message.label, seq: message.seq, time: message.time)
             } catch {
-                return Accumulation(result: .failure(error), label: message.label, seq: message.seq)
+                return Accumulation(
+                    result: .failure(error), label: message.label, seq: message.seq, time: message.time)
             }
         }
         .tryMap { accumulation in
-            Message(label: accumulation.label, computed: try accumulation.result.get(), seq: accumulation.seq)
+            Message(
+                label: accumulation.label, computed: try accumulation.result.get(), seq: accumulation.seq,
+                time: accumulation.time)
         }
     }
 
@@ -83,9 +87,9 @@ extension StageCompiler {
         let label = defaultLabel
         return countingHeld(by: stage, signal) { counted, _ in
             counted.collect().map { messages in
-                Message(
-                    label: messages.last?.label ?? label, value: RawArray.of(messages.map(\.value)),
-                    seq: messages.last?.seq)
+                let value = RawArray.of(messages.map(\.value))
+                value.publishedAt = messages.last?.time ?? 0
+                return Message(label: messages.last?.label ?? label, value: value, seq: messages.last?.seq)
             }
         }
     }
@@ -121,6 +125,8 @@ struct Accumulation: Sendable {
     let label: SubjectLabel
     /// The seq of the value it last took in, which the result is the newest of.
     let seq: UInt64?
+    /// That value's time (`Message.time`).
+    var time: Int64 = 0
 }
 
 extension JSONValue {

@@ -40,10 +40,13 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { false }
     func repliesWait(forValueOf entry: SubjectEntry) -> Bool { false }
 
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry {
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")
         let entry = SubjectEntry(
-            name: name, kind: kind, capacity: capacity, initial: initial, maxReplayBytes: retained.maxReplayBytes)
+            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+            created: retained.clock.now(), maxReplayBytes: retained.maxReplayBytes)
         adopt(entry)
         return entry
     }
@@ -62,7 +65,9 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     ) {
         entry.published &+= 1
         bound.beginPublish()
-        entry.deliver(Message(label: entry.label, raw: value, members: members, seq: entry.nextSeq()))
+        entry.deliver(
+            Message(
+                label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.clock.now()))
         bound.endPublish()
     }
 

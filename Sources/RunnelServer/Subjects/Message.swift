@@ -74,25 +74,39 @@ public struct Message: Sendable {
         self.init(label: label, value: Payload(raw: raw), seq: seq)
     }
 
-    /// A published value with the index of its members its scan made (`Payload(raw:members:)`).
+    /// A published value with the index of its members its scan made (`Payload(raw:members:)`),
+    /// published at `time` (Unix ms, `PublishClock`).
     @inline(__always)
-    init(label: SubjectLabel, raw: RawJSON, members: JSONMemberIndex, seq: UInt64?) {
-        self.init(label: label, value: Payload(raw: raw, members: members), seq: seq)
+    init(label: SubjectLabel, raw: RawJSON, members: JSONMemberIndex, seq: UInt64?, time: Int64) {
+        self.init(label: label, value: Payload(raw: raw, members: members, publishedAt: time), seq: seq)
     }
 
-    /// A value a stage computed.
-    public init(label: SubjectLabel, computed: JSONValue, seq: UInt64? = nil) {
-        self.init(label: label, value: Payload(computed: computed), seq: seq)
+    /// A value a stage computed; from values the newest of which was published at `time`.
+    public init(label: SubjectLabel, computed: JSONValue, seq: UInt64? = nil, time: Int64 = 0) {
+        let value = Payload(computed: computed)
+        value.publishedAt = time
+        self.init(label: label, value: value, seq: seq)
     }
 
-    /// A value a stage made from `source` alone: it keeps `source`'s subject and position.
+    /// A value a stage made from `source` alone: it keeps `source`'s subject, position and
+    /// time. `value` is the stage's own for `source` (made for it, or the outcome its payload
+    /// keeps for it), so it takes `source`'s time when it has none; a constant the stage gives
+    /// every value is `init(madeFrom:constant:)`'s.
     public init(madeFrom source: Message, value: Payload) {
+        if value.publishedAt == 0 { value.publishedAt = source.time }
         self.init(label: source.label, value: value, seq: source.seq)
     }
 
-    /// A value a stage computed from `source` alone: it keeps `source`'s subject and position.
+    /// A constant a stage gives in place of `source` (`mapReplace`): `source`'s subject and
+    /// position, and no time (the payload is every value's).
+    init(madeFrom source: Message, constant: Payload) {
+        self.init(label: source.label, value: constant, seq: source.seq)
+    }
+
+    /// A value a stage computed from `source` alone: it keeps `source`'s subject, position and
+    /// time.
     public init(madeFrom source: Message, computed: JSONValue) {
-        self.init(label: source.label, value: Payload(computed: computed), seq: source.seq)
+        self.init(label: source.label, computed: computed, seq: source.seq, time: source.time)
     }
 
     /// The value at `range` of `source`'s published bytes (`publishedBytes`), a valid JSON
@@ -127,6 +141,10 @@ public struct Message: Sendable {
         if _fastPath(part.isWhole) { return bytes }
         return UnsafeRawBufferPointer(rebasing: bytes[part.range])
     }
+
+    /// When the value was published (or the newest it was made from), in Unix milliseconds by
+    /// the server's clock; 0 when it has no such time.
+    var time: Int64 { source.publishedAt }
 
     /// The value's position in its subject, when it has one.
     var position: Position? {

@@ -121,7 +121,7 @@ final class OccupancyTracker: @unchecked Sendable {
         let count = store.subscribers(of: subject)
         let entry = SubjectEntry(
             name: SystemSubjects.occupancyPrefix + subject, kind: .behavior, capacity: nil, initial: Self.value(count),
-            maxReplayBytes: store.retained.maxReplayBytes)
+            created: store.retained.clock.now(), maxReplayBytes: store.retained.maxReplayBytes)
         let made = Watch(entry: entry, sent: count, sentAt: scheduler.now)
         watches[subject] = made
         store.adopt(entry)
@@ -157,7 +157,10 @@ final class OccupancyTracker: @unchecked Sendable {
         watch.isDue = false
         let entry = watch.entry
         entry.published &+= 1
-        entry.deliver(Message(label: entry.label, raw: Self.value(count), seq: entry.nextSeq()))
+        entry.deliver(
+            Message(
+                label: entry.label, raw: Self.value(count), members: JSONMemberIndex(), seq: entry.nextSeq(),
+                time: store.retained.clock.now()))
     }
 
     private func armTimer(at time: SchedulerTime) {

@@ -1,13 +1,19 @@
 import RunnelJSON
 import RunnelProtocol
 
-/// The bytes of values the subjects keep for late subscribers (a replay subject's history, a
-/// behavior subject's current value), all subjects together, against `max_retained_bytes`;
-/// and the per-subject bound new replay subjects get (`max_replay_bytes`).
+/// The values the subjects keep for late subscribers (a replay subject's history, a behavior
+/// subject's current value), all subjects together: their bytes against `max_retained_bytes`,
+/// the per-subject bound new replay subjects get (`max_replay_bytes`), the clock values are
+/// stamped with as they are published (`clock`), and the subjects that keep values for a time
+/// only (`retain_s`), which `dropExpired()` ages.
 ///
 /// A subject store owns one; each `SubjectEntry` that retains values reports its changes to
 /// it while the store holds the entry. Loop thread only.
 final class RetainedValues {
+    /// What every value published through the store is stamped with (`Message.time`).
+    let clock: any PublishClock
+    /// The subjects with a `retain_s`, by identity.
+    private var ageing: [ObjectIdentifier: SubjectEntry] = [:]
     /// The bytes retained now, by every subject of the store.
     private(set) var bytes = 0
     /// The most bytes all subjects may retain together (`max_retained_bytes`).
@@ -16,9 +22,25 @@ final class RetainedValues {
     /// values are dropped, as past its capacity.
     var maxReplayBytes: Int
 
-    init(maxBytes: Int = ServerConfig().maxRetainedBytes, maxReplayBytes: Int = ServerConfig().maxReplayBytes) {
+    init(
+        maxBytes: Int = ServerConfig().maxRetainedBytes, maxReplayBytes: Int = ServerConfig().maxReplayBytes,
+        clock: any PublishClock = SystemPublishClock()
+    ) {
         self.maxBytes = maxBytes
         self.maxReplayBytes = maxReplayBytes
+        self.clock = clock
+    }
+
+    /// `entry` keeps its values for a time only: `dropExpired()` ages them.
+    func age(_ entry: SubjectEntry) { ageing[ObjectIdentifier(entry)] = entry }
+    func stopAgeing(_ entry: SubjectEntry) { ageing[ObjectIdentifier(entry)] = nil }
+
+    /// Lets go of every value older than its subject's `retain_s` (the server's sweep, once a
+    /// second; and a subject's own before a subscriber is replayed it).
+    func dropExpired() {
+        guard !ageing.isEmpty else { return }
+        let now = clock.now()
+        for entry in ageing.values { entry.dropExpired(now: now) }
     }
 
     /// What a value weighs in a subject's history: its JSON text.

@@ -10,6 +10,11 @@ final class SubjectEntry {
     let kind: SubjectKind
     /// Replay subjects only.
     let capacity: Int?
+    /// Replay subjects only: how long a value is kept (`retain_s`, milliseconds), under
+    /// `capacity` too; nil: kept until newer ones push it out.
+    let retainMilliseconds: Int64?
+    /// The time of the newest value let go (by capacity, bytes or age) or never held here.
+    let dropped: DroppedValueTimes
     /// The subject's id in the durable journal; nil for a subject kept in memory only.
     let durableID: Int64?
     let subject: Subject<Message>
@@ -52,39 +57,48 @@ final class SubjectEntry {
     var epoch: String { label.epoch! }
 
     /// A new subject, in `epoch` (a new one unless a cluster's definition names it); a replay
-    /// subject keeps at most `maxReplayBytes` of values. `durable` without a `durableID`: kept
-    /// by a cluster.
+    /// subject keeps at most `maxReplayBytes` of values, and none older than
+    /// `retainMilliseconds`. `
+    /// durable: true` without a `durableID`: kept by a cluster. A behavior's initial value is
+    /// stamped `created` (Unix ms).
     convenience init(
-        name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, maxReplayBytes: Int,
-        durableID: Int64? = nil,
-        epoch: String = Epoch.make(), durable: Bool = false
+        name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, initial: RawJSON?,
+        created: Int64 = 0, maxReplayBytes: Int, durableID: Int64? = nil, epoch: String = Epoch.make(),
+        durable: Bool = false
     ) {
         let label = SubjectLabel(name, epoch: epoch)
+        let dropped = DroppedValueTimes()
         let subject: Subject<Message>
         switch kind {
         case .subject: subject = Subject()
         case .replay:
-            subject = ReplaySubject(capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight)
+            subject = ReplaySubject(
+                capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight,
+                dropped: dropped.note)
         case .behavior:
             subject = BehaviorSubject(
-                Message(label: label, raw: initial ?? .null, seq: 0), weight: RetainedValues.weight)
+                Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
+                weight: RetainedValues.weight, dropped: dropped.note)
         }
         self.init(
-            label: label, kind: kind, capacity: capacity, durableID: durableID, subject: subject, lastSeq: 0,
-            durable: durable)
+            label: label, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durableID: durableID,
+            subject: subject, dropped: dropped, lastSeq: 0, durable: durable)
     }
 
     /// A subject as it was left: `subject` holds the retained values (the newest with seq
-    /// `lastSeq`) and any terminal event, counted in `label`'s epoch.
+    /// `lastSeq`) and any terminal event, counted in `label`'s epoch, and tells `dropped` of
+    /// the values it lets go.
     init(
-        label: SubjectLabel, kind: SubjectKind, capacity: Int?, durableID: Int64?, subject: Subject<Message>,
-        lastSeq: UInt64, durable: Bool = false
+        label: SubjectLabel, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, durableID: Int64?,
+        subject: Subject<Message>, dropped: DroppedValueTimes, lastSeq: UInt64, durable: Bool = false
     ) {
         precondition(label.epoch != nil, "a subject's label carries its epoch")
         self.label = label
         self.isDurable = durable || durableID != nil
         self.kind = kind
         self.capacity = kind == .replay ? capacity : nil
+        self.retainMilliseconds = kind == .replay ? retainMilliseconds : nil
+        self.dropped = dropped
         self.durableID = durableID
         self.subject = subject
         self.lastSeq = lastSeq
@@ -123,20 +137,34 @@ final class SubjectEntry {
     /// Whether the subject keeps values for late subscribers, which `max_retained_bytes` bounds.
     var retainsValues: Bool { kind != .subject }
 
-    /// Starts counting the subject's retained values in `ledger` (the store took the entry in).
+    /// Starts counting the subject's retained values in `ledger` (the store took the entry in),
+    /// and ageing them there when it keeps them for a time only.
     func countRetained(in ledger: RetainedValues) {
         guard retainsValues, let replay = subject as? ReplaySubject<Message> else { return }
         let retention = (subject: replay, ledger: ledger)
         self.retention = retention
         recountRetained(retention)
+        if retainMilliseconds != nil { ledger.age(self) }
     }
 
     /// Stops counting them (the store let the entry go).
     func stopCountingRetained() {
         retention?.ledger.add(-retainedBytes)
+        if retainMilliseconds != nil { retention?.ledger.stopAgeing(self) }
         retention = nil
         retainedBytes = 0
     }
+
+    /// Lets go of the values older than `retain_s` at `now` (Unix ms).
+    func dropExpired(now: Int64) {
+        guard let retainMilliseconds, let retention else { return }
+        let oldestKept = now - retainMilliseconds
+        if retention.subject.dropReplayed(while: { $0.time < oldestKept }) > 0 { recountRetained(retention) }
+    }
+
+    /// Whether every value published at or after `time` (Unix ms) is still retained: what a
+    /// `since` subscription's reply says as `resumed`.
+    func retainsEverything(since time: Int64) -> Bool { dropped.newest.map { $0 < time } ?? true }
 
     private func recountRetained(_ retention: (subject: ReplaySubject<Message>, ledger: RetainedValues)) {
         let now = retention.subject.retainedWeight
@@ -160,5 +188,27 @@ final class SubjectEntry {
 extension SubjectEntry {
     /// What the subject was created as, for `kind_mismatch` messages: "replay (capacity 5,
     /// durable)".
-    var shape: String { kind.shape(capacity: capacity, durable: isDurable) }
+    var shape: String { kind.shape(capacity: capacity, retainSeconds: retainSeconds, durable: isDurable) }
+
+    /// `retain_s` as given.
+    var retainSeconds: Double? { retainMilliseconds.map { Double($0) / 1000 } }
+}
+
+/// The time of the newest value a subject no longer retains: let go to make room, for its
+/// age, or never held by this process (a journal or a cluster's stream kept only later ones).
+/// A `since` earlier than it cannot be replayed whole.
+///
+/// Thread rules: loop thread only; the subject tells it under its lock, on the loop thread
+/// that sends it values. Lifetime rule: held by the entry and by its subject's closure.
+final class DroppedValueTimes: @unchecked Sendable {
+    /// nil while every value the subject had is retained.
+    private(set) var newest: Int64?
+
+    /// `message` is no longer retained.
+    @Sendable func note(_ message: Message) { noteTime(message.time) }
+
+    /// A value published at `time` is no longer retained (or was never held).
+    func noteTime(_ time: Int64) {
+        if time > newest ?? .min { newest = time }
+    }
 }

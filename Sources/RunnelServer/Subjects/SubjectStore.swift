@@ -41,8 +41,11 @@ protocol SubjectStore: AnyObject {
     func checkDurableWrites() throws(ProtocolError)
 
     /// Creates the subject `name`, which does not exist (durable only where the store keeps
-    /// durable subjects); live pattern subscriptions that match join it at once.
-    func create(_ name: String, kind: SubjectKind, capacity: Int?, initial: RawJSON?, durable: Bool) -> SubjectEntry
+    /// durable subjects; a replay subject keeps values for `retainMilliseconds` at most, when
+    /// given); live pattern subscriptions that match join it at once.
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry
 
     /// Publishes `value` to `entry`, which accepts values; `members` is where the members of
     /// an object value sit, when the scan that read it noted them (its payload keeps them for

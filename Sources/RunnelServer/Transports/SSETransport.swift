@@ -51,9 +51,13 @@ final class SSETransport: SessionTransport, HTTPStream {
     private var heartbeat = StreamHeartbeat()
     /// The gzip stream the response is, when the client accepts gzip.
     private var gzip: GzipEventStream?
+    /// `ts=true`: a `next` event's `data:` is an object, `{"value":V,"ts":MS}` (with `pos`
+    /// too when the line has it), the line's tail after `{"value":V`; else the value alone.
+    private let wrapsValues: Bool
 
-    init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int) {
+    init(exchange: HTTPExchange, frontDoor: HTTPFrontDoor, maxRequestBytes: Int, wrapsValues: Bool = false) {
         state = .subscribing(exchange)
+        self.wrapsValues = wrapsValues
         self.frontDoor = frontDoor
         self.maxRequestBytes = maxRequestBytes
         peerDescription = exchange.peerDescription
@@ -188,28 +192,45 @@ final class SSETransport: SessionTransport, HTTPStream {
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
-        writeEvent(value: value, position: nil, unlessUnsentOver: limit)
+        guard wrapsValues else { return writeEvent(value: value, position: nil, unlessUnsentOver: limit) }
+        return writeWrapped(value, tail: tail, position: nil, unlessUnsentOver: limit)
     }
 
     func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool {
-        writeEvent(value: value, position: position, unlessUnsentOver: limit)
+        guard wrapsValues else { return writeEvent(value: value, position: position, unlessUnsentOver: limit) }
+        return writeWrapped(value, tail: tail, position: position, unlessUnsentOver: limit)
     }
 
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
-        writeEvent(sharedValue: value, position: nil, unlessUnsentOver: limit)
+        guard wrapsValues else { return writeEvent(sharedValue: value, position: nil, unlessUnsentOver: limit) }
+        return writeWrapped(value.bytes, tail: tail, position: nil, unlessUnsentOver: limit)
     }
 
     func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool {
-        writeEvent(sharedValue: value, position: position, unlessUnsentOver: limit)
+        guard wrapsValues else { return writeEvent(sharedValue: value, position: position, unlessUnsentOver: limit) }
+        return writeWrapped(value.bytes, tail: tail, position: position, unlessUnsentOver: limit)
+    }
+
+    /// A `next` event whose `data:` is `{"value":` `value` `tail` (`wrapsValues`), put together
+    /// once (streams asking for times are not the hot path).
+    private func writeWrapped(
+        _ value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, position: EventPosition?,
+        unlessUnsentOver limit: Int
+    ) -> Bool {
+        var data = Array("{\"value\":".utf8)
+        data.reserveCapacity(data.count + value.count + tail.count)
+        data += value
+        data += tail
+        return data.withUnsafeBytes { writeEvent(value: $0, position: position, unlessUnsentOver: limit) }
     }
 
     /// A `next` event from its value and position (the line's head and tail are not read):

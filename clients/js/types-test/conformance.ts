@@ -21,6 +21,7 @@ export const checks: true[] = [
   true as Same<ConstructorParameters<typeof FromJSDoc.Gap>, ConstructorParameters<typeof Declared.Gap>>,
   true as Same<Required<FromJSDoc.ConnectOptions>, Required<Declared.ConnectOptions>>,
   true as Same<Required<FromJSDoc.SubscribeOptions>, Required<Declared.SubscribeOptions>>,
+  true as Same<FromJSDoc.Time, Declared.Time>,
   true as Same<Required<FromJSDoc.CallOptions>, Required<Declared.CallOptions>>,
   true as Same<Parameters<typeof FromJSDoc.connect>, Parameters<typeof Declared.connect>>,
   // A subscription and a client: the same public members, each of the same type (the client's

@@ -29,6 +29,16 @@ export async function example(url: string): Promise<number> {
     (event: RunnelEvent) => console.log(event instanceof Value ? event.value : (event as Gap).reason),
     (error: RunnelError | null) => console.log(error?.stage));
   await later.unsubscribe();
+  // History by time (version 1.3): from a Date, until an RFC 3339 time, each value with its `ts`.
+  const history = await client.subscribe("cpu", { since: new Date(Date.now() - 60_000), until: "2026-12-02T14:00:00Z",
+    ts: true });
+  for await (const event of history) {
+    if (event instanceof Value) {
+      const ts: number | null = event.ts;
+      console.log(ts === null ? "no time" : new Date(ts).toISOString());
+    }
+  }
+  await client.subscribe("cpu", { since: Date.now() - 60_000, ts: false }, (event: RunnelEvent) => console.log(event));
   let feed: ReturnType<typeof setInterval> | undefined;
   const watch: Subscription = await client.whileWatched("cpu.feed",
     () => { feed = setInterval(() => client.publish("cpu.feed", Date.now()), 1000); },

@@ -4,7 +4,8 @@ import RunnelProtocol
 /// `GET /events?subject=S&...`: one subscription as Server-Sent Events. The query becomes
 /// one `sub` request as a value (`SubscribeRequest`), as `runnel sub` would send it: the `StageShortcuts` (`filter`, `map`,
 /// `throttle`, `take`), then the stages of `ops`; `from`, or the `Last-Event-ID` header, which wins;
-/// `positions` for a single subject, so events carry `id:`; `conflate=true` (version 1.3). A session over an `SSETransport`
+/// `positions` for a single subject, so events carry `id:`; `conflate=true`, `ts=true`, `since` and `until` (version 1.3;
+/// a reconnect's `Last-Event-ID` resumes by position instead of `since`). A session over an `SSETransport`
 /// handles that request by the rules of a `sub` line, so subscribing, stages, resuming and the slow-consumer
 /// policy are the line protocol's own. Only the query's own rules are checked here, and one
 /// answer is given here: `204` for a reconnect after the last value of an ended subject.
@@ -28,7 +29,9 @@ final class EventsRoute: HTTPRoute {
             exchange.answer(HTTPResponse(status: .noContent, contentType: nil, body: []))
             return nil
         }
-        let stream = SSETransport(exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes)
+        let stream = SSETransport(
+            exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes,
+            wrapsValues: request.timestamps == true)
         // The front door checked the token (header or `?token=`); the `sub` checks its rights.
         server.openSession(over: stream, grant: exchange.checkedGrant)
         stream.subscribe(request, maxDepth: server.config.maxDepth)
@@ -77,18 +80,28 @@ final class EventsRoute: HTTPRoute {
             }
             stages += extra
         }
-        var conflate: Bool?
-        if let text = query["conflate"] {
-            guard text == "true" || text == "false" else {
-                throw ProtocolError(.badRequest, "query parameter 'conflate' must be true or false")
-            }
-            conflate = text == "true"
-        }
         let positions = SubjectPattern(subject).isWildcard ? nil : true
+        let from = from(exchange)
+        // A browser reconnects with the URL it began with: past the first connection, its
+        // `Last-Event-ID` says where to go on, and `since` no longer applies.
+        var since: Int64?
+        if from == nil, let text = query["since"] { since = try SubscribeRequest.time("since", query: text) }
+        var until: Int64?
+        if let text = query["until"] { until = try SubscribeRequest.time("until", query: text) }
         return SubscribeRequest(
             subject: subject, sid: SSEFraming.sid, stages: stages,
-            stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from(exchange), positions: positions,
-            conflate: conflate)
+            stagesByteCount: SubscribeRequest.encodedLength(of: stages), from: from, positions: positions,
+            conflate: try flag("conflate", in: query), timestamps: try flag("ts", in: query), since: since,
+            until: until)
+    }
+
+    /// The query's `name=true` or `name=false`; nil when absent.
+    private func flag(_ name: String, in query: [String: String]) throws(ProtocolError) -> Bool? {
+        guard let text = query[name] else { return nil }
+        guard text == "true" || text == "false" else {
+            throw ProtocolError(.badRequest, "query parameter '\(name)' must be true or false")
+        }
+        return text == "true"
     }
 
     /// A query parameter's JSON; `bad_json` when it is not JSON.

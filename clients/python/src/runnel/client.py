@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, TypedDict, TypeVar, Union
 
 from .tokens import Token, TokenSource, refresh_delay
@@ -49,11 +50,14 @@ class RunnelError(Exception):
 class Value:
     """A value of a subscription: `subject` is where it was published (for a pattern, the matching
     subject), `pos` its position `EPOCH:SEQ` (None for a value a stage made from no value of the
-    subject, such as `startWith`'s)."""
+    subject, such as `startWith`'s), `ts` the server's clock at its publish in Unix milliseconds,
+    for a subscription made with `ts` (None otherwise, and for a value a stage made from a
+    constant; version 1.3)."""
 
     value: Any
     subject: str
     pos: str | None
+    ts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,9 @@ class Gap:
     newer one replaced while a `conflate` subscription lagged; or, in a
     cluster, missed `count` values of other nodes, None when it does not know how many), `overflow`
     (the subscription's buffer in this client was full and `count` events were dropped) or
-    `not_resumed` (after a reconnect, or with a `from` the server could not continue from, values
-    may have been missed: `count` is None; `cause` says why the connection was lost)."""
+    `not_resumed` (after a reconnect, or with a `from` the server could not continue from, or a
+    `since` some of whose values the server no longer holds, values may have been missed: `count`
+    is None; `cause` says why the connection was lost)."""
 
     reason: Literal["dropped", "overflow", "not_resumed"]
     count: int | None = None
@@ -72,6 +77,8 @@ class Gap:
 
 
 Event = Union[Value, Gap]
+# A time as `since` and `until` take it: Unix milliseconds, an RFC 3339 string, or an aware datetime.
+Time = Union[int, str, datetime]
 
 SubscribeOptions = TypedDict("SubscribeOptions", {
     "filter": str,  # an expression: a `filter` stage
@@ -80,6 +87,9 @@ SubscribeOptions = TypedDict("SubscribeOptions", {
     "ops": list[dict[str, Any]],  # more stages, after those
     "from": str,  # a position: continue right after it
     "conflate": bool,  # when this reader lags, the server keeps only the latest value (version 1.3)
+    "since": Time,  # a replay or behavior subject's values published at or after this, then live ones (version 1.3)
+    "until": Time,  # the subscription completes once the subject's time passes this (version 1.3)
+    "ts": bool,  # each Value carries `ts`, its publish time in Unix milliseconds (version 1.3)
 }, total=False)
 
 
@@ -92,10 +102,14 @@ class Subscription:
 
     def __init__(self, client: Client, sid: str, subject: str, ops: list[dict[str, Any]], start: str | None,
                  on_value: Callable[[Event], None] | None,
-                 on_end: Callable[[RunnelError | None], None] | None, conflate: bool = False) -> None:
+                 on_end: Callable[[RunnelError | None], None] | None, conflate: bool = False,
+                 since: int | str | None = None, until: int | str | None = None, ts: bool = False) -> None:
         self.sid = sid
         self.subject = subject
         self.conflate = conflate
+        self.since = since
+        self.until = until
+        self.ts = ts
         self.pattern = any(token in ("*", ">") for token in subject.split("."))
         self._client = client
         self._ops = ops
@@ -178,13 +192,22 @@ class Subscription:
                     raise
 
     def _request(self) -> dict[str, Any]:
+        """The `sub` request: from the last position when there is one, else from `since` (the
+        server refuses both together: once a value has come, a resubscription continues after
+        it); `until`, `conflate` and `ts` every time."""
         body: dict[str, Any] = {"op": "sub", "subject": self.subject, "sid": self.sid, "positions": True}
         if self._ops:
             body["ops"] = self._ops
         if self.position:
             body["from"] = self.position
+        elif self.since is not None:
+            body["since"] = self.since
+        if self.until is not None:
+            body["until"] = self.until
         if self.conflate:
             body["conflate"] = True
+        if self.ts:
+            body["ts"] = True
         return body
 
     def _answered(self, reply: Mapping[str, Any], sent: Mapping[str, Any]) -> None:
@@ -195,7 +218,10 @@ class Subscription:
         if self._ended:  # unsubscribed while a resubscription was under way
             self._client._send_soon({"op": "unsub", "sid": self.sid})
             return
-        if reply.get("resumed") is False or (self._subscribed_before and "from" not in sent):
+        # A resubscription with neither `from` nor `since` may have missed values; with `since`,
+        # `resumed` says whether the server still held every value since then.
+        resubscribed_blind = self._subscribed_before and "from" not in sent and "since" not in sent
+        if reply.get("resumed") is False or resubscribed_blind:
             self._skip = {subject: _split(pos) for subject, pos in self._positions.items()}
             self._put(Gap("not_resumed", cause=self._client.last_disconnect))
         self._subscribed_before = True
@@ -213,7 +239,8 @@ class Subscription:
                         return
                     del self._skip[subject]
                 self._positions[subject] = pos
-            self._put(Value(line.get("value"), subject, pos))
+            ts = line.get("ts")
+            self._put(Value(line.get("value"), subject, pos, ts if isinstance(ts, int) else None))
         elif kind == "dropped":
             count = line.get("count")
             self._put(Gap("dropped", None if count is None else int(count)))
@@ -269,6 +296,23 @@ def _call_back(callback: Callable[[T], None], argument: T) -> None:
         callback(argument)
     except Exception:  # noqa: BLE001 - the connection and its other subscriptions go on
         log.exception("runnel: a callback raised")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _time(name: str, when: Time) -> int | str:
+    """`since` or `until` as `sub` takes it: Unix milliseconds (an int as it is; an aware datetime
+    converted, rounded down to its millisecond), or an RFC 3339 string as it is (the server checks
+    it). A naive datetime is ValueError: it names no one instant."""
+    if isinstance(when, datetime):
+        if when.utcoffset() is None:
+            raise ValueError(f"{name}: a naive datetime ({when.isoformat()}) names no one instant: give it a time zone "
+                             "(datetime.now(timezone.utc), or .astimezone() for local time), or Unix milliseconds")
+        return (when - _EPOCH) // timedelta(milliseconds=1)
+    if isinstance(when, bool) or not isinstance(when, (int, str)):
+        raise TypeError(f"{name} is Unix milliseconds (an int), an RFC 3339 string or an aware datetime, not {when!r}")
+    return when
 
 
 def _split(pos: str) -> tuple[str, int]:
@@ -401,10 +445,15 @@ class Client:
         if "throttle" in options:
             ops.append({"op": "throttle", "seconds": options["throttle"]})
         ops += options.get("ops", [])
+        since = _time("since", options["since"]) if "since" in options else None
+        until = _time("until", options["until"]) if "until" in options else None
         subscription = Subscription(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end,
-                                    conflate=options.get("conflate", False))
+                                    conflate=options.get("conflate", False), since=since, until=until,
+                                    ts=options.get("ts", False))
         if subscription.pattern and "from" in options:
             raise ValueError("a pattern subscription has no position to start from")
+        if "from" in options and "since" in options:
+            raise ValueError("a subscription starts from a position (from) or a time (since), not both")
         # Registered once connected, so that a reconnect under way does not subscribe it too.
         request = subscription._request()
         await self._wait_ready(request, deadline)

@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The clock values are stamped with when published (version 1.3's `ts`, `since`, `until`,
+/// `retain_s`): Unix milliseconds that never go back, so each subject's values are in time
+/// order and a replay can start at a time by skipping the older ones.
+///
+/// `SystemPublishClock` reads the system's; tests set theirs (`ManualPublishClock` in the
+/// tests). Thread rules: loop thread only, like the store that reads it. Lifetime rule: held
+/// by the store's `RetainedValues`.
+protocol PublishClock: AnyObject {
+    /// Now, in Unix milliseconds: never less than what it said before.
+    func now() -> Int64
+}
+
+/// The system's real-time clock, held back from going back: when the system's clock is set
+/// back (NTP stepping it), values keep the last time given until it catches up.
+///
+/// One `clock_gettime` per published value (through the vDSO, about 17 instructions:
+/// bench/README.md, "Publish times").
+final class SystemPublishClock: PublishClock {
+    private var last: Int64 = 0
+
+    func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        let milliseconds = Int64(spec.tv_sec) &* 1000 &+ Int64(spec.tv_nsec) / 1_000_000
+        if milliseconds > last { last = milliseconds }
+        return last
+    }
+}
