@@ -140,7 +140,7 @@ public final class RunnelClient: Sendable {
         if subscription.isPattern && options.from != nil {
             throw RunnelError(code: "bad_request", message: "a pattern subscription has no position to start from")
         }
-        let sentStart = subscription.position != nil
+        let sentStart = subscription.position != nil || subscription.since != nil
         let line = try await exchange(on: connection, deadline) { ref, continuation in
             (.subscribe(subscription, sentStart: sentStart, continuation), subscription.request(ref: ref).line)
         }.get()

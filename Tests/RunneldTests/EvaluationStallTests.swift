@@ -14,11 +14,12 @@ extension HostileClientTests {
     /// an optimized runneld (`RUNNELD_PATH=.build/release/runneld`, as CI runs this test once
     /// more, on its own). A debug build ends each refused subscription several times slower
     /// (~8 µs each, 84 ms for 10,000) and runs among the whole suite's parallel tests on two
-    /// cores: its worst ping measured 0.10-0.13 s alone and up to 0.28 s in CI's full run, so
-    /// it gets 500 ms, still far below the 13.8 s stall the bounds prevent.
+    /// cores: on this machine kind its worst ping measured 0.33-0.36 s alone (the same for
+    /// 440300c's build and a later one's) and 0.59-0.66 s in the full suite, so it gets 1 s, still
+    /// far below the 13.8 s stall the bounds prevent.
     static var pingBound: Duration {
         let optimized = (try? RunneldBinary.path())?.contains("/release/") ?? false
-        return optimized ? .milliseconds(100) : .milliseconds(500)
+        return optimized ? .milliseconds(100) : .seconds(1)
     }
 
     @Test(.timeLimit(.minutes(2)))

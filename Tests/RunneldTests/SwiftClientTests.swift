@@ -249,6 +249,35 @@ import Testing
 
     private static func unixMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// 16: `whileWatched` calls `start` when the first subscription to the subject comes and
+    /// `stop` when the last goes (a pattern's counts too), on transitions only; a pattern or a
+    /// `$` name is `bad_request`.
+    @Test func whileWatchedStartsAndStopsAFeedOnTheFirstAndLastSubscriber() async throws {
+        let feed = try await ClientChecks.connect(daemon)
+        let calls = Calls()
+        let watch = try await feed.whileWatched("ww.feed", start: { calls.add("start") }, stop: { calls.add("stop") })
+        let reader = try await ClientChecks.connect(daemon)
+        let first = try await reader.subscribe("ww.feed")
+        #expect(try await calls.become(["start"]))
+        let pattern = try await reader.subscribe("ww.>")
+        await first.unsubscribe()
+        await pattern.unsubscribe()
+        #expect(try await calls.become(["start", "stop"]))
+        // Cancelled, it calls nothing more.
+        watch.cancel()
+        await watch.value
+        _ = try await reader.subscribe("ww.feed")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(calls.all == ["start", "stop"])
+        for subject in ["ww.*", "$sys.occupancy.ww.feed"] {
+            await ClientChecks.expectError("bad_request") {
+                _ = try await feed.whileWatched(subject, start: {}, stop: {})
+            }
+        }
+        await reader.close()
+        await feed.close()
+    }
+
     /// 11: a clean close disposes the server's subscriptions (`stats` back to what it was);
     /// calls after it fail with `closed`.
     @Test func cleanCloseDisposesTheServersSubscriptions() async throws {
@@ -318,6 +347,22 @@ import Testing
 ///
 /// Thread rules: behind a mutex, any thread (the client's reader thread adds). Lifetime rule:
 /// none.
+/// What a check's callbacks were called with, in order.
+///
+/// Thread rules: behind a mutex, any thread (the callbacks run on the client's tasks). Lifetime
+/// rule: none.
+final class Calls: Sendable {
+    private let calls = Mutex<[String]>([])
+    var all: [String] { calls.withLock { $0 } }
+    func add(_ call: String) { calls.withLock { $0.append(call) } }
+
+    /// Whether the calls are `expected` within 5 s.
+    func become(_ expected: [String]) async throws -> Bool {
+        for _ in 0..<100 where all != expected { try await Task.sleep(for: .milliseconds(50)) }
+        return all == expected
+    }
+}
+
 final class Reasons: Sendable {
     private let reasons = Mutex<[RunnelError]>([])
 

@@ -9,7 +9,8 @@ keeps from a time on (Unix ms or RFC 3339), then goes on live, its reply's `resu
 whether all of it was kept; `until` completes the subscription at a time in the past or the
 future; `retain_s` lets values go by age; bad combinations are `bad_request`. Over a WebSocket
 (websockets) and SSE (httpx, `?since=&ts=true`, whose `data:` is then an object), across a
-restart of a durable subject, and `runnel sub --since --ts`. The waits between publishes are
+restart of a durable subject, and `runnel sub --since --ts`. A `bufferWithTime` over a `since`
+replay gives the windows a live subscriber made at that time got. The waits between publishes are
 there so that two values never share a millisecond; no timing is asserted but deadlines.
 """
 
@@ -169,6 +170,30 @@ class TestHistory:
         kept = client.request({"op": "stats"})["retained_bytes"]
         poll_until(lambda: client.request({"op": "stats"})["retained_bytes"], lambda count: count == kept - 11,
                    "the values let go by age", 5)
+        client.close()
+
+    def test_time_stages_over_a_replay_run_in_the_values_own_time(self, d):
+        client = LineClient(d.port)
+        assert client.request({"op": "create", "subject": "h.chart", "kind": "replay", "capacity": 100})["ok"]
+        stages = [{"op": "bufferWithTime", "seconds": 0.5}]
+        start = now_ms()
+        # A subscriber live from `start`, for comparison; windows are 250 ms clear of the values.
+        live = LineClient(d.port)
+        assert live.request({"op": "sub", "subject": "h.chart", "sid": "live", "ops": stages})["ok"]
+        for value, at in (("a", 50), ("b", 150), ("c", 750), ("d", 850)):
+            time.sleep(max(0, start + at - now_ms()) / 1000)
+            client.send({"op": "pub", "subject": "h.chart", "value": value})
+        assert [live.line()["value"] for _ in range(2)] == [["a", "b"], ["c", "d"]]
+        time.sleep(max(0, start + 1100 - now_ms()) / 1000)
+        # The same chain from `start`, replayed: the same windows, at once (not one buffer of
+        # all four, which wall-clock time would give), then live ones.
+        reply = client.request({"op": "sub", "subject": "h.chart", "sid": "r", "since": start, "ops": stages})
+        assert reply["ok"] and reply["resumed"] is True, reply
+        assert [client.line()["value"] for _ in range(2)] == [["a", "b"], ["c", "d"]]
+        client.send({"op": "pub", "subject": "h.chart", "value": "e"})
+        assert client.line() == {"ev": "next", "sid": "r", "value": ["e"]}
+        assert live.line() == {"ev": "next", "sid": "live", "value": ["e"]}
+        live.close()
         client.close()
 
     def test_bad_times_and_combinations_are_bad_requests(self, d):

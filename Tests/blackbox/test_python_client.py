@@ -871,6 +871,27 @@ class TestMain:
         await client.close()
         await admin.close()
 
+    def test_asyncio_run_returns_with_a_subscription_left_open_after_anext(self, d):
+        """A program that takes one event with `anext()` and returns, its subscription open: the
+        generator `asyncio.run` closes at exit finds the client's reader cancelled, ends the
+        subscription here without waiting for an answer that cannot come, and the run returns."""
+        program = f"""
+import asyncio, sys
+sys.path.insert(0, {os.path.join(ROOT, "clients", "python", "src")!r})
+import runnel
+
+async def main():
+    client = await runnel.connect({url(d)!r}, token={TOKEN!r})
+    events = aiter(await client.subscribe("left.open"))
+    await client.publish("left.open", 1, reply=True)
+    print((await anext(events)).value, flush=True)
+
+asyncio.run(main())
+print("returned", flush=True)
+"""
+        ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=30)
+        assert ran.returncode == 0 and ran.stdout.split() == ["1", "returned"], (ran.stdout, ran.stderr)
+
     def test_clean_stop(self, d):
         assert_clean_stop(d)
 

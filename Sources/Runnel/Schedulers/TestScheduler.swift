@@ -6,18 +6,9 @@
 /// due at the same instant runs in the order it was scheduled; while it runs, `now` is its
 /// due time. Thread-safe: work may be scheduled from any thread.
 public final class TestScheduler: Scheduler {
-    private struct Item {
-        let due: SchedulerTime
-        let sequence: UInt64
-        let disposable: Disposable
-        let action: @Sendable () -> Void
-    }
-
     private struct State {
         var now: SchedulerTime
-        var nextSequence: UInt64 = 0
-        /// Sorted by (due, sequence).
-        var items: [Item] = []
+        var queue = DueQueue<Disposable>()
     }
 
     private let state: Locked<State>
@@ -30,7 +21,7 @@ public final class TestScheduler: Scheduler {
     public var now: SchedulerTime { state.withLock { $0.now } }
 
     /// How many scheduled blocks are waiting (cancelled ones are not counted).
-    public var pendingCount: Int { state.withLock { $0.items.filter { !$0.disposable.isDisposed }.count } }
+    public var pendingCount: Int { state.withLock { $0.queue.items.filter { !$0.handle.isDisposed }.count } }
 
     @discardableResult
     public func schedule(_ action: @escaping @Sendable () -> Void) -> Disposable? {
@@ -47,56 +38,32 @@ public final class TestScheduler: Scheduler {
         _ time: SchedulerTime, repeatingEvery interval: Duration, leeway: Duration,
         _ action: @escaping @Sendable () -> Void
     ) -> Disposable? {
-        let serial = SerialDisposable()
-        let step = max(interval, .nanoseconds(1))
-        @Sendable func arm(_ due: SchedulerTime) {
-            serial.inner = enqueue(at: due) {
-                action()
-                arm(due.advanced(by: step))
-            }
-        }
-        arm(time)
-        return serial
+        afterRearming(time, every: interval, action)
     }
 
     private func enqueue(at time: SchedulerTime?, _ action: @escaping @Sendable () -> Void) -> Disposable {
-        let sequence = state.withLock { state -> UInt64 in
-            defer { state.nextSequence += 1 }
-            return state.nextSequence
-        }
-        // Cancelling takes the block out at once, releasing what it captured (often the sink
-        // that holds this scheduler: leaving it queued would keep that cycle alive).
-        let disposable = Disposable { [weak self] in
-            self?.state.withLock { state in state.items.removeAll { $0.sequence == sequence } }
-        }
         state.withLock { state in
-            let due = max(time ?? state.now, state.now)
-            let item = Item(due: due, sequence: sequence, disposable: disposable, action: action)
-            // Insert after every item due at or before `due`: FIFO among equal deadlines.
-            var low = 0
-            var high = state.items.count
-            while low < high {
-                let mid = (low + high) / 2
-                if state.items[mid].due <= due { low = mid + 1 } else { high = mid }
+            let sequence = state.queue.upcomingSequence
+            // Cancelling takes the block out at once, releasing what it captured (often the sink
+            // that holds this scheduler: leaving it queued would keep that cycle alive).
+            let disposable = Disposable { [weak self] in
+                self?.state.withLock { state in state.queue.remove(sequence: sequence) }
             }
-            state.items.insert(item, at: low)
+            state.queue.insert(at: max(time ?? state.now, state.now), handle: disposable, action)
+            return disposable
         }
-        return disposable
     }
 
     /// Runs the earliest block due at or before `limit`, moving the clock to its due time.
     /// Returns false when there is none.
     private func runNext(notAfter limit: SchedulerTime?) -> Bool {
-        let next: Item? = state.withLock { state in
-            while let first = state.items.first, first.disposable.isDisposed { state.items.removeFirst() }
-            guard let first = state.items.first else { return nil }
-            if let limit, first.due > limit { return nil }
-            state.items.removeFirst()
+        let next = state.withLock { state -> DueQueue<Disposable>.Item? in
+            guard let first = state.queue.removeFirst(notAfter: limit) else { return nil }
             state.now = max(state.now, first.due)
             return first
         }
         guard let next else { return false }
-        if !next.disposable.isDisposed { performAsCurrent(next.action) }
+        if !next.handle.isDisposed { performAsCurrent(next.action) }
         return true
     }
 

@@ -158,9 +158,13 @@ extension Session {
         var resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
         let isTimeBounded = request.since != nil || request.until != nil
+        var catchUp: CatchUp?
         if isTimeBounded {
-            if let since = request.since { resumed = entry?.retainsEverything(since: since) }
-            source = timeBounded(source, since: request.since, until: request.until)
+            if let since = request.since {
+                resumed = entry?.retainsEverything(since: since)
+                if !stages.isEmpty { catchUp = self.catchUp(since: since) }
+            }
+            source = timeBounded(source, since: request.since, until: request.until, catchingUp: catchUp)
         }
         let subscription = SessionSubscription(
             sid: sid, entry: entry, pattern: pattern, sendsPositions: positions,
@@ -176,7 +180,7 @@ extension Session {
         } else {
             let chain = try context.compileChain(
                 stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
-                lookup: lookup, under: settings)
+                lookup: lookup, timeScheduler: catchUp?.scheduler, under: settings)
             start = { sink in chain.subscribe(sink) }
         }
 
@@ -190,6 +194,8 @@ extension Session {
             write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
         }
         let disposable = start(EventSink(session: self, subscription: subscription, transport: transport))
+        // The replay is out: the time stages go on in the loop's time.
+        catchUp?.scheduler.goLive()
         if subscription.isFinished {
             disposable.dispose()
         } else {

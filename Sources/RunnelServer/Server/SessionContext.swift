@@ -96,14 +96,15 @@ final class SessionContext: @unchecked Sendable {
     /// The subscription's signal: `source` through the stage list, compiled whole before
     /// anything is subscribed, its evaluations charged to `account`. `label` names the
     /// subscription's subject or pattern; `lookup` finds the subjects stages name
-    /// (`Session.stageLookup`, which checks the token's rights).
+    /// (`Session.stageLookup`, which checks the token's rights). Time stages run on
+    /// `timeScheduler` when given (a `since` replay's, `Session+History`), else on the loop's.
     func compileChain(
         _ stages: [JSONValue], source: Signal<Message>, label: SubjectLabel, account: EvaluationAccount,
-        lookup: @escaping SubjectLookup, under settings: SessionSettings
+        lookup: @escaping SubjectLookup, timeScheduler: (any Scheduler)? = nil, under settings: SessionSettings
     ) throws(ProtocolError) -> Signal<Message> {
         guard !stages.isEmpty else { return source }
         let compiler = StageCompiler(
-            scheduler: scheduler, limits: settings.stageLimits, defaultLabel: label, account: account,
+            scheduler: timeScheduler ?? scheduler, limits: settings.stageLimits, defaultLabel: label, account: account,
             interner: interner, lookup: lookup)
         return try compiler.compile(stages, source: source)
     }

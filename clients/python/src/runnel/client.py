@@ -154,7 +154,17 @@ class Subscription:
 
     async def _leave(self) -> None:
         """`unsubscribe()` for an iteration left early (run by the event loop's finalizer too:
-        nothing may escape)."""
+        nothing may escape). When the task running it is being cancelled (a consumer task
+        cancelled, or `asyncio.run` ending, which cancels every task, the client's reader
+        included, and the generators' finalizers with them), it waits for nothing: it ends here,
+        and the `unsub` goes out without waiting for its answer while the client still reads its
+        connection (else the connection's close takes the server's subscription with it)."""
+        if _cancelling(asyncio.current_task()):
+            self._end(None)
+            self._queue.clear()
+            if self._client._reading and self._client.connected:
+                self._client._send_soon({"op": "unsub", "sid": self.sid})
+            return
         try:
             await self.unsubscribe()
         except RunnelError as error:
@@ -315,6 +325,13 @@ def _time(name: str, when: Time) -> int | str:
     return when
 
 
+def _cancelling(task: asyncio.Task[Any] | None) -> bool:
+    """Whether `task` has been asked to cancel and has not finished: `Task.cancelling()` (Python
+    3.11); before it, not known (False)."""
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is not None and cancelling() > 0
+
+
 def _split(pos: str) -> tuple[str, int]:
     epoch, _, seq = pos.rpartition(":")
     return epoch, int(seq)
@@ -391,6 +408,12 @@ class Client:
     @property
     def connected(self) -> bool:
         return self._ready.is_set() and self._final is None
+
+    @property
+    def _reading(self) -> bool:
+        """Whether the task that reads the connection and reconnects runs, and is not being
+        cancelled."""
+        return self._supervisor is not None and not self._supervisor.done() and not _cancelling(self._supervisor)
 
     async def publish(self, subject: str, value: Any = None, reply: bool = False, *,
                       timeout: float | None = None) -> int | None:
