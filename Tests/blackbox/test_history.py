@@ -255,7 +255,8 @@ class TestHistory:
 
 class TestDurableAndCLI:
     def test_a_durable_subject_keeps_its_times_and_retain_s_across_a_restart(self, runneld):
-        first = runneld('data_dir = "DATA_DIR"\n')
+        # `fsync = "always"`: a `pub` is answered once on disk, so `kill -9` loses none of it.
+        first = runneld('data_dir = "DATA_DIR"\nfsync = "always"\n')
         client = LineClient(first.port)
         assert client.request({"op": "create", "subject": "h.disk", "kind": "replay", "capacity": 10,
                                "durable": True, "retain_s": 3600})["ok"]
@@ -264,7 +265,7 @@ class TestDurableAndCLI:
         before = [line["ts"] for line in nexts(client, 2)]
         client.close()
         first.kill()
-        second = runneld('data_dir = "DATA_DIR"\n', directory=first.directory)
+        second = runneld('data_dir = "DATA_DIR"\nfsync = "always"\n', directory=first.directory)
         client = LineClient(second.port)
         reply = client.request({"op": "sub", "subject": "h.disk", "sid": "s", "ts": True, "since": before[1]})
         assert reply["ok"] and reply["resumed"] is True, reply

@@ -530,6 +530,11 @@ class Client:
             subscription._end(None)
         if self._supervisor is not None:
             self._supervisor.cancel()
+            # The reader may not see that cancellation: `asyncio.wait_for` (Python 3.11) drops a
+            # cancellation that comes as the data it waits for does. Closing the connection
+            # ends the reader either way, and the supervisor then finds the client closed.
+            if self._transport is not None:
+                await self._transport.close()
             await asyncio.gather(self._supervisor, return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
@@ -605,6 +610,8 @@ class Client:
         try:
             while True:
                 reason = await reader
+                if self._final is not None:  # closed: `close` ended the reader
+                    return
                 self._ready.clear()
                 if self._transport is not None:
                     await self._transport.close()
