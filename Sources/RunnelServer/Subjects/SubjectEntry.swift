@@ -58,9 +58,8 @@ final class SubjectEntry {
 
     /// A new subject, in `epoch` (a new one unless a cluster's definition names it); a replay
     /// subject keeps at most `maxReplayBytes` of values, and none older than
-    /// `retainMilliseconds`. `
-    /// durable: true` without a `durableID`: kept by a cluster. A behavior's initial value is
-    /// stamped `created` (Unix ms).
+    /// `retainMilliseconds`. `durable: true` without a `durableID`: kept by a cluster. A
+    /// behavior's initial value is stamped `created` (Unix ms).
     convenience init(
         name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, initial: RawJSON?,
         created: Int64 = 0, maxReplayBytes: Int, durableID: Int64? = nil, epoch: String = Epoch.make(),
