@@ -28,14 +28,20 @@ final class RunnelSession {
         _ request: RequestLine, timeoutMilliseconds: Int32? = nil,
         onOtherLine: (ServerLine) throws(CLIFailure) -> Void = { _ in }
     ) throws(CLIFailure) -> ServerLine {
+        let ref = try send(request)
+        let reply = try awaitReply(ref: ref, timeoutMilliseconds: timeoutMilliseconds, onOtherLine: onOtherLine)
+        guard case .reply(ok: true) = reply.kind else { throw failure(reply) }
+        return reply
+    }
+
+    /// Sends `request` with a new `ref` and returns that `ref`, for `awaitReply`.
+    func send(_ request: RequestLine) throws(CLIFailure) -> String {
         let ref = nextRef
         nextRef += 1
         var request = request
         request.integer("ref", ref)
         do throws(RunnelError) { try connection.send(request.finished()) } catch { throw CLIFailure(error) }
-        let reply = try awaitReply(ref: String(ref), timeoutMilliseconds: timeoutMilliseconds, onOtherLine: onOtherLine)
-        guard case .reply(ok: true) = reply.kind else { throw failure(reply) }
-        return reply
+        return String(ref)
     }
 
     /// A failure reply or a `closing` line as the CLI reports it: the server's code and message,

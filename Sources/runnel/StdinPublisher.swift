@@ -5,15 +5,21 @@ import RunnelJSON
 /// Publishes every line of stdin to one subject, pipelined.
 ///
 /// Stdin is read in chunks; each chunk's complete lines become `pub` requests without `ref`
-/// (the server replies to those only when they fail) and are sent in one write. Replies
-/// waiting on the socket are drained between chunks, so the server never backs up on failure
-/// replies. At end of input one `ping` with a `ref` is sent: the server handles a connection's
-/// requests in order, so its reply proves every line before it was processed. A final line
-/// without `\n` is published too; a trailing `\r` is dropped. One thread only.
+/// (the server replies to those only when they fail) and are sent in one write, followed by a
+/// `ping` with a `ref`. The server handles a connection's requests in order, so a ping's reply
+/// proves every line before it was processed. At most `window` chunks are unconfirmed: before
+/// sending more, the publisher waits for the oldest ping's reply (reading the failure replies
+/// that came before it), so the reply timeout bounds the server's work on one window, however
+/// long the input, and the server never backs up on failure replies. A final line without
+/// `\n` is published too; a trailing `\r` is dropped. One thread only.
 final class StdinPublisher {
     private let session: RunnelSession
     private let requestHead: [UInt8]
     private let chunkSize = 64 * 1024
+    /// Chunks sent whose ping reply has not come yet, at most.
+    private let window = 4
+    /// The `ref`s of the pings not yet answered, oldest first.
+    private var unconfirmed: [String] = []
     /// Lines the server refused.
     private var failures = 0
 
@@ -41,13 +47,12 @@ final class StdinPublisher {
             pending.append(contentsOf: chunk[0..<count])
             let consumed = try publishCompleteLines(in: pending)
             pending.removeFirst(consumed)
-            try drainReplies()
         }
         if !pending.isEmpty {
             pending.append(0x0A)
             _ = try publishCompleteLines(in: pending)
         }
-        _ = try session.roundTrip(RequestLine(op: "ping"), onOtherLine: handle)
+        for ref in unconfirmed { _ = try session.awaitReply(ref: ref, onOtherLine: handle) }
         return failures
     }
 
@@ -67,23 +72,12 @@ final class StdinPublisher {
             return lineStart
         }
         guard !batch.bytes.isEmpty else { return consumed }
-        do throws(RunnelError) { try session.connection.send(batch.bytes) } catch { throw CLIFailure(error) }
-        return consumed
-    }
-
-    /// Handles the lines that have already arrived, without waiting.
-    private func drainReplies() throws(CLIFailure) {
-        while session.connection.hasPendingInput {
-            do throws(RunnelError) {
-                _ = try session.connection.receive(timeoutMilliseconds: 0)
-            } catch {
-                throw CLIFailure(error)
-            }
-            while let bytes = session.connection.bufferedLine() {
-                guard let line = ServerLine(bytes) else { continue }
-                try handle(line)
-            }
+        if unconfirmed.count == window {
+            _ = try session.awaitReply(ref: unconfirmed.removeFirst(), onOtherLine: handle)
         }
+        do throws(RunnelError) { try session.connection.send(batch.bytes) } catch { throw CLIFailure(error) }
+        unconfirmed.append(try session.send(RequestLine(op: "ping")))
+        return consumed
     }
 
     /// A failure reply to a `pub` is reported and counted; a `closing` notice ends the run.
