@@ -5,7 +5,8 @@ import RunnelJSON
 /// `runnel list [PREFIX]`: the subjects as an aligned table.
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List subjects: kind, capacity, durable, subscribers, published, terminated.")
+        commandName: "list",
+        abstract: "List subjects: kind, capacity, retain_s, durable, subscribers, published, terminated.")
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "Only subjects whose names start with PREFIX.") var prefix: String?
@@ -29,11 +30,11 @@ struct ListCommand: ParsableCommand {
             throw CLIFailure("reply to list has no 'subjects': \(reply.text)")
         }
         var table = TextTable(header: [
-            "SUBJECT", "KIND", "CAPACITY", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
+            "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
         ])
         for case .object(let entry) in subjects {
             table.add(
-                ["subject", "kind", "capacity", "durable", "subscribers", "published", "terminated"].map {
+                ["subject", "kind", "capacity", "retain_s", "durable", "subscribers", "published", "terminated"].map {
                     Self.cell(entry[$0])
                 })
         }

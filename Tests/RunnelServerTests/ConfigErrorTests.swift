@@ -116,6 +116,18 @@ struct ConfigErrorTests {
             ),
             ("[[subjects]]\nname = \"a\"\nvalue = 1", "key 'subjects[0].value': only a behavior subject takes a value"),
             (
+                "[[subjects]]\nname = \"a\"\nkind = \"behavior\"\nretain_s = 60",
+                "key 'subjects[0].retain_s': only a replay subject takes retain_s (this one is behavior)"
+            ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"replay\"\nretain_s = 0",
+                "key 'subjects[0].retain_s': must be a number of seconds > 0 and at most 32000000000, got 0"
+            ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"replay\"\nretain_s = \"1h\"",
+                "key 'subjects[0].retain_s': must be a number of seconds > 0"
+            ),
+            (
                 "[[subjects]]\nname = \"a\"\nkind = \"behavior\"\nvalue = inf",
                 "key 'subjects[0].value': inf has no JSON form"
             ),

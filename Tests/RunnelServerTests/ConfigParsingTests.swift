@@ -78,6 +78,7 @@ struct ConfigParsingTests {
                 [[subjects]]
                 name = "replay.default"
                 kind = "replay"
+                retain_s = 0.0015
 
                 [[subjects]]
                 name = "mode"
@@ -119,7 +120,8 @@ struct ConfigParsingTests {
             config.subjects == [
                 SubjectDefinition(name: "plain", kind: .subject),
                 SubjectDefinition(name: "sensors.kitchen.temp", kind: .replay, capacity: 10),
-                SubjectDefinition(name: "replay.default", kind: .replay, capacity: 7),
+                // retain_s is kept to the millisecond, rounded up.
+                SubjectDefinition(name: "replay.default", kind: .replay, capacity: 7, retainMilliseconds: 2),
                 SubjectDefinition(
                     name: "mode", kind: .behavior,
                     initialValueJSON: #"{"level":3,"list":[1,2],"name":"auto\n","on":true,"ratio":0.5}"#),

@@ -109,6 +109,28 @@ import Testing
         }
         #expect(throws: SubjectConflict.self) { try harness.run { try harness.server.createConfiguredSubjects() } }
         harness.server.subjects.close()
+        // retain_s is part of the shape: kept in the file, it must be in the entry too.
+        harness = try open(directory.path)
+        _ = lines(
+            harness, #"{"op":"create","subject":"aged","kind":"replay","capacity":3,"durable":true,"retain_s":60}"#)
+        harness.server.subjects.close()
+        for (retain, agrees) in [(nil, false), (60_000 as Int64?, true)] {
+            config.subjects = [
+                SubjectDefinition(name: "aged", kind: .replay, capacity: 3, retainMilliseconds: retain, durable: true)
+            ]
+            harness = try SessionHarness(config: config) { scheduler in
+                try DurableSubjectStore(
+                    directory: directory.path, fsync: .everysec, scheduler: scheduler, logger: SessionHarness.logger)
+            }
+            let outcome = Result { try harness.run { try harness.server.createConfiguredSubjects() } }
+            if agrees {
+                #expect(throws: Never.self) { try outcome.get() }
+            } else {
+                #expect(throws: SubjectConflict.self) { try outcome.get() }
+                #expect("\(outcome)".contains("kept in data_dir is replay (capacity 3, retain_s 60, durable)"))
+            }
+            harness.server.subjects.close()
+        }
     }
 
     @Test func aFileThatIsNotADatabaseStopsTheStartAndIsLeftAsItWas() throws {

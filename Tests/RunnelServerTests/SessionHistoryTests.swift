@@ -102,4 +102,31 @@ import Testing
         #expect(entry.retainedBytes == 0)
         client.close()
     }
+
+    @Test func aConfiguredSubjectKeepsItsRetainSAndListShowsIt() throws {
+        let clock = clock
+        var config = ServerConfig()
+        config.subjects = [SubjectDefinition(name: "chart", kind: .replay, capacity: 10, retainMilliseconds: 1_500)]
+        let harness = SessionHarness(config: config) { _ in MemorySubjectStore(retained: RetainedValues(clock: clock)) }
+        try harness.run { try harness.server.createConfiguredSubjects() }
+        let client = harness.connect()
+        #expect(
+            client.send(#"{"op":"list","prefix":"chart"}"#).first?.hasPrefix(
+                #"{"ok":true,"subjects":[{"subject":"chart","kind":"replay","capacity":10,"retain_s":1.5,"#
+                    + #""subscribers":0,"published":0,"pos":""#) == true)
+        // A client's create matches it only with the same retain_s.
+        #expect(
+            client.send(#"{"op":"create","subject":"chart","kind":"replay","capacity":10,"retain_s":1.5}"#) == [
+                #"{"ok":true}"#
+            ])
+        #expect(
+            client.send(#"{"op":"create","subject":"chart","kind":"replay","capacity":10}"#).first?.contains(
+                "exists as replay (capacity 10, retain_s 1.5)") == true)
+        clock.time = 10_000
+        client.send(#"{"op":"pub","subject":"chart","value":1}"#)
+        clock.time = 11_501
+        harness.run { harness.server.subjects.retained.dropExpired() }
+        #expect(harness.server.subjects["chart"]!.retainedBytes == 0)
+        client.close()
+    }
 }

@@ -6,10 +6,17 @@ import Testing
 /// reaching every node once and in order, patterns and stages, `receivers`), one NATS
 /// subscription per subject a node's clients use, a node killed with SIGKILL, two clusters on one
 /// NATS sharing nothing, a lost link (`unavailable`, `/healthz` 503, what still works, `dropped`
-/// when it is back), and the start-up errors. Each check is a test case of its own (`PythonSuite`).
+/// when it is back), and the start-up errors; `Tests/blackbox/test_cluster_history.py` checks
+/// history by time across nodes (`ts`, `since`, `until`, `retain_s` as JetStream's `max_age`).
+/// Each check is a test case of its own (`PythonSuite`).
 @Suite struct ClusterTests {
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster.py"))
     func theClusterChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_history.py"))
+    func theClusterHistoryChecksPass(_ check: PythonCheck) async {
         await PythonSuite.expectPasses(check)
     }
 }

@@ -309,7 +309,7 @@ import Testing
         #expect(stats["subscriptions"] == 0)
         // The subject stays and has nobody subscribed.
         let list = try CLIProcess.run(["list", "live"] + at)
-        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "0")
+        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first == "0")
     }
 
     // MARK: subject management
@@ -317,7 +317,10 @@ import Testing
     @Test func createListDeleteAndKindMismatch() throws {
         let (server, at) = try Self.start()
         defer { withExtendedLifetime(server) {} }
-        #expect(try CLIProcess.run(["create", "r.one", "--kind", "replay", "--capacity", "3"] + at).status == 0)
+        #expect(
+            try CLIProcess.run(["create", "r.one", "--kind", "replay", "--capacity", "3", "--retain-s", "90"] + at)
+                .status
+                == 0)
         #expect(try CLIProcess.run(["create", "b.two", "--kind", "behavior", "--value", #"{"x":1}"#] + at).status == 0)
         #expect(try CLIProcess.run(["create", "plain"] + at).status == 0)
         #expect(try CLIProcess.run(["pub", "r.one", "5"] + at).status == 0)
@@ -325,9 +328,12 @@ import Testing
         let list = try CLIProcess.run(["list"] + at)
         #expect(list.status == 0, "\(list)")
         let rows = list.stdoutLines.map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
-        #expect(rows.first == ["SUBJECT", "KIND", "CAPACITY", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED"])
+        #expect(
+            rows.first == [
+                "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
+            ])
         let bySubject = Dictionary(rows.dropFirst().map { ($0[0], $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "no", "0", "1", "no"])
+        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "90", "no", "0", "1", "no"])
         #expect(bySubject["b.two"]?[1] == "behavior")
         #expect(bySubject["plain"]?[1] == "subject")
         // Columns line up: every row's second column starts where the header's does.

@@ -50,7 +50,7 @@ struct ClusterDefinition: Sendable {
 
     /// "replay (capacity 5, durable)", for messages.
     var shape: String {
-        kind.shape(capacity: capacity, retainSeconds: retainMilliseconds.map { Double($0) / 1000 }, durable: durable)
+        kind.shape(capacity: capacity, retainMilliseconds: retainMilliseconds, durable: durable)
     }
 
     /// The JSON stored under the subject's key.

@@ -175,7 +175,8 @@ final class ClusterLink: @unchecked Sendable {
     func addStream(for definition: ClusterDefinition) throws(NATSError) {
         try jetStream.addStream(
             streamName(epoch: definition.epoch), subject: streamSubject(epoch: definition.epoch),
-            perSubject: max(definition.capacity ?? 1, Self.streamWindow), file: definition.durable,
+            perSubject: max(definition.capacity ?? 1, Self.streamWindow),
+            maxAgeMilliseconds: definition.retainMilliseconds, file: definition.durable,
             replicas: config.replicas)
     }
 

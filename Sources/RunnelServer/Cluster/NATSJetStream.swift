@@ -80,9 +80,12 @@ final class NATSJetStream: @unchecked Sendable {
         self.handlers = box
     }
 
-    /// Makes the stream `name` holding `subject`, keeping `perSubject` values of it, in files or
-    /// in memory, with `replicas`; nothing when it exists as asked. Blocks.
-    func addStream(_ name: String, subject: String, perSubject: Int, file: Bool, replicas: Int) throws(NATSError) {
+    /// Makes the stream `name` holding `subject`, keeping `perSubject` values of it for at most
+    /// `maxAgeMilliseconds` (none: no limit), in files or in memory, with `replicas`; nothing
+    /// when it exists as asked. Blocks.
+    func addStream(
+        _ name: String, subject: String, perSubject: Int, maxAgeMilliseconds: Int64?, file: Bool, replicas: Int
+    ) throws(NATSError) {
         var config = jsStreamConfig()
         jsStreamConfig_Init(&config)
         var errorCode = jsErrCode(0)
@@ -97,6 +100,11 @@ final class NATSJetStream: @unchecked Sendable {
                     config.Storage = file ? js_FileStorage : js_MemoryStorage
                     config.Replicas = Int64(replicas)
                     config.Discard = js_DiscardOld
+                    if let maxAgeMilliseconds {
+                        config.MaxAge = maxAgeMilliseconds * 1_000_000
+                        // JetStream refuses a duplicate window longer than the age (its own is 2 min).
+                        config.Duplicates = min(config.MaxAge, Self.duplicateWindowNanoseconds)
+                    }
                     var info: UnsafeMutablePointer<jsStreamInfo>?
                     let status = js_AddStream(&info, context, &config, nil, &errorCode)
                     if info != nil { jsStreamInfo_Destroy(info) }
@@ -106,6 +114,9 @@ final class NATSJetStream: @unchecked Sendable {
         }
         try NATSError.check(status, "making stream \(name) (JetStream error \(errorCode.rawValue))")
     }
+
+    /// JetStream's default duplicate window, 2 minutes.
+    static let duplicateWindowNanoseconds: Int64 = 120 * 1_000_000_000
 
     /// The sequence number of the last value in the stream `name` (0 when it has had none);
     /// nil when there is no such stream. Blocks.

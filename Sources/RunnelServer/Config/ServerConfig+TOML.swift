@@ -221,14 +221,17 @@ struct TOMLConfigReader {
 
     /// A number of seconds between 0 and `ConfigKey.maxTimeoutSeconds`, to the millisecond.
     func duration(_ key: ConfigKey, _ value: any TOMLValueConvertible) throws(ConfigError) -> Duration {
-        let seconds: Double? =
-            value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
         let limit = ConfigKey.maxTimeoutSeconds
-        guard let seconds, seconds >= 0, seconds <= limit else {
+        guard let seconds = Self.number(value), seconds >= 0, seconds <= limit else {
             throw error(
                 key.rawValue, "must be a number of seconds between 0 and \(Int(limit)), got \(Self.describe(value))")
         }
         return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// An integer or float as a `Double`; nil for any other type.
+    static func number(_ value: any TOMLValueConvertible) -> Double? {
+        value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
     }
 
     private func subjects(_ value: any TOMLValueConvertible, defaultCapacity: Int) throws(ConfigError)
@@ -260,10 +263,10 @@ struct TOMLConfigReader {
     {
         var fields: [String: any TOMLValueConvertible] = [:]
         for (name, value) in table {
-            guard ["name", "kind", "capacity", "value", "durable", "slow_consumer"].contains(name) else {
+            guard ["name", "kind", "capacity", "retain_s", "value", "durable", "slow_consumer"].contains(name) else {
                 throw error(
                     "\(prefix).\(name)",
-                    "unknown key (a subject takes name, kind, capacity, value, durable, slow_consumer)")
+                    "unknown key (a subject takes name, kind, capacity, retain_s, value, durable, slow_consumer)")
             }
             fields[name] = value
         }
@@ -300,6 +303,21 @@ struct TOMLConfigReader {
         } else if kind == .replay {
             capacity = defaultCapacity
         }
+        var retainMilliseconds: Int64? = nil
+        if let retainValue = fields["retain_s"] {
+            guard kind == .replay else {
+                throw error(
+                    "\(prefix).retain_s", "only a replay subject takes retain_s (this one is \(kind.rawValue))")
+            }
+            guard let seconds = Self.number(retainValue), let milliseconds = RetainAge.milliseconds(seconds: seconds)
+            else {
+                throw error(
+                    "\(prefix).retain_s",
+                    "must be a number of seconds > 0 and at most \(JSONWriter.numberText(RetainAge.maxSeconds)), "
+                        + "got \(Self.describe(retainValue))")
+            }
+            retainMilliseconds = milliseconds
+        }
         var initialValue: String? = nil
         if let value = fields["value"] {
             guard kind == .behavior else {
@@ -332,8 +350,8 @@ struct TOMLConfigReader {
             slowConsumer = policy
         }
         return SubjectDefinition(
-            name: name, kind: kind, capacity: capacity, initialValueJSON: initialValue, durable: durable,
-            slowConsumer: slowConsumer)
+            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds,
+            initialValueJSON: initialValue, durable: durable, slowConsumer: slowConsumer)
     }
 
     func error(_ key: String, _ problem: String) -> ConfigError {

@@ -10,6 +10,8 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     /// The replay buffer size; set only for `.replay` (the file's value or
     /// `default_replay_capacity`).
     public let capacity: Int?
+    /// `retain_s` in milliseconds (`RetainAge`); replay only.
+    public let retainMilliseconds: Int64?
     /// A behavior's initial value as JSON text (`null` when the file gives none); `nil` for
     /// the other kinds.
     public let initialValueJSON: String?
@@ -20,9 +22,10 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     public let slowConsumer: SlowConsumerPolicy?
 
     public init(
-        name: String, kind: SubjectKind, capacity: Int? = nil, initialValueJSON: String? = nil, durable: Bool = false,
-        slowConsumer: SlowConsumerPolicy? = nil
+        name: String, kind: SubjectKind, capacity: Int? = nil, retainMilliseconds: Int64? = nil,
+        initialValueJSON: String? = nil, durable: Bool = false, slowConsumer: SlowConsumerPolicy? = nil
     ) {
+        self.retainMilliseconds = retainMilliseconds
         self.durable = durable
         self.slowConsumer = slowConsumer
         self.name = name
@@ -31,13 +34,17 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
         self.initialValueJSON = initialValueJSON
     }
 
-    /// `name (kind, capacity N | value V[, durable][, slow_consumer P])`, for logs and config
-    /// summaries.
+    /// `name (kind, capacity N[, retain_s S] | value V[, durable][, slow_consumer P])`, for logs
+    /// and config summaries.
     public var description: String {
         let policy = slowConsumer.map { ", slow_consumer \($0.rawValue)" } ?? ""
         switch kind {
         case .subject: return "\(name) (subject\(policy))"
-        case .replay: return "\(name) (replay, capacity \(capacity ?? 0)\(durable ? ", durable" : "")\(policy))"
+        case .replay:
+            let retain = retainMilliseconds.map {
+                ", retain_s \(JSONWriter.numberText(RetainAge.seconds(milliseconds: $0)))"
+            }
+            return "\(name) (replay, capacity \(capacity ?? 0)\(retain ?? "")\(durable ? ", durable" : "")\(policy))"
         case .behavior:
             return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : "")\(policy))"
         }
@@ -47,7 +54,8 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     /// reload can apply to the existing subject.
     func differsOnlyInSlowConsumer(from other: SubjectDefinition) -> Bool {
         name == other.name && kind == other.kind && capacity == other.capacity
-            && initialValueJSON == other.initialValueJSON && durable == other.durable
+            && retainMilliseconds == other.retainMilliseconds && initialValueJSON == other.initialValueJSON
+            && durable == other.durable
             && slowConsumer != other.slowConsumer
     }
 
@@ -56,20 +64,21 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
         kind == .replay ? (capacity ?? defaultReplayCapacity) : nil
     }
 
-    /// Why this entry cannot stand for the existing subject of its name, of `kind`, `capacity`
-    /// and durability; nil when it can. Where either side is durable they must agree in all
-    /// three: the configuration never reshapes a subject kept in `data_dir`.
+    /// Why this entry cannot stand for the existing subject of its name, of `kind`, `capacity`,
+    /// `retainMilliseconds` and durability; nil when it can. Where either side is durable they
+    /// must agree in all four: the configuration never reshapes a subject kept in `data_dir`.
     func conflict(
-        withExisting kind: SubjectKind, capacity: Int?, durable: Bool, defaultReplayCapacity: Int
+        withExisting kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, durable: Bool,
+        defaultReplayCapacity: Int
     ) -> SubjectConflict? {
         guard durable || self.durable else { return nil }
         let agrees =
             kind == self.kind && capacity == effectiveCapacity(defaultReplayCapacity: defaultReplayCapacity)
-            && durable == self.durable
+            && retainMilliseconds == self.retainMilliseconds && durable == self.durable
         if agrees { return nil }
         return SubjectConflict(
             "[[subjects]] \"\(name)\" is \(self), but the subject kept in data_dir is "
-                + kind.shape(capacity: capacity, durable: durable))
+                + kind.shape(capacity: capacity, retainMilliseconds: retainMilliseconds, durable: durable))
     }
 }
 

@@ -105,7 +105,8 @@ public enum RunneldMain {
         for definition in config.subjects {
             guard let subject = stored[definition.name] else { continue }
             if let conflict = definition.conflict(
-                withExisting: subject.kind, capacity: subject.capacity, durable: true,
+                withExisting: subject.kind, capacity: subject.capacity, retainMilliseconds: subject.retainMilliseconds,
+                durable: true,
                 defaultReplayCapacity: config.defaultReplayCapacity)
             {
                 return conflict

@@ -1,5 +1,6 @@
 import RunnelCompression
 import RunnelJSON
+import RunnelProtocol
 
 /// What `stats` and `list` report, read and written once for every front door that asks (the
 /// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
@@ -37,6 +38,10 @@ extension JSONWriter {
             if let capacity = entry.capacity {
                 append(",\"capacity\":")
                 writeInteger(capacity)
+            }
+            if let retainMilliseconds = entry.retainMilliseconds {
+                append(",\"retain_s\":")
+                writeNumber(RetainAge.seconds(milliseconds: retainMilliseconds))
             }
             append(",\"subscribers\":")
             writeInteger(entry.namedSubscriptions)

@@ -115,7 +115,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
             let capacity = subject.effectiveCapacity(defaultReplayCapacity: config.defaultReplayCapacity)
             if let existing = subjects[subject.name] {
                 if let conflict = subject.conflict(
-                    withExisting: existing.kind, capacity: existing.capacity, durable: existing.isDurable,
+                    withExisting: existing.kind, capacity: existing.capacity,
+                    retainMilliseconds: existing.retainMilliseconds, durable: existing.isDurable,
                     defaultReplayCapacity: config.defaultReplayCapacity)
                 {
                     throw conflict
@@ -127,7 +128,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
             subjects.create(
-                subject.name, kind: subject.kind, capacity: capacity, retainMilliseconds: nil, initial: initial,
+                subject.name, kind: subject.kind, capacity: capacity, retainMilliseconds: subject.retainMilliseconds,
+                initial: initial,
                 durable: subject.durable
             ).label.slowConsumer = subject.slowConsumer
         }

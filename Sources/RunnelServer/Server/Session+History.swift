@@ -29,20 +29,21 @@ extension Session {
     }
 
     /// What a `since` subscription's time stages run on: catching up from `since`, the values'
-    /// times put on the loop's clock by the offset between the two clocks now.
-    func catchUp(since: Int64) -> CatchUp {
-        let mapping = CatchUp.Mapping(wallStart: subjects.retained.clock.now(), loopStart: context.scheduler.now)
+    /// times put on the loop's clock by the offset between the two clocks at `now` (the
+    /// server's clock, read just before).
+    func catchUp(since: Int64, now: Int64) -> CatchUp {
+        let mapping = CatchUp.Mapping(wallStart: now, loopStart: context.scheduler.now)
         return CatchUp(
             scheduler: CatchUpScheduler(live: context.scheduler, start: mapping.loopTime(of: since)), mapping: mapping)
     }
 
     /// `source` from `since` on (the retained values published at or after it, then live ones)
     /// and until `until`: completed at the first value published after it, or when the
-    /// server's clock passes it, whichever comes first. `catchUp` is advanced to each value's
-    /// time before the value goes on.
-    func timeBounded(_ source: Signal<Message>, since: Int64?, until: Int64?, catchingUp catchUp: CatchUp?)
-        -> Signal<Message>
-    {
+    /// server's clock (`now` at the subscribe) passes it, whichever comes first. `catchUp` is
+    /// advanced to each value's time before the value goes on.
+    func timeBounded(
+        _ source: Signal<Message>, since: Int64?, until: Int64?, now: Int64, catchingUp catchUp: CatchUp?
+    ) -> Signal<Message> {
         var bounded = source
         // Times only grow along a subject (`PublishClock`): skipping the older ones leaves
         // exactly those at or after `since`.
@@ -57,7 +58,7 @@ extension Session {
             }
         }
         guard let until else { return bounded }
-        let wait = max(0, until - subjects.retained.clock.now())
+        let wait = max(0, until - now)
         let scheduler = context.scheduler
         let passed = Signal<Void>.create { subscriber in
             scheduler.after(delay: .milliseconds(wait)) {

@@ -152,8 +152,10 @@ extension Session {
             try subjects.checkShared()
         }
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
-        // What a subject keeps for `retain_s` is not replayed past it.
-        entry?.dropExpired(now: subjects.retained.clock.now())
+        // What a subject keeps for `retain_s` is not replayed past it. The server's clock, read
+        // once: `since` and `until` are measured from the same instant.
+        let now = subjects.retained.clock.now()
+        entry?.dropExpired(now: now)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow).
         var resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
@@ -162,9 +164,9 @@ extension Session {
         if isTimeBounded {
             if let since = request.since {
                 resumed = entry?.retainsEverything(since: since)
-                if !stages.isEmpty { catchUp = self.catchUp(since: since) }
+                if !stages.isEmpty { catchUp = self.catchUp(since: since, now: now) }
             }
-            source = timeBounded(source, since: request.since, until: request.until, catchingUp: catchUp)
+            source = timeBounded(source, since: request.since, until: request.until, now: now, catchingUp: catchUp)
         }
         let subscription = SessionSubscription(
             sid: sid, entry: entry, pattern: pattern, sendsPositions: positions,
@@ -304,11 +306,12 @@ extension Session {
         guard kind == .replay else {
             throw ProtocolError(.badRequest, "field 'retain_s' applies only to kind 'replay'")
         }
-        // At least a millisecond; at most a thousand years, which any time in Unix ms can hold.
-        guard let seconds = request.scanned.number(field), seconds > 0, seconds <= 3.2e10,
-            case let milliseconds = Int64((seconds * 1000).rounded(.up)), milliseconds >= 1
+        guard let seconds = request.scanned.number(field), let milliseconds = RetainAge.milliseconds(seconds: seconds)
         else {
-            throw ProtocolError(.badRequest, "field 'retain_s' must be a number of seconds > 0")
+            throw ProtocolError(
+                .badRequest,
+                "field 'retain_s' must be a number of seconds > 0 and at most "
+                    + JSONWriter.numberText(RetainAge.maxSeconds))
         }
         return milliseconds
     }

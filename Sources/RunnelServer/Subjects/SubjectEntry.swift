@@ -187,10 +187,7 @@ final class SubjectEntry {
 extension SubjectEntry {
     /// What the subject was created as, for `kind_mismatch` messages: "replay (capacity 5,
     /// durable)".
-    var shape: String { kind.shape(capacity: capacity, retainSeconds: retainSeconds, durable: isDurable) }
-
-    /// `retain_s` as given.
-    var retainSeconds: Double? { retainMilliseconds.map { Double($0) / 1000 } }
+    var shape: String { kind.shape(capacity: capacity, retainMilliseconds: retainMilliseconds, durable: isDurable) }
 }
 
 /// The time of the newest value a subject no longer retains: let go to make room, for its

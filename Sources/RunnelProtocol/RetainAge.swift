@@ -1,0 +1,17 @@
+/// A replay subject's `retain_s` (version 1.3): how long it keeps a value, held in whole
+/// milliseconds. The one rule for reading it, from `create` and from a `[[subjects]]` table,
+/// and for showing it again.
+package enum RetainAge {
+    /// The most seconds taken: a thousand years, which any time in Unix ms can hold.
+    package static let maxSeconds = 3.2e10
+
+    /// `seconds` in milliseconds, rounded up (so at least 1); nil unless 0 < `seconds` ≤
+    /// `maxSeconds`.
+    package static func milliseconds(seconds: Double) -> Int64? {
+        guard seconds > 0, seconds <= maxSeconds else { return nil }
+        return Int64((seconds * 1000).rounded(.up))
+    }
+
+    /// `milliseconds` as `retain_s` shows it again.
+    package static func seconds(milliseconds: Int64) -> Double { Double(milliseconds) / 1000 }
+}
