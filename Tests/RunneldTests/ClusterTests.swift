@@ -7,7 +7,8 @@ import Testing
 /// subscription per subject a node's clients use, a node killed with SIGKILL, two clusters on one
 /// NATS sharing nothing, a lost link (`unavailable`, `/healthz` 503, what still works, `dropped`
 /// when it is back), and the start-up errors; `Tests/blackbox/test_cluster_history.py` checks
-/// history by time across nodes (`ts`, `since`, `until`, `retain_s` as JetStream's `max_age`).
+/// history by time across nodes (`ts`, `since`, `until`, `retain_s` as JetStream's `max_age`),
+/// `Tests/blackbox/test_cluster_occupancy.py` occupancy counted over every node.
 /// Each check is a test case of its own (`PythonSuite`).
 @Suite struct ClusterTests {
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster.py"))
@@ -17,6 +18,11 @@ import Testing
 
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_history.py"))
     func theClusterHistoryChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_occupancy.py"))
+    func theClusterOccupancyChecksPass(_ check: PythonCheck) async {
         await PythonSuite.expectPasses(check)
     }
 }

@@ -26,9 +26,10 @@ def occupancy(line):
     return line["value"]["subscribers"]
 
 
-def watch(d, subject):
-    """A connection subscribed to `$sys.occupancy.<subject>`, and the count it got first."""
-    watcher = LineClient(d.port, timeout=10)
+def watch(d, subject, timeout=10):
+    """A connection subscribed to `$sys.occupancy.<subject>`, and the count it got first; a
+    count late by `timeout` seconds is taken for lost."""
+    watcher = LineClient(d.port, timeout=timeout)
     assert watcher.request({"op": "sub", "subject": f"$sys.occupancy.{subject}", "sid": "o"})["ok"]
     return watcher, occupancy(watcher.line())
 

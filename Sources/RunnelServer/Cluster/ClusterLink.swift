@@ -48,6 +48,8 @@ final class ClusterLink: @unchecked Sendable {
     private(set) var isUp = true
     /// The other nodes, and the plain values they want.
     let peers: ClusterPeers
+    /// The other nodes' occupancy counts.
+    let occupancy: ClusterOccupancy
     private var heartbeat: Disposable?
     private(set) var valuesReceived: UInt64 = 0
     private(set) var linkLosses: UInt64 = 0
@@ -61,6 +63,7 @@ final class ClusterLink: @unchecked Sendable {
     let nodesSubject: String
     let interestSubject: String
     let directSubject: String
+    let occupancySubject: String
     let streamPrefix: String
     let definitionsPrefix: String
     /// How often a node says it is alive.
@@ -78,6 +81,8 @@ final class ClusterLink: @unchecked Sendable {
         nodesSubject = "runnel.\(config.name).nodes"
         interestSubject = "runnel.\(config.name).interest"
         directSubject = "runnel.\(config.name).to.\(instance)"
+        let occupancySubject = "runnel.\(config.name).occupancy"
+        self.occupancySubject = occupancySubject
         streamPrefix = "runnel.\(config.name).r."
         definitionsPrefix = "$KV.RUNNEL_\(config.name)."
         // The inbox exists before the connection, whose handlers may run at once; it reaches
@@ -120,9 +125,14 @@ final class ClusterLink: @unchecked Sendable {
                 }
             sends.sendControl(payload, subject: subject, reply: instance)
         }
+        occupancy = ClusterOccupancy(instance: instance, scheduler: scheduler) { [instance, occupancySubject] payload in
+            sends.sendControl(payload, subject: occupancySubject, reply: instance)
+        }
         reference.object = self
         peers.localKeys = { [weak self] in self?.receiver?.clusterInterestKeys ?? [] }
         peers.missedEverything = { [weak self] in self?.receiver?.clusterReportedLoss() }
+        peers.met = { [occupancy] _ in occupancy.sendWatches() }
+        peers.lost = { [occupancy] name in occupancy.forget(name) }
     }
 
     /// Tries every URL until one answers or the connect timeout has passed.
@@ -150,7 +160,9 @@ final class ClusterLink: @unchecked Sendable {
     /// Starts the heartbeat, listens for other nodes', and follows the definitions' changes
     /// (from the last of each key on: `ClusterReceiver.clusterStreamDelivered`). Blocks.
     func start() throws(NATSError) {
-        for subject in [nodesSubject, interestSubject, directSubject] { _ = try connection.subscribe(subject) }
+        for subject in [nodesSubject, interestSubject, directSubject, occupancySubject] {
+            _ = try connection.subscribe(subject)
+        }
         _ = try jetStream.consume(
             "KV_RUNNEL_\(config.name)", subject: definitionsPrefix + ">", lastPerSubject: true)
         peers.linkCameUp()
@@ -249,6 +261,10 @@ final class ClusterLink: @unchecked Sendable {
                     peers.received(message.payload, from: reply)
                     continue
                 }
+                if message.subject == occupancySubject {
+                    occupancy.received(message.payload, from: reply)
+                    continue
+                }
                 // INSTANCE.EPOCH.SEQ: an epoch holds no dot; an instance may.
                 guard message.subject.hasPrefix(valuesPrefix), let last = reply.lastIndex(of: "."),
                     let seq = UInt64(reply[reply.index(after: last)...]),
@@ -264,6 +280,7 @@ final class ClusterLink: @unchecked Sendable {
                 if up {
                     logger.notice("cluster: link to NATS back", metadata: ["node": "\(config.nodeName)"])
                     peers.linkCameUp()
+                    occupancy.sendWatches()
                 } else {
                     linkLosses &+= 1
                     logger.warning("cluster: link to NATS lost", metadata: ["node": "\(config.nodeName)"])

@@ -66,6 +66,10 @@ final class ClusterPeers: @unchecked Sendable {
     /// Tells every subscription that other nodes' values reach over NATS that it may have
     /// missed some.
     var missedEverything: () -> Void = {}
+    /// Told of each instance met (new, or heard again after it was given up), and of each
+    /// given up (silent for `aliveFor`, or said goodbye).
+    var met: (String) -> Void = { _ in }
+    var lost: (String) -> Void = { _ in }
 
     private var peers: [String: Peer] = [:]
     /// Instances given up for silence, with when: one heard again is told, and after
@@ -234,11 +238,13 @@ final class ClusterPeers: @unchecked Sendable {
         send(.node(name), Array((givenUp.removeValue(forKey: name) != nil ? "?d" : "?").utf8))
         sendSet(to: .node(name))
         setJoined(false)
+        met(name)
     }
 
     private func remove(_ name: String) {
         guard let peer = peers.removeValue(forKey: name) else { return }
         for key in peer.keys { forgetWanted(key) }
+        lost(name)
     }
 
     private func add(_ key: String, for name: String) {

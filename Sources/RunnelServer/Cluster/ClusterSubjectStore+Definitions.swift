@@ -177,6 +177,7 @@ extension ClusterSubjectStore {
         definitions[name] = definition
         if entry.retainsValues && consuming { startConsuming(entry) }
         if let ended = definition.ended { end(entry, error: ended.error) }
+        adopted(name)
         return entry
     }
 

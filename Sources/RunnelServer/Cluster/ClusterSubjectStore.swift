@@ -52,6 +52,9 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     private var lastSeqs: [String: [String: (epoch: String, seq: UInt64)]] = [:]
     /// How each plain subject's values are sent, by entry (made at its first value; gone with it).
     private var routes: [ObjectIdentifier: ClusterRoute] = [:]
+    /// Told of each subject made here from the cluster's definition (`OccupancyTracker`'s
+    /// patterns watch those made by other nodes from then on).
+    var adopted: (String) -> Void = { _ in }
     /// Values of other nodes this node knows it missed.
     private(set) var valuesMissed: UInt64 = 0
     /// `max_subjects` and `max_depth`, which values from other nodes respect too, and the

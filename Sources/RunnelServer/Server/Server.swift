@@ -71,7 +71,14 @@ public final class Server: SessionOwner, @unchecked Sendable {
         self.cluster = subjects as? ClusterSubjectStore
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         self.publisherPauses = PublisherPauses(clock: scheduler)
-        self.occupancy = OccupancyTracker(store: subjects.local, scheduler: scheduler)
+        let occupancy = OccupancyTracker(store: subjects.local, scheduler: scheduler)
+        self.occupancy = occupancy
+        if let peers = cluster?.link.occupancy {
+            occupancy.peers = peers
+            peers.localCount = { [weak occupancy] subject in occupancy?.localCount(of: subject) ?? 0 }
+            peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
+            cluster?.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
+        }
         applyRetentionLimits()
     }
 

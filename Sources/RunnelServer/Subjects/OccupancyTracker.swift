@@ -12,9 +12,11 @@ import RunnelUV
 /// An occupancy subject exists while someone reads it: made when a `sub` (or a stage) names
 /// it, or, while a subscription to a pattern `$sys.occupancy.P` lives, for every subject
 /// matching P that exists or whose count changes; let go once nothing reads it. It lives in
-/// the store's memory (`SubjectStore.local`): nothing of it is journaled or shared with a
-/// cluster. Its value changes at once when the count goes from 0 to 1 or back, and otherwise
-/// at most once every `coalescing` (the latest count, by one timer for all).
+/// the store's memory (`SubjectStore.local`): nothing of it is journaled. In a cluster the
+/// count is every node's (`peers`: this node's own, plus what the other nodes last said of
+/// theirs, and this node tells them its own of the subjects they watch). Its value changes at
+/// once when the count goes from 0 to 1 or back, and otherwise at most once every `coalescing`
+/// (the latest count, by one timer for all).
 ///
 /// Told by `Session.subscribe` once a subscription's chain runs and by
 /// `SubscriptionTable.forget`, so a count is taken with the subscription's pattern watcher in
@@ -36,6 +38,8 @@ final class OccupancyTracker: @unchecked Sendable {
     private var patterns: [SubjectPattern: Int] = [:]
     /// Sends the counts that waited; armed while one waits.
     private var timer: Disposable?
+    /// The other nodes' counts, in a cluster (set before the server serves).
+    var peers: (any OccupancyPeers)?
 
     private struct Watch {
         let entry: SubjectEntry
@@ -93,6 +97,7 @@ final class OccupancyTracker: @unchecked Sendable {
 
     /// Looks again at the subjects whose count `subscription` is part of.
     private func countsChanged(by subscription: SessionSubscription) {
+        tellPeers(countsChangedBy: subscription)
         if subscription.isPattern {
             let pattern = subscription.pattern
             guard isCounted(pattern.text) else { return }
@@ -115,10 +120,42 @@ final class OccupancyTracker: @unchecked Sendable {
 
     private func isWatchedByPattern(_ subject: String) -> Bool { patterns.keys.contains { $0.matches(subject) } }
 
+    /// Tells the other nodes this node's counts of the subjects they watch that `subscription`
+    /// is part of.
+    private func tellPeers(countsChangedBy subscription: SessionSubscription) {
+        guard let peers, isCounted(subscription.pattern.text) else { return }
+        if subscription.isPattern {
+            for subject in peers.watchedElsewhere where subscription.pattern.matches(subject) {
+                peers.tell(subject, count: localCount(of: subject))
+            }
+        } else if let name = subscription.entry?.name, peers.watchedElsewhere.contains(name) {
+            peers.tell(name, count: localCount(of: name))
+        }
+    }
+
+    /// This node's own count of `subject`, for the other nodes.
+    func localCount(of subject: String) -> Int { isCounted(subject) ? store.subscribers(of: subject) : 0 }
+
+    /// The other nodes' count of `subject`, which this node watches, changed.
+    func othersChanged(_ subject: String) { update(subject) }
+
+    /// `subject` was made here from the cluster's definition (perhaps by another node, whose
+    /// subscriptions count at once): watched when a pattern reads it.
+    func subjectAppeared(_ subject: String) {
+        guard isCounted(subject), watches[subject] == nil, isWatchedByPattern(subject) else { return }
+        _ = watch(subject)
+    }
+
+    /// What a value published to `subject` now would reach: here, and on the other nodes.
+    private func count(of subject: String) -> Int {
+        store.subscribers(of: subject) + (peers?.count(of: subject) ?? 0)
+    }
+
     /// `subject`'s watch, made (with its occupancy entry, holding the count now) when there is none.
     private func watch(_ subject: String) -> Watch {
         if let watch = watches[subject] { return watch }
-        let count = store.subscribers(of: subject)
+        peers?.watch(subject)
+        let count = count(of: subject)
         let entry = SubjectEntry(
             name: SystemSubjects.occupancyPrefix + subject, kind: .behavior, capacity: nil, initial: Self.value(count),
             created: store.retained.clock.now(), maxReplayBytes: store.retained.maxReplayBytes)
@@ -134,13 +171,14 @@ final class OccupancyTracker: @unchecked Sendable {
             return
         }
         watches[subject] = nil
+        peers?.unwatch(subject)
         store.delete(watch.entry)
     }
 
     /// Sends `subject`'s count now when it crosses 0, else within `coalescing` of the last.
     private func update(_ subject: String) {
         guard var watch = watches[subject] else { return }
-        let count = store.subscribers(of: subject)
+        let count = count(of: subject)
         defer { watches[subject] = watch }
         guard count != watch.sent else { return watch.isDue = false }
         let due = watch.sentAt.advanced(by: Self.coalescing)
@@ -177,7 +215,7 @@ final class OccupancyTracker: @unchecked Sendable {
             guard var watch = watches[subject], watch.isDue else { continue }
             let due = watch.sentAt.advanced(by: Self.coalescing)
             if due <= now {
-                let count = store.subscribers(of: subject)
+                let count = count(of: subject)
                 if count != watch.sent { send(count, to: &watch) }
                 watch.isDue = false
                 watches[subject] = watch
