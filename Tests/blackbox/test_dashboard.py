@@ -12,9 +12,12 @@ value once, and marks a gap where values were lost (`resumed: false`); with toke
 the page asks for one; the page's WebSocket negotiates permessage-deflate (the handshake as
 Chromium's DevTools report it) and a large value reaches it compressed on the wire (the
 kernel's byte count), and with `compression = false` nothing is negotiated and the page still
-works; every panel's `sub` asks for conflation; a node of a cluster (a nats-server on loopback)
-names itself and its link in the header,
-and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
+works; every panel's `sub` asks for conflation; a chart's time range subscribes with `since`
+(now minus the range) and `ts`, is kept in the URL, draws a replay subject's history at the
+values' server times and then live values, notes a range whose start was let go (`resumed:
+false`), shows the server's `bad_request` on a plain subject, and after a restart goes on `from`
+its last value; a node of a cluster (a nats-server on loopback) names itself and its link in the
+header, and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
 log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
 1,000 values/s into one chart panel (Chromium's Performance.getMetrics) (conftest.py's options: without
 them, those two checks are not collected). Needs selenium (PyPI) and Debian's chromium and chromium-driver.
@@ -28,7 +31,7 @@ import re
 import subprocess
 import threading
 import time
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -88,13 +91,16 @@ def type_into(driver, element_id, text):
         field.send_keys(text)
 
 
-def add_panel(driver, subject, view, filter="", map="", throttle=""):
-    """Fills the new-panel form and submits it with the keyboard; returns the new panel."""
+def add_panel(driver, subject, view, filter="", map="", throttle="", range="live"):
+    """Fills the new-panel form and submits it with the keyboard; returns the new panel. `range`
+    (a chart's time range: live, 15m, 1h, 24h) is chosen after the view, which turns it on."""
     before = len(driver.find_elements(By.CSS_SELECTOR, ".panel"))
     type_into(driver, "new-filter", filter)
     type_into(driver, "new-map", map)
     type_into(driver, "new-throttle", throttle)
     Select(driver.find_element(By.ID, "new-view")).select_by_value(view)
+    if view == "chart":
+        Select(driver.find_element(By.ID, "new-range")).select_by_value(range)
     type_into(driver, "new-subject", subject)
     driver.find_element(By.ID, "new-subject").submit()
     wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, ".panel")) == before + 1, "the new panel")
@@ -118,6 +124,30 @@ def logged(driver, panel):
     texts = driver.execute_script(
         "return [...arguments[0].querySelectorAll('.log-entry .value')].map(e => e.textContent).reverse()", panel)
     return [json.loads(text) for text in texts]
+
+
+def chart_points(panel):
+    """What a chart panel holds, as its canvas says (`data-points`, `data-oldest`): how many
+    points, and the oldest one's time (Unix ms; None without points)."""
+    canvas = panel.find_element(By.CSS_SELECTOR, "canvas.chart")
+    points, oldest = canvas.get_attribute("data-points"), canvas.get_attribute("data-oldest")
+    return int(points or 0), (int(oldest) if oldest else None)
+
+
+def chart_url(daemon, subject, range, **stages):
+    """The page with one chart panel of `subject` over `range`, as the URL keeps it."""
+    panel = {"subject": subject, "view": "chart", **stages, "range": range}
+    return daemon.url + "/#" + quote(json.dumps({"panels": [panel]}))
+
+
+def subs_sent(driver, subject):
+    """The `sub` requests for `subject` the page sent since the last look at the performance log."""
+    return [request for request in websocket_requests_sent(driver)
+            if request["op"] == "sub" and request.get("subject") == subject]
+
+
+def shown(panel, selector):
+    return any(node.is_displayed() for node in panel.find_elements(By.CSS_SELECTOR, selector))
 
 
 def gap_lines(panel):
@@ -538,6 +568,148 @@ class TestMain:
             subs = [request for request in websocket_requests_sent(driver) if request["op"] == "sub"]
             assert sorted((sub["subject"], sub.get("conflate")) for sub in subs) == [("conflated.*", True),
                                                                                     ("conflated.a", True)], subs
+        finally:
+            driver.quit()
+
+    def test_a_chart_range_subscribes_since_with_times_and_stays_in_the_url(self, run):
+        """A chart panel made with the range "last 15 min" sends its `sub` with `since` (now - 15
+        min, Unix ms), `ts: true` and no `from`, says its range, and keeps it in the URL: a fresh
+        browser's panel has it and subscribes the same way."""
+        assert run.tcp.request({"op": "create", "subject": "dash.range", "kind": "replay"})["ok"]
+        driver = chromium(performance_log=True)
+        try:
+            open_page(driver, run.daemon.url + "/")
+            asked = time.time() * 1000
+            panel = add_panel(driver, "dash.range", "chart", range="15m")
+            wait_live(panel)
+            subs = subs_sent(driver, "dash.range")
+            assert len(subs) == 1 and subs[0].get("ts") is True and "from" not in subs[0], subs
+            assert abs(subs[0]["since"] - (asked - 15 * 60000)) < 3000, (subs, asked)
+            assert panel.get_attribute("data-range") == "15m"
+            assert panel.find_element(By.CSS_SELECTOR, "h3").text == "dash.range · chart · last 15 min"
+            panel.find_element(By.CSS_SELECTOR, "button.copy").click()
+            command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
+            assert command == "runnel sub dash.range --since 15m --ts --conflate", command
+            url = driver.current_url
+            state = json.loads(unquote(url.split("#", 1)[1]))
+            assert state["panels"] == [{"subject": "dash.range", "filter": "", "map": "", "throttle": "",
+                                        "view": "chart", "range": "15m"}], state
+            # A range is a chart's: the form turns it off for the other views.
+            Select(driver.find_element(By.ID, "new-view")).select_by_value("log")
+            assert not driver.find_element(By.ID, "new-range").is_enabled()
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+        finally:
+            driver.quit()
+        fresh = chromium(performance_log=True)
+        try:
+            opened = time.time() * 1000
+            open_page(fresh, url)
+            panel = panel_for(fresh, "dash.range")
+            wait_live(panel)
+            assert panel.get_attribute("data-range") == "15m"
+            subs = subs_sent(fresh, "dash.range")
+            assert len(subs) == 1 and subs[0].get("ts") is True and "from" not in subs[0], subs
+            assert abs(subs[0]["since"] - (opened - 15 * 60000)) < 3000, (subs, opened)
+        finally:
+            fresh.quit()
+
+    def test_a_chart_range_shows_the_history_at_its_times_then_live_values(self, run):
+        """On a replay subject, a chart over "last 1 h" gets the values published before the page
+        opened, through its own stages (filter, map), each at its server time (before the page
+        opened, not when it came), then a value published afterwards."""
+        assert run.tcp.request({"op": "create", "subject": "dash.hist", "kind": "replay", "capacity": 100})["ok"]
+        published = time.time() * 1000
+        publish(run.tcp, "dash.hist", [{"v": v} for v in range(1, 8)])
+        time.sleep(1.5)
+        driver = chromium()
+        try:
+            opened = time.time() * 1000
+            open_page(driver, chart_url(run.daemon, "dash.hist", "1h", filter=".v % 2 == 0", map=".v"))
+            panel = panel_for(driver, "dash.hist")
+            wait_live(panel)
+            wait_until(lambda: chart_points(panel)[0] == 3, "the 3 points of the history (2, 4, 6)")
+            points, oldest = chart_points(panel)
+            assert published - 50 <= oldest < opened - 1000, (published, oldest, opened)
+            assert panel.find_element(By.CSS_SELECTOR, ".count").text == "3 values"
+            publish(run.tcp, "dash.hist", [{"v": 8}, {"v": 9}])
+            wait_until(lambda: chart_points(panel)[0] == 4, "the live point (8)")
+            time.sleep(0.3)
+            assert chart_points(panel) == (4, oldest), chart_points(panel)
+            assert panel.find_element(By.CSS_SELECTOR, ".count").text == "4 values"
+            assert not shown(panel, ".range-note") and not shown(panel, ".gap-note") and not shown(panel, ".panel-error")
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+        finally:
+            driver.quit()
+
+    def test_a_chart_range_whose_start_was_let_go_says_so(self, run):
+        """A replay subject that keeps 3 values, 10 published: a range's `sub` is answered
+        `resumed: false`, and the panel notes that the start of its range is not held, and
+        draws the 3 it got."""
+        assert run.tcp.request({"op": "create", "subject": "dash.evicted", "kind": "replay", "capacity": 3})["ok"]
+        publish(run.tcp, "dash.evicted", list(range(1, 11)))
+        driver = chromium()
+        try:
+            open_page(driver, chart_url(run.daemon, "dash.evicted", "15m"))
+            panel = panel_for(driver, "dash.evicted")
+            wait_live(panel)
+            wait_until(lambda: chart_points(panel)[0] == 3, "the 3 values kept")
+            wait_until(lambda: shown(panel, ".range-note"), "the note that the range's start is not held")
+            assert "start of this range" in panel.find_element(By.CSS_SELECTOR, ".range-note").text
+            assert not shown(panel, ".panel-error")
+        finally:
+            driver.quit()
+
+    def test_a_chart_range_on_a_plain_subject_shows_the_servers_refusal(self, run):
+        """A plain subject keeps no history: the range's `since` is refused (`bad_request`) and the
+        panel shows the server's message."""
+        publish(run.tcp, "dash.plainrange", [1])
+        reply = run.tcp.request({"op": "sub", "subject": "dash.plainrange", "since": 1})
+        assert reply["code"] == "bad_request", reply
+        driver = chromium()
+        try:
+            open_page(driver, run.daemon.url + "/")
+            panel = add_panel(driver, "dash.plainrange", "chart", range="24h")
+            error = wait_until(lambda: panel.find_element(By.CSS_SELECTOR, ".panel-error").text, "the error")
+            assert error.startswith("bad_request") and reply["message"] in error, (error, reply)
+            assert panel_state(panel) == "refused"
+        finally:
+            driver.quit()
+
+    def test_a_chart_range_goes_on_from_its_last_value_after_a_restart(self, run):
+        """After the daemon restarts, a ranged chart of a durable replay subject resubscribes
+        `from` its last value (no `since`): the points before the restart are not replayed again,
+        and a value published after it is added."""
+        assert run.tcp.request({"op": "create", "subject": "dash.hdur", "kind": "replay", "durable": True})["ok"]
+        publish(run.tcp, "dash.hdur", [1, 2, 3])
+        driver = chromium(performance_log=True)
+        try:
+            open_page(driver, chart_url(run.daemon, "dash.hdur", "15m"))
+            panel = panel_for(driver, "dash.hdur")
+            wait_live(panel)
+            wait_until(lambda: chart_points(panel)[0] == 3, "the 3 points of the history")
+            first = subs_sent(driver, "dash.hdur")
+            assert len(first) == 1 and "since" in first[0] and "from" not in first[0], first
+            last = run.tcp.request({"op": "list", "prefix": "dash.hdur"})["subjects"][0]["pos"]
+
+            port, http_port, directory = run.daemon.port, run.daemon.http_port, run.daemon.directory
+            run.tcp.close()
+            assert run.daemon.stop(keep_directory=True) == 0
+            wait_until(lambda: conn_state(driver) != "connected", "the page to notice")
+            run.daemon = Daemon(run.binary, CONFIG, port=port, http_port=http_port, directory=directory)
+            run.tcp = LineClient(run.daemon.port)
+            wait_until(lambda: conn_state(driver) == "connected", "the page to reconnect", timeout=10)
+            wait_live(panel)
+            publish(run.tcp, "dash.hdur", [4])
+            wait_until(lambda: chart_points(panel)[0] == 4, "the value after the restart")
+            time.sleep(0.3)
+            assert chart_points(panel)[0] == 4, chart_points(panel)
+            assert panel.find_element(By.CSS_SELECTOR, ".count").text == "4 values"
+            again = subs_sent(driver, "dash.hdur")
+            assert again and all(sub.get("from") == last and "since" not in sub and sub.get("ts") is True
+                                 for sub in again), (again, last)
+            assert not shown(panel, ".range-note") and not shown(panel, ".gap-note")
         finally:
             driver.quit()
 

@@ -9,7 +9,7 @@ import { connect, Gap, RunnelError } from "/runnel.js";
 const MAX_LOG = 1000;          // log lines kept per panel
 const MAX_POINTS = 10000;      // chart points kept per series
 const MAX_ROWS = 500;          // table rows (source subjects) per panel
-const WINDOW_MS = 60000;       // the chart's time window
+const WINDOW_MS = 60000;       // a live chart's time window
 const LIST_EVERY_MS = 1500;    // subjects list refresh
 const TOKEN_KEY = "runnel.token";
 // `?token_url=URL`: a page inside a web app gets its tokens from the app (short-lived JWTs its
@@ -266,9 +266,10 @@ byId("publish-form", HTMLFormElement).addEventListener("submit", (event) => {
 // ---- Panels ------------------------------------------------------------------------------------------
 /**
  * What a panel shows, as kept in the URL: its subject (or pattern), the stages' expressions
- * and throttle as typed, and its view.
- * @typedef {{ subject: string, filter: string, map: string, throttle: string, view: "chart" | "table" | "log" }} PanelSpec
+ * and throttle as typed, its view, and a chart's time range (none: live).
+ * @typedef {{ subject: string, filter: string, map: string, throttle: string, view: "chart" | "table" | "log", range?: RangeKey }} PanelSpec
  */
+/** @typedef {"15m" | "1h" | "24h"} RangeKey */
 /** @typedef {{ t: number, v: number }} Point */
 /** @typedef {{ value: unknown, pos: string | undefined, t: number, count: number, gapBefore?: boolean }} Row */
 /**
@@ -287,18 +288,32 @@ function shellQuote(text) {
 
 /** @type {PanelSpec["view"][]} the views a panel can have (any other is shown as a log) */
 const VIEWS = ["chart", "table", "log"];
+/**
+ * A chart's time ranges besides live: the key kept in the URL (and given to `runnel sub
+ * --since`), its label, its length.
+ * @type {Record<RangeKey, { label: string, ms: number }>}
+ */
+const RANGES = { "15m": { label: "last 15 min", ms: 15 * 60000 }, "1h": { label: "last 1 h", ms: 3600000 },
+  "24h": { label: "last 24 h", ms: 86400000 } };
+/** @type {RangeKey[]} */
+const RANGE_KEYS = ["15m", "1h", "24h"];
 
 /**
  * A panel: one subscription (resubscribed after a reconnect, resumed from its last position
  * when it can) and its view. Lifetime: from `addPanel` until `removePanel` or a new URL state.
  */
 class Panel {
-  /** @param {{ subject: string, filter?: string, map?: string, throttle?: string, view?: string }} spec */
+  /** @param {{ subject: string, filter?: string, map?: string, throttle?: string, view?: string, range?: string }} spec */
   constructor(spec) {
     this.id = nextPanelId++;
     /** @type {PanelSpec} */
     this.spec = { subject: spec.subject, filter: spec.filter || "", map: spec.map || "",
       throttle: spec.throttle || "", view: VIEWS.find((view) => view === spec.view) ?? "log" };
+    // Only a chart has a range; live keeps no key, so a live panel's URL is as before.
+    const range = this.spec.view === "chart" ? RANGE_KEYS.find((key) => key === spec.range) : undefined;
+    if (range) this.spec.range = range;
+    /** the chart's range in ms (0: live): its x-axis, and the `since` of a first `sub` */
+    this.rangeMs = range ? RANGES[range].ms : 0;
     this.pattern = isPattern(this.spec.subject);
     /** @type {import("/runnel.js").Subscription | null} */
     this.subscription = null;
@@ -325,13 +340,17 @@ class Panel {
 
     // The panel's elements.
     const { subject, filter, map, throttle, view } = this.spec;
-    const title = `${subject} · ${view}`;
+    const rangeLabel = range ? RANGES[range].label : "";
+    const title = `${subject} · ${view}` + (range ? ` · ${rangeLabel}` : "");
     const exprs = [filter && `filter ${filter}`, map && `map ${map}`, throttle !== "" && `throttle ${throttle}s`]
       .filter(Boolean).join(" | ");
     this.stateNode = el("span", { class: "state" });
     this.countNode = el("span", { class: "count", text: "0 values" });
     this.errorNode = el("div", { class: "panel-error", role: "alert", hidden: "" });
     this.gapNode = el("div", { class: "gap-note", hidden: "" });
+    // A range whose start the server no longer holds (`resumed: false` to its `since`).
+    this.rangeNote = el("div", { class: "gap-note range-note", hidden: "",
+      text: "⚠ the server no longer holds the start of this range" });
     this.commandNode = el("input", { class: "command", readonly: "", hidden: "", "aria-label": "runnel sub command line" });
     const copy = el("button", { type: "button", class: "quiet copy", text: "Copy command",
       title: "copy the equivalent runnel sub command line", onclick: () => this.copyCommand() });
@@ -344,7 +363,8 @@ class Panel {
     /** @type {HTMLElement} */
     let viewNode;
     if (view === "chart") {
-      this.canvas = el("canvas", { class: "chart view", role: "img", "aria-label": `line chart of ${subject}` });
+      this.canvas = el("canvas", { class: "chart view", role: "img",
+        "aria-label": `line chart of ${subject}` + (range ? `, ${rangeLabel}` : "") });
       viewNode = this.canvas;
     } else if (view === "table") {
       this.tbody = el("tbody");
@@ -356,11 +376,11 @@ class Panel {
       viewNode = el("ol", { class: "log view", "aria-label": `values of ${subject}, newest first` });
     }
     this.viewNode = viewNode;
-    this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view },
+    this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view, "data-range": range ?? "live" },
       el("div", { class: "panel-head" }, el("h3", { text: title }), el("div", { class: "tools" }, copy, remove)),
       el("div", { class: "exprs", text: exprs || "no stages" }),
       el("div", { class: "meta" }, this.stateNode, this.countNode),
-      this.errorNode, this.gapNode, this.commandNode, this.viewNode);
+      this.errorNode, this.gapNode, this.rangeNote, this.commandNode, this.viewNode);
   }
 
   /** The `sub` request's stages. */
@@ -381,6 +401,7 @@ class Panel {
     if (map) parts.push("--map", shellQuote(map));
     if (throttle !== "") parts.push("--throttle", shellQuote(String(throttle)));
     if (this.pattern) parts.push("--subject");
+    if (this.spec.range) parts.push("--since", this.spec.range, "--ts");
     // The panel conflates (its `sub` carries `conflate`): the command does as it does.
     parts.push("--conflate");
     return parts.join(" ");
@@ -403,15 +424,20 @@ class Panel {
    * Subscribes through the client, from the newest position shown (a panel made again by a new
    * client, after a token was given); the client resumes it after its own reconnects. It
    * conflates: a page that lags is sent the latest value, and a gap for those it replaced.
+   * A chart with a range starts at now − range (`since`, with each value's server time, `ts`)
+   * while it has shown nothing yet; the client too sends `since` again only until a value came,
+   * then `from`, so a reconnect goes on from the last value rather than replaying the range.
    */
   async subscribe() {
     if (!client) return;
     const generation = ++this.generation;
     const from = this.pattern ? null : this.lastPos;
+    const since = !from && this.rangeMs ? Date.now() - this.rangeMs : undefined;
     this.state = "subscribing";
     this.markDirty();
     try {
-      const options = { ops: this.ops(), conflate: true, ...(from ? { from } : {}) };
+      const options = { ops: this.ops(), conflate: true, ...(from ? { from } : {}),
+        ...(since !== undefined ? { since } : {}), ...(this.rangeMs ? { ts: true } : {}) };
       const subscription = await client.subscribe(this.spec.subject, options,
         (event) => { if (this.generation === generation) this.onEvent(event); },
         (error) => { if (this.generation === generation) this.onEnd(error); });
@@ -422,8 +448,9 @@ class Panel {
       this.subscription = subscription;
       this.error = null;
       this.state = "live";
-      if (!from && this.wasLive) {
-        // A pattern (or a subject with no value shown yet) cannot resume: say so.
+      if (!from && since === undefined && this.wasLive) {
+        // A pattern (or a subject with no value shown yet) cannot resume: say so. (A range's
+        // `since` replays what is held, and says what is not.)
         this.addGap("gap: values published while disconnected were not resumed");
       }
       this.wasLive = true;
@@ -481,6 +508,9 @@ class Panel {
         // when the server does not know how many.
         const count = event.count === null ? "some" : event.count;
         this.addGap(`gap: the server skipped ${count} value(s) (this page lagged, or another node's were missed)`);
+      } else if (event.reason === "not_resumed" && this.rangeMs && !this.lastPos) {
+        // The answer to a `since` (no value shown yet): values of the range were let go.
+        this.rangeNote.hidden = false;
       } else if (event.reason === "not_resumed" && this.lastPos) {
         this.addGap("gap: values may have been missed while disconnected (could not resume after " + this.lastPos + ")");
       } else {
@@ -490,7 +520,9 @@ class Panel {
       return;
     }
     if (event.pos && !this.pattern) this.lastPos = event.pos;
-    this.accept(event.subject, event.value, event.pos ?? undefined);
+    // A chart with a range plots each value at its server time; a live one, when it came.
+    const t = this.rangeMs && event.ts !== null ? event.ts : Date.now();
+    this.accept(event.subject, event.value, event.pos ?? undefined, t);
   }
 
   /** @param {RunnelError | null} error what ended the subscription, or null: it completed */
@@ -505,9 +537,9 @@ class Panel {
    * @param {string} source
    * @param {unknown} value
    * @param {string | undefined} pos
+   * @param {number} t when, in ms since the epoch
    */
-  accept(source, value, pos) {
-    const t = Date.now();
+  accept(source, value, pos, t) {
     this.count += 1;
     const view = this.spec.view;
     if (view === "chart") {
@@ -570,8 +602,19 @@ class Panel {
       this.gapNode.textContent = `⚠ ${this.gaps.length} gap(s); last at ${clock(last.t)}: ${last.message}`;
       this.gapNode.hidden = false;
     }
-    if (this.spec.view === "chart") this.drawChart();
-    else if (this.spec.view === "table") this.drawTable();
+    if (this.spec.view === "chart") {
+      this.drawChart();
+      // What the chart holds, for tests and the curious: its points and the oldest one's time.
+      if (this.canvas) {
+        let points = 0, oldest = Infinity;
+        for (const series of this.series.values()) {
+          points += series.length;
+          if (series.length) oldest = Math.min(oldest, series[0].t);
+        }
+        this.canvas.dataset.points = String(points);
+        this.canvas.dataset.oldest = oldest === Infinity ? "" : String(oldest);
+      }
+    } else if (this.spec.view === "table") this.drawTable();
     else this.drawLog();
   }
 
@@ -622,17 +665,18 @@ class Panel {
     if (!ctx) return;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    // The window grows with the data from 10 s to WINDOW_MS.
+    // A range's window is the range; a live one grows with the data from 10 s to WINDOW_MS.
     const now = Date.now();
+    const keep = this.rangeMs || WINDOW_MS;
     let oldest = now;
     for (const points of this.series.values()) if (points.length) oldest = Math.min(oldest, points[0].t);
-    const span = Math.min(WINDOW_MS, Math.max(10000, Math.ceil((now - oldest) / 10000) * 10000));
+    const span = this.rangeMs || Math.min(WINDOW_MS, Math.max(10000, Math.ceil((now - oldest) / 10000) * 10000));
     const start = now - span;
     let low = Infinity, high = -Infinity;
     for (const points of this.series.values()) {
       // Forget what has left the window, in batches.
       let first = 0;
-      while (first < points.length && points[first].t < now - WINDOW_MS) first++;
+      while (first < points.length && points[first].t < now - keep) first++;
       if (first > 256 || first === points.length) points.splice(0, first), first = 0;
       for (let i = 0; i < points.length; i++) {
         if (points[i].t < start) continue;
@@ -649,7 +693,7 @@ class Panel {
     ctx.lineWidth = 1;
     ctx.strokeRect(left + .5, top + .5, plotW, plotH);
     /** @type {[number, string, CanvasTextAlign][]} */
-    const labels = [[0, `-${span / 1000} s`, "left"], [0.5, `-${span / 2000} s`, "center"], [1, "now", "right"]];
+    const labels = [[0, `-${ago(span)}`, "left"], [0.5, `-${ago(span / 2)}`, "center"], [1, "now", "right"]];
     for (const [fraction, label, align] of labels) {
       ctx.textAlign = align;
       ctx.fillText(label, left + fraction * plotW, height - 6);
@@ -750,6 +794,16 @@ function splitPos(pos) {
   return [pos.slice(0, colon), Number(pos.slice(colon + 1))];
 }
 
+/**
+ * A length of time as the chart's axis says it: seconds up to 2 min, minutes up to 2 h, hours.
+ * @param {number} ms
+ */
+function ago(ms) {
+  if (ms < 120000) return `${ms / 1000} s`;
+  if (ms < 7200000) return `${ms / 60000} min`;
+  return `${ms / 3600000} h`;
+}
+
 /** @param {number} v */
 function formatNumber(v) {
   if (Number.isInteger(v)) return String(v);
@@ -797,9 +851,17 @@ byId("new-panel", HTMLFormElement).addEventListener("submit", (event) => {
   event.preventDefault();
   const subject = byId("new-subject", HTMLInputElement).value.trim();
   if (!subject) return;
+  const view = byId("new-view", HTMLSelectElement).value;
+  const range = view === "chart" ? byId("new-range", HTMLSelectElement).value : "";
   addPanel({ subject, filter: byId("new-filter", HTMLInputElement).value.trim(), map: byId("new-map", HTMLInputElement).value.trim(),
-    throttle: byId("new-throttle", HTMLInputElement).value.trim(), view: byId("new-view", HTMLSelectElement).value });
+    throttle: byId("new-throttle", HTMLInputElement).value.trim(), view, ...(range !== "live" && range ? { range } : {}) });
 });
+// A range is a chart's: the choice is off for the other views (also as the browser restored the form).
+function syncRange() {
+  byId("new-range", HTMLSelectElement).disabled = byId("new-view", HTMLSelectElement).value !== "chart";
+}
+byId("new-view", HTMLSelectElement).addEventListener("change", syncRange);
+syncRange();
 
 // ---- The page's state in the URL: #{"panels":[...]} (JSON, percent-encoded) ----------------
 let savedHash = "";
