@@ -8,7 +8,8 @@ import Testing
 /// NATS sharing nothing, a lost link (`unavailable`, `/healthz` 503, what still works, `dropped`
 /// when it is back), and the start-up errors; `Tests/blackbox/test_cluster_history.py` checks
 /// history by time across nodes (`ts`, `since`, `until`, `retain_s` as JetStream's `max_age`),
-/// `Tests/blackbox/test_cluster_occupancy.py` occupancy counted over every node.
+/// `Tests/blackbox/test_cluster_occupancy.py` occupancy counted over every node,
+/// `Tests/blackbox/test_cluster_conflation.py` conflation of values that crossed the cluster.
 /// Each check is a test case of its own (`PythonSuite`).
 @Suite struct ClusterTests {
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster.py"))
@@ -23,6 +24,11 @@ import Testing
 
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_occupancy.py"))
     func theClusterOccupancyChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_conflation.py"))
+    func theClusterConflationChecksPass(_ check: PythonCheck) async {
         await PythonSuite.expectPasses(check)
     }
 }

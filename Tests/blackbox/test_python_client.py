@@ -5,9 +5,10 @@ and without a reply; typed errors; subscribe with stages, as an iterator and wit
 positions and `from`; history by time (`since`, `until`, `ts`, and a reconnect that resumes by
 position); runneld killed with SIGKILL and restarted under a durable subscription (nothing lost or
 repeated) and under a plain one (a gap reported); a `closing` line; the client's bounded buffer
-under a consumer slower than the network; the server's `dropped` events as gaps; a
-clean close (the server's `stats` back to what they were); leaving an `async for` (or a blocking
-`for`) early unsubscribes; every call's deadline, with runneld stopped (SIGSTOP) and killed, and a
+under a consumer slower than the network; the server's `dropped` events as gaps; a `conflate`
+subscription that stops reading kept, not cut, its replaced values as gaps; a clean close (the
+server's `stats` back to what they were); leaving an `async for` (or a blocking `for`) early
+unsubscribes; every call's deadline, with runneld stopped (SIGSTOP) and killed, and a
 `sub` answered past it undone; a wrong port named (`runnel://` at the HTTP port, `ws://` at the
 line port); the blocking wrapper; `pip install` of the package.
 
@@ -1090,6 +1091,91 @@ class TestSlow:
         assert after["dropped"] - before["dropped"] == sum(gap.count for gap in gaps), (after["dropped"], gaps)
         await subscriber.close()
         await publisher.close()
+
+    @runs_async
+    async def test_a_conflating_subscription_gets_the_latest_values_and_a_gap_for_the_rest(self, d):
+        # `conflate`: while the client reads nothing (overflow "wait" with a buffer of 1: its reader
+        # stops at the first event nobody takes) the server keeps one value for it, not 20 MB (the
+        # 256 KiB limit many times over: a subscriber that is not conflating is cut). Every wait
+        # has a deadline and the clients are closed whatever happens (this check once hung CI: a
+        # close() that waited for a reader which had dropped its cancellation, fixed since).
+        lost, reasons, on_disconnect = noticing()
+        count = 20_000
+        clients = []
+        try:
+            subscriber = await connected(d, buffer=1, overflow="wait", call_timeout=DEADLINE,
+                                         on_disconnect=on_disconnect)
+            clients.append(subscriber)
+            publisher = await connected(d, call_timeout=DEADLINE)
+            clients.append(publisher)
+            sent, replies = recording_lines(subscriber)
+            before = await publisher.request("stats")
+            subscription = await subscriber.subscribe("slow.conflate", {"conflate": True})
+
+            async def publish_every_value():
+                for n in range(count):
+                    await publisher.publish("slow.conflate", {"n": n, "pad": "x" * 1000})
+                # Answered once the server has handled every value: kept, sent or replaced.
+                await publisher.request("ping")
+
+            await asyncio.wait_for(publish_every_value(), 60)
+            assert not lost.is_set(), reasons
+            events = []
+
+            async def read_to_the_last_value():
+                while not (events and isinstance(events[-1], Value) and events[-1].value["n"] == count - 1):
+                    events.append(await asyncio.wait_for(anext(subscription), DEADLINE))
+
+            try:
+                await asyncio.wait_for(read_to_the_last_value(), 60)
+            except asyncio.TimeoutError:
+                last = [event.value["n"] if isinstance(event, Value) else event for event in events[-3:]]
+                raise AssertionError(f"the last value did not come: {len(events)} events, the last {last}") from None
+            values = [event.value["n"] for event in events if isinstance(event, Value)]
+            gaps = [event for event in events if isinstance(event, Gap)]
+            assert gaps and {gap.reason for gap in gaps} == {"dropped"}, gaps[:5]
+            assert all(isinstance(gap.count, int) and gap.count > 0 for gap in gaps), gaps[:5]
+            assert all(a < b for a, b in zip(values, values[1:])), "values out of order or repeated"
+            replaced = sum(gap.count for gap in gaps)
+            assert len(values) + replaced == count, (len(values), replaced)
+            # Each gap stands where its values would have been: it counts those between the value
+            # before it and the one after.
+            previous = -1
+            for at, event in enumerate(events):
+                if isinstance(event, Gap):
+                    following = events[at + 1]
+                    assert isinstance(following, Value) and following.value["n"] - previous - 1 == event.count, (
+                        previous, event, following.value["n"] if isinstance(following, Value) else following)
+                else:
+                    previous = event.value["n"]
+            after = await publisher.request("stats")
+            assert after["slow_consumer_disconnects"] == before["slow_consumer_disconnects"], "the subscriber was cut"
+            assert after["dropped"] - before["dropped"] == replaced, (after["dropped"] - before["dropped"], replaced)
+            assert not reasons and subscriber.connected, reasons
+            # A reconnect subscribes again, conflating again: the connection is closed under the
+            # client (as the JavaScript check closes its WebSocket), which reconnects.
+            await subscriber._transport.close()
+            await wait_for_event(lost, "the client noticing its closed connection")
+
+            async def is_connected():
+                return subscriber.connected  # set once its subscriptions are subscribed again
+
+            await poll(is_connected, bool, "the reconnect")
+            assert await publisher.publish("slow.conflate", {"n": count}, reply=True) == 1
+            [event] = await take(subscription, 1)
+            assert isinstance(event, Value) and event.value["n"] == count, event
+            subs = [body for body in sent if body["op"] == "sub"]
+            assert [(body["sid"], body.get("conflate")) for body in subs] == [(subscription.sid, True)] * 2, subs
+            assert [line["ok"] for line in replies if line.get("sid") == subscription.sid] == [True, True], replies
+            assert [reason.code for reason in reasons] == ["connection_lost"], reasons
+        finally:
+            unclosed = []
+            for client in clients:
+                try:
+                    await asyncio.wait_for(client.close(), DEADLINE)
+                except asyncio.TimeoutError:
+                    unclosed.append(client)
+            assert not unclosed, f"{len(unclosed)} client(s) still closing after {DEADLINE} s"
 
     def test_clean_stop(self, d):
         assert_clean_stop(d)
