@@ -6,9 +6,7 @@ extension SubjectKind {
     package func shape(capacity: Int?, retainMilliseconds: Int64? = nil, durable: Bool) -> String {
         var details: [String] = []
         if let capacity { details.append("capacity \(capacity)") }
-        if let retainMilliseconds {
-            details.append("retain_s \(JSONWriter.numberText(RetainAge.seconds(milliseconds: retainMilliseconds)))")
-        }
+        if let retainMilliseconds { details.append("retain_s \(RetainAge.text(milliseconds: retainMilliseconds))") }
         if durable { details.append("durable") }
         return details.isEmpty ? rawValue : "\(rawValue) (\(details.joined(separator: ", ")))"
     }

@@ -34,8 +34,8 @@ final class ClusterOccupancy: OccupancyPeers, @unchecked Sendable {
     private var told: [String: Int] = [:]
     /// Lines waiting for the end of the loop's turn.
     private var outgoing: [UInt8] = []
-    /// The most bytes of lines in one message.
-    static let part = 65_536
+    /// The most bytes of lines in one message: the bound of the nodes' other messages.
+    static let part = ClusterPeers.setPart
 
     init(instance: String, scheduler: any Scheduler, send: @escaping ([UInt8]) -> Void) {
         self.instance = instance

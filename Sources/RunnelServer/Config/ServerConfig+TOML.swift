@@ -313,8 +313,7 @@ struct TOMLConfigReader {
             else {
                 throw error(
                     "\(prefix).retain_s",
-                    "must be a number of seconds > 0 and at most \(JSONWriter.numberText(RetainAge.maxSeconds)), "
-                        + "got \(Self.describe(retainValue))")
+                    "must be \(RetainAge.requirement), got \(Self.describe(retainValue))")
             }
             retainMilliseconds = milliseconds
         }

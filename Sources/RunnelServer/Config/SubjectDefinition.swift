@@ -41,9 +41,7 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
         switch kind {
         case .subject: return "\(name) (subject\(policy))"
         case .replay:
-            let retain = retainMilliseconds.map {
-                ", retain_s \(JSONWriter.numberText(RetainAge.seconds(milliseconds: $0)))"
-            }
+            let retain = retainMilliseconds.map { ", retain_s \(RetainAge.text(milliseconds: $0))" }
             return "\(name) (replay, capacity \(capacity ?? 0)\(retain ?? "")\(durable ? ", durable" : "")\(policy))"
         case .behavior:
             return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : "")\(policy))"

@@ -308,10 +308,7 @@ extension Session {
         }
         guard let seconds = request.scanned.number(field), let milliseconds = RetainAge.milliseconds(seconds: seconds)
         else {
-            throw ProtocolError(
-                .badRequest,
-                "field 'retain_s' must be a number of seconds > 0 and at most "
-                    + JSONWriter.numberText(RetainAge.maxSeconds))
+            throw ProtocolError(.badRequest, "field 'retain_s' must be \(RetainAge.requirement)")
         }
         return milliseconds
     }
