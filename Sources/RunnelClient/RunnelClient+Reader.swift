@@ -241,7 +241,8 @@ extension RunnelClient {
             let waiting =
                 if name == "next", let range = line.valueRange {
                     subscription.received(
-                        json: Array(line.bytes[range]), from: line.subject, position: line.pos, time: line.ts)
+                        json: Array(line.bytes[range]), from: line.subject, position: line.pos, time: line.ts,
+                        key: line.key)
                 } else {
                     subscription.received(line)
                 }
@@ -249,19 +250,20 @@ extension RunnelClient {
         }
     }
 
-    /// After a connection ends: the calls waiting on it fail with `reason`; nil when the client
-    /// was closed meanwhile (nothing more to do).
+    /// After a connection ends: the calls waiting on it fail with `reason`, and no map table is
+    /// current any more; nil when the client was closed meanwhile (nothing more to do).
     private func disconnected(_ connection: LineSocket, _ reason: RunnelError) -> RunnelError? {
         connection.shutdown()
-        let (pending, closed, outbox) = state.withLock { state in
+        let (pending, closed, outbox, subscriptions) = state.withLock { state in
             defer { state.outbox = nil }
             state.ready = false
             state.connection = nil
             state.lastDisconnect = reason
-            return (state.takePending(), state.final != nil, state.outbox)
+            return (state.takePending(), state.final != nil, state.outbox, Array(state.subscriptions.values))
         }
         outbox?.stop()
         for call in pending { call.resume(returning: .failure(reason)) }
+        for subscription in subscriptions { subscription.lost() }
         return closed ? nil : reason
     }
 

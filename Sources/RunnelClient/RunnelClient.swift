@@ -70,33 +70,38 @@ public final class RunnelClient: Sendable {
     /// The reason the last connection was lost.
     public var lastDisconnect: RunnelError? { state.withLock { $0.lastDisconnect } }
 
-    /// Publishes `value` to `subject`. Without `reply`, returns nil once the line is queued for
-    /// the connection (waiting while over 1 MiB is queued; a refusal goes to `onError`); with it,
-    /// waits for the answer and returns how many subscriptions received the value. Either way
-    /// it throws `timeout` when that has not happened within `timeout` (default:
-    /// `ClientOptions.callTimeout`), the wait for a connection that is down included.
+    /// Publishes `value` to `subject`; to a map subject (version 1.3), as the value of `key` (a
+    /// map needs one; any other subject refuses it: `bad_request`). Without `reply`, returns nil
+    /// once the line is queued for the connection (waiting while over 1 MiB is queued; a refusal
+    /// goes to `onError`); with it, waits for the answer and returns how many subscriptions
+    /// received the value. Either way it throws `timeout` when that has not happened within
+    /// `timeout` (default: `ClientOptions.callTimeout`), the wait for a connection that is down
+    /// included.
     @discardableResult
-    public func publish(_ subject: String, _ value: JSONValue, reply: Bool = false, timeout: Duration? = nil)
-        async throws(RunnelError) -> Int?
-    {
+    public func publish(
+        _ subject: String, _ value: JSONValue, key: String? = nil, reply: Bool = false, timeout: Duration? = nil
+    ) async throws(RunnelError) -> Int? {
         var request = RequestLine(op: "pub")
         request.string("subject", subject)
+        if let key { request.string("key", key) }
         request.json("value", value)
         return try await publish(request, reply: reply, timeout: timeout)
     }
 
     /// Publishes JSON already encoded, byte for byte.
     @discardableResult
-    public func publish(_ subject: String, json: RawJSON, reply: Bool = false, timeout: Duration? = nil)
-        async throws(RunnelError) -> Int?
-    {
+    public func publish(
+        _ subject: String, json: RawJSON, key: String? = nil, reply: Bool = false, timeout: Duration? = nil
+    ) async throws(RunnelError) -> Int? {
         var request = RequestLine(op: "pub")
         request.string("subject", subject)
+        if let key { request.string("key", key) }
         request.raw("value", json)
         return try await publish(request, reply: reply, timeout: timeout)
     }
 
-    private func publish(_ request: RequestLine, reply: Bool, timeout: Duration?) async throws(RunnelError) -> Int? {
+    /// A `pub` request (a value, or a map key's removal), as `publish` sends it.
+    func publish(_ request: RequestLine, reply: Bool, timeout: Duration?) async throws(RunnelError) -> Int? {
         let deadline = CallDeadline(op: "pub", timeout: timeout ?? options.callTimeout)
         guard reply else {
             guard try await readyConnection(deadline).enqueue(request.finished()) else { throw lostConnection }
@@ -129,6 +134,13 @@ public final class RunnelClient: Sendable {
     public func subscribe(
         _ subject: String, _ options: SubscribeOptions = SubscribeOptions(), timeout: Duration? = nil
     ) async throws(RunnelError) -> Subscription {
+        try await subscribe(subject, options, keepsTable: false, timeout: timeout)
+    }
+
+    /// `subscribe`, or `subscribeMap`'s subscription (`keepsTable`).
+    func subscribe(
+        _ subject: String, _ options: SubscribeOptions, keepsTable: Bool, timeout: Duration?
+    ) async throws(RunnelError) -> Subscription {
         let deadline = CallDeadline(op: "sub", timeout: timeout ?? self.options.callTimeout)
         let connection = try await readyConnection(deadline)
         let sid = state.withLock { state in
@@ -136,7 +148,8 @@ public final class RunnelClient: Sendable {
             return "s\(state.nextSid)"
         }
         let subscription = Subscription(
-            client: self, sid: sid, subject: subject, options: options, capacity: self.options.buffer)
+            client: self, sid: sid, subject: subject, options: options, capacity: self.options.buffer,
+            keepsTable: keepsTable)
         if subscription.isPattern && options.from != nil {
             throw RunnelError(code: "bad_request", message: "a pattern subscription has no position to start from")
         }

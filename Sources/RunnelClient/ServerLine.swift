@@ -12,7 +12,8 @@ package struct ServerLine: Sendable {
     package enum Kind: Equatable, Sendable {
         /// `{"ok":...}`: a reply; `ok` tells success.
         case reply(ok: Bool)
-        /// `{"ev":NAME,...}`: a stream event (`next`, `error`, `completed`, `dropped`, `closing`).
+        /// `{"ev":NAME,...}`: a stream event (`next`, `error`, `completed`, `dropped`, `closing`;
+        /// a map's `removed` and `synced`).
         case event(String)
     }
 
@@ -23,17 +24,22 @@ package struct ServerLine: Sendable {
     package let sid: String?
     /// Where the `value` of a `next` event is in `bytes`.
     package let valueRange: Range<Int>?
-    /// The source subject of a pattern subscription's `next` event.
+    /// The source subject of a pattern subscription's `next` (or `removed`) event.
     package let subject: String?
+    /// A map's key, in its `next` and `removed` events (version 1.3).
+    package let key: String?
+    /// Why a map's key went, in its `removed` event: `deleted` or `expired`.
+    package let reason: String?
     /// For failures: `code`, `message`, `stage`.
     package let code: String?
     package let message: String?
     package let stage: Int?
     /// For `dropped`: how many events were lost.
     package let count: Int?
-    /// A `next` event's position (`EPOCH:SEQ`), when the subscription asked for positions.
+    /// A `next` (or `removed`) event's position (`EPOCH:SEQ`), when the subscription asked for
+    /// positions; a map's `synced`'s, the map's own position then.
     package let pos: String?
-    /// A `next` event's publish time (Unix ms), when the subscription asked for times.
+    /// A `next` (or `removed`) event's publish time (Unix ms), when the subscription asked for times.
     package let ts: Int64?
     /// The `sub` reply's answer to `from`: whether the subscription resumed.
     package let resumed: Bool?
@@ -53,6 +59,8 @@ package struct ServerLine: Sendable {
         sid = parsed.sid
         valueRange = parsed.valueRange
         subject = parsed.subject
+        key = parsed.key
+        reason = parsed.reason
         code = parsed.code
         message = parsed.message
         stage = parsed.stage
@@ -88,6 +96,8 @@ package struct ServerLine: Sendable {
         var sid: String?
         var valueRange: Range<Int>?
         var subject: String?
+        var key: String?
+        var reason: String?
         var code: String?
         var message: String?
         var stage: Int?
@@ -123,15 +133,18 @@ package struct ServerLine: Sendable {
                 kind = .event(name)
                 sid = string("sid")
                 switch name {
-                case "next":
-                    valueRange = member("value")?.range
+                case "next", "removed":
+                    if name == "next" { valueRange = member("value")?.range } else { reason = string("reason") }
                     subject = string("subject")
+                    key = string("key")
                     pos = string("pos")
                     ts = integer("ts").map(Int64.init)
                 case "error", "closing":
                     (code, message, stage) = failure()
                 case "dropped":
                     count = integer("count")
+                case "synced":
+                    pos = string("pos")
                 default:
                     break
                 }

@@ -14,6 +14,11 @@ import Synchronization
 /// when the server cannot continue from there, a `Gap` (`not_resumed`) comes first and values
 /// at or before the last position seen are skipped once.
 ///
+/// On a map subject (version 1.3) it yields the map's writes, each `Value` with its `key` (the
+/// snapshot's, then the changes'), and neither its removals nor the end of its snapshot; its
+/// position is the snapshot's once `synced` has come. A `MapSubscription` is one of these that
+/// keeps the table (`state.table`) and yields every change (`nextEvent`).
+///
 /// Thread rules: everything is behind `state`'s mutex; `put`, `answered`, `event` and
 /// `waitForRoom` are the reader thread's, the iteration one consumer task's at a time.
 /// Lifetime rule: the client holds it while it is live; it holds the client (to unsubscribe)
@@ -32,12 +37,16 @@ public final class Subscription: AsyncSequence, Sendable {
     let since: Int64?
     let until: Int64?
     let timestamps: Bool
-    private let client: RunnelClient
-    private let capacity: Int
-    private let state: Mutex<SubscriptionState>
+    let client: RunnelClient
+    let capacity: Int
+    let state: Mutex<SubscriptionState>
     private let room = Semaphore()
 
-    init(client: RunnelClient, sid: String, subject: String, options: SubscribeOptions, capacity: Int) {
+    /// `keepsTable`: a `MapSubscription`'s.
+    init(
+        client: RunnelClient, sid: String, subject: String, options: SubscribeOptions, capacity: Int,
+        keepsTable: Bool = false
+    ) {
         self.client = client
         self.sid = sid
         self.subject = subject
@@ -50,13 +59,15 @@ public final class Subscription: AsyncSequence, Sendable {
         self.capacity = capacity
         var initial = SubscriptionState()
         if let from = options.from, !isPattern { initial.positions[subject] = from }
+        if keepsTable { initial.table = MapTable() }
         state = Mutex(initial)
     }
 
     /// The position of the newest value of a one-subject subscription (or its `from`): give it as
-    /// `from` later to continue right after it. nil for a pattern.
+    /// `from` later to continue right after it. nil for a pattern, and while a map's snapshot is
+    /// read.
     public var position: String? {
-        isPattern ? nil : state.withLock { $0.positions[subject] }
+        isPattern ? nil : state.withLock { $0.inSnapshot ? nil : $0.positions[subject] }
     }
 
     /// Ends the subscription here (what it buffered is dropped) and in the server (`unsub`).
@@ -74,13 +85,21 @@ public final class Subscription: AsyncSequence, Sendable {
         let subscription: Subscription
 
         public mutating func next() async throws -> SubscriptionEvent? {
-            try await subscription.next()
+            while let event = try await subscription.nextEvent() {
+                switch event {
+                case .value(let value): return .value(value)
+                case .gap(let gap): return .gap(gap)
+                case .removed, .synced: continue  // only a map subscription's are put
+                }
+            }
+            return nil
         }
     }
 
     // MARK: The consumer's side
 
-    private func next() async throws -> SubscriptionEvent? {
+    /// The next event: what `Iterator` and `MapSubscription.Iterator` yield.
+    func nextEvent() async throws -> MapEvent? {
         let taken = state.withLock { state -> SubscriptionState.Taken? in state.take() }
         if let taken { return try deliver(taken) }
         let awaited = await withTaskCancellationHandler {
@@ -100,7 +119,7 @@ public final class Subscription: AsyncSequence, Sendable {
     }
 
     /// What `take` found, as `next` returns it; room made for a reader thread that waits.
-    private func deliver(_ taken: SubscriptionState.Taken) throws -> SubscriptionEvent? {
+    private func deliver(_ taken: SubscriptionState.Taken) throws -> MapEvent? {
         switch taken {
         case .event(let event, let madeRoom):
             if madeRoom { room.signal() }
@@ -145,42 +164,46 @@ public final class Subscription: AsyncSequence, Sendable {
             end(reply.error, dropBuffered: false)
             return false
         }
-        let (live, gap) = state.withLock { state -> (Bool, Gap?) in
-            guard !state.hasEnded else { return (false, nil) }
-            defer { state.subscribedBefore = true }
-            guard reply.resumed == false || (state.subscribedBefore && !sentStart) else { return (true, nil) }
-            state.skip = state.positions.compactMapValues(Position.init)
-            return (true, Gap(.notResumed, cause: state.subscribedBefore ? cause : nil))
+        let (live, waiting) = state.withLock { state -> (Bool, Bool) in
+            guard !state.hasEnded else { return (false, false) }
+            var waiting = false
+            if reply.resumed == false || (state.subscribedBefore && !sentStart) {
+                state.skip = state.positions.compactMapValues(Position.init)
+                let gap = Gap(.notResumed, cause: state.subscribedBefore ? cause : nil)
+                waiting = state.put(.gap(gap), capacity: capacity)
+            }
+            state.subscribedBefore = true
+            state.answered(resumed: reply.resumed == true, pattern: isPattern)
+            return (true, waiting)
         }
-        if let gap, put(.gap(gap)) { wake() }
+        if waiting { wake() }
         return live
     }
 
     /// A `next` event's value: skipped when a subscription that could not resume sees again what
-    /// it had; else remembered as the newest position and put in the buffer. True when a
-    /// consumer waits to be woken (`wake`).
-    func received(json: [UInt8], from source: String?, position: String?, time: Int64? = nil) -> Bool {
+    /// it had; else remembered as the newest position and put in the buffer (a map
+    /// subscription's: written to its table, `write`). True when a consumer waits to be woken
+    /// (`wake`).
+    func received(
+        json: [UInt8], from source: String?, position: String?, time: Int64? = nil, key: String? = nil
+    ) -> Bool {
         let subject = source ?? self.subject
-        let shown = state.withLock { state -> Bool in
-            guard let position else { return true }
-            if let last = state.skip[subject] {
-                if let current = Position(position), current.epoch == last.epoch, current.sequence <= last.sequence {
-                    return false
-                }
-                state.skip[subject] = nil
-            }
-            state.positions[subject] = position
-            return true
+        let value = Value(json: json, subject: subject, position: position, time: time, key: key)
+        return state.withLock { state -> Bool in
+            if state.table != nil { return write(value, in: &state) }
+            guard state.seen(subject, position: position, keyed: key != nil) else { return false }
+            return state.put(.value(value), capacity: capacity)
         }
-        return shown && put(.value(Value(json: json, subject: subject, position: position, time: time)))
     }
 
-    /// Any other event of this subscription (`dropped`, `completed`, `error`). True when a
-    /// consumer waits to be woken (`wake`).
+    /// Any other event of this subscription (`dropped`, `completed`, `error`; a map's `removed`
+    /// and `synced`). True when a consumer waits to be woken (`wake`).
     func received(_ line: ServerLine) -> Bool {
         guard case .event(let name) = line.kind else { return false }
         switch name {
         case "dropped": return put(.gap(Gap(.dropped, count: line.count)))
+        case "removed": return removed(line)
+        case "synced": return synced(line)
         case "completed": end(nil, dropBuffered: false)
         case "error": end(line.error, dropBuffered: false)
         default: break
@@ -204,15 +227,19 @@ public final class Subscription: AsyncSequence, Sendable {
     /// when it had ended already.
     @discardableResult
     func end(_ error: RunnelError?, dropBuffered: Bool) -> Bool {
-        let (ended, woken, madeRoom) = state.withLock { state in state.end(error, dropBuffered: dropBuffered) }
+        let (ended, woken, madeRoom, syncWaiters) = state.withLock { state in
+            let (ended, woken, madeRoom) = state.end(error, dropBuffered: dropBuffered)
+            return (ended, woken, madeRoom, ended ? state.table?.takeSyncWaiters() ?? [] : [])
+        }
         guard ended else { return false }
         client.forget(self)
         if madeRoom { room.signal() }
         if let (waiter, taken) = woken { waiter.resume(returning: taken) }
+        for waiter in syncWaiters { waiter.resume(returning: error) }
         return true
     }
 
-    private func put(_ event: SubscriptionEvent) -> Bool {
+    private func put(_ event: MapEvent) -> Bool {
         state.withLock { $0.put(event, capacity: capacity) }
     }
 }

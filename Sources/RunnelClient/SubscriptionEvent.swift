@@ -22,6 +22,8 @@ public struct Value: Sendable {
     /// made with `SubscribeOptions.timestamps`; nil otherwise, or for a value a stage made from
     /// a constant (version 1.3).
     public var time: Int64? = nil
+    /// The key it was written to, for a value of a map subject (nil otherwise; version 1.3).
+    public var key: String? = nil
 
     /// The value decoded (each call decodes again; keep it when needed twice).
     public var value: JSONValue { (try? JSONParser().parse(json)) ?? .null }

@@ -1,18 +1,19 @@
 /// A subscription's mutable part, always behind its mutex: the buffered events and the counts of
 /// those dropped, the consumer waiting, the positions seen and those to skip after a resume
-/// that failed.
+/// that failed, a map's snapshot being read, and a map subscription's table.
 ///
 /// Thread rules: only inside `Subscription.state.withLock`. Lifetime rule: the subscription's.
 struct SubscriptionState {
     /// What the consumer gets from `take`.
     enum Taken {
         /// An event; `madeRoom` when the reader thread waits for room and must be woken.
-        case event(SubscriptionEvent, madeRoom: Bool)
+        case event(MapEvent, madeRoom: Bool)
         case end(RunnelError?)
         case cancelled
     }
 
-    private var events: [SubscriptionEvent] = []
+    /// A map subscription's events (`MapEvent`); a plain subscription's are values and gaps.
+    private var events: [MapEvent] = []
     /// Where unread events start in `events`.
     private var head = 0
     /// Values dropped since the last gap reported (`Overflow.drop`).
@@ -27,10 +28,21 @@ struct SubscriptionState {
     /// After a subscription that could not resume: what a value must pass to be shown.
     var skip: [String: Position] = [:]
     var subscribedBefore = false
+    /// A map's snapshot: from a reply that did not resume until `synced`, one may come
+    /// (`syncing`); once a keyed value of it has (`inSnapshot`), the newest position among its
+    /// values waits for `synced` to become the subscription's: a position in the middle of a
+    /// snapshot resumes nothing (the keys not read yet would be missing).
+    private var syncing = false
+    private(set) var inSnapshot = false
+    private var snapshotPosition: (text: String, sequence: Int)?
+    /// A map subscription's table (`RunnelClient.subscribeMap`); nil for a plain subscription.
+    var table: MapTable?
 
     private var count: Int { events.count - head }
 
     var hasEnded: Bool { ended }
+    /// The error that ended the subscription, once it has ended.
+    var endError: RunnelError? { error }
 
     /// The next event, the end, or nil when the consumer must wait.
     mutating func take() -> Taken? {
@@ -55,9 +67,9 @@ struct SubscriptionState {
 
     /// Buffers `event` (a value past `capacity` is counted as dropped instead); returns whether
     /// a consumer waits, to be woken (`wake`).
-    mutating func put(_ event: SubscriptionEvent, capacity: Int) -> Bool {
+    mutating func put(_ event: MapEvent, capacity: Int) -> Bool {
         guard !ended else { return false }
-        if case .value = event, count >= capacity {
+        if event.isChange, count >= capacity {
             overflowed += 1
         } else {
             if overflowed > 0 { events.append(.gap(takeOverflow())) }
@@ -97,6 +109,51 @@ struct SubscriptionState {
         return (true, wake(), madeRoom)
     }
 
+    /// The server answered a `sub` (`resumed`, for one subject): a map's snapshot may come.
+    mutating func answered(resumed: Bool, pattern: Bool) {
+        syncing = !pattern && !resumed
+        inSnapshot = false
+        snapshotPosition = nil
+        table?.answered(resumed: resumed)
+    }
+
+    /// Notes the position of an event about to be delivered (a map snapshot's apart, until
+    /// `synced`); false for a value to skip: one at or before the last position shown, after a
+    /// resubscription that could not resume (a keyed value never is: a snapshot is the table).
+    mutating func seen(_ subject: String, position text: String?, keyed: Bool) -> Bool {
+        if keyed && syncing {
+            inSnapshot = true
+            if let text, let position = Position(text),
+                snapshotPosition.map({ position.sequence > $0.sequence }) ?? true
+            {
+                snapshotPosition = (text, position.sequence)
+            }
+            return true
+        }
+        guard let text else { return true }
+        if !keyed, let last = skip[subject] {
+            if let current = Position(text), current.epoch == last.epoch, current.sequence <= last.sequence {
+                return false
+            }
+            skip[subject] = nil
+        }
+        positions[subject] = text
+        return true
+    }
+
+    /// A map's `synced`: after a snapshot, the subscription's position is the snapshot's (the
+    /// map's own, `synced`'s `pos`, when it has one; else its newest value's; none for an empty
+    /// snapshot).
+    mutating func synced(_ subject: String, position: String?) {
+        if syncing {
+            positions[subject] = position ?? snapshotPosition?.text
+            skip[subject] = nil
+        }
+        syncing = false
+        inSnapshot = false
+        snapshotPosition = nil
+    }
+
     private mutating func takeOverflow() -> Gap {
         defer { overflowed = 0 }
         return Gap(.overflow, count: overflowed)
@@ -116,5 +173,15 @@ struct Position {
         }
         epoch = text[..<colon]
         self.sequence = sequence
+    }
+}
+
+extension MapEvent {
+    /// A write or a removal: what a full buffer drops (and counts), unlike `synced` and gaps.
+    var isChange: Bool {
+        switch self {
+        case .value, .removed: true
+        case .synced, .gap: false
+        }
     }
 }

@@ -280,11 +280,14 @@ public struct ExpressionBindings: Sendable {
     public var items: [JSONValue]
     /// `$subject`: the subject the value came from; null when nil.
     public var subject: String?
+    /// `$key`: the map key the value was written to (version 1.3); null when nil.
+    public var key: String?
 
     public init(
         acc: JSONValue = .null, index: Int = 0, prev: JSONValue = .null, items: [JSONValue] = [],
-        subject: String? = nil
+        subject: String? = nil, key: String? = nil
     ) {
+        self.key = key
         self.acc = acc
         self.index = index
         self.prev = prev

@@ -81,7 +81,7 @@ package final class ExpressionInputNode: ExpressionNode, @unchecked Sendable {
     }
 }
 
-/// `$acc`, `$index`, `$prev`, `$subject`, `$0`...`$9`.
+/// `$acc`, `$index`, `$prev`, `$subject`, `$key`, `$0`...`$9`.
 package final class ExpressionVariableNode: ExpressionNode, @unchecked Sendable {
     package let variable: ExpressionVariable
 
@@ -96,6 +96,7 @@ package final class ExpressionVariableNode: ExpressionNode, @unchecked Sendable 
         case .index: return .number(Double(bindings.index))
         case .prev: return bindings.prev
         case .subject: return bindings.subject.map { .string($0) } ?? .null
+        case .key: return bindings.key.map { .string($0) } ?? .null
         case .item(let position): return position < bindings.items.count ? bindings.items[position] : .null
         }
     }
@@ -103,7 +104,7 @@ package final class ExpressionVariableNode: ExpressionNode, @unchecked Sendable 
 
 /// A variable, resolved at compile time.
 package enum ExpressionVariable: Sendable, Equatable {
-    case acc, index, prev, subject
+    case acc, index, prev, subject, key
     /// `$0`...`$9`.
     case item(Int)
 }

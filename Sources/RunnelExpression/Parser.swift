@@ -327,6 +327,7 @@ package struct Parser {
         case "index": variable = .index
         case "prev": variable = .prev
         case "subject": return .subject
+        case "key": return .key
         default:
             guard name.utf8.count == 1, let digit = name.utf8.first, digit >= 0x30, digit <= 0x39 else {
                 throw .compile("unknown variable '$\(name)'", at: position)

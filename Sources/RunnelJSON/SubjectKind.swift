@@ -9,4 +9,7 @@ public enum SubjectKind: String, Sendable, CaseIterable {
     case replay
     /// Delivers its current value first (`BehaviorSubject`).
     case behavior
+    /// Keeps the latest value of each key: a snapshot of its keys, then its changes
+    /// (version 1.3's keyed subjects).
+    case map
 }

@@ -1,8 +1,11 @@
 /// The top-level request fields the scanner picks out while it validates a line; any other
-/// field is reachable through `ScannedEnvelope.field(named:)`.
+/// field is reachable through `ScannedEnvelope.field(named:)`. The rare requests' own fields
+/// (`list`'s `prefix`, `auth`'s `token`) are read so, to keep this table at 15 fields: with
+/// more, every request's envelope grew past what its copies move cheaply, and a `pub` cost
+/// about 105 instructions more (bench/README.md).
 public enum EnvelopeKey: Int, CaseIterable, Sendable {
-    case op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable, positions,
-        conflate
+    case op, ref, subject, sid, value, ops, kind, capacity, message, from, durable, positions,
+        conflate, key, delete
 
     /// The field's name on the wire.
     public var name: String {
@@ -16,12 +19,12 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case .kind: return "kind"
         case .capacity: return "capacity"
         case .message: return "message"
-        case .prefix: return "prefix"
-        case .token: return "token"
         case .from: return "from"
         case .durable: return "durable"
         case .positions: return "positions"
         case .conflate: return "conflate"
+        case .key: return "key"
+        case .delete: return "delete"
         }
     }
 
@@ -44,13 +47,13 @@ public enum EnvelopeKey: Int, CaseIterable, Sendable {
         case 0x706F where count == 2: return .op
         case 0x66_6572 where count == 3: return .ref
         case 0x64_6973 where count == 3: return .sid
+        case 0x79_656B where count == 3: return .key
+        case 0x6574_656C_6564 where count == 6: return .delete
         case 0x73_706F where count == 3: return .ops
         case 0x646E_696B where count == 4: return .kind
         case 0x65_756C_6176 where count == 5: return .value
-        case 0x6E_656B_6F74 where count == 5: return .token
         case 0x6D6F_7266 where count == 4: return .from
         case 0x65_6C62_6172_7564 where count == 7: return .durable
-        case 0x7869_6665_7270 where count == 6: return .prefix
         case 0x74_6365_6A62_7573 where count == 7: return .subject
         case 0x65_6761_7373_656D where count == 7: return .message
         case 0x7974_6963_6170_6163 where count == 8: return .capacity

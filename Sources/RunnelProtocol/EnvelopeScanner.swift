@@ -36,8 +36,8 @@ public struct EnvelopeScanner: Sendable {
 
 /// The fields `EnvelopeScanner` records, one slot per `EnvelopeKey`.
 package struct EnvelopeFields {
-    private var op, ref, subject, sid, value, ops, kind, capacity, message, prefix, token, from, durable,
-        positions, conflate: EnvelopeField?
+    private var op, ref, subject, sid, value, ops, kind, capacity, message, from, durable,
+        positions, conflate, key, delete: EnvelopeField?
 
     package subscript(key: EnvelopeKey) -> EnvelopeField? {
         get {
@@ -51,12 +51,12 @@ package struct EnvelopeFields {
             case .kind: return kind
             case .capacity: return capacity
             case .message: return message
-            case .prefix: return prefix
-            case .token: return token
             case .from: return from
             case .durable: return durable
             case .positions: return positions
             case .conflate: return conflate
+            case .key: return self.key
+            case .delete: return delete
             }
         }
         set {
@@ -70,12 +70,12 @@ package struct EnvelopeFields {
             case .kind: kind = newValue
             case .capacity: capacity = newValue
             case .message: message = newValue
-            case .prefix: prefix = newValue
-            case .token: token = newValue
             case .from: from = newValue
             case .durable: durable = newValue
             case .positions: positions = newValue
             case .conflate: conflate = newValue
+            case .key: self.key = newValue
+            case .delete: delete = newValue
             }
         }
     }

@@ -41,8 +41,6 @@ public struct ScannedEnvelope {
     public var kind: EnvelopeField? { fields[.kind] }
     public var capacity: EnvelopeField? { fields[.capacity] }
     public var message: EnvelopeField? { fields[.message] }
-    public var prefix: EnvelopeField? { fields[.prefix] }
-    public var token: EnvelopeField? { fields[.token] }
 
     /// The last top-level member named `name`, well-known or not. Other names cost a second
     /// walk over the (already validated) line.
@@ -127,6 +125,14 @@ public struct ScannedEnvelope {
         guard let string = string(field) else {
             throw ProtocolError(.badRequest, "field '\(key.name)' must be a string")
         }
+        return string
+    }
+
+    /// The string in the field `name`, which the scan does not pick out (`EnvelopeKey`); nil
+    /// when absent; `badRequest` when not a string.
+    public func string(named name: String) throws(ProtocolError) -> String? {
+        guard let field = field(named: name) else { return nil }
+        guard let string = string(field) else { throw ProtocolError(.badRequest, "field '\(name)' must be a string") }
         return string
     }
 

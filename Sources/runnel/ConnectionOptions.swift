@@ -117,6 +117,19 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
+    /// A subscription's connection was lost (`reason`): closes `session`, then gives up
+    /// (`--no-reconnect`: the failure) or says so on stderr and connects again, to resume after
+    /// `resumeAfter` (`sub`, `map`).
+    func resume(
+        after reason: String, closing session: RunnelSession, from resumeAfter: String?, noReconnect: Bool
+    ) throws -> RunnelSession {
+        session.connection.shutdown()
+        if noReconnect { throw CLIFailure(reason) }
+        let after = resumeAfter.map { "after \($0)" } ?? "afresh"
+        StandardError.write("runnel: \(reason); connecting again to resume \(after)\n")
+        return try reconnect()
+    }
+
     /// The TLS settings of `--tls` (or `runnels://`) and its companions; nil without TLS.
     var tlsSettings: TLSSettings? {
         guard usesTLS else { return nil }

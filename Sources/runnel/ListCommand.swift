@@ -6,7 +6,11 @@ import RunnelJSON
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List subjects: kind, capacity, retain_s, durable, subscribers, published, terminated.")
+        abstract: "List subjects: kind, capacity, retain_s, keys, durable, subscribers, published, terminated.",
+        discussion: """
+            A map subject's CAPACITY is its max_keys, its RETAIN_S its ttl_s, and KEYS how many \
+            keys it holds now; --json shows the server's own fields.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "Only subjects whose names start with PREFIX.") var prefix: String?
@@ -20,6 +24,22 @@ struct ListCommand: ParsableCommand {
             print(reply.text)
             return
         }
+        var table = TextTable(header: [
+            "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "KEYS", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
+        ])
+        for entry in try Self.entries(of: reply) {
+            let columns: [JSONValue?] = [
+                entry["subject"], entry["kind"], entry["capacity"] ?? entry["max_keys"],
+                entry["retain_s"] ?? entry["ttl_s"], entry["keys"], entry["durable"], entry["subscribers"],
+                entry["published"], entry["terminated"],
+            ]
+            table.add(columns.map(Self.cell))
+        }
+        print(table.rendered, terminator: "")
+    }
+
+    /// The entries of a reply to `list`.
+    static func entries(of reply: ServerLine) throws(CLIFailure) -> [JSONObject] {
         let decoded: JSONValue
         do throws(JSONError) {
             decoded = try JSONParser().parse(reply.bytes)
@@ -29,16 +49,9 @@ struct ListCommand: ParsableCommand {
         guard case .object(let object) = decoded, case .array(let subjects)? = object["subjects"] else {
             throw CLIFailure("reply to list has no 'subjects': \(reply.text)")
         }
-        var table = TextTable(header: [
-            "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
-        ])
-        for case .object(let entry) in subjects {
-            table.add(
-                ["subject", "kind", "capacity", "retain_s", "durable", "subscribers", "published", "terminated"].map {
-                    Self.cell(entry[$0])
-                })
-        }
-        print(table.rendered, terminator: "")
+        var entries: [JSONObject] = []
+        for case .object(let entry) in subjects { entries.append(entry) }
+        return entries
     }
 
     /// A field as table text: strings unquoted, absent as `-`.

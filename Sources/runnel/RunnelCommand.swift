@@ -18,7 +18,7 @@ struct RunnelCommand: ParsableCommand {
             """,
         version: "runnel \(RunnelVersion.text)",
         subcommands: [
-            PublishCommand.self, SubscribeCommand.self, CreateCommand.self, CompleteCommand.self,
+            PublishCommand.self, SubscribeCommand.self, MapCommand.self, CreateCommand.self, CompleteCommand.self,
             ErrorCommand.self, DeleteCommand.self, ListCommand.self, StatsCommand.self, PingCommand.self,
             WatchersCommand.self,
         ])

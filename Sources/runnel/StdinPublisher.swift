@@ -2,7 +2,8 @@ import Glibc
 import RunnelClient
 import RunnelJSON
 
-/// Publishes every line of stdin to one subject, pipelined.
+/// Publishes every line of stdin to one subject (under one key of a map subject, when given),
+/// pipelined.
 ///
 /// Stdin is read in chunks; each chunk's complete lines become `pub` requests without `ref`
 /// (the server replies to those only when they fail) and are sent in one write, followed by a
@@ -23,11 +24,15 @@ final class StdinPublisher {
     /// Lines the server refused.
     private var failures = 0
 
-    init(session: RunnelSession, subject: String) {
+    init(session: RunnelSession, subject: String, key: String? = nil) {
         self.session = session
         var head = JSONWriter()
         head.append("{\"op\":\"pub\",\"subject\":")
         head.writeString(subject)
+        if let key {
+            head.append(",\"key\":")
+            head.writeString(key)
+        }
         head.append(",\"value\":")
         requestHead = head.bytes
     }

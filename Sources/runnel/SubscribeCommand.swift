@@ -20,6 +20,9 @@ struct SubscribeCommand: ParsableCommand {
             and resumes after the last value it printed, saying so on stderr, and says when values \
             may have been missed (a subject that keeps no positions across the restart, a pattern); \
             --no-reconnect exits 1 instead. \
+            On a map subject each value is printed after its key and a tab, a removed key as \
+            KEY<TAB>(removed: deleted) or (removed: expired), and the end of the map's snapshot \
+            (synced) is said on stderr; runnel map prints a map as a table sorted by key. \
             Exit status: 0 when the stream completes, 1 when it fails, \
             130/143 after SIGINT/SIGTERM (the subscription is removed first).
             """)
@@ -95,11 +98,8 @@ struct SubscribeCommand: ParsableCommand {
             // A pattern's values each have their own subject's position: it starts afresh.
             if !isPattern { resumeAfter = printer.lastPosition ?? resumeAfter }
             guard case .lost(let reason) = ending else { return }
-            session.connection.shutdown()
-            if noReconnect { throw CLIFailure(reason) }
-            let after = resumeAfter.map { "after \($0)" } ?? "afresh"
-            StandardError.write("runnel: \(reason); connecting again to resume \(after)\n")
-            session = try connection.reconnect()
+            session = try connection.resume(
+                after: reason, closing: session, from: resumeAfter, noReconnect: noReconnect)
         }
     }
 

@@ -139,6 +139,7 @@ struct ConfigChangesTests {
                     max_connections_per_address = 3
                     max_subscription_bytes = 4096
                     max_replay_bytes = 4096
+                    max_map_keys = 50
                     max_retained_bytes = 8192
                     soft_pending_bytes = 1500
                     soft_pending_seconds = 3

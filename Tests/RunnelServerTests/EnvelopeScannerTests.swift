@@ -94,9 +94,12 @@ import Testing
         }
         try withRequest(#"{"op":"list","prefix":"sensors."}"#) { request throws in
             #expect(try request.operation() == .known(.list))
-            #expect(try request.string(.prefix) == "sensors.")
+            #expect(try request.string(named: "prefix") == "sensors.")
         }
-        try withRequest(#"{"op":"list"}"#) { request throws in #expect(try request.string(.prefix) == nil) }
+        try withRequest(#"{"op":"list"}"#) { request throws in #expect(try request.string(named: "prefix") == nil) }
+        try withRequest(#"{"op":"pub","subject":"m","key":"k","delete":true}"#) { request throws in
+            #expect(try request.string(.key) == "k" && request.bool(.delete) == true)
+        }
         try withRequest(#"{"op":"stats","ref":true}"#) { request throws in
             #expect(try request.operation() == .known(.stats))
             #expect(try request.scalarRef().map { Array($0) } == Array("true".utf8))
@@ -107,7 +110,7 @@ import Testing
         }
         try withRequest(#"{"op":"auth","token":"s3cr\u0065t"}"#) { request throws in
             #expect(try request.operation() == .known(.auth))
-            #expect(try request.requiredString(.token) == "s3cret")
+            #expect(try request.string(named: "token") == "s3cret")
         }
     }
 

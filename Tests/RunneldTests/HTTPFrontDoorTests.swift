@@ -63,6 +63,21 @@ import Testing
         await PythonSuite.expectPasses(check)
     }
 
+    /// Map subjects (version 1.3): create's shape, pub with key and delete, bad keys, max_keys;
+    /// snapshot, one synced, then changes, consistent under a concurrent writer; expiry,
+    /// positions and from, stages with $key, patterns, list.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_map.py"))
+    func theMapChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
+    /// Map subjects over HTTP (POST and DELETE with ?key=), SSE frames and resume, a WebSocket,
+    /// and a stalled conflating reader getting each key's latest change.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_map_stream.py"))
+    func theMapStreamChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
     /// History by time (version 1.3): `ts`, `since` (Unix ms and RFC 3339) with `resumed`,
     /// `until` in the past and the future, `retain_s`, bad requests; over a WebSocket and SSE,
     /// across a restart of a durable subject, and `runnel sub --since --ts`.

@@ -48,7 +48,9 @@ import Testing
             ["sub", "x", "--ops", "{"], ["sub", "x", "--ops", "{\"op\":\"take\"}"], ["pub"],
             ["ping", "--server", "localhost"], ["ping", "--server", "127.0.0.1:99999"],
             ["create", "x", "--kind", "queue"], ["create", "x", "--capacity", "3"],
-            ["pub", "x", "--tsl"], ["pub", "x", "-abc"], ["pub", "x", "1", "2"],
+            ["pub", "x", "--tsl"], ["pub", "x", "-abc"], ["pub", "x", "1", "2"], ["pub", "x", "--delete"],
+            ["pub", "x", "--key", "k", "--delete", "1"], ["create", "x", "--ttl-s", "5"],
+            ["create", "x", "--kind", "map", "--max-keys", "0"], ["map", "x.*"],
         ] {
             let server = arguments.contains("--server") ? [] : ["--server", "127.0.0.1:1"]
             let result = try CLIProcess.run(arguments + server)
@@ -309,7 +311,7 @@ import Testing
         #expect(stats["subscriptions"] == 0)
         // The subject stays and has nobody subscribed.
         let list = try CLIProcess.run(["list", "live"] + at)
-        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first == "0")
+        #expect(list.stdoutLines.last?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(6).first == "0")
     }
 
     // MARK: subject management
@@ -330,10 +332,10 @@ import Testing
         let rows = list.stdoutLines.map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
         #expect(
             rows.first == [
-                "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
+                "SUBJECT", "KIND", "CAPACITY", "RETAIN_S", "KEYS", "DURABLE", "SUBSCRIBERS", "PUBLISHED", "TERMINATED",
             ])
         let bySubject = Dictionary(rows.dropFirst().map { ($0[0], $0) }, uniquingKeysWith: { first, _ in first })
-        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "90", "no", "0", "1", "no"])
+        #expect(bySubject["r.one"] == ["r.one", "replay", "3", "90", "-", "no", "0", "1", "no"])
         #expect(bySubject["b.two"]?[1] == "behavior")
         #expect(bySubject["plain"]?[1] == "subject")
         // Columns line up: every row's second column starts where the header's does.
@@ -357,6 +359,96 @@ import Testing
 
         let json = try CLIProcess.run(["list", "--json"] + at)
         #expect(try JSON.parse(json.stdout.trimmingCharacters(in: .newlines))["subjects"]?.array?.count == 2)
+    }
+
+    // MARK: maps (version 1.3)
+
+    /// `pub --key` writes a map's key (each stdin line in turn; a key may start with `-`),
+    /// `--key --delete` removes it; a map `pub` without a key and a key on a plain subject are
+    /// the server's `bad_request`.
+    @Test func pubKeyWritesAndDeleteRemovesAMapKey() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try CLIProcess.run(["create", "hosts", "--kind", "map"] + at).status == 0)
+        let client = try server.connect()
+        try client.subscribe("hosts", sid: "s")
+        #expect(try client.readJSON() == ["ev": "synced", "sid": "s"])
+        let write = try CLIProcess.run(["pub", "hosts", "--key", "web 1", #"{"load":0.5}"#] + at)
+        #expect(write.status == 0 && write.stdout.isEmpty && write.stderr.isEmpty, "\(write)")
+        #expect(try client.readJSON() == ["ev": "next", "sid": "s", "key": "web 1", "value": ["load": 0.5]])
+        let lines = try CLIProcess.run(["pub", "hosts", "--key", "-k"] + at, stdin: "1\ntext\n")
+        #expect(lines.status == 0 && lines.stderr.isEmpty, "\(lines)")
+        for value in [1, "text"] as [JSON] {
+            #expect(try client.readJSON() == ["ev": "next", "sid": "s", "key": "-k", "value": value])
+        }
+        #expect(try CLIProcess.run(["pub", "hosts", "--key", "web 1", "--delete"] + at).status == 0)
+        #expect(try client.readJSON() == ["ev": "removed", "sid": "s", "key": "web 1", "reason": "deleted"])
+        #expect(try CLIProcess.run(["create", "plain"] + at).status == 0)
+        for arguments in [["pub", "hosts", "1"], ["pub", "plain", "--key", "a", "1"]] {
+            let refused = try CLIProcess.run(arguments + at)
+            #expect(refused.status == 1 && refused.stderr.hasPrefix("runnel: server error bad_request: "), "\(refused)")
+        }
+    }
+
+    /// `runnel map` prints the table sorted by key once synced (`--once` exits there; a key with
+    /// a tab is a JSON string), then each change; a subject that is no map is refused.
+    @Test func mapPrintsTheSortedTableThenEachChange() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try CLIProcess.run(["create", "hosts", "--kind", "map"] + at).status == 0)
+        for (key, value) in [("web2", #"{"load":0.9}"#), ("web1", "0.4"), ("a\tb", "true")] {
+            #expect(try CLIProcess.run(["pub", "hosts", "--key", key, value] + at).status == 0)
+        }
+        let table = ["\"a\\tb\"\ttrue", "web1\t0.4", "web2\t{\"load\":0.9}"]
+        let once = try CLIProcess.run(["map", "hosts", "--once"] + at)
+        #expect(once.status == 0 && once.stdoutLines == table && once.stderr.isEmpty, "\(once)")
+        #expect(try Self.waitForSubscriptions(0, on: server))
+
+        let follower = try CLIProcess(["map", "hosts"] + at)
+        #expect(follower.waitForLines(3) == table, "\(follower.stderr)")
+        #expect(try CLIProcess.run(["pub", "hosts", "--key", "web1", "0.5"] + at).status == 0)
+        #expect(try CLIProcess.run(["pub", "hosts", "--key", "web2", "--delete"] + at).status == 0)
+        let changes = ["web1\t0.5", "web2\t(removed: deleted)"]
+        #expect(follower.waitForLines(5).map { Array($0.dropFirst(3)) } == changes, "\(follower.stderr)")
+        follower.signal(SIGINT)
+        #expect(try follower.waitForExit() == 130)
+
+        #expect(try CLIProcess.run(["create", "plain"] + at).status == 0)
+        for (subject, message) in [("plain", "plain is not a map but of kind subject"), ("none", "no subject none")] {
+            let refused = try CLIProcess.run(["map", subject] + at)
+            #expect(refused.status == 1 && refused.stderr.contains(message), "\(refused)")
+        }
+    }
+
+    /// `runnel sub` on a map prints each value after its key and a tab (after the subject, for a
+    /// pattern with --subject), a removal as `KEY<TAB>(removed: REASON)`, says `synced` on
+    /// stderr; `runnel list` shows a map's max_keys, ttl_s and keys.
+    @Test func subOnAMapPrintsKeysRemovalsAndSynced() throws {
+        let (server, at) = try Self.start()
+        defer { withExtendedLifetime(server) {} }
+        let create = try CLIProcess.run(
+            ["create", "m.jobs", "--kind", "map", "--ttl-s", "90", "--max-keys", "10"] + at)
+        #expect(create.status == 0, "\(create)")
+        #expect(try CLIProcess.run(["pub", "m.jobs", "--key", "j1", "queued"] + at).status == 0)
+        let named = try CLIProcess(["sub", "m.jobs", "--positions"] + at)
+        let pattern = try CLIProcess(["sub", "m.>", "--subject"] + at)
+        #expect(try Self.waitForSubscriptions(2, on: server))
+        #expect(eventually { named.stderr.contains("runnel: synced") }, "\(named.stderr)")
+        #expect(try CLIProcess.run(["pub", "m.jobs", "--key", "j2", "running"] + at).status == 0)
+        #expect(try CLIProcess.run(["pub", "m.jobs", "--key", "j1", "--delete"] + at).status == 0)
+        let lines = named.waitForLines(3)?.map { String($0.split(separator: " ", maxSplits: 1).last ?? "") }
+        #expect(lines == ["j1\t\"queued\"", "j2\t\"running\"", "j1\t(removed: deleted)"], "\(named.stderr)")
+        #expect(named.stdoutLines.allSatisfy { $0.firstMatch(of: /^[A-Za-z0-9_\-]+:\d+\s/) != nil }, "\(named.stdout)")
+        // A pattern gets the changes, no snapshot and no synced.
+        let changes = ["m.jobs j2\t\"running\"", "m.jobs j1\t(removed: deleted)"]
+        #expect(pattern.waitForLines(2) == changes, "\(pattern.stderr)")
+        #expect(pattern.stderr.isEmpty, "\(pattern.stderr)")
+        for process in [named, pattern] {
+            process.signal(SIGINT)
+            #expect(try process.waitForExit() == 130)
+        }
+        let row = try CLIProcess.run(["list", "m."] + at).stdoutLines.last?.split(separator: " ").map(String.init)
+        #expect(row.map { Array($0.prefix(5)) } == ["m.jobs", "map", "10", "90", "1"], "\(row ?? [])")
     }
 
     @Test func replaySubscriberSeesReplayedValuesThenCompletion() throws {

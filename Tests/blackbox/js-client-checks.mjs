@@ -19,7 +19,7 @@ import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { Client, connect, Gap, RunnelError, Value } from "../../clients/js/runnel.js";
+import { Client, connect, Gap, MapSubscription, Removed, RunnelError, Synced, Value } from "../../clients/js/runnel.js";
 
 const context = JSON.parse(process.env.RUNNEL_CHECK ?? "{}");
 const TOKEN = context.token;
@@ -524,6 +524,233 @@ async function check_a_since_subscription_resumes_by_position_after_a_reconnect(
   } finally {
     await client.close();
     await admin.close();
+  }
+}
+
+/** A map subscription's table as a plain object, for deepEqual. */
+const tableOf = (subscription) => Object.fromEntries(subscription.table);
+
+/** A change of a map subscription, described: [type, key, value or reason]. */
+const described = (event) => [event.type, event.key, event instanceof Removed ? event.reason : event.value];
+
+async function check_a_map_subscription_keeps_the_servers_table_and_its_changes() {
+  const Recorded = recordingWebSocket();
+  const admin = await connected();
+  const client = await connected({ WebSocket: Recorded });
+  const opened = [];
+  try {
+    await admin.request("create", { subject: "maps.hosts", kind: "map" });
+    // Before the subscription (its snapshot): keys written, one written again, one removed;
+    // removing a key the map does not hold is no error.
+    assert.equal(await admin.publish("maps.hosts", { load: 1 }, { reply: true, key: "a" }), 0);
+    await admin.publish("maps.hosts", { load: 2 }, { reply: true, key: "b" });
+    await admin.publish("maps.hosts", { load: 3 }, { reply: true, key: "c" });
+    await admin.publish("maps.hosts", { load: 20 }, { reply: true, key: "b" });
+    assert.equal(await admin.deleteKey("maps.hosts", "c", { reply: true }), 0);
+    assert.equal(await admin.deleteKey("maps.hosts", "absent", { reply: true }), 0);
+    const hosts = await client.subscribeMap("maps.hosts", { conflate: true });
+    opened.push(hosts);
+    assert.ok(hosts instanceof MapSubscription);
+    await within(hosts.waitSynced(), "the snapshot");
+    assert.ok(hosts.synced);
+    assert.deepEqual(tableOf(hosts), { a: { load: 1 }, b: { load: 20 } });
+    // The snapshot comes as the table's first changes (in no promised order), then Synced.
+    const [...snapshot] = await take(hosts, 3);
+    const synced = snapshot.pop();
+    assert.ok(synced instanceof Synced && snapshot.every((event) => event instanceof Value), JSON.stringify(snapshot));
+    assert.deepEqual(snapshot.map(described).sort(), [["value", "a", { load: 1 }], ["value", "b", { load: 20 }]]);
+    assert.equal(new Set(snapshot.map((event) => event.pos.split(":")[0])).size, 1);
+    const newest = Math.max(...snapshot.map((event) => Number(event.pos.split(":")[1])));
+    // Then each change, in order: a write, a new key, a removal.
+    assert.equal(await admin.publish("maps.hosts", { load: 5 }, { reply: true, key: "a" }), 1);
+    await admin.publish("maps.hosts", { load: 6 }, { reply: true, key: "d" });
+    assert.equal(await admin.deleteKey("maps.hosts", "b", { reply: true }), 1);
+    const changes = await take(hosts, 3);
+    assert.deepEqual(changes.map(described),
+      [["value", "a", { load: 5 }], ["value", "d", { load: 6 }], ["removed", "b", "deleted"]]);
+    assert.ok(changes[2] instanceof Removed);
+    const seqs = changes.map((event) => Number(event.pos.split(":")[1]));
+    assert.ok(newest < seqs[0] && seqs[0] < seqs[1] && seqs[1] < seqs[2], `${newest} ${seqs}`);
+    assert.deepEqual(tableOf(hosts), { a: { load: 5 }, d: { load: 6 } });
+    assert.equal(hosts.position, changes[2].pos);
+    // The server's table: another subscription's snapshot, and the keys `list` counts.
+    const other = await admin.subscribeMap("maps.hosts");
+    opened.push(other);
+    await within(other.waitSynced(), "the other snapshot");
+    assert.deepEqual(tableOf(other), tableOf(hosts));
+    const { subjects: [entry] } = await admin.request("list", { prefix: "maps.hosts" });
+    assert.deepEqual([entry.kind, entry.keys], ["map", 2]);
+    const [request] = Recorded.sent.filter((body) => body.op === "sub");
+    assert.deepEqual([request.positions, request.conflate, "from" in request], [true, true, false]);
+    // Stages run over the values: the table holds what they make, of the keys they let through.
+    const loads = await client.subscribeMap("maps.hosts", { filter: '$key != "d"', map: ".load * 2" });
+    opened.push(loads);
+    await within(loads.waitSynced(), "the staged snapshot");
+    assert.deepEqual(tableOf(loads), { a: 10 });
+    // With a callback: the changes, the table already changed when each comes.
+    const called = [];
+    let watched = null;
+    watched = await client.subscribeMap("maps.hosts", {}, (event) => called.push([event.type, watched && tableOf(watched)]));
+    opened.push(watched);
+    await within(watched.waitSynced(), "the callback's snapshot");
+    await admin.deleteKey("maps.hosts", "d", { reply: true });
+    await poll(async () => called.length, (count) => count === 4, "the callback's changes");
+    const whole = { a: { load: 5 }, d: { load: 6 } };
+    assert.deepEqual(called, [["value", whole], ["value", whole], ["synced", whole], ["removed", { a: { load: 5 } }]]);
+    // A key not written for the map's ttl_s goes, reason expired.
+    await admin.request("create", { subject: "maps.ttl", kind: "map", ttl_s: 1 });
+    const expiring = await client.subscribeMap("maps.ttl", { ts: true });
+    opened.push(expiring);
+    await admin.publish("maps.ttl", "soon gone", { reply: true, key: "k" });
+    const [first, written, gone] = await take(expiring, 3);
+    assert.ok(first instanceof Synced);
+    assert.deepEqual([written.key, written.value, Number.isInteger(written.ts)], ["k", "soon gone", true]);
+    assert.deepEqual(described(gone), ["removed", "k", "expired"]);
+    assert.ok(gone.ts - written.ts >= 900 && gone.ts - written.ts <= 3000, `${written.ts} ${gone.ts}`);
+    assert.deepEqual(tableOf(expiring), {});
+    // Refused here: a pattern, a position to start from; by the server: a map's pub without a
+    // key, a key on a subject that is not a map.
+    await assert.rejects(client.subscribeMap("maps.*"), TypeError);
+    await assert.rejects(client.subscribeMap("maps.hosts", { from: hosts.position }), TypeError);
+    await expectError(admin.publish("maps.hosts", 1, { reply: true }), "bad_request");
+    await expectError(admin.publish("maps.plain", 1, { reply: true, key: "a" }), "bad_request");
+    await expectError(admin.deleteKey("maps.plain", "a", { reply: true }), "bad_request");
+  } finally {
+    for (const subscription of opened) await subscription.unsubscribe();
+    await client.close();
+    await admin.close();
+  }
+}
+
+async function check_a_map_subscription_resumes_its_table_after_a_reconnect() {
+  // Its WebSocket closed here (as the conflation check's): the client reconnects 0.5 to 1 s later
+  // and subscribes again from its table's position; the server still holds every change since,
+  // so the table is kept and the changes missed are applied to it.
+  const Recorded = recordingWebSocket();
+  const admin = await connected();
+  const lost = latch();
+  const reasons = [];
+  const client = await connected({ WebSocket: Recorded, backoff: [1, 1],
+    onDisconnect: (reason) => { reasons.push(reason); lost.set(); } });
+  try {
+    await admin.request("create", { subject: "maps.resume", kind: "map" });
+    for (const [value, key] of ["a", "b", "c"].entries()) await admin.publish("maps.resume", value, { reply: true, key });
+    const hosts = await client.subscribeMap("maps.resume", { ts: true, conflate: true });
+    assert.deepEqual((await take(hosts, 4)).map((event) => event.type), ["value", "value", "value", "synced"]);
+    await admin.publish("maps.resume", 10, { reply: true, key: "a" });
+    const [live] = await take(hosts, 1);
+    assert.equal(hosts.position, live.pos);
+    assert.deepEqual(tableOf(hosts), { a: 10, b: 1, c: 2 });
+    Recorded.sockets[0].close();
+    await within(lost.promise, "the disconnect");
+    assert.ok(!hosts.synced);
+    assert.deepEqual(tableOf(hosts), { a: 10, b: 1, c: 2 });
+    await admin.publish("maps.resume", 11, { reply: true, key: "b" });
+    await admin.deleteKey("maps.resume", "c", { reply: true });
+    await admin.publish("maps.resume", 12, { reply: true, key: "d" });
+    await within(hosts.waitSynced(), "the resumed table");
+    // Exactly the changes missed, in order, no gap, then Synced.
+    const missed = await take(hosts, 4);
+    assert.deepEqual(missed.map((event) => event.type === "synced" ? ["synced"] : described(event)),
+      [["value", "b", 11], ["removed", "c", "deleted"], ["value", "d", 12], ["synced"]]);
+    assert.ok(missed.slice(0, 3).every((event) => Number.isInteger(event.ts)), JSON.stringify(missed));
+    assert.deepEqual(tableOf(hosts), { a: 10, b: 11, d: 12 });
+    const subs = Recorded.sent.filter((body) => body.op === "sub");
+    assert.deepEqual(subs.map((body) => [body.from, body.ts, body.conflate]), [[undefined, true, true], [live.pos, true, true]]);
+    const replies = Recorded.received.filter((line) => line.sid === hosts.sid && "ok" in line);
+    assert.deepEqual(replies.map((line) => line.resumed), [undefined, true]);
+    assert.deepEqual(reasons.map((reason) => reason.code), ["connection_lost"]);
+    // Live changes go on; the table is the server's.
+    await admin.deleteKey("maps.resume", "a", { reply: true });
+    assert.deepEqual((await take(hosts, 1)).map(described), [["removed", "a", "deleted"]]);
+    const fresh = await admin.subscribeMap("maps.resume");
+    await within(fresh.waitSynced(), "the server's table");
+    assert.deepEqual(tableOf(fresh), { b: 11, d: 12 });
+    assert.deepEqual(tableOf(hosts), tableOf(fresh));
+    await fresh.unsubscribe();
+    await hosts.unsubscribe();
+  } finally {
+    await client.close();
+    await admin.close();
+  }
+}
+
+async function check_a_map_subscription_rebuilds_its_table_when_it_cannot_resume() {
+  // The network drops the connection without a word (item 12's way); meanwhile the map is deleted
+  // and made again, with a new epoch: the client's `from` cannot resume, and the new snapshot is
+  // built apart and swapped in whole at `synced`, its differences the changes.
+  const network = await silentNetwork();
+  const admin = await connected();
+  const reasons = [];
+  /** @type {WebSocket[]} */
+  const sockets = [];
+  const sent = [];
+  const received = [];
+  class Recorded extends WebSocket {
+    constructor(url) {
+      super(url);
+      sockets.push(this);
+      this.addEventListener("message", (message) => received.push(JSON.parse(message.data)));
+    }
+
+    send(data) {
+      sent.push(JSON.parse(data));
+      super.send(data);
+    }
+  }
+  const client = await connect(network.url, { token: TOKEN, WebSocket: Recorded, keepalive: 1, timeout: 1,
+    onDisconnect: (reason) => reasons.push(reason) });
+  try {
+    await admin.request("create", { subject: "maps.rebuild", kind: "map" });
+    for (const [key, value] of [["a", 1], ["b", 2], ["c", 3]]) await admin.publish("maps.rebuild", value, { reply: true, key });
+    // Each change, with the table as it stood when the change came.
+    const seen = [];
+    let hosts = null;
+    hosts = await client.subscribeMap("maps.rebuild", {}, (event) => seen.push([event, hosts && tableOf(hosts)]));
+    await within(hosts.waitSynced(), "the snapshot");
+    const old = tableOf(hosts);
+    const oldPosition = hosts.position;
+    assert.deepEqual(old, { a: 1, b: 2, c: 3 });
+    const first = seen.length;
+    network.silence();
+    await admin.request("delete", { subject: "maps.rebuild" });
+    await admin.request("create", { subject: "maps.rebuild", kind: "map" });
+    await admin.publish("maps.rebuild", 2, { reply: true, key: "b" }); // as it was
+    await admin.publish("maps.rebuild", 30, { reply: true, key: "c" }); // another value
+    await admin.publish("maps.rebuild", 4, { reply: true, key: "d" }); // a new key
+    const fresh = { b: 2, c: 30, d: 4 };
+    await poll(async () => hosts.synced && seen.length > first && seen[seen.length - 1][0] instanceof Synced, Boolean,
+      "the table rebuilt");
+    assert.deepEqual(tableOf(hosts), fresh);
+    const [[gap, atGap], ...rest] = seen.slice(first);
+    const [synced, atSynced] = rest.pop();
+    assert.ok(gap instanceof Gap && gap.reason === "not_resumed" && gap.cause?.code === "connection_lost", JSON.stringify(gap));
+    assert.ok(synced instanceof Synced);
+    assert.deepEqual(rest.map(([event]) => described(event)).sort(),
+      [["removed", "a", "not_resumed"], ["value", "c", 30], ["value", "d", 4]]);
+    // Never half a table: the old one until the snapshot was whole, then the new one whole.
+    assert.deepEqual(atGap, old);
+    for (const [, table] of rest) assert.deepEqual(table, fresh);
+    assert.deepEqual(atSynced, fresh);
+    const subs = sent.filter((body) => body.op === "sub");
+    assert.deepEqual(subs.map((body) => body.from), [undefined, oldPosition]);
+    const replies = received.filter((line) => line.sid === hosts.sid && "ok" in line);
+    assert.deepEqual(replies.map((line) => line.resumed), [undefined, false]);
+    assert.notEqual(hosts.position.split(":")[0], oldPosition.split(":")[0]);
+    assert.deepEqual(reasons.map((reason) => [reason.code, reason.message]),
+      [["connection_lost", "no answer to a keep-alive ping within 1 s"]]);
+    // Live changes go on, applied to the new table.
+    await admin.deleteKey("maps.rebuild", "b", { reply: true });
+    await admin.publish("maps.rebuild", 5, { reply: true, key: "e" });
+    // A snapshot's keys come in no order: the tables are compared as sorted entries.
+    const sorted = (table) => JSON.stringify(Object.entries(table).sort());
+    await poll(async () => tableOf(hosts), (table) => sorted(table) === sorted({ c: 30, d: 4, e: 5 }), "the live changes");
+    assert.deepEqual(seen.slice(-2).map(([event]) => described(event)), [["removed", "b", "deleted"], ["value", "e", 5]]);
+    await hosts.unsubscribe();
+  } finally {
+    await client.close();
+    await admin.close();
+    network.close();
   }
 }
 
@@ -1176,6 +1403,9 @@ const SUITES = {
     check_positions_and_from,
     check_since_until_and_ts_read_history_by_time,
     check_a_since_subscription_resumes_by_position_after_a_reconnect,
+    check_a_map_subscription_keeps_the_servers_table_and_its_changes,
+    check_a_map_subscription_resumes_its_table_after_a_reconnect,
+    check_a_map_subscription_rebuilds_its_table_when_it_cannot_resume,
     check_a_full_buffer_drops_the_newest_and_reports_a_gap,
     check_clean_close_disposes_the_servers_subscriptions,
     check_a_connection_gone_silent_is_noticed_by_the_keepalive_and_resumed,

@@ -6,7 +6,9 @@ positions and `from`; history by time (`since`, `until`, `ts`, and a reconnect t
 position); runneld killed with SIGKILL and restarted under a durable subscription (nothing lost or
 repeated) and under a plain one (a gap reported); a `closing` line; the client's bounded buffer
 under a consumer slower than the network; the server's `dropped` events as gaps; a `conflate`
-subscription that stops reading kept, not cut, its replaced values as gaps; a clean close (the
+subscription that stops reading kept, not cut, its replaced values as gaps; a map subject's table
+(`subscribe_map`: the server's table at `synced`, its changes, resumed after a reconnect with the
+table kept, rebuilt whole when it cannot resume; `key` and `delete_key`); a clean close (the
 server's `stats` back to what they were); leaving an `async for` (or a blocking `for`) early
 unsubscribes; every call's deadline, with runneld stopped (SIGSTOP) and killed, and a
 `sub` answered past it undone; a wrong port named (`runnel://` at the HTTP port, `ws://` at the
@@ -44,7 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "clients", "python", "src"))
 
 import runnel  # noqa: E402
 import runnel.blocking  # noqa: E402
-from runnel import Gap, RunnelError, Value  # noqa: E402
+from runnel import Gap, Removed, RunnelError, Synced, Value  # noqa: E402
 
 DEADLINE = 10  # seconds for any one thing to happen
 
@@ -588,6 +590,213 @@ class TestMain:
                 await client.close()
             await admin.close()
             network.close()
+
+    @runs_async
+    async def test_a_map_subscription_keeps_the_servers_table_and_its_changes(self, d):
+        admin = await connected(d)
+        client = await connected(d)
+        sent, _ = recording_lines(client)
+        opened = []
+        try:
+            await admin.request("create", subject="maps.hosts", kind="map")
+            # Before the subscription (its snapshot): keys written, one written again, one removed;
+            # removing a key the map does not hold is no error.
+            assert await admin.publish("maps.hosts", {"load": 1}, reply=True, key="a") == 0
+            await admin.publish("maps.hosts", {"load": 2}, reply=True, key="b")
+            await admin.publish("maps.hosts", {"load": 3}, reply=True, key="c")
+            await admin.publish("maps.hosts", {"load": 20}, reply=True, key="b")
+            assert await admin.delete_key("maps.hosts", "c", reply=True) == 0
+            assert await admin.delete_key("maps.hosts", "absent", reply=True) == 0
+            hosts = await client.subscribe_map("maps.hosts", {"conflate": True})
+            opened.append(hosts)
+            await asyncio.wait_for(hosts.wait_synced(), DEADLINE)
+            assert hosts.synced and hosts.table == {"a": {"load": 1}, "b": {"load": 20}}, dict(hosts.table)
+            # The snapshot comes as the table's first changes (in no promised order), then Synced.
+            *snapshot, synced = await take(hosts, 3)
+            assert synced == Synced() and all(isinstance(event, Value) for event in snapshot), (snapshot, synced)
+            assert sorted((event.key, event.value["load"]) for event in snapshot) == [("a", 1), ("b", 20)], snapshot
+            assert len({event.pos.split(":")[0] for event in snapshot}) == 1, snapshot
+            newest = max(int(event.pos.split(":")[1]) for event in snapshot)
+            # Then each change, in order: a write, a new key, a removal.
+            assert await admin.publish("maps.hosts", {"load": 5}, reply=True, key="a") == 1
+            await admin.publish("maps.hosts", {"load": 6}, reply=True, key="d")
+            assert await admin.delete_key("maps.hosts", "b", reply=True) == 1
+            changes = await take(hosts, 3)
+            assert [(type(event), event.key) for event in changes] == [(Value, "a"), (Value, "d"), (Removed, "b")], changes
+            assert [changes[0].value, changes[1].value, changes[2].reason] == [{"load": 5}, {"load": 6}, "deleted"]
+            seqs = [int(event.pos.split(":")[1]) for event in changes]
+            assert newest < seqs[0] < seqs[1] < seqs[2], (newest, seqs)
+            assert hosts.table == {"a": {"load": 5}, "d": {"load": 6}} and hosts.position == changes[2].pos
+            # The server's table: another subscription's snapshot, and the keys `list` counts.
+            other = await admin.subscribe_map("maps.hosts")
+            opened.append(other)
+            await asyncio.wait_for(other.wait_synced(), DEADLINE)
+            assert other.table == hosts.table, (dict(other.table), dict(hosts.table))
+            [entry] = (await admin.request("list", prefix="maps.hosts"))["subjects"]
+            assert (entry["kind"], entry["keys"]) == ("map", 2), entry
+            [request] = [body for body in sent if body["op"] == "sub"]
+            assert (request["positions"], request["conflate"], "from" in request) == (True, True, False), request
+            # Stages run over the values: the table holds what they make, of the keys they let through.
+            loads = await client.subscribe_map("maps.hosts", {"filter": '$key != "d"', "map": ".load * 2"})
+            opened.append(loads)
+            await asyncio.wait_for(loads.wait_synced(), DEADLINE)
+            assert loads.table == {"a": 10}, dict(loads.table)
+            # A key not written for the map's ttl_s goes, reason expired.
+            await admin.request("create", subject="maps.ttl", kind="map", ttl_s=1)
+            expiring = await client.subscribe_map("maps.ttl", {"ts": True})
+            opened.append(expiring)
+            await admin.publish("maps.ttl", "soon gone", reply=True, key="k")
+            synced, written, gone = await take(expiring, 3)
+            assert synced == Synced(), synced
+            assert (written.key, written.value, type(written.ts)) == ("k", "soon gone", int), written
+            assert isinstance(gone, Removed) and (gone.key, gone.reason) == ("k", "expired"), gone
+            assert 900 <= gone.ts - written.ts <= 3000 and expiring.table == {}, (written, gone)
+            # Refused here: a pattern, a position to start from; by the server: a map's pub without a
+            # key, a key on a subject that is not a map.
+            with pytest.raises(ValueError, match="pattern"):
+                await client.subscribe_map("maps.*")
+            with pytest.raises(ValueError, match="no from"):
+                await client.subscribe_map("maps.hosts", {"from": hosts.position})
+            await expect_error(admin.publish("maps.hosts", 1, reply=True), "bad_request")
+            await expect_error(admin.publish("maps.plain", 1, reply=True, key="a"), "bad_request")
+            await expect_error(admin.delete_key("maps.plain", "a", reply=True), "bad_request")
+        finally:
+            for subscription in opened:
+                await subscription.unsubscribe()
+            await client.close()
+            await admin.close()
+
+    @runs_async
+    async def test_a_map_subscription_resumes_its_table_after_a_reconnect(self, d):
+        # Its connection closed under it (as the conflation check's): the client reconnects 0.5 to
+        # 1 s later and subscribes again from its table's position; the server still holds every
+        # change since, so the table is kept and the changes missed are applied to it.
+        admin = await connected(d)
+        lost, reasons, on_disconnect = noticing()
+        client = await connected(d, backoff=(1.0, 1.0), on_disconnect=on_disconnect)
+        sent, replies = recording_lines(client)
+        hosts = None
+        try:
+            await admin.request("create", subject="maps.resume", kind="map")
+            for value, key in enumerate("abc"):
+                await admin.publish("maps.resume", value, reply=True, key=key)
+            hosts = await client.subscribe_map("maps.resume", {"ts": True, "conflate": True})
+            assert [type(event) for event in await take(hosts, 4)] == [Value, Value, Value, Synced]
+            await admin.publish("maps.resume", 10, reply=True, key="a")
+            [live] = await take(hosts, 1)
+            assert hosts.position == live.pos and hosts.table == {"a": 10, "b": 1, "c": 2}, (live, dict(hosts.table))
+            await client._transport.close()
+            await wait_for_event(lost, "the client noticing its closed connection")
+            assert not hosts.synced and hosts.table == {"a": 10, "b": 1, "c": 2}, dict(hosts.table)
+            await admin.publish("maps.resume", 11, reply=True, key="b")
+            await admin.delete_key("maps.resume", "c", reply=True)
+            await admin.publish("maps.resume", 12, reply=True, key="d")
+            await asyncio.wait_for(hosts.wait_synced(), DEADLINE)
+            # Exactly the changes missed, in order, no gap, then Synced.
+            missed = await take(hosts, 4)
+            assert [(type(event), event.key) for event in missed[:3]] == [(Value, "b"), (Removed, "c"), (Value, "d")], missed
+            assert (missed[0].value, missed[1].reason, missed[2].value, missed[3]) == (11, "deleted", 12, Synced()), missed
+            assert all(type(event.ts) is int for event in missed[:3]), missed
+            assert hosts.table == {"a": 10, "b": 11, "d": 12}, dict(hosts.table)
+            subs = [body for body in sent if body["op"] == "sub"]
+            assert [(body.get("from"), body["ts"], body["conflate"]) for body in subs] == [
+                (None, True, True), (live.pos, True, True)], subs
+            assert [line.get("resumed") for line in replies if line.get("sid") == hosts.sid] == [None, True], replies
+            assert [reason.code for reason in reasons] == ["connection_lost"], reasons
+            # Live changes go on; the table is the server's.
+            await admin.delete_key("maps.resume", "a", reply=True)
+            [removed] = await take(hosts, 1)
+            assert (type(removed), removed.key, removed.reason) == (Removed, "a", "deleted"), removed
+            fresh = await admin.subscribe_map("maps.resume")
+            await asyncio.wait_for(fresh.wait_synced(), DEADLINE)
+            assert fresh.table == hosts.table == {"b": 11, "d": 12}, (dict(fresh.table), dict(hosts.table))
+            await fresh.unsubscribe()
+        finally:
+            if hosts is not None:
+                await hosts.unsubscribe()
+            await client.close()
+            await admin.close()
+
+    @runs_async
+    async def test_a_map_subscription_rebuilds_its_table_when_it_cannot_resume(self, d):
+        # The network drops the connection without a word (item 12's way); meanwhile the map is
+        # deleted and made again, with a new epoch: the client's `from` cannot resume, and the new
+        # snapshot is built apart and swapped in whole at `synced`, its differences the changes.
+        network = SilentNetwork(d.port)
+        admin = await connected(d)
+        client = hosts = None
+        try:
+            await admin.request("create", subject="maps.rebuild", kind="map")
+            for key, value in (("a", 1), ("b", 2), ("c", 3)):
+                await admin.publish("maps.rebuild", value, reply=True, key=key)
+            reasons = []
+            client = await runnel.connect(f"runnel://127.0.0.1:{network.port}", token=TOKEN, keepalive=1, timeout=1,
+                                          on_disconnect=reasons.append)
+            sent, replies = recording_lines(client)
+            # Each change, with the table as it stood when the change came.
+            seen, holder = [], {}
+            hosts = holder["hosts"] = await client.subscribe_map(
+                "maps.rebuild", None,
+                lambda event: seen.append((event, dict(holder["hosts"].table) if "hosts" in holder else None)))
+            await asyncio.wait_for(hosts.wait_synced(), DEADLINE)
+            old, old_position = dict(hosts.table), hosts.position
+            assert old == {"a": 1, "b": 2, "c": 3} and isinstance(seen[-1][0], Synced), (old, seen)
+            first = len(seen)
+            network.silence()
+            await admin.request("delete", subject="maps.rebuild")
+            await admin.request("create", subject="maps.rebuild", kind="map")
+            await admin.publish("maps.rebuild", 2, reply=True, key="b")  # as it was
+            await admin.publish("maps.rebuild", 30, reply=True, key="c")  # another value
+            await admin.publish("maps.rebuild", 4, reply=True, key="d")  # a new key
+            new = {"b": 2, "c": 30, "d": 4}
+
+            async def rebuilt():
+                return hosts.synced and len(seen) > first and isinstance(seen[-1][0], Synced)
+
+            await poll(rebuilt, bool, "the table rebuilt")
+            assert hosts.table == new, dict(hosts.table)
+            (gap, at_gap), *differences, (synced, at_synced) = seen[first:]
+            assert isinstance(gap, Gap) and gap.reason == "not_resumed" and gap.cause.code == "connection_lost", gap
+            assert sorted((type(event).__name__, event.key, getattr(event, "value", None), getattr(event, "reason", None))
+                          for event, _ in differences) == [
+                ("Removed", "a", None, "not_resumed"), ("Value", "c", 30, None), ("Value", "d", 4, None)], differences
+            # Never half a table: the old one until the snapshot was whole, then the new one whole.
+            assert at_gap == old and all(table == new for _, table in differences) and at_synced == new, seen[first:]
+            subs = [body for body in sent if body["op"] == "sub"]
+            assert [body.get("from") for body in subs] == [None, old_position], subs
+            assert [line.get("resumed") for line in replies if line.get("sid") == hosts.sid] == [None, False], replies
+            assert hosts.position.split(":")[0] != old_position.split(":")[0], (hosts.position, old_position)
+            assert [(reason.code, reason.message) for reason in reasons] == [
+                ("connection_lost", "no answer to a keep-alive ping within 1 s")], reasons
+            # Live changes go on, applied to the new table.
+            await admin.delete_key("maps.rebuild", "b", reply=True)
+            await admin.publish("maps.rebuild", 5, reply=True, key="e")
+            await poll(lambda: asyncio.sleep(0, dict(hosts.table)), lambda table: table == {"c": 30, "d": 4, "e": 5},
+                       "the live changes")
+            assert [(type(event), event.key) for event, _ in seen[-2:]] == [(Removed, "b"), (Value, "e")], seen[-2:]
+        finally:
+            if hosts is not None:
+                await hosts.unsubscribe()
+            if client is not None:
+                await client.close()
+            await admin.close()
+            network.close()
+
+    def test_the_blocking_client_keeps_a_maps_table(self, d):
+        with runnel.blocking.connect(url(d), token=TOKEN) as client:
+            client.request("create", subject="maps.blocking", kind="map")
+            client.publish("maps.blocking", "one", reply=True, key="a")
+            client.publish("maps.blocking", "two", key="b")
+            hosts = client.subscribe_map("maps.blocking")
+            hosts.wait_synced(timeout=DEADLINE)
+            assert hosts.synced and hosts.table == {"a": "one", "b": "two"}, hosts.table
+            assert client.delete_key("maps.blocking", "a", reply=True) == 1
+            events = iter(hosts)
+            assert [type(next(events)) for _ in range(3)] == [Value, Value, Synced]
+            removed = next(events)
+            assert (type(removed), removed.key, removed.reason) == (Removed, "a", "deleted"), removed
+            assert hosts.table == {"b": "two"}, hosts.table
+            hosts.unsubscribe()
 
     @runs_async
     async def test_a_full_buffer_drops_the_newest_and_reports_a_gap(self, d):

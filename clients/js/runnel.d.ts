@@ -112,9 +112,12 @@ export class RunnelError extends Error {
   static of(line: Line): RunnelError;
 }
 
-/** A value of a subscription, with the subject it was published to, its position and its publish time. */
+/**
+ * A value of a subscription, with the subject it was published to, its position, its publish time
+ * and, for a map subject's, its key.
+ */
 export class Value {
-  constructor(value: unknown, subject: string, pos: string | null, ts?: number | null);
+  constructor(value: unknown, subject: string, pos: string | null, ts?: number | null, key?: string | null);
   readonly type: "value";
   value: unknown;
   subject: string;
@@ -125,6 +128,30 @@ export class Value {
    * null otherwise, and for a value a stage made from a constant. Version 1.3.
    */
   ts: number | null;
+  /** The key it was written to, for a map subject's value; null otherwise. Version 1.3. */
+  key: string | null;
+}
+
+/** A key gone from a map subscription's table. Version 1.3. */
+export class Removed {
+  constructor(key: string, reason: string, subject: string, pos?: string | null, ts?: number | null);
+  readonly type: "removed";
+  key: string;
+  /**
+   * `deleted` (a `deleteKey`), `expired` (the map's `ttl_s`), or `not_resumed` (absent from the
+   * snapshot the table was rebuilt from after a reconnect that could not resume).
+   */
+  reason: string;
+  subject: string;
+  /** `EPOCH:SEQ`; null for `not_resumed`. */
+  pos: string | null;
+  /** The server's clock at the removal, for a subscription made with `ts`; else null. */
+  ts: number | null;
+}
+
+/** A map subscription's table is complete and current (after each snapshot, and each resume). Version 1.3. */
+export class Synced {
+  readonly type: "synced";
 }
 
 /** Values this subscription will not get, in their place in the stream. */
@@ -142,6 +169,9 @@ export class Gap {
 }
 
 export type RunnelEvent = Value | Gap;
+
+/** What a map subscription yields: its table's changes (`Value` with `key`, `Removed`), `Synced`, gaps. */
+export type MapEvent = Value | Removed | Synced | Gap;
 
 /**
  * One `sub`: an async iterator of events (or a callback for them), which ends at completion,
@@ -163,6 +193,32 @@ export class Subscription implements AsyncIterableIterator<RunnelEvent> {
   unsubscribe(options?: CallOptions): Promise<void>;
 }
 
+/**
+ * A subscription to a map subject that keeps its table (version 1.3): an async iterator of its
+ * changes (or a callback for them), `Synced` each time the table is complete. After a reconnect
+ * the table is kept and the changes missed applied (`resumed: true`), or a new snapshot is built
+ * apart and swapped in whole at `synced`, its differences yielded then.
+ */
+export class MapSubscription implements AsyncIterableIterator<MapEvent> {
+  private constructor();
+  readonly sid: string;
+  readonly subject: string;
+  /** The table now: empty until the first `synced`; a new `Map` after a rebuild (read it through this property). */
+  readonly table: ReadonlyMap<string, unknown>;
+  /** Whether the table is complete and current: from each `synced` until the connection is lost. */
+  readonly synced: boolean;
+  /** The position the table is at, or null. */
+  readonly position: string | null;
+  readonly ended: boolean;
+  /** Resolves once synced; rejects with the error that ended the subscription before, or `timeout` past `callTimeout`. */
+  waitSynced(options?: CallOptions): Promise<void>;
+  next(): Promise<IteratorResult<MapEvent, undefined>>;
+  return(): Promise<IteratorResult<MapEvent, undefined>>;
+  [Symbol.asyncIterator](): MapSubscription;
+  /** Ends it here at once and in the server, as `Subscription.unsubscribe`. */
+  unsubscribe(options?: CallOptions): Promise<void>;
+}
+
 /** A connection to runneld, reconnecting and resuming its subscriptions (see `connect`). */
 export class Client {
   private constructor();
@@ -173,11 +229,15 @@ export class Client {
   readonly connected: boolean;
   /** Why the connection was last lost, or null. */
   readonly lastDisconnect: RunnelError | null;
-  /** Resolves with how many subscriptions received the value. */
-  publish(subject: string, value: unknown, options: { reply: true } & CallOptions): Promise<number>;
+  /** Resolves with how many subscriptions received the value (`key`: a map subject's key, version 1.3). */
+  publish(subject: string, value: unknown, options: { reply: true; key?: string } & CallOptions): Promise<number>;
   /** Resolves once sent (within `callTimeout`, while disconnected); a failure goes to `onError`. */
-  publish(subject: string, value?: unknown, options?: { reply?: false } & CallOptions): Promise<undefined>;
-  publish(subject: string, value?: unknown, options?: { reply?: boolean } & CallOptions): Promise<number | undefined>;
+  publish(subject: string, value?: unknown, options?: { reply?: false; key?: string } & CallOptions): Promise<undefined>;
+  publish(subject: string, value?: unknown, options?: { reply?: boolean; key?: string } & CallOptions): Promise<number | undefined>;
+  /** Removes `key` from a map subject (version 1.3); `reply` as `publish`'s. */
+  deleteKey(subject: string, key: string, options: { reply: true } & CallOptions): Promise<number>;
+  deleteKey(subject: string, key: string, options?: { reply?: false } & CallOptions): Promise<undefined>;
+  deleteKey(subject: string, key: string, options?: { reply?: boolean } & CallOptions): Promise<number | undefined>;
   /** `create`, `list`, `stats`, `delete`, `complete`, `error`, `ping`: the reply. */
   request(op: string, fields?: Record<string, unknown>, options?: CallOptions): Promise<Line>;
   /** Sends `token` as `auth` on the live connection; the next connections send it too (unless `token` is a function). */
@@ -188,6 +248,16 @@ export class Client {
     onValue?: (event: RunnelEvent) => void,
     onEnd?: (error: RunnelError | null) => void,
   ): Promise<Subscription>;
+  /**
+   * Subscribes to a map subject and keeps its table (version 1.3); resolves once the server has
+   * accepted it, before the table is synced. A pattern or `from` is a TypeError.
+   */
+  subscribeMap(
+    subject: string,
+    options?: SubscribeOptions,
+    onChange?: (event: MapEvent) => void,
+    onEnd?: (error: RunnelError | null) => void,
+  ): Promise<MapSubscription>;
   /**
    * Calls `start` when `subject` gets its first subscription and `stop` when its last goes (its
    * occupancy, `$sys.occupancy.SUBJECT`; version 1.3), only on those transitions: never either

@@ -3,7 +3,7 @@
 // WebSocket class in `connect`'s options). It speaks the line protocol over a WebSocket (`/ws`),
 // one request or server line per text message: replies matched to requests by `ref`, and
 // subscriptions that survive reconnects, each resumed from its last position, with what could
-// not be resumed reported as a gap. runneld serves this file at `GET /runnel.js`; its types are
+// not be resumed reported as a gap, and map subscriptions that keep their table. runneld serves this file at `GET /runnel.js`; its types are
 // checked by `tsc -p clients/js` (JSDoc) and described for TypeScript in runnel.d.ts.
 
 /**
@@ -39,6 +39,11 @@
 /**
  * What a subscription yields: a value, or a gap where values are missing.
  * @typedef {Value | Gap} RunnelEvent
+ */
+/**
+ * What a map subscription yields (version 1.3): its table's changes (a `Value` with its `key` for
+ * a write, a `Removed` for a removal), `Synced` each time the table is complete, and gaps.
+ * @typedef {Value | Removed | Synced | Gap} MapEvent
  */
 /**
  * Where the client's own notes go (console by default).
@@ -115,7 +120,8 @@ export class RunnelError extends Error {
  * subject), `pos` its position `EPOCH:SEQ` (null for a value a stage made from no value of the
  * subject, such as `startWith`'s), `ts` the server's clock at its publish in Unix milliseconds,
  * for a subscription made with `ts` (null otherwise, and for a value a stage made from a
- * constant; version 1.3).
+ * constant; version 1.3), `key` the key it was written to, for a map subject's (null otherwise;
+ * version 1.3).
  */
 export class Value {
   /**
@@ -123,14 +129,53 @@ export class Value {
    * @param {string} subject
    * @param {string | null} pos
    * @param {number | null} [ts]
+   * @param {string | null} [key]
    */
-  constructor(value, subject, pos, ts = null) {
+  constructor(value, subject, pos, ts = null, key = null) {
     /** @type {"value"} */
     this.type = "value";
     this.value = value;
     this.subject = subject;
     this.pos = pos;
     this.ts = ts;
+    this.key = key;
+  }
+}
+
+/**
+ * A key gone from a map subscription's table (version 1.3): `reason` `deleted` (a `deleteKey`),
+ * `expired` (not written for the map's `ttl_s`) or `not_resumed` (absent from the snapshot the
+ * table was rebuilt from after a reconnect that could not resume: removed meanwhile, how is not
+ * known); `pos` and `ts` as a `Value`'s (null for `not_resumed`).
+ */
+export class Removed {
+  /**
+   * @param {string} key
+   * @param {string} reason
+   * @param {string} subject
+   * @param {string | null} [pos]
+   * @param {number | null} [ts]
+   */
+  constructor(key, reason, subject, pos = null, ts = null) {
+    /** @type {"removed"} */
+    this.type = "removed";
+    this.key = key;
+    this.reason = reason;
+    this.subject = subject;
+    this.pos = pos;
+    this.ts = ts;
+  }
+}
+
+/**
+ * A map subscription's table is complete and current: after its snapshot, and again after each
+ * resubscription, once the changes it missed (or a new snapshot's differences) have come
+ * (version 1.3).
+ */
+export class Synced {
+  constructor() {
+    /** @type {"synced"} */
+    this.type = "synced";
   }
 }
 
@@ -338,7 +383,7 @@ class SubscriptionState {
    * @param {boolean} conflate
    * @param {{ since: number | string | undefined, until: number | string | undefined, ts: boolean }} history
    *   `since` and `until` (Unix ms or RFC 3339) and `ts` (version 1.3)
-   * @param {((event: RunnelEvent) => void) | undefined} onValue
+   * @param {((event: MapEvent) => void) | undefined} onValue
    * @param {((error: RunnelError | null) => void) | undefined} onEnd
    */
   constructor(link, sid, subject, ops, start, conflate, history, onValue, onEnd) {
@@ -358,7 +403,15 @@ class SubscriptionState {
     /** @type {Map<string, [string, number]>} after a subscription that could not resume: what a value must pass */
     this.skip = new Map();
     this.subscribedBefore = false;
-    /** @type {RunnelEvent[]} */
+    // A map's snapshot: from a reply that did not resume until `synced`, one may come (`syncing`);
+    // once a keyed value of it has (`inSnapshot`), the newest position among its values waits for
+    // `synced` to become the subscription's (a position in the middle of a snapshot resumes
+    // nothing: the keys not sent yet would be missing).
+    this.syncing = false;
+    this.inSnapshot = false;
+    /** @type {string | null} */
+    this.snapshotPos = null;
+    /** @type {MapEvent[]} */
     this.queue = [];
     this.overflowed = 0;
     /** @type {Promise<void> | null} what consumers waiting for an event await */
@@ -370,7 +423,7 @@ class SubscriptionState {
   }
 
   get position() {
-    return this.pattern ? null : this.positions.get(this.subject) ?? null;
+    return this.pattern || this.inSnapshot ? null : this.positions.get(this.subject) ?? null;
   }
 
   /**
@@ -414,24 +467,69 @@ class SubscriptionState {
       this.put(new Gap("not_resumed", null, this.link.lastDisconnect()));
     }
     this.subscribedBefore = true;
+    this.syncing = !this.pattern && reply.resumed !== true;
+    this.inSnapshot = false;
+    this.snapshotPos = null;
   }
+
+  /**
+   * Notes the position of an event about to be delivered (a map's snapshot's apart, until
+   * `synced`); false for a value to skip: one at or before the last position shown, after a
+   * resubscription that could not resume (a snapshot is never skipped: it is the table).
+   * @param {string} subject
+   * @param {string | null} pos
+   * @param {boolean} keyed
+   */
+  seen(subject, pos, keyed) {
+    if (keyed && this.syncing) {
+      this.inSnapshot = true;
+      if (pos && (this.snapshotPos === null || splitPosition(pos)[1] > splitPosition(this.snapshotPos)[1])) {
+        this.snapshotPos = pos;
+      }
+      return true;
+    }
+    if (!pos) return true;
+    const shown = keyed ? undefined : this.skip.get(subject);
+    if (shown) {
+      const [epoch, seq] = splitPosition(pos);
+      if (epoch === shown[0] && seq <= shown[1]) return false;
+      this.skip.delete(subject);
+    }
+    this.positions.set(subject, pos);
+    return true;
+  }
+
+  /**
+   * A map's `synced`: after a snapshot, the subscription's position is the snapshot's (its `pos`
+   * when it has one, else its newest value's; none for an empty snapshot).
+   * @param {Line} line
+   */
+  syncedAt(line) {
+    if (this.syncing) {
+      const pos = typeof line.pos === "string" ? line.pos : this.snapshotPos;
+      if (pos) this.positions.set(this.subject, pos);
+      else this.positions.delete(this.subject);
+      this.skip.delete(this.subject);
+    }
+    this.syncing = false;
+    this.inSnapshot = false;
+    this.snapshotPos = null;
+  }
+
+  /** The connection is lost (the client reconnects). */
+  lost() {}
 
   /** @param {Line} line an event of this subscription */
   event(line) {
     if (line.ev === "next") {
       const subject = typeof line.subject === "string" ? line.subject : this.subject;
       const pos = typeof line.pos === "string" ? line.pos : null;
-      if (pos) {
-        const shown = this.skip.get(subject);
-        if (shown) {
-          const [epoch, seq] = splitPosition(pos);
-          if (epoch === shown[0] && seq <= shown[1]) return;
-          this.skip.delete(subject);
-        }
-        this.positions.set(subject, pos);
-      }
+      const key = typeof line.key === "string" ? line.key : null;
+      if (!this.seen(subject, pos, key !== null)) return;
       const ts = typeof line.ts === "number" ? line.ts : null;
-      this.put(new Value(line.value === undefined ? null : line.value, subject, pos, ts));
+      this.put(new Value(line.value === undefined ? null : line.value, subject, pos, ts, key));
+    } else if (line.ev === "synced") {
+      this.syncedAt(line);
     } else if (line.ev === "dropped") {
       this.put(new Gap("dropped", line.count === undefined ? null : Number(line.count)));
     } else if (line.ev === "completed") {
@@ -441,13 +539,13 @@ class SubscriptionState {
     }
   }
 
-  /** @param {RunnelEvent} event */
+  /** @param {MapEvent} event */
   put(event) {
     if (this.onValue) {
       callBack(this.link.logger, this.onValue, event);
       return;
     }
-    if (event instanceof Value && this.queue.length >= this.link.buffer) {
+    if ((event instanceof Value || event instanceof Removed) && this.queue.length >= this.link.buffer) {
       this.overflowed += 1;
       return;
     }
@@ -462,7 +560,7 @@ class SubscriptionState {
     return new Gap("overflow", count);
   }
 
-  /** @returns {Promise<IteratorResult<RunnelEvent, undefined>>} */
+  /** @returns {Promise<IteratorResult<MapEvent, undefined>>} */
   async next() {
     for (;;) {
       const event = this.queue.shift();
@@ -542,9 +640,13 @@ export class Subscription {
     return this.#state.ended;
   }
 
-  /** The next event; `done` once the subscription has ended, after what it buffered. */
+  /**
+   * The next event; `done` once the subscription has ended, after what it buffered.
+   * @returns {Promise<IteratorResult<RunnelEvent, undefined>>}
+   */
   next() {
-    return this.#state.next();
+    // A subscription that is not a map subscription yields no `Removed` or `Synced`.
+    return /** @type {Promise<IteratorResult<RunnelEvent, undefined>>} */ (this.#state.next());
   }
 
   /**
@@ -564,6 +666,226 @@ export class Subscription {
    * Ends the subscription: here at once (what it buffered is dropped), and in the server
    * (`unsub`, whose answer it waits for within `callTimeout`; it does not reject). While the client
    * is disconnected it resolves at once: the lost connection took the server's subscription.
+   * @param {CallOptions} [options]
+   * @returns {Promise<void>}
+   */
+  async unsubscribe(options = {}) {
+    const seconds = options.callTimeout === undefined ? undefined : checkedSeconds(options.callTimeout, "callTimeout");
+    return this.#state.unsubscribe(seconds);
+  }
+}
+
+/**
+ * A map subscription's state (version 1.3): a subscription's, and its table.
+ */
+class MapSubscriptionState extends SubscriptionState {
+  /** @param {ConstructorParameters<typeof SubscriptionState>} parameters */
+  constructor(...parameters) {
+    super(...parameters);
+    /** @type {Map<string, unknown>} */
+    this.table = new Map();
+    /** @type {Map<string, Value> | null} the table a snapshot is building, null when changes go to `table` itself */
+    this.fresh = null;
+    this.synced = false;
+    /** @type {Set<() => void>} what `waitSynced` calls wait on */
+    this.settling = new Set();
+  }
+
+  /**
+   * @param {Line} reply
+   * @param {Line} sent
+   */
+  answered(reply, sent) {
+    super.answered(reply, sent);
+    if (this.ended) return;
+    // Resumed: the changes missed come, applied to the table kept; else a snapshot, built apart.
+    this.fresh = reply.resumed === true ? null : new Map();
+    this.synced = false;
+  }
+
+  lost() {
+    this.synced = false;
+  }
+
+  /** @param {Line} line */
+  event(line) {
+    if (line.ev !== "next" && line.ev !== "removed" && line.ev !== "synced") {
+      super.event(line);
+      return;
+    }
+    if (line.ev === "synced") {
+      this.syncedAt(line);
+      this.swap();
+      this.synced = true;
+      this.settle();
+      this.put(new Synced());
+      return;
+    }
+    if (typeof line.key !== "string") return;
+    const key = line.key;
+    const pos = typeof line.pos === "string" ? line.pos : null;
+    const ts = typeof line.ts === "number" ? line.ts : null;
+    this.seen(this.subject, pos, true);
+    if (line.ev === "next") {
+      const value = new Value(line.value === undefined ? null : line.value, this.subject, pos, ts, key);
+      if (this.fresh) {
+        this.fresh.set(key, value);
+        return;
+      }
+      this.table.set(key, value.value);
+      this.put(value);
+    } else {
+      if (this.fresh) {
+        this.fresh.delete(key);
+        return;
+      }
+      this.table.delete(key);
+      this.put(new Removed(key, String(line.reason), this.subject, pos, ts));
+    }
+  }
+
+  /**
+   * The end of a snapshot: its table replaces the one kept, and what differs is yielded, once the
+   * new table is in place.
+   */
+  swap() {
+    const fresh = this.fresh;
+    if (!fresh) return;
+    this.fresh = null;
+    const old = this.table;
+    this.table = new Map([...fresh].map(([key, value]) => [key, value.value]));
+    for (const [key, value] of fresh) {
+      if (!old.has(key) || JSON.stringify(old.get(key)) !== JSON.stringify(value.value)) this.put(value);
+    }
+    for (const key of old.keys()) {
+      if (!fresh.has(key)) this.put(new Removed(key, "not_resumed", this.subject));
+    }
+  }
+
+  settle() {
+    const waiting = [...this.settling];
+    this.settling.clear();
+    for (const wake of waiting) wake();
+  }
+
+  /** @param {RunnelError | null} error */
+  end(error) {
+    const wasEnded = this.ended;
+    super.end(error);
+    if (!wasEnded) this.settle();
+  }
+
+  /**
+   * Resolves once the table is synced, or rejects with the error that ended the subscription
+   * before; `timeout` past `seconds`.
+   * @param {number} seconds
+   * @returns {Promise<void>}
+   */
+  async waitSynced(seconds) {
+    if (!this.synced && !this.ended) {
+      const deadline = deadlineIn(seconds);
+      /** @type {() => void} */
+      let wake = () => {};
+      const settled = new Promise((resolve) => { wake = () => resolve(undefined); this.settling.add(wake); });
+      try {
+        const outcome = await (deadline.passed ? Promise.race([settled, deadline.passed]) : settled);
+        if (outcome === PASSED && !this.synced && !this.ended) {
+          throw new RunnelError("timeout", `sub ${this.subject}: not synced within ${seconds} s`);
+        }
+      } finally {
+        this.settling.delete(wake);
+        deadline.cancel();
+      }
+    }
+    if (!this.synced && this.error) throw this.error;
+  }
+}
+
+/**
+ * A subscription to a map subject (version 1.3) that keeps its table: `table`, the key -> value
+ * of the map as this subscription sees it (after its stages), complete once `synced`. Iterated
+ * (or given `onChange`), it yields the table's changes as they are made to it: a `Value` with its
+ * `key` for a write, a `Removed` for a removal, `Synced` each time the table is complete and
+ * current, and `Gap`s. The table is updated as the messages are read, whatever the consumer
+ * takes: past the buffer, changes are dropped from the iteration (a `Gap` `overflow`), never from
+ * the table. After a reconnect it resumes from its position: `resumed: true` applies the changes
+ * it missed to the table it kept; otherwise (a `Gap` `not_resumed` first) the new snapshot is
+ * built apart and swapped in whole at `synced`, its differences from the old table yielded then,
+ * so the table is never seen half built.
+ * @implements {AsyncIterableIterator<MapEvent>}
+ */
+export class MapSubscription {
+  /** @type {MapSubscriptionState} */
+  #state;
+  /** @type {(options: CallOptions) => number} */
+  #seconds;
+
+  /**
+   * @param {MapSubscriptionState} state
+   * @param {(options: CallOptions) => number} seconds a call's deadline, from its options
+   */
+  constructor(state, seconds) {
+    this.#state = state;
+    this.#seconds = seconds;
+    this.sid = state.sid;
+    this.subject = state.subject;
+  }
+
+  /**
+   * The table now, key -> value: empty until the first `synced`; replaced by a new `Map` at a
+   * `synced` that ends a rebuild (read it through this property, not a reference kept).
+   * @returns {ReadonlyMap<string, unknown>}
+   */
+  get table() {
+    return this.#state.table;
+  }
+
+  /** Whether the table is complete and current: from each `synced` until the connection is lost. */
+  get synced() {
+    return this.#state.synced;
+  }
+
+  /** The position the table is at (given as `from` when the client subscribes again), or null. */
+  get position() {
+    return this.#state.position;
+  }
+
+  /** Whether the subscription has ended (completed, failed, unsubscribed or closed). */
+  get ended() {
+    return this.#state.ended;
+  }
+
+  /**
+   * Resolves once the table is synced (at once when it is); rejects with the `RunnelError` that
+   * ended the subscription before that, or with `timeout` past `callTimeout` (the client's by
+   * default). A subscription ended quietly (unsubscribed, the client closed) resolves.
+   * @param {CallOptions} [options]
+   * @returns {Promise<void>}
+   */
+  waitSynced(options = {}) {
+    return this.#state.waitSynced(this.#seconds(options));
+  }
+
+  /** The next change; `done` once the subscription has ended, after what it buffered. */
+  next() {
+    return this.#state.next();
+  }
+
+  /**
+   * Unsubscribes (the end of a `for await` loop left early).
+   * @returns {Promise<IteratorResult<MapEvent, undefined>>}
+   */
+  async return() {
+    await this.#state.unsubscribe();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  /**
+   * Ends the subscription, as `Subscription.unsubscribe`.
    * @param {CallOptions} [options]
    * @returns {Promise<void>}
    */
@@ -712,18 +1034,43 @@ export class Client {
   }
 
   /**
-   * Publishes `value` (any JSON value) to `subject`. With `{reply: true}`, resolves with how many
+   * Publishes `value` (any JSON value) to `subject`; with `key`, to a map subject, as that key's
+   * value (version 1.3). With `{reply: true}`, resolves with how many
    * subscriptions received it, or rejects with the server's RunnelError; without, resolves once
    * the line is sent, and a failure (the server answers only those) goes to `onError`. Either
    * waits for the connection while the client reconnects, within `callTimeout` (`timeout` past
    * it, and the value is not sent).
    * @param {string} subject
    * @param {unknown} [value]
-   * @param {{ reply?: boolean } & CallOptions} [options]
+   * @param {{ reply?: boolean, key?: string } & CallOptions} [options]
    * @returns {Promise<number | undefined>}
    */
   async publish(subject, value = null, options = {}) {
+    /** @type {Line} */
     const body = { op: "pub", subject, value };
+    if (options.key !== undefined) body.key = options.key;
+    return this.#publish(body, options);
+  }
+
+  /**
+   * Removes `key` from the map subject `subject` (a `pub` with `delete`, version 1.3; a key it
+   * does not hold is no error); `reply` and `callTimeout` as `publish`'s. To delete a subject
+   * itself: `request("delete", {subject})`.
+   * @param {string} subject
+   * @param {string} key
+   * @param {{ reply?: boolean } & CallOptions} [options]
+   * @returns {Promise<number | undefined>}
+   */
+  async deleteKey(subject, key, options = {}) {
+    return this.#publish({ op: "pub", subject, key, delete: true }, options);
+  }
+
+  /**
+   * @param {Line} body a `pub`
+   * @param {{ reply?: boolean } & CallOptions} options
+   * @returns {Promise<number | undefined>}
+   */
+  async #publish(body, options) {
     const seconds = this.#seconds(options);
     if (options.reply) return Number((await this.#call(body, { seconds })).receivers);
     const deadline = deadlineIn(seconds);
@@ -776,6 +1123,45 @@ export class Client {
    * @param {(error: RunnelError | null) => void} [onEnd]
    */
   async subscribe(subject, options = {}, onValue, onEnd) {
+    const state = this.#subscription(SubscriptionState, subject, options,
+      /** @type {((event: MapEvent) => void) | undefined} */ (onValue), onEnd);
+    await this.#subscribed(state, options);
+    return new Subscription(state);
+  }
+
+  /**
+   * Subscribes to the map subject `subject` (version 1.3) and keeps its table (see
+   * `MapSubscription`): resolves once the server has accepted the `sub`, before the table is
+   * synced (`await subscription.waitSynced()`). `options` as `subscribe`'s but `from` (the
+   * subscription resumes from its own position) and `since`/`until` (not for a map); `onChange`
+   * and `onEnd` as `subscribe`'s `onValue` and `onEnd`. A pattern, or `from`, is a TypeError.
+   * @param {string} subject
+   * @param {SubscribeOptions} [options]
+   * @param {(event: MapEvent) => void} [onChange]
+   * @param {(error: RunnelError | null) => void} [onEnd]
+   * @returns {Promise<MapSubscription>}
+   */
+  async subscribeMap(subject, options = {}, onChange, onEnd) {
+    if (isPattern(subject)) throw new TypeError(`runnel: subscribeMap takes a map subject's name, not a pattern: ${subject}`);
+    if (options.from !== undefined) {
+      throw new TypeError("runnel: a map subscription starts from a snapshot, and resumes from its own position: no from");
+    }
+    const state = this.#subscription(MapSubscriptionState, subject, options, onChange, onEnd);
+    await this.#subscribed(state, options);
+    return new MapSubscription(state, (callOptions) => this.#seconds(callOptions));
+  }
+
+  /**
+   * A subscription's state, of `kind`, checked; not subscribed yet.
+   * @template {SubscriptionState} S
+   * @param {new (...parameters: ConstructorParameters<typeof SubscriptionState>) => S} kind
+   * @param {string} subject
+   * @param {SubscribeOptions} options
+   * @param {((event: MapEvent) => void) | undefined} onValue
+   * @param {((error: RunnelError | null) => void) | undefined} onEnd
+   * @returns {S}
+   */
+  #subscription(kind, subject, options, onValue, onEnd) {
     /** @type {Stage[]} */
     const ops = [];
     if (options.filter !== undefined) ops.push({ op: "filter", expr: options.filter });
@@ -785,7 +1171,7 @@ export class Client {
     const history = {
       since: timeOption("since", options.since), until: timeOption("until", options.until), ts: options.ts ?? false,
     };
-    const state = new SubscriptionState(this.#link, `s${this.#nextSid++}`, subject, ops, options.from,
+    const state = new kind(this.#link, `s${this.#nextSid++}`, subject, ops, options.from,
       options.conflate ?? false, history, onValue, onEnd);
     if (state.pattern && options.from !== undefined) {
       throw new TypeError("runnel: a pattern subscription has no position to start from");
@@ -793,6 +1179,15 @@ export class Client {
     if (options.from !== undefined && options.since !== undefined) {
       throw new TypeError("runnel: a subscription starts from a position (from) or a time (since), not both");
     }
+    return state;
+  }
+
+  /**
+   * Sends the first `sub` of `state` once connected; resolves once the server has accepted it.
+   * @param {SubscriptionState} state
+   * @param {SubscribeOptions} options
+   */
+  async #subscribed(state, options) {
     const seconds = this.#seconds(options);
     const deadline = deadlineIn(seconds);
     const started = Date.now();
@@ -812,7 +1207,6 @@ export class Client {
     } finally {
       deadline.cancel();
     }
-    return new Subscription(state);
   }
 
   /**
@@ -1113,6 +1507,7 @@ export class Client {
     if (this.#connection === connection) this.#connection = null;
     this.#failPending(reason);
     if (!connection.setUp || this.#final !== null) return;
+    for (const subscription of this.#subscriptions.values()) subscription.lost();
     this.#ready = this.#notReady();
     this.#lastDisconnect = reason;
     callBack(this.#logger, this.#onDisconnect, reason);

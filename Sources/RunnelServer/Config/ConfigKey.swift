@@ -41,6 +41,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
     case maxConnectionsPerAddress = "max_connections_per_address"
     case maxSubscriptionBytes = "max_subscription_bytes"
     case maxReplayBytes = "max_replay_bytes"
+    case maxMapKeys = "max_map_keys"
     case maxRetainedBytes = "max_retained_bytes"
     // Slow consumers: the soft limit and its grace (`max_pending_bytes` is the hard one).
     case softPendingBytes = "soft_pending_bytes"
@@ -96,6 +97,7 @@ public enum ConfigKey: String, Sendable, CaseIterable {
         case .maxConnectionsPerAddress: return 0...1_000_000
         case .maxSubscriptionBytes: return 1024...17_179_869_184
         case .maxReplayBytes: return 1024...1_099_511_627_776
+        case .maxMapKeys: return 1...100_000_000
         case .maxRetainedBytes: return 1024...1_099_511_627_776
         case .softPendingBytes: return 1024...17_179_869_184
         case .jwtLeeway: return 0...3600

@@ -39,6 +39,7 @@ extension ServerConfig {
         case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
         case .maxSubscriptionBytes: return String(maxSubscriptionBytes)
         case .maxReplayBytes: return String(maxReplayBytes)
+        case .maxMapKeys: return String(maxMapKeys)
         case .maxRetainedBytes: return String(maxRetainedBytes)
         case .softPendingBytes:
             return softPendingBytes > maxPendingBytes

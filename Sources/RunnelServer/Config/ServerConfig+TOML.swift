@@ -175,6 +175,7 @@ struct TOMLConfigReader {
         case .maxConnectionsPerAddress: config.maxConnectionsPerAddress = try integer(key, value)
         case .maxSubscriptionBytes: config.maxSubscriptionBytes = try integer(key, value)
         case .maxReplayBytes: config.maxReplayBytes = try integer(key, value)
+        case .maxMapKeys: config.maxMapKeys = try integer(key, value)
         case .maxRetainedBytes: config.maxRetainedBytes = try integer(key, value)
         case .softPendingBytes: config.softPendingBytes = try integer(key, value)
         case .softPendingSeconds: config.softPendingSeconds = try duration(key, value)
@@ -281,8 +282,9 @@ struct TOMLConfigReader {
         }
         var kind = SubjectKind.subject
         if let kindValue = fields["kind"] {
-            let names = SubjectKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            guard let text = kindValue.string, let parsed = SubjectKind(rawValue: text) else {
+            // Maps are made by `create` only, for now: a table declares none.
+            let names = SubjectKind.allCases.filter { $0 != .map }.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            guard let text = kindValue.string, let parsed = SubjectKind(rawValue: text), parsed != .map else {
                 throw error("\(prefix).kind", "must be one of \(names), got \(Self.describe(kindValue))")
             }
             kind = parsed

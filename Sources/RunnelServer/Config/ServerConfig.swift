@@ -102,6 +102,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// Bytes of values one replay subject keeps; past it its oldest go (`max_replay_bytes`,
     /// default 64 MiB). Applies to subjects created after it is set.
     public var maxReplayBytes: Int = 67_108_864
+    /// The most keys a map holds, and what its `max_keys` may ask for at most
+    /// (`max_map_keys`, default 100,000). Applies to maps created after it is set.
+    public var maxMapKeys: Int = 100_000
     /// Bytes of values every replay and behavior subject keep together; past it, values for
     /// them are refused with `limit` (`max_retained_bytes`, default 1 GiB).
     public var maxRetainedBytes: Int = 1_073_741_824

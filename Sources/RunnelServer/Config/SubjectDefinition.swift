@@ -45,6 +45,7 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
             return "\(name) (replay, capacity \(capacity ?? 0)\(retain ?? "")\(durable ? ", durable" : "")\(policy))"
         case .behavior:
             return "\(name) (behavior, value \(initialValueJSON ?? "null")\(durable ? ", durable" : "")\(policy))"
+        case .map: return "\(name) (map\(policy))"
         }
     }
 

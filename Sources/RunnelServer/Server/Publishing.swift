@@ -30,6 +30,48 @@ enum Publishing {
     }
 }
 
+extension Publishing {
+    /// Sets `key` of the map `entry` to `value`, through `publish`'s steps: also `limit` when
+    /// `key` would be a key past the map's `max_keys` (nothing changes then).
+    static func publish(
+        _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), key: String, to entry: SubjectEntry,
+        in store: any SubjectStore, counting stats: ServerStats, bounding bound: PublishEvaluationBound,
+        by publisher: PublisherGate
+    ) throws(ProtocolError) {
+        guard let map = entry.map else { throw notAMap(entry) }
+        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        if map.isFull(adding: key) {
+            throw ProtocolError(.limit, "map '\(entry.name)' holds \(map.count) keys (max_keys \(map.maxKeys))")
+        }
+        try store.retained.checkRoom(for: value, in: entry.name)
+        stats.published &+= 1
+        publisher.publishing { store.publish(value, members: members, key: key, to: entry, bounding: bound) }
+    }
+
+    /// Removes `key` from the map `entry` (reason `deleted`); removing a key that is not live
+    /// changes nothing and is no error.
+    static func remove(
+        _ key: String, from entry: SubjectEntry, in store: any SubjectStore, bounding bound: PublishEvaluationBound,
+        by publisher: PublisherGate
+    ) throws(ProtocolError) {
+        guard entry.map != nil else { throw notAMap(entry) }
+        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        publisher.publishing { _ = store.remove(key, from: entry, bounding: bound) }
+    }
+
+    /// What a keyed `pub` to a subject of another kind gets.
+    @inline(never)
+    static func notAMap(_ entry: SubjectEntry) -> ProtocolError {
+        ProtocolError(.badRequest, "field 'key' applies only to kind 'map'; subject '\(entry.name)' is \(entry.kind)")
+    }
+
+    /// What a `pub` without a key to a map gets.
+    @inline(never)
+    static func keyNeeded(_ entry: SubjectEntry) -> ProtocolError {
+        ProtocolError(.badRequest, "subject '\(entry.name)' is a map: pub needs field 'key'")
+    }
+}
+
 extension Server {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
@@ -38,5 +80,10 @@ extension Server {
         entry: SubjectEntry, made: Bool
     ) {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
+    }
+
+    /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).
+    func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+        try sessionContext.mapTarget(named: name, for: grant)
     }
 }

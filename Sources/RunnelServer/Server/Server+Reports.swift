@@ -40,8 +40,14 @@ extension JSONWriter {
                 writeInteger(capacity)
             }
             if let retainMilliseconds = entry.retainMilliseconds {
-                append(",\"retain_s\":")
+                append(entry.map == nil ? ",\"retain_s\":" : ",\"ttl_s\":")
                 writeNumber(RetainAge.seconds(milliseconds: retainMilliseconds))
+            }
+            if let map = entry.map {
+                append(",\"keys\":")
+                writeInteger(map.count)
+                append(",\"max_keys\":")
+                writeInteger(map.maxKeys)
             }
             append(",\"subscribers\":")
             writeInteger(entry.namedSubscriptions)

@@ -41,7 +41,8 @@ extension Session {
                 if entry.kind == .subject { subscription.reachedPlain.insert(name) }
                 subscriptions.noteReached(name, by: subscription)
             }
-            return entry.subject
+            // A map's values, as a stream: its removals are no values.
+            return entry.map == nil ? entry.subject : entry.subject.filter { $0.mark == nil }
         }
     }
 

@@ -2,8 +2,8 @@ import RunnelProtocol
 
 /// Conflation (version 1.3): a subscription made with `"conflate": true`, or fed by a subject
 /// whose policy is `conflate` (its own `slow_consumer`, else the global one), keeps at most one
-/// value waiting while the connection's unsent output is over the soft limit: a newer value
-/// replaces the waiting one, and counts it in `dropped`. Once the output falls, the waiting
+/// value waiting (on a map, one per key: `WaitingValues`) while the connection's unsent output
+/// is over the soft limit: a newer value replaces the waiting one, and counts it in `dropped`. Once the output falls, the waiting
 /// values go out in the order their subscriptions began to wait, each after a `dropped`
 /// event counting the values it replaced, for as long as the output stays under the soft
 /// limit. Values are never reordered (while one waits, every newer one waits too), and a
@@ -18,23 +18,23 @@ extension Session {
     /// one that waited. Called over the soft limit, with `lag` begun.
     func conflate(_ message: Message, into subscription: SessionSubscription, during lag: SlowConsumerLag) {
         lag.conflates = true
-        if subscription.waiting != nil {
+        if subscription.waiting.keep(message) {
             subscription.noteDropped(1)
             stats.dropped &+= 1
         } else if !subscription.isQueuedToFlush {
             subscription.isQueuedToFlush = true
             waitingToFlush.append(subscription)
         }
-        subscription.waiting = message
     }
 
     /// Writes what `subscription` owes before its next event, whatever the output holds: the
-    /// count of the values it dropped or replaced, then its waiting value (one at most).
+    /// count of the values it dropped or replaced, then its waiting values (one, or one per key).
     func writeWaiting(_ subscription: SessionSubscription) {
         if subscription.dropped > 0 { writeDropped(subscription) }
-        guard let message = subscription.waiting else { return }
-        subscription.waiting = nil
-        if writeNext(message, subscription, limit: .max, transport) { stats.delivered &+= 1 }
+        guard !subscription.waiting.isEmpty else { return }
+        for message in subscription.waiting.takeAll() where writeNext(message, subscription, limit: .max, transport) {
+            stats.delivered &+= 1
+        }
     }
 
     /// The output fell below the soft limit: writes the waiting values in the order their

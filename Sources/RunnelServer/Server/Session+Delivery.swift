@@ -18,7 +18,7 @@ extension Session {
         _ message: Message, to subscription: SessionSubscription, through transport: Transport
     ) {
         guard !isClosing, !subscription.isFinished else { return }
-        if subscription.dropped > 0 || subscription.waiting != nil {
+        if subscription.dropped > 0 || !subscription.waiting.isEmpty {
             // What was dropped, or a conflated value waiting, goes first: room of their own.
             guard !isOverSoftLimit else { return deliverOverSoftLimit(message, to: subscription) }
             writeWaiting(subscription)
@@ -45,11 +45,18 @@ extension Session {
 
     /// Writes `head`, the message's value and `}`, with `,"pos":"EPOCH:SEQ"` before it when the
     /// message has a position the subscription reports and `,"ts":MS` when it asked for times
-    /// and the value has one.
-    private func writeNext<Transport: SessionTransport>(
+    /// and the value has one. `key`: a map's key, which `head` names (`Session+MapDelivery`).
+    /// Never inlined into the delivery path: its tail on the stack would bring the stack
+    /// protector into every delivery.
+    @inline(never)
+    func writeNext<Transport: SessionTransport>(
         _ message: Message, head: UnsafeRawBufferPointer, _ subscription: SessionSubscription, limit: Int,
-        _ transport: Transport
+        _ transport: Transport, key: ByteBuffer? = nil
     ) -> Bool {
+        // A map's lines come this way (`writesTail`), off the plain lines' path.
+        if subscription.isMap && key == nil && (message.label.key != nil || message.mark != nil) {
+            return writeMapNext(message, subscription, limit: limit, transport)
+        }
         let position: (seq: UInt64, prefix: UnsafeRawBufferPointer)? =
             if subscription.sendsPosition(of: message), let seq = message.seq,
                 let prefix = message.label.positionPrefix?.bytes
@@ -60,7 +67,7 @@ extension Session {
             }
         let time = subscription.sendsTimes ? message.time : 0
         guard position != nil || time != 0 else {
-            return writeNext(message, head: head, tail: Self.nextEnd, limit: limit, transport)
+            return writeNext(message, head: head, tail: Self.nextEnd, key: key, limit: limit, transport)
         }
         // The position (`,"pos":"`, an epoch of at most 32 bytes, `Epoch.isValid`, the seq's
         // digits, at most 20, and `"`: 62 bytes at most), the time (`,"ts":` and at most 19
@@ -94,12 +101,12 @@ extension Session {
         return withUnsafeBytes(of: &storage) { tail in
             let line = UnsafeRawBufferPointer(rebasing: tail[..<count])
             guard let (seq, prefix) = position else {
-                return writeNext(message, head: head, tail: line, limit: limit, transport)
+                return writeNext(message, head: head, tail: line, key: key, limit: limit, transport)
             }
             let digits = UnsafeRawBufferPointer(rebasing: tail[prefix.count..<digitsEnd])
             return writeNext(
                 message, head: head, tail: line, position: EventPosition(prefix: prefix, seq: seq, digits: digits),
-                limit: limit, transport)
+                key: key, limit: limit, transport)
         }
     }
 
@@ -114,8 +121,12 @@ extension Session {
     @inline(__always)
     private func writeNext<Transport: SessionTransport>(
         _ message: Message, head: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
-        position: EventPosition? = nil, limit: Int, _ transport: Transport
+        position: EventPosition? = nil, key: ByteBuffer? = nil, limit: Int, _ transport: Transport
     ) -> Bool {
+        if let key {
+            return writeKeyedNext(
+                message, head: head, key: key, tail: tail, position: position, limit: limit, transport)
+        }
         if let value = message.publishedBytes, value.count <= ByteBuffer.copyThreshold {
             let written: Bool
             if let cork {
@@ -150,10 +161,14 @@ extension Session {
 
     /// A pattern subscription's line names the value's subject: its head is the
     /// subscription's prefix, the subject's encoded name and `,"value":`, put together on
-    /// the stack.
+    /// the stack (never inlined into the delivery path, for the stack protector that brings).
+    @inline(never)
     private func writePatternNext<Transport: SessionTransport>(
         _ message: Message, _ subscription: SessionSubscription, limit: Int, _ transport: Transport
     ) -> Bool {
+        if message.label.key != nil || message.mark != nil {
+            return writeMapNext(message, subscription, limit: limit, transport)
+        }
         let prefix = subscription.nextPrefix.bytes
         let subject = message.label.json.bytes
         let valueKey = SessionSubscription.valueKey
@@ -186,7 +201,7 @@ extension Session {
     }
 
     /// Writes one of `subscription`'s events other than `next`.
-    private func write(_ event: SessionEvent, of subscription: SessionSubscription) {
+    func write(_ event: SessionEvent, of subscription: SessionSubscription) {
         write(.event(event, sid: subscription.sid, sidJSON: subscription.sidJSON))
     }
 }

@@ -13,6 +13,11 @@ extension Session {
     func checkTimeBounds(_ request: SubscribeRequest, on entry: SubjectEntry?, from: Position?)
         throws(ProtocolError)
     {
+        if entry?.map != nil && (request.since != nil || request.until != nil) {
+            throw ProtocolError(
+                .badRequest,
+                "fields 'since' and 'until' do not apply to a map: its history is its changes, resumed with 'from'")
+        }
         if let since = request.since {
             guard from == nil else {
                 throw ProtocolError(.badRequest, "fields 'since' and 'from' cannot be given together")

@@ -55,7 +55,7 @@ extension Session {
 
     /// The grant of an authenticated session: `handle` refuses every request but `auth`
     /// before there is one.
-    private var rights: TokenGrant {
+    var rights: TokenGrant {
         guard let grant else { preconditionFailure("a request other than auth handled before authentication") }
         return grant
     }
@@ -63,7 +63,11 @@ extension Session {
     // MARK: pub
 
     private func publish(_ request: Request) throws(ProtocolError) {
+        if _slowPath(request.scanned[.key] != nil || request.scanned[.delete] != nil) {
+            return try publishKeyed(request)
+        }
         let (entry, made) = try publishTarget(request)
+        if _slowPath(entry.map != nil) { throw Publishing.keyNeeded(entry) }
         guard let ref = request.ref else {
             // The common case, kept apart: no reply, nothing to count. (One call shared with
             // the branch below made every pub dearer.)
@@ -156,9 +160,14 @@ extension Session {
         // once: `since` and `until` are measured from the same instant.
         let now = subjects.retained.clock.now()
         entry?.dropExpired(now: now)
-        // Resuming: the subject's usual replay, less what the client had (seqs only grow).
+        // Resuming: the subject's usual replay, less what the client had (seqs only grow). A
+        // map's opening is its snapshot or its changes since `from`, then `synced`.
         var resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
-        if let from, resumed == true { source = source.skip(while: { ($0.seq ?? 0) <= from.seq }) }
+        if let entry, entry.map != nil {
+            (source, resumed) = entry.mapOpening(from: from)
+        } else if let from, resumed == true {
+            source = source.skip(while: { ($0.seq ?? 0) <= from.seq })
+        }
         let isTimeBounded = request.since != nil || request.until != nil
         var catchUp: CatchUp?
         if isTimeBounded {
@@ -169,7 +178,7 @@ extension Session {
             source = timeBounded(source, since: request.since, until: request.until, now: now, catchingUp: catchUp)
         }
         let subscription = SessionSubscription(
-            sid: sid, entry: entry, pattern: pattern, sendsPositions: positions,
+            sid: sid, entry: entry, pattern: pattern, isMap: entry?.map != nil, sendsPositions: positions,
             sendsTimes: request.timestamps ?? false,
             conflates: request.conflate ?? false)
         let lookup = stageLookup(for: subscription)
@@ -180,9 +189,19 @@ extension Session {
         {
             start = { [evaluationAccount] sink in shared.join(sink, payer: evaluationAccount, through: entrance) }
         } else {
-            let chain = try context.compileChain(
-                stages, source: source, label: entry?.label ?? SubjectLabel(target), account: evaluationAccount,
-                lookup: lookup, timeScheduler: catchUp?.scheduler, under: settings)
+            let compile = { (source: Signal<Message>) throws(ProtocolError) -> Signal<Message> in
+                try self.context.compileChain(
+                    stages, source: source, label: entry?.label ?? SubjectLabel(target),
+                    account: self.evaluationAccount,
+                    lookup: lookup, timeScheduler: catchUp?.scheduler, under: self.settings)
+            }
+            // A map's removals and `synced` (which a pattern may meet too) go round the stages.
+            let chain =
+                if !stages.isEmpty && (subscription.isMap || subscription.isPattern) {
+                    try MarkRouting.around(source, compile)
+                } else {
+                    try compile(source)
+                }
             start = { sink in chain.subscribe(sink) }
         }
 
@@ -245,8 +264,10 @@ extension Session {
         let name = try writableSubjectName(request)
         let kindName = try request.requiredString(.kind)
         guard let kind = SubjectKind(rawValue: kindName) else {
-            throw ProtocolError(.badRequest, "field 'kind' must be one of subject, replay, behavior; got '\(kindName)'")
+            throw ProtocolError(
+                .badRequest, "field 'kind' must be one of subject, replay, behavior, map; got '\(kindName)'")
         }
+        if kind == .map { return try createMap(request, name: name) }
         var capacity: Int?
         if let given = try request.integer(.capacity) {
             guard kind == .replay else {
@@ -314,7 +335,7 @@ extension Session {
     }
 
     /// `create`'s `slow_consumer` (an extension): the subject's own policy; nil when absent.
-    private func slowConsumerPolicy(of request: Request) throws(ProtocolError) -> SlowConsumerPolicy? {
+    func slowConsumerPolicy(of request: Request) throws(ProtocolError) -> SlowConsumerPolicy? {
         guard let field = request.scanned.field(named: "slow_consumer") else { return nil }
         guard let text = request.scanned.string(field), let policy = SlowConsumerPolicy(rawValue: text) else {
             throw ProtocolError(
@@ -357,7 +378,7 @@ extension Session {
 
     /// Only the subjects the token may subscribe or publish to.
     private func list(_ request: Request) throws(ProtocolError) {
-        let prefix = try request.string(.prefix) ?? ""
+        let prefix = try request.scanned.string(named: "prefix") ?? ""
         let grant = rights
         // The server's own subjects only when the prefix asks for them.
         let reserved = SystemSubjects.isReserved(prefix)
@@ -375,7 +396,9 @@ extension Session {
     /// `AccessList`); a second `auth` moves the session to the new grant, ending the
     /// subscriptions its rights forbid (a JWT refreshed before it expires).
     private func authenticate(_ request: Request) throws(ProtocolError) {
-        let token = try request.requiredString(.token)
+        guard let token = try request.scanned.string(named: "token") else {
+            throw ProtocolError(.badRequest, "missing field 'token'")
+        }
         let found = try settings.access.authenticate(token, at: ProcessStatistics.wallClockSeconds()).get()
         context.logger.debug("authenticated", metadata: ["connection": "\(id)", "token": "\(found.source)"])
         move(to: found, because: "the connection authenticated again")
@@ -384,7 +407,7 @@ extension Session {
 
     /// `subject` for `create`, `complete`, `error` and `delete`: a valid name a client may
     /// write to (`SystemSubjects.checkWritable`).
-    private func writableSubjectName(_ request: Request) throws(ProtocolError) -> String {
+    func writableSubjectName(_ request: Request) throws(ProtocolError) -> String {
         let name = try request.subjectName()
         try SystemSubjects.checkWritable(name)
         return name

@@ -41,6 +41,11 @@ extension Session {
         // The end of the lag is awaited last: nothing here may see it end.
         defer { if begins && !isClosing { awaitOutputDrain() } }
         if subscription.conflates || policy == .conflate { return conflate(message, into: subscription, during: lag) }
+        // A map subscription's `synced` comes once whatever the output holds (`Session+MapDelivery`).
+        if message.mark == .synced {
+            writeWaiting(subscription)
+            return writeSynced(message, subscription)
+        }
         guard !lag.isPastGrace, !output.hasUnsentBytes(over: hardLimit) else {
             return actOnSlowConsumer(policy, subscription)
         }

@@ -116,7 +116,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
 
     /// Forgets `subscription` (finished, unsubscribed or closed) and fixes the counts.
     func forget(_ subscription: SessionSubscription) {
-        subscription.waiting = nil
+        subscription.waiting = WaitingValues()
         subscriptions.forget(subscription)
     }
 

@@ -91,6 +91,21 @@ final class SessionContext: @unchecked Sendable {
         return (try subjectForUse(name, under: settings), true)
     }
 
+    /// The map a keyed `pub` (or HTTP `?key=`) names, when `grant` may publish to it: it must
+    /// exist and be a map (a keyed write never creates a subject).
+    func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+        try SystemSubjects.checkWritable(name)
+        try grant.checkPublish(to: name)
+        guard let entry = subjects[name] else {
+            throw ProtocolError(
+                .badRequest,
+                "field 'key' applies only to kind 'map', and there is no subject '\(name)' "
+                    + "(create it with kind 'map')")
+        }
+        guard entry.map != nil else { throw Publishing.notAMap(entry) }
+        return entry
+    }
+
     // MARK: Stages
 
     /// The subscription's signal: `source` through the stage list, compiled whole before

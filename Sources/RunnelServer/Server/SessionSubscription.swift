@@ -17,6 +17,9 @@ final class SessionSubscription: @unchecked Sendable {
     /// (the subject's name and `valueKey` follow).
     let nextPrefix: ByteBuffer
     let isPattern: Bool
+    /// It names a map: its `next` lines carry the key, and its removals and `synced` are
+    /// events of their own (`Session+MapDelivery`).
+    let isMap: Bool
     /// What `sub` named: the subject, or the pattern. For rechecking the token's rights on reload.
     let pattern: SubjectPattern
     /// The subjects its stages have reached (named at `sub` time or at run time, as
@@ -30,7 +33,8 @@ final class SessionSubscription: @unchecked Sendable {
     let sendsPositions: Bool
     /// Whether its `next` events carry `ts` (`"ts": true`, version 1.3).
     let sendsTimes: Bool
-    /// Whether its `next` lines end in more than `}`: `pos` or `ts` (one test on delivery).
+    /// Whether its `next` lines end in more than `}` (`pos` or `ts`), or are a map's (one test
+    /// on delivery keeps both off the plain lines' path).
     let writesTail: Bool
     /// `"S"`, the sid as a JSON string.
     let sidJSON: ByteBuffer
@@ -44,9 +48,10 @@ final class SessionSubscription: @unchecked Sendable {
     /// `sub` asked for `"conflate": true`: over the soft limit only its latest value waits
     /// (`Session+Conflation`); values of a subject whose policy is `conflate` wait so too.
     let conflates: Bool
-    /// The one value waiting, under conflation, for the output to fall below the soft limit;
-    /// nil when none is. Values are written in order: while one waits, newer ones replace it.
-    var waiting: Message?
+    /// The values waiting, under conflation, for the output to fall below the soft limit (one,
+    /// or one per key of a map). Values are written in order: while one waits, newer ones wait
+    /// too.
+    var waiting = WaitingValues()
     /// In its session's list of subscriptions to flush (`Session.waitingToFlush`), once
     /// however often it waits.
     var isQueuedToFlush = false
@@ -74,9 +79,10 @@ final class SessionSubscription: @unchecked Sendable {
     static let valueKey: StaticString = ",\"value\":"
 
     init(
-        sid: String, entry: SubjectEntry?, pattern: SubjectPattern, sendsPositions: Bool = false,
+        sid: String, entry: SubjectEntry?, pattern: SubjectPattern, isMap: Bool = false, sendsPositions: Bool = false,
         sendsTimes: Bool = false, conflates: Bool = false
     ) {
+        self.isMap = isMap
         self.sid = sid
         self.conflates = conflates
         self.entry = entry
@@ -84,7 +90,7 @@ final class SessionSubscription: @unchecked Sendable {
         self.isPattern = pattern.isWildcard
         self.sendsPositions = sendsPositions
         self.sendsTimes = sendsTimes
-        writesTail = sendsPositions || sendsTimes
+        writesTail = sendsPositions || sendsTimes || isMap
         var json = JSONWriter(reservingCapacity: sid.utf8.count + 2)
         json.writeString(sid)
         sidJSON = json.makeBuffer()
@@ -105,6 +111,6 @@ final class SessionSubscription: @unchecked Sendable {
     /// none).
     @inline(__always)
     func sendsPosition(of message: Message) -> Bool {
-        sendsPositions && (isPattern || message.label === entry?.label)
+        sendsPositions && (isPattern || message.label === entry?.label || message.label.subjectLabel === entry?.label)
     }
 }

@@ -111,7 +111,8 @@ final class StageExpression: Sendable {
         // `input` may point into the message's bytes.
         defer { withExtendedLifetime(message) {} }
         guard compiled.dependsOnInputOnly else {
-            return try metered(input, ExpressionBindings(subject: message.label.name), evaluation)
+            return try metered(
+                input, ExpressionBindings(subject: message.label.name, key: message.label.key), evaluation)
         }
         return try metered(input, noBindings, evaluation)
     }

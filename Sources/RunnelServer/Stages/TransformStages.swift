@@ -30,7 +30,7 @@ extension StageCompiler {
                 throw StageFailure.eval(
                     "reduceEach needs an array, got \(value.typeName)", stage: expression.stage, name: expression.name)
             }
-            let bindings = ExpressionBindings(items: items, subject: message.label.name)
+            let bindings = ExpressionBindings(items: items, subject: message.label.name, key: message.label.key)
             return Message(madeFrom: message, computed: try expression.evaluateOutput(value, bindings))
         }
     }
@@ -63,7 +63,8 @@ extension StageCompiler {
             guard case .success(let acc) = running.result else { return running }
             do throws(ProtocolError) {
                 let value = try expression.decoded(message)
-                let bindings = ExpressionBindings(acc: acc, index: index, subject: message.label.name)
+                let bindings = ExpressionBindings(
+                    acc: acc, index: index, subject: message.label.name, key: message.label.key)
                 let next = try expression.evaluateOutput(value, bindings)
                 if next.itemCount > maxValues { throw StageFailure.limit(stage: expression.stage) }
                 return Accumulation(
@@ -102,7 +103,7 @@ extension StageCompiler {
         return signal.combinePrevious(start: start) { previous, current -> Result<Message, ProtocolError> in
             do throws(ProtocolError) {
                 let bindings = ExpressionBindings(
-                    prev: try expression.decoded(previous), subject: current.label.name)
+                    prev: try expression.decoded(previous), subject: current.label.name, key: current.label.key)
                 let value = try expression.evaluateOutput(try expression.decoded(current), bindings)
                 return .success(Message(madeFrom: current, computed: value))
             } catch {

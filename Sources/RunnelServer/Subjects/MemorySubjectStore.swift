@@ -51,6 +51,30 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry {
+        let entry = SubjectEntry(
+            name: name, kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, initial: nil,
+            maxReplayBytes: retained.maxReplayBytes, maxKeys: maxKeys)
+        adopt(entry)
+        return entry
+    }
+
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
+        bounding bound: PublishEvaluationBound
+    ) {
+        entry.published &+= 1
+        bound.beginPublish()
+        entry.write(value, members: members, key: key, seq: entry.nextSeq(), time: retained.clock.now())
+        bound.endPublish()
+    }
+
+    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+        bound.beginPublish()
+        defer { bound.endPublish() }
+        return entry.remove(key, .deleted, seq: entry.nextSeq, time: retained.clock.now())
+    }
+
     /// Takes in `entry`, made elsewhere (a durable subject, new or restored), under its name.
     func adopt(_ entry: SubjectEntry) {
         assert(entries[entry.name] == nil, "subject '\(entry.name)' exists")

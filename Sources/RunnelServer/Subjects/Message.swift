@@ -42,6 +42,12 @@ public struct Message: Sendable {
         /// All of the payload.
         static let whole = Part(bits: UInt64(wholeCount) << 32)
 
+        /// All of the payload, marked as `mark` (the start of a whole part is otherwise 0).
+        fileprivate init(marking mark: Mark) { bits = Self.whole.bits | UInt64(mark.rawValue) }
+
+        /// The mark a whole part carries.
+        fileprivate var mark: Mark? { isWhole ? Mark(rawValue: bits & 0xFFFF_FFFF) : nil }
+
         var start: Int { Int(truncatingIfNeeded: bits & 0xFFFF_FFFF) }
         var count: Int { Int(truncatingIfNeeded: bits >> 32) }
         var isWhole: Bool { count == Self.wholeCount }
@@ -54,6 +60,31 @@ public struct Message: Sendable {
             guard let start = UInt32(exactly: range.lowerBound), range.count < Self.wholeCount else { return nil }
             self.init(bits: UInt64(start) | UInt64(range.count) << 32)
         }
+    }
+
+    /// What a message is besides a value, on a map's way: a key's removal (its label is the
+    /// key's, its payload `null` stamped with the removal's time), or the end of a map
+    /// subscription's snapshot (`synced`). Marks pass round a subscription's stages and are
+    /// written as their events (`Session+MapDelivery`). Carried in the part's start, which is
+    /// 0 for every whole value: a message stays four words.
+    enum Mark: UInt64 {
+        case deleted = 1
+        case expired = 2
+        case synced = 3
+
+        /// The reason a removal's event gives.
+        var reason: StaticString { self == .expired ? "expired" : "deleted" }
+    }
+
+    /// The mark, for a removal or `synced`; nil for a value.
+    var mark: Mark? { part.start == 0 ? nil : part.mark }
+
+    /// A mark: `label`'s key removed (seq and time its removal's), or `synced` (seq: the map's
+    /// latest).
+    init(mark: Mark, label: SubjectLabel, seq: UInt64?, time: Int64) {
+        let payload = Payload(raw: .null)
+        payload.publishedAt = time
+        self.init(label: label, source: payload, part: Part(marking: mark), seq: seq)
     }
 
     public init(label: SubjectLabel, value: Payload, seq: UInt64? = nil) {

@@ -10,13 +10,16 @@ final class SubjectEntry {
     let kind: SubjectKind
     /// Replay subjects only.
     let capacity: Int?
-    /// Replay subjects only: how long a value is kept (`retain_s`, milliseconds), under
-    /// `capacity` too; nil: kept until newer ones push it out.
+    /// Replay subjects: how long a value is kept (`retain_s`, milliseconds), under `capacity`
+    /// too; nil: kept until newer ones push it out. Maps: how long a key lives unwritten
+    /// (`ttl_s`).
     let retainMilliseconds: Int64?
     /// The time of the newest value let go (by capacity, bytes or age) or never held here.
     let dropped: DroppedValueTimes
     /// The subject's id in the durable journal; nil for a subject kept in memory only.
     let durableID: Int64?
+    /// A map's keys (`SubjectEntry+Map`); nil for other kinds. `subject` carries its changes.
+    let map: MapValues?
     let subject: Subject<Message>
     /// The seq of the latest value subscribers got and the subject retains: 0 before any (a
     /// behavior's initial value has seq 0).
@@ -60,16 +63,18 @@ final class SubjectEntry {
     /// subject keeps at most `maxReplayBytes` of values, and none older than
     /// `retainMilliseconds`. `durable: true` without a `durableID`: kept by a cluster. A
     /// behavior's initial value is stamped `created` (Unix ms).
+    /// A map keeps at most `maxKeys` keys, each for `retainMilliseconds` unwritten
+    /// (`ttl_s`) when given.
     convenience init(
         name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, initial: RawJSON?,
-        created: Int64 = 0, maxReplayBytes: Int, durableID: Int64? = nil, epoch: String = Epoch.make(),
-        durable: Bool = false
+        created: Int64 = 0, maxReplayBytes: Int, maxKeys: Int? = nil, durableID: Int64? = nil,
+        epoch: String = Epoch.make(), durable: Bool = false
     ) {
         let label = SubjectLabel(name, epoch: epoch)
         let dropped = DroppedValueTimes()
         let subject: Subject<Message>
         switch kind {
-        case .subject: subject = Subject()
+        case .subject, .map: subject = Subject()
         case .replay:
             subject = ReplaySubject(
                 capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight,
@@ -81,7 +86,8 @@ final class SubjectEntry {
         }
         self.init(
             label: label, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durableID: durableID,
-            subject: subject, dropped: dropped, lastSeq: 0, durable: durable)
+            subject: subject, dropped: dropped, lastSeq: 0, durable: durable,
+            map: kind == .map ? MapValues(ttlMilliseconds: retainMilliseconds, maxKeys: maxKeys ?? 1) : nil)
     }
 
     /// A subject as it was left: `subject` holds the retained values (the newest with seq
@@ -89,14 +95,17 @@ final class SubjectEntry {
     /// the values it lets go.
     init(
         label: SubjectLabel, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64? = nil, durableID: Int64?,
-        subject: Subject<Message>, dropped: DroppedValueTimes, lastSeq: UInt64, durable: Bool = false
+        subject: Subject<Message>, dropped: DroppedValueTimes, lastSeq: UInt64, durable: Bool = false,
+        map: MapValues? = nil
     ) {
         precondition(label.epoch != nil, "a subject's label carries its epoch")
+        precondition((kind == .map) == (map != nil), "a map, and only a map, has keys")
+        self.map = map
         self.label = label
         self.isDurable = durable || durableID != nil
         self.kind = kind
         self.capacity = kind == .replay ? capacity : nil
-        self.retainMilliseconds = kind == .replay ? retainMilliseconds : nil
+        self.retainMilliseconds = kind == .replay ? retainMilliseconds : map?.ttlMilliseconds
         self.dropped = dropped
         self.durableID = durableID
         self.subject = subject
@@ -139,6 +148,7 @@ final class SubjectEntry {
     /// Starts counting the subject's retained values in `ledger` (the store took the entry in),
     /// and ageing them there when it keeps them for a time only.
     func countRetained(in ledger: RetainedValues) {
+        if let map { return countKeys(of: map, in: ledger) }
         guard retainsValues, let replay = subject as? ReplaySubject<Message> else { return }
         let retention = (subject: replay, ledger: ledger)
         self.retention = retention
@@ -148,6 +158,7 @@ final class SubjectEntry {
 
     /// Stops counting them (the store let the entry go).
     func stopCountingRetained() {
+        if let map { return stopCountingKeys(of: map) }
         retention?.ledger.add(-retainedBytes)
         if retainMilliseconds != nil { retention?.ledger.stopAgeing(self) }
         retention = nil
@@ -156,6 +167,7 @@ final class SubjectEntry {
 
     /// Lets go of the values older than `retain_s` at `now` (Unix ms).
     func dropExpired(now: Int64) {
+        if let map { return expireKeys(of: map, now: now) }
         guard let retainMilliseconds, let retention else { return }
         let oldestKept = now - retainMilliseconds
         if retention.subject.dropReplayed(while: { $0.time < oldestKept }) > 0 { recountRetained(retention) }
@@ -177,6 +189,7 @@ final class SubjectEntry {
     func canResume(after position: Position) -> Bool {
         guard position.epoch == epoch, position.seq <= lastSeq else { return false }
         if position.seq == lastSeq { return true }
+        if let map { return map.oldestChangeSeq.map { $0 <= position.seq + 1 } ?? false }
         guard let replay = subject as? ReplaySubject<Message>, let oldest = replay.oldestReplayedValue?.seq else {
             return false
         }
@@ -187,7 +200,10 @@ final class SubjectEntry {
 extension SubjectEntry {
     /// What the subject was created as, for `kind_mismatch` messages: "replay (capacity 5,
     /// durable)".
-    var shape: String { kind.shape(capacity: capacity, retainMilliseconds: retainMilliseconds, durable: isDurable) }
+    var shape: String {
+        kind.shape(
+            capacity: capacity, retainMilliseconds: retainMilliseconds, maxKeys: map?.maxKeys, durable: isDurable)
+    }
 }
 
 /// The time of the newest value a subject no longer retains: let go to make room, for its

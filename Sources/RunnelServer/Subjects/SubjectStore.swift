@@ -55,6 +55,19 @@ protocol SubjectStore: AnyObject {
     func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound)
 
+    /// Creates the map `name`, which does not exist: at most `maxKeys` keys, each removed once
+    /// unwritten for `ttlMilliseconds` when given.
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry
+
+    /// Sets `key` of the map `entry`, which accepts values, to `value`, delivered to its
+    /// subscribers inside a window of `bound`.
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
+        bounding bound: PublishEvaluationBound)
+
+    /// Removes `key` from the map `entry` (reason `deleted`); false when it is not live.
+    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool
+
     /// Terminates `entry`: with `error`, or completed when it is nil.
     func terminate(_ entry: SubjectEntry, error: ProtocolError?)
 
@@ -83,4 +96,24 @@ protocol SubjectStore: AnyObject {
     /// subject's values, and resuming from a position are refused then. Nothing for a store
     /// that shares nothing.
     func checkShared() throws(ProtocolError)
+}
+
+/// Maps live in memory in every store: the journal and a cluster keep no map yet (`create`
+/// refuses a durable one, and a clustered node refuses maps), so the stores that keep
+/// subjects elsewhere hand maps to the memory they keep in front (`local`).
+extension SubjectStore {
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry {
+        local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys)
+    }
+
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
+        bounding bound: PublishEvaluationBound
+    ) {
+        local.publish(value, members: members, key: key, to: entry, bounding: bound)
+    }
+
+    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+        local.remove(key, from: entry, bounding: bound)
+    }
 }

@@ -26,6 +26,13 @@ enum SSEFraming {
         case .dropped(let count):
             name = "dropped"
             if let count { data.member("count", integer: count) }
+        case .synced(let position):
+            // Its position is the `id:` a reconnecting browser resumes the table from.
+            return framed("synced", id: position, data: &data)
+        case .removed(let removal):
+            // The position is the event's `id:`, as a `next`'s is.
+            removal.write(into: &data, withPosition: false)
+            return framed("removed", id: removal.position, data: &data)
         }
         return framed(name, data: &data)
     }
@@ -36,8 +43,10 @@ enum SSEFraming {
         return framed("closing", data: &data)
     }
 
-    private static func framed(_ name: String, data: inout ServerLineWriter) -> [UInt8] {
-        var bytes = Array("event: \(name)\ndata: ".utf8)
+    private static func framed(_ name: String, id: Position? = nil, data: inout ServerLineWriter) -> [UInt8] {
+        var bytes = Array("event: \(name)\n".utf8)
+        if let id { bytes += "id: \(id.description)\n".utf8 }
+        bytes += "data: ".utf8
         bytes += data.finish()
         bytes += "\n\n".utf8
         return bytes

@@ -220,13 +220,31 @@ final class SSETransport: SessionTransport, HTTPStream {
         return writeWrapped(value.bytes, tail: tail, position: position, unlessUnsentOver: limit)
     }
 
-    /// A `next` event whose `data:` is `{"value":` `value` `tail` (`wrapsValues`), put together
-    /// once (streams asking for times are not the hot path).
-    private func writeWrapped(
-        _ value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, position: EventPosition?,
-        unlessUnsentOver limit: Int
+    /// A map's `next` event: `data:` is `{"key":K,"value":V}` (with the tail's `pos` and `ts`
+    /// too under `wrapsValues`), `id:` its position.
+    func writeKeyedNext(
+        head: UnsafeRawBufferPointer, key: ByteBuffer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition?, unlessUnsentOver limit: Int
     ) -> Bool {
-        var data = Array("{\"value\":".utf8)
+        writeWrapped(
+            value, tail: wrapsValues ? tail : ("}" as StaticString).rawBytes, key: key, position: position,
+            unlessUnsentOver: limit)
+    }
+
+    /// A `next` event whose `data:` is `{"value":` `value` `tail` (`wrapsValues`), or with a
+    /// map's `"key":K,` first, put together once (streams asking for times, and maps, are not
+    /// the hot path).
+    private func writeWrapped(
+        _ value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer, key: ByteBuffer? = nil,
+        position: EventPosition?, unlessUnsentOver limit: Int
+    ) -> Bool {
+        var data = Array("{".utf8)
+        if let key {
+            data += "\"key\":".utf8
+            data += key.bytes
+            data += ",".utf8
+        }
+        data += "\"value\":".utf8
         data.reserveCapacity(data.count + value.count + tail.count)
         data += value
         data += tail

@@ -1,3 +1,4 @@
+import RunnelBytes
 import RunnelProtocol
 
 /// A subscription's event other than `next`, as a value, handed to a transport
@@ -13,11 +14,38 @@ enum SessionEvent {
     /// `count` values were dropped before the next event (by the slow-consumer policy, or
     /// missed from other nodes of a cluster); nil when how many is not known.
     case dropped(count: UInt64?)
+    /// A map subscription's table is current: its snapshot (or the changes it resumed with)
+    /// is out (version 1.3); at the map's position, when the subscription reports positions.
+    case synced(position: Position?)
+    /// A map's key was removed.
+    case removed(RemovedKey)
 
     /// Whether the subscription ends with it.
     var isTerminal: Bool {
-        if case .dropped = self { return false }
-        return true
+        switch self {
+        case .completed, .error: return true
+        case .dropped, .synced, .removed: return false
+        }
+    }
+}
+
+/// A `removed` event's members: the subject (on a pattern subscription) and the key as JSON
+/// strings, the reason, and the removal's position and time when the subscription reports
+/// them. Thread rules: a value. Lifetime rule: shares the labels' encoded names.
+struct RemovedKey {
+    let subject: ByteBuffer?
+    let key: ByteBuffer
+    let reason: StaticString
+    let position: Position?
+    let time: Int64?
+
+    /// The members after `sid`, as the line protocols and SSE's `data:` write them.
+    func write(into line: inout ServerLineWriter, withPosition: Bool) {
+        if let subject { line.member("subject", json: { $0.append(raw: subject) }) }
+        line.member("key", json: { $0.append(raw: key) })
+        line.member("reason", string: reason.description)
+        if withPosition, let position { line.member("pos", string: position.description) }
+        if let time { line.member("ts", integer: time) }
     }
 }
 

@@ -35,6 +35,14 @@ extension ServerLineWriter {
                 var line = Self.event("dropped", sid: sidJSON)
                 if let count { line.member("count", integer: count) }
                 return line
+            case .synced(let position):
+                var line = Self.event("synced", sid: sidJSON)
+                if let position { line.member("pos", string: position.description) }
+                return line
+            case .removed(let removal):
+                var line = Self.event("removed", sid: sidJSON)
+                removal.write(into: &line, withPosition: true)
+                return line
             }
         case .closing(let reason):
             return Self.closing(reason)

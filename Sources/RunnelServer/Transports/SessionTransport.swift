@@ -66,6 +66,14 @@ protocol SessionTransport: AnyObject {
         position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool
 
+    /// A map's `next` event (version 1.3), its value copied: `head` names the key, which `key`
+    /// is as a JSON string. The line protocols write `head`, `value` and `tail` (the default);
+    /// a transport that frames values its own way (SSE) puts the key beside the value.
+    func writeKeyedNext(
+        head: UnsafeRawBufferPointer, key: ByteBuffer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition?, unlessUnsentOver limit: Int
+    ) -> Bool
+
     /// Whether the output not yet handed to the kernel is over `limit` bytes.
     func hasUnsentBytes(over limit: Int) -> Bool
 
@@ -130,6 +138,15 @@ protocol RequestReceiver: AnyObject {
 extension SessionTransport {
     func keepOpenPastEndOfInput() {}
     func closeAfterEndOfInput() {}
+
+    /// The line protocols' map `next`: the line as it is, the key named in `head`.
+    func writeKeyedNext(
+        head: UnsafeRawBufferPointer, key: ByteBuffer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
+        position: EventPosition?, unlessUnsentOver limit: Int
+    ) -> Bool {
+        guard let position else { return writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit) }
+        return writeNext(head: head, value: value, tail: tail, position: position, unlessUnsentOver: limit)
+    }
 
     /// For transports that write a position as the line's tail encodes it.
     @inline(__always)

@@ -1,7 +1,7 @@
 // A TypeScript program using the client, compiled against ../runnel.d.ts by `make check-js`
 // (`tsc -p clients/js/types-test`, with conformance.ts): the types a user sees, and that they
 // narrow as documented.
-import { Client, connect, Gap, RunnelError, Subscription, Value, type RunnelEvent } from "../runnel.js";
+import { Client, connect, Gap, MapSubscription, RunnelError, Subscription, Value, type MapEvent, type RunnelEvent } from "../runnel.js";
 
 export async function example(url: string): Promise<number> {
   const client: Client = await connect(url, {
@@ -52,6 +52,30 @@ export async function example(url: string): Promise<number> {
   }
   await client.close();
   return receivers + (quiet ?? 0) + Number(stats.subscriptions);
+}
+
+// A map subject's table (version 1.3): keys written and removed, a live table and its changes.
+export async function withAMap(url: string): Promise<number> {
+  const client = await connect(url);
+  await client.request("create", { subject: "hosts", kind: "map", ttl_s: 60 });
+  const receivers: number = await client.publish("hosts", { load: 0.5 }, { key: "a", reply: true });
+  await client.publish("hosts", { load: 0.7 }, { key: "b" });
+  const removed: number = await client.deleteKey("hosts", "b", { reply: true });
+  const quiet: undefined = await client.deleteKey("hosts", "c");
+  const hosts: MapSubscription = await client.subscribeMap("hosts", { map: ".load", conflate: true },
+    (event: MapEvent) => console.log(event.type));
+  await hosts.waitSynced({ callTimeout: 5 });
+  const table: ReadonlyMap<string, unknown> = hosts.table;
+  const iterated = await client.subscribeMap("hosts");
+  for await (const change of iterated) {
+    if (change.type === "value") console.log(change.key, change.value, change.pos);
+    else if (change.type === "removed") console.log(change.key, change.reason);
+    else if (change.type === "synced") break;
+    else console.log(change.reason, change.count);
+  }
+  await hosts.unsubscribe();
+  await client.close();
+  return receivers + removed + table.size + (quiet ?? 0) + (hosts.synced ? 1 : 0);
 }
 
 export async function withDeadlines(url: string): Promise<void> {

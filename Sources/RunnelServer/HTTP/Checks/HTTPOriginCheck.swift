@@ -1,5 +1,5 @@
-/// A request that changes something (a `POST`, or a WebSocket upgrade, which can publish as a
-/// `POST` can) is `403 forbidden_origin` unless it comes from no `Origin` (curl, scripts), the
+/// A request that changes something (a `POST`, a `DELETE` of a map's key, or a WebSocket
+/// upgrade, which can publish as a `POST` can) is `403 forbidden_origin` unless it comes from no `Origin` (curl, scripts), the
 /// server's own origin, or an allowed one: anything else is a page of another site driving
 /// its visitor's browser. Reads pass.
 ///
@@ -10,7 +10,9 @@ struct HTTPOriginCheck: HTTPRequestCheck {
 
     func decide(_ request: HTTPRequestFacts) -> HTTPCheckDecision {
         let head = request.head
-        guard head.method == .post || head.isUpgrade, let origin = head.field("origin") else { return .pass }
+        guard head.method == .post || head.method == .delete || head.isUpgrade, let origin = head.field("origin") else {
+            return .pass
+        }
         if HTTPOrigin.isAllowed(origin, host: head.field("host"), allowed: allowedOrigins) { return .pass }
         return .answer(
             .failure(

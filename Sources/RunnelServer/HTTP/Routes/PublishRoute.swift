@@ -5,10 +5,11 @@ import RunnelProtocol
 /// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,
 /// `Publishing.publish(_:to:in:counting:)`). The body is one JSON value
 /// (`application/json` or no `Content-Type`) or, with `application/x-ndjson`, one value per
-/// line, published as each line arrives.
+/// line, published as each line arrives. On a map (version 1.3), `?key=K` names the key the
+/// values are written to, and `DELETE /pub/SUBJECT?key=K` removes it (`KeyRemovalBody`).
 final class PublishRoute: HTTPRoute {
     static let prefix = "/pub/"
-    let methods: [HTTPMethod] = [.post]
+    let methods: [HTTPMethod] = [.post, .delete]
     private unowned let server: Server
 
     init(server: Server) { self.server = server }
@@ -18,14 +19,26 @@ final class PublishRoute: HTTPRoute {
         do throws(ProtocolError) {
             guard let name = PercentDecoding.decode(exchange.head.path.dropFirst(Self.prefix.count), plusIsSpace: false)
             else { throw ProtocolError(.badRequest, "the subject in the path is not valid percent-encoded UTF-8") }
-            let target = try server.publishTarget(named: name, for: exchange.checkedGrant)
+            let key = exchange.query["key"]
+            if let key { try MapKey.check(key) }
+            guard exchange.head.method == .post || key != nil else {
+                throw ProtocolError(.badRequest, "DELETE /pub/SUBJECT removes a map's key: it needs ?key=")
+            }
+            let target =
+                if key != nil {
+                    (entry: try server.mapTarget(named: name, for: exchange.checkedGrant), made: false)
+                } else {
+                    try server.publishTarget(named: name, for: exchange.checkedGrant)
+                }
+            if key == nil && target.entry.map != nil { throw Publishing.keyNeeded(target.entry) }
             publication = Publication(
                 server: server, exchange: exchange, grant: exchange.checkedGrant, entry: target.entry,
-                made: target.made)
+                made: target.made, key: key)
         } catch {
             exchange.fail(HTTPFailure(error))
             return nil
         }
+        if exchange.head.method == .delete { return KeyRemovalBody(publication) }
         switch Self.mediaType(exchange.head.field("content-type")) {
         case nil, "application/json":
             return SingleValueBody(publication)
@@ -67,10 +80,13 @@ final class Publication {
     private(set) var waitsForStore: Bool
     /// This request as a publisher, for `backpressure`.
     private let gate: PublisherGate
+    /// The map key the values are written to (`?key=`); nil for a subject of another kind.
+    private let key: String?
 
     /// `made`: the request made the subject.
-    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry, made: Bool) {
+    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry, made: Bool, key: String?) {
         self.server = server
+        self.key = key
         self.waitsForStore = made
         self.grant = grant
         self.exchange = exchange
@@ -87,14 +103,39 @@ final class Publication {
     @discardableResult
     func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
         // The subject may have been deleted (and re-created) while a long body streamed in.
-        if entry.isDeleted { entry = try server.publishTarget(named: name, for: grant).entry }
+        if entry.isDeleted { entry = try target() }
         let receivers = entry.subject.subscriberCount
-        try Publishing.publish(
-            value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
-            by: gate)
+        if let key {
+            try Publishing.publish(
+                value, key: key, to: entry, in: server.subjects, counting: server.stats,
+                bounding: server.publishEvaluationBound, by: gate)
+        } else {
+            try Publishing.publish(
+                value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
+                by: gate)
+        }
         published += 1
         waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
         return receivers
+    }
+
+    /// Removes the request's key from its map (`DELETE`); returns the map's subscribers just
+    /// before.
+    func removeKey() throws(ProtocolError) -> Int {
+        guard let key else { preconditionFailure("a removal without a key") }
+        if entry.isDeleted { entry = try target() }
+        let receivers = entry.subject.subscriberCount
+        try Publishing.remove(
+            key, from: entry, in: server.subjects, bounding: server.publishEvaluationBound, by: gate)
+        return receivers
+    }
+
+    /// The subject looked up again, as the request named it.
+    private func target() throws(ProtocolError) -> SubjectEntry {
+        guard key == nil else { return try server.mapTarget(named: name, for: grant) }
+        let entry = try server.publishTarget(named: name, for: grant).entry
+        if entry.map != nil { throw Publishing.keyNeeded(entry) }
+        return entry
     }
 
     /// Whether a subscriber a value reached lags and paused it: nothing more is

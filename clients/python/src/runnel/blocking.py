@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-from .client import Client, Event, RunnelError, SubscribeOptions, Subscription
+from .client import Client, Event, MapEvent, MapSubscription, RunnelError, SubscribeOptions, Subscription
 from .client import connect as connect_async
 
 T = TypeVar("T")
@@ -59,6 +59,33 @@ class BlockingSubscription:
         _run(self._loop, self._subscription.unsubscribe(timeout=timeout))
 
 
+class BlockingMapSubscription(BlockingSubscription):
+    """A `MapSubscription` for scripts: iterated with `for`, its changes (as `MapSubscription`'s)."""
+
+    def __init__(self, subscription: MapSubscription, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(subscription, loop)
+        self._map = subscription
+
+    @property
+    def table(self) -> dict[str, Any]:
+        """A copy of the table, taken on the client's thread (where it changes)."""
+
+        async def copy() -> dict[str, Any]:
+            return dict(self._map.table)
+
+        return _run(self._loop, copy())
+
+    @property
+    def synced(self) -> bool:
+        return self._map.synced
+
+    def wait_synced(self, *, timeout: float | None = None) -> None:
+        _run(self._loop, self._map.wait_synced(timeout=timeout))
+
+    def __iter__(self) -> Iterator[MapEvent]:  # type: ignore[override]
+        return self._events()  # type: ignore[return-value]
+
+
 class BlockingClient:
     """A `Client` whose methods block (see `connect`)."""
 
@@ -67,9 +94,12 @@ class BlockingClient:
         self._thread = thread
         self._client = client
 
-    def publish(self, subject: str, value: Any = None, reply: bool = False, *,
+    def publish(self, subject: str, value: Any = None, reply: bool = False, *, key: str | None = None,
                 timeout: float | None = None) -> int | None:
-        return _run(self._loop, self._client.publish(subject, value, reply, timeout=timeout))
+        return _run(self._loop, self._client.publish(subject, value, reply, key=key, timeout=timeout))
+
+    def delete_key(self, subject: str, key: str, reply: bool = False, *, timeout: float | None = None) -> int | None:
+        return _run(self._loop, self._client.delete_key(subject, key, reply, timeout=timeout))
 
     def authenticate(self, token: str, *, timeout: float | None = None) -> None:
         _run(self._loop, self._client.authenticate(token, timeout=timeout))
@@ -84,6 +114,15 @@ class BlockingClient:
         subscription = _run(self._loop, self._client.subscribe(subject, options, on_value, on_end=on_end,
                                                                timeout=timeout))
         return BlockingSubscription(subscription, self._loop)
+
+    def subscribe_map(self, subject: str, options: SubscribeOptions | None = None,
+                      on_change: Callable[[MapEvent], None] | None = None, *,
+                      on_end: Callable[[RunnelError | None], None] | None = None,
+                      timeout: float | None = None) -> BlockingMapSubscription:
+        """`Client.subscribe_map`: `on_change` and `on_end` run on the client's thread."""
+        subscription = _run(self._loop, self._client.subscribe_map(subject, options, on_change, on_end=on_end,
+                                                                   timeout=timeout))
+        return BlockingMapSubscription(subscription, self._loop)
 
     def while_watched(self, subject: str, start: Callable[[], None], stop: Callable[[], None], *,
                       timeout: float | None = None) -> BlockingSubscription:

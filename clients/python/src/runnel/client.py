@@ -1,6 +1,6 @@
 """The asyncio client: one connection to runneld at a time, its requests matched to their replies
 by `ref`, and its subscriptions, each with its own bounded buffer and its last position, resumed
-from that position after a reconnect (docs/clients.md)."""
+from that position after a reconnect; a map subject's subscription keeps its table (docs/clients.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import math
 import random
 import ssl as ssl_module
 import time
+import types
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from .transport import Transport, WrongPort, open_transport, speaks_http
 
 log = logging.getLogger("runnel")
 T = TypeVar("T")
+S = TypeVar("S", bound="Subscription")
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 _decode = json.JSONDecoder().decode
 
@@ -52,12 +54,35 @@ class Value:
     subject), `pos` its position `EPOCH:SEQ` (None for a value a stage made from no value of the
     subject, such as `startWith`'s), `ts` the server's clock at its publish in Unix milliseconds,
     for a subscription made with `ts` (None otherwise, and for a value a stage made from a
-    constant; version 1.3)."""
+    constant; version 1.3), `key` the key it was written to, for a map subject's (None otherwise;
+    version 1.3)."""
 
     value: Any
     subject: str
     pos: str | None
     ts: int | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A key gone from a map subscription's table (version 1.3): `reason` `deleted` (a `delete_key`),
+    `expired` (not written for the map's `ttl_s`) or `not_resumed` (absent from the snapshot the
+    table was rebuilt from after a reconnect that could not resume: removed meanwhile, how is not
+    known); `pos` and `ts` as a `Value`'s (None for `not_resumed`)."""
+
+    key: str
+    reason: str
+    subject: str
+    pos: str | None = None
+    ts: int | None = None
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A map subscription's table is complete and current: after its snapshot, and again after
+    each resubscription, once the changes it missed (or a new snapshot's differences) have come
+    (version 1.3)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,9 @@ class Gap:
 
 
 Event = Union[Value, Gap]
+# What a map subscription yields: the changes of its table (a `Value` with its `key` for a write, a
+# `Removed`), `Synced` once it is complete, and `Gap`s.
+MapEvent = Union[Value, Removed, Synced, Gap]
 # A time as `since` and `until` take it: Unix milliseconds, an RFC 3339 string, or an aware datetime.
 Time = Union[int, str, datetime]
 
@@ -120,7 +148,14 @@ class Subscription:
         self._positions: dict[str, str] = {subject: start} if start and not self.pattern else {}
         self._skip: dict[str, tuple[str, int]] = {}
         self._subscribed_before = False
-        self._queue: deque[Event] = deque()
+        # A map's snapshot: from a reply that did not resume until `synced`, one may come (`syncing`);
+        # once a keyed value of it has (`in_snapshot`), the newest position among its values waits
+        # for `synced` to become the subscription's (a position in the middle of a snapshot
+        # resumes nothing: the keys not sent yet would be missing).
+        self._syncing = False
+        self._in_snapshot = False
+        self._snapshot_pos: str | None = None
+        self._queue: deque[Any] = deque()
         self._overflowed = 0
         self._room = asyncio.Event()
         self._waiter: asyncio.Future[None] | None = None
@@ -131,7 +166,9 @@ class Subscription:
     def position(self) -> str | None:
         """The position of the newest value of a one-subject subscription (or its `from`): give it
         as `from` to a later subscription to continue after it. None for a pattern."""
-        return None if self.pattern else self._positions.get(self.subject)
+        if self.pattern or self._in_snapshot:
+            return None
+        return self._positions.get(self.subject)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         """An iterator over the events that unsubscribes when left before the subscription ended:
@@ -235,22 +272,59 @@ class Subscription:
             self._skip = {subject: _split(pos) for subject, pos in self._positions.items()}
             self._put(Gap("not_resumed", cause=self._client.last_disconnect))
         self._subscribed_before = True
+        self._syncing = not self.pattern and reply.get("resumed") is not True
+        self._in_snapshot = False
+        self._snapshot_pos = None
+
+    def _seen(self, subject: str, pos: str | None, keyed: bool) -> bool:
+        """Notes the position of an event about to be delivered (a map's snapshot's apart, until
+        `synced`); False for a value to skip: one at or before the last position shown, after a
+        resubscription that could not resume (a snapshot is never skipped: it is the table)."""
+        if keyed and self._syncing:
+            self._in_snapshot = True
+            if pos and (self._snapshot_pos is None or _split(pos)[1] > _split(self._snapshot_pos)[1]):
+                self._snapshot_pos = pos
+            return True
+        if not pos:
+            return True
+        if not keyed and subject in self._skip:
+            epoch, seq = _split(pos)
+            shown_epoch, shown_seq = self._skip[subject]
+            if epoch == shown_epoch and seq <= shown_seq:
+                return False
+            del self._skip[subject]
+        self._positions[subject] = pos
+        return True
+
+    def _synced_at(self, line: Mapping[str, Any]) -> None:
+        """A map's `synced`: after a snapshot, the subscription's position is the snapshot's (its
+        `pos` when it has one, else its newest value's; none for an empty snapshot)."""
+        if self._syncing:
+            pos = line.get("pos") if isinstance(line.get("pos"), str) else self._snapshot_pos
+            if pos:
+                self._positions[self.subject] = pos
+            else:
+                self._positions.pop(self.subject, None)
+            self._skip.pop(self.subject, None)
+        self._syncing = self._in_snapshot = False
+        self._snapshot_pos = None
+
+    def _lost(self) -> None:
+        """The connection is lost (the client reconnects)."""
 
     def _event(self, line: Mapping[str, Any]) -> None:
         kind = line.get("ev")
         if kind == "next":
             subject = line.get("subject", self.subject)
             pos = line.get("pos")
-            if pos:
-                if subject in self._skip:
-                    epoch, seq = _split(pos)
-                    shown_epoch, shown_seq = self._skip[subject]
-                    if epoch == shown_epoch and seq <= shown_seq:
-                        return
-                    del self._skip[subject]
-                self._positions[subject] = pos
+            key = line.get("key")
+            if not self._seen(subject, pos, isinstance(key, str)):
+                return
             ts = line.get("ts")
-            self._put(Value(line.get("value"), subject, pos, ts if isinstance(ts, int) else None))
+            self._put(Value(line.get("value"), subject, pos, ts if isinstance(ts, int) else None,
+                            key if isinstance(key, str) else None))
+        elif kind == "synced":
+            self._synced_at(line)
         elif kind == "dropped":
             count = line.get("count")
             self._put(Gap("dropped", None if count is None else int(count)))
@@ -266,11 +340,11 @@ class Subscription:
             self._room.clear()
             await self._room.wait()
 
-    def _put(self, event: Event) -> None:
+    def _put(self, event: MapEvent) -> None:
         if self._on_value is not None:
-            _call_back(self._on_value, event)
+            _call_back(self._on_value, event)  # type: ignore[arg-type]
             return
-        if isinstance(event, Value) and len(self._queue) >= self._client._buffer:
+        if isinstance(event, (Value, Removed)) and len(self._queue) >= self._client._buffer:
             self._overflowed += 1
             return
         if self._overflowed:
@@ -298,6 +372,127 @@ class Subscription:
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+class MapSubscription(Subscription):
+    """A subscription to a map subject (version 1.3) that keeps its table: `table`, the key -> value
+    of the map as this subscription sees it (after its stages), complete once `synced`. Iterated
+    (or given `on_change`), it yields the table's changes as they are made to it: a `Value` with
+    its `key` for a write, a `Removed` for a removal, `Synced` each time the table is complete and
+    current, and `Gap`s. The table is updated as the lines are read, whatever the consumer takes:
+    past the buffer, changes are dropped from the stream (a `Gap` `overflow`), never from the
+    table. After a reconnect it resumes from its position: `resumed: true` applies the changes it
+    missed to the table it kept; otherwise (a `Gap` `not_resumed` first) the new snapshot is built
+    apart and swapped in whole at `synced`, its differences from the old table yielded then, so the
+    table is never seen half built."""
+
+    def __init__(self, *arguments: Any, **keywords: Any) -> None:
+        super().__init__(*arguments, **keywords)
+        self._table: dict[str, Any] = {}
+        # The table a snapshot is building (its entries, with their positions), None when changes
+        # go to `_table` itself (live, or resumed).
+        self._fresh: dict[str, Value] | None = None
+        self._is_synced = False
+        self._settled = asyncio.Event()  # synced, or ended
+
+    @property
+    def table(self) -> Mapping[str, Any]:
+        """The table now, read-only: empty until the first `synced`; replaced by a new one at a
+        `synced` that ends a rebuild (read it through this property, not a reference kept)."""
+        return types.MappingProxyType(self._table)
+
+    @property
+    def synced(self) -> bool:
+        """Whether the table is complete and current: from each `synced` until the connection is
+        lost."""
+        return self._is_synced
+
+    async def wait_synced(self, *, timeout: float | None = None) -> None:
+        """Returns once the table is synced (at once when it is); raises the RunnelError that ended
+        the subscription before that, or `timeout` past `timeout` seconds (None: the client's
+        `call_timeout`). A subscription ended quietly (unsubscribed, the client closed) returns."""
+        deadline = self._client._deadline(timeout)
+        if not self._settled.is_set():
+            try:
+                await deadline.bound(self._settled.wait())
+            except asyncio.TimeoutError:
+                raise RunnelError("timeout", f"sub {self.subject}: not synced within {deadline.seconds:g} s") from None
+        if not self._is_synced and self._error is not None:
+            raise self._error
+
+    def __aiter__(self) -> AsyncIterator[MapEvent]:  # type: ignore[override]
+        return self._events()  # type: ignore[return-value]
+
+    async def __anext__(self) -> MapEvent:  # type: ignore[override]
+        return await super().__anext__()
+
+    def _answered(self, reply: Mapping[str, Any], sent: Mapping[str, Any]) -> None:
+        super()._answered(reply, sent)
+        if self._ended:
+            return
+        # Resumed: the changes missed come, applied to the table kept; else a snapshot, built apart.
+        self._fresh = None if reply.get("resumed") is True else {}
+        self._lost()
+
+    def _lost(self) -> None:
+        self._is_synced = False
+        if not self._ended:
+            self._settled.clear()
+
+    def _event(self, line: Mapping[str, Any]) -> None:
+        kind = line.get("ev")
+        key = line.get("key")
+        if kind not in ("next", "removed", "synced"):
+            super()._event(line)
+            return
+        if kind == "synced":
+            self._synced_at(line)
+            self._swap()
+            self._is_synced = True
+            self._settled.set()
+            self._put(Synced())
+            return
+        if not isinstance(key, str):
+            return
+        pos = line.get("pos") if isinstance(line.get("pos"), str) else None
+        ts = line.get("ts") if isinstance(line.get("ts"), int) else None
+        self._seen(self.subject, pos, True)
+        if kind == "next":
+            value = Value(line.get("value"), self.subject, pos, ts, key)
+            if self._fresh is not None:
+                self._fresh[key] = value
+                return
+            self._table[key] = value.value
+            self._put(value)
+        else:
+            if self._fresh is not None:
+                self._fresh.pop(key, None)
+                return
+            self._table.pop(key, None)
+            self._put(Removed(key, str(line.get("reason")), self.subject, pos, ts))
+
+    def _swap(self) -> None:
+        """The end of a snapshot: its table replaces the one kept, and what differs is yielded,
+        once the new table is in place."""
+        if self._fresh is None:
+            return
+        fresh, self._fresh = self._fresh, None
+        old, self._table = self._table, {key: value.value for key, value in fresh.items()}
+        for key, value in fresh.items():
+            if key not in old or not _same(old[key], value.value):
+                self._put(value)
+        for key in old:
+            if key not in fresh:
+                self._put(Removed(key, "not_resumed", self.subject))
+
+    def _end(self, error: RunnelError | None) -> None:
+        self._settled.set()
+        super()._end(error)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same (`1`, `1.0` and `true` are not)."""
+    return a == b and _encode(a) == _encode(b)
 
 
 def _call_back(callback: Callable[[T], None], argument: T) -> None:
@@ -415,14 +610,27 @@ class Client:
         cancelled."""
         return self._supervisor is not None and not self._supervisor.done() and not _cancelling(self._supervisor)
 
-    async def publish(self, subject: str, value: Any = None, reply: bool = False, *,
+    async def publish(self, subject: str, value: Any = None, reply: bool = False, *, key: str | None = None,
                       timeout: float | None = None) -> int | None:
-        """Publishes `value` (any JSON value) to `subject`. With `reply`, waits for the server's
+        """Publishes `value` (any JSON value) to `subject`; to a map subject, as the value of `key`
+        (version 1.3). With `reply`, waits for the server's
         answer and returns how many subscriptions received the value; without, returns once the
         line is written, and a failure (the server answers only those) goes to `on_error`. Either
         waits for a connection while the client reconnects, and raises RunnelError `timeout` past
         `timeout` seconds (None: the client's `call_timeout`; `math.inf`: no deadline)."""
-        body = {"op": "pub", "subject": subject, "value": value}
+        body: dict[str, Any] = {"op": "pub", "subject": subject, "value": value}
+        if key is not None:
+            body["key"] = key
+        return await self._publish(body, reply, timeout)
+
+    async def delete_key(self, subject: str, key: str, reply: bool = False, *,
+                         timeout: float | None = None) -> int | None:
+        """Removes `key` from the map subject `subject` (a `pub` with `delete`, version 1.3; a key
+        it does not hold is no error); `reply` and `timeout` as `publish`'s. To delete a subject
+        itself: `request("delete", subject=...)`."""
+        return await self._publish({"op": "pub", "subject": subject, "key": key, "delete": True}, reply, timeout)
+
+    async def _publish(self, body: dict[str, Any], reply: bool, timeout: float | None) -> int | None:
         deadline = self._deadline(timeout)
         if reply:
             return int((await self._call(body, deadline=deadline))["receivers"])
@@ -458,6 +666,26 @@ class Client:
         over the subscription; with it, `on_value` is called with each event and `on_end` (if
         given) with None at completion or the error that ended it. `timeout` as `publish`'s: a
         `sub` the server accepts after it is unsubscribed when its reply comes."""
+        return await self._subscribe(Subscription, subject, options, on_value, on_end, timeout)
+
+    async def subscribe_map(self, subject: str, options: SubscribeOptions | None = None,
+                            on_change: Callable[[MapEvent], None] | None = None, *,
+                            on_end: Callable[[RunnelError | None], None] | None = None,
+                            timeout: float | None = None) -> MapSubscription:
+        """Subscribes to the map subject `subject` (version 1.3) and keeps its table (see
+        `MapSubscription`): returns once the server has accepted the `sub`, before the table is
+        synced (`await wait_synced()`). `options` as `subscribe`'s but `from` (the subscription
+        resumes from its own position) and `since`/`until` (not for a map); `on_change` and
+        `on_end` as `subscribe`'s `on_value` and `on_end`. A pattern is ValueError."""
+        if any(token in ("*", ">") for token in subject.split(".")):
+            raise ValueError(f"subscribe_map takes a map subject's name, not a pattern: {subject!r}")
+        if options and "from" in options:
+            raise ValueError("a map subscription starts from a snapshot, and resumes from its own position: no from")
+        return await self._subscribe(MapSubscription, subject, options, on_change, on_end, timeout)
+
+    async def _subscribe(self, kind: type[S], subject: str, options: SubscribeOptions | None,
+                         on_value: Callable[[Any], None] | None, on_end: Callable[[RunnelError | None], None] | None,
+                         timeout: float | None) -> S:
         deadline = self._deadline(timeout)
         options = options or {}
         ops: list[dict[str, Any]] = []
@@ -470,9 +698,9 @@ class Client:
         ops += options.get("ops", [])
         since = _time("since", options["since"]) if "since" in options else None
         until = _time("until", options["until"]) if "until" in options else None
-        subscription = Subscription(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end,
-                                    conflate=options.get("conflate", False), since=since, until=until,
-                                    ts=options.get("ts", False))
+        subscription = kind(self, f"s{next(self._sids)}", subject, ops, options.get("from"), on_value, on_end,
+                            conflate=options.get("conflate", False), since=since, until=until,
+                            ts=options.get("ts", False))
         if subscription.pattern and "from" in options:
             raise ValueError("a pattern subscription has no position to start from")
         if "from" in options and "since" in options:
@@ -615,6 +843,8 @@ class Client:
                 self._ready.clear()
                 if self._transport is not None:
                     await self._transport.close()
+                for subscription in list(self._subscriptions.values()):
+                    subscription._lost()
                 self.last_disconnect = reason
                 if self._on_disconnect is not None:
                     _call_back(self._on_disconnect, reason)
