@@ -272,10 +272,13 @@ import Testing
         }
         #expect(refusal?["code"] == "storage", "\(String(describing: refusal))")
         #expect(refusal?["message"]?.string?.contains("durable subjects cannot be written") == true)
-        // The HTTP front door says so too: 503 with the same code.
+        // The HTTP front door says so too: 503 with the same code. (A value as large as the
+        // refused one: a smaller one may fit in what the disk has left, and be kept.)
         let http = try server.connectHTTP()
+        let body = "\"v:\(big)\""
         try http.sendRaw(
-            "POST /pub/f.r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 3\r\n\r\n\"v\"")
+            "POST /pub/f.r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        )
         let answer = String(decoding: http.readBytesUntilClosed() ?? [], as: UTF8.self)
         #expect(answer.hasPrefix("HTTP/1.1 503 "), "\(answer)")
         #expect(answer.contains(#""code":"storage""#), "\(answer)")

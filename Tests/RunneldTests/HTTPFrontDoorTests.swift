@@ -78,6 +78,13 @@ import Testing
         await PythonSuite.expectPasses(check)
     }
 
+    /// Durable maps: keys across kill -9 and a clean stop, resuming at the latest position,
+    /// keys that expire while runneld is stopped.
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_map_durable.py"))
+    func theDurableMapChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
     /// History by time (version 1.3): `ts`, `since` (Unix ms and RFC 3339) with `resumed`,
     /// `until` in the past and the future, `retain_s`, bad requests; over a WebSocket and SSE,
     /// across a restart of a durable subject, and `runnel sub --since --ts`.

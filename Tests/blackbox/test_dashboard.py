@@ -16,7 +16,10 @@ works; every panel's `sub` asks for conflation; a chart's time range subscribes 
 (now minus the range) and `ts`, is kept in the URL, draws a replay subject's history at the
 values' server times and then live values, notes a range whose start was let go (`resumed:
 false`), shows the server's `bad_request` on a plain subject, and after a restart goes on `from`
-its last value; a node of a cluster (a nats-server on loopback) names itself and its link in the
+its last value; a map subject's panel is a table of its keys, sorted, with a row count, that a
+write changes in place (the same row element), that a removal and an expiry (`ttl_s`) take a
+row out of, and that is the map's own after a restart (the client's map subscription
+subscribing again from its table's position); a node of a cluster (a nats-server on loopback) names itself and its link in the
 header, and says when the link is down. With --screenshots DIR it saves the dashboard with a chart, a table and a
 log at desktop (1280x800) and phone (390x844) widths; with --perf it measures the page's CPU at
 1,000 values/s into one chart panel (Chromium's Performance.getMetrics) (conftest.py's options: without
@@ -158,6 +161,42 @@ def publish(tcp, subject, values):
     for value in values:
         reply = tcp.request({"op": "pub", "subject": subject, "value": value})
         assert reply["ok"], reply
+
+
+def publish_key(tcp, subject, key, value=None, delete=False):
+    """Writes `key` of the map `subject` (with `delete`, removes it)."""
+    change = {"delete": True} if delete else {"value": value}
+    reply = tcp.request({"op": "pub", "subject": subject, "key": key, **change})
+    assert reply["ok"], reply
+
+
+def map_table(driver, panel):
+    """A map panel's table as shown: its header's texts, and each row's cell texts in order."""
+    return driver.execute_script(
+        "const table = arguments[0].querySelector('.map-view table');"
+        "return [[...table.tHead.rows[0].cells].map(c => c.textContent),"
+        " [...table.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent))]", panel)
+
+
+def map_rows(driver, panel):
+    return map_table(driver, panel)[1]
+
+
+def mark_map_rows(driver, panel):
+    """Marks each row element of a map panel (a property of the element, not an attribute): a
+    row still marked later is the same element, changed in place rather than drawn again."""
+    driver.execute_script("for (const row of arguments[0].querySelectorAll('.map-view tbody tr')) row.marked = true",
+                          panel)
+
+
+def marked_keys(driver, panel):
+    return driver.execute_script(
+        "return [...arguments[0].querySelectorAll('.map-view tbody tr')].filter(r => r.marked).map(r => r.dataset.key)",
+        panel)
+
+
+def count_text(panel):
+    return panel.find_element(By.CSS_SELECTOR, ".count").text
 
 
 class Run:
@@ -710,6 +749,139 @@ class TestMain:
             assert again and all(sub.get("from") == last and "since" not in sub and sub.get("ts") is True
                                  for sub in again), (again, last)
             assert not shown(panel, ".range-note") and not shown(panel, ".gap-note")
+        finally:
+            driver.quit()
+
+    def test_a_map_panel_shows_its_keys_sorted_and_changes_rows_in_place(self, run):
+        """A map subject's panel (made with any view: `list` says the subject is a map) is a
+        table of its keys, sorted, an object value's members as columns, with a row count; its
+        `sub` conflates, and the URL keeps it as a table panel. A write changes its key's row in
+        place (the same element; the other rows untouched), a new key's row goes in its place
+        (a new member, a new column), a removed key's row goes."""
+        assert run.tcp.request({"op": "create", "subject": "dash.hosts", "kind": "map"})["ok"]
+        publish_key(run.tcp, "dash.hosts", "web2", {"load": 0.5, "up": True})
+        publish_key(run.tcp, "dash.hosts", "web1", {"load": 0.25, "up": True})
+        publish_key(run.tcp, "dash.hosts", "db", {"load": 1, "up": False})
+        driver = chromium(performance_log=True)
+        try:
+            open_page(driver, run.daemon.url + "/")
+            panel = add_panel(driver, "dash.hosts", "log")
+            wait_live(panel)
+            wait_until(lambda: map_rows(driver, panel) == [["db", "1", "false"], ["web1", "0.25", "true"],
+                                                           ["web2", "0.5", "true"]], "the snapshot's rows")
+            assert map_table(driver, panel)[0] == ["key", "load", "up"]
+            assert count_text(panel) == "3 keys · 0 changes"
+            assert (panel.get_attribute("data-kind"), panel.get_attribute("data-view")) == ("map", "table")
+            assert panel.find_element(By.CSS_SELECTOR, "h3").text == "dash.hosts · map"
+            subs = subs_sent(driver, "dash.hosts")
+            assert len(subs) == 1 and subs[0].get("conflate") is True and "from" not in subs[0], subs
+            state = json.loads(unquote(driver.current_url.split("#", 1)[1]))
+            assert state["panels"] == [{"subject": "dash.hosts", "filter": "", "map": "", "throttle": "",
+                                        "view": "table"}], state
+
+            mark_map_rows(driver, panel)
+            publish_key(run.tcp, "dash.hosts", "web1", {"load": 0.75, "up": True})
+            wait_until(lambda: map_rows(driver, panel)[1] == ["web1", "0.75", "true"], "web1's new load")
+            assert marked_keys(driver, panel) == ["db", "web1", "web2"]
+            publish_key(run.tcp, "dash.hosts", "cache", {"load": 0.1, "up": True, "zone": "b"})
+            wait_until(lambda: len(map_rows(driver, panel)) == 4, "the new key's row")
+            assert map_table(driver, panel) == [["key", "load", "up", "zone"],
+                                                [["cache", "0.1", "true", "b"], ["db", "1", "false", ""],
+                                                 ["web1", "0.75", "true", ""], ["web2", "0.5", "true", ""]]]
+            assert marked_keys(driver, panel) == ["db", "web1", "web2"]
+            publish_key(run.tcp, "dash.hosts", "db", delete=True)
+            wait_until(lambda: [row[0] for row in map_rows(driver, panel)] == ["cache", "web1", "web2"],
+                       "the removed key's row gone")
+            assert marked_keys(driver, panel) == ["web1", "web2"]
+            wait_until(lambda: count_text(panel) == "3 keys · 3 changes", f"the count ({count_text(panel)!r})")
+            panel.find_element(By.CSS_SELECTOR, "button.copy").click()
+            command = panel.find_element(By.CSS_SELECTOR, "input.command").get_attribute("value")
+            assert command == "runnel map dash.hosts --conflate", command
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+        finally:
+            driver.quit()
+
+    def test_a_map_panel_drops_an_expired_keys_row(self, run):
+        """A map with `ttl_s` 1: the row of a key nobody writes goes when it expires, while the
+        row of a key written every 0.25 s stays, the same element, changed in place. Values that
+        are no objects show as one value column of compact JSON."""
+        assert run.tcp.request({"op": "create", "subject": "dash.ttl", "kind": "map", "ttl_s": 1})["ok"]
+        driver = chromium()
+        try:
+            open_page(driver, run.daemon.url + "/#" + quote(json.dumps({"panels": [{"subject": "dash.ttl",
+                                                                                    "view": "table"}]})))
+            panel = panel_for(driver, "dash.ttl")
+            wait_live(panel)
+            publish_key(run.tcp, "dash.ttl", "soon", "going")
+            publish_key(run.tcp, "dash.ttl", "kept", 0)
+            wait_until(lambda: map_rows(driver, panel) == [["kept", "0"], ["soon", '"going"']], "both rows")
+            assert map_table(driver, panel)[0] == ["key", "value"]
+            mark_map_rows(driver, panel)
+            written = 0
+            deadline = time.monotonic() + 5
+            while [row[0] for row in map_rows(driver, panel)] != ["kept"]:
+                assert time.monotonic() < deadline, f"the expired key's row is still there: {map_rows(driver, panel)}"
+                written += 1
+                publish_key(run.tcp, "dash.ttl", "kept", written)
+                time.sleep(0.25)
+            wait_until(lambda: map_rows(driver, panel) == [["kept", str(written)]], "the last write")
+            assert marked_keys(driver, panel) == ["kept"]
+            assert count_text(panel).startswith("1 key · ")
+            errors = severe_console_entries(driver)
+            assert not errors, errors
+        finally:
+            driver.quit()
+
+    def test_a_map_panel_is_the_maps_table_after_a_restart(self, run):
+        """A durable map's panel across a restart of the daemon (same ports, same data): while the
+        page cannot connect, another runneld on the same data writes a key, removes one and adds
+        one. The page reconnects; its map subscription subscribes again `from` its table's
+        position (which the server, keeping no changes across a restart, answers with a new
+        snapshot) and the table is the map's: the rows of the keys that stayed are the same
+        elements, the written one's changed in place. A write after the restart shows too."""
+        assert run.tcp.request({"op": "create", "subject": "dash.dmap", "kind": "map", "durable": True})["ok"]
+        for key, value in [("a", 1), ("b", 2), ("c", 3), ("d", 4)]:
+            publish_key(run.tcp, "dash.dmap", key, value)
+        driver = chromium(performance_log=True)
+        try:
+            open_page(driver, run.daemon.url + "/#" + quote(json.dumps({"panels": [{"subject": "dash.dmap",
+                                                                                    "view": "table"}]})))
+            panel = panel_for(driver, "dash.dmap")
+            wait_live(panel)
+            wait_until(lambda: map_rows(driver, panel) == [["a", "1"], ["b", "2"], ["c", "3"], ["d", "4"]],
+                       "the snapshot's rows")
+            first = subs_sent(driver, "dash.dmap")
+            assert len(first) == 1 and "from" not in first[0], first
+            last = run.tcp.request({"op": "list", "prefix": "dash.dmap"})["subjects"][0]["pos"]
+            mark_map_rows(driver, panel)
+
+            port, http_port, directory = run.daemon.port, run.daemon.http_port, run.daemon.directory
+            run.tcp.close()
+            assert run.daemon.stop(keep_directory=True) == 0
+            wait_until(lambda: conn_state(driver) != "connected", "the page to notice")
+            meanwhile = Daemon(run.binary, CONFIG, directory=directory)
+            other = LineClient(meanwhile.port)
+            publish_key(other, "dash.dmap", "b", 20)
+            publish_key(other, "dash.dmap", "c", delete=True)
+            publish_key(other, "dash.dmap", "e", 5)
+            other.close()
+            assert meanwhile.stop(keep_directory=True) == 0
+            run.daemon = Daemon(run.binary, CONFIG, port=port, http_port=http_port, directory=directory)
+            run.tcp = LineClient(run.daemon.port)
+            wait_until(lambda: conn_state(driver) == "connected", "the page to reconnect", timeout=10)
+            wait_until(lambda: map_rows(driver, panel) == [["a", "1"], ["b", "20"], ["d", "4"], ["e", "5"]],
+                       "the map's table after the restart")
+            wait_live(panel)
+            assert marked_keys(driver, panel) == ["a", "b", "d"]
+            again = subs_sent(driver, "dash.dmap")
+            assert again and all(sub.get("from") == last and sub.get("conflate") is True
+                                 for sub in again), (again, last)
+            publish_key(run.tcp, "dash.dmap", "a", 10)
+            wait_until(lambda: map_rows(driver, panel)[0] == ["a", "10"], "the write after the restart")
+            assert marked_keys(driver, panel) == ["a", "b", "d"]
+            assert count_text(panel).startswith("4 keys · ")
+            assert not shown(panel, ".panel-error") and not shown(panel, ".gap-note")
         finally:
             driver.quit()
 

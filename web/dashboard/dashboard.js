@@ -4,6 +4,7 @@
 // its last position, reporting what it could not resume as gaps. JSDoc types are checked by
 // `tsc -p web/dashboard` (no build step: the browser runs this file as written).
 import { connect, Gap, RunnelError } from "/runnel.js";
+// `MapTable`, a map subject's view, is map-table.js's, a classic script put in line before this one.
 
 // ---- Limits -------------------------------------------------------------------------------
 const MAX_LOG = 1000;          // log lines kept per panel
@@ -26,6 +27,7 @@ const COLORS = ["#0b5cad", "#c2410c", "#146c2e", "#7e22ce", "#a4161a", "#0e7490"
  * @property {string} subject
  * @property {string} kind
  * @property {number} [capacity]
+ * @property {number} [keys] a map's keys now
  * @property {boolean} [durable]
  * @property {boolean} [terminated]
  * @property {number} subscribers
@@ -200,6 +202,22 @@ function refreshSubjects() {
 }
 
 /**
+ * The kind `list` gives `subject`, or null: not listed (it does not exist yet, or the token may
+ * not see it), or `list` failed.
+ * @param {Client} from
+ * @param {string} subject
+ */
+async function kindOf(from, subject) {
+  try {
+    const reply = await from.request("list", { prefix: subject });
+    const entry = /** @type {SubjectEntry[]} */ (reply.subjects ?? []).find((listed) => listed.subject === subject);
+    return entry ? entry.kind : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The node this page is connected to and its link to the cluster, from `stats.cluster` (absent
  * standalone; a token that may not read stats shows nothing either).
  * @param {Client} from
@@ -224,7 +242,8 @@ function renderSubjects(subjects) {
     let rate = "";
     if (before && now > before.at) rate = ((entry.published - before.published) * 1000 / (now - before.at)).toFixed(1);
     lastCounts.set(entry.subject, { published: entry.published, at: now });
-    const kind = entry.kind + (entry.capacity !== undefined ? ` ${entry.capacity}` : "") + (entry.durable ? " durable" : "");
+    const kind = entry.kind + (entry.capacity !== undefined ? ` ${entry.capacity}` : "")
+      + (entry.keys !== undefined ? ` (${entry.keys} key${entry.keys === 1 ? "" : "s"})` : "") + (entry.durable ? " durable" : "");
     const pick = el("button", { class: "subject-link", type: "button", title: "use in a new panel and the publish box",
       onclick: () => { byId("new-subject", HTMLInputElement).value = entry.subject; byId("pub-subject", HTMLInputElement).value = entry.subject; byId("new-filter", HTMLInputElement).focus(); } });
     // Long names wrap after their dots.
@@ -300,7 +319,8 @@ const RANGE_KEYS = ["15m", "1h", "24h"];
 
 /**
  * A panel: one subscription (resubscribed after a reconnect, resumed from its last position
- * when it can) and its view. Lifetime: from `addPanel` until `removePanel` or a new URL state.
+ * when it can) and its view; a map subject's panel shows the map's table (`MapTable`), kept by
+ * the client's map subscription. Lifetime: from `addPanel` until `removePanel` or a new URL state.
  */
 class Panel {
   /** @param {{ subject: string, filter?: string, map?: string, throttle?: string, view?: string, range?: string }} spec */
@@ -315,7 +335,7 @@ class Panel {
     /** the chart's range in ms (0: live): its x-axis, and the `since` of a first `sub` */
     this.rangeMs = range ? RANGES[range].ms : 0;
     this.pattern = isPattern(this.spec.subject);
-    /** @type {import("/runnel.js").Subscription | null} */
+    /** @type {import("/runnel.js").Subscription | import("/runnel.js").MapSubscription | null} */
     this.subscription = null;
     this.generation = 0;      // one more per subscription: callbacks of an older one are ignored
     /** @type {string | null} "EPOCH:SEQ" of the newest value shown (single subjects) */
@@ -337,6 +357,15 @@ class Panel {
     this.error = null;
     this.wasLive = false;     // a subscription of this panel has been live before
     this.dirty = true;
+    /** @type {MapTable | null} the map's table, once `list` said the subject is a map */
+    this.mapTable = null;
+    /** @type {import("/runnel.js").MapSubscription | null} the subscription whose table it shows (kept once ended) */
+    this.mapSource = null;
+    this.mapReady = false;    // mapSource has been synced: its table is the map's
+    this.mapReconcile = false; // it was synced again: rows of keys its table lacks go
+    /** @type {Set<string>} a map's keys changed since the last frame */
+    this.changedKeys = new Set();
+    this.conflated = 0;       // a map's changes the server replaced by later ones while the page lagged
 
     // The panel's elements.
     const { subject, filter, map, throttle, view } = this.spec;
@@ -354,8 +383,9 @@ class Panel {
     this.commandNode = el("input", { class: "command", readonly: "", hidden: "", "aria-label": "runnel sub command line" });
     const copy = el("button", { type: "button", class: "quiet copy", text: "Copy command",
       title: "copy the equivalent runnel sub command line", onclick: () => this.copyCommand() });
-    const remove = el("button", { type: "button", class: "quiet remove", text: "Remove",
+    this.removeNode = el("button", { type: "button", class: "quiet remove", text: "Remove",
       "aria-label": `remove panel ${title}`, onclick: () => removePanel(this) });
+    this.titleNode = el("h3", { text: title });
     /** @type {HTMLCanvasElement | null} */
     this.canvas = null;
     /** @type {HTMLTableSectionElement | null} */
@@ -377,7 +407,7 @@ class Panel {
     }
     this.viewNode = viewNode;
     this.node = el("article", { class: "panel", "data-subject": subject, "data-view": view, "data-range": range ?? "live" },
-      el("div", { class: "panel-head" }, el("h3", { text: title }), el("div", { class: "tools" }, copy, remove)),
+      el("div", { class: "panel-head" }, this.titleNode, el("div", { class: "tools" }, copy, this.removeNode)),
       el("div", { class: "exprs", text: exprs || "no stages" }),
       el("div", { class: "meta" }, this.stateNode, this.countNode),
       this.errorNode, this.gapNode, this.rangeNote, this.commandNode, this.viewNode);
@@ -396,6 +426,8 @@ class Panel {
 
   command() {
     const { subject, filter, map, throttle } = this.spec;
+    // A map's table as the CLI prints it, when no stage shapes it (`runnel map` takes none).
+    if (this.mapTable && !filter && !map && throttle === "") return `runnel map ${shellQuote(subject)} --conflate`;
     const parts = ["runnel", "sub", shellQuote(subject)];
     if (filter) parts.push("--filter", shellQuote(filter));
     if (map) parts.push("--map", shellQuote(map));
@@ -430,15 +462,23 @@ class Panel {
    */
   async subscribe() {
     if (!client) return;
+    const using = client;
     const generation = ++this.generation;
-    const from = this.pattern ? null : this.lastPos;
-    const since = !from && this.rangeMs ? Date.now() - this.rangeMs : undefined;
     this.state = "subscribing";
     this.markDirty();
+    // A map (as `list` says; a subject that does not exist yet is none) is shown as its table.
+    if (!this.mapTable && !this.pattern && await kindOf(using, this.spec.subject) === "map") this.showAsMap();
+    if (this.generation !== generation) return;
+    if (this.mapTable) {
+      await this.subscribeMap(using, generation);
+      return;
+    }
+    const from = this.pattern ? null : this.lastPos;
+    const since = !from && this.rangeMs ? Date.now() - this.rangeMs : undefined;
     try {
       const options = { ops: this.ops(), conflate: true, ...(from ? { from } : {}),
         ...(since !== undefined ? { since } : {}), ...(this.rangeMs ? { ts: true } : {}) };
-      const subscription = await client.subscribe(this.spec.subject, options,
+      const subscription = await using.subscribe(this.spec.subject, options,
         (event) => { if (this.generation === generation) this.onEvent(event); },
         (error) => { if (this.generation === generation) this.onEnd(error); });
       if (this.generation !== generation) {
@@ -456,12 +496,73 @@ class Panel {
       this.wasLive = true;
     } catch (error) {
       if (this.generation !== generation) return;
-      const refusal = error instanceof RunnelError ? error : new RunnelError("error", String(error));
-      this.error = { code: refusal.code, message: refusal.message, stage: refusal.stage ?? undefined };
-      this.state = refusal.code === "unauthorized" ? "waiting for a token" : "refused";
-      if (refusal.code === "unauthorized") askForToken(refusal.message);
+      this.refused(error);
     }
     this.markDirty();
+  }
+
+  /**
+   * Subscribes to the map through the client's map subscription, which keeps its table and,
+   * after the client's reconnects, resumes it from its position (or, when the server cannot,
+   * rebuilds it apart and swaps it in whole at `synced`): the panel applies the changes it
+   * reports to its rows. It conflates: a page that lags gets each key's latest change.
+   * @param {Client} using
+   * @param {number} generation
+   */
+  async subscribeMap(using, generation) {
+    // Until this subscription is synced its table is not the map's: the rows shown stay.
+    this.mapSource = null;
+    this.mapReady = false;
+    try {
+      const subscription = await using.subscribeMap(this.spec.subject, { ops: this.ops(), conflate: true },
+        (event) => { if (this.generation === generation) this.onMapEvent(event); },
+        (error) => { if (this.generation === generation) this.onEnd(error); });
+      if (this.generation !== generation) {
+        subscription.unsubscribe();
+        return;
+      }
+      this.subscription = subscription;
+      this.mapSource = subscription;
+      this.error = null;
+      this.state = subscription.synced ? "live" : "syncing";
+    } catch (error) {
+      if (this.generation !== generation) return;
+      this.refused(error);
+    }
+    this.markDirty();
+  }
+
+  /**
+   * The subject is a map: the panel shows its table, whatever view it was made with, and the
+   * URL keeps it as a table panel.
+   */
+  showAsMap() {
+    const table = new MapTable(`keys and values of ${this.spec.subject}`);
+    this.viewNode.replaceWith(table.node);
+    this.viewNode = table.node;
+    this.mapTable = table;
+    this.canvas = null;
+    this.tbody = null;
+    this.rangeMs = 0;
+    const { subject, filter, map, throttle, view, range } = this.spec;
+    Object.assign(this.node.dataset, { kind: "map", view: "table", range: "live" });
+    this.titleNode.textContent = `${subject} · map`;
+    this.removeNode.setAttribute("aria-label", `remove panel ${subject} · map`);
+    if (view !== "table" || range) {
+      this.spec = { subject, filter, map, throttle, view: "table" };
+      saveState();
+    }
+  }
+
+  /**
+   * The server refused the `sub` (or the client could not send it): the panel says why.
+   * @param {unknown} error
+   */
+  refused(error) {
+    const refusal = error instanceof RunnelError ? error : new RunnelError("error", String(error));
+    this.error = { code: refusal.code, message: refusal.message, stage: refusal.stage ?? undefined };
+    this.state = refusal.code === "unauthorized" ? "waiting for a token" : "refused";
+    if (refusal.code === "unauthorized") askForToken(refusal.message);
   }
 
   /** Forgets the subscription, whose client is going (its callbacks are ignored from now on). */
@@ -474,14 +575,15 @@ class Panel {
 
   /** The client lost its connection; it resumes the subscription when it is back. */
   disconnected() {
-    if (this.state !== "live") return;
+    if (this.state !== "live" && this.state !== "syncing") return;
     this.state = "disconnected";
     this.markDirty();
   }
 
   reconnected() {
     if (this.state !== "disconnected" || !this.subscription || this.subscription.ended) return;
-    this.state = "live";
+    // A map's is live again at its `synced` (its changes missed applied, or its table rebuilt).
+    this.state = this.mapSource && !this.mapSource.synced ? "syncing" : "live";
     this.markDirty();
   }
 
@@ -523,6 +625,27 @@ class Panel {
     // A chart with a range plots each value at its server time; a live one, when it came.
     const t = this.rangeMs && event.ts !== null ? event.ts : Date.now();
     this.accept(event.subject, event.value, event.pos ?? undefined, t);
+  }
+
+  /**
+   * A map subscription's event: a change the client has made to its table (the row's key is
+   * redrawn at the next frame), `synced`, or a gap. Whatever a gap skipped, the table is right:
+   * conflation's replaced changes are only counted; a reconnect that could not resume has the
+   * client rebuild the table, its differences then coming as changes.
+   * @param {import("/runnel.js").MapEvent} event
+   */
+  onMapEvent(event) {
+    if (event.type === "synced") {
+      this.mapReady = true;
+      this.mapReconcile = true;
+      this.state = "live";
+    } else if (event.type === "gap") {
+      if (event.reason === "dropped") this.conflated += event.count ?? 0;
+    } else if (event.key !== null) {
+      this.changedKeys.add(event.key);
+      if (this.mapReady) this.count += 1;  // a change to a synced table (not a first snapshot's key)
+    }
+    this.markDirty();
   }
 
   /** @param {RunnelError | null} error what ended the subscription, or null: it completed */
@@ -614,8 +737,34 @@ class Panel {
         this.canvas.dataset.points = String(points);
         this.canvas.dataset.oldest = oldest === Infinity ? "" : String(oldest);
       }
-    } else if (this.spec.view === "table") this.drawTable();
+    } else if (this.mapTable) this.drawMap(this.mapTable);
+    else if (this.spec.view === "table") this.drawTable();
     else this.drawLog();
+  }
+
+  /**
+   * Brings the rows of the keys changed since the last frame to the client's table: each row
+   * changed in place, added in its place, or taken out; no other row is touched.
+   * @param {MapTable} view
+   */
+  drawMap(view) {
+    const source = this.mapSource;
+    if (source && this.mapReady) {
+      const table = source.table;
+      if (this.mapReconcile) {
+        // Synced again (a new subscription's first table, or a rebuilt one): keys it lacks go.
+        this.mapReconcile = false;
+        for (const key of view.keys) if (!table.has(key)) this.changedKeys.add(key);
+      }
+      for (const key of this.changedKeys) {
+        if (table.has(key)) view.set(key, table.get(key));
+        else view.remove(key);
+      }
+      this.changedKeys.clear();
+    }
+    const size = view.size;
+    this.countNode.textContent = `${size} key${size === 1 ? "" : "s"} · ${this.count} change${this.count === 1 ? "" : "s"}`
+      + (this.conflated ? ` · ${this.conflated} replaced by later ones while this page lagged` : "");
   }
 
   drawLog() {

@@ -21,7 +21,8 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let fsync: FsyncMode
     let local: MemorySubjectStore
     private var writer: JournalWriter!
-    private var nextID: Int64
+    /// The id the next durable subject gets.
+    var nextID: Int64
     /// Changes appended to the journal, and how many of them the writer has reported.
     private var appended: UInt64 = 0
     private var committed: UInt64 = 0
@@ -67,8 +68,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
                 metadata: ["subjects": "\(stored.count)"])
         }
         nextID = (stored.map(\.id).max() ?? 0) + 1
-        for subject in stored { local.adopt(Self.restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
-        retained.dropExpired()
+        for subject in stored { local.adopt(restore(subject, maxReplayBytes: retained.maxReplayBytes)) }
         // The writer's reports reach the store through `reference`, set once the store is made.
         let reference = LoopBoundReference<DurableSubjectStore>(loop: scheduler)
         let reports = LoopInbox<JournalWriter.CommitReport>(loop: scheduler) { batch in
@@ -76,9 +76,12 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         writer = JournalWriter(database: database) { report in reports.post(report) }
         reference.object = self
+        // After the writer: a map's keys that expired while stopped are journalled as removed.
+        retained.dropExpired()
     }
 
-    private static func restore(_ stored: StoredSubject, maxReplayBytes: Int) -> SubjectEntry {
+    private func restore(_ stored: StoredSubject, maxReplayBytes: Int) -> SubjectEntry {
+        if stored.kind == .map { return restoreMap(stored) }
         let label = SubjectLabel(stored.name, epoch: stored.epoch)
         let values = stored.values.map {
             Message(label: label, raw: $0.value, members: JSONMemberIndex(), seq: $0.seq, time: $0.time)
@@ -213,7 +216,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     // MARK: The journal
 
-    private func append(_ change: JournalChange) {
+    func append(_ change: JournalChange) {
         appended = writer.append(change)
     }
 

@@ -5,13 +5,18 @@ import RunnelUV
 /// One change to a durable subject, as the store made it; the journal applies them in order.
 /// Immutable and `Sendable`: made on the loop thread, applied on the writer's.
 enum JournalChange: Sendable {
-    /// A new subject: its id, name, kind, capacity and `retain_s` in milliseconds (replay)
-    /// and epoch; a behavior's initial value, seq 0, stamped `time` (Unix ms).
+    /// A new subject: its id, name, kind, capacity (a map's: its `max_keys`) and `retain_s` in
+    /// milliseconds (replay; a map's: its `ttl_s`) and epoch; a behavior's initial value, seq 0,
+    /// stamped `time` (Unix ms).
     case create(
         id: Int64, name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, epoch: String,
         initial: ByteBuffer?, time: Int64)
     /// A value published, with its seq and publish time (Unix ms).
     case publish(id: Int64, seq: UInt64, value: ByteBuffer, time: Int64)
+    /// A map's key set to `value`, with the change's seq and time.
+    case write(id: Int64, key: String, seq: UInt64, value: ByteBuffer, time: Int64)
+    /// A map's key removed (deleted or expired), as the change with seq `seq`.
+    case remove(id: Int64, key: String, seq: UInt64)
     /// The subject ended: completed (`errorMessage` nil) or with a `subject_error`.
     case terminate(id: Int64, errorMessage: String?)
     /// The subject and everything kept of it removed.
@@ -23,8 +28,9 @@ struct StoredSubject: Sendable {
     let id: Int64
     let name: String
     let kind: SubjectKind
+    /// A replay's capacity; a map's `max_keys`.
     let capacity: Int?
-    /// `retain_s`, in milliseconds (replay subjects that have one).
+    /// `retain_s`, in milliseconds (replay subjects that have one); a map's `ttl_s`.
     let retainMilliseconds: Int64?
     var epoch: String
     /// The seq of its latest value (0 before any).
@@ -32,6 +38,8 @@ struct StoredSubject: Sendable {
     /// The retained values, oldest first, with their seqs and publish times (Unix ms; 0 for
     /// values stored before version 1.3 kept times).
     let values: [(seq: UInt64, value: RawJSON, time: Int64)]
+    /// A map's live keys, each with the seq, value and time of its latest write.
+    var keys: [(key: String, seq: UInt64, value: RawJSON, time: Int64)] = []
     /// nil while live; `.some(nil)` completed; `.some(message)` ended with a `subject_error`.
     let terminal: String??
 }

@@ -14,22 +14,25 @@ import RunnelUV
 ///
 /// Tables: `subjects` (one row per durable subject: kind, capacity, epoch, seq counter,
 /// terminal event), `vals` (the retained values, by subject and seq: nothing else is kept,
-/// trimming is part of each batch) and `meta` (the schema version, and `open`, 1 while a
+/// trimming is part of each batch), `keyvals` (a map's live keys, each with its latest write)
+/// and `meta` (the schema version, and `open`, 1 while a
 /// runneld has the file open: found at start, it means the last stop was not clean).
 ///
 /// Thread rules: one thread at a time; at start the loop thread before anyone is served,
 /// then the journal's writer thread only.
 final class JournalDatabase {
     static let fileName = "runnel.db"
-    /// Version 2 added the values' publish times (`vals.ts`) and `retain_s` (`subjects.retain_ms`);
-    /// a version 1 file is read as it is and upgraded when opened for writing.
-    static let schemaVersion = "2"
-    private static let readableVersions: Set<String> = ["1", schemaVersion]
+    /// Version 2 added the values' publish times (`vals.ts`) and `retain_s` (`subjects.retain_ms`),
+    /// version 3 maps (`keyvals`; a map's `max_keys` in `capacity`, its `ttl_s` in `retain_ms`);
+    /// an older file is read as it is and upgraded when opened for writing.
+    static let schemaVersion = "3"
+    private static let readableVersions: Set<String> = ["1", "2", schemaVersion]
 
     let path: String
     let fsync: FsyncMode
     private let database: SQLiteDatabase
-    /// How many values each subject keeps: a replay's capacity, a behavior's 1.
+    /// How many values each subject keeps: a replay's capacity, a behavior's 1; a map keeps
+    /// none in `vals` (`Int.max`: nothing to trim there), its keys in `keyvals`.
     private var retention: [Int64: Int] = [:]
 
     /// Reads what `directory` holds without writing anything there (no file made, changed or
@@ -54,7 +57,7 @@ final class JournalDatabase {
                 throw JournalError(path: path, problem: "unknown schema version \(version ?? "none")")
             }
             let wasClean = try database.text("SELECT value FROM meta WHERE key = 'open'") == "0"
-            let subjects = try load(from: database, path: path, timed: version != "1")
+            let subjects = try load(from: database, path: path, timed: version != "1", keyed: version == schemaVersion)
             return StoredJournal(
                 directory: directory, exists: true, schema: version, subjects: subjects, wasClean: wasClean)
         } catch let error as JournalError {
@@ -83,14 +86,24 @@ final class JournalDatabase {
             try journal.database.execute(fsync.pragma)
             if !stored.exists { try journal.createSchema() }
             if stored.exists && stored.schema == "1" { try journal.upgradeFromVersion1() }
+            if stored.exists && stored.schema != schemaVersion { try journal.upgradeToVersion3() }
             try journal.setOpen(true)
         } catch {
             throw JournalError(path: path, problem: error.isCorrupt ? "corrupt: \(error.message)" : error.message)
         }
         for subject in stored.subjects {
-            journal.retention[subject.id] = subject.kind == .replay ? subject.capacity ?? 0 : 1
+            journal.retention[subject.id] = retention(of: subject.kind, capacity: subject.capacity)
         }
         return journal
+    }
+
+    /// What `retention` keeps of a subject of `kind`.
+    private static func retention(of kind: SubjectKind, capacity: Int?) -> Int {
+        switch kind {
+        case .replay: capacity ?? 0
+        case .map: .max
+        case .subject, .behavior: 1
+        }
     }
 
     private static func databasePath(in directory: String) -> String {
@@ -141,6 +154,7 @@ final class JournalDatabase {
             CREATE TABLE vals(
                 subject INTEGER NOT NULL, seq INTEGER NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY (subject, seq)) WITHOUT ROWID;
+            \(Self.keyValuesTable);
             INSERT INTO meta VALUES ('schema', '\(Self.schemaVersion)'), ('open', '0');
             COMMIT;
             """)
@@ -153,8 +167,23 @@ final class JournalDatabase {
                 """
                 ALTER TABLE subjects ADD COLUMN retain_ms INTEGER;
                 ALTER TABLE vals ADD COLUMN ts INTEGER NOT NULL DEFAULT 0;
-                UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
+                UPDATE meta SET value = '2' WHERE key = 'schema';
                 """)
+        }
+    }
+
+    /// Version 3's table of maps' keys.
+    private static let keyValuesTable = """
+        CREATE TABLE keyvals(
+            subject INTEGER NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL,
+            PRIMARY KEY (subject, key)) WITHOUT ROWID
+        """
+
+    /// Adds version 3's table to a version 2 file (which holds no map).
+    private func upgradeToVersion3() throws(SQLiteError) {
+        try durably { () throws(SQLiteError) in
+            try database.execute(
+                "\(Self.keyValuesTable); UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';")
         }
     }
 
@@ -201,8 +230,11 @@ final class JournalDatabase {
     }
 
     /// Every stored subject, checked: a row that breaks the schema's rules is corruption.
-    /// `timed`: the file has version 2's columns (else values have time 0 and no `retain_s`).
-    private static func load(from database: SQLiteDatabase, path: String, timed: Bool) throws -> [StoredSubject] {
+    /// `timed`: the file has version 2's columns (else values have time 0 and no `retain_s`);
+    /// `keyed`: version 3's table of maps' keys (else it holds no map).
+    private static func load(from database: SQLiteDatabase, path: String, timed: Bool, keyed: Bool) throws
+        -> [StoredSubject]
+    {
         var subjects: [StoredSubject] = []
         let retainColumn = timed ? "retain_ms" : "NULL"
         let rows = try database.statement(
@@ -217,12 +249,16 @@ final class JournalDatabase {
                 JournalError(path: path, problem: "corrupt: subject '\(name)' (id \(id)): \(problem)")
             }
             guard SubjectName.isValidName(name) else { throw corrupt("bad name") }
-            guard let kind = rows.text(2).flatMap(SubjectKind.init(rawValue:)), kind != .subject else {
+            guard let kind = rows.text(2).flatMap(SubjectKind.init(rawValue:)), kind != .subject,
+                kind != .map || keyed
+            else {
                 throw corrupt("bad kind \(rows.text(2) ?? "NULL")")
             }
             let capacity: Int? = rows.isNull(3) ? nil : Int(rows.int64(3))
-            if kind == .replay {
-                guard let capacity, capacity >= 1 else { throw corrupt("a replay subject without a capacity") }
+            if kind == .replay || kind == .map {
+                guard let capacity, capacity >= 1 else {
+                    throw corrupt("a \(kind.rawValue) subject without a capacity")
+                }
             }
             guard let epoch = rows.text(4), Epoch.isValid(epoch.utf8) else { throw corrupt("bad epoch") }
             guard rows.int64(5) >= 0 else { throw corrupt("negative seq") }
@@ -235,7 +271,7 @@ final class JournalDatabase {
             case let other?: throw corrupt("bad terminal event \(other)")
             }
             let retainMilliseconds: Int64? = rows.isNull(8) ? nil : rows.int64(8)
-            if let retainMilliseconds, kind != .replay || retainMilliseconds <= 0 {
+            if let retainMilliseconds, kind == .behavior || retainMilliseconds <= 0 {
                 throw corrupt("retain_ms \(retainMilliseconds) on a \(kind.rawValue) subject")
             }
             var kept: [(seq: UInt64, value: RawJSON, time: Int64)] = []
@@ -250,13 +286,14 @@ final class JournalDatabase {
                 }
                 kept.append((UInt64(valueSeq), value, values.int64(2)))
             }
-            let limit = kind == .replay ? capacity! : 1
+            let limit = kind == .replay ? capacity! : kind == .map ? 0 : 1
             guard kept.count <= limit else { throw corrupt("\(kept.count) values kept, more than \(limit)") }
             if kind == .behavior && kept.isEmpty { throw corrupt("a behavior subject without a value") }
-            subjects.append(
-                StoredSubject(
-                    id: id, name: name, kind: kind, capacity: kind == .replay ? capacity : nil,
-                    retainMilliseconds: retainMilliseconds, epoch: epoch, seq: seq, values: kept, terminal: terminal))
+            var subject = StoredSubject(
+                id: id, name: name, kind: kind, capacity: kind == .behavior ? nil : capacity,
+                retainMilliseconds: retainMilliseconds, epoch: epoch, seq: seq, values: kept, terminal: terminal)
+            if kind == .map { subject.keys = try loadKeys(of: subject, from: database, corrupt: corrupt) }
+            subjects.append(subject)
         }
         return subjects
     }
@@ -269,7 +306,11 @@ final class JournalDatabase {
         // are never written.
         var latest: [Int64: UInt64] = [:]
         for change in changes {
-            if case .publish(let id, let seq, _, _) = change { latest[id] = seq }
+            switch change {
+            case .publish(let id, let seq, _, _), .write(let id, _, let seq, _, _), .remove(let id, _, let seq):
+                latest[id] = seq
+            case .create, .terminate, .delete: break
+            }
         }
         try database.execute("BEGIN IMMEDIATE")
         do {
@@ -297,7 +338,7 @@ final class JournalDatabase {
     private func apply(_ change: JournalChange, latest: [Int64: UInt64]) throws(SQLiteError) {
         switch change {
         case .create(let id, let name, let kind, let capacity, let retainMilliseconds, let epoch, let initial, let time):
-            retention[id] = kind == .replay ? capacity ?? 0 : 1
+            retention[id] = Self.retention(of: kind, capacity: capacity)
             let insert = try database.statement(
                 "INSERT INTO subjects (id, name, kind, capacity, epoch, seq, retain_ms) VALUES (?, ?, ?, ?, ?, 0, ?)")
             insert.bind(1, id)
@@ -311,6 +352,8 @@ final class JournalDatabase {
         case .publish(let id, let seq, let value, let time):
             guard let keep = retention[id], let newest = latest[id], seq + UInt64(keep) > newest else { return }
             try insertValue(id: id, seq: seq, value, time: time)
+        case .write, .remove:
+            try applyKeyed(change, in: database)
         case .terminate(let id, let errorMessage):
             let update = try database.statement("UPDATE subjects SET terminal = ?, message = ? WHERE id = ?")
             update.bind(1, errorMessage == nil ? "completed" : "error")
@@ -319,9 +362,11 @@ final class JournalDatabase {
             try update.run()
         case .delete(let id):
             retention[id] = nil
-            let values = try database.statement("DELETE FROM vals WHERE subject = ?")
-            values.bind(1, id)
-            try values.run()
+            for table in ["vals", "keyvals"] {
+                let values = try database.statement("DELETE FROM \(table) WHERE subject = ?")
+                values.bind(1, id)
+                try values.run()
+            }
             let subject = try database.statement("DELETE FROM subjects WHERE id = ?")
             subject.bind(1, id)
             try subject.run()

@@ -44,6 +44,7 @@ extension Publishing {
             throw ProtocolError(.limit, "map '\(entry.name)' holds \(map.count) keys (max_keys \(map.maxKeys))")
         }
         try store.retained.checkRoom(for: value, in: entry.name)
+        if entry.isDurable { try store.checkDurableWrites() }
         stats.published &+= 1
         publisher.publishing { store.publish(value, members: members, key: key, to: entry, bounding: bound) }
     }
@@ -56,6 +57,7 @@ extension Publishing {
     ) throws(ProtocolError) {
         guard entry.map != nil else { throw notAMap(entry) }
         guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        if entry.isDurable { try store.checkDurableWrites() }
         publisher.publishing { _ = store.remove(key, from: entry, bounding: bound) }
     }
 

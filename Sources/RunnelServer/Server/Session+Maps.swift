@@ -27,20 +27,26 @@ extension Session {
                 request.raw(.value) ?? .null, members: request.scanned.valueMembers, key: key, to: entry,
                 in: subjects, counting: stats, bounding: publishBound, by: publisher)
         }
-        guard request.ref != nil else { return }
-        write(SessionReply(ref: request.ref, .published(receivers: receivers)))
+        guard let ref = request.ref else { return }
+        // A durable map's change is acknowledged once on disk, where replies wait for it.
+        if subjects.repliesWait(forValueOf: entry) {
+            replyWhenWritten(ref: ref) { .published(receivers: receivers) }
+        } else {
+            write(SessionReply(ref: ref, .published(receivers: receivers)))
+        }
     }
 
-    /// `create` of a map: `ttl_s` and `max_keys` (at most `max_map_keys`, its default); not
-    /// `capacity`, `value`, `retain_s` nor `durable` (the journal keeps no map yet), and not in
-    /// a cluster (which shares no map yet). An existing map matches when its `ttl_s` and
-    /// `max_keys` do.
+    /// `create` of a map: `ttl_s`, `max_keys` (at most `max_map_keys`, its default) and
+    /// `durable` (with a `data_dir`); not `capacity`, `value` nor `retain_s`, and not in a
+    /// cluster (which shares no map yet). An existing map matches when its `ttl_s`, `max_keys`
+    /// and durability do.
     func createMap(_ request: Request, name: String) throws(ProtocolError) {
         for field in ["capacity", "value", "retain_s"] where request.scanned.field(named: field) != nil {
             throw ProtocolError(.badRequest, "field '\(field)' does not apply to kind 'map'")
         }
-        if try request.bool(.durable) == true {
-            throw ProtocolError(.badRequest, "maps are kept in memory only: 'durable' does not apply to kind 'map' yet")
+        let durable = try request.bool(.durable) ?? false
+        if durable && !subjects.keepsDurableSubjects {
+            throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
         }
         if context.cluster != nil {
             throw ProtocolError(.badRequest, "a cluster shares no map yet: kind 'map' is for a single node")
@@ -67,7 +73,9 @@ extension Session {
         }
         let policy = try slowConsumerPolicy(of: request)
         if let existing = subjects[name] {
-            guard let map = existing.map, map.ttlMilliseconds == ttl, map.maxKeys == maxKeys else {
+            guard let map = existing.map, map.ttlMilliseconds == ttl, map.maxKeys == maxKeys,
+                existing.isDurable == durable
+            else {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
             if let policy { existing.label.slowConsumer = policy }
@@ -75,8 +83,13 @@ extension Session {
             return
         }
         try context.checkSubjectLimit(under: settings)
-        let entry = subjects.createMap(name, ttlMilliseconds: ttl, maxKeys: maxKeys)
+        if durable { try subjects.checkDurableWrites() }
+        let entry = subjects.createMap(name, ttlMilliseconds: ttl, maxKeys: maxKeys, durable: durable)
         entry.label.slowConsumer = policy
-        write(SessionReply(ref: request.ref, .done))
+        if subjects.repliesWait(forChangeOf: entry) {
+            replyWhenWritten(ref: request.ref)
+        } else {
+            write(SessionReply(ref: request.ref, .done))
+        }
     }
 }

@@ -290,7 +290,7 @@ extension Session {
         let durable = try request.bool(.durable) ?? false
         if durable {
             guard kind != .subject else {
-                throw ProtocolError(.badRequest, "field 'durable' applies only to kinds 'replay' and 'behavior'")
+                throw ProtocolError(.badRequest, "field 'durable' applies only to kinds 'replay', 'behavior' and 'map'")
             }
             guard subjects.keepsDurableSubjects else {
                 throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")

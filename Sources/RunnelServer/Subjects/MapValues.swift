@@ -42,6 +42,9 @@ final class MapValues {
     /// holds the map, so `max_retained_bytes` bounds what a map keeps for `from` too.
     private(set) var bytes = 0
     var ledger: RetainedValues?
+    /// What the store that keeps the map durable hears of each key that expires, and the
+    /// removal's seq (`DurableSubjectStore+Maps`); nil for a map in memory only.
+    var expiryHeard: ((String, UInt64) -> Void)?
     /// The key written longest ago and the latest, under `ttl_s`.
     private var oldest: Key?
     private unowned(unsafe) var newest: Key?
@@ -82,6 +85,15 @@ final class MapValues {
         delta += record(message)
         bytes += delta
         return delta
+    }
+
+    /// Takes in `message`, a key's latest write as a journal kept it: a live key, no change
+    /// (what `from` resumes after starts with the next).
+    func restore(_ message: Message) {
+        let node = Key(label: message.label, message: message)
+        keys[message.label.key!] = node
+        if ttlMilliseconds != nil { append(node) }
+        bytes += RetainedValues.weight(message)
     }
 
     /// Removes `key` with `removal` (its mark); returns the change in `bytes`, or nil when the

@@ -51,7 +51,8 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry {
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+        precondition(!durable, "a memory store keeps no durable subject")
         let entry = SubjectEntry(
             name: name, kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, initial: nil,
             maxReplayBytes: retained.maxReplayBytes, maxKeys: maxKeys)

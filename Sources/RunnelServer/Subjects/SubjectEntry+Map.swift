@@ -57,6 +57,7 @@ extension SubjectEntry {
         guard acceptsValues else { return }
         for key in map.expired(now: now) {
             remove(key.label.key!, .expired, seq: nextSeq, time: now)
+            map.expiryHeard?(key.label.key!, lastSeq)
         }
     }
 }

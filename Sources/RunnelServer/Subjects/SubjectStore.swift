@@ -56,8 +56,9 @@ protocol SubjectStore: AnyObject {
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound)
 
     /// Creates the map `name`, which does not exist: at most `maxKeys` keys, each removed once
-    /// unwritten for `ttlMilliseconds` when given.
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry
+    /// unwritten for `ttlMilliseconds` when given; durable only where the store keeps durable
+    /// subjects.
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry
 
     /// Sets `key` of the map `entry`, which accepts values, to `value`, delivered to its
     /// subscribers inside a window of `bound`.
@@ -98,12 +99,13 @@ protocol SubjectStore: AnyObject {
     func checkShared() throws(ProtocolError)
 }
 
-/// Maps live in memory in every store: the journal and a cluster keep no map yet (`create`
-/// refuses a durable one, and a clustered node refuses maps), so the stores that keep
-/// subjects elsewhere hand maps to the memory they keep in front (`local`).
+/// A map lives in the memory a store keeps in front (`local`), unless the store keeps it
+/// durable (`DurableSubjectStore+Maps`): a cluster shares no map yet (a clustered node refuses
+/// maps).
 extension SubjectStore {
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int) -> SubjectEntry {
-        local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys)
+    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+        precondition(!durable, "a store that keeps no durable subject made a durable map")
+        return local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: false)
     }
 
     func publish(

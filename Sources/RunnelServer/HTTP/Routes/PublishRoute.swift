@@ -127,6 +127,7 @@ final class Publication {
         let receivers = entry.subject.subscriberCount
         try Publishing.remove(
             key, from: entry, in: server.subjects, bounding: server.publishEvaluationBound, by: gate)
+        waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
         return receivers
     }
 
