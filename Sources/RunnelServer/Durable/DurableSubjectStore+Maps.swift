@@ -14,22 +14,16 @@ extension DurableSubjectStore {
         guard durable else {
             return local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: false)
         }
-        let id = nextID
-        nextID += 1
-        let created = retained.clock.now()
-        let entry = SubjectEntry(
-            name: name, kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, initial: nil,
-            maxReplayBytes: retained.maxReplayBytes, maxKeys: maxKeys, durableID: id)
-        journalExpiries(of: entry, id: id)
-        local.adopt(entry)
-        append(
-            .create(
+        return adoptNew { id, created in
+            let entry = SubjectEntry(
+                name: name, kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, initial: nil,
+                maxReplayBytes: retained.maxReplayBytes, maxKeys: maxKeys, durableID: id)
+            journalExpiries(of: entry, id: id)
+            let creation = JournalChange.create(
                 id: id, name: name, kind: .map, capacity: maxKeys, retainMilliseconds: ttlMilliseconds,
-                epoch: entry.epoch, initial: nil, time: created))
-        whenWritten { [local] error in
-            if error != nil && !entry.isDeleted { local.delete(entry) }
+                epoch: entry.epoch, initial: nil, time: created)
+            return (entry, creation)
         }
-        return entry
     }
 
     func publish(

@@ -21,8 +21,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let fsync: FsyncMode
     let local: MemorySubjectStore
     private var writer: JournalWriter!
-    /// The id the next durable subject gets.
-    var nextID: Int64
+    private var nextID: Int64
     /// Changes appended to the journal, and how many of them the writer has reported.
     private var appended: UInt64 = 0
     private var committed: UInt64 = 0
@@ -135,18 +134,26 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
                 name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
                 durable: false)
         }
+        return adoptNew { id, created in
+            let entry = SubjectEntry(
+                name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+                created: created, maxReplayBytes: retained.maxReplayBytes, durableID: id)
+            let creation = JournalChange.create(
+                id: id, name: name, kind: kind, capacity: entry.capacity, retainMilliseconds: entry.retainMilliseconds,
+                epoch: entry.epoch, initial: kind == .behavior ? (initial ?? .null).buffer : nil, time: created)
+            return (entry, creation)
+        }
+    }
+
+    /// A new durable subject, whichever its kind: `make` builds its entry and the journal's
+    /// record of its creation from the id it gets and the time it is made; the store takes the
+    /// entry in and appends the record. A creation the disk refused is undone: its reply says so.
+    func adoptNew(_ make: (_ id: Int64, _ created: Int64) -> (SubjectEntry, JournalChange)) -> SubjectEntry {
         let id = nextID
         nextID += 1
-        let created = retained.clock.now()
-        let entry = SubjectEntry(
-            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
-            created: created, maxReplayBytes: retained.maxReplayBytes, durableID: id)
+        let (entry, creation) = make(id, retained.clock.now())
         local.adopt(entry)
-        append(
-            .create(
-                id: id, name: name, kind: kind, capacity: entry.capacity, retainMilliseconds: entry.retainMilliseconds,
-                epoch: entry.epoch, initial: kind == .behavior ? (initial ?? .null).buffer : nil, time: created))
-        // A creation the disk refused is undone: its reply says so.
+        append(creation)
         whenWritten { [local] error in
             if error != nil && !entry.isDeleted { local.delete(entry) }
         }

@@ -19,7 +19,7 @@ enum Publishing {
         in store: any SubjectStore, counting stats: ServerStats,
         bounding bound: PublishEvaluationBound, by publisher: PublisherGate
     ) throws(ProtocolError) {
-        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        try checkAccepts(entry)
         if entry.retainsValues {
             try store.checkShared()
             try store.retained.checkRoom(for: value, in: entry.name)
@@ -39,7 +39,7 @@ extension Publishing {
         by publisher: PublisherGate
     ) throws(ProtocolError) {
         guard let map = entry.map else { throw notAMap(entry) }
-        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        try checkAccepts(entry)
         if map.isFull(adding: key) {
             throw ProtocolError(.limit, "map '\(entry.name)' holds \(map.count) keys (max_keys \(map.maxKeys))")
         }
@@ -56,9 +56,15 @@ extension Publishing {
         by publisher: PublisherGate
     ) throws(ProtocolError) {
         guard entry.map != nil else { throw notAMap(entry) }
-        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
+        try checkAccepts(entry)
         if entry.isDurable { try store.checkDurableWrites() }
         publisher.publishing { _ = store.remove(key, from: entry, bounding: bound) }
+    }
+
+    /// `terminated` when `entry` has ended: a `pub` of any kind finds it so.
+    @inline(__always)
+    static func checkAccepts(_ entry: SubjectEntry) throws(ProtocolError) {
+        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(entry.name)' is terminated") }
     }
 
     /// What a keyed `pub` to a subject of another kind gets.

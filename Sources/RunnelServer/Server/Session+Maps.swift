@@ -71,25 +71,15 @@ extension Session {
             }
             maxKeys = given
         }
-        let policy = try slowConsumerPolicy(of: request)
-        if let existing = subjects[name] {
-            guard let map = existing.map, map.ttlMilliseconds == ttl, map.maxKeys == maxKeys,
-                existing.isDurable == durable
-            else {
-                throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
+        try finishCreate(
+            request, name: name, policy: try slowConsumerPolicy(of: request),
+            matches: { existing in
+                guard let map = existing.map else { return false }
+                return map.ttlMilliseconds == ttl && map.maxKeys == maxKeys && existing.isDurable == durable
             }
-            if let policy { existing.label.slowConsumer = policy }
-            write(SessionReply(ref: request.ref, .done))
-            return
-        }
-        try context.checkSubjectLimit(under: settings)
-        if durable { try subjects.checkDurableWrites() }
-        let entry = subjects.createMap(name, ttlMilliseconds: ttl, maxKeys: maxKeys, durable: durable)
-        entry.label.slowConsumer = policy
-        if subjects.repliesWait(forChangeOf: entry) {
-            replyWhenWritten(ref: request.ref)
-        } else {
-            write(SessionReply(ref: request.ref, .done))
+        ) { () throws(ProtocolError) in
+            if durable { try subjects.checkDurableWrites() }
+            return subjects.createMap(name, ttlMilliseconds: ttl, maxKeys: maxKeys, durable: durable)
         }
     }
 }

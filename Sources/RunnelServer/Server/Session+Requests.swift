@@ -296,10 +296,31 @@ extension Session {
                 throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
             }
         }
+        try finishCreate(
+            request, name: name, policy: policy,
+            matches: {
+                $0.kind == kind && $0.capacity == capacity && $0.isDurable == durable
+                    && $0.retainMilliseconds == retainMilliseconds
+            }
+        ) { () throws(ProtocolError) in
+            if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
+            if durable { try subjects.checkDurableWrites() }
+            return subjects.create(
+                name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
+                durable: durable)
+        }
+    }
+
+    /// `create`'s end, for every kind: an existing subject that `matches` (the same shape) takes
+    /// `policy` and is answered `done`, any other is `kind_mismatch` naming its shape; else,
+    /// within `max_subjects`, `make` checks what it needs and makes the subject, which takes
+    /// `policy` and is answered once made (for a durable one, once on disk where replies wait).
+    func finishCreate(
+        _ request: Request, name: String, policy: SlowConsumerPolicy?, matches: (SubjectEntry) -> Bool,
+        make: () throws(ProtocolError) -> SubjectEntry
+    ) throws(ProtocolError) {
         if let existing = subjects[name] {
-            guard existing.kind == kind, existing.capacity == capacity, existing.isDurable == durable,
-                existing.retainMilliseconds == retainMilliseconds
-            else {
+            guard matches(existing) else {
                 throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
             }
             if let policy { existing.label.slowConsumer = policy }
@@ -307,11 +328,7 @@ extension Session {
             return
         }
         try context.checkSubjectLimit(under: settings)
-        if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
-        if durable { try subjects.checkDurableWrites() }
-        let entry = subjects.create(
-            name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
-            durable: durable)
+        let entry = try make()
         entry.label.slowConsumer = policy
         if subjects.repliesWait(forChangeOf: entry) {
             replyWhenWritten(ref: request.ref)
