@@ -1,8 +1,8 @@
 /// The top-level request fields the scanner picks out while it validates a line; any other
 /// field is reachable through `ScannedEnvelope.field(named:)`. The rare requests' own fields
 /// (`list`'s `prefix`, `auth`'s `token`) are read so, to keep this table at 15 fields: with
-/// more, every request's envelope grew past what its copies move cheaply, and a `pub` cost
-/// about 105 instructions more (bench/README.md).
+/// more, every request's envelope grows past what its copies move cheaply, and every `pub`
+/// pays for it (the figure: bench/README.md, "Figures behind comments in the code").
 public enum EnvelopeKey: Int, CaseIterable, Sendable {
     case op, ref, subject, sid, value, ops, kind, capacity, message, from, durable, positions,
         conflate, key, delete

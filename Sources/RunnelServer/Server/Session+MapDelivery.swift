@@ -17,8 +17,8 @@ extension Session {
 
     /// Writes `message`, met by a map subscription or by a pattern one as a map's change,
     /// unless the output is over `limit` (but for `synced`). Never inlined into the delivery
-    /// path: its head on the stack brought the stack protector into every delivery (10
-    /// instructions, bench/README.md).
+    /// path: its head on the stack would bring the stack protector into every delivery
+    /// (bench/README.md, "Figures behind comments in the code").
     @inline(never)
     func writeMapNext<Transport: SessionTransport>(
         _ message: Message, _ subscription: SessionSubscription, limit: Int, _ transport: Transport

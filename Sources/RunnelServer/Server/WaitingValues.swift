@@ -10,8 +10,8 @@
 struct WaitingValues {
     private var values: [Message] = []
     private var slots: [ObjectIdentifier?: Int] = [:]
-    /// `values.isEmpty`, kept as a byte of its own: every delivery reads it, and reading the
-    /// array's count took two loads more.
+    /// `values.isEmpty`, kept as a byte of its own: every delivery reads it, and a byte is
+    /// one load where the array's count is three.
     private(set) var isEmpty = true
 
     /// Keeps `message`; true when it replaced one that waited for the same key.
