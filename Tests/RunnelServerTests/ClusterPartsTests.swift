@@ -150,6 +150,18 @@ import Testing
         #expect(ClusterDefinition.name(ofKey: "a=4") == nil && ClusterDefinition.name(ofKey: "a b") == nil)
     }
 
+    @Test func mapKeysAreOneSubjectTokenEachAndBack() {
+        for key in ["a.b", ".", "*", ">", "a b", "=41", "é", String(repeating: "x", count: 255)] {
+            let token = NATSTokenEscaping.escape(key, keepingDots: false)
+            #expect(!token.isEmpty && token.utf8.allSatisfy { $0 > 0x20 && $0 < 0x80 && !".*>".utf8.contains($0) })
+            #expect(NATSTokenEscaping.unescape(token[...], keepingDots: false) == key, "\(key) -> \(token)")
+        }
+        #expect(NATSTokenEscaping.escape("a.b", keepingDots: false) == "a=2Eb")
+        // A dot is no byte of a map key's token; bytes that are not UTF-8 are no key.
+        #expect(NATSTokenEscaping.unescape("a.b", keepingDots: false) == nil)
+        #expect(NATSTokenEscaping.unescape("=FF", keepingDots: false) == nil)
+    }
+
     @Test func definitionsAreWrittenAndReadBack() throws {
         let initial = try RawJSON(validating: #"{"v":[1,2]}"#)
         var definition = ClusterDefinition(
@@ -161,8 +173,16 @@ import Testing
         let replay = ClusterDefinition(kind: .replay, capacity: 5, durable: false, initial: nil, epoch: "E")
         let back = try #require(ClusterDefinition(bytes: replay.bytes))
         #expect(back.capacity == 5 && back.ended == nil && back.initial == nil)
-        // Not a definition: a replay without its capacity, a bad epoch, not JSON.
+        let map = ClusterDefinition(
+            kind: .map, capacity: nil, retainMilliseconds: 1_500, maxKeys: 7, durable: true, initial: nil, epoch: "M")
+        let mapBack = try #require(ClusterDefinition(bytes: map.bytes))
+        #expect(mapBack.kind == .map && mapBack.maxKeys == 7 && mapBack.retainMilliseconds == 1_500 && mapBack.durable)
+        #expect(mapBack.hasShape(of: map) && !mapBack.hasShape(of: replay))
+        #expect(mapBack.shape == "map (ttl_s 1.5, max_keys 7, durable)")
+        // Not a definition: a replay without its capacity, a map without its max_keys, a bad
+        // epoch, not JSON.
         #expect(ClusterDefinition(bytes: Array(#"{"kind":"replay","epoch":"E"}"#.utf8)) == nil)
+        #expect(ClusterDefinition(bytes: Array(#"{"kind":"map","epoch":"E"}"#.utf8)) == nil)
         #expect(ClusterDefinition(bytes: Array(#"{"kind":"subject","epoch":"a b"}"#.utf8)) == nil)
         #expect(ClusterDefinition(bytes: Array("nope".utf8)) == nil)
     }

@@ -9,7 +9,9 @@ import Testing
 /// when it is back), and the start-up errors; `Tests/blackbox/test_cluster_history.py` checks
 /// history by time across nodes (`ts`, `since`, `until`, `retain_s` as JetStream's `max_age`),
 /// `Tests/blackbox/test_cluster_occupancy.py` occupancy counted over every node,
-/// `Tests/blackbox/test_cluster_conflation.py` conflation of values that crossed the cluster.
+/// `Tests/blackbox/test_cluster_conflation.py` conflation of values that crossed the cluster,
+/// `Tests/blackbox/test_cluster_map.py` maps (one order on every node, `from` on another node,
+/// `ttl_s` with a node killed).
 /// Each check is a test case of its own (`PythonSuite`).
 @Suite struct ClusterTests {
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster.py"))
@@ -29,6 +31,11 @@ import Testing
 
     @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_conflation.py"))
     func theClusterConflationChecksPass(_ check: PythonCheck) async {
+        await PythonSuite.expectPasses(check)
+    }
+
+    @Test(.timeLimit(.minutes(4)), arguments: PythonSuite.checks("Tests/blackbox/test_cluster_map.py"))
+    func theClusterMapChecksPass(_ check: PythonCheck) async {
         await PythonSuite.expectPasses(check)
     }
 }

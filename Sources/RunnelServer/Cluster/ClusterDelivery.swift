@@ -6,7 +6,7 @@ import RunnelUV
 enum ClusterDelivery: Sendable {
     case message(NATSMessage)
     case stream(NATSStreamMessage)
-    case published(id: String, error: String?)
+    case published(id: String, answer: NATSPublishAnswer)
     case link(up: Bool)
     case error(String, dropped: Bool)
 }

@@ -98,7 +98,7 @@ final class ClusterLink: @unchecked Sendable {
             wait: Self.jetStreamWait,
             handlers: NATSJetStreamHandlers(
                 message: { message in inbox.post(.stream(message)) },
-                published: { id, error in inbox.post(.published(id: id, error: error)) }))
+                published: { id, answer in inbox.post(.published(id: id, answer: answer)) }))
         definitions = try jetStream.keyValue("RUNNEL_\(config.name)", replicas: config.replicas)
         // Its link's changes are the first connection's to tell; its errors are logged.
         retainedPublisher = try ClusterRetainedPublisher(
@@ -107,7 +107,7 @@ final class ClusterLink: @unchecked Sendable {
                 handlers: NATSHandlers(
                     linkChanged: { _ in }, message: { _ in },
                     error: { text, _ in inbox.post(.error(text, dropped: false)) })),
-            scheduler: scheduler, published: { id, error in inbox.post(.published(id: id, error: error)) })
+            scheduler: scheduler, published: { id, answer in inbox.post(.published(id: id, answer: answer)) })
         let sends = ClusterSendQueue(
             connection: connection, scheduler: scheduler, limit: config.sendBufferBytes, logger: logger)
         self.sends = sends
@@ -182,13 +182,27 @@ final class ClusterLink: @unchecked Sendable {
     /// consumer that falls behind by fewer loses nothing (by more, its subscribers are told).
     static let streamWindow = 1024
 
-    /// Makes the stream of the retained subject `definition` defines (worker thread): its
-    /// capacity's values at least `streamWindow`, in files when durable.
+    /// Changes a map's stream keeps of each key: a node's consumer that falls behind by fewer
+    /// writes of a key loses none of them (by more, its subscribers are told). More for maps of
+    /// fewer keys, so that a map's stream holds at most about `max(2 × max_keys, 131,072)`.
+    static func mapHistory(maxKeys: Int) -> Int { max(2, min(64, 131_072 / max(1, maxKeys))) }
+
+    /// The NATS subjects of the stream of a subject in `epoch`: one for a replay or behavior
+    /// subject, one per key under it for a map (`ClusterSubjectStore+Maps`).
+    func streamSubjects(epoch: String, isMap: Bool) -> String {
+        isMap ? streamSubject(epoch: epoch) + ".>" : streamSubject(epoch: epoch)
+    }
+
+    /// Makes the stream of the retained subject `definition` defines (worker thread), in files
+    /// when durable: its capacity's values at least `streamWindow`; a map's latest changes of
+    /// each key (`mapHistory`; its `ttl_s` is the nodes' to apply, not the stream's age).
     func addStream(for definition: ClusterDefinition) throws(NATSError) {
+        let isMap = definition.kind == .map
         try jetStream.addStream(
-            streamName(epoch: definition.epoch), subject: streamSubject(epoch: definition.epoch),
-            perSubject: max(definition.capacity ?? 1, Self.streamWindow),
-            maxAgeMilliseconds: definition.retainMilliseconds, file: definition.durable,
+            streamName(epoch: definition.epoch), subject: streamSubjects(epoch: definition.epoch, isMap: isMap),
+            perSubject: isMap
+                ? Self.mapHistory(maxKeys: definition.maxKeys ?? 1) : max(definition.capacity ?? 1, Self.streamWindow),
+            maxAgeMilliseconds: isMap ? nil : definition.retainMilliseconds, file: definition.durable,
             replicas: config.replicas)
     }
 
@@ -291,8 +305,8 @@ final class ClusterLink: @unchecked Sendable {
                 if dropped { receiver?.clusterReportedLoss() }
             case .stream(let message):
                 receiver?.clusterStreamDelivered(message)
-            case .published(let id, let error):
-                receiver?.clusterPublished(id: id, error: error)
+            case .published(let id, let answer):
+                receiver?.clusterPublished(id: id, answer: answer)
             }
         }
     }
@@ -322,8 +336,8 @@ protocol ClusterReceiver: AnyObject {
     func clusterReportedLoss()
     /// A message of a stream the node consumes: a definition's change, or a retained value.
     func clusterStreamDelivered(_ message: NATSStreamMessage)
-    /// JetStream answered the publish `id`: stored, or `error`.
-    func clusterPublished(id: String, error: String?)
+    /// JetStream answered the publish `id`.
+    func clusterPublished(id: String, answer: NATSPublishAnswer)
 }
 
 /// How a plain subject's values are sent to the cluster (`ClusterLink.route(of:epoch:)`), made

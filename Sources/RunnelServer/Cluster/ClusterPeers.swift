@@ -118,6 +118,10 @@ final class ClusterPeers: @unchecked Sendable {
     /// Nodes heard from within `aliveFor`, this one included.
     var nodes: Int { 1 + peers.values.count { isAlive($0) } }
 
+    /// This node's place among the live nodes, ordered by instance: 0 for the first. Work one
+    /// node is enough for (a map's expiries) falls to the first, and to the next ones later.
+    var rank: Int { peers.count { instance, peer in instance < self.instance && isAlive(peer) } }
+
     // MARK: This node's side
 
     /// The link came up (at start, and after every reconnect): every value goes out until this

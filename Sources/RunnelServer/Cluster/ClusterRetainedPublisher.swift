@@ -1,5 +1,5 @@
 import Dispatch
-import RunnelJSON
+import RunnelBytes
 import RunnelUV
 
 /// How a clustered node sends retained values to JetStream: on a NATS connection of its own
@@ -14,11 +14,11 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
     private let connection: NATSConnection
     private let jetStream: NATSJetStream
     /// What this loop turn publishes, handed to `runneld.cluster.publish` as one batch.
-    private let outbox: LoopOutbox<(subject: String, value: RawJSON, id: String)>
+    private let outbox: LoopOutbox<(subject: String, payload: ByteBuffer, id: String, expectingLast: UInt64?)>
 
     init(
         connection: NATSConnection, scheduler: LoopScheduler,
-        published: @escaping @Sendable (_ id: String, _ error: String?) -> Void
+        published: @escaping @Sendable (_ id: String, _ answer: NATSPublishAnswer) -> Void
     ) throws(NATSError) {
         self.connection = connection
         let jetStream = try connection.jetStream(
@@ -29,21 +29,24 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
             queue.async {
                 for item in items {
                     do throws(NATSError) {
-                        try withExtendedLifetime(item.value) { () throws(NATSError) in
-                            try jetStream.publish(item.subject, payload: item.value.buffer.bytes, id: item.id)
+                        try withExtendedLifetime(item.payload) { () throws(NATSError) in
+                            try jetStream.publish(
+                                item.subject, payload: item.payload.bytes, id: item.id,
+                                expectingLast: item.expectingLast)
                         }
                     } catch {
-                        published(item.id, "\(error)")
+                        published(item.id, .failed("\(error)"))
                     }
                 }
             }
         }
     }
 
-    /// Publishes `value` on `subject` as `id` (its `Nats-Msg-Id`); JetStream's answer, or the
-    /// reason it was not sent, goes to `published` with `id`.
-    func publish(_ value: RawJSON, on subject: String, id: String) {
-        outbox.post((subject, value, id))
+    /// Publishes `payload` on `subject` as `id` (its `Nats-Msg-Id`), only over the subject's
+    /// value with seq `expectingLast` when given; JetStream's answer, or the reason it was not
+    /// sent, goes to `published` with `id`.
+    func publish(_ payload: ByteBuffer, on subject: String, id: String, expectingLast: UInt64? = nil) {
+        outbox.post((subject, payload, id, expectingLast))
     }
 
     /// Closes the connection (the process is stopping).

@@ -15,9 +15,15 @@ extension ClusterSubjectStore {
     func create(
         _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
     ) -> SubjectEntry {
-        let definition = ClusterDefinition(
-            kind: kind, capacity: kind == .replay ? capacity : nil, retainMilliseconds: retainMilliseconds,
-            durable: durable, initial: initial, epoch: Epoch.make())
+        create(
+            name,
+            ClusterDefinition(
+                kind: kind, capacity: kind == .replay ? capacity : nil, retainMilliseconds: retainMilliseconds,
+                durable: durable, initial: initial, epoch: Epoch.make()))
+    }
+
+    /// Makes `name` as `definition` says, here and in the cluster (`create`).
+    func create(_ name: String, _ definition: ClusterDefinition) -> SubjectEntry {
         // Its stream does not exist yet: consumed, and published to, once it does.
         let entry = adopt(name, definition, consuming: false)
         if entry.retainsValues { awaitingStreams[definition.epoch] = [] }
@@ -172,7 +178,9 @@ extension ClusterSubjectStore {
         let entry = SubjectEntry(
             name: name, kind: definition.kind, capacity: definition.capacity,
             retainMilliseconds: definition.retainMilliseconds, initial: definition.initial,
-            maxReplayBytes: local.retained.maxReplayBytes, epoch: definition.epoch, durable: definition.durable)
+            maxReplayBytes: local.retained.maxReplayBytes, maxKeys: definition.maxKeys, epoch: definition.epoch,
+            durable: definition.durable)
+        if entry.map?.ttlMilliseconds != nil { expireInCluster(entry) }
         local.adopt(entry)
         definitions[name] = definition
         if entry.retainsValues && consuming { startConsuming(entry) }

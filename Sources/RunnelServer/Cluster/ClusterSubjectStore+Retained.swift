@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelJSON
 import RunnelProtocol
 
@@ -11,36 +12,71 @@ extension ClusterSubjectStore {
     /// Publishes `value` into `entry`'s stream, as a change whose answer the reply waits for;
     /// it reaches subscribers, here as everywhere, when the node's consumer delivers it.
     func publishRetained(_ value: RawJSON, to entry: SubjectEntry) {
+        if publishToStream(value.buffer, on: link.streamSubject(epoch: entry.epoch), of: entry) {
+            entry.published &+= 1
+        }
+    }
+
+    /// Publishes `payload` on `subject` of `entry`'s stream (only over the subject's value with
+    /// seq `expectingLast`, when given), as a change whose answer the reply waits for: JetStream
+    /// stored it and this node's consumer delivered it, so a `sub` after the reply finds it
+    /// here. False, with the change answered `unavailable`, when too many wait for JetStream.
+    @discardableResult
+    func publishToStream(
+        _ payload: ByteBuffer, on subject: String, of entry: SubjectEntry, expectingLast: UInt64? = nil
+    ) -> Bool {
         let change = changes.begin()
         guard changes.unanswered <= Int(NATSJetStream.maxPending) else {
             // The values waiting for JetStream are held in memory: bounded.
             let waiting = "\(changes.unanswered - 1) changes of this node wait for the cluster's answer"
-            return answer(change, error: ProtocolError(.unavailable, "\(waiting); try again"))
+            answer(change, error: ProtocolError(.unavailable, "\(waiting); try again"))
+            return false
         }
-        entry.published &+= 1
         let epoch = entry.epoch
+        storing[change] = epoch
+        let id = "\(link.instance)-\(change)"
         if awaitingStreams[epoch] != nil {
             // Made here a moment ago: its stream is still being made.
-            awaitingStreams[epoch]!.append { [self] in send(value, epoch: epoch, change: change) }
+            awaitingStreams[epoch]!.append { [link] in
+                link.retainedPublisher.publish(payload, on: subject, id: id, expectingLast: expectingLast)
+            }
         } else {
-            send(value, epoch: epoch, change: change)
+            link.retainedPublisher.publish(payload, on: subject, id: id, expectingLast: expectingLast)
+        }
+        return true
+    }
+
+    /// JetStream answered a publish of this node: the change its id names (a map's expiry
+    /// has an id of its own, `ClusterSubjectStore+Maps`).
+    func clusterPublished(id: String, answer outcome: NATSPublishAnswer) {
+        guard id.hasPrefix(link.instance + "-") else { return }
+        let number = id.dropFirst(link.instance.utf8.count + 1)
+        if number.first == "x" { return expiryAnswered(UInt64(number.dropFirst()), outcome) }
+        guard let change = UInt64(number) else { return }
+        let epoch = storing.removeValue(forKey: change)
+        switch outcome {
+        case .stored(let seq):
+            // (Only while its consumer runs: one that could not start delivers nothing.)
+            if let epoch, consumers[epoch] != nil, consumedSeqs[epoch, default: 0] < seq {
+                return awaitingDelivery[epoch, default: []].append((seq, change))
+            }
+            answer(change, error: nil)
+        case .notLast:
+            // A map's removal of a key another change reached first: it came before that change.
+            answer(change, error: nil)
+        case .failed(let problem):
+            answer(change, error: ProtocolError(.unavailable, "the cluster did not store the value: \(problem)"))
         }
     }
 
-    private func send(_ value: RawJSON, epoch: String, change: UInt64) {
-        link.retainedPublisher.publish(value, on: link.streamSubject(epoch: epoch), id: "\(link.instance)-\(change)")
-    }
-
-    /// JetStream answered a publish of this node: the change its id names.
-    func clusterPublished(id: String, error: String?) {
-        guard id.hasPrefix(link.instance + "-"), let change = UInt64(id.dropFirst(link.instance.utf8.count + 1))
-        else { return }
-        answer(change, error: error.map { ProtocolError(.unavailable, "the cluster did not store the value: \($0)") })
-    }
-
-    /// A value of a retained subject's stream: delivered with the stream's seq, once.
+    /// A message of a retained subject's stream: a map's change, or a value delivered with the
+    /// stream's seq, once.
     func deliverRetained(_ message: NATSStreamMessage) {
-        let epoch = String(message.subject.dropFirst(link.streamPrefix.utf8.count))
+        let rest = message.subject.dropFirst(link.streamPrefix.utf8.count)
+        if let dot = rest.firstIndex(of: ".") {
+            return deliverMapChange(message, epoch: String(rest[..<dot]), key: rest[rest.index(after: dot)...])
+        }
+        let epoch = String(rest)
         guard let entry = retainedByEpoch[epoch], let publishBound, message.streamSeq > entry.lastSeq else { return }
         // A consumer that fell behind by more than the stream keeps skips what it lost: told.
         if entry.lastSeq > 0 && message.streamSeq > entry.lastSeq + 1 {
@@ -57,11 +93,25 @@ extension ClusterSubjectStore {
                     time: message.time))
             publishBound.endPublish()
         }
-        if let target = catchingUp[epoch], message.streamSeq >= target {
+        consumed(message.streamSeq, of: entry)
+    }
+
+    /// This node's consumer delivered `entry`'s stream as far as `seq`: the replies waiting for
+    /// it go out, and what waited for the stream's end or its catching up goes on.
+    func consumed(_ seq: UInt64, of entry: SubjectEntry) {
+        let epoch = entry.epoch
+        consumedSeqs[epoch] = seq
+        if var waiting = awaitingDelivery[epoch] {
+            let due = waiting.prefix { $0.seq <= seq }
+            waiting.removeFirst(due.count)
+            awaitingDelivery[epoch] = waiting.isEmpty ? nil : waiting
+            for stored in due { answer(stored.change, error: nil) }
+        }
+        if let target = catchingUp[epoch], seq >= target {
             catchingUp[epoch] = nil
             checkCaughtUp()
         }
-        if let ending = endings[epoch], message.streamSeq >= ending.last {
+        if let ending = endings[epoch], seq >= ending.last {
             endings[epoch] = nil
             local.terminate(entry, error: ending.error)
         }
@@ -98,6 +148,7 @@ extension ClusterSubjectStore {
     /// Starts the node's consumer of `entry`'s stream (on the worker: it waits for JetStream).
     func startConsuming(_ entry: SubjectEntry) {
         let epoch = entry.epoch
+        let isMap = entry.map != nil
         retainedByEpoch[epoch] = entry
         startingConsumers += 1
         let link = link
@@ -106,7 +157,7 @@ extension ClusterSubjectStore {
             do throws(NATSError) {
                 let last = try link.jetStream.lastSequence(of: stream) ?? 0
                 let consumer = try link.jetStream.consume(
-                    stream, subject: link.streamSubject(epoch: epoch), lastPerSubject: false)
+                    stream, subject: link.streamSubjects(epoch: epoch, isMap: isMap), lastPerSubject: false)
                 return (consumer, last)
             } catch {
                 link.logger.error("cluster: cannot consume \(stream): \(error)")
@@ -128,6 +179,9 @@ extension ClusterSubjectStore {
         retainedByEpoch[entry.epoch] = nil
         catchingUp[entry.epoch] = nil
         endings[entry.epoch] = nil
+        consumedSeqs[entry.epoch] = nil
+        // Its replies wait no more: the subject is gone here.
+        for waiting in awaitingDelivery.removeValue(forKey: entry.epoch) ?? [] { answer(waiting.change, error: nil) }
         checkCaughtUp()
         guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
         link.worker.run { consumer.unsubscribe() }

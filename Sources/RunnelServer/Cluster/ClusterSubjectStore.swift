@@ -47,6 +47,17 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
     /// streams.
     var awaitingStreams: [String: [() -> Void]] = [:]
+    /// The epoch of each change published to a stream and not answered by JetStream yet.
+    var storing: [UInt64: String] = [:]
+    /// The last seq this node's consumer delivered of each stream, by epoch, and the changes
+    /// JetStream stored that wait for it to get as far (their seqs only grow).
+    var consumedSeqs: [String: UInt64] = [:]
+    var awaitingDelivery: [String: [(seq: UInt64, change: UInt64)]] = [:]
+    /// A map's expiries this node asked the cluster for and has not heard back about, by the
+    /// number in their ids (`ClusterSubjectStore+Maps`).
+    var expiring: [UInt64: MapExpiry] = [:]
+    var expiringKeys: Set<MapExpiry> = []
+    var lastExpiry: UInt64 = 0
     /// The last seq of each origin's values, by subject, with the subject's epoch there: a jump
     /// is values missed, a seq not above it a second copy.
     private var lastSeqs: [String: [String: (epoch: String, seq: UInt64)]] = [:]

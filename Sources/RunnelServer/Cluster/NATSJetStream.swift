@@ -13,12 +13,23 @@ struct NATSStreamMessage: Sendable {
     let operation: String?
 }
 
+/// JetStream's answer to an asynchronous publish.
+enum NATSPublishAnswer: Sendable, Equatable {
+    /// Stored, as the stream's `seq`.
+    case stored(seq: UInt64)
+    /// Not stored: the subject's last value in the stream is not the one the publish expected
+    /// (`Nats-Expected-Last-Subject-Sequence`).
+    case notLast
+    /// Not stored, or not answered, for this reason.
+    case failed(String)
+}
+
 /// What a `NATSJetStream` tells its owner, on cnats's threads.
 struct NATSJetStreamHandlers: Sendable {
     /// A message of one of the ordered consumers.
     var message: @Sendable (NATSStreamMessage) -> Void
-    /// JetStream answered the asynchronous publish `id` (`Nats-Msg-Id`): stored, or the error.
-    var published: @Sendable (_ id: String, _ error: String?) -> Void
+    /// JetStream answered the asynchronous publish `id` (`Nats-Msg-Id`).
+    var published: @Sendable (_ id: String, _ answer: NATSPublishAnswer) -> Void
 }
 
 /// The JetStream calls a cluster node makes, through cnats's `jsCtx` and `kvStore`.
@@ -58,16 +69,19 @@ final class NATSJetStream: @unchecked Sendable {
             let box = Unmanaged<Box>.fromOpaque(closure!).takeUnretainedValue()
             var id: UnsafePointer<CChar>?
             guard natsMsgHeader_Get(message, "Nats-Msg-Id", &id) == NATS_OK, let id else { return }
-            let error: String? =
-                if ack != nil {
-                    nil
+            let answer: NATSPublishAnswer =
+                if let ack {
+                    .stored(seq: ack.pointee.Sequence)
+                } else if let failure, failure.pointee.ErrCode == JSStreamWrongLastSequenceErr {
+                    .notLast
                 } else if let failure {
-                    failure.pointee.ErrText.map { String(cString: $0) }
-                        ?? String(cString: natsStatus_GetText(failure.pointee.Err))
+                    .failed(
+                        failure.pointee.ErrText.map { String(cString: $0) }
+                            ?? String(cString: natsStatus_GetText(failure.pointee.Err)))
                 } else {
-                    "no answer"
+                    .failed("no answer")
                 }
-            box.handlers.published(String(cString: id), error)
+            box.handlers.published(String(cString: id), answer)
         }
         var context: OpaquePointer?
         do throws(NATSError) {
@@ -141,10 +155,14 @@ final class NATSJetStream: @unchecked Sendable {
 
     /// Publishes `payload` on `subject` without waiting: JetStream's answer goes to the
     /// handlers' `published` with `id`, which is also the value's `Nats-Msg-Id` (a resend
-    /// within the stream's duplicate window is stored once).
-    func publish(_ subject: String, payload: UnsafeRawBufferPointer, id: String) throws(NATSError) {
+    /// within the stream's duplicate window is stored once). With `expectingLast`, stored only
+    /// if the subject's last value in the stream has that seq (else the answer is `notLast`).
+    func publish(
+        _ subject: String, payload: UnsafeRawBufferPointer, id: String, expectingLast: UInt64? = nil
+    ) throws(NATSError) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
+        if let expectingLast { options.ExpectLastSubjectSeq = expectingLast }
         let status = id.withCString { cID in
             options.MsgId = cID
             return js_PublishAsync(

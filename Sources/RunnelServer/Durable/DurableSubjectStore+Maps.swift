@@ -52,6 +52,7 @@ extension DurableSubjectStore {
                     label: map.label(of: key.key, in: label), raw: key.value, members: JSONMemberIndex(),
                     seq: key.seq, time: key.time))
         }
+        _ = map.forgetChanges(through: stored.seq)
         let subject = Subject<Message>()
         if let terminal = stored.terminal {
             if let message = terminal {

@@ -31,7 +31,8 @@ enum Publishing {
 }
 
 extension Publishing {
-    /// Sets `key` of the map `entry` to `value`, through `publish`'s steps: also `limit` when
+    /// Sets `key` of the map `entry` to `value`, through `publish`'s steps (a map keeps values):
+    /// also `limit` when
     /// `key` would be a key past the map's `max_keys` (nothing changes then).
     static func publish(
         _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), key: String, to entry: SubjectEntry,
@@ -40,6 +41,7 @@ extension Publishing {
     ) throws(ProtocolError) {
         guard let map = entry.map else { throw notAMap(entry) }
         try checkAccepts(entry)
+        try store.checkShared()
         if map.isFull(adding: key) {
             throw ProtocolError(.limit, "map '\(entry.name)' holds \(map.count) keys (max_keys \(map.maxKeys))")
         }
@@ -57,6 +59,7 @@ extension Publishing {
     ) throws(ProtocolError) {
         guard entry.map != nil else { throw notAMap(entry) }
         try checkAccepts(entry)
+        try store.checkShared()
         if entry.isDurable { try store.checkDurableWrites() }
         publisher.publishing { _ = store.remove(key, from: entry, bounding: bound) }
     }

@@ -37,9 +37,8 @@ extension Session {
     }
 
     /// `create` of a map: `ttl_s`, `max_keys` (at most `max_map_keys`, its default) and
-    /// `durable` (with a `data_dir`); not `capacity`, `value` nor `retain_s`, and not in a
-    /// cluster (which shares no map yet). An existing map matches when its `ttl_s`, `max_keys`
-    /// and durability do.
+    /// `durable` (with a `data_dir`, or in a cluster); not `capacity`, `value` nor `retain_s`.
+    /// An existing map matches when its `ttl_s`, `max_keys` and durability do.
     func createMap(_ request: Request, name: String) throws(ProtocolError) {
         for field in ["capacity", "value", "retain_s"] where request.scanned.field(named: field) != nil {
             throw ProtocolError(.badRequest, "field '\(field)' does not apply to kind 'map'")
@@ -47,9 +46,6 @@ extension Session {
         let durable = try request.bool(.durable) ?? false
         if durable && !subjects.keepsDurableSubjects {
             throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
-        }
-        if context.cluster != nil {
-            throw ProtocolError(.badRequest, "a cluster shares no map yet: kind 'map' is for a single node")
         }
         var ttl: Int64?
         if let field = request.scanned.field(named: "ttl_s") {

@@ -5,7 +5,8 @@ import RunnelProtocol
 /// oldest only (one sweep for every map, never a timer per key).
 ///
 /// Invariants: `keys` holds every live key once; `changes` holds at most `changeCapacity`
-/// changes, oldest first from `changesStart`, with seqs that only grow; under `ttl_s` the
+/// changes, oldest first from `changesStart`, with seqs that only grow, every change after
+/// `resumesAfter` (a cluster's seqs may skip numbers: a skip is no change); under `ttl_s` the
 /// chain from `oldest` to `newest` holds every live key once, ordered by the time of its last
 /// write.
 ///
@@ -37,6 +38,8 @@ final class MapValues {
     /// The last changes, a ring: `changes[changesStart]` is the oldest once it is full.
     private var changes: [Message] = []
     private var changesStart = 0
+    /// `changes` holds every change with a seq above this one.
+    private(set) var resumesAfter: UInt64 = 0
     /// The bytes of the live keys' values and of the changes kept (a value is counted in both
     /// while it is a key's latest: a bound, not a measure), counted in `ledger` while the store
     /// holds the map, so `max_retained_bytes` bounds what a map keeps for `from` too.
@@ -45,6 +48,9 @@ final class MapValues {
     /// What the store that keeps the map durable hears of each key that expires, and the
     /// removal's seq (`DurableSubjectStore+Maps`); nil for a map in memory only.
     var expiryHeard: ((String, UInt64) -> Void)?
+    /// In a cluster, where the sweep's time goes instead of removing keys here: the cluster
+    /// removes them, on every node alike (`ClusterSubjectStore+Maps`).
+    var expiresElsewhere: ((_ now: Int64) -> Void)?
     /// The key written longest ago and the latest, under `ttl_s`.
     private var oldest: Key?
     private unowned(unsafe) var newest: Key?
@@ -106,6 +112,26 @@ final class MapValues {
         return delta
     }
 
+    /// Lets go of the kept changes: what `from` resumes after starts after `seq` (a journal's
+    /// or a cluster stream's changes up to it are not all known here). Returns the change in
+    /// `bytes`.
+    func forgetChanges(through seq: UInt64) -> Int {
+        let delta = -changes.reduce(0) { $0 + ($1.mark == nil ? RetainedValues.weight($1) : 0) }
+        changes = []
+        changesStart = 0
+        resumesAfter = seq
+        bytes += delta
+        return delta
+    }
+
+    /// Keeps `removal` for `from`, though its key is not live here (in a cluster, a node that
+    /// read the stream after the key's write was gone from it); returns the change in `bytes`.
+    func recordRemoval(_ removal: Message) -> Int {
+        let delta = record(removal)
+        bytes += delta
+        return delta
+    }
+
     /// The keys not written since `now - ttl_s`, oldest first.
     func expired(now: Int64) -> [Key] {
         guard let ttlMilliseconds else { return [] }
@@ -121,9 +147,6 @@ final class MapValues {
     /// The live keys' latest values, in no order: a snapshot.
     var snapshot: [Message] { keys.values.map(\.message) }
 
-    /// The seq of the oldest change kept; nil before any.
-    var oldestChangeSeq: UInt64? { changes.isEmpty ? nil : changes[changesStart].seq }
-
     /// The kept changes with seqs after `seq`, oldest first.
     func changes(after seq: UInt64) -> [Message] {
         let ordered = changes[changesStart...] + changes[..<changesStart]
@@ -138,6 +161,7 @@ final class MapValues {
             return size
         }
         let evicted = changes[changesStart]
+        resumesAfter = evicted.seq!
         changes[changesStart] = change
         changesStart = (changesStart + 1) % changeCapacity
         return size - (evicted.mark == nil ? RetainedValues.weight(evicted) : 0)

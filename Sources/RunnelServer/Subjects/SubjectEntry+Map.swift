@@ -26,6 +26,16 @@ extension SubjectEntry {
         return true
     }
 
+    /// A removal of `key` that is not live here, kept for `from` and counted in the map's
+    /// position, but delivered to no one: in a cluster, a node that never held the key (it
+    /// read the stream after the key's write had gone from it) still resumes a client that did.
+    func recordRemoval(of key: String, _ mark: Message.Mark, seq: UInt64, time: Int64) {
+        guard let map else { preconditionFailure("a removal from a subject that is not a map") }
+        map.ledger?.add(
+            map.recordRemoval(Message(mark: mark, label: map.label(of: key, in: label), seq: seq, time: time)))
+        advance(to: seq)
+    }
+
     /// What a subscription to the map gets before its live changes, and its reply's `resumed`:
     /// after `from`, when the map still holds every change after it, those changes (`true`);
     /// else a snapshot of every live key (`false` when `from` was given); then `synced`, at the
@@ -37,6 +47,11 @@ extension SubjectEntry {
         // `synced` carries the map's position: where a client holding the table resumes.
         opening.append(Message(mark: .synced, label: label, seq: lastSeq, time: 0))
         return (Signal.from(opening).concat(subject), resumed)
+    }
+
+    /// Lets go of the map's kept changes: `from` resumes only after `seq` from now on.
+    func forgetChanges(of map: MapValues, through seq: UInt64) {
+        map.ledger?.add(map.forgetChanges(through: seq))
     }
 
     /// Counts the map's values in `ledger`, and ages its keys there under `ttl_s`.
@@ -52,9 +67,11 @@ extension SubjectEntry {
         map.ledger = nil
     }
 
-    /// Removes the keys not written for `ttl_s` at `now`, reason `expired`.
+    /// Removes the keys not written for `ttl_s` at `now`, reason `expired` (in a cluster, has
+    /// the cluster remove them).
     func expireKeys(of map: MapValues, now: Int64) {
         guard acceptsValues else { return }
+        if let expiresElsewhere = map.expiresElsewhere { return expiresElsewhere(now) }
         for key in map.expired(now: now) {
             remove(key.label.key!, .expired, seq: nextSeq, time: now)
             map.expiryHeard?(key.label.key!, lastSeq)

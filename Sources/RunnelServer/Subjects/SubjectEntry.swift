@@ -135,6 +135,12 @@ final class SubjectEntry {
         return assignedSeq
     }
 
+    /// Moves the position to `seq`, with nothing delivered (`recordRemoval`).
+    func advance(to seq: UInt64) {
+        lastSeq = max(lastSeq, seq)
+        assignedSeq = max(assignedSeq, seq)
+    }
+
     /// Sends `message`, the value with seq `message.seq`, to the subject's subscribers.
     func deliver(_ message: Message) {
         lastSeq = message.seq!
@@ -189,7 +195,7 @@ final class SubjectEntry {
     func canResume(after position: Position) -> Bool {
         guard position.epoch == epoch, position.seq <= lastSeq else { return false }
         if position.seq == lastSeq { return true }
-        if let map { return map.oldestChangeSeq.map { $0 <= position.seq + 1 } ?? false }
+        if let map { return position.seq >= map.resumesAfter }
         guard let replay = subject as? ReplaySubject<Message>, let oldest = replay.oldestReplayedValue?.seq else {
             return false
         }

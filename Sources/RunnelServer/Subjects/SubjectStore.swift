@@ -100,8 +100,7 @@ protocol SubjectStore: AnyObject {
 }
 
 /// A map lives in the memory a store keeps in front (`local`), unless the store keeps it
-/// durable (`DurableSubjectStore+Maps`): a cluster shares no map yet (a clustered node refuses
-/// maps).
+/// durable (`DurableSubjectStore+Maps`) or shares it (`ClusterSubjectStore+Maps`).
 extension SubjectStore {
     func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a store that keeps no durable subject made a durable map")
