@@ -4,7 +4,8 @@ import Testing
 
 /// Maps (docs/protocol.md, "Keyed subjects"), in process, on a clock the test sets: the
 /// snapshot, `synced` and the changes after it, removals and expiry, positions and `from`,
-/// `max_keys`, stages with `$key`, patterns, and conflation per key.
+/// `max_keys`, stages with `$key`, subscriptions kept to one key by their first `filter`,
+/// patterns, and conflation per key.
 @Suite struct SessionMapTests {
     private let clock = SessionHistoryTests.ManualPublishClock()
     private let harness: SessionHarness
@@ -25,6 +26,14 @@ import Testing
     /// Writes `value` to `key` of map `m`.
     private static func write(_ client: SessionClient, _ key: String, _ value: String) {
         client.send(#"{"op":"pub","subject":"m","key":"\#(key)","value":\#(value)}"#)
+    }
+
+    /// A connection that made map `m` and wrote `writes` to it, in order.
+    private func mapWriter(writing writes: KeyValuePairs<String, String>) -> SessionClient {
+        let writer = harness.connect()
+        writer.send(#"{"op":"create","subject":"m","kind":"map"}"#)
+        for (key, value) in writes { Self.write(writer, key, value) }
+        return writer
     }
 
     /// The position in `line`'s `pos`.
@@ -136,10 +145,7 @@ import Testing
     }
 
     @Test func stagesSeeTheKeyAndARemovalPassesThemOnlyForAKeyTheyLetThrough() {
-        let writer = harness.connect()
-        writer.send(#"{"op":"create","subject":"m","kind":"map"}"#)
-        Self.write(writer, "a", "1")
-        Self.write(writer, "b", "2")
+        let writer = mapWriter(writing: ["a": "1", "b": "2"])
         let reader = harness.connect()
         let opening = reader.send(
             #"{"op":"sub","subject":"m","sid":"s","ops":[{"op":"filter","expr":"$key != \"b\""},{"op":"map","expr":"{\"k\": $key, \"v\": .}"}]}"#
@@ -151,10 +157,69 @@ import Testing
         writer.close()
     }
 
+    @Test func aSubscriptionKeptToOneKeyByItsFirstFilterGetsThatKeysChangesOnly() {
+        let writer = mapWriter(writing: ["a": "1", "b": "2"])
+        let panel = harness.connect()
+        let synced = { (sid: String) in #"{"ev":"synced","sid":"\#(sid)"}"# }
+        // Either way round, with a stage after it, and a key not written yet.
+        #expect(
+            panel.send(#"{"op":"sub","subject":"m","sid":"p","ops":[{"op":"filter","expr":"$key == \"a\""}]}"#)
+                == [#"{"ok":true,"sid":"p"}"#, Self.next("p", "a", "1"), synced("p")])
+        #expect(
+            panel.send(
+                #"{"op":"sub","subject":"m","sid":"q","ops":[{"op":"filter","expr":"\"b\" == $key"},{"op":"map","expr":". * 10"}]}"#
+            ) == [#"{"ok":true,"sid":"q"}"#, Self.next("q", "b", "20"), synced("q")])
+        #expect(
+            panel.send(#"{"op":"sub","subject":"m","sid":"r","ops":[{"op":"filter","expr":"$key == \"c\""}]}"#)
+                == [#"{"ok":true,"sid":"r"}"#, synced("r")])
+        // They follow their keys through the map's router, not by testing every change.
+        #expect(harness.run { harness.server.subjects["m"]?.keyRouter?.followers } == 3)
+        // Each keyed subscription counts as a receiver, whatever its key.
+        #expect(
+            writer.send(#"{"op":"pub","subject":"m","key":"a","value":5,"ref":1}"#) == [
+                #"{"ok":true,"ref":1,"receivers":3}"#
+            ])
+        Self.write(writer, "b", "6")
+        Self.write(writer, "c", "7")
+        writer.send(#"{"op":"pub","subject":"m","key":"a","delete":true}"#)
+        writer.send(#"{"op":"pub","subject":"m","key":"b","delete":true}"#)
+        #expect(
+            panel.lines() == [
+                Self.next("p", "a", "5"), Self.next("q", "b", "60"), Self.next("r", "c", "7"), Self.removed("p", "a"),
+                Self.removed("q", "b"),
+            ])
+        // One that stops following is no receiver; the map's end reaches the others.
+        panel.send(#"{"op":"unsub","sid":"p"}"#)
+        #expect(
+            writer.send(#"{"op":"pub","subject":"m","key":"c","value":8,"ref":2}"#) == [
+                #"{"ok":true,"ref":2,"receivers":2}"#
+            ])
+        #expect(panel.lines() == [Self.next("r", "c", "8")])
+        writer.send(#"{"op":"complete","subject":"m"}"#)
+        #expect(Set(panel.lines()) == [#"{"ev":"completed","sid":"q"}"#, #"{"ev":"completed","sid":"r"}"#])
+        panel.close()
+        writer.close()
+    }
+
+    @Test func aKeyedSubscriptionResumesWithItsKeysChangesAfterFrom() {
+        let writer = mapWriter(writing: ["a": "1"])
+        let reader = harness.connect()
+        let at = Self.position(in: reader.send(#"{"op":"sub","subject":"m","sid":"s","positions":true}"#)[2])
+        reader.close()
+        Self.write(writer, "b", "2")
+        Self.write(writer, "a", "3")
+        writer.send(#"{"op":"pub","subject":"m","key":"b","delete":true}"#)
+        let keyed = harness.connect().send(
+            #"{"op":"sub","subject":"m","sid":"k","from":"\#(at)","ops":[{"op":"filter","expr":"$key == \"b\""}]}"#)
+        #expect(keyed.count == 4 && keyed[0] == #"{"ok":true,"sid":"k","resumed":true}"#)
+        #expect(keyed[1].hasPrefix(#"{"ev":"next","sid":"k","key":"b","value":2,"pos":"#))
+        #expect(keyed[2].hasPrefix(#"{"ev":"removed","sid":"k","key":"b","reason":"deleted","pos":"#))
+        #expect(keyed[3].hasPrefix(#"{"ev":"synced","sid":"k","pos":"#))
+        writer.close()
+    }
+
     @Test func aPatternGetsAMapsChangesWithSubjectAndKeyButNoSnapshot() {
-        let writer = harness.connect()
-        writer.send(#"{"op":"create","subject":"m","kind":"map"}"#)
-        Self.write(writer, "a", "1")
+        let writer = mapWriter(writing: ["a": "1"])
         let reader = harness.connect()
         #expect(reader.send(#"{"op":"sub","subject":">","sid":"p"}"#) == [#"{"ok":true,"sid":"p"}"#])
         Self.write(writer, "a", "2")

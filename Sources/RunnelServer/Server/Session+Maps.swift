@@ -19,7 +19,7 @@ extension Session {
             throw ProtocolError(.badRequest, "a pub with 'delete' carries no 'value'")
         }
         let entry = try context.mapTarget(named: name, for: rights)
-        let receivers = entry.subject.subscriberCount
+        let receivers = entry.subscriberCount
         if deletes {
             try Publishing.remove(key, from: entry, in: subjects, bounding: publishBound, by: publisher)
         } else {

@@ -81,12 +81,12 @@ extension Session {
         // making (in a cluster, a definition another node wrote first in another shape makes
         // the reply `kind_mismatch`: the value did not reach that subject).
         let waits = made || subjects.repliesWait(forValueOf: entry)
-        let receivers = waits ? 0 : entry.subject.subscriberCount
+        let receivers = waits ? 0 : entry.subscriberCount
         try Publishing.publish(
             request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
             counting: stats, bounding: publishBound, by: publisher)
         if waits {
-            replyWhenWritten(ref: ref) { .published(receivers: entry.subject.subscriberCount) }
+            replyWhenWritten(ref: ref) { .published(receivers: entry.subscriberCount) }
         } else {
             write(SessionReply(ref: ref, .published(receivers: receivers)))
         }
@@ -129,7 +129,7 @@ extension Session {
         } else {
             sid = subscriptions.freshSid()
         }
-        let stages = request.stages
+        var stages = request.stages
         let from = try request.fromPosition()
         if from != nil && pattern.isWildcard {
             throw ProtocolError(.badRequest, "field 'from' applies to one subject, not to a pattern")
@@ -164,7 +164,10 @@ extension Session {
         // map's opening is its snapshot or its changes since `from`, then `synced`.
         var resumed = from.flatMap { from in entry.map { $0.canResume(after: from) } }
         if let entry, entry.map != nil {
-            (source, resumed) = entry.mapOpening(from: from)
+            // A first stage that keeps it to one key: that key's changes only, looked up.
+            let key = MapKeyFilter.key(of: stages, limits: settings.stageLimits)
+            if key != nil { stages.removeFirst() }
+            (source, resumed) = entry.mapOpening(from: from, only: key)
         } else if let from, resumed == true {
             source = source.skip(while: { ($0.seq ?? 0) <= from.seq })
         }

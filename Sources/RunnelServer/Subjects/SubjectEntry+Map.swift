@@ -36,17 +36,35 @@ extension SubjectEntry {
         advance(to: seq)
     }
 
-    /// What a subscription to the map gets before its live changes, and its reply's `resumed`:
-    /// after `from`, when the map still holds every change after it, those changes (`true`);
-    /// else a snapshot of every live key (`false` when `from` was given); then `synced`, at the
-    /// map's position.
-    func mapOpening(from: Position?) -> (signal: Signal<Message>, resumed: Bool?) {
+    /// What a subscription to the map gets, and its reply's `resumed`: after `from`, when the
+    /// map still holds every change after it, those changes (`true`); else a snapshot of every
+    /// live key (`false` when `from` was given); then `synced`, at the map's position; then
+    /// its changes. With `key`, of that key only, through the map's `MapKeyRouter`.
+    func mapOpening(from: Position?, only key: String? = nil) -> (signal: Signal<Message>, resumed: Bool?) {
         guard let map else { preconditionFailure("a map subscription to a subject that is not a map") }
         let resumed = from.map(canResume(after:))
-        var opening = if let from, resumed == true { map.changes(after: from.seq) } else { map.snapshot }
+        var opening: [Message]
+        if let from, resumed == true {
+            opening = map.changes(after: from.seq)
+            if let key { opening.removeAll { $0.label.key != key } }
+        } else if let key {
+            opening = map.keys[key].map { [$0.message] } ?? []
+        } else {
+            opening = map.snapshot
+        }
         // `synced` carries the map's position: where a client holding the table resumes.
         opening.append(Message(mark: .synced, label: label, seq: lastSeq, time: 0))
-        return (Signal.from(opening).concat(subject), resumed)
+        guard let key, !isTerminated else { return (Signal.from(opening).concat(subject), resumed) }
+        return (Signal.from(opening).concat(followers(of: key)), resumed)
+    }
+
+    /// The changes of `key` from now on, through the map's router (made at the first).
+    private func followers(of key: String) -> Signal<Message> {
+        if let keyRouter { return keyRouter.changes(of: key) }
+        let router = MapKeyRouter()
+        subject.subscribe(router)
+        keyRouter = router
+        return router.changes(of: key)
     }
 
     /// Lets go of the map's kept changes: `from` resumes only after `seq` from now on.

@@ -45,6 +45,8 @@ final class SubjectEntry {
     var namedSubscriptions = 0
     /// The stage chains its subscriptions share, by their stages' key (`SharedStageChain`).
     var sharedChains: [SharedStageChain.Key: SharedStageChain] = [:]
+    /// A map's subscriptions that follow one key each, once it has one (`MapKeyRouter`).
+    var keyRouter: MapKeyRouter?
     /// While the store holds the entry and the subject keeps values (replay and behavior
     /// subjects): the subject as the replay subject it is, cast once, and the store's
     /// retained-bytes ledger its values are counted in.
@@ -112,6 +114,13 @@ final class SubjectEntry {
         self.lastSeq = lastSeq
         self.assignedSeq = lastSeq
         isEnding = subject.isTerminated
+    }
+
+    /// The subscriptions a value published now reaches, before their stages: `pub`'s
+    /// `receivers`.
+    var subscriberCount: Int {
+        guard let keyRouter else { return subject.subscriberCount }
+        return max(0, subject.subscriberCount - 1) + keyRouter.followers
     }
 
     /// Whether `pub` may send to it.

@@ -104,7 +104,7 @@ final class Publication {
     func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
         // The subject may have been deleted (and re-created) while a long body streamed in.
         if entry.isDeleted { entry = try target() }
-        let receivers = entry.subject.subscriberCount
+        let receivers = entry.subscriberCount
         if let key {
             try Publishing.publish(
                 value, key: key, to: entry, in: server.subjects, counting: server.stats,
@@ -124,7 +124,7 @@ final class Publication {
     func removeKey() throws(ProtocolError) -> Int {
         guard let key else { preconditionFailure("a removal without a key") }
         if entry.isDeleted { entry = try target() }
-        let receivers = entry.subject.subscriberCount
+        let receivers = entry.subscriberCount
         try Publishing.remove(
             key, from: entry, in: server.subjects, bounding: server.publishEvaluationBound, by: gate)
         waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
@@ -147,7 +147,7 @@ final class Publication {
     func whenResumed(_ action: @escaping () -> Void) { gate.whenResumed(action) }
 
     /// The subject's subscribers now.
-    var subscriberCount: Int { entry.subject.subscriberCount }
+    var subscriberCount: Int { entry.subscriberCount }
 
     /// Answers with `response()`, once what was published is on disk where answers wait for
     /// it; the disk's error instead, if writing failed.
