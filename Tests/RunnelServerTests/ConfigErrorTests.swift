@@ -131,6 +131,31 @@ struct ConfigErrorTests {
                 "[[subjects]]\nname = \"a\"\nkind = \"behavior\"\nvalue = inf",
                 "key 'subjects[0].value': inf has no JSON form"
             ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"stream\"",
+                "key 'subjects[0].kind': must be one of \"subject\", \"replay\", \"behavior\", \"map\", got"
+            ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"map\"\nretain_s = 60",
+                "key 'subjects[0].retain_s': only a replay subject takes retain_s (this one is map)"
+            ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"replay\"\nttl_s = 60",
+                "key 'subjects[0].ttl_s': only a map takes ttl_s (this one is replay)"
+            ),
+            ("[[subjects]]\nname = \"a\"\nmax_keys = 6", "key 'subjects[0].max_keys': only a map takes max_keys"),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"map\"\nttl_s = -1",
+                "key 'subjects[0].ttl_s': must be a number of seconds > 0"
+            ),
+            (
+                "max_map_keys = 10\n[[subjects]]\nname = \"a\"\nkind = \"map\"\nmax_keys = 11",
+                "key 'subjects[0].max_keys': must be an integer from 1 to 10 (max_map_keys), got 11"
+            ),
+            (
+                "[[subjects]]\nname = \"a\"\nkind = \"map\"\nmax_keys = 2.5",
+                "key 'subjects[0].max_keys': must be an integer from 1 to 100000"
+            ),
             ("[[subjects]]\nname = \"a\"\nsize = 1", "key 'subjects[0].size': unknown key"),
             (
                 "max_subjects = 1\n[[subjects]]\nname = \"a\"\n[[subjects]]\nname = \"b\"",

@@ -195,7 +195,7 @@ struct ConfigParsingTests {
         } throws: { "\($0)".contains("needs data_dir") }
         #expect {
             try ServerConfig.parse(toml: "data_dir = \"d\"\n[[subjects]]\nname = \"k\"\ndurable = true")
-        } throws: { "\($0)".contains("only replay and behavior subjects can be durable") }
+        } throws: { "\($0)".contains("only replay, behavior and map subjects can be durable") }
     }
 
     @Test func tlsKeysParseAndAListenerNeedsACertificate() throws {

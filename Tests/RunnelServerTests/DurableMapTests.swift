@@ -3,13 +3,14 @@ import Testing
 @testable import RunnelServer
 
 /// Durable maps in process, over a real SQLite file (`fsync = everysec`): keys, removals, seq
-/// and shape across a clean stop, and keys that expire while stopped journalled as removed.
+/// and shape across a clean stop, keys that expire while stopped journalled as removed, and a
+/// `[[subjects]]` map that must agree with the stored one.
 @Suite struct DurableMapTests {
     private let clock = SessionHistoryTests.ManualPublishClock()
 
-    private func open(_ directory: String) throws -> SessionHarness {
+    private func open(_ directory: String, config: ServerConfig = ServerConfig()) throws -> SessionHarness {
         let clock = clock
-        return try SessionHarness { scheduler in
+        return try SessionHarness(config: config) { scheduler in
             try DurableSubjectStore(
                 directory: directory, fsync: .everysec, scheduler: scheduler, logger: SessionHarness.logger,
                 retained: RetainedValues(clock: clock))
@@ -74,4 +75,28 @@ import Testing
     }
 
     private func epoch(_ list: String) -> String { String(position(list).split(separator: ":")[0]) }
+
+    @Test func aConfiguredMapMustAgreeWithTheStoredOne() throws {
+        let directory = DurableStoreTests.TemporaryDirectory()
+        defer { directory.remove() }
+        var harness = try open(directory.path)
+        _ = lines(harness, #"{"op":"create","subject":"m","kind":"map","durable":true,"max_keys":5}"#)
+        harness.server.subjects.close()
+        var config = ServerConfig()
+        for (maxKeys, agrees) in [(6, false), (5, true)] {
+            config.subjects = [SubjectDefinition(name: "m", kind: .map, maxKeys: maxKeys, durable: true)]
+            harness = try open(directory.path, config: config)
+            let outcome = Result { try harness.run { try harness.server.createConfiguredSubjects() } }
+            if agrees {
+                #expect(throws: Never.self) { try outcome.get() }
+            } else {
+                #expect(throws: SubjectConflict.self) { try outcome.get() }
+                #expect(
+                    "\(outcome)".contains(
+                        "is m (map, max_keys 6, durable), but the subject kept in data_dir is map (max_keys 5, durable)"
+                    ))
+            }
+            harness.server.subjects.close()
+        }
+    }
 }

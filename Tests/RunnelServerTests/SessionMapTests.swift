@@ -218,6 +218,29 @@ import Testing
         writer.close()
     }
 
+    @Test func aConfiguredMapIsMadeAtStartInItsShape() throws {
+        let clock = clock
+        var config = ServerConfig()
+        config.maxMapKeys = 50
+        config.subjects = [
+            SubjectDefinition(name: "hosts", kind: .map, retainMilliseconds: 30_000, maxKeys: 5),
+            SubjectDefinition(name: "jobs", kind: .map, maxKeys: 50),
+        ]
+        let harness = SessionHarness(config: config) { _ in MemorySubjectStore(retained: RetainedValues(clock: clock)) }
+        try harness.run { try harness.server.createConfiguredSubjects() }
+        let client = harness.connect()
+        let listed = client.send(#"{"op":"list"}"#)[0]
+        #expect(listed.contains(#"{"subject":"hosts","kind":"map","ttl_s":30,"keys":0,"max_keys":5,"#))
+        #expect(listed.contains(#"{"subject":"jobs","kind":"map","keys":0,"max_keys":50,"#))
+        // A client's create matches it only in its shape.
+        #expect(
+            client.send(
+                #"{"op":"create","subject":"hosts","kind":"map","ttl_s":30,"max_keys":5,"ref":1}"#,
+                #"{"op":"create","subject":"hosts","kind":"map","max_keys":5,"ref":2}"#
+            ).map { $0.contains(#""ok":true"#) } == [true, false])
+        client.close()
+    }
+
     @Test func aPatternGetsAMapsChangesWithSubjectAndKeyButNoSnapshot() {
         let writer = mapWriter(writing: ["a": "1"])
         let reader = harness.connect()

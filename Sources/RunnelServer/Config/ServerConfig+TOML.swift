@@ -62,7 +62,8 @@ struct TOMLConfigReader {
             try apply(key, value, to: &config)
         }
         if let value = values[.subjects] {
-            config.subjects = try subjects(value, defaultCapacity: config.defaultReplayCapacity)
+            config.subjects = try subjects(
+                value, defaultCapacity: config.defaultReplayCapacity, maxMapKeys: config.maxMapKeys)
             // A cluster keeps durable subjects in JetStream's files.
             if let durable = config.subjects.first(where: \.durable), config.dataDir == nil,
                 !config.cluster.isClustered
@@ -235,8 +236,8 @@ struct TOMLConfigReader {
         value.type == .int ? value.int.map(Double.init) : value.type == .double ? value.double : nil
     }
 
-    private func subjects(_ value: any TOMLValueConvertible, defaultCapacity: Int) throws(ConfigError)
-        -> [SubjectDefinition]
+    private func subjects(_ value: any TOMLValueConvertible, defaultCapacity: Int, maxMapKeys: Int)
+        throws(ConfigError) -> [SubjectDefinition]
     {
         guard value.type == .array, let array = value.array else {
             throw error("subjects", "must be an array of tables ([[subjects]]), got \(Self.describe(value))")
@@ -248,7 +249,8 @@ struct TOMLConfigReader {
             guard element.type == .table, let table = element.table else {
                 throw error(prefix, "must be a table with a name, got \(Self.describe(element))")
             }
-            let definition = try subject(table, prefix: prefix, defaultCapacity: defaultCapacity)
+            let definition = try subject(
+                table, prefix: prefix, defaultCapacity: defaultCapacity, maxMapKeys: maxMapKeys)
             if let earlier = indexByName[definition.name] {
                 throw error(
                     "\(prefix).name", "duplicate subject \"\(definition.name)\" (also subjects[\(earlier)])")
@@ -259,15 +261,14 @@ struct TOMLConfigReader {
         return definitions
     }
 
-    private func subject(_ table: TOMLTable, prefix: String, defaultCapacity: Int) throws(ConfigError)
-        -> SubjectDefinition
+    private func subject(_ table: TOMLTable, prefix: String, defaultCapacity: Int, maxMapKeys: Int)
+        throws(ConfigError) -> SubjectDefinition
     {
         var fields: [String: any TOMLValueConvertible] = [:]
+        let known = ["name", "kind", "capacity", "retain_s", "value", "ttl_s", "max_keys", "durable", "slow_consumer"]
         for (name, value) in table {
-            guard ["name", "kind", "capacity", "retain_s", "value", "durable", "slow_consumer"].contains(name) else {
-                throw error(
-                    "\(prefix).\(name)",
-                    "unknown key (a subject takes name, kind, capacity, retain_s, value, durable, slow_consumer)")
+            guard known.contains(name) else {
+                throw error("\(prefix).\(name)", "unknown key (a subject takes \(known.joined(separator: ", ")))")
             }
             fields[name] = value
         }
@@ -282,9 +283,8 @@ struct TOMLConfigReader {
         }
         var kind = SubjectKind.subject
         if let kindValue = fields["kind"] {
-            // Maps are made by `create` only, for now: a table declares none.
-            let names = SubjectKind.allCases.filter { $0 != .map }.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            guard let text = kindValue.string, let parsed = SubjectKind(rawValue: text), parsed != .map else {
+            let names = SubjectKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            guard let text = kindValue.string, let parsed = SubjectKind(rawValue: text) else {
                 throw error("\(prefix).kind", "must be one of \(names), got \(Self.describe(kindValue))")
             }
             kind = parsed
@@ -337,7 +337,7 @@ struct TOMLConfigReader {
                 throw error("\(prefix).durable", "must be true or false, got \(Self.describe(durableValue))")
             }
             guard !flag || kind != .subject else {
-                throw error("\(prefix).durable", "only replay and behavior subjects can be durable")
+                throw error("\(prefix).durable", "only replay, behavior and map subjects can be durable")
             }
             durable = flag
         }
@@ -350,9 +350,37 @@ struct TOMLConfigReader {
             }
             slowConsumer = policy
         }
+        let (ttl, maxKeys) = try mapShape(fields, kind: kind, prefix: prefix, maxMapKeys: maxMapKeys)
         return SubjectDefinition(
-            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds,
-            initialValueJSON: initialValue, durable: durable, slowConsumer: slowConsumer)
+            name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds ?? ttl,
+            maxKeys: maxKeys, initialValueJSON: initialValue, durable: durable, slowConsumer: slowConsumer)
+    }
+
+    /// A map table's `ttl_s` (milliseconds) and `max_keys` (`max_map_keys` when absent); nils
+    /// for the other kinds, which take neither.
+    private func mapShape(
+        _ fields: [String: any TOMLValueConvertible], kind: SubjectKind, prefix: String, maxMapKeys: Int
+    ) throws(ConfigError) -> (ttl: Int64?, maxKeys: Int?) {
+        guard kind == .map else {
+            if let key = ["ttl_s", "max_keys"].first(where: { fields[$0] != nil }) {
+                throw error("\(prefix).\(key)", "only a map takes \(key) (this one is \(kind.rawValue))")
+            }
+            return (nil, nil)
+        }
+        var ttl: Int64?
+        if let value = fields["ttl_s"] {
+            guard let seconds = Self.number(value), let milliseconds = RetainAge.milliseconds(seconds: seconds) else {
+                throw error("\(prefix).ttl_s", "must be \(RetainAge.requirement), got \(Self.describe(value))")
+            }
+            ttl = milliseconds
+        }
+        guard let value = fields["max_keys"] else { return (ttl, maxMapKeys) }
+        guard value.type == .int, let number = value.int, (1...maxMapKeys).contains(number) else {
+            throw error(
+                "\(prefix).max_keys",
+                "must be an integer from 1 to \(maxMapKeys) (max_map_keys), got \(Self.describe(value))")
+        }
+        return (ttl, number)
     }
 
     func error(_ key: String, _ problem: String) -> ConfigError {

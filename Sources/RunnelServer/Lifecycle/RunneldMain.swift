@@ -104,9 +104,11 @@ public enum RunneldMain {
         let stored = Dictionary(journal.subjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for definition in config.subjects {
             guard let subject = stored[definition.name] else { continue }
+            // The journal keeps a map's max_keys where a replay's capacity goes.
+            let isMap = subject.kind == .map
             if let conflict = definition.conflict(
-                withExisting: subject.kind, capacity: subject.capacity, retainMilliseconds: subject.retainMilliseconds,
-                durable: true,
+                withExisting: subject.kind, capacity: isMap ? nil : subject.capacity,
+                retainMilliseconds: subject.retainMilliseconds, maxKeys: isMap ? subject.capacity : nil, durable: true,
                 defaultReplayCapacity: config.defaultReplayCapacity)
             {
                 return conflict

@@ -114,7 +114,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
 
     /// Creates the subjects the configuration lists that do not exist yet; they exist before
     /// anyone connects. `max_subjects` does not apply to them. A durable subject restored from
-    /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, durable). Each
+    /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, a map's shape,
+    /// durable). Each
     /// gets its table's `slow_consumer`, existing ones too (so a reload applies a new one).
     public func createConfiguredSubjects() throws {
         scheduler.assertOnLoopThread()
@@ -123,8 +124,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
             if let existing = subjects[subject.name] {
                 if let conflict = subject.conflict(
                     withExisting: existing.kind, capacity: existing.capacity,
-                    retainMilliseconds: existing.retainMilliseconds, durable: existing.isDurable,
-                    defaultReplayCapacity: config.defaultReplayCapacity)
+                    retainMilliseconds: existing.retainMilliseconds, maxKeys: existing.map?.maxKeys,
+                    durable: existing.isDurable, defaultReplayCapacity: config.defaultReplayCapacity)
                 {
                     throw conflict
                 }
@@ -134,11 +135,17 @@ public final class Server: SessionOwner, @unchecked Sendable {
             let initial = try subject.initialValueJSON.map { text -> RawJSON in
                 try RawJSON(validating: text, maxDepth: config.maxDepth)
             }
-            subjects.create(
-                subject.name, kind: subject.kind, capacity: capacity, retainMilliseconds: subject.retainMilliseconds,
-                initial: initial,
-                durable: subject.durable
-            ).label.slowConsumer = subject.slowConsumer
+            let entry =
+                if let maxKeys = subject.maxKeys {
+                    subjects.createMap(
+                        subject.name, ttlMilliseconds: subject.retainMilliseconds, maxKeys: maxKeys,
+                        durable: subject.durable)
+                } else {
+                    subjects.create(
+                        subject.name, kind: subject.kind, capacity: capacity,
+                        retainMilliseconds: subject.retainMilliseconds, initial: initial, durable: subject.durable)
+                }
+            entry.label.slowConsumer = subject.slowConsumer
         }
     }
 
