@@ -21,6 +21,10 @@ public protocol ByteStream: AnyObject {
     var unsentBytes: Int { get }
     /// Bytes the kernel has taken since the stream opened: grows while the peer reads.
     var sentBytes: UInt64 { get }
+    /// Bytes the peer has acknowledged since the stream opened, where the stream can tell
+    /// (else `sentBytes`): grows while the peer reads, also while the kernel holds more than it
+    /// lets the stream add (`TCPConnection.acknowledgedBytes`).
+    var acknowledgedBytes: UInt64 { get }
     /// Whether `unsentBytes` is over `limit` (cheaper than reading it).
     func hasUnsentBytes(over limit: Int) -> Bool
     /// Runs `action` once, as soon as `unsentBytes` is at most `threshold`.

@@ -81,6 +81,14 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     }
     public var unsentBytes: Int { pendingBytes }
     public var sentBytes: UInt64 { relay.sent.load(ordering: .sequentiallyConsistent) }
+    /// What the peer had acknowledged when this was last read: the socket is the relay's
+    /// loop's to ask, so each read asks it again (`.measure`), for the next. A caller comparing
+    /// two reads sees the progress made up to the earlier one's answer.
+    public var acknowledgedBytes: UInt64 {
+        let last = relay.acknowledged.load(ordering: .sequentiallyConsistent)
+        if state == .open || state == .draining { commands.post(.measure(relay)) }
+        return last
+    }
     @inline(__always)
     public func hasUnsentBytes(over limit: Int) -> Bool { pendingBytes > limit }
 

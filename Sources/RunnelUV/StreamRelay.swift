@@ -18,6 +18,8 @@ enum RelayCommand {
     case returnCredit(StreamRelay)
     case closeAfterFlush(StreamRelay, Duration)
     case close(StreamRelay)
+    /// Look at what the peer has acknowledged (`acknowledged`).
+    case measure(StreamRelay)
 }
 
 /// The far side of a `RelayedStream`: the socket's `TCPConnection` on another loop, whose
@@ -44,6 +46,9 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
 
     /// Bytes the kernel has taken from the connection (`TCPConnection.sentBytes`).
     let sent = Atomic<UInt64>(0)
+    /// Bytes the peer had acknowledged (`TCPConnection.acknowledgedBytes`) when the stream last
+    /// asked (`.measure`): a system call, so only when asked, never per write.
+    let acknowledged = Atomic<UInt64>(0)
     /// Bytes of the stream's output the relay has taken (its `.write` commands).
     let taken = Atomic<UInt64>(0)
     /// The connection's `unsentBytes` after the last write it took or completed.
@@ -66,6 +71,10 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
         case .returnCredit(let relay): relay.resumeIfCredited()
         case .closeAfterFlush(let relay, let timeout): relay.connection?.closeAfterFlush(timeout: timeout)
         case .close(let relay): relay.connection?.close()
+        case .measure(let relay):
+            if let connection = relay.connection {
+                relay.acknowledged.store(connection.acknowledgedBytes, ordering: .sequentiallyConsistent)
+            }
         }
     }
 

@@ -1,6 +1,12 @@
 import CLibUV
 import RunnelBytes
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// Writing: the writers' API over the connection's `WriteQueue`, and the flush that hands the
 /// queue to the socket once per loop turn (or at once past `eagerFlushBytes`).
 extension TCPConnection {
@@ -128,6 +134,21 @@ extension TCPConnection {
     /// tell a consumer that is draining from one that has stopped. Loop thread.
     public var sentBytes: UInt64 {
         queue.finishedBytes &+ UInt64(max(0, queue.inFlightBytes &- Int(handle.pointee.write_queue_size)))
+    }
+
+    /// Bytes the peer has acknowledged since the connection opened: `sentBytes` less what the
+    /// kernel still holds of them (`SIOCOUTQ`: unsent or unacknowledged). Unlike `sentBytes` it
+    /// grows while a slow peer reads from a full send buffer, which the kernel refills (waking
+    /// the writer) only once a third of it is free: for a buffer of megabytes and a reader of a
+    /// few kilobytes a second, minutes in which `sentBytes` stands still. One system call;
+    /// `sentBytes` when the socket cannot say. Loop thread.
+    public var acknowledgedBytes: UInt64 {
+        let sent = sentBytes
+        var descriptor: uv_os_fd_t = -1
+        guard uv_fileno(runnel_tcp_as_handle(handle), &descriptor) == 0 else { return sent }
+        var held: Int32 = 0
+        guard withUnsafeMutablePointer(to: &held, { ioctl(descriptor, UInt(TIOCOUTQ), $0) }) == 0 else { return sent }
+        return sent &- min(sent, UInt64(max(0, held)))
     }
 
     /// Whether `unsentBytes` is over `limit`. The same answer, cheaper: `pendingBytes` is never

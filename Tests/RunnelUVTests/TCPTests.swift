@@ -349,6 +349,23 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// `acknowledgedBytes` is what the peer has read into its socket: below `sentBytes` while
+        /// the kernel holds output for it, growing as it reads, all of it in the end.
+        @Test func acknowledgedBytesGrowAsThePeerReads() throws {
+            let server = try Server { _ in nil }
+            let (client, connection) = try server.connectClient()
+            let block = ByteBuffer(count: 1 << 20) { $0.initializeMemory(as: UInt8.self, repeating: 7) }
+            onLoop(server.loop) { for _ in 0..<16 { connection.write(block) } }
+            #expect(eventually { onLoop(server.loop) { connection.sentBytes } > 0 })
+            let (sent, acknowledged) = onLoop(server.loop) { (connection.sentBytes, connection.acknowledgedBytes) }
+            #expect(acknowledged < sent, "the kernel holds output the peer has not read: \(acknowledged) of \(sent)")
+            #expect(client.readBytes(count: 1 << 20).count == 1 << 20)
+            #expect(eventually { onLoop(server.loop) { connection.acknowledgedBytes } > acknowledged })
+            #expect(client.readBytes(count: 15 << 20).count == 15 << 20)
+            #expect(eventually { onLoop(server.loop) { connection.acknowledgedBytes } == 16 << 20 })
+            #expect(server.stop() == 0)
+        }
+
         @Test func aPeerClosingMidWriteRunsTheCloseHookOnce() throws {
             let hookRuns = Shared(0)
             let recorder = RecordingDelegate()

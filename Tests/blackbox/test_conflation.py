@@ -10,8 +10,9 @@ cut and pauses nobody: it receives values in publish order, the last one include
 value published is either received or counted by the `dropped` event before the next one it
 gets. Over TCP, over a WebSocket (websockets, a small receive queue, uncompressed: these
 values deflate to almost nothing) and as an SSE stream
-(`?conflate=true`, httpx). Then, under slow_consumer = "conflate", a plain `sub` conflates, and
-a subscriber that reads nothing is cut when the grace ends. And `runnel sub --conflate`, printing
+(`?conflate=true`, httpx). Then, under slow_consumer = "conflate", a plain `sub` conflates, a
+subscriber that reads a few kilobytes a second (leaving runneld's socket buffer full for longer
+than a grace) is not cut, and a subscriber that reads nothing is cut when the grace ends. And `runnel sub --conflate`, printing
 into a pipe read only once every value is out, prints the latest values in order and says on
 stderr how many it skipped. No timings but deadlines.
 Needs httpx (Debian: python3-httpx) and websockets (PyPI, 13 or later).
@@ -161,6 +162,32 @@ class TestConflatePolicy:
 
         read_conflated(d, "p.tcp", next_event)
         subscriber.close()
+
+    def test_a_subscriber_that_reads_a_few_kilobytes_a_second_is_never_cut(self, d):
+        """It leaves runneld's socket buffer full for far longer than a grace (the kernel takes
+        more from runneld only once a third of it is free), yet it reads: what it acknowledges
+        says so, and it is not cut."""
+        before = stats(d)
+        slow = LineClient(d.port, receive_buffer=4096, timeout=60)
+        assert slow.request({"op": "sub", "subject": "p.slow", "sid": "s"})["ok"]
+        done, errors = publish_all(d, "p.slow")
+        assert done.wait(120) and not errors, errors
+        # About 8 KB a second, for more than three graces.
+        deadline = time.monotonic() + 11
+        while time.monotonic() < deadline:
+            chunk = slow.socket.recv(1024)
+            assert chunk, "runneld closed the connection of a subscriber that reads: " + slow.buffer[-200:].decode()
+            slow.buffer += chunk
+            time.sleep(0.125)
+        assert stats(d)["slow_consumer_disconnects"] == before["slow_consumer_disconnects"]
+        # Read at full speed, it gets the last value.
+        last = None
+        while last != COUNT - 1:
+            line = slow.line()
+            assert line["ev"] in ("next", "dropped"), line
+            if line["ev"] == "next":
+                last = line["value"]["n"]
+        slow.close()
 
     def test_a_subscriber_that_reads_nothing_is_cut_when_the_grace_ends(self, d):
         before = stats(d)

@@ -78,7 +78,7 @@ extension Session {
 
     /// The output went over the soft limit: the grace starts.
     private func startLag() -> SlowConsumerLag {
-        let lag = SlowConsumerLag(graceTimer: armGrace(), sent: transport.sentBytes)
+        let lag = SlowConsumerLag(graceTimer: armGrace(), acknowledged: transport.acknowledgedBytes)
         beginLag(lag)
         return lag
     }
@@ -121,15 +121,17 @@ extension Session {
             // Back under the soft limit, its wake-up not come yet: the lag is over, unless the
             // waiting values fill the output again, which begins another grace.
             guard !flushWaiting() else { return endLag() }
-            return lag.graceRestarted(armGrace(), sent: transport.sentBytes)
+            return lag.graceRestarted(armGrace(), acknowledged: transport.acknowledgedBytes)
         }
         lag.passGrace()
         if lag.closesPastGrace { return closeAsSlowConsumer() }
         guard lag.conflates else { return }
-        // Conflating, it is cut only when it took nothing in the grace; else another begins.
-        let sent = transport.sentBytes
-        guard sent != lag.sentAtGraceStart else { return closeAsSlowConsumer() }
-        lag.graceRestarted(armGrace(), sent: sent)
+        // Conflating, it is cut only when it read nothing in the grace; else another begins.
+        // (What it acknowledged: the kernel may take nothing more for minutes from a reader
+        // of a few kilobytes a second.)
+        let acknowledged = transport.acknowledgedBytes
+        guard acknowledged != lag.acknowledgedAtGraceStart else { return closeAsSlowConsumer() }
+        lag.graceRestarted(armGrace(), acknowledged: acknowledged)
     }
 
     /// Asks the transport to call `outputDrained` once the output is at most the soft limit:

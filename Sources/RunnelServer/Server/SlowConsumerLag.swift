@@ -28,10 +28,10 @@ final class SlowConsumerLag {
     /// grace closes the connection.
     var closesPastGrace = false
     /// A value was conflated during the lag: the end of the grace closes the connection if
-    /// it took nothing from its output since the grace began (`sentAtGraceStart`).
+    /// it read nothing of its output since the grace began (`acknowledgedAtGraceStart`).
     var conflates = false
-    /// The connection's `sentBytes` when the grace (or the last one restarted) began.
-    private(set) var sentAtGraceStart: UInt64
+    /// The connection's `acknowledgedBytes` when the grace (or the last one restarted) began.
+    private(set) var acknowledgedAtGraceStart: UInt64
     /// The publishers paused on this connection until the lag ends, each once.
     private(set) var publishers: [PublisherGate] = []
     /// The publishers paused on this connection while it drains, each once and none of them
@@ -46,11 +46,12 @@ final class SlowConsumerLag {
     private var hasEnded = false
 
     /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`), of a connection whose
-    /// `sentBytes` is `sent`; with no timer (no grace), one past its grace at once.
-    init(graceTimer: Disposable?, sent: UInt64) {
+    /// `acknowledgedBytes` is `acknowledged`; with no timer (no grace), one past its grace at
+    /// once.
+    init(graceTimer: Disposable?, acknowledged: UInt64) {
         self.graceTimer = graceTimer
         isPastGrace = graceTimer == nil
-        sentAtGraceStart = sent
+        acknowledgedAtGraceStart = acknowledged
     }
 
     /// Pauses `publisher` until the lag ends (once, however many of its values come).
@@ -113,12 +114,12 @@ final class SlowConsumerLag {
     /// The grace ended with the output still over the soft limit.
     func passGrace() { isPastGrace = true }
 
-    /// A conflating connection that took some output in the grace gets another, which
-    /// `graceTimer` ends; its `sentBytes` is `sent` now.
-    func graceRestarted(_ graceTimer: Disposable?, sent: UInt64) {
+    /// A conflating connection that read some output in the grace gets another, which
+    /// `graceTimer` ends; its `acknowledgedBytes` is `acknowledged` now.
+    func graceRestarted(_ graceTimer: Disposable?, acknowledged: UInt64) {
         assert(self.graceTimer == nil && !hasEnded, "a grace restarted while one runs")
         self.graceTimer = graceTimer
-        sentAtGraceStart = sent
+        acknowledgedAtGraceStart = acknowledged
     }
 
     /// The lag is over: the timers stop and every publisher paused on it is let go.

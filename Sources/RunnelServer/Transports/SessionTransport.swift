@@ -81,8 +81,15 @@ protocol SessionTransport: AnyObject {
     var unsentBytes: Int { get }
 
     /// Bytes the kernel has taken from this connection since it opened: grows while the client
-    /// reads (what tells a slow consumer that drains from one that has stopped).
+    /// reads (what tells a slow consumer that drains from one that has stopped, within a look
+    /// of 50 ms).
     var sentBytes: UInt64 { get }
+
+    /// Bytes of this connection's output the client has acknowledged since it opened
+    /// (`ByteStream.acknowledgedBytes`): grows while the client reads, however slowly, where
+    /// `sentBytes` may stand still for minutes (what tells a conflating reader of a few
+    /// kilobytes a second from one that has stopped, over a grace).
+    var acknowledgedBytes: UInt64 { get }
 
     /// Stops handing over requests until `resumeInput()`; the peer is pushed back on.
     func pauseInput()

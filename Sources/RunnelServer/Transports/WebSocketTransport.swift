@@ -190,6 +190,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     func hasUnsentBytes(over limit: Int) -> Bool { connection.hasUnsentBytes(over: limit) }
     var unsentBytes: Int { connection.unsentBytes }
     var sentBytes: UInt64 { connection.sentBytes }
+    var acknowledgedBytes: UInt64 { connection.acknowledgedBytes }
 
     func pauseInput() {
         reader.pause()
