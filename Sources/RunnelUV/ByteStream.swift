@@ -21,10 +21,11 @@ public protocol ByteStream: AnyObject {
     var unsentBytes: Int { get }
     /// Bytes the kernel has taken since the stream opened: grows while the peer reads.
     var sentBytes: UInt64 { get }
-    /// Bytes the peer has acknowledged since the stream opened, where the stream can tell
-    /// (else `sentBytes`): grows while the peer reads, also while the kernel holds more than it
-    /// lets the stream add (`TCPConnection.acknowledgedBytes`).
-    var acknowledgedBytes: UInt64 { get }
+    /// Runs `report` with the bytes the peer has acknowledged since the stream opened
+    /// (`TCPConnection.acknowledgedBytes`): they grow while the peer reads, also while the
+    /// kernel takes no more from the stream. At once for a socket of this loop; once another
+    /// loop has looked, for one it serves (`RelayedStream`); never once the stream has closed.
+    func measureAcknowledged(_ report: @escaping (UInt64) -> Void)
     /// Whether `unsentBytes` is over `limit` (cheaper than reading it).
     func hasUnsentBytes(over limit: Int) -> Bool
     /// Runs `action` once, as soon as `unsentBytes` is at most `threshold`.

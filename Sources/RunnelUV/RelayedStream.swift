@@ -55,6 +55,8 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     private var closePostponed = false
 
     private var unsentWaiter: (threshold: Int, action: () -> Void)?
+    /// What waits for the relay's answer to `.measure`.
+    private var measureWaiters: [(UInt64) -> Void] = []
     private let hooks = CloseHooks()
 
     init(
@@ -81,13 +83,13 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
     }
     public var unsentBytes: Int { pendingBytes }
     public var sentBytes: UInt64 { relay.sent.load(ordering: .sequentiallyConsistent) }
-    /// What the peer had acknowledged when this was last read: the socket is the relay's
-    /// loop's to ask, so each read asks it again (`.measure`), for the next. A caller comparing
-    /// two reads sees the progress made up to the earlier one's answer.
-    public var acknowledgedBytes: UInt64 {
-        let last = relay.acknowledged.load(ordering: .sequentiallyConsistent)
-        if state == .open || state == .draining { commands.post(.measure(relay)) }
-        return last
+    /// Asks the relay's loop, whose socket it is, what the peer has acknowledged: `report`
+    /// runs with it when the answer is back (never once the stream has closed).
+    public func measureAcknowledged(_ report: @escaping (UInt64) -> Void) {
+        loop.assertOnLoopThread()
+        guard state == .open || state == .draining else { return }
+        measureWaiters.append(report)
+        if measureWaiters.count == 1 { commands.post(.measure(relay)) }
     }
     @inline(__always)
     public func hasUnsentBytes(over limit: Int) -> Bool { pendingBytes > limit }
@@ -268,6 +270,10 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         case .endInput(let stream): stream.inputEnded()
         case .closed(let stream): stream.didClose()
         case .progress(let stream): stream.checkUnsentWaiter()
+        case .acknowledged(let stream, let bytes):
+            let waiters = stream.measureWaiters
+            stream.measureWaiters = []
+            for report in waiters { report(bytes) }
         }
     }
 
@@ -333,6 +339,7 @@ public final class RelayedStream: ByteStream, LineConnection, TurnEndWork, @unch
         state = .closed
         dropOutput()
         unsentWaiter = nil
+        measureWaiters = []
         heldInput.removeAll()
         hooks.run()
         let delegate = self.delegate

@@ -2,12 +2,14 @@ import RunnelBytes
 import Synchronization
 
 /// What a loop's relayed streams tell the first loop: bytes read, the end of input, the close,
-/// and progress in writing that a waiter asked for (`RelayedStream.whenUnsentBytes`).
+/// progress in writing that a waiter asked for (`RelayedStream.whenUnsentBytes`), and what the
+/// peer has acknowledged, when asked (`RelayedStream.measureAcknowledged`).
 enum RelayEvent {
     case read(RelayedStream, InputSlice)
     case endInput(RelayedStream)
     case closed(RelayedStream)
     case progress(RelayedStream)
+    case acknowledged(RelayedStream, UInt64)
 }
 
 /// What the first loop tells another loop's relays: take a socket, write, read again,
@@ -18,7 +20,7 @@ enum RelayCommand {
     case returnCredit(StreamRelay)
     case closeAfterFlush(StreamRelay, Duration)
     case close(StreamRelay)
-    /// Look at what the peer has acknowledged (`acknowledged`).
+    /// Tell the stream what the peer has acknowledged (`TCPConnection.acknowledgedBytes`).
     case measure(StreamRelay)
 }
 
@@ -46,9 +48,6 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
 
     /// Bytes the kernel has taken from the connection (`TCPConnection.sentBytes`).
     let sent = Atomic<UInt64>(0)
-    /// Bytes the peer had acknowledged (`TCPConnection.acknowledgedBytes`) when the stream last
-    /// asked (`.measure`): a system call, so only when asked, never per write.
-    let acknowledged = Atomic<UInt64>(0)
     /// Bytes of the stream's output the relay has taken (its `.write` commands).
     let taken = Atomic<UInt64>(0)
     /// The connection's `unsentBytes` after the last write it took or completed.
@@ -72,8 +71,8 @@ final class StreamRelay: ByteStreamDelegate, @unchecked Sendable {
         case .closeAfterFlush(let relay, let timeout): relay.connection?.closeAfterFlush(timeout: timeout)
         case .close(let relay): relay.connection?.close()
         case .measure(let relay):
-            if let connection = relay.connection {
-                relay.acknowledged.store(connection.acknowledgedBytes, ordering: .sequentiallyConsistent)
+            if let connection = relay.connection, let stream = relay.stream {
+                relay.events.post(.acknowledged(stream, connection.acknowledgedBytes))
             }
         }
     }

@@ -18,8 +18,8 @@ final class MemoryTransport: SessionTransport {
     /// What `hasUnsentBytes(over:)` and `unsentBytes` report; set it to play a slow consumer,
     /// and `drain()` to play one that caught up.
     var unsent = 0
-    /// What `sentBytes` and `acknowledgedBytes` report; raise it to play a slow consumer that
-    /// still reads.
+    /// What `sentBytes` and `measureAcknowledged` report; raise it to play a slow consumer
+    /// that still reads.
     var sent: UInt64 = 0
     /// What each line written adds to `unsent`: a client that reads nothing meanwhile.
     var unsentPerLine = 0
@@ -148,7 +148,7 @@ final class MemoryTransport: SessionTransport {
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
     var unsentBytes: Int { unsent }
     var sentBytes: UInt64 { sent }
-    var acknowledgedBytes: UInt64 { sent }
+    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { report(sent) }
     func pauseInput() { isInputPaused = true }
     func resumeInput() { isInputPaused = false }
 

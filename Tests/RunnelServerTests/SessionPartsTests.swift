@@ -54,7 +54,7 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil, acknowledged: 0)
+        let lag = SlowConsumerLag(graceTimer: nil)
         #expect(lag.isPastGrace)
         lag.hold(publisher)
         lag.hold(publisher)
@@ -70,7 +70,7 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: Disposable(), acknowledged: 0)
+        let lag = SlowConsumerLag(graceTimer: Disposable())
         #expect(lag.holdWhileDraining(publisher, sent: 10))
         let timer = Disposable()
         lag.drainCheckArmed(timer)
@@ -98,7 +98,7 @@ import Testing
         let loop = EventLoop()
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil, acknowledged: 0)
+        let lag = SlowConsumerLag(graceTimer: nil)
         #expect(lag.holdWhileDraining(publisher, sent: 0))
         lag.drainCheckArmed(Disposable())
         lag.hold(publisher)
@@ -113,14 +113,14 @@ import Testing
 
     @Test func lagStopsItsGraceTimerAtItsEnd() {
         let timer = Disposable()
-        let lag = SlowConsumerLag(graceTimer: timer, acknowledged: 0)
+        let lag = SlowConsumerLag(graceTimer: timer)
         #expect(!lag.isPastGrace)
         lag.end()
         #expect(timer.isDisposed && lag.graceTimer == nil)
     }
 
     @Test func lagPassesItsGraceWhenTheTimerFires() {
-        let lag = SlowConsumerLag(graceTimer: Disposable(), acknowledged: 0)
+        let lag = SlowConsumerLag(graceTimer: Disposable())
         lag.graceTimerFired()
         #expect(lag.graceTimer == nil && !lag.isPastGrace)
         lag.passGrace()

@@ -23,8 +23,8 @@ import RunnelUV
 ///
 /// When the grace ends (a timer, since a paused publisher may mean nothing more is written),
 /// the connection is closed if any event of the lag was under `disconnect` or `backpressure`;
-/// else, when values were conflated, if it took nothing from its output during the grace (one
-/// that did gets another grace).
+/// else, when values were conflated, if its client acknowledged nothing of its output during
+/// the grace (one that did gets another grace).
 /// Loop thread only.
 extension Session {
     /// An event that found the output over the soft limit: written while the connection is
@@ -78,9 +78,17 @@ extension Session {
 
     /// The output went over the soft limit: the grace starts.
     private func startLag() -> SlowConsumerLag {
-        let lag = SlowConsumerLag(graceTimer: armGrace(), acknowledged: transport.acknowledgedBytes)
+        let lag = SlowConsumerLag(graceTimer: armGrace())
         beginLag(lag)
+        measureGraceStart(lag)
         return lag
+    }
+
+    /// Has what the client had acknowledged as `lag`'s grace began measured (at once, or once
+    /// the loop that serves the socket has looked).
+    private func measureGraceStart(_ lag: SlowConsumerLag) {
+        let grace = lag.grace
+        transport.measureAcknowledged { [weak lag] acknowledged in lag?.graceStartMeasured(acknowledged, grace: grace) }
     }
 
     /// The timer that ends a grace begun now; nil with no grace.
@@ -121,7 +129,8 @@ extension Session {
             // Back under the soft limit, its wake-up not come yet: the lag is over, unless the
             // waiting values fill the output again, which begins another grace.
             guard !flushWaiting() else { return endLag() }
-            return lag.graceRestarted(armGrace(), acknowledged: transport.acknowledgedBytes)
+            lag.graceRestarted(armGrace(), acknowledged: nil)
+            return measureGraceStart(lag)
         }
         lag.passGrace()
         if lag.closesPastGrace { return closeAsSlowConsumer() }
@@ -129,9 +138,11 @@ extension Session {
         // Conflating, it is cut only when it read nothing in the grace; else another begins.
         // (What it acknowledged: the kernel may take nothing more for minutes from a reader
         // of a few kilobytes a second.)
-        let acknowledged = transport.acknowledgedBytes
-        guard acknowledged != lag.acknowledgedAtGraceStart else { return closeAsSlowConsumer() }
-        lag.graceRestarted(armGrace(), acknowledged: acknowledged)
+        transport.measureAcknowledged { [weak self, weak lag] acknowledged in
+            guard let self, let lag, !isClosing, self.lag === lag else { return }
+            guard acknowledged != lag.acknowledgedAtGraceStart else { return closeAsSlowConsumer() }
+            lag.graceRestarted(armGrace(), acknowledged: acknowledged)
+        }
     }
 
     /// Asks the transport to call `outputDrained` once the output is at most the soft limit:

@@ -30,8 +30,11 @@ final class SlowConsumerLag {
     /// A value was conflated during the lag: the end of the grace closes the connection if
     /// it read nothing of its output since the grace began (`acknowledgedAtGraceStart`).
     var conflates = false
-    /// The connection's `acknowledgedBytes` when the grace (or the last one restarted) began.
-    private(set) var acknowledgedAtGraceStart: UInt64
+    /// What the connection's client had acknowledged when the grace (or the last one
+    /// restarted) began; nil until measured (`graceStartMeasured`).
+    private(set) var acknowledgedAtGraceStart: UInt64?
+    /// The grace running: 0 for the first, one more at each restart.
+    private(set) var grace = 0
     /// The publishers paused on this connection until the lag ends, each once.
     private(set) var publishers: [PublisherGate] = []
     /// The publishers paused on this connection while it drains, each once and none of them
@@ -45,12 +48,17 @@ final class SlowConsumerLag {
     private(set) var isStalled = false
     private var hasEnded = false
 
-    /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`), of a connection whose
-    /// `acknowledgedBytes` is `acknowledged`; with no timer (no grace), one past its grace at
-    /// once.
-    init(graceTimer: Disposable?, acknowledged: UInt64) {
+    /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`); with no timer (no
+    /// grace), one past its grace at once.
+    init(graceTimer: Disposable?) {
         self.graceTimer = graceTimer
         isPastGrace = graceTimer == nil
+    }
+
+    /// What the client had acknowledged as grace number `grace` began, measured: kept while
+    /// that grace runs and nothing was kept for it yet.
+    func graceStartMeasured(_ acknowledged: UInt64, grace: Int) {
+        guard grace == self.grace, acknowledgedAtGraceStart == nil else { return }
         acknowledgedAtGraceStart = acknowledged
     }
 
@@ -115,10 +123,11 @@ final class SlowConsumerLag {
     func passGrace() { isPastGrace = true }
 
     /// A conflating connection that read some output in the grace gets another, which
-    /// `graceTimer` ends; its `acknowledgedBytes` is `acknowledged` now.
-    func graceRestarted(_ graceTimer: Disposable?, acknowledged: UInt64) {
+    /// `graceTimer` ends; its client has acknowledged `acknowledged` now (nil: to be measured).
+    func graceRestarted(_ graceTimer: Disposable?, acknowledged: UInt64?) {
         assert(self.graceTimer == nil && !hasEnded, "a grace restarted while one runs")
         self.graceTimer = graceTimer
+        grace += 1
         acknowledgedAtGraceStart = acknowledged
     }
 

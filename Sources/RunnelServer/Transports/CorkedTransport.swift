@@ -114,7 +114,7 @@ final class CorkedTransport: SessionTransport {
     func hasUnsentBytes(over limit: Int) -> Bool { heldBytes > limit || inner.hasUnsentBytes(over: limit - heldBytes) }
     var unsentBytes: Int { heldBytes + inner.unsentBytes }
     var sentBytes: UInt64 { inner.sentBytes }
-    var acknowledgedBytes: UInt64 { inner.acknowledgedBytes }
+    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { inner.measureAcknowledged(report) }
     func pauseInput() { inner.pauseInput() }
     func resumeInput() { inner.resumeInput() }
 

@@ -85,11 +85,12 @@ protocol SessionTransport: AnyObject {
     /// of 50 ms).
     var sentBytes: UInt64 { get }
 
-    /// Bytes of this connection's output the client has acknowledged since it opened
-    /// (`ByteStream.acknowledgedBytes`): grows while the client reads, however slowly, where
-    /// `sentBytes` may stand still for minutes (what tells a conflating reader of a few
-    /// kilobytes a second from one that has stopped, over a grace).
-    var acknowledgedBytes: UInt64 { get }
+    /// Runs `report` with the bytes of this connection's output the client has acknowledged
+    /// since it opened (`ByteStream.measureAcknowledged`): they grow while the client reads,
+    /// however slowly, where `sentBytes` may stand still for minutes (what tells a conflating
+    /// reader of a few kilobytes a second from one that has stopped, over a grace). Perhaps
+    /// later (another loop's socket); never once the connection has closed.
+    func measureAcknowledged(_ report: @escaping (UInt64) -> Void)
 
     /// Stops handing over requests until `resumeInput()`; the peer is pushed back on.
     func pauseInput()
