@@ -10,16 +10,22 @@ late subscriber's snapshot on any node. A write answered on a node is in that no
 once. `from` a position given by one node resumes on another with exactly the changes after it;
 a node started again reads each key's latest change from the stream (the keys the others hold)
 and resumes only after what the stream no longer holds. `ttl_s` expires a key once, on every node, also with a
-node killed. `max_keys`, bad keys, a durable map (JetStream files) and `delete` (the stream goes).
+node killed. HTTP writes and removals on one node reach an SSE stream and a WebSocket on another,
+a panel of one key and stages that keep a key out there (its removal not reported). `max_keys`,
+bad keys, a durable map (JetStream files) whose node is killed and started again with its keys,
+and `delete` (the stream goes). Needs httpx and websockets, as the other suites.
 No timings but deadlines, except where a key's age is the point.
 """
 
+import json
 import threading
 import time
 
+import httpx
 import pytest
+from websockets.sync.client import connect
 
-from runneld_process import LineClient, poll_until
+from runneld_process import EventStream, LineClient, poll_until
 from test_cluster import c, create, listed, ok, split_pos, stop_nodes, stream_of  # noqa: F401
 from test_map import refused, until_synced, values
 
@@ -196,6 +202,49 @@ class TestMapsInACluster:
         assert [key for key, _, _ in changes(client, 1, "c after its restart")] == ["after-restart"]
         client.close()
 
+    def test_http_sse_websocket_stages_and_panels_on_other_nodes(self, c):
+        create(c, "a", subject="m.web", kind="map")
+        epoch = split_pos(listed(c.client("a"), "m.web")["pos"])[0]
+        reply = httpx.post(c["a"].url + "/pub/m.web", params={"key": "x"}, json={"n": 1}, timeout=10)
+        assert reply.status_code == 200 and reply.json()["ok"] is True, reply.text
+        stream = EventStream(c["b"], {"subject": "m.web"})
+        panel, _ = sub(c["c"], "m.web", ops=[{"op": "filter", "expr": '$key == "y"'}])
+        staged, _ = sub(c["c"], "m.web", sid="t", ops=[{"op": "filter", "expr": '$key != "y"'},
+                                                       {"op": "map", "expr": "$key"}])
+        try:
+            with connect(c["b"].ws_url, open_timeout=10, close_timeout=5) as ws:
+                ws.send(json.dumps({"op": "sub", "subject": "m.web", "sid": "w", "ref": 1}))
+                assert json.loads(ws.recv(timeout=10)) == {"ok": True, "ref": 1, "sid": "w"}
+                assert [json.loads(ws.recv(timeout=10)) for _ in range(2)] == [
+                    {"ev": "next", "sid": "w", "key": "x", "value": {"n": 1}}, {"ev": "synced", "sid": "w"}]
+                assert [stream.event(), stream.event()] == [
+                    {"id": f"{epoch}:1", "data": '{"key":"x","value":{"n":1}}'},
+                    {"event": "synced", "id": f"{epoch}:1", "data": "{}"}]
+                assert panel.line() == {"ev": "synced", "sid": "s"}
+                assert [staged.line(), staged.line()] == [
+                    {"ev": "next", "sid": "t", "key": "x", "value": "x"}, {"ev": "synced", "sid": "t"}]
+                write(c.client("a"), "m.web", "y", 2)
+                remove(c.client("a"), "m.web", "y")
+                reply = httpx.delete(c["a"].url + "/pub/m.web", params={"key": "x"}, timeout=10)
+                assert reply.status_code == 200, reply.text
+                assert [json.loads(ws.recv(timeout=10)) for _ in range(3)] == [
+                    {"ev": "next", "sid": "w", "key": "y", "value": 2},
+                    {"ev": "removed", "sid": "w", "key": "y", "reason": "deleted"},
+                    {"ev": "removed", "sid": "w", "key": "x", "reason": "deleted"}]
+            assert [stream.event() for _ in range(3)] == [
+                {"id": f"{epoch}:2", "data": '{"key":"y","value":2}'},
+                {"event": "removed", "id": f"{epoch}:3", "data": '{"key":"y","reason":"deleted"}'},
+                {"event": "removed", "id": f"{epoch}:4", "data": '{"key":"x","reason":"deleted"}'}]
+            # The panel of y gets y's changes only; the stages that kept y out never report it removed.
+            assert [panel.line(), panel.line()] == [
+                {"ev": "next", "sid": "s", "key": "y", "value": 2},
+                {"ev": "removed", "sid": "s", "key": "y", "reason": "deleted"}]
+            assert staged.line() == {"ev": "removed", "sid": "t", "key": "x", "reason": "deleted"}
+        finally:
+            stream.close()
+            panel.close()
+            staged.close()
+
     def test_max_keys_and_bad_keys(self, c):
         create(c, "a", subject="m.small", kind="map", max_keys=2)
         write(c.client("a"), "m.small", "x", 1)
@@ -254,6 +303,15 @@ class TestMapsInACluster:
         # A map of max_keys 100,000 keeps 2 changes of each key (at most about 2 x max_keys).
         assert config["storage"] == "file" and config["max_msgs_per_subject"] == 2, config
         assert listed(c.client("c"), "m.durable")["durable"] is True
+
+    def test_a_node_killed_and_started_again_has_the_durable_maps_keys(self, c):
+        client = c.client("b")
+        for n in range(50):
+            write(client, "m.durable", f"k{n % 10}", n)
+        table = values(snapshot_of(c["b"], "m.durable"))
+        c.restart("b", kill=True)
+        assert values(snapshot_of(c["b"], "m.durable")) == table
+        assert values(snapshot_of(c["c"], "m.durable")) == table
 
     def test_delete_removes_the_map_and_its_stream_everywhere(self, c):
         epoch = split_pos(listed(c.client("b"), "m.durable")["pos"])[0]
