@@ -11,12 +11,14 @@ included, and `dropped` events each counting exactly the values between the one 
 the one after, which with the values received add up to every value published, and to b's
 `stats.dropped`. The values of a plain subject cross the cluster over core NATS (a's
 `runnel_cluster_values_sent_total`, b's `runnel_cluster_values_received_total`), those of a replay
-subject made with `create` come to b from JetStream; neither loses any on the way (no
+subject made with `create` come to b from JetStream, and so do a map's changes (one waiting
+per key, the last of each key arriving); none is lost on the way (no
 `runnel_cluster_values_missed_total` on b, no `runnel_cluster_values_dropped_total` on a), so every
 value missing was conflated away. Then, with slow_consumer = "conflate" configured on b, a `sub`
 that does not ask for `conflate` conflates too. No timings but deadlines.
 """
 
+import json
 import re
 import urllib.request
 
@@ -186,6 +188,43 @@ class TestConflationInACluster:
             for node, name in (("a", "runnel_cluster_values_sent_total"),
                                ("b", "runnel_cluster_values_received_total")):
                 assert after[node][name] == before[node][name], (node, name, after[node][name], before[node][name])
+        finally:
+            subscriber.close()
+            plain.close()
+
+    def test_a_conflating_subscriber_of_a_map_gets_each_keys_latest_change(self, c):
+        # 100 keys at most: the map's stream keeps 64 changes of each (docs/protocol.md), more
+        # than b's consumer falls behind by in this burst.
+        create(c, "a", subject="cc.map", kind="map", max_keys=100)
+        before = counters(c)
+        subscriber = stalled(c["b"], "cc.map", conflate=True)
+        plain = stalled(c["b"], "cc.map")
+        try:
+            # The map is empty: each is synced at once.
+            for client in (subscriber, plain):
+                assert client.line() == {"ev": "synced", "sid": "s"}
+            # COUNT writes over 100 keys, each answered once JetStream stored it.
+            writer = c.client("a")
+            writer.socket.sendall(b"".join(
+                json.dumps({"op": "pub", "subject": "cc.map", "key": f"k{n % 100}", "value": value,
+                            "ref": f"p{n}"}).encode() + b"\n" for n, value in enumerate(values())))
+            for n in range(COUNT):
+                reply = writer.line()
+                assert reply.get("ref") == f"p{n}" and reply.get("ok") is True, reply
+            caught_up(c, "b", "cc.map", stored_pos(c, "cc.map"), seconds=10)
+            expect_cut(plain)
+            table, received, replaced = {}, 0, 0
+            while table != {f"k{n}": COUNT - 100 + n for n in range(100)}:
+                line = subscriber.line()
+                assert line.get("sid") == "s" and line.get("ev") in ("next", "dropped"), line
+                if line["ev"] == "dropped":
+                    replaced += line["count"]
+                    continue
+                assert line["value"]["n"] > table.get(line["key"], -1), ("a key's changes out of order", line)
+                table[line["key"]] = line["value"]["n"]
+                received += 1
+            assert replaced > 0 and received + replaced == COUNT, (received, replaced)
+            expect_conflated_only(before, counters(c), replaced, cut=1)
         finally:
             subscriber.close()
             plain.close()
