@@ -290,8 +290,9 @@ class TestMapsInACluster:
         assert [change for _, change, _ in changes(reader, 1, "node c")] == [1]
         reader.socket.settimeout(15)
         assert [change for _, change, _ in changes(reader, 1, "node c")] == [("removed", "expired")]
-        # Within a second of its time, plus the stagger of the nodes that outlived it.
-        assert time.monotonic() - start < 1 + 1 + 2 * 2 + 1, time.monotonic() - start
+        # ttl_s, the sweep's second and the stagger of the nodes that outlived it (2 s a rank,
+        # c at most 2 behind a killed a still counted alive), with room for a loaded machine.
+        assert time.monotonic() - start < 1 + 1 + 2 * 2 + 3, time.monotonic() - start
         reader.close()
 
     def test_a_durable_map_is_kept_in_jetstream_files(self, c):
