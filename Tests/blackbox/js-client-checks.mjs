@@ -362,6 +362,26 @@ async function check_subscribe_with_stages_as_an_iterator_and_with_callbacks() {
   assert.equal((await other.request("ping")).ok, true);
   assert.deepEqual(logger.records.map(([level, , error]) => [level, error.message]),
     [["error", "the callback's own bug"], ["error", "the callback's own bug"]]);
+  // An async callback that rejects is logged too, and leaves no unhandled rejection.
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const rejected = latch();
+    await other.subscribe("callback.async", {}, async (event) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      rejected.set();
+      throw new Error(`async bug ${event.value}`);
+    });
+    await other.publish("callback.async", 3);
+    await within(rejected.promise, "the async callback");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(unhandled, []);
+    assert.deepEqual(logger.records.slice(2).map(([level, , error]) => [level, error.message]),
+      [["error", "async bug 3"]]);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
   await other.close();
   await client.close();
 }

@@ -245,8 +245,8 @@ export class Client {
   subscribe(
     subject: string,
     options?: SubscribeOptions,
-    onValue?: (event: RunnelEvent) => void,
-    onEnd?: (error: RunnelError | null) => void,
+    onValue?: (event: RunnelEvent) => void | Promise<void>,
+    onEnd?: (error: RunnelError | null) => void | Promise<void>,
   ): Promise<Subscription>;
   /**
    * Subscribes to a map subject and keeps its table (version 1.3); resolves once the server has
@@ -255,8 +255,8 @@ export class Client {
   subscribeMap(
     subject: string,
     options?: SubscribeOptions,
-    onChange?: (event: MapEvent) => void,
-    onEnd?: (error: RunnelError | null) => void,
+    onChange?: (event: MapEvent) => void | Promise<void>,
+    onEnd?: (error: RunnelError | null) => void | Promise<void>,
   ): Promise<MapSubscription>;
   /**
    * Calls `start` when `subject` gets its first subscription and `stop` when its last goes (its

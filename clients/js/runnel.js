@@ -204,16 +204,21 @@ export class Gap {
 }
 
 /**
- * Calls one of the caller's callbacks: one that throws is logged, and stops nothing.
+ * Calls one of the caller's callbacks: one that throws, or returns a promise that rejects, is
+ * logged, and stops nothing.
  * @template T
  * @param {Logger} logger
- * @param {((argument: T) => void) | undefined} callback
+ * @param {((argument: T) => void | Promise<void>) | undefined} callback
  * @param {T} argument
  */
 function callBack(logger, callback, argument) {
   if (!callback) return;
   try {
-    callback(argument);
+    const result = callback(argument);
+    // An async callback's rejection is logged as a throw is, never left unhandled.
+    if (result && typeof result.then === "function") {
+      result.then(undefined, (/** @type {unknown} */ error) => logger.error("runnel: a callback threw", error));
+    }
   } catch (error) {
     logger.error("runnel: a callback threw", error);
   }
