@@ -32,8 +32,9 @@ final class ClusterOccupancy: OccupancyPeers, @unchecked Sendable {
     private var watchers: [String: Set<String>] = [:]
     /// The count last told of each subject in `watchers`.
     private var told: [String: Int] = [:]
-    /// Lines waiting for the end of the loop's turn.
+    /// Lines waiting for the end of the loop's turn, and whether that send is arranged.
     private var outgoing: [UInt8] = []
+    private var isFlushScheduled = false
     /// The most bytes of lines in one message: the bound of the nodes' other messages.
     static let part = ClusterPeers.setPart
 
@@ -120,15 +121,18 @@ final class ClusterOccupancy: OccupancyPeers, @unchecked Sendable {
         told[subject] = nil
     }
 
-    /// Queues `line`; the first of a turn arranges the send at its end.
+    /// Queues `line`; the first of a turn arranges the send at its end (one send a turn, and
+    /// one more for each full part sent on the way).
     private func enqueue(_ line: String) {
         if outgoing.count + line.utf8.count >= Self.part { flush() }
-        if outgoing.isEmpty {
-            scheduler.schedule { [weak self] in self?.flush() }
-        } else {
-            outgoing.append(UInt8(ascii: "\n"))
-        }
+        if !outgoing.isEmpty { outgoing.append(UInt8(ascii: "\n")) }
         outgoing.append(contentsOf: line.utf8)
+        guard !isFlushScheduled else { return }
+        isFlushScheduled = true
+        scheduler.schedule { [weak self] in
+            self?.isFlushScheduled = false
+            self?.flush()
+        }
     }
 
     private func flush() {
