@@ -104,6 +104,7 @@ final class ClusterLink: @unchecked Sendable {
         retainedPublisher = try ClusterRetainedPublisher(
             connection: Self.connect(
                 config: config, name: "runneld \(config.nodeName) publisher", sendAsap: true,
+                buffersWhileReconnecting: false,
                 handlers: NATSHandlers(
                     linkChanged: { _ in }, message: { _ in },
                     error: { text, _ in inbox.post(.error(text, dropped: false)) })),
@@ -137,7 +138,8 @@ final class ClusterLink: @unchecked Sendable {
 
     /// Tries every URL until one answers or the connect timeout has passed.
     private static func connect(
-        config: ClusterConfig, name: String, sendAsap: Bool = false, handlers: NATSHandlers
+        config: ClusterConfig, name: String, sendAsap: Bool = false, buffersWhileReconnecting: Bool = true,
+        handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: config.connectTimeout)
@@ -146,7 +148,8 @@ final class ClusterLink: @unchecked Sendable {
             do throws(NATSError) {
                 return try NATSConnection.connect(
                     servers: config.nats, name: name, credentials: (config.token, config.user, config.password),
-                    timeout: min(left, .seconds(2)), sendAsap: sendAsap, handlers: handlers)
+                    timeout: min(left, .seconds(2)), sendAsap: sendAsap,
+                    buffersWhileReconnecting: buffersWhileReconnecting, handlers: handlers)
             } catch {
                 guard clock.now.advanced(by: .milliseconds(250)) < deadline else { throw error }
                 usleep(250_000)

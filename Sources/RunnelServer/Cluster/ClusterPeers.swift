@@ -75,6 +75,8 @@ final class ClusterPeers: @unchecked Sendable {
     /// Instances given up for silence, with when: one heard again is told, and after
     /// `forgetAfter` what is kept about it goes (`tick`).
     private var givenUp: [String: SchedulerTime] = [:]
+    /// Those of them told already, as the link came back.
+    private var toldGivenUp: Set<String> = []
     /// The keys other nodes want, with how many want each; the patterns among them.
     private var wanted: [String: Int] = [:]
     private var wantedPatterns: [String: SubjectPattern] = [:]
@@ -129,6 +131,10 @@ final class ClusterPeers: @unchecked Sendable {
     func linkCameUp() {
         linkUpAt = scheduler.now
         setJoined(false)
+        // Nodes given up while the link was down were sent none of this node's values
+        // meanwhile, without a seq to show it: they hear so before any value goes out now
+        // (`meet`, when they are heard, would come after values).
+        for name in givenUp.keys where toldGivenUp.insert(name).inserted { send(.node(name), Array("?d".utf8)) }
         sendSet(to: .everyone)
         sendHeartbeat()
         scheduler.after(linkUpAt.advanced(by: Self.joinAfter + Self.slack)) { [weak self] in self?.settleAll() }
@@ -144,7 +150,10 @@ final class ClusterPeers: @unchecked Sendable {
             givenUp[name] = now
         }
         let forgotten = givenUp.filter { $0.value.advanced(by: Self.forgetAfter) < now }.map(\.key)
-        for name in forgotten { givenUp[name] = nil }
+        for name in forgotten {
+            givenUp[name] = nil
+            toldGivenUp.remove(name)
+        }
         settleAll()
         return forgotten
     }
@@ -239,7 +248,8 @@ final class ClusterPeers: @unchecked Sendable {
             return
         }
         peers[name] = Peer(heard: scheduler.now)
-        send(.node(name), Array((givenUp.removeValue(forKey: name) != nil ? "?d" : "?").utf8))
+        let wasGivenUp = givenUp.removeValue(forKey: name) != nil && toldGivenUp.remove(name) == nil
+        send(.node(name), Array((wasGivenUp ? "?d" : "?").utf8))
         sendSet(to: .node(name))
         setJoined(false)
         met(name)

@@ -90,7 +90,7 @@ extension ClusterSubjectStore {
             expiring[lastExpiry] = expiry
             link.retainedPublisher.publish(
                 Self.expired, on: subject(of: expiry.key, in: entry), id: "\(link.instance)-x\(lastExpiry)",
-                expectingLast: expiry.seq)
+                expectingLast: expiry.seq, resendWithin: NATSJetStream.resendWindow(maxAgeMilliseconds: nil))
         }
     }
 

@@ -35,13 +35,17 @@ extension ClusterSubjectStore {
         let epoch = entry.epoch
         storing[change] = epoch
         let id = "\(link.instance)-\(change)"
+        // A map's stream has no maximum age; a replay's is its `retain_s`.
+        let window = NATSJetStream.resendWindow(maxAgeMilliseconds: entry.map == nil ? entry.retainMilliseconds : nil)
+        let publish = { [link] in
+            link.retainedPublisher.publish(
+                payload, on: subject, id: id, expectingLast: expectingLast, resendWithin: window)
+        }
         if awaitingStreams[epoch] != nil {
             // Made here a moment ago: its stream is still being made.
-            awaitingStreams[epoch]!.append { [link] in
-                link.retainedPublisher.publish(payload, on: subject, id: id, expectingLast: expectingLast)
-            }
+            awaitingStreams[epoch]!.append(publish)
         } else {
-            link.retainedPublisher.publish(payload, on: subject, id: id, expectingLast: expectingLast)
+            publish()
         }
         return true
     }
@@ -66,6 +70,8 @@ extension ClusterSubjectStore {
             answer(change, error: nil)
         case .failed(let problem):
             answer(change, error: ProtocolError(.unavailable, "the cluster did not store the value: \(problem)"))
+        case .timedOut:
+            preconditionFailure("ClusterRetainedPublisher sends again what JetStream did not answer")
         }
     }
 

@@ -70,10 +70,12 @@ final class NATSConnection: @unchecked Sendable {
     /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
     /// with jitter), and a server gone silent is noticed within three ping intervals. With
     /// `sendAsap`, each publish is written at once by the thread that makes it (a `write`, which
-    /// may block), not by cnats's flusher, which waits 1 ms for more before it writes.
+    /// may block), not by cnats's flusher, which waits 1 ms for more before it writes. Without
+    /// `buffersWhileReconnecting`, a publish while the link is down fails at once instead of
+    /// waiting in cnats's buffer for the link to come back.
     static func connect(
         servers: [String], name: String, credentials: (token: String, user: String, password: String),
-        timeout: Duration, sendAsap: Bool = false, handlers: NATSHandlers
+        timeout: Duration, sendAsap: Bool = false, buffersWhileReconnecting: Bool = true, handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         var options: OpaquePointer?
         try NATSError.check(natsOptions_Create(&options), "creating NATS options")
@@ -85,6 +87,10 @@ final class NATSConnection: @unchecked Sendable {
             try configure(
                 options, servers: servers, name: name, credentials: credentials, timeout: timeout, closure: closure)
             try NATSError.check(natsOptions_SetSendAsap(options, sendAsap), "setting NATS send-asap")
+            if !buffersWhileReconnecting {
+                // 0 is cnats's default (8 MiB); one byte holds no publish.
+                try NATSError.check(natsOptions_SetReconnectBufSize(options, 1), "setting NATS reconnect buffer")
+            }
             try NATSError.check(
                 natsConnection_Connect(&connection, options), "connecting to \(servers.joined(separator: ", "))")
         } catch {
@@ -92,6 +98,21 @@ final class NATSConnection: @unchecked Sendable {
             throw error
         }
         return NATSConnection(connection: connection!, handlers: box)
+    }
+
+    /// Whether the connection is up now, and how many times it has come back: cnats counts a
+    /// return before it lets anything out on the new connection, so a caller that finds the
+    /// count unchanged sends on the connection it sent on before.
+    var link: (isUp: Bool, returns: UInt64) {
+        let isUp = natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED
+        var statistics: OpaquePointer?
+        guard natsStatistics_Create(&statistics) == NATS_OK else { return (false, 0) }
+        defer { natsStatistics_Destroy(statistics) }
+        var returns: UInt64 = 0
+        guard natsConnection_GetStats(connection, statistics) == NATS_OK,
+            natsStatistics_GetCounts(statistics, nil, nil, nil, nil, &returns) == NATS_OK
+        else { return (false, 0) }
+        return (isUp, returns)
     }
 
     private init(connection: OpaquePointer, handlers: Unmanaged<HandlerBox>) {

@@ -20,6 +20,8 @@ enum NATSPublishAnswer: Sendable, Equatable {
     /// Not stored: the subject's last value in the stream is not the one the publish expected
     /// (`Nats-Expected-Last-Subject-Sequence`).
     case notLast
+    /// No answer within the publish's wait: it may or may not have been stored.
+    case timedOut
     /// Not stored, or not answered, for this reason.
     case failed(String)
 }
@@ -74,6 +76,8 @@ final class NATSJetStream: @unchecked Sendable {
                     .stored(seq: ack.pointee.Sequence)
                 } else if let failure, failure.pointee.ErrCode == JSStreamWrongLastSequenceErr {
                     .notLast
+                } else if let failure, failure.pointee.Err == NATS_TIMEOUT {
+                    .timedOut
                 } else if let failure {
                     .failed(
                         failure.pointee.ErrText.map { String(cString: $0) }
@@ -132,6 +136,15 @@ final class NATSJetStream: @unchecked Sendable {
     /// JetStream's default duplicate window, 2 minutes.
     static let duplicateWindowNanoseconds: Int64 = 120 * 1_000_000_000
 
+    /// How long a publish into a stream whose values live `maxAgeMilliseconds` (none: no
+    /// limit) may be sent again and still be stored once: within its duplicate window, less a
+    /// margin for the clocks.
+    static func resendWindow(maxAgeMilliseconds: Int64?) -> Duration {
+        let window = min(
+            maxAgeMilliseconds.map { $0 * 1_000_000 } ?? duplicateWindowNanoseconds, duplicateWindowNanoseconds)
+        return .nanoseconds(window) * 0.9
+    }
+
     /// The sequence number of the last value in the stream `name` (0 when it has had none);
     /// nil when there is no such stream. Blocks.
     func lastSequence(of name: String) throws(NATSError) -> UInt64? {
@@ -157,11 +170,14 @@ final class NATSJetStream: @unchecked Sendable {
     /// handlers' `published` with `id`, which is also the value's `Nats-Msg-Id` (a resend
     /// within the stream's duplicate window is stored once). With `expectingLast`, stored only
     /// if the subject's last value in the stream has that seq (else the answer is `notLast`).
+    /// Unanswered after `wait`, the answer is `timedOut`.
     func publish(
-        _ subject: String, payload: UnsafeRawBufferPointer, id: String, expectingLast: UInt64? = nil
+        _ subject: String, payload: UnsafeRawBufferPointer, id: String, expectingLast: UInt64? = nil, wait: Duration
     ) throws(NATSError) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
+        options.MaxWait = max(
+            1, Int64(wait.components.seconds) * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
         if let expectingLast { options.ExpectLastSubjectSeq = expectingLast }
         let status = id.withCString { cID in
             options.MsgId = cID
