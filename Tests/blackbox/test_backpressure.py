@@ -303,7 +303,9 @@ class TestGrace:
         # at the next look at its progress (50 ms), so the publisher loses at most 100 ms. With
         # several loops the subscriber's output crosses to its socket's loop before the kernel
         # takes it, so short pauses may come before (each ends as that loop catches up): the bound
-        # is on the publisher's time paused in all.
+        # is on the publisher's time paused in all, and with several loops on a loaded two-core
+        # machine those catch-ups add up (120 ms seen in CI): 300 ms there, 1% of the 30 s grace
+        # it would be held for if the dead subscriber paced it.
         before = stats(d)
         dead = SlowSubscriber(d, "grace.dead", "d")
         publisher = LineClient(d.port)
@@ -317,7 +319,7 @@ class TestGrace:
         after = stats(d)
         pauses = after["publish_pauses"] - before["publish_pauses"]
         assert pauses == 1 or (pauses > 1 and TEST_LOOPS != "1"), after
-        assert after["publish_paused_ms"] - before["publish_paused_ms"] <= 100, after
+        assert after["publish_paused_ms"] - before["publish_paused_ms"] <= (100 if TEST_LOOPS == "1" else 300), after
         dead.close()
         publisher.close()
 
