@@ -26,7 +26,7 @@ import pytest
 from websockets.sync.client import connect
 
 from runneld_process import EventStream, LineClient, poll_until
-from test_cluster import c, create, listed, ok, split_pos, stop_nodes, stream_of  # noqa: F401
+from test_cluster import c, caught_up, create, listed, ok, split_pos, stop_nodes, stream_of  # noqa: F401
 from test_map import refused, until_synced, values
 
 NODES = "abc"
@@ -163,6 +163,9 @@ class TestMapsInACluster:
         write(c.client("b"), "m.t", "k1", "after")
         remove(c.client("b"), "m.t", "k2") if "k2" in table else write(c.client("b"), "m.t", "k2", "back")
         write(c.client("a"), "m.t", "new", 1)
+        # c delivers from its own consumer, a moment after a's reply: were it behind, its `synced`
+        # could come between the three changes (each still arrives, after it).
+        caught_up(c, "c", "m.t", listed(c.client("a"), "m.t")["pos"])
         resumed, reply = sub(c["c"], "m.t", positions=True, **{"from": pos})
         assert reply["resumed"] is True, reply
         got = changes(resumed, 3, "from on c")
