@@ -210,6 +210,8 @@ class TestMapsInACluster:
         epoch = split_pos(listed(c.client("a"), "m.web")["pos"])[0]
         reply = httpx.post(c["a"].url + "/pub/m.web", params={"key": "x"}, json={"n": 1}, timeout=10)
         assert reply.status_code == 200 and reply.json()["ok"] is True, reply.text
+        for node in "bc":  # each delivers x from its own consumer, a moment after a's reply
+            poll_until(lambda: listed(c.client(node), "m.web")["keys"], lambda n: n == 1, f"node {node}'s keys", 5)
         stream = EventStream(c["b"], {"subject": "m.web"})
         panel, _ = sub(c["c"], "m.web", ops=[{"op": "filter", "expr": '$key == "y"'}])
         staged, _ = sub(c["c"], "m.web", sid="t", ops=[{"op": "filter", "expr": '$key != "y"'},
@@ -315,7 +317,7 @@ class TestMapsInACluster:
         table = values(snapshot_of(c["b"], "m.durable"))
         c.restart("b", kill=True)
         assert values(snapshot_of(c["b"], "m.durable")) == table
-        assert values(snapshot_of(c["c"], "m.durable")) == table
+        poll_until(lambda: values(snapshot_of(c["c"], "m.durable")), lambda t: t == table, "node c's keys", 5)
 
     def test_delete_removes_the_map_and_its_stream_everywhere(self, c):
         epoch = split_pos(listed(c.client("b"), "m.durable")["pos"])[0]
