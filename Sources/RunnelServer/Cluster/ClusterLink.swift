@@ -19,7 +19,8 @@ import RunnelUV
 /// carries the node's instance (its name and a random part, new at every start), the
 /// subject's epoch there and the instance's sequence for it (`INSTANCE.EPOCH.SEQ`: a subject
 /// made anew starts again), so a receiver knows what it missed, and drops the second copy NATS
-/// delivers when a value matches two of its subscriptions (a subject and a pattern).
+/// delivers when a value matches two of its subscriptions (a subject and a pattern). What one
+/// loop turn sends into one subject goes as one message (`ClusterValueBatch`).
 ///
 /// Thread rules: the loop thread, but for what cnats's threads post to the inbox, for the
 /// worker's jobs, which use only what never changes (`jetStream`, `definitions`, the subjects'
@@ -282,15 +283,18 @@ final class ClusterLink: @unchecked Sendable {
                     occupancy.received(message.payload, from: reply)
                     continue
                 }
-                // INSTANCE.EPOCH.SEQ: an epoch holds no dot; an instance may.
+                // INSTANCE.EPOCH.SEQ, or INSTANCE.EPOCH.FIRST-COUNT for a batch: an epoch holds
+                // no dot; an instance may.
                 guard message.subject.hasPrefix(valuesPrefix), let last = reply.lastIndex(of: "."),
-                    let seq = UInt64(reply[reply.index(after: last)...]),
+                    let (first, values) = ClusterValueBatch.read(
+                        message.payload, token: reply[reply.index(after: last)...]),
                     let middle = reply[..<last].lastIndex(of: ".")
                 else { continue }
-                valuesReceived &+= 1
+                valuesReceived &+= UInt64(values.count)
                 receiver?.clusterDelivered(
-                    message.payload, subject: String(message.subject.dropFirst(valuesPrefix.utf8.count)),
-                    origin: String(reply[..<middle]), epoch: String(reply[reply.index(after: middle)..<last]), seq: seq)
+                    values, subject: String(message.subject.dropFirst(valuesPrefix.utf8.count)),
+                    origin: String(reply[..<middle]), epoch: String(reply[reply.index(after: middle)..<last]),
+                    first: first)
             case .link(let up):
                 guard up != isUp else { continue }
                 isUp = up
@@ -326,9 +330,9 @@ final class ClusterLink: @unchecked Sendable {
 
 /// What a `ClusterLink` hands on, on the loop thread.
 protocol ClusterReceiver: AnyObject {
-    /// A value another node sent into `subject`: the `seq`th of instance `origin` there, in the
-    /// subject's epoch `epoch` there.
-    func clusterDelivered(_ payload: [UInt8], subject: String, origin: String, epoch: String, seq: UInt64)
+    /// Values another node sent into `subject`: from the `first`th of instance `origin` there
+    /// on, consecutive, in the subject's epoch `epoch` there.
+    func clusterDelivered(_ values: ClusterValueBatch, subject: String, origin: String, epoch: String, first: UInt64)
     /// Instances not heard from for long: what is kept about them may go.
     func clusterForgot(_ origins: [String])
     /// The subjects and patterns this node holds NATS subscriptions to.

@@ -9,7 +9,9 @@ import Synchronization
 /// made or ended) on a loop could hold that loop until NATS reads. The loop posts to this
 /// turn's batch (a value by reference, no copy; `LoopOutbox`), which at the turn's end goes to a
 /// serial queue of the link's own, where the calls run in order: a subscription before the
-/// flush that a `sub` reply waits for, a value after the subscription made before it.
+/// flush that a `sub` reply waits for, a value after the subscription made before it. The
+/// values of one subject that follow each other in a batch leave as one message
+/// (`ClusterValueBatch`).
 ///
 /// Bounded: the bytes handed over and not yet taken by cnats are at most `limit`
 /// (`cluster_send_buffer_bytes`). A value that would pass it is not sent: counted (`dropped`,
@@ -41,12 +43,12 @@ final class ClusterSendQueue: @unchecked Sendable {
     let limit: Int
     /// The NATS subscriptions made, by runneld subject or pattern (`queue` only).
     private var subscriptions: [String: NATSSubscription] = [:]
+    /// Where a batch of values is framed (`queue` only), kept between batches.
+    private var batchPayload: [UInt8] = []
     private let scheduler: LoopScheduler
     /// This turn's publishes, handed to `queue` as one batch.
     private lazy var outbox = LoopOutbox<Item>(loop: scheduler) { [unowned self] items in
-        queue.async { [self] in
-            for item in items { publish(item) }
-        }
+        queue.async { [self] in publish(items) }
     }
     /// Value bytes handed to `queue` and not yet taken by cnats, this turn's batch included.
     private let queuedBytes = Atomic<Int>(0)
@@ -114,34 +116,80 @@ final class ClusterSendQueue: @unchecked Sendable {
 
     private func append(_ item: Item) { outbox.post(item) }
 
+    /// A turn's batch, in order, on `queue`. The values of one subject that follow each other
+    /// in it, consecutive in their sequence, go as one message (`ClusterValueBatch`) of at most
+    /// its limit, or what the NATS server takes if that is less.
+    private func publish(_ items: [Item]) {
+        let limit = min(ClusterValueBatch.limit, connection.maxPayload)
+        var index = items.startIndex
+        while index < items.endIndex {
+            guard case .value(let subject, let replyPrefix, let first, let value) = items[index] else {
+                publish(items[index])
+                index += 1
+                continue
+            }
+            var end = index + 1
+            var bytes = ClusterValueBatch.frameHeader + value.count
+            while end < items.endIndex, case .value(let next, let nextPrefix, let seq, let nextValue) = items[end],
+                seq == first + UInt64(end - index), next == subject, nextPrefix == replyPrefix,
+                bytes + ClusterValueBatch.frameHeader + nextValue.count <= limit
+            {
+                bytes += ClusterValueBatch.frameHeader + nextValue.count
+                end += 1
+            }
+            if end == index + 1 {
+                publish(items[index])
+            } else {
+                batchPayload.removeAll(keepingCapacity: true)
+                for case .value(_, _, _, let framed) in items[index..<end] {
+                    ClusterValueBatch.appendFrame(framed.bytes, to: &batchPayload)
+                }
+                batchPayload.withUnsafeBytes { payload in
+                    publishValues(
+                        end - index, subject: subject, replyPrefix: replyPrefix, first: first, payload: payload)
+                }
+                queuedBytes.subtract(bytes - (end - index) * ClusterValueBatch.frameHeader, ordering: .relaxed)
+            }
+            index = end
+        }
+    }
+
+    /// One message of `count` values from the `first`th (on `queue`): its reply subject,
+    /// `INSTANCE.EPOCH.SEQ` or `INSTANCE.EPOCH.FIRST-COUNT`, made on the stack.
+    private func publishValues(
+        _ count: Int, subject: [CChar], replyPrefix: [UInt8], first: UInt64, payload: UnsafeRawBufferPointer
+    ) {
+        let token = ClusterValueBatch.token(first: first, count: count)
+        let sentIt = withUnsafeTemporaryAllocation(
+            of: CChar.self, capacity: replyPrefix.count + token.utf8.count + 1
+        ) { reply in
+            var end = 0
+            for byte in replyPrefix {
+                reply[end] = CChar(bitPattern: byte)
+                end += 1
+            }
+            for byte in token.utf8 {
+                reply[end] = CChar(bitPattern: byte)
+                end += 1
+            }
+            reply[end] = 0
+            return subject.withUnsafeBufferPointer { subject in
+                (try? connection.publish(subject.baseAddress!, reply: reply.baseAddress, payload: payload)) != nil
+            }
+        }
+        if sentIt {
+            sentCount.add(UInt64(count), ordering: .relaxed)
+        } else {
+            refusedCount.add(UInt64(count), ordering: .relaxed)
+        }
+    }
+
     /// One publish, on `queue`: where cnats may wait for the socket.
     private func publish(_ item: Item) {
         switch item {
         case .value(let subject, let replyPrefix, let seq, let value):
-            defer { queuedBytes.subtract(value.count, ordering: .relaxed) }
-            // The reply subject, `INSTANCE.EPOCH.SEQ`, on the stack: the prefix, at most 20
-            // digits and the NUL.
-            let sentIt = withUnsafeTemporaryAllocation(of: CChar.self, capacity: replyPrefix.count + 21) { reply in
-                var end = 0
-                for byte in replyPrefix {
-                    reply[end] = CChar(bitPattern: byte)
-                    end += 1
-                }
-                for digit in String(seq).utf8 {
-                    reply[end] = CChar(bitPattern: digit)
-                    end += 1
-                }
-                reply[end] = 0
-                return subject.withUnsafeBufferPointer { subject in
-                    (try? connection.publish(subject.baseAddress!, reply: reply.baseAddress, payload: value.bytes))
-                        != nil
-                }
-            }
-            if sentIt {
-                sentCount.add(1, ordering: .relaxed)
-            } else {
-                refusedCount.add(1, ordering: .relaxed)
-            }
+            publishValues(1, subject: subject, replyPrefix: replyPrefix, first: seq, payload: value.bytes)
+            queuedBytes.subtract(value.count, ordering: .relaxed)
         case .control(let subject, let reply, let payload):
             payload.withUnsafeBytes { bytes in try? connection.publish(subject, reply: reply, payload: bytes) }
         case .subscribe(let natsSubject, let key):

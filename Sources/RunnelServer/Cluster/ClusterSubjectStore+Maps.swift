@@ -71,7 +71,7 @@ extension ClusterSubjectStore {
                 if !entry.remove(key, mark, seq: { message.streamSeq }, time: message.time) {
                     entry.recordRemoval(of: key, mark, seq: message.streamSeq, time: message.time)
                 }
-            } else if let value = validated(message.payload) {
+            } else if let value = validated(message.payload[...]) {
                 entry.write(value, members: JSONMemberIndex(), key: key, seq: message.streamSeq, time: message.time)
             }
             publishBound.endPublish()

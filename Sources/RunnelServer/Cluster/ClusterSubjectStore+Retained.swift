@@ -91,7 +91,7 @@ extension ClusterSubjectStore {
         // Values before it this node never held (lost, or gone from the stream before it
         // started) were stored no later than it: a `since` before it cannot be replayed whole.
         if message.streamSeq > entry.lastSeq + 1 { entry.dropped.noteTime(message.time) }
-        if let value = validated(message.payload), !entry.isTerminated {
+        if let value = validated(message.payload[...]), !entry.isTerminated {
             publishBound.beginPublish()
             entry.deliver(
                 Message(

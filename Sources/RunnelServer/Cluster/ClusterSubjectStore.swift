@@ -179,18 +179,21 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
 
     // MARK: Plain subjects' values from other nodes
 
-    func clusterDelivered(_ payload: [UInt8], subject: String, origin: String, epoch: String, seq: UInt64) {
-        guard isNew(seq, epoch: epoch, of: origin, in: subject) else { return }
-        guard let publishBound, let entry = localPlainSubject(subject) else { return }
-        guard let value = validated(payload) else {
-            // Not a value a node sent: something else publishes under the cluster's prefix.
-            return missed(1, in: subject)
+    func clusterDelivered(_ values: ClusterValueBatch, subject: String, origin: String, epoch: String, first: UInt64) {
+        let seen = alreadySeen(first, count: values.count, epoch: epoch, of: origin, in: subject)
+        guard seen < values.count, let publishBound, let entry = localPlainSubject(subject) else { return }
+        for payload in values.dropFirst(seen) {
+            guard let value = validated(payload) else {
+                // Not a value a node sent: something else publishes under the cluster's prefix.
+                missed(1, in: subject)
+                continue
+            }
+            local.publish(value, members: JSONMemberIndex(), to: entry, bounding: publishBound)
         }
-        local.publish(value, members: JSONMemberIndex(), to: entry, bounding: publishBound)
     }
 
     /// `payload` as a JSON value within `max_depth`; nil when it is not one.
-    func validated(_ payload: [UInt8]) -> RawJSON? {
+    func validated(_ payload: ArraySlice<UInt8>) -> RawJSON? {
         try? payload.withUnsafeBytes { bytes throws(JSONError) in try RawJSON(validating: bytes, maxDepth: maxDepth) }
     }
 
@@ -209,17 +212,20 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             name, kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
     }
 
-    /// Whether the value `seq` of `origin` in `subject` (in its epoch `epoch` there) is new: false
-    /// for a second copy (NATS delivers one per matching subscription). The values between the
-    /// last one and a new one were missed. A new epoch is the subject made anew there.
-    private func isNew(_ seq: UInt64, epoch: String, of origin: String, in subject: String) -> Bool {
-        let last = lastSeqs[origin, default: [:]][subject]
-        if let last, last.epoch == epoch {
-            guard seq > last.seq else { return false }
-            if seq > last.seq + 1 { missed(seq - last.seq - 1, in: subject) }
+    /// How many of the `count` values from `first` of `origin` in `subject` (in its epoch
+    /// `epoch` there) this node has had already: second copies (NATS delivers one per matching
+    /// subscription). The values between the last one and the first new one were missed. A new
+    /// epoch is the subject made anew there.
+    private func alreadySeen(_ first: UInt64, count: Int, epoch: String, of origin: String, in subject: String) -> Int {
+        let end = first + UInt64(count)
+        var seen = 0
+        if let last = lastSeqs[origin]?[subject], last.epoch == epoch {
+            guard end - 1 > last.seq else { return count }
+            if first > last.seq + 1 { missed(first - last.seq - 1, in: subject) }
+            seen = Int(last.seq + 1 - min(first, last.seq + 1))
         }
-        lastSeqs[origin, default: [:]][subject] = (epoch, seq)
-        return true
+        lastSeqs[origin, default: [:]][subject] = (epoch, end - 1)
+        return seen
     }
 
     /// `count` values of `subject` did not reach this node: counted, and its subscriptions told.

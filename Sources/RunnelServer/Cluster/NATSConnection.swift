@@ -191,6 +191,9 @@ final class NATSConnection: @unchecked Sendable {
         guard status == NATS_OK else { throw NATSError(doing: "publishing", status: status) }
     }
 
+    /// The most bytes the NATS server takes in one message's payload (it says so on connecting).
+    var maxPayload: Int { Int(natsConnection_GetMaxPayload(connection)) }
+
     /// Subscribes to `subject` (NATS wildcards allowed): its messages go to the handlers'
     /// `message`. The subscription's pending limits are cnats's defaults (65,536 messages,
     /// 64 MiB); past them cnats drops and reports through `error`.
