@@ -15,7 +15,7 @@ import RunnelUV
 ///   when a copy sent again could be stored twice, does it stop and say the outcome is unknown.
 /// - A link cut loses what was in flight from some point on, never a value before one it
 ///   kept: while the connection is down new publishes wait (it buffers nothing), and once it
-///   has come back (`NATSConnection.link`, looked at before every send) every unanswered
+///   has come back (`NATSConnection.link(readingInto:)`, looked at before every send) every unanswered
 ///   publish is sent again, in the order first sent, before anything new.
 ///
 /// Thread rules: `publish` on the loop thread; the rest on `queue` (cnats's answers cross to
@@ -34,7 +34,7 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
         published: @escaping @Sendable (_ id: String, _ answer: NATSPublishAnswer) -> Void
     ) throws(NATSError) {
         self.connection = connection
-        let inFlight = InFlight(connection: connection, published: published)
+        let inFlight = try InFlight(connection: connection, published: published)
         inFlight.jetStream = try connection.jetStream(
             wait: ClusterLink.jetStreamWait,
             handlers: NATSJetStreamHandlers(
@@ -82,10 +82,14 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
         /// New publishes held while the connection is lost, in order.
         private var held: [Publish] = []
         private var returnsSeen: UInt64 = 0
+        private let statistics: NATSStatistics
 
-        init(connection: NATSConnection, published: @escaping @Sendable (String, NATSPublishAnswer) -> Void) {
+        init(
+            connection: NATSConnection, published: @escaping @Sendable (String, NATSPublishAnswer) -> Void
+        ) throws(NATSError) {
             self.connection = connection
             self.published = published
+            statistics = try NATSStatistics()
         }
 
         /// Sends a new publish, after what the connection may have lost; holds it while the
@@ -104,7 +108,7 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
         /// Whether the connection is up, having sent again, after it came back, what it may
         /// have lost.
         private func isUp() -> Bool {
-            let link = connection.link
+            let link = connection.link(readingInto: statistics)
             if link.returns != returnsSeen {
                 returnsSeen = link.returns
                 for (publish, _, _) in waiting.values.sorted(by: { $0.number < $1.number }) { resend(publish) }

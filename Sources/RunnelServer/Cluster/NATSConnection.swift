@@ -102,15 +102,13 @@ final class NATSConnection: @unchecked Sendable {
 
     /// Whether the connection is up now, and how many times it has come back: cnats counts a
     /// return before it lets anything out on the new connection, so a caller that finds the
-    /// count unchanged sends on the connection it sent on before.
-    var link: (isUp: Bool, returns: UInt64) {
+    /// count unchanged sends on the connection it sent on before. The counts are read into
+    /// `statistics`, the caller's, made once.
+    func link(readingInto statistics: NATSStatistics) -> (isUp: Bool, returns: UInt64) {
         let isUp = natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED
-        var statistics: OpaquePointer?
-        guard natsStatistics_Create(&statistics) == NATS_OK else { return (false, 0) }
-        defer { natsStatistics_Destroy(statistics) }
         var returns: UInt64 = 0
-        guard natsConnection_GetStats(connection, statistics) == NATS_OK,
-            natsStatistics_GetCounts(statistics, nil, nil, nil, nil, &returns) == NATS_OK
+        guard natsConnection_GetStats(connection, statistics.pointer) == NATS_OK,
+            natsStatistics_GetCounts(statistics.pointer, nil, nil, nil, nil, &returns) == NATS_OK
         else { return (false, 0) }
         return (isUp, returns)
     }
@@ -252,4 +250,19 @@ struct NATSSubscription: @unchecked Sendable {
         _ = natsSubscription_Unsubscribe(subscription)
         natsSubscription_Destroy(subscription)
     }
+}
+
+/// Where cnats copies a connection's counters (`NATSConnection.link(readingInto:)`), made once
+/// by its reader rather than at every read. Thread rules: one thread at a time, its owner's.
+/// Lifetime rule: freed with it.
+final class NATSStatistics {
+    let pointer: OpaquePointer
+
+    init() throws(NATSError) {
+        var statistics: OpaquePointer?
+        try NATSError.check(natsStatistics_Create(&statistics), "making a statistics buffer")
+        pointer = statistics!
+    }
+
+    deinit { natsStatistics_Destroy(pointer) }
 }
