@@ -2,7 +2,7 @@ import RunnelProtocol
 
 /// A clustered node's figures for `stats.cluster` and the `runnel_cluster_*` metrics, read at
 /// one moment. Thread rules: a value. Lifetime rule: owns its figures.
-struct ClusterFigures {
+struct ClusterFigures: SharedFigures {
     let name: String
     let node: String
     let linkUp: Bool

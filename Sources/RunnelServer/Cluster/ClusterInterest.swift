@@ -14,7 +14,7 @@ import RunnelProtocol
 ///
 /// Thread rules: loop thread only. Lifetime rule: owned by its `ClusterSubjectStore`; holds
 /// each local subscription from `began` to `ended`, which `SubscriptionTable` calls in pairs.
-final class ClusterInterest {
+final class ClusterInterest: SubscriptionInterest {
     private struct Interest {
         let pattern: SubjectPattern
         /// Each member, with whether it needs the NATS subscription.

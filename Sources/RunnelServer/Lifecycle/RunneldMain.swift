@@ -166,11 +166,11 @@ private final class Daemon: @unchecked Sendable {
 
     /// In a cluster, the listeners open once the node holds the retained values its streams had
     /// (a client that moved here resumes by position as it would elsewhere) and has heard every
-    /// live node (`ClusterSubjectStore.whenCaughtUp`), or at `deadline` (`cluster_connect_timeout`
+    /// live node (`SharedSubjects.whenCaughtUp`), or at `deadline` (`cluster_connect_timeout`
     /// after start), said in the log.
     private func listenOnceCaughtUp(before deadline: ContinuousClock.Instant) {
-        guard let cluster = server.cluster else { return listen() }
-        cluster.whenCaughtUp { [self] in listen() }
+        guard let shared = server.shared else { return listen() }
+        shared.whenCaughtUp { [self] in listen() }
         let scheduler = loop.scheduler
         let left = max(.zero, deadline - ContinuousClock.now)
         listenDeadline = scheduler.after(scheduler.now.advanced(by: left)) { [self] in

@@ -116,7 +116,7 @@ extension Server {
                 "runnel_journal_failing", .gauge, help: "1 while durable writes fail (a full disk, an I/O error).",
                 journal.failing ? 1 : 0)
         }
-        cluster?.figures.writeMetrics(into: &metrics)
+        shared?.sharedFigures.writeMetrics(into: &metrics)
         let process = ProcessStatistics.current()
         metrics.metric(
             "process_cpu_seconds_total", .counter, help: "User and system CPU time spent, in seconds.",

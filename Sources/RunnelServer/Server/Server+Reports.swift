@@ -21,7 +21,7 @@ extension Server {
             evaluationsRefusedByPublishBound: stats.evaluationsRefusedByPublishBound, loopTurns: turns.turns,
             turnP50Microseconds: turns.quantileMicroseconds(0.5), turnP99Microseconds: turns.quantileMicroseconds(0.99),
             turnMaxMicroseconds: turns.longestNanoseconds / 1000, loops: loopGroup?.count ?? 1,
-            compression: compressionFigures, journal: subjects.journalStatistics, cluster: cluster?.figures)
+            compression: compressionFigures, journal: subjects.journalStatistics, cluster: shared?.sharedFigures)
     }
 }
 

@@ -19,8 +19,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     private(set) var access: AccessList
     let logger: Logger
     let subjects: any SubjectStore
-    /// `subjects` as a clustered node's store (its link, interest and figures); nil standalone.
-    let cluster: ClusterSubjectStore?
+    /// The cluster `subjects` are shared with; nil standalone.
+    let shared: (any SharedSubjects)?
     let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishEvaluationBound: PublishEvaluationBound
@@ -68,16 +68,17 @@ public final class Server: SessionOwner, @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
-        self.cluster = subjects as? ClusterSubjectStore
+        self.shared = subjects.sharing
         self.publishEvaluationBound = PublishEvaluationBound(milliseconds: config.maxPublishEvalMs, clock: scheduler)
         self.publisherPauses = PublisherPauses(clock: scheduler)
         let occupancy = OccupancyTracker(store: subjects.local, scheduler: scheduler)
         self.occupancy = occupancy
-        if let peers = cluster?.link.occupancy {
+        if let shared {
+            let peers = shared.occupancyPeers
             occupancy.peers = peers
             peers.localCount = { [weak occupancy] subject in occupancy?.localCount(of: subject) ?? 0 }
             peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
-            cluster?.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
+            shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
         applyRetentionLimits()
     }
@@ -87,7 +88,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     var sessionContext: SessionContext {
         if let madeSessionContext { return madeSessionContext }
         let made = SessionContext(
-            scheduler: scheduler, logger: logger, subjects: subjects, cluster: cluster, stats: stats,
+            scheduler: scheduler, logger: logger, subjects: subjects, shared: shared, stats: stats,
             publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner,
             occupancy: occupancy, owner: self)
         madeSessionContext = made
@@ -307,7 +308,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     private func applyRetentionLimits() {
         subjects.retained.maxBytes = config.maxRetainedBytes
         subjects.retained.maxReplayBytes = config.maxReplayBytes
-        cluster?.apply(
+        shared?.apply(
             maxSubjects: config.maxSubjects, maxDepth: config.maxDepth, publishBound: publishEvaluationBound)
     }
 

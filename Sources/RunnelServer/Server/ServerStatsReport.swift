@@ -39,7 +39,7 @@ struct ServerStatsReport {
     /// The durable journal's figures; nil without one (no `durable` member).
     let journal: JournalStatistics?
     /// A clustered node's figures; nil standalone (no `cluster` member).
-    let cluster: ClusterFigures?
+    let cluster: (any SharedFigures)?
 
     /// `"connections":N,...`: the figures as members of `line`, in the protocol's order.
     func writeMembers(into line: inout ServerLineWriter) {

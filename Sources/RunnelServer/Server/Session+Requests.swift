@@ -211,8 +211,8 @@ extension Session {
         subscription.pinnedBytes = pinned
         // The reply goes out before any event of the subscription (replayed values included);
         // in a cluster, once NATS has the subscription that brings other nodes' values.
-        if subscriptions.insert(subscription), let cluster = context.cluster {
-            cluster.awaitNewInterest()
+        if subscriptions.insert(subscription), let shared = context.shared {
+            shared.awaitNewInterest()
             replyWhenWritten(ref: request.ref) { .subscribed(sid: sid, resumed: resumed) }
         } else {
             write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))

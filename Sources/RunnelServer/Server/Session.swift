@@ -88,7 +88,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.publishBound = context.publishBound
         self.settings = settings
         self.subscriptions = SubscriptionTable(
-            stats: context.stats, interest: context.cluster?.interest, occupancy: context.occupancy)
+            stats: context.stats, interest: context.shared?.readers, occupancy: context.occupancy)
         self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(

@@ -19,8 +19,8 @@ final class SessionContext: @unchecked Sendable {
     let scheduler: LoopScheduler
     let logger: Logger
     let subjects: any SubjectStore
-    /// `subjects` as a clustered node's store; nil standalone.
-    let cluster: ClusterSubjectStore?
+    /// The cluster `subjects` are shared with; nil standalone.
+    let shared: (any SharedSubjects)?
     let stats: ServerStats
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     let publishBound: PublishEvaluationBound
@@ -34,7 +34,7 @@ final class SessionContext: @unchecked Sendable {
     unowned let owner: any SessionOwner
 
     init(
-        scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, cluster: ClusterSubjectStore?,
+        scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, shared: (any SharedSubjects)?,
         stats: ServerStats,
         publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
         occupancy: OccupancyTracker, owner: any SessionOwner
@@ -42,7 +42,7 @@ final class SessionContext: @unchecked Sendable {
         self.scheduler = scheduler
         self.logger = logger
         self.subjects = subjects
-        self.cluster = cluster
+        self.shared = shared
         self.stats = stats
         self.publishBound = publishBound
         self.pauses = pauses

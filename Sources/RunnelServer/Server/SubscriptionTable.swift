@@ -16,12 +16,12 @@ final class SubscriptionTable {
     private var nextSid: UInt64 = 1
     private let stats: ServerStats
     /// A clustered node's record of what its clients subscribe to; nil standalone.
-    private let interest: ClusterInterest?
+    private let interest: (any SubscriptionInterest)?
     /// The counts `$sys.occupancy.S` reports, told of each subscription that goes (and by
     /// `Session.subscribe` of each whose chain runs).
     private let occupancy: OccupancyTracker
 
-    init(stats: ServerStats, interest: ClusterInterest?, occupancy: OccupancyTracker) {
+    init(stats: ServerStats, interest: (any SubscriptionInterest)?, occupancy: OccupancyTracker) {
         self.stats = stats
         self.interest = interest
         self.occupancy = occupancy

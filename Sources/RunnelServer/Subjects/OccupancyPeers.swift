@@ -18,4 +18,8 @@ protocol OccupancyPeers: AnyObject {
     var watchedElsewhere: Dictionary<String, Set<String>>.Keys { get }
     /// This node's own count of `subject` (one of `watchedElsewhere`) may have changed.
     func tell(_ subject: String, count: Int)
+    /// Where it reads this node's count of a subject (`OccupancyTracker.localCount`), and
+    /// whom it tells that the others' count of one changed.
+    var localCount: (String) -> Int { get set }
+    var othersChanged: (String) -> Void { get set }
 }

@@ -28,6 +28,9 @@ protocol SubjectStore: AnyObject {
     /// Whether it can keep durable subjects (the configuration names a `data_dir`).
     var keepsDurableSubjects: Bool { get }
 
+    /// The cluster it shares its subjects with; nil standalone.
+    var sharing: (any SharedSubjects)? { get }
+
     /// Whether replies about durable subjects wait for the disk (`fsync = always`), or a
     /// cluster's replies for the cluster, so that `whenWritten` may run its action later.
     var repliesWaitForDisk: Bool { get }
@@ -102,6 +105,8 @@ protocol SubjectStore: AnyObject {
 /// A map lives in the memory a store keeps in front (`local`), unless the store keeps it
 /// durable (`DurableSubjectStore+Maps`) or shares it (`ClusterSubjectStore+Maps`).
 extension SubjectStore {
+    var sharing: (any SharedSubjects)? { nil }
+
     func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a store that keeps no durable subject made a durable map")
         return local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: false)

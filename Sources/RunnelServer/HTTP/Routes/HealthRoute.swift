@@ -10,7 +10,7 @@ final class HealthRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        if let cluster = server.cluster, !cluster.link.isUp {
+        if let shared = server.shared, !shared.isLinked {
             exchange.answer(.text("cluster link down", status: .serviceUnavailable))
         } else {
             exchange.answer(.text("ok"))

@@ -1,0 +1,57 @@
+import RunnelProtocol
+
+/// What a node asks of the cluster its subjects are shared with (docs/architecture.md, "A
+/// cluster"), and all that the node's code (server, sessions, routes) knows of it: a clustered
+/// node's subject store is one (`SubjectStore.sharing`); a standalone node has none. What the
+/// cluster tells the node comes back through the store itself (values, definitions, the link's
+/// state as `unavailable`).
+///
+/// Thread rules: the first loop's thread.
+protocol SharedSubjects: AnyObject {
+    /// Where subscriptions say which subjects they read, for the cluster to bring those
+    /// subjects' values from other nodes.
+    var readers: any SubscriptionInterest { get }
+    /// Makes the sessions' change now being asked wait (`ClusterChanges`) until every other
+    /// node knows the subscriptions this node made since the last time: a `sub` reply after it
+    /// reaches a value published anywhere.
+    func awaitNewInterest()
+    /// Runs `action` once the node has caught up with the cluster (its streams' values read,
+    /// every live node heard), at once if it has: the listeners open then.
+    func whenCaughtUp(_ action: @escaping () -> Void)
+    /// Whether the link to the cluster is up (`/healthz` answers 503 while it is not).
+    var isLinked: Bool { get }
+    /// The cluster's figures for `stats` and `/metrics`, read now.
+    var sharedFigures: any SharedFigures { get }
+    /// The other nodes' occupancy counts.
+    var occupancyPeers: any OccupancyPeers { get }
+    /// Told the name of each subject the cluster made here (a definition or another node's
+    /// value arriving).
+    var adopted: (String) -> Void { get set }
+    /// `max_subjects`, `max_depth` and the publish bound, which values from other nodes respect
+    /// too (at start and at every reload).
+    func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound)
+}
+
+/// Where a node's subscriptions say what they read (`SubscriptionTable`), for the cluster to
+/// hold the NATS subscriptions that bring those values (`ClusterInterest`).
+///
+/// Thread rules: the first loop's thread.
+protocol SubscriptionInterest: AnyObject {
+    /// `subscription` began; true when that made a new NATS subscription (the `sub` reply then
+    /// waits for the other nodes to know: `SharedSubjects.awaitNewInterest`).
+    @discardableResult func began(_ subscription: SessionSubscription) -> Bool
+    /// `subscription` ended.
+    func ended(_ subscription: SessionSubscription)
+    /// `subscription`'s stages read `name` too (`plain`: a plain subject, whose values come
+    /// from other nodes); true when that made a new NATS subscription.
+    @discardableResult func beganReading(_ name: String, plain: Bool, by subscription: SessionSubscription) -> Bool
+    /// `subscription`'s stages no longer read `name`.
+    func endedReading(_ name: String, by subscription: SessionSubscription)
+}
+
+/// A cluster's figures as `stats` (its `cluster` member) and `/metrics` show them.
+/// Thread rules: a value.
+protocol SharedFigures {
+    func write(into line: inout ServerLineWriter)
+    func writeMetrics(into metrics: inout PrometheusExposition)
+}
