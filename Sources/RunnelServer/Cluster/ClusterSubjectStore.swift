@@ -58,9 +58,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var expiring: [UInt64: MapExpiry] = [:]
     var expiringKeys: Set<MapExpiry> = []
     var lastExpiry: UInt64 = 0
-    /// The last seq of each origin's values, by subject, with the subject's epoch there: a jump
-    /// is values missed, a seq not above it a second copy.
-    private var lastSeqs: [String: [String: (epoch: String, seq: UInt64)]] = [:]
+    /// The last seq of each origin's plain values, by subject.
+    private var sequences = ClusterSequences()
     /// How each plain subject's values are sent, by entry (made at its first value; gone with it).
     private var routes: [ObjectIdentifier: ClusterRoute] = [:]
     /// Told of each subject made here from the cluster's definition (`OccupancyTracker`'s
@@ -180,7 +179,9 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     // MARK: Plain subjects' values from other nodes
 
     func clusterDelivered(_ values: ClusterValueBatch, subject: String, origin: String, epoch: String, first: UInt64) {
-        let seen = alreadySeen(first, count: values.count, epoch: epoch, of: origin, in: subject)
+        let (seen, gap) = sequences.receive(
+            first: first, count: values.count, epoch: epoch, origin: origin, subject: subject)
+        if gap > 0 { missed(gap, in: subject) }
         guard seen < values.count, let publishBound, let entry = localPlainSubject(subject) else { return }
         for payload in values.dropFirst(seen) {
             guard let value = validated(payload) else {
@@ -212,22 +213,6 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             name, kind: .subject, capacity: nil, retainMilliseconds: nil, initial: nil, durable: false)
     }
 
-    /// How many of the `count` values from `first` of `origin` in `subject` (in its epoch
-    /// `epoch` there) this node has had already: second copies (NATS delivers one per matching
-    /// subscription). The values between the last one and the first new one were missed. A new
-    /// epoch is the subject made anew there.
-    private func alreadySeen(_ first: UInt64, count: Int, epoch: String, of origin: String, in subject: String) -> Int {
-        let end = first + UInt64(count)
-        var seen = 0
-        if let last = lastSeqs[origin]?[subject], last.epoch == epoch {
-            guard end - 1 > last.seq else { return count }
-            if first > last.seq + 1 { missed(first - last.seq - 1, in: subject) }
-            seen = Int(last.seq + 1 - min(first, last.seq + 1))
-        }
-        lastSeqs[origin, default: [:]][subject] = (epoch, end - 1)
-        return seen
-    }
-
     /// `count` values of `subject` did not reach this node: counted, and its subscriptions told.
     func missed(_ count: UInt64, in subject: String) {
         interest.noteMissed(count, in: subject)
@@ -235,7 +220,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     }
 
     func clusterForgot(_ origins: [String]) {
-        for origin in origins { lastSeqs[origin] = nil }
+        sequences.forget(origins: origins)
     }
 
     var clusterInterestKeys: [String] { interest.keys }
@@ -244,11 +229,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// brings go, as values sent to other nodes meanwhile were not missed here.
     private func forgetSeqs(newlyBroughtBy key: String) {
         let pattern = SubjectPattern(key)
-        for origin in lastSeqs.keys {
-            lastSeqs[origin] = lastSeqs[origin]!.filter { subject, _ in
-                !pattern.matches(subject) || interest.bringsValues(of: subject, besides: key)
-            }
-        }
+        sequences.forget { subject in pattern.matches(subject) && !interest.bringsValues(of: subject, besides: key) }
     }
 
     func clusterLinkChanged(up: Bool) {
