@@ -1256,6 +1256,31 @@ class TestRetained:
         assert got[0][0] == 8 and split_pos(got[0][1])[0] == epoch and split_pos(got[0][1])[1] > latest, got
         client.close()
 
+    def test_a_position_given_by_a_node_ahead_resumes_on_a_node_behind(self, c):
+        # c is frozen while 2,000 values are stored through a; the moment it goes on, before its
+        # copy of the stream can have caught up, a `sub` on c from the 1,990th value's position
+        # (read on a) waits until c has delivered that far: resumed, with exactly the 10 after.
+        # A position beyond what the stream holds is still told at once as not resumed.
+        create(c, "a", subject="resume.lag", kind="replay", capacity=2000)
+        client = LineClient(c["c"].port, timeout=10)
+        freeze(c["c"].process.pid)
+        try:
+            publish_with_refs(c.client("a"), "resume.lag", list(range(2000)))
+            positions = [pos for _, pos in late(c["a"], "resume.lag", 2000, "a late subscriber of resume.lag on a")]
+        finally:
+            os.kill(c["c"].process.pid, signal.SIGCONT)
+        reply = ok(client.request({"op": "sub", "subject": "resume.lag", "sid": "r", "from": positions[1989]}))
+        client.sid = "r"
+        assert reply.get("resumed") is True, f"from the 1,990th value's position on c, just woken: {reply}"
+        got = pairs(events(client, 10, "from the 1,990th value's position on c"))
+        assert got == list(zip(range(1990, 2000), positions[1990:])), got
+        expect_silence(client)
+        epoch, latest = split_pos(positions[-1])
+        started = time.monotonic()
+        reply = ok(client.request({"op": "sub", "subject": "resume.lag", "sid": "b", "from": f"{epoch}:{latest + 1000}"}))
+        assert reply.get("resumed") is False and time.monotonic() - started < 1, (reply, time.monotonic() - started)
+        client.close()
+
     def test_a_behavior_subjects_value_is_the_clusters(self, c):
         # Created with a value on a: a subscriber on c gets it first (seq 0); after a pub on b,
         # subscribers everywhere get the new value, and a late one on a gets only it. A create on c

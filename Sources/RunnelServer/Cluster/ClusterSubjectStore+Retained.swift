@@ -62,7 +62,8 @@ extension ClusterSubjectStore {
         case .stored(let seq):
             // (Only while its consumer runs: one that could not start delivers nothing.)
             if let epoch, consumers[epoch] != nil, consumedSeqs[epoch, default: 0] < seq {
-                return awaitingDelivery[epoch, default: []].append((seq, change))
+                _ = consumerWaits.add(epoch: epoch, seq: seq) { [unowned self] in answer(change, error: nil) }
+                return
             }
             answer(change, error: nil)
         case .notLast:
@@ -107,11 +108,8 @@ extension ClusterSubjectStore {
     func consumed(_ seq: UInt64, of entry: SubjectEntry) {
         let epoch = entry.epoch
         consumedSeqs[epoch] = seq
-        if var waiting = awaitingDelivery[epoch] {
-            let due = waiting.prefix { $0.seq <= seq }
-            waiting.removeFirst(due.count)
-            awaitingDelivery[epoch] = waiting.isEmpty ? nil : waiting
-            for stored in due { answer(stored.change, error: nil) }
+        if !consumerWaits.isEmpty {
+            for action in consumerWaits.delivered(seq, epoch: epoch) { action() }
         }
         if let target = catchingUp[epoch], seq >= target {
             catchingUp[epoch] = nil
@@ -186,10 +184,33 @@ extension ClusterSubjectStore {
         catchingUp[entry.epoch] = nil
         endings[entry.epoch] = nil
         consumedSeqs[entry.epoch] = nil
-        // Its replies wait no more: the subject is gone here.
-        for waiting in awaitingDelivery.removeValue(forKey: entry.epoch) ?? [] { answer(waiting.change, error: nil) }
+        // Its replies and subscriptions wait no more: the subject is gone here.
+        for action in consumerWaits.ended(epoch: entry.epoch) { action() }
         checkCaughtUp()
         guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
         link.worker.run { consumer.unsubscribe() }
+    }
+
+    /// Runs `then` once this node has delivered `entry`'s stream as far as `position` (in its
+    /// epoch, beyond what this node has delivered: its consumer lags behind the node that gave
+    /// it), or after `within` at the latest, or as soon as JetStream says the stream does not
+    /// reach it (a position made up, or of values lost); false, and nothing done, when this
+    /// node is not behind it.
+    func whenDelivered(
+        upTo position: Position, of entry: SubjectEntry, within: Duration, then: @escaping () -> Void
+    ) -> Bool {
+        let epoch = entry.epoch
+        guard position.epoch == epoch, position.seq > entry.lastSeq, consumers[epoch] != nil else { return false }
+        let id = consumerWaits.add(epoch: epoch, seq: position.seq, then)
+        let scheduler = link.scheduler
+        scheduler.after(scheduler.now.advanced(by: within)) { [weak self] in self?.consumerWaits.cancel(id)?() }
+        let stream = link.streamName(epoch: epoch)
+        link.worker.run { [link] in
+            try? link.jetStream.lastSequence(of: stream)
+        } then: { [weak self] last in
+            // Beyond what the stream holds, or not known: nothing to wait for.
+            if last.map({ position.seq > $0 }) ?? true { self?.consumerWaits.cancel(id)?() }
+        }
+        return true
     }
 }

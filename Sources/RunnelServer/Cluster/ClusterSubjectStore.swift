@@ -49,10 +49,10 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var awaitingStreams: [String: [() -> Void]] = [:]
     /// The epoch of each change published to a stream and not answered by JetStream yet.
     var storing: [UInt64: String] = [:]
-    /// The last seq this node's consumer delivered of each stream, by epoch, and the changes
-    /// JetStream stored that wait for it to get as far (their seqs only grow).
+    /// The last seq this node's consumer delivered of each stream, by epoch, and what waits for
+    /// it to get further (replies, `from` subscriptions).
     var consumedSeqs: [String: UInt64] = [:]
-    var awaitingDelivery: [String: [(seq: UInt64, change: UInt64)]] = [:]
+    var consumerWaits = ConsumerWaits()
     /// A map's expiries this node asked the cluster for and has not heard back about, by the
     /// number in their ids (`ClusterSubjectStore+Maps`).
     var expiring: [UInt64: MapExpiry] = [:]

@@ -110,6 +110,8 @@ extension Session {
             case .longLine(let byteCount):
                 reportLongLine(byteCount: byteCount)
             }
+            // A `sub` that waits for this node to catch up: the rest waits behind it.
+            if held.isWaiting { return }
         }
         held.reset()
         guard !isClosing else { return }
@@ -118,6 +120,31 @@ extension Session {
         } else {
             transport.resumeInput()
         }
+    }
+
+    // MARK: A position another node gave
+
+    /// How long a `sub` whose `from` is beyond what this node delivered waits for it to catch
+    /// up with the cluster; then it is answered as it is (`resumed: false`: a gap, told).
+    static let catchUpWait: Duration = .seconds(2)
+
+    /// Holds the requests after a `sub` that waits for this node to catch up with its `from`
+    /// (`subscribe`), as backpressure holds them, in order.
+    func holdInputWhileCatchingUp() {
+        held.isWaiting = true
+        transport.pauseInput()
+    }
+
+    /// The waiting `sub` runs again, this node caught up (or its wait over), then what came
+    /// after it.
+    func subscribeCaughtUp(_ request: SubscribeRequest) {
+        guard !isClosing else { return }
+        do throws(ProtocolError) {
+            try subscribe(request, caughtUp: true)
+        } catch {
+            writeReply(error: error, ref: request.ref)
+        }
+        resumeInput()
     }
 
     /// Whether the unsent output is over the soft limit: requests are held (`holdInput`) and

@@ -114,8 +114,9 @@ extension Session {
 
     /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
     /// line, or a stream's query): its reply (`SessionReply.Outcome.subscribed`) goes out
-    /// before any of its events.
-    func subscribe(_ request: SubscribeRequest) throws(ProtocolError) {
+    /// before any of its events. `caughtUp`: it waited once for this node to catch up with its
+    /// `from` (`subscribeCaughtUp`).
+    func subscribe(_ request: SubscribeRequest, caughtUp: Bool = false) throws(ProtocolError) {
         let pattern = try request.pattern()
         let target = pattern.text
         if pattern.isWildcard { try SystemSubjects.checkReadable(pattern: target) }
@@ -154,6 +155,15 @@ extension Session {
         // (Not the server's own subjects, which it keeps alone: `SystemSubjects`.)
         if from != nil || entry?.retainsValues == true && !SystemSubjects.isReserved(target) {
             try subjects.checkShared()
+        }
+        // A position another node gave, beyond what this node delivered yet: the request (and
+        // those after it) waits until this node has, then runs again (`subscribeCaughtUp`).
+        if let from, let entry, !caughtUp, let shared = context.shared,
+            shared.whenDelivered(
+                upTo: from, of: entry, within: Self.catchUpWait,
+                then: { [weak self] in self?.subscribeCaughtUp(request) })
+        {
+            return holdInputWhileCatchingUp()
         }
         var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
         // What a subject keeps for `retain_s` is not replayed past it. The server's clock, read

@@ -18,6 +18,12 @@ protocol SharedSubjects: AnyObject {
     /// Runs `action` once the node has caught up with the cluster (its streams' values read,
     /// every live node heard), at once if it has: the listeners open then.
     func whenCaughtUp(_ action: @escaping () -> Void)
+    /// Runs `then` once this node has delivered `entry`'s values as far as `position`, which
+    /// another node gave (this node's copy of the stream lags), or after `within` at the latest;
+    /// false, and nothing done, when this node is not behind it.
+    func whenDelivered(
+        upTo position: Position, of entry: SubjectEntry, within: Duration, then: @escaping () -> Void
+    ) -> Bool
     /// Whether the link to the cluster is up (`/healthz` answers 503 while it is not).
     var isLinked: Bool { get }
     /// The cluster's figures for `stats` and `/metrics`, read now.
