@@ -126,7 +126,7 @@ extension Session {
 
     /// How long a `sub` whose `from` is beyond what this node delivered waits for it to catch
     /// up with the cluster; then it is answered as it is (`resumed: false`: a gap, told).
-    static let catchUpWait: Duration = .seconds(2)
+    static let catchUpWait: Duration = .seconds(5)
 
     /// Holds the requests after a `sub` that waits for this node to catch up with its `from`
     /// (`subscribe`), as backpressure holds them, in order.
