@@ -215,6 +215,8 @@ class TestLifecycle:
                 else:
                     assert client.request({"op": "ping"})["ok"]
                     client.close()
-            assert re.search("configuration reloaded", "\n".join(d.log)), d.log[-10:]
+            # The log comes through a reader thread of the test's: polled, not read once.
+            poll_until(lambda: "\n".join(d.log), lambda log: re.search("configuration reloaded", log),
+                       "the reload's log line", 5)
         finally:
             assert d.stop() == 0
