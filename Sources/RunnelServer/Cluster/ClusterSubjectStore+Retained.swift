@@ -193,14 +193,17 @@ extension ClusterSubjectStore {
 
     /// Runs `then` once this node has delivered `entry`'s stream as far as `position` (in its
     /// epoch, beyond what this node has delivered: its consumer lags behind the node that gave
-    /// it), or after `within` at the latest, or as soon as JetStream says the stream does not
+    /// it, or has yet to start), or after `within` at the latest, or as soon as JetStream says the stream does not
     /// reach it (a position made up, or of values lost); false, and nothing done, when this
     /// node is not behind it.
     func whenDelivered(
         upTo position: Position, of entry: SubjectEntry, within: Duration, then: @escaping () -> Void
     ) -> Bool {
         let epoch = entry.epoch
-        guard position.epoch == epoch, position.seq > entry.lastSeq, consumers[epoch] != nil else { return false }
+        // Its consumer runs, or is starting (a subject made a moment ago).
+        guard position.epoch == epoch, position.seq > entry.lastSeq, retainedByEpoch[epoch] === entry else {
+            return false
+        }
         let id = consumerWaits.add(epoch: epoch, seq: position.seq, then)
         let scheduler = link.scheduler
         scheduler.after(scheduler.now.advanced(by: within)) { [weak self] in self?.consumerWaits.cancel(id)?() }
