@@ -193,9 +193,9 @@ extension ClusterSubjectStore {
 
     /// Runs `then` once this node has delivered `entry`'s stream as far as `position` (in its
     /// epoch, beyond what this node has delivered: its consumer lags behind the node that gave
-    /// it, or has yet to start), or after `within` at the latest, or as soon as JetStream says the stream does not
-    /// reach it (a position made up, or of values lost); false, and nothing done, when this
-    /// node is not behind it.
+    /// it, or has yet to start), or after `within` at the latest, or as soon as JetStream says
+    /// the stream does not reach it (a position made up, or of values lost); false, and nothing
+    /// done, when this node is not behind it.
     func whenDelivered(
         upTo position: Position, of entry: SubjectEntry, within: Duration, then: @escaping () -> Void
     ) -> Bool {

@@ -139,9 +139,8 @@ final class NATSConnection: @unchecked Sendable {
             try NATSError.check(
                 natsOptions_SetUserInfo(options, credentials.user, credentials.password), "setting cluster_user")
         }
-        let milliseconds = max(
-            1, Int64(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
-        try NATSError.check(natsOptions_SetTimeout(options, milliseconds), "setting the NATS connect timeout")
+        try NATSError.check(
+            natsOptions_SetTimeout(options, timeout.cnatsMilliseconds), "setting the NATS connect timeout")
         try NATSError.check(natsOptions_SetMaxReconnect(options, -1), "setting NATS reconnects")
         try NATSError.check(natsOptions_SetReconnectWait(options, reconnectWait), "setting the NATS reconnect wait")
         try NATSError.check(natsOptions_SetReconnectJitter(options, 250, 1000), "setting the NATS reconnect jitter")
@@ -209,7 +208,7 @@ final class NATSConnection: @unchecked Sendable {
     /// and its PONG. Blocks: the worker thread's.
     func flush(timeout: Duration) throws(NATSError) {
         try NATSError.check(
-            natsConnection_FlushTimeout(connection, max(1, Int64(timeout.components.seconds) * 1000)),
+            natsConnection_FlushTimeout(connection, timeout.cnatsMilliseconds),
             "waiting for NATS to read what was sent")
     }
 
@@ -265,4 +264,12 @@ final class NATSStatistics {
     }
 
     deinit { natsStatistics_Destroy(pointer) }
+}
+
+extension Duration {
+    /// The duration as cnats takes a timeout: whole milliseconds, at least 1.
+    var cnatsMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
 }

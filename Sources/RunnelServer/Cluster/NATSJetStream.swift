@@ -62,7 +62,7 @@ final class NATSJetStream: @unchecked Sendable {
         let box = Unmanaged.passRetained(Box(handlers))
         var options = jsOptions()
         jsOptions_Init(&options)
-        options.Wait = max(1, Int64(wait.components.seconds) * 1000)
+        options.Wait = wait.cnatsMilliseconds
         options.PublishAsync.MaxPending = Self.maxPending
         options.PublishAsync.StallWait = 1
         options.PublishAsync.AckHandlerClosure = box.toOpaque()
@@ -176,8 +176,7 @@ final class NATSJetStream: @unchecked Sendable {
     ) throws(NATSError) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
-        options.MaxWait = max(
-            1, Int64(wait.components.seconds) * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+        options.MaxWait = wait.cnatsMilliseconds
         if let expectingLast { options.ExpectLastSubjectSeq = expectingLast }
         let status = id.withCString { cID in
             options.MsgId = cID
