@@ -82,8 +82,7 @@ import Testing
         #expect(after != nil, "subscriptions were not disposed")
         // Subjects stay.
         #expect(try control.list(prefix: "dc.").count == 11)
-        // Polled: CI at four loops once counted a receiver here just after the counts fell
-        // (not reproduced in isolation; noted on #44, whose redesign moves these sessions).
+        // Polled, like the counts above.
         #expect(try eventually { try control.publish("dc.s0", 1) == 0 })
     }
 

@@ -304,7 +304,7 @@ class TestGrace:
         # several loops the subscriber's output crosses to its socket's loop before the kernel
         # takes it, so short pauses may come before (each ends as that loop catches up): the bound
         # is on the publisher's time paused in all, and with several loops on a loaded two-core
-        # machine those catch-ups add up (120 ms seen in CI): 300 ms there, 1% of the 30 s grace
+        # machine those catch-ups add up: 300 ms there, 1% of the 30 s grace
         # it would be held for if the dead subscriber paced it.
         before = stats(d)
         dead = SlowSubscriber(d, "grace.dead", "d")
