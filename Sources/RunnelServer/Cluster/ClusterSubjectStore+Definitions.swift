@@ -200,12 +200,8 @@ extension ClusterSubjectStore {
         link.worker.run {
             (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
         } then: { [self] last in
-            guard let entry = retainedByEpoch[epoch] else { return }
-            if entry.lastSeq >= last {
-                local.terminate(entry, error: error)
-            } else {
-                endings[epoch] = (last, error)
-            }
+            guard let entry = streams.entry(epoch), streams.ends(epoch, after: last, error: error) else { return }
+            local.terminate(entry, error: error)
         }
     }
 

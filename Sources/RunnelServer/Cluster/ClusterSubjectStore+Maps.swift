@@ -55,7 +55,7 @@ extension ClusterSubjectStore {
     /// A change of the map in `epoch`'s stream, to `key` (escaped): applied with the stream's
     /// seq, once.
     func deliverMapChange(_ message: NATSStreamMessage, epoch: String, key escaped: Substring) {
-        guard let entry = retainedByEpoch[epoch], let map = entry.map, let publishBound,
+        guard let entry = streams.entry(epoch), let map = entry.map, let publishBound,
             message.streamSeq > entry.lastSeq
         else { return }
         if message.streamSeq > entry.lastSeq + 1 {
@@ -85,11 +85,9 @@ extension ClusterSubjectStore {
         guard let map = entry.map, link.isUp, awaitingStreams[entry.epoch] == nil else { return }
         for key in map.expired(now: now - Int64(link.peers.rank) * Self.expiryStagger) {
             let expiry = MapExpiry(epoch: entry.epoch, key: key.label.key!, seq: key.message.seq!)
-            guard expiringKeys.insert(expiry).inserted else { continue }
-            lastExpiry += 1
-            expiring[lastExpiry] = expiry
+            guard let number = expiries.ask(expiry) else { continue }
             link.retainedPublisher.publish(
-                Self.expired, on: subject(of: expiry.key, in: entry), id: "\(link.instance)-x\(lastExpiry)",
+                Self.expired, on: subject(of: expiry.key, in: entry), id: "\(link.instance)-x\(number)",
                 expectingLast: expiry.seq, resendWithin: NATSJetStream.resendWindow(maxAgeMilliseconds: nil))
         }
     }
@@ -97,8 +95,7 @@ extension ClusterSubjectStore {
     /// JetStream answered the expiry numbered `number`: stored, not (the key changed
     /// meanwhile), or failed, when the next sweep asks again.
     func expiryAnswered(_ number: UInt64?, _ answer: NATSPublishAnswer) {
-        guard let number, let expiry = expiring.removeValue(forKey: number) else { return }
-        expiringKeys.remove(expiry)
+        guard let number, expiries.answered(number) else { return }
         if case .failed(let problem) = answer {
             link.logger.warning("cluster: expiring a key of a map failed (tried again): \(problem)")
         }
@@ -131,4 +128,29 @@ struct MapExpiry: Hashable {
     let epoch: String
     let key: String
     let seq: UInt64
+}
+
+/// The expiries this node asked the cluster for and has not heard back about, by the number in
+/// their publishes' ids: each asked once until answered (a sweep meanwhile finds the key due
+/// again). Thread rules: a value, owned by the clustered node's store on the first loop.
+struct MapExpiries {
+    private var byNumber: [UInt64: MapExpiry] = [:]
+    private var asked: Set<MapExpiry> = []
+    private var lastNumber: UInt64 = 0
+
+    /// `expiry`'s number, to publish it under; nil when it was asked and is not answered yet.
+    mutating func ask(_ expiry: MapExpiry) -> UInt64? {
+        guard asked.insert(expiry).inserted else { return nil }
+        lastNumber += 1
+        byNumber[lastNumber] = expiry
+        return lastNumber
+    }
+
+    /// The expiry numbered `number` was answered (it may be asked again); false when no such
+    /// one waits.
+    mutating func answered(_ number: UInt64) -> Bool {
+        guard let expiry = byNumber.removeValue(forKey: number) else { return false }
+        asked.remove(expiry)
+        return true
+    }
 }

@@ -61,8 +61,8 @@ extension ClusterSubjectStore {
         switch outcome {
         case .stored(let seq):
             // (Only while its consumer runs: one that could not start delivers nothing.)
-            if let epoch, consumers[epoch] != nil, consumedSeqs[epoch, default: 0] < seq {
-                _ = consumerWaits.add(epoch: epoch, seq: seq) { [unowned self] in answer(change, error: nil) }
+            if let epoch, streams.isConsuming(epoch), streams.delivered(epoch) < seq {
+                _ = streams.wait(for: seq, of: epoch) { [unowned self] in answer(change, error: nil) }
                 return
             }
             answer(change, error: nil)
@@ -84,7 +84,7 @@ extension ClusterSubjectStore {
             return deliverMapChange(message, epoch: String(rest[..<dot]), key: rest[rest.index(after: dot)...])
         }
         let epoch = String(rest)
-        guard let entry = retainedByEpoch[epoch], let publishBound, message.streamSeq > entry.lastSeq else { return }
+        guard let entry = streams.entry(epoch), let publishBound, message.streamSeq > entry.lastSeq else { return }
         // A consumer that fell behind by more than the stream keeps skips what it lost: told.
         if entry.lastSeq > 0 && message.streamSeq > entry.lastSeq + 1 {
             missed(message.streamSeq - entry.lastSeq - 1, in: entry.name)
@@ -106,19 +106,10 @@ extension ClusterSubjectStore {
     /// This node's consumer delivered `entry`'s stream as far as `seq`: the replies waiting for
     /// it go out, and what waited for the stream's end or its catching up goes on.
     func consumed(_ seq: UInt64, of entry: SubjectEntry) {
-        let epoch = entry.epoch
-        consumedSeqs[epoch] = seq
-        if !consumerWaits.isEmpty {
-            for action in consumerWaits.delivered(seq, epoch: epoch) { action() }
-        }
-        if let target = catchingUp[epoch], seq >= target {
-            catchingUp[epoch] = nil
-            checkCaughtUp()
-        }
-        if let ending = endings[epoch], seq >= ending.last {
-            endings[epoch] = nil
-            local.terminate(entry, error: ending.error)
-        }
+        let reached = streams.consumed(seq, of: entry.epoch)
+        for action in reached.waits { action() }
+        if reached.caughtUp { checkCaughtUp() }
+        if let error = reached.ending { local.terminate(entry, error: error) }
     }
 
     /// Whether every retained subject's consumer has started and delivered what its stream
@@ -126,7 +117,7 @@ extension ClusterSubjectStore {
     /// and every live node has been heard (until then a `sub` reply would wait for that):
     /// `RunneldMain` opens the listeners once it is true (`whenCaughtUp`), or after
     /// `cluster_connect_timeout`.
-    var hasCaughtUp: Bool { startingConsumers == 0 && catchingUp.isEmpty && link.peers.peersKnown }
+    var hasCaughtUp: Bool { streams.hasCaughtUp && link.peers.peersKnown }
 
     /// Runs `action` once `hasCaughtUp` holds, at once if it does: readiness as an event,
     /// looked at again where its parts change (a consumer started, a stream's values delivered
@@ -139,7 +130,7 @@ extension ClusterSubjectStore {
     func checkCaughtUp() {
         guard !caughtUpWaiters.isEmpty else { return }
         guard hasCaughtUp else {
-            if startingConsumers == 0 && catchingUp.isEmpty {
+            if streams.hasCaughtUp {
                 link.scheduler.after(link.peers.peersKnownAt) { [weak self] in self?.checkCaughtUp() }
             }
             return
@@ -153,8 +144,7 @@ extension ClusterSubjectStore {
     func startConsuming(_ entry: SubjectEntry) {
         let epoch = entry.epoch
         let isMap = entry.map != nil
-        retainedByEpoch[epoch] = entry
-        startingConsumers += 1
+        streams.starting(entry)
         let link = link
         link.worker.run { () -> (consumer: NATSSubscription, last: UInt64)? in
             let stream = link.streamName(epoch: epoch)
@@ -168,26 +158,20 @@ extension ClusterSubjectStore {
                 return nil
             }
         } then: { [self] started in
-            startingConsumers -= 1
             defer { checkCaughtUp() }
-            guard let (consumer, last) = started else { return }
+            guard let (consumer, last) = started else { return streams.failedToStart() }
             // Deleted meanwhile: the consumer goes too.
-            guard let entry = retainedByEpoch[epoch] else { return link.worker.run { consumer.unsubscribe() } }
-            consumers[epoch] = consumer
-            if last > entry.lastSeq { catchingUp[epoch] = last }
+            if !streams.started(epoch, consumer, last: last) { link.worker.run { consumer.unsubscribe() } }
         }
     }
 
     /// Stops it (the subject is gone here).
     func stopConsuming(_ entry: SubjectEntry) {
-        retainedByEpoch[entry.epoch] = nil
-        catchingUp[entry.epoch] = nil
-        endings[entry.epoch] = nil
-        consumedSeqs[entry.epoch] = nil
+        let (consumer, waits) = streams.stop(entry.epoch)
         // Its replies and subscriptions wait no more: the subject is gone here.
-        for action in consumerWaits.ended(epoch: entry.epoch) { action() }
+        for action in waits { action() }
         checkCaughtUp()
-        guard let consumer = consumers.removeValue(forKey: entry.epoch) else { return }
+        guard let consumer else { return }
         link.worker.run { consumer.unsubscribe() }
     }
 
@@ -201,18 +185,18 @@ extension ClusterSubjectStore {
     ) -> Bool {
         let epoch = entry.epoch
         // Its consumer runs, or is starting (a subject made a moment ago).
-        guard position.epoch == epoch, position.seq > entry.lastSeq, retainedByEpoch[epoch] === entry else {
+        guard position.epoch == epoch, position.seq > entry.lastSeq, streams.entry(epoch) === entry else {
             return false
         }
-        let id = consumerWaits.add(epoch: epoch, seq: position.seq, then)
+        let id = streams.wait(for: position.seq, of: epoch, then)
         let scheduler = link.scheduler
-        scheduler.after(scheduler.now.advanced(by: within)) { [weak self] in self?.consumerWaits.cancel(id)?() }
+        scheduler.after(scheduler.now.advanced(by: within)) { [weak self] in self?.streams.cancelWait(id)?() }
         let stream = link.streamName(epoch: epoch)
         link.worker.run { [link] in
             try? link.jetStream.lastSequence(of: stream)
         } then: { [weak self] last in
             // Beyond what the stream holds, or not known: nothing to wait for.
-            if last.map({ position.seq > $0 }) ?? true { self?.consumerWaits.cancel(id)?() }
+            if last.map({ position.seq > $0 }) ?? true { self?.streams.cancelWait(id)?() }
         }
         return true
     }

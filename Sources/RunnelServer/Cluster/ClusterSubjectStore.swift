@@ -33,31 +33,17 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     /// (where the bucket's changes told it).
     var definitions: [String: ClusterDefinition] = [:]
     var revisions: [String: UInt64] = [:]
-    /// Retained subjects by epoch (their streams' values come by it), and their consumers.
-    var retainedByEpoch: [String: SubjectEntry] = [:]
-    var consumers: [String: NATSSubscription] = [:]
-    /// Consumers being started, and the stream's last seq each started consumer has still to
-    /// deliver, by epoch (`hasCaughtUp`).
-    var startingConsumers = 0
-    var catchingUp: [String: UInt64] = [:]
+    /// The retained subjects' streams this node consumes, and what waits on them.
+    var streams = ClusterStreams<NATSSubscription>()
     /// What waits for `hasCaughtUp` (`whenCaughtUp`).
     var caughtUpWaiters: [() -> Void] = []
-    /// Retained subjects that end once their consumer delivers the stream's seq `last`, by epoch.
-    var endings: [String: (last: UInt64, error: ProtocolError?)] = [:]
     /// Retained subjects this node is making, by epoch, with the publishes waiting for their
     /// streams.
     var awaitingStreams: [String: [() -> Void]] = [:]
     /// The epoch of each change published to a stream and not answered by JetStream yet.
     var storing: [UInt64: String] = [:]
-    /// The last seq this node's consumer delivered of each stream, by epoch, and what waits for
-    /// it to get further (replies, `from` subscriptions).
-    var consumedSeqs: [String: UInt64] = [:]
-    var consumerWaits = ConsumerWaits()
-    /// A map's expiries this node asked the cluster for and has not heard back about, by the
-    /// number in their ids (`ClusterSubjectStore+Maps`).
-    var expiring: [UInt64: MapExpiry] = [:]
-    var expiringKeys: Set<MapExpiry> = []
-    var lastExpiry: UInt64 = 0
+    /// Maps' expiries this node asked the cluster for (`ClusterSubjectStore+Maps`).
+    var expiries = MapExpiries()
     /// The last seq of each origin's plain values, by subject.
     private var sequences = ClusterSequences()
     /// How each plain subject's values are sent, by entry (made at its first value; gone with it).
@@ -237,7 +223,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         // Whatever other nodes sent while the link was down may be lost.
         interest.noteMissedEverywhere()
         // A nats-server that restarted has no streams kept in memory.
-        for entry in retainedByEpoch.values where !entry.isDurable { renewIfLost(entry) }
+        for entry in streams.entries where !entry.isDurable { renewIfLost(entry) }
     }
 
     func clusterReportedLoss() { interest.noteMissedEverywhere() }

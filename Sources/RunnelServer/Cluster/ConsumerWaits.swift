@@ -3,7 +3,7 @@
 /// a `from` another node gave, beyond what this node has delivered yet (they resume once it has).
 /// Each waits by its epoch's stream; one may also stop waiting (`cancel`, its deadline come).
 ///
-/// Thread rules: a value, owned by the clustered node's store on the first loop.
+/// Thread rules: a value, held by `ClusterStreams` on the first loop.
 struct ConsumerWaits {
     private var byEpoch: [String: [(seq: UInt64, id: UInt64)]] = [:]
     private var actions: [UInt64: () -> Void] = [:]
