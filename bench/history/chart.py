@@ -5,7 +5,7 @@ replay subject, downsampled to one point a minute on the server (`since` 24 h ag
 JetStream does for the same chart: replay the stream from the start (Debian's nats-server,
 nats-py's ordered push consumer) and downsample the 86,400 messages itself.
 
-    bench/history/chart.py --runneld .build/release/runneld [--runs 5]
+    bench/history/chart.py --runneld .build/release/runneld [--runs 5] [--loops 1]
 
 runneld's 24 hours are made by runneld itself (86,400 publishes to a durable subject), then its
 journal's publish times set one second apart ending now, since no server lets a client backdate
@@ -69,9 +69,9 @@ def started(server, port):
             time.sleep(0.1)
 
 
-def start_runneld(binary, work, port):
+def start_runneld(binary, work, port, loops):
     return started(subprocess.Popen([binary, "--config", f"{work}/runneld.toml", "--listen", f"127.0.0.1:{port}",
-                                     "--http-listen", "", "--log-level", "warning"]), port)
+                                     "--http-listen", "", "--loops", str(loops), "--log-level", "warning"]), port)
 
 
 def free_port():
@@ -141,6 +141,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runneld", required=True)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--loops", type=int, default=1)
     options = parser.parse_args()
     try:
         import nats
@@ -154,13 +155,13 @@ def main():
             config.write(f'data_dir = "{work}/data"\nmax_retained_bytes = 1073741824\n'
                          f"max_replay_bytes = 1073741824\nmax_buffer_values = {POINTS}\n")
         port = free_port()
-        filling = start_runneld(options.runneld, work, port)
+        filling = start_runneld(options.runneld, work, port, options.loops)
         fill(port)
         filling.terminate()
         assert filling.wait() == 0
         now_ms = int(time.time() * 1000)
         backdate(os.path.join(work, "data"), now_ms)
-        servers.append(start_runneld(options.runneld, work, port))
+        servers.append(start_runneld(options.runneld, work, port, options.loops))
         nats_port = free_port()
         os.environ["BENCH_NATS_PORT"] = str(nats_port)
         servers.append(started(subprocess.Popen(["nats-server", "-js", "-sd", f"{work}/js", "-a", "127.0.0.1", "-p",
@@ -170,7 +171,7 @@ def main():
         runneld_times = [runneld_run(port, since) for _ in range(options.runs)]
         jetstream_times = [asyncio.run(jetstream_run(nats)) for _ in range(options.runs)]
         ours, theirs = statistics.median(runneld_times), statistics.median(jetstream_times)
-        print(f"runneld:   1,440 points from 86,400 values, median {ours * 1000:.1f} ms "
+        print(f"runneld --loops {options.loops}: 1,440 points from 86,400 values, median {ours * 1000:.1f} ms "
               f"(runs: {', '.join(f'{t * 1000:.1f}' for t in runneld_times)})")
         print(f"JetStream: 86,400 messages bucketed by the client, median {theirs * 1000:.1f} ms "
               f"(runs: {', '.join(f'{t * 1000:.1f}' for t in jetstream_times)})")

@@ -4,19 +4,23 @@ second, each subscribing to one subject no other connection holds then (so every
 is a 0 -> 1 and every close a 1 -> 0); one watcher reads `$sys.occupancy.>`.
 
     bench/occupancy/occupancy.py --runneld .build/release/runneld [--loops 1] [--seconds 10]
-                                 [--rate 1000] [--hold 1.0]
+                                 [--rate 1000] [--hold 1.0] [--churn python|c] [--pin]
 
-The churn runs in this process (asyncio); the watcher in a process of its own, reading with a
-blocking socket, so neither's scheduling delays the other's clock readings (CLOCK_MONOTONIC,
-one clock for both). A transition's delay is from the `sub` written (0 -> 1) or the socket
-closed (1 -> 0) to the watcher reading its event, split at the event's `ts` (the server's
-clock when it published the transition, whole milliseconds, `ts: true`): the part up to it is
-the client's write and runneld's work, the part after it runneld's write and the watcher's
-read, so a slow tail of the Python watcher on the shared cores is told from runneld's. Prints how many transitions were delivered
-of how many made, whether each subject's came in order (1, 0, 1, 0...), and the delays'
-median, 99th percentile and maximum against the issue's 10 ms bound. No peer gives occupancy
-events (../shared/research/dashboards.md), so the bound is the comparison. Starts runneld on
-loopback and stops it. Not part of CI.
+With --churn python (the default) the churn runs in this process (asyncio); the watcher in a
+process of its own, reading with a blocking socket, so neither's scheduling delays the other's
+clock readings (CLOCK_MONOTONIC, one clock for both). With --churn c both are churn.c (built
+here with cc), a paced epoll loop and a watcher thread, so the client's own delays (asyncio
+closing a socket a turn later) leave the figures. --pin puts runneld on CPU 0 and the client on
+CPU 1, so the two never wait for each other's core. A transition's delay is from the `sub`
+written (0 -> 1) or the socket closed (1 -> 0) to the watcher reading its event, split at the
+event's `ts` (the server's clock when it published the transition, whole milliseconds, `ts:
+true`): the part up to it is the client's write and runneld's work, the part after it runneld's
+write and the watcher's read, so a slow tail of the Python watcher on the shared cores is told
+from runneld's. Prints how many transitions were delivered of how many made, whether each
+subject's came in order (1, 0, 1, 0...), and the delays' median, 99th percentile and maximum
+against the issue's 10 ms bound. No peer gives occupancy events
+(../shared/research/dashboards.md), so the bound is the comparison. Starts runneld on loopback
+and stops it. Not part of CI.
 """
 
 import argparse
@@ -40,12 +44,14 @@ SUBJECTS = 10_000
 BOUND_MS = 10.0
 
 
-def start_runneld(binary, port, loops, work):
+def start_runneld(binary, port, loops, work, pin):
     config = os.path.join(work, "runneld.toml")
     with open(config, "w") as file:
         file.write("max_connections = 20000\nmax_subjects = 20000\n")
-    return started(subprocess.Popen([binary, "--config", config, "--listen", f"127.0.0.1:{port}", "--http-listen", "",
-                                     "--loops", str(loops), "--log-level", "warning"]), port)
+    pinned = ["taskset", "-c", "0"] if pin else []
+    return started(subprocess.Popen(pinned + [binary, "--config", config, "--listen", f"127.0.0.1:{port}",
+                                              "--http-listen", "", "--loops", str(loops), "--log-level", "warning"]),
+                   port)
 
 
 def create_subjects(port):
@@ -124,6 +130,32 @@ async def churn(port, rate, seconds, hold):
     return made, opening
 
 
+def churn_c(port, args, work):
+    """churn.c's run: the same (made, opening seconds, seen) as churn() and watcher() give."""
+    binary = os.path.join(work, "churn")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "churn.c")
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "-o", binary, source], check=True)
+    command = [binary, "--port", str(port), "--rate", str(args.rate), "--seconds", str(args.seconds),
+               "--hold", str(args.hold), "--subjects", str(SUBJECTS)] + (["--cpu", "1"] if args.pin else [])
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    made, seen, opened = {}, [], []
+    for line in output.splitlines():
+        word, *fields = line.split()
+        if word == "failed":
+            assert fields == ["0"], f"churn: {fields[0]} connections or replies failed"
+            continue
+        subject, count, mono, real = (int(field) for field in fields[:4])
+        if word == "made":
+            made.setdefault(subject, []).append((count, mono / 1e9, real / 1e9))
+            if count == 1:
+                opened.append(mono / 1e9)
+        else:
+            seen.append((subject, count, mono / 1e9, real / 1e9, int(fields[4])))
+    # The opening's span, as churn() measures it (one interval more than first to last).
+    took = opened[-1] - opened[0] + 1 / args.rate
+    return made, took, seen
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -136,6 +168,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--hold", type=float, default=1.0)
+    parser.add_argument("--churn", choices=("python", "c"), default="python")
+    parser.add_argument("--pin", action="store_true")
     args = parser.parse_args()
     # About rate x hold connections at once, here and in runneld (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -143,21 +177,35 @@ def main():
     assert args.rate * args.hold < SUBJECTS, "a subject would get two subscribers at once"
     work = tempfile.mkdtemp()
     port = free_port()
-    server = start_runneld(args.runneld, port, args.loops, work)
+    server = start_runneld(args.runneld, port, args.loops, work, args.pin)
     try:
         create_subjects(port)
         expected = 2 * int(args.rate * args.seconds)
-        ready = multiprocessing.Event()
-        receive, send = multiprocessing.Pipe(duplex=False)
-        process = multiprocessing.Process(target=watcher, args=(port, ready, send, expected))
-        process.start()
-        ready.wait(60)
-        made, took = asyncio.run(churn(port, args.rate, args.seconds, args.hold))
-        seen = receive.recv()
-        process.join()
+        if args.churn == "c":
+            made, took, seen = churn_c(port, args, work)
+        else:
+            made, took, seen = churn_python(port, args, expected)
     finally:
         server.terminate()
         server.wait()
+    return report(args, made, took, seen, expected)
+
+
+def churn_python(port, args, expected):
+    """The churn in this process and the watcher in another: (made, opening seconds, seen)."""
+    ready = multiprocessing.Event()
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=watcher, args=(port, ready, send, expected))
+    process.start()
+    ready.wait(60)
+    made, took = asyncio.run(churn(port, args.rate, args.seconds, args.hold))
+    seen = receive.recv()
+    process.join()
+    return made, took, seen
+
+
+def report(args, made, took, seen, expected):
+    """Prints the figures; 0 when every transition came, in order per subject."""
     by_subject = {}
     for subject, count, at, wall, stamp in seen:
         by_subject.setdefault(subject, []).append((count, at, wall, stamp))
@@ -171,7 +219,8 @@ def main():
             delays[count].append((got - at) * 1000)
             to_stamp[count].append(stamp - made_wall * 1000)
             after_stamp[count].append(got_wall * 1000 - stamp)
-    print(f"runneld --loops {args.loops}: {len(made)} subjects churned, {expected} transitions made at "
+    how = f"{args.churn} churn" + (", pinned" if args.pin else "")
+    print(f"runneld --loops {args.loops} ({how}): {len(made)} subjects churned, {expected} transitions made at "
           f"{2 * args.rate * args.seconds / took:.0f}/s (connections {args.rate * args.seconds / took:.0f}/s), "
           f"{len(seen)} delivered, each subject's in order: {in_order}")
     for count, name in ((1, "0 -> 1"), (0, "1 -> 0")):
