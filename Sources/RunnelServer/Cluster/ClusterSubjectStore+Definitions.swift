@@ -152,10 +152,11 @@ extension ClusterSubjectStore {
         else { return }
         if message.operation == "DEL" || message.operation == "PURGE" {
             if let entry = local[name] { removeLocally(entry) }
+            definitions.deleted(name)
             return
         }
         guard let definition = ClusterDefinition(bytes: message.payload) else { return }
-        revisions[name] = message.streamSeq
+        definitions.read(revision: message.streamSeq, of: name)
         if let entry = local[name] {
             // A plain subject's epoch is each node's own.
             guard entry.epoch != definition.epoch && !(entry.kind == .subject && definition.kind == .subject) else {
@@ -209,7 +210,6 @@ extension ClusterSubjectStore {
     /// subject's consumer stops.
     func removeLocally(_ entry: SubjectEntry, saying error: ProtocolError? = nil) {
         definitions[entry.name] = nil
-        revisions[entry.name] = nil
         forgetRoute(of: entry)
         if entry.retainsValues { stopConsuming(entry) }
         if let error {
@@ -236,7 +236,9 @@ extension ClusterSubjectStore {
     /// NATS server restarted), the subject goes on in a new epoch with a new stream, its
     /// definition updated only if no other node did it first (the bucket's revision).
     func renewIfLost(_ entry: SubjectEntry) {
-        guard var definition = definitions[entry.name], let revision = revisions[entry.name] else { return }
+        guard var definition = definitions[entry.name], let revision = definitions.revision(of: entry.name) else {
+            return
+        }
         let name = entry.name
         let stream = link.streamName(epoch: entry.epoch)
         definition.epoch = Epoch.make()

@@ -29,10 +29,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     let interest: ClusterInterest
     /// Changes asked of the cluster and not yet answered.
     var changes = ClusterChanges()
-    /// The definition each local entry was made from, by name, and its revision in the bucket
-    /// (where the bucket's changes told it).
-    var definitions: [String: ClusterDefinition] = [:]
-    var revisions: [String: UInt64] = [:]
+    /// The definition each local entry was made from, and the bucket's revisions.
+    var definitions = ClusterDefinitions()
     /// The retained subjects' streams this node consumes, and what waits on them.
     var streams = ClusterStreams<NATSSubscription>()
     /// What waits for `hasCaughtUp` (`whenCaughtUp`).
