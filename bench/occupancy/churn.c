@@ -87,7 +87,7 @@ static void send_all(int fd, const char *bytes, size_t length) {
     }
 }
 
-/* The watcher's state, shared with main only through the thread's start and join. */
+/* The watcher's state: main reads `seen` and `count` only after the join; `ready` is under `lock`. */
 typedef struct {
     int fd, expected;
     Change *seen;

@@ -20,6 +20,20 @@ struct ClusterStreams<Consumer> {
         var catchingUpTo: UInt64?
         /// The seq after which the subject ends here, and how.
         var ending: (last: UInt64, error: ProtocolError?)?
+
+        /// The consumer delivered as far as `seq`: whether that caught it up, and the end due
+        /// now (`.some(nil)`: completed).
+        mutating func reach(_ seq: UInt64) -> (caughtUp: Bool, ending: ProtocolError??) {
+            delivered = max(delivered, seq)
+            var caughtUp = false
+            if let target = catchingUpTo, seq >= target {
+                catchingUpTo = nil
+                caughtUp = true
+            }
+            guard let due = ending, seq >= due.last else { return (caughtUp, nil) }
+            ending = nil
+            return (caughtUp, .some(due.error))
+        }
     }
 
     private var streams: [String: Stream] = [:]
@@ -59,14 +73,13 @@ struct ClusterStreams<Consumer> {
     mutating func started(_ epoch: String, _ consumer: Consumer, last: UInt64) -> Bool {
         starting -= 1
         assert(starting >= 0)
-        guard var stream = streams[epoch] else { return false }
-        assert(stream.consumer == nil)
-        stream.consumer = consumer
-        if last > stream.entry.lastSeq {
-            stream.catchingUpTo = last
+        guard let entry = streams[epoch]?.entry else { return false }
+        assert(streams[epoch]?.consumer == nil)
+        streams[epoch]?.consumer = consumer
+        if last > entry.lastSeq {
+            streams[epoch]?.catchingUpTo = last
             behind.insert(epoch)
         }
-        streams[epoch] = stream
         return true
     }
 
@@ -86,33 +99,22 @@ struct ClusterStreams<Consumer> {
         var ending: ProtocolError??
     }
 
-    /// `epoch`'s consumer delivered its stream as far as `seq`.
+    /// `epoch`'s consumer delivered its stream as far as `seq`. (Its record is changed in place:
+    /// one lookup a value.)
     mutating func consumed(_ seq: UInt64, of epoch: String) -> Reached {
-        guard var stream = streams[epoch] else { return Reached() }
-        stream.delivered = max(stream.delivered, seq)
-        var reached = Reached()
-        if !waits.isEmpty { reached.waits = waits.delivered(seq, epoch: epoch) }
-        if let target = stream.catchingUpTo, seq >= target {
-            stream.catchingUpTo = nil
-            behind.remove(epoch)
-            reached.caughtUp = true
-        }
-        if let ending = stream.ending, seq >= ending.last {
-            stream.ending = nil
-            reached.ending = .some(ending.error)
-        }
-        streams[epoch] = stream
-        return reached
+        guard let (caughtUp, ending) = streams[epoch]?.reach(seq) else { return Reached() }
+        if caughtUp { behind.remove(epoch) }
+        return Reached(
+            waits: waits.isEmpty ? [] : waits.delivered(seq, epoch: epoch), caughtUp: caughtUp, ending: ending)
     }
 
-    /// `epoch`'s subject ends here once the consumer has delivered seq `last`: true when it
-    /// already has (end it now), false when it ends later (`consumed`) or is not consumed here.
-    mutating func ends(_ epoch: String, after last: UInt64, error: ProtocolError?) -> Bool {
-        guard var stream = streams[epoch] else { return false }
-        if stream.entry.lastSeq >= last { return true }
-        stream.ending = (last, error)
-        streams[epoch] = stream
-        return false
+    /// `epoch`'s subject ends here once the consumer has delivered seq `last`: its entry when it
+    /// already has (end it now); nil when it ends later (`consumed`) or is not consumed here.
+    mutating func ends(_ epoch: String, after last: UInt64, error: ProtocolError?) -> SubjectEntry? {
+        guard let entry = streams[epoch]?.entry else { return nil }
+        if entry.lastSeq >= last { return entry }
+        streams[epoch]?.ending = (last, error)
+        return nil
     }
 
     /// `epoch`'s stream is no longer consumed here: its consumer to stop (nil while starting:

@@ -201,7 +201,7 @@ extension ClusterSubjectStore {
         link.worker.run {
             (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
         } then: { [self] last in
-            guard let entry = streams.entry(epoch), streams.ends(epoch, after: last, error: error) else { return }
+            guard let entry = streams.ends(epoch, after: last, error: error) else { return }
             local.terminate(entry, error: error)
         }
     }
