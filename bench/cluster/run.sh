@@ -3,7 +3,8 @@
 # NATS alone and Redis pub/sub, and one node's own fan-out standalone and in the cluster, in
 # one run, driven by the same load generator (bench/loadgen/loadgen.c).
 #
-#   bench/cluster/run.sh [--runneld BIN] [--reps N] [--rate R] [--quick]
+#   bench/cluster/run.sh [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin]
+#                        [--deliveries N] [--setups "cluster nats redis standalone clustered"]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release, under
 # the shared build lock) unless --runneld gives one, and loadgen; starts on loopback a
@@ -16,12 +17,17 @@
 #             loadgen --sub-ports), so every value goes node-a -> NATS -> node-b, node-c ->
 #             subscribers; nats: publisher and subscribers on one nats-server; redis: the same
 #             on redis-server. As fast as each sustains (the publisher keeps a bounded window
-#             in flight; 6 M deliveries), then at one fixed rate for all, R publishes/s
+#             in flight; 6 M deliveries, --deliveries), then at one fixed rate for all, R publishes/s
 #             (--rate, default 5,000: 50,000 deliveries/s) for 2.5 s, the first 0.5 s not
 #             timed, for latency.
 #   local     all subscribers and the publisher on one node: the standalone runneld, and
 #             node-a, a node of a cluster whose other nodes do not subscribe to the subject
 #             (so node-a sends none of its values to NATS). The same two modes.
+#
+# --setups runs only the setups named (the table leaves the others' cells empty). --pin puts the
+# two runneld processes of the own fan-out comparison (the standalone one and node-a) on CPU 0
+# and, for those two setups, loadgen on CPU 1 (taskset), so both are measured placed alike.
+# Those two are started afresh for each repetition.
 #
 # Every run reads the CPU time (user + system, /proc/PID/stat) of each server process that
 # takes part before and after, so the table gives CPU per delivery for the whole setup (for
@@ -36,13 +42,18 @@ reps=5
 rate=5000
 deliveries=6000000
 runneld=
+pin=false
+setups=(cluster nats redis standalone clustered)
 while (($#)); do
     case $1 in
     --runneld) runneld=$(realpath "$2"); shift ;;
     --reps) reps=$2; shift ;;
     --rate) rate=$2; shift ;;
     --quick) reps=1; deliveries=300000 ;;
-    *) echo "usage: $0 [--runneld BIN] [--reps N] [--rate R] [--quick]" >&2; exit 2 ;;
+    --pin) pin=true ;;
+    --deliveries) deliveries=$2; shift ;;
+    --setups) read -ra setups <<<"$2"; shift ;;
+    *) echo "usage: $0 [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin] [--deliveries N] [--setups LIST]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -71,35 +82,54 @@ nats-server -a 127.0.0.1 -p "${port[cluster-nats]}" -js -sd "$work/jetstream" -l
 pid[cluster-nats]=$!
 started_pids+=("$!")
 wait_started cluster-nats
-for name in node-a node-b node-c standalone; do
-    "$runneld" --config "$(node_config "$name")" 2>"$work/$name.log" &
-    pid[$name]=$!
+# on_cpu NAME: the command prefix that pins NAME's process under --pin (CPU 0 for the servers
+# compared, CPU 1 for the load generator driving them).
+on_cpu() {
+    case $pin:$1 in
+    true:node-a | true:standalone) echo taskset -c 0 ;;
+    true:loadgen-local) echo taskset -c 1 ;;
+    esac
+}
+# start_node NAME: starts that runneld. await_nodes NAME...: waits until each listens (a node
+# that cannot reach NATS exits after cluster_connect_timeout, 10 s: says what it said). Then
+# await_cluster: waits until node-a counts three nodes (they hear of each other through
+# heartbeats), its stats in $cluster.
+start_node() {
+    $(on_cpu "$1") "$runneld" --config "$(node_config "$1")" 2>>"$work/$1.log" &
+    pid[$1]=$!
     started_pids+=("$!")
-done
+}
+await_nodes() {
+    local name
+    for name in "$@"; do
+        for _ in $(seq 1 150); do
+            nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null && break
+            kill -0 "${pid[$name]}" 2>/dev/null || break
+            sleep 0.1
+        done
+        nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null ||
+            { echo "$name did not start; its log: $(tail -3 "$work/$name.log")" >&2; exit 1; }
+    done
+}
+await_cluster() {
+    for _ in $(seq 1 60); do
+        cluster=$(echo '{"op":"stats"}' | nc -q 1 127.0.0.1 "${port[node-a]}" | grep -o '"cluster":{[^}]*}' || true)
+        [[ $cluster == *'"link":"up","nodes":3'* ]] && return
+        sleep 0.5
+    done
+    echo "node-a does not see three nodes: ${cluster:-no cluster in its stats}" >&2
+    exit 1
+}
+for name in node-a node-b node-c standalone; do start_node "$name"; done
 start_server nats
 start_server redis
-# A node that cannot reach NATS exits after cluster_connect_timeout (10 s): say what it said.
-for name in node-a node-b node-c standalone; do
-    for _ in $(seq 1 150); do
-        nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null && break
-        kill -0 "${pid[$name]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    nc -z 127.0.0.1 "${port[$name]}" 2>/dev/null ||
-        { echo "$name did not start; its log: $(tail -3 "$work/$name.log")" >&2; exit 1; }
-done
+await_nodes node-a node-b node-c standalone
 wait_started nats redis
-
-# The nodes hear of each other through heartbeats: wait until node-a counts three.
-for _ in $(seq 1 60); do
-    cluster=$(echo '{"op":"stats"}' | nc -q 1 127.0.0.1 "${port[node-a]}" | grep -o '"cluster":{[^}]*}' || true)
-    [[ $cluster == *'"link":"up","nodes":3'* ]] && break
-    sleep 0.5
-done
-[[ $cluster == *'"nodes":3'* ]] || { echo "node-a does not see three nodes: ${cluster:-no cluster in its stats}" >&2; exit 1; }
+await_cluster
 
 describe_servers | sed 's/runnel.s loops:.*/every runneld: loops = 1/'
 echo "node-a's stats: $cluster"
+$pin && echo "pinned: node-a and the standalone runneld on CPU 0, loadgen driving them on CPU 1"
 echo "$reps repetitions, interleaved; medians; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 results=$work/results.tsv
@@ -124,9 +154,10 @@ run() {
     esac
     ((r > 0)) && args+=(--rate "$r" --warmup 0.5)
     local -A before
-    local s line cpu=
+    local s line cpu= client=()
+    [[ $setup == standalone || $setup == clustered ]] && read -ra client <<<"$(on_cpu loadgen-local)"
     for s in "${servers[@]}"; do before[$s]=$(cpu_ticks "${pid[$s]}"); done
-    line=$(.build/loadgen "${args[@]}" --subs 10 --size 64 --msgs "$msgs" --subject "bench.$setup.$mode.$rep" \
+    line=$("${client[@]}" .build/loadgen "${args[@]}" --subs 10 --size 64 --msgs "$msgs" --subject "bench.$setup.$mode.$rep" \
         --watch-pid "${pid[${servers[0]}]}" --timeout 10) || true
     for s in "${servers[@]}"; do
         cpu+=" cpu_$s=$(awk -v a="${before[$s]}" -v b="$(cpu_ticks "${pid[$s]}")" -v t="$ticks_per_s" 'BEGIN { printf "%.2f", (b - a) / t }')"
@@ -135,8 +166,19 @@ run() {
     printf '  %-10s %-4s #%s %s%s\n' "$setup" "$mode" "$rep" "$line" "$cpu" >&2
 }
 
-setups=(cluster nats redis standalone clustered)
 for rep in $(seq 1 "$reps"); do
+    # A process of the same binary runs 10-30% faster or slower than another for its whole
+    # life here (bench/README.md, "A node's own fan-out: the route on the entry, and process by
+    # process"): the two runneld of the own fan-out comparison are started afresh each
+    # repetition, so its medians are over as many pairs of processes, not one.
+    if ((rep > 1)); then
+        kill "${pid[node-a]}" "${pid[standalone]}"
+        wait "${pid[node-a]}" "${pid[standalone]}" 2>/dev/null || true
+        start_node node-a
+        start_node standalone
+        await_nodes node-a standalone
+        await_cluster
+    fi
     by=$(((rep - 1) % ${#setups[@]}))
     order=("${setups[@]:by}" "${setups[@]:0:by}")
     for setup in "${order[@]}"; do run "$setup" max "$rep" $((deliveries / 10)) 0; done

@@ -10,7 +10,9 @@
 # loadgen (default: 10 subscribers, 64-byte values, 20,000 messages, so 200,000 deliveries),
 # stops it, and prints the instructions it executed in all (start-up and shutdown included,
 # the same for every binary) and per delivery, every thread counted. A build with `--loops` runs
-# on $LOOPS loops (default 1). Not part of CI.
+# on $LOOPS loops (default 1). With CONFIG=FILE each runneld also reads that configuration file
+# (`--config`; the flags above override its `listen`, `http_listen` and `loops`): a node's
+# cluster settings, say, with its nats-server and other nodes started beforehand. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binaries=()
@@ -31,6 +33,7 @@ for binary in "${binaries[@]}"; do
     "$binary" --help 2>&1 | grep -q -- --http-listen && http=(--http-listen "")
     # Builds with event loops run on $LOOPS of them (default 1: callgrind runs one thread at a time).
     "$binary" --help 2>&1 | grep -q -- --loops && http+=(--loops "${LOOPS:-1}")
+    [[ -n ${CONFIG:-} ]] && http+=(--config "$(realpath "$CONFIG")")
     valgrind --tool=callgrind --callgrind-out-file="$work/out" "$work/runneld" --listen "127.0.0.1:$port" "${http[@]}" \
         --log-level warning 2>"$work/valgrind.log" &
     pid=$!

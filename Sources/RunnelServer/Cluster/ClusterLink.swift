@@ -348,8 +348,10 @@ protocol ClusterReceiver: AnyObject {
 }
 
 /// How a plain subject's values are sent to the cluster (`ClusterLink.route(of:epoch:)`), made
-/// once per subject and kept by the store. Thread rules: a value.
-struct ClusterRoute {
+/// at the subject's first value and kept on its entry (`SubjectEntry.sharingState`).
+///
+/// Thread rules: loop thread only. Lifetime rule: lives as long as its entry.
+final class ClusterRoute {
     /// The NATS subject, NUL-terminated.
     let subject: [CChar]
     /// `INSTANCE.EPOCH.`, to which each value's sequence number is added.
@@ -358,4 +360,11 @@ struct ClusterRoute {
     /// its `version` `peersVersion` (nil: not asked yet).
     var isWanted = false
     var peersVersion: UInt64?
+    /// Values this node sent by this route: each value's sequence number in the cluster.
+    var sent: UInt64 = 0
+
+    init(subject: [CChar], replyPrefix: [UInt8]) {
+        self.subject = subject
+        self.replyPrefix = replyPrefix
+    }
 }

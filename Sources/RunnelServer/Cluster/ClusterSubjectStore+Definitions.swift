@@ -210,7 +210,6 @@ extension ClusterSubjectStore {
     /// subject's consumer stops.
     func removeLocally(_ entry: SubjectEntry, saying error: ProtocolError? = nil) {
         definitions[entry.name] = nil
-        forgetRoute(of: entry)
         if entry.retainsValues { stopConsuming(entry) }
         if let error {
             local.terminate(entry, error: error)

@@ -44,8 +44,6 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
     var expiries = MapExpiries()
     /// The last seq of each origin's plain values, by subject.
     private var sequences = ClusterSequences()
-    /// How each plain subject's values are sent, by entry (made at its first value; gone with it).
-    private var routes: [ObjectIdentifier: ClusterRoute] = [:]
     /// Told of each subject made here from the cluster's definition (`OccupancyTracker`'s
     /// patterns watch those made by other nodes from then on).
     var adopted: (String) -> Void = { _ in }
@@ -137,23 +135,27 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         guard !entry.retainsValues else { return publishRetained(value, to: entry) }
-        let key = ObjectIdentifier(entry)
-        var route = routes[key] ?? link.route(of: entry.name, epoch: entry.epoch)
-        if route.peersVersion != link.peers.version {
+        let route = route(of: entry)
+        let peersVersion = link.peers.version
+        if route.peersVersion != peersVersion {
             // What other nodes want changed since this subject's last value: asked again.
-            route.peersVersion = link.peers.version
+            route.peersVersion = peersVersion
             route.isWanted = link.peers.wants(entry.name)
-            routes[key] = route
         }
         if route.isWanted {
-            entry.clusterSeq &+= 1
-            link.send(value.buffer, route: route, seq: entry.clusterSeq)
+            route.sent &+= 1
+            link.send(value.buffer, route: route, seq: route.sent)
         }
         local.publish(value, members: members, to: entry, bounding: bound)
     }
 
-    /// `entry` is gone from the store.
-    func forgetRoute(of entry: SubjectEntry) { routes[ObjectIdentifier(entry)] = nil }
+    /// How the plain subject `entry`'s values are sent: kept on the entry, made at its first value.
+    private func route(of entry: SubjectEntry) -> ClusterRoute {
+        if let route = entry.sharingState { return unsafeDowncast(route, to: ClusterRoute.self) }
+        let route = link.route(of: entry.name, epoch: entry.epoch)
+        entry.sharingState = route
+        return route
+    }
 
     func close() {
         link.close()
