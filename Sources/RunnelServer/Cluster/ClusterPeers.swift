@@ -146,6 +146,9 @@ final class ClusterPeers: @unchecked Sendable {
         if linkUp { sendHeartbeat() }
         let now = scheduler.now
         for (name, peer) in peers where !isAlive(peer, now: now) {
+            logger.notice(
+                "cluster: a node silent for \(Self.aliveFor.components.seconds) seconds given up",
+                metadata: ["instance": "\(name)"])
             remove(name)
             givenUp[name] = now
         }
@@ -249,6 +252,11 @@ final class ClusterPeers: @unchecked Sendable {
         }
         peers[name] = Peer(heard: scheduler.now)
         let wasGivenUp = givenUp.removeValue(forKey: name) != nil && toldGivenUp.remove(name) == nil
+        if wasGivenUp {
+            logger.notice(
+                "cluster: a node given up is heard again; it is told this node's values may have missed it",
+                metadata: ["instance": "\(name)"])
+        }
         send(.node(name), Array((wasGivenUp ? "?d" : "?").utf8))
         sendSet(to: .node(name))
         setJoined(false)
