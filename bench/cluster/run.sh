@@ -167,10 +167,10 @@ run() {
 }
 
 for rep in $(seq 1 "$reps"); do
-    # A process of the same binary runs 10-30% faster or slower than another for its whole
-    # life here (bench/README.md, "A node's own fan-out: the route on the entry, and process by
-    # process"): the two runneld of the own fan-out comparison are started afresh each
-    # repetition, so its medians are over as many pairs of processes, not one.
+    # One process may stay faster or slower than another of the same binary for its whole life
+    # (bench/README.md, "A node's own fan-out: the route on the entry, and process by process"):
+    # the two runneld of the own fan-out comparison are started afresh each repetition, so its
+    # medians are over as many pairs of processes, not one.
     if ((rep > 1)); then
         kill "${pid[node-a]}" "${pid[standalone]}"
         wait "${pid[node-a]}" "${pid[standalone]}" 2>/dev/null || true

@@ -31,8 +31,8 @@ final class SubjectEntry {
     var published: UInt64 = 0
     /// What the layer the subjects are shared through keeps for this subject's values
     /// (`SubjectStore.sharing`; a clustered node's route to the other nodes and how many it
-    /// sent them), made at its first value and gone with the entry: no lookup by identity on
-    /// `pub`. Nil on a standalone node. Loop thread only, as the entry.
+    /// sent them), made at its first value and gone with the entry, so `pub` reaches it without
+    /// a lookup. Nil on a standalone node. Loop thread only, as the entry.
     var sharingState: AnyObject?
     /// Set when the store lets go of the subject (`delete`): whoever still holds the entry
     /// must look its name up again.
