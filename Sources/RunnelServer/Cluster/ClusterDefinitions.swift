@@ -4,7 +4,7 @@
 /// made again here (a definition arriving in a new epoch) keeps it, and only the key's deletion
 /// forgets it, so a node can always renew a subject whose stream was lost (`renewIfLost`).
 ///
-/// Thread rules: a value, owned by the clustered node's store on the first loop.
+/// Thread rules: a value, owned by the clustered node's `ClusterDefinitionSync` on the first loop.
 struct ClusterDefinitions {
     private var byName: [String: ClusterDefinition] = [:]
     private var revisions: [String: UInt64] = [:]

@@ -32,7 +32,7 @@ extension ClusterSubjectStore {
     static let expiryStagger: Int64 = 2_000
 
     func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
-        create(
+        definitionSync.create(
             name,
             ClusterDefinition(
                 kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: durable,
@@ -82,7 +82,7 @@ extension ClusterSubjectStore {
     /// Has the cluster expire `entry`'s keys that are due at `now`, by this node's rank (the
     /// sweep's work for a map in a cluster: `MapValues.expiresElsewhere`).
     func expireKeys(of entry: SubjectEntry, now: Int64) {
-        guard let map = entry.map, link.isUp, awaitingStreams[entry.epoch] == nil else { return }
+        guard let map = entry.map, link.isUp, !definitionSync.awaitsStream(of: entry.epoch) else { return }
         for key in map.expired(now: now - Int64(link.peers.rank) * Self.expiryStagger) {
             let expiry = MapExpiry(epoch: entry.epoch, key: key.label.key!, seq: key.message.seq!)
             guard let number = expiries.ask(expiry) else { continue }

@@ -41,12 +41,7 @@ extension ClusterSubjectStore {
             link.retainedPublisher.publish(
                 payload, on: subject, id: id, expectingLast: expectingLast, resendWithin: window)
         }
-        if awaitingStreams[epoch] != nil {
-            // Made here a moment ago: its stream is still being made.
-            awaitingStreams[epoch]!.append(publish)
-        } else {
-            publish()
-        }
+        definitionSync.whenStreamExists(of: epoch, publish)
         return true
     }
 
@@ -110,6 +105,11 @@ extension ClusterSubjectStore {
         for action in reached.waits { action() }
         if reached.caughtUp { checkCaughtUp() }
         if let error = reached.ending { local.terminate(entry, error: error) }
+    }
+
+    func endStream(of epoch: String, after last: UInt64, error: ProtocolError?) {
+        guard let entry = streams.ends(epoch, after: last, error: error) else { return }
+        local.terminate(entry, error: error)
     }
 
     /// Whether every retained subject's consumer has started and delivered what its stream

@@ -6,4 +6,8 @@ extension ClusterSubjectStore: SharedSubjects {
     var isLinked: Bool { link.isUp }
     var sharedFigures: any SharedFigures { figures }
     var occupancyPeers: any OccupancyPeers { link.occupancy }
+    var adopted: (String) -> Void {
+        get { definitionSync.adopted }
+        set { definitionSync.adopted = newValue }
+    }
 }

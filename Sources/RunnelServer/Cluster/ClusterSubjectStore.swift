@@ -5,9 +5,10 @@ import RunnelProtocol
 /// The subject store of a clustered node (docs/protocol.md, "Clusters"): the node's subjects in
 /// memory (`local`), mirroring the cluster's, and its `ClusterLink` for what it shares.
 ///
-/// - **Definitions** (`+Definitions`): creating, ending and deleting a subject is written to
-///   the cluster's key-value bucket, and every node follows the bucket's changes, making,
-///   ending and deleting its own entries in the epochs the definitions name.
+/// - **Definitions** (`ClusterDefinitionSync`, the store's `definitionSync`): creating, ending
+///   and deleting a subject is written to the cluster's key-value bucket, and every node
+///   follows the bucket's changes, making, ending and deleting its own entries in the epochs
+///   the definitions name.
 /// - **Plain subjects' values**: published here, a value goes to the local subscribers and,
 ///   once, to the cluster over core NATS; a value another node sent reaches the local
 ///   subscribers of its subject and of the patterns that match it (`ClusterInterest` keeps the
@@ -22,31 +23,26 @@ import RunnelProtocol
 /// `ClusterChanges`).
 ///
 /// Thread rules: loop thread only. Lifetime rule: the server holds it for its life; it holds
-/// the local store and the link.
-final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Sendable {
+/// the local store, the link and its definitions' sync.
+final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitionHost, @unchecked Sendable {
     let local: MemorySubjectStore
     let link: ClusterLink
     let interest: ClusterInterest
+    /// Its subjects' definitions in the cluster's bucket (made at first use, in `init`: it
+    /// holds this store).
+    private(set) lazy var definitionSync = ClusterDefinitionSync(local: local, link: link, host: self)
     /// Changes asked of the cluster and not yet answered.
     var changes = ClusterChanges()
-    /// The definition each local entry was made from, and the bucket's revisions.
-    var definitions = ClusterDefinitions()
     /// The retained subjects' streams this node consumes, and what waits on them.
     var streams = ClusterStreams<NATSSubscription>()
     /// What waits for `hasCaughtUp` (`whenCaughtUp`).
     var caughtUpWaiters: [() -> Void] = []
-    /// Retained subjects this node is making, by epoch, with the publishes waiting for their
-    /// streams.
-    var awaitingStreams: [String: [() -> Void]] = [:]
     /// The epoch of each change published to a stream and not answered by JetStream yet.
     var storing: [UInt64: String] = [:]
     /// Maps' expiries this node asked the cluster for (`ClusterSubjectStore+Maps`).
     var expiries = MapExpiries()
     /// The last seq of each origin's plain values, by subject.
     private var sequences = ClusterSequences()
-    /// Told of each subject made here from the cluster's definition (`OccupancyTracker`'s
-    /// patterns watch those made by other nodes from then on).
-    var adopted: (String) -> Void = { _ in }
     /// Values of other nodes this node knows it missed.
     private(set) var valuesMissed: UInt64 = 0
     /// `max_subjects` and `max_depth`, which values from other nodes respect too, and the
@@ -65,7 +61,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             unsubscribe: { [link] subject in link.unsubscribe(subject) })
         link.receiver = self
         interest.subscribed = { [unowned self] key in forgetSeqs(newlyBroughtBy: key) }
-        try loadDefinitions()
+        try definitionSync.loadDefinitions()
     }
 
     /// `unavailable` while the link to NATS is down.
@@ -107,6 +103,20 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         local.patternSignal(pattern, admitting: admitting)
     }
 
+    /// Made here and in the cluster, in a new epoch (`ClusterDefinitionSync.create`).
+    func create(
+        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
+    ) -> SubjectEntry {
+        definitionSync.create(
+            name,
+            ClusterDefinition(
+                kind: kind, capacity: kind == .replay ? capacity : nil, retainMilliseconds: retainMilliseconds,
+                durable: durable, initial: initial, epoch: Epoch.make()))
+    }
+
+    func terminate(_ entry: SubjectEntry, error: ProtocolError?) { definitionSync.terminate(entry, error: error) }
+    func delete(_ entry: SubjectEntry) { definitionSync.delete(entry) }
+
     func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
         if let now = changes.whenAnswered(action) { now() }
     }
@@ -125,6 +135,8 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
             link.peers.whenKnown(announcement) { [self] in answer(change, error: nil) }
         }
     }
+
+    func beginChange() -> UInt64 { changes.begin() }
 
     /// Change `number` was answered: the replies waiting for it go out.
     func answer(_ number: UInt64, error: ProtocolError?) {
@@ -223,7 +235,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         // Whatever other nodes sent while the link was down may be lost.
         interest.noteMissedEverywhere()
         // A nats-server that restarted has no streams kept in memory.
-        for entry in streams.entries where !entry.isDurable { renewIfLost(entry) }
+        for entry in streams.entries where !entry.isDurable { definitionSync.renewIfLost(entry) }
     }
 
     func clusterReportedLoss() { interest.noteMissedEverywhere() }
@@ -232,7 +244,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, @unchecked Senda
         if message.subject.hasPrefix(link.streamPrefix) {
             deliverRetained(message)
         } else if message.subject.hasPrefix(link.definitionsPrefix) {
-            definitionChanged(message)
+            definitionSync.definitionChanged(message)
         }
     }
 }

@@ -251,7 +251,7 @@ final class NATSJetStream: @unchecked Sendable {
 }
 
 /// A key-value bucket. Every call blocks (a request to the server): the worker thread's, or
-/// start-up's before the loop runs (`ClusterSubjectStore.loadDefinitions`).
+/// start-up's before the loop runs (`ClusterDefinitionSync.loadDefinitions`).
 /// Thread rules: any thread. Lifetime rule: as long as its JetStream context.
 struct NATSKeyValue: @unchecked Sendable {
     private let store: OpaquePointer

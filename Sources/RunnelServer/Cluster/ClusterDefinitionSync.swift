@@ -2,32 +2,51 @@ import Runnel
 import RunnelJSON
 import RunnelProtocol
 
-/// The cluster's one set of subjects: this node's changes written to the key-value bucket (on
+/// A clustered node's part of the cluster's one set of subjects (docs/protocol.md, "Clusters"):
+/// this node's creating, ending and deleting of subjects written to the key-value bucket (on
 /// the link's worker, answered to the loop), and every change of the bucket, this node's own
-/// included, made to the local entries. Loop thread only, but for the worker's jobs.
-extension ClusterSubjectStore {
-    /// Makes `name` here at once, in a new epoch, and in the cluster: a retained subject's
-    /// stream first, then its definition, which succeeds only if no node defined `name` before.
-    /// If one did, in the same shape, this node takes that definition (a retained subject's
-    /// entry made here ends and one in that definition's epoch takes its place; a plain
-    /// subject's epoch is the node's own, so it stays); in another shape, the reply is
-    /// `kind_mismatch`. The reply waits for the answer (`whenWritten`).
-    func create(
-        _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
-    ) -> SubjectEntry {
-        create(
-            name,
-            ClusterDefinition(
-                kind: kind, capacity: kind == .replay ? capacity : nil, retainMilliseconds: retainMilliseconds,
-                durable: durable, initial: initial, epoch: Epoch.make()))
+/// included, made to the local entries, in the epochs the definitions name. It keeps what this
+/// node knows of the definitions (`ClusterDefinitions`) and the retained subjects it is making,
+/// with the publishes waiting for their streams; the rest it asks of its store
+/// (`ClusterDefinitionHost`).
+///
+/// Thread rules: loop thread only, but for the worker's jobs, which use only the link's parts
+/// that never change and the values handed to them. Lifetime rule: owned by its
+/// `ClusterSubjectStore`, which it holds unowned (the store outlives the loop that runs the
+/// worker's answers); each of the worker's jobs holds it until answered.
+final class ClusterDefinitionSync: @unchecked Sendable {
+    private let local: MemorySubjectStore
+    private let link: ClusterLink
+    private unowned let host: any ClusterDefinitionHost
+    /// The definition each local entry was made from, and the bucket's revisions.
+    private var definitions = ClusterDefinitions()
+    /// Retained subjects this node is making, by epoch, with the publishes waiting for their
+    /// streams.
+    private var awaitingStreams: [String: [() -> Void]] = [:]
+    /// Told of each subject made here from the cluster's definition (`OccupancyTracker`'s
+    /// patterns watch those made by other nodes from then on).
+    var adopted: (String) -> Void = { _ in }
+
+    /// The sync of `host`, whose entries are `local`'s and which shares them through `link`.
+    init(local: MemorySubjectStore, link: ClusterLink, host: any ClusterDefinitionHost) {
+        self.local = local
+        self.link = link
+        self.host = host
     }
 
-    /// Makes `name` as `definition` says, here and in the cluster (`create`).
+    // MARK: This node's changes
+
+    /// Makes `name` as `definition` says, here at once, in a new epoch, and in the cluster: a
+    /// retained subject's stream first, then its definition, which succeeds only if no node
+    /// defined `name` before. If one did, in the same shape, this node takes that definition (a
+    /// retained subject's entry made here ends and one in that definition's epoch takes its
+    /// place; a plain subject's epoch is the node's own, so it stays); in another shape, the
+    /// reply is `kind_mismatch`. The reply waits for the answer (`whenWritten`).
     func create(_ name: String, _ definition: ClusterDefinition) -> SubjectEntry {
         // Its stream does not exist yet: consumed, and published to, once it does.
         let entry = adopt(name, definition, consuming: false)
         if entry.retainsValues { awaitingStreams[definition.epoch] = [] }
-        let change = changes.begin()
+        let change = host.beginChange()
         let link = link
         link.worker.run {
             Self.write(definition, of: name, through: link)
@@ -38,7 +57,7 @@ extension ClusterSubjectStore {
     }
 
     /// What writing a new definition came to.
-    enum CreateOutcome: Sendable {
+    private enum CreateOutcome: Sendable {
         case created
         case exists(ClusterDefinition)
         case failed(String)
@@ -70,13 +89,13 @@ extension ClusterSubjectStore {
         defer { for publish in waiting { publish() } }
         switch outcome {
         case .created:
-            if let entry, entry.retainsValues { startConsuming(entry) }
-            answer(change, error: nil)
+            if let entry, entry.retainsValues { host.startConsuming(entry) }
+            host.answer(change, error: nil)
         case .exists(let existing):
             guard existing.hasShape(of: definition) else {
                 // Subscriptions a pub or sub made on the entry hear why it goes.
                 if let entry { removeLocally(entry, saying: Self.definedElsewhere(name, as: existing)) }
-                return answer(
+                return host.answer(
                     change, error: ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)"))
             }
             if let entry {
@@ -87,11 +106,22 @@ extension ClusterSubjectStore {
                     adopt(name, existing)
                 }
             }
-            answer(change, error: nil)
+            host.answer(change, error: nil)
         case .failed(let problem):
             if let entry { removeLocally(entry) }
-            answer(change, error: ProtocolError(.unavailable, "the cluster did not take the subject: \(problem)"))
+            host.answer(change, error: ProtocolError(.unavailable, "the cluster did not take the subject: \(problem)"))
         }
+    }
+
+    /// Whether this node is making the retained subject of `epoch`, whose stream does not
+    /// exist yet.
+    func awaitsStream(of epoch: String) -> Bool { awaitingStreams[epoch] != nil }
+
+    /// Runs `publish` once the stream of `epoch` exists: at once, unless this node is making
+    /// its subject (made here a moment ago).
+    func whenStreamExists(of epoch: String, _ publish: @escaping () -> Void) {
+        guard awaitingStreams[epoch] != nil else { return publish() }
+        awaitingStreams[epoch]!.append(publish)
     }
 
     /// Ends `entry` here (a retained subject once this node delivered what its stream holds)
@@ -120,7 +150,7 @@ extension ClusterSubjectStore {
 
     /// Runs `write` on the worker as a change whose answer replies wait for.
     private func writeChange(_ write: @escaping @Sendable (ClusterLink) throws(NATSError) -> Void) {
-        let change = changes.begin()
+        let change = host.beginChange()
         let link = link
         link.worker.run { () -> String? in
             do throws(NATSError) {
@@ -130,7 +160,8 @@ extension ClusterSubjectStore {
                 return "\(error)"
             }
         } then: { [self] failure in
-            answer(change, error: failure.map { ProtocolError(.unavailable, "the cluster did not take it: \($0)") })
+            host.answer(
+                change, error: failure.map { ProtocolError(.unavailable, "the cluster did not take it: \($0)") })
         }
     }
 
@@ -175,16 +206,16 @@ extension ClusterSubjectStore {
     /// Makes the local entry `definition` defines (and, unless `consuming` is false, a retained
     /// subject's consumer).
     @discardableResult
-    func adopt(_ name: String, _ definition: ClusterDefinition, consuming: Bool = true) -> SubjectEntry {
+    private func adopt(_ name: String, _ definition: ClusterDefinition, consuming: Bool = true) -> SubjectEntry {
         let entry = SubjectEntry(
             name: name, kind: definition.kind, capacity: definition.capacity,
             retainMilliseconds: definition.retainMilliseconds, initial: definition.initial,
             maxReplayBytes: local.retained.maxReplayBytes, maxKeys: definition.maxKeys, epoch: definition.epoch,
             durable: definition.durable)
-        if entry.map?.ttlMilliseconds != nil { expireInCluster(entry) }
+        if entry.map?.ttlMilliseconds != nil { host.expireInCluster(entry) }
         local.adopt(entry)
         definitions[name] = definition
-        if entry.retainsValues && consuming { startConsuming(entry) }
+        if entry.retainsValues && consuming { host.startConsuming(entry) }
         if let ended = definition.ended { end(entry, error: ended.error) }
         adopted(name)
         return entry
@@ -193,7 +224,7 @@ extension ClusterSubjectStore {
     /// Ends `entry` here: no value is accepted from now on; a plain subject's subscribers get the
     /// end at once, a retained subject's once this node has delivered every value its stream
     /// holds now (which may come after the definition's change).
-    func end(_ entry: SubjectEntry, error: ProtocolError?) {
+    private func end(_ entry: SubjectEntry, error: ProtocolError?) {
         guard entry.retainsValues else { return local.terminate(entry, error: error) }
         entry.isEnding = true
         let epoch = entry.epoch
@@ -201,16 +232,15 @@ extension ClusterSubjectStore {
         link.worker.run {
             (try? link.jetStream.lastSequence(of: link.streamName(epoch: epoch))) ?? 0
         } then: { [self] last in
-            guard let entry = streams.ends(epoch, after: last, error: error) else { return }
-            local.terminate(entry, error: error)
+            host.endStream(of: epoch, after: last, error: error)
         }
     }
 
     /// Takes `entry` out here: its subscribers complete (or end with `error`), a retained
     /// subject's consumer stops.
-    func removeLocally(_ entry: SubjectEntry, saying error: ProtocolError? = nil) {
+    private func removeLocally(_ entry: SubjectEntry, saying error: ProtocolError? = nil) {
         definitions[entry.name] = nil
-        if entry.retainsValues { stopConsuming(entry) }
+        if entry.retainsValues { host.stopConsuming(entry) }
         if let error {
             local.terminate(entry, error: error)
             local.forget(entry)
@@ -221,14 +251,14 @@ extension ClusterSubjectStore {
 
     /// What the subscribers of a subject this node made get when the cluster's definition of
     /// it, made on another node a moment before, arrives in another shape.
-    static func definedElsewhere(_ name: String, as definition: ClusterDefinition) -> ProtocolError {
+    private static func definedElsewhere(_ name: String, as definition: ClusterDefinition) -> ProtocolError {
         ProtocolError(
             .subjectError,
             "subject '\(name)' is the cluster's \(definition.shape), made on another node: subscribe again")
     }
 
     /// What a retained subject's subscribers get when it goes on in a new epoch.
-    static let renewed = ProtocolError(
+    private static let renewed = ProtocolError(
         .subjectError, "the cluster lost this subject's values and it goes on in a new epoch: subscribe again")
 
     /// After the link came back: when a retained subject kept in memory lost its stream (the
@@ -257,6 +287,26 @@ extension ClusterSubjectStore {
             }
         }
     }
+}
+
+/// What a clustered node's definitions' sync asks of its store (`ClusterSubjectStore`): the
+/// changes replies wait for, the retained subjects' consumers and the maps' expiries.
+///
+/// Thread rules: loop thread only. Lifetime rule: the store is one; its sync holds it unowned.
+protocol ClusterDefinitionHost: AnyObject {
+    /// Numbers a change whose answer replies wait for (`ClusterChanges.begin`).
+    func beginChange() -> UInt64
+    /// Change `number` was answered: the replies waiting for it go out.
+    func answer(_ number: UInt64, error: ProtocolError?)
+    /// Starts the node's consumer of `entry`'s stream.
+    func startConsuming(_ entry: SubjectEntry)
+    /// Stops it (the subject is gone here).
+    func stopConsuming(_ entry: SubjectEntry)
+    /// The retained subject of `epoch` ends here, with `error` (nil: completed), once the
+    /// node's consumer has delivered its stream as far as `last`: at once if it has.
+    func endStream(of epoch: String, after last: UInt64, error: ProtocolError?)
+    /// Has the sweep's work on `entry`, a map under `ttl_s`, done by the cluster.
+    func expireInCluster(_ entry: SubjectEntry)
 }
 
 extension ClusterDefinition.Ending {
