@@ -360,8 +360,10 @@ final class ClusterRoute {
     /// its `version` `peersVersion` (nil: not asked yet).
     var isWanted = false
     var peersVersion: UInt64?
-    /// Values this node sent by this route: each value's sequence number in the cluster.
-    var sent: UInt64 = 0
+    /// Values published here to the subject, sent or not: each value's sequence number in the
+    /// cluster. A value not sent (no other node wanted it, as far as this node knew) spends its
+    /// number all the same, so a node that did want it sees the gap and reports it.
+    var published: UInt64 = 0
 
     init(subject: [CChar], replyPrefix: [UInt8]) {
         self.subject = subject

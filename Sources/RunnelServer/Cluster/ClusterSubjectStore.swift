@@ -154,10 +154,10 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
             route.peersVersion = peersVersion
             route.isWanted = link.peers.wants(entry.name)
         }
-        if route.isWanted {
-            route.sent &+= 1
-            link.send(value.buffer, route: route, seq: route.sent)
-        }
+        // Every value takes the next number, sent or not: one a node that wanted it did not
+        // get (given up for silence meanwhile, or thought not to want it) is a gap there.
+        route.published &+= 1
+        if route.isWanted { link.send(value.buffer, route: route, seq: route.published) }
         local.publish(value, members: members, to: entry, bounding: bound)
     }
 
