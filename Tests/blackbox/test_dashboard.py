@@ -402,8 +402,11 @@ class TestMain:
         open_page(run.driver, run.daemon.url + "/")
         assert conn_state(run.driver) == "connected"
         wait_until(lambda: "subjects" in run.driver.find_element(By.ID, "subjects-status").text, "the subjects list")
-        listed = run.driver.find_elements(By.CSS_SELECTOR, "#subjects tbody tr")
-        assert any("dash.rep" in row.text for row in listed), [row.text for row in listed]
+        # One script reads every row: the list is redrawn as it refreshes, so rows looked up one call
+        # and read the next can be gone (selenium's stale element).
+        listed = run.driver.execute_script(
+            "return [...document.querySelectorAll('#subjects tbody tr')].map(row => row.innerText)")
+        assert any("dash.rep" in text for text in listed), listed
         errors = severe_console_entries(run.driver)
         assert not errors, errors
 
