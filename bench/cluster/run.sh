@@ -3,7 +3,7 @@
 # NATS alone and Redis pub/sub, and one node's own fan-out standalone and in the cluster, in
 # one run, driven by the same load generator (bench/loadgen/loadgen.c).
 #
-#   bench/cluster/run.sh [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin]
+#   bench/cluster/run.sh [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin] [--pairs N]
 #                        [--deliveries N] [--setups "cluster nats redis standalone clustered"]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release, under
@@ -27,7 +27,11 @@
 # --setups runs only the setups named (the table leaves the others' cells empty). --pin puts the
 # two runneld processes of the own fan-out comparison (the standalone one and node-a) on CPU 0
 # and, for those two setups, loadgen on CPU 1 (taskset), so both are measured placed alike.
-# Those two are started afresh for each repetition.
+# Those two are started afresh for each repetition. Then, with both setups chosen, --pairs N
+# (30 by default; 0: none) alternated pairs of full-speed runs of those two, --deliveries
+# each, the same two processes throughout, the first of a pair alternating: the table gives the
+# median of the pairs' ratios, which one sample a side cannot (a 0.6 s sample of the same
+# process varies by a third here; bench/README.md, "A node's own fan-out, in pairs").
 #
 # Every run reads the CPU time (user + system, /proc/PID/stat) of each server process that
 # takes part before and after, so the table gives CPU per delivery for the whole setup (for
@@ -43,17 +47,19 @@ rate=5000
 deliveries=6000000
 runneld=
 pin=false
+pairs=30
 setups=(cluster nats redis standalone clustered)
 while (($#)); do
     case $1 in
     --runneld) runneld=$(realpath "$2"); shift ;;
     --reps) reps=$2; shift ;;
     --rate) rate=$2; shift ;;
-    --quick) reps=1; deliveries=300000 ;;
+    --quick) reps=1; deliveries=300000; pairs=2 ;;
     --pin) pin=true ;;
+    --pairs) pairs=$2; shift ;;
     --deliveries) deliveries=$2; shift ;;
     --setups) read -ra setups <<<"$2"; shift ;;
-    *) echo "usage: $0 [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin] [--deliveries N] [--setups LIST]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--runneld BIN] [--reps N] [--rate R] [--quick] [--pin] [--pairs N] [--deliveries N] [--setups LIST]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -167,10 +173,9 @@ run() {
 }
 
 for rep in $(seq 1 "$reps"); do
-    # One process may stay faster or slower than another of the same binary for its whole life
-    # (bench/README.md, "A node's own fan-out: the route on the entry, and process by process"):
-    # the two runneld of the own fan-out comparison are started afresh each repetition, so its
-    # medians are over as many pairs of processes, not one.
+    # The two runneld of the own fan-out comparison are started afresh each repetition, so its
+    # medians are over as many pairs of processes, not one (bench/README.md, "A node's own
+    # fan-out, in pairs", for what the pairs below showed of that).
     if ((rep > 1)); then
         kill "${pid[node-a]}" "${pid[standalone]}"
         wait "${pid[node-a]}" "${pid[standalone]}" 2>/dev/null || true
@@ -185,6 +190,15 @@ for rep in $(seq 1 "$reps"); do
     # 2.5 s of traffic; the first 0.5 s warms the connections up and is not timed.
     for setup in "${order[@]}"; do run "$setup" rate "$rep" $((rate * 5 / 2)) "$rate"; done
 done
+
+# The own fan-out in pairs: both processes stay, each pair's two runs are next to each other in
+# time, and which goes first alternates.
+if [[ " ${setups[*]} " == *" standalone "* && " ${setups[*]} " == *" clustered "* ]]; then
+    for i in $(seq 1 "$pairs"); do
+        if ((i % 2)); then pair=(standalone clustered); else pair=(clustered standalone); fi
+        for setup in "${pair[@]}"; do run "$setup" pair "$i" $((deliveries / 10)) 0; done
+    done
+fi
 
 python3 bench/cluster/table.py "$results" "$rate"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (the machine's, the run's own load included)"

@@ -2,7 +2,8 @@
 """Prints bench/cluster/run.sh's results as one table: medians per setup, and the ratios.
 
 Input: one tab-separated line per loadgen run: setup (cluster, nats, redis, standalone,
-clustered), mode (max: as fast as sustained; rate: at the fixed rate), repetition, and
+clustered), mode (max: as fast as sustained; rate: at the fixed rate; pair: the own fan-out's
+alternated pairs, full speed), repetition (for pair: the pair's number), and
 loadgen's key=value output followed by cpu_NAME=S, the CPU seconds of each server process that
 took part. A run that lost deliveries is left out of the medians and counted in a note.
 
@@ -98,4 +99,26 @@ print(f"  in the cluster / standalone: throughput "
       f"node CPU/msg {ratio(ours, theirs)}{extra} at full speed, "
       f"{ratio(cpu_ns('clustered', 'rate', {'node-a'}), cpu_ns('standalone', 'rate', {'standalone'}))} at the rate; "
       f"p99 {ratio(stat('clustered', 'rate', 'p99_us'), stat('standalone', 'rate', 'p99_us'))}")
+
+
+def pair_ratios():
+    """node-a's CPU per delivery over the standalone runneld's, one ratio per complete pair."""
+    per = defaultdict(dict)  # pair number -> setup -> ns per delivery
+    for setup, name in (("standalone", "standalone"), ("clustered", "node-a")):
+        for line in open(sys.argv[1]):
+            fields = line.rstrip("\n").split("\t")
+            if fields[:2] != [setup, "pair"]:
+                continue
+            values = dict(kv.split("=", 1) for kv in fields[3].split() if "=" in kv)
+            if values.get("delivered") == values.get("expected") and float(values.get(f"cpu_{name}", 0)) > 0:
+                per[fields[2]][setup] = float(values[f"cpu_{name}"]) / float(values["delivered"])
+    return sorted(p["clustered"] / p["standalone"] for p in per.values() if len(p) == 2)
+
+
+paired = pair_ratios()
+if paired:
+    quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else [paired[0]] * 3
+    print(f"  in pairs ({len(paired)} alternated pairs of full-speed runs, the same two processes): node CPU/msg "
+          f"median x{statistics.median(paired):.3f} ({(statistics.median(paired) - 1) * 100:+.1f}%; the target: at most +10%), "
+          f"quartiles x{quartiles[0]:.3f}-x{quartiles[2]:.3f}, range x{paired[0]:.3f}-x{paired[-1]:.3f}")
 print()
