@@ -12,7 +12,13 @@ SIZE bytes, at most WINDOW unanswered at a time, each answered before it counts.
   publish acknowledgement on the inbox.
 
     acked.py runnel HOST:PORT [--count N] [--size B] [--window W]
-    acked.py jetstream HOST:PORT [--count N] [--size B] [--window W]
+    acked.py jetstream HOST:PORT [--count N] [--size B] [--window W] [--msg-id] [--consumer]
+
+For JetStream alone, two options add what a runneld node asks of nats-server besides the store,
+to tell their costs apart: `--msg-id` sends each value with a `Nats-Msg-Id` header (HPUB), which
+JetStream checks against its duplicate window, as a node's publishes have; `--consumer` reads the
+stream back through a push consumer on the same connection (no acks, flow control answered), as a
+node's ordered consumer does, and a value counts once both its acknowledgement and its copy came.
 
 Prints one JSON line: server, count, seconds, acked_per_s.
 """
@@ -52,7 +58,7 @@ async def runnel(host, port, count, size, window):
     return seconds
 
 
-async def jetstream(host, port, count, size, window):
+async def jetstream(host, port, count, size, window, msg_id=False, consumer=False):
     reader, writer = await asyncio.open_connection(host, port)
     await reader.readline()  # INFO
     name = f"BENCH_ACKED_{time.monotonic_ns()}"
@@ -64,34 +70,62 @@ async def jetstream(host, port, count, size, window):
     writer.write(b"PUB $JS.API.STREAM.CREATE.%s _BENCH.create %d\r\n%s\r\n" % (name.encode(), len(config), config))
 
     async def message():
-        """The next MSG's subject and payload (PINGs answered)."""
+        """The next MSG's or HMSG's subscription id, reply subject (or None), headers and payload
+        (PINGs answered). The consumer's copies come with the stream's subject, under sid 2."""
         while True:
             line = await reader.readline()
             if line.startswith(b"PING"):
                 writer.write(b"PONG\r\n")
                 continue
-            if line.startswith(b"MSG"):
+            if line.startswith(b"MSG") or line.startswith(b"HMSG"):
                 parts = line.split()
-                payload = await reader.readexactly(int(parts[-1]) + 2)
-                return parts[1], payload[:-2]
+                headers = int(parts[-2]) if parts[0] == b"HMSG" else 0
+                reply = parts[3] if len(parts) == (6 if headers else 5) else None
+                body = (await reader.readexactly(int(parts[-1]) + 2))[:-2]
+                return parts[2], reply, body[:headers], body[headers:]
             assert not line.startswith(b"-ERR"), line
 
-    _, created = await message()
+    _, _, _, created = await message()
     assert b'"error"' not in created, created
+    if consumer:
+        writer.write(b"SUB _BENCH_PUSH 2\r\n")
+        config = json.dumps({"stream_name": name, "config": {
+            "deliver_subject": "_BENCH_PUSH", "deliver_policy": "new", "ack_policy": "none",
+            "flow_control": True, "idle_heartbeat": 5_000_000_000, "mem_storage": True}}).encode()
+        writer.write(b"PUB $JS.API.CONSUMER.CREATE.%s _BENCH.consumer %d\r\n%s\r\n" % (name.encode(), len(config), config))
+        _, _, _, made = await message()
+        assert b'"error"' not in made, made
     value = b"x" * size
     credit = asyncio.Semaphore(window)
 
     async def read_acks():
-        for _ in range(count):
-            _, ack = await message()
-            assert b'"seq"' in ack and b'"error"' not in ack, ack
-            credit.release()
+        acked = pushed = 0
+        while min(acked, pushed if consumer else acked) < count:
+            sid, reply, headers, body = await message()
+            if sid == b"2":
+                if headers.startswith(b"NATS/1.0 100"):  # flow control (answered) or a heartbeat
+                    if reply:
+                        writer.write(b"PUB %s 0\r\n\r\n" % reply)
+                else:
+                    pushed += 1
+                    if pushed <= acked:
+                        credit.release()
+                continue
+            assert b'"seq"' in body and b'"error"' not in body, body
+            acked += 1
+            if not consumer or acked <= pushed:
+                credit.release()
 
     started = time.perf_counter()
     acks = asyncio.ensure_future(read_acks())
     for n in range(count):
         await credit.acquire()
-        writer.write(b"PUB %s _BENCH.%d %d\r\n%s\r\n" % (subject.encode(), n, len(value), value))
+        if msg_id:
+            header = b"NATS/1.0\r\nNats-Msg-Id: bench-%d\r\n\r\n" % n
+            writer.write(b"HPUB %s _BENCH.%d %d %d\r\n%s%s\r\n" % (
+                subject.encode(), n, len(header), len(header) + len(value), header, value))
+        else:
+            writer.write(b"PUB %s _BENCH.%d %d\r\n%s\r\n" % (subject.encode(), n, len(value), value))
     await acks
     seconds = time.perf_counter() - started
     writer.write(b"PUB $JS.API.STREAM.DELETE.%s _BENCH.delete 0\r\n\r\n" % name.encode())
@@ -107,10 +141,14 @@ def main():
     parser.add_argument("--count", type=int, default=20000)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--window", type=int, default=64)
+    parser.add_argument("--msg-id", action="store_true", help="JetStream: a Nats-Msg-Id header on each value")
+    parser.add_argument("--consumer", action="store_true", help="JetStream: read the stream back through a push consumer")
     args = parser.parse_args()
     host, _, port = args.address.rpartition(":")
-    measure = runnel if args.server == "runnel" else jetstream
-    seconds = asyncio.run(measure(host, int(port), args.count, args.size, args.window))
+    if args.server == "runnel":
+        seconds = asyncio.run(runnel(host, int(port), args.count, args.size, args.window))
+    else:
+        seconds = asyncio.run(jetstream(host, int(port), args.count, args.size, args.window, args.msg_id, args.consumer))
     print(json.dumps({"server": args.server, "count": args.count, "seconds": round(seconds, 3),
                       "acked_per_s": round(args.count / seconds)}))
 
