@@ -104,7 +104,7 @@ final class ClusterLink: @unchecked Sendable {
         // Its link's changes are the first connection's to tell; its errors are logged.
         retainedPublisher = try ClusterRetainedPublisher(
             connection: Self.connect(
-                config: config, name: "runneld \(config.nodeName) publisher", sendAsap: true,
+                config: config, name: "runneld \(config.nodeName) publisher",
                 buffersWhileReconnecting: false,
                 handlers: NATSHandlers(
                     linkChanged: { _ in }, message: { _ in },
@@ -139,7 +139,7 @@ final class ClusterLink: @unchecked Sendable {
 
     /// Tries every URL until one answers or the connect timeout has passed.
     private static func connect(
-        config: ClusterConfig, name: String, sendAsap: Bool = false, buffersWhileReconnecting: Bool = true,
+        config: ClusterConfig, name: String, buffersWhileReconnecting: Bool = true,
         handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         let clock = ContinuousClock()
@@ -149,7 +149,7 @@ final class ClusterLink: @unchecked Sendable {
             do throws(NATSError) {
                 return try NATSConnection.connect(
                     servers: config.nats, name: name, credentials: (config.token, config.user, config.password),
-                    timeout: min(left, .seconds(2)), sendAsap: sendAsap,
+                    timeout: min(left, .seconds(2)),
                     buffersWhileReconnecting: buffersWhileReconnecting, handlers: handlers)
             } catch {
                 guard clock.now.advanced(by: .milliseconds(250)) < deadline else { throw error }

@@ -2,11 +2,14 @@ import Dispatch
 import RunnelBytes
 import RunnelUV
 
-/// How a clustered node sends retained values to JetStream: on a NATS connection of its own
-/// that writes each publish at once (`sendAsap`), from a serial queue of its own, so an
-/// acknowledged `pub` does not wait for cnats's flusher (which waits 1 ms for more before it
-/// writes). No `write` runs on a loop (it may block): a turn's publishes cross to the queue as
-/// one batch (`LoopOutbox`).
+/// How a clustered node sends retained values to JetStream: on a NATS connection of its own,
+/// from a serial queue of its own. No `write` runs on a loop (it may block): a turn's publishes
+/// cross to the queue as one batch (`LoopOutbox`). A batch sent while nothing else is in flight
+/// is written at once (`flush`), so a lone acknowledged `pub` does not wait for cnats's flusher,
+/// which waits 1 ms for more before it writes; batches sent behind others in flight are left to
+/// the flusher, which writes them together: one `write`, and one read for nats-server, for many
+/// publishes, where one each cost nats-server twice the CPU a value (bench/README.md,
+/// "Acknowledged retained publishes").
 ///
 /// Every publish is answered, exactly, and the values reach each stream in the order published:
 /// - One JetStream has not answered within `ackWait` is sent again with the same
@@ -28,6 +31,8 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
 
     /// How long JetStream has to answer a publish before it is sent again.
     static let ackWait: Duration = .seconds(2)
+    /// How long the queue waits for nats-server to read a lone batch (`NATSConnection.flush`).
+    static let flushWait: Duration = .seconds(1)
 
     init(
         connection: NATSConnection, scheduler: LoopScheduler,
@@ -42,7 +47,7 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
                 published: { id, answer in inFlight.queue.async { inFlight.answered(id, answer) } }))
         self.inFlight = inFlight
         outbox = LoopOutbox(loop: scheduler) { publishes in
-            inFlight.queue.async { for publish in publishes { inFlight.send(publish) } }
+            inFlight.queue.async { inFlight.send(batch: publishes) }
         }
     }
 
@@ -90,6 +95,17 @@ final class ClusterRetainedPublisher: @unchecked Sendable {
             self.connection = connection
             self.published = published
             statistics = try NATSStatistics()
+        }
+
+        /// Sends a loop turn's publishes; written at once when nothing else was in flight, else
+        /// by cnats's flusher with whatever follows within its millisecond. A flush that fails
+        /// or times out loses nothing: what it did not write stays buffered, and an unanswered
+        /// publish is sent again (`answered`).
+        func send(batch publishes: [Publish]) {
+            let alone = waiting.isEmpty
+            for publish in publishes { send(publish) }
+            guard alone, !waiting.isEmpty else { return }
+            try? connection.flush(timeout: ClusterRetainedPublisher.flushWait)
         }
 
         /// Sends a new publish, after what the connection may have lost; holds it while the

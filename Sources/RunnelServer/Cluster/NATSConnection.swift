@@ -46,9 +46,9 @@ struct NATSHandlers: Sendable {
 /// Which calls wait: `connect` and `flush` wait for the server (call them before the loop runs,
 /// or on a worker); `close` writes what is buffered. `publish` and `subscribe` append to
 /// cnats's buffer, which its flusher thread writes, except that cnats writes the socket itself,
-/// in the calling thread and under the connection's lock, when the buffer has no room left, and
-/// on every publish of a connection made with `sendAsap`. A publish may then wait for the
-/// socket: none runs on a loop (`ClusterSendQueue`, `ClusterRetainedPublisher`).
+/// in the calling thread and under the connection's lock, when the buffer has no room left. A
+/// publish may then wait for the socket: none runs on a loop (`ClusterSendQueue`,
+/// `ClusterRetainedPublisher`).
 ///
 /// Thread rules: every method may be called from any thread (cnats locks its connection).
 /// Lifetime rule: a clustered node makes two (its link's, `ClusterLink`, and the one its
@@ -68,14 +68,13 @@ final class NATSConnection: @unchecked Sendable {
     /// Connects to one of `servers` within `timeout`, as `name` (what nats-server's monitoring
     /// shows). Blocks: call it before the
     /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
-    /// with jitter), and a server gone silent is noticed within three ping intervals. With
-    /// `sendAsap`, each publish is written at once by the thread that makes it (a `write`, which
-    /// may block), not by cnats's flusher, which waits 1 ms for more before it writes. Without
-    /// `buffersWhileReconnecting`, a publish while the link is down fails at once instead of
+    /// with jitter), and a server gone silent is noticed within three ping intervals. Publishes
+    /// are written by cnats's flusher, which waits 1 ms for more before it writes (`flush` writes
+    /// at once). Without `buffersWhileReconnecting`, a publish while the link is down fails at once instead of
     /// waiting in cnats's buffer for the link to come back.
     static func connect(
         servers: [String], name: String, credentials: (token: String, user: String, password: String),
-        timeout: Duration, sendAsap: Bool = false, buffersWhileReconnecting: Bool = true, handlers: NATSHandlers
+        timeout: Duration, buffersWhileReconnecting: Bool = true, handlers: NATSHandlers
     ) throws(NATSError) -> NATSConnection {
         var options: OpaquePointer?
         try NATSError.check(natsOptions_Create(&options), "creating NATS options")
@@ -86,7 +85,6 @@ final class NATSConnection: @unchecked Sendable {
         do throws(NATSError) {
             try configure(
                 options, servers: servers, name: name, credentials: credentials, timeout: timeout, closure: closure)
-            try NATSError.check(natsOptions_SetSendAsap(options, sendAsap), "setting NATS send-asap")
             if !buffersWhileReconnecting {
                 // 0 is cnats's default (8 MiB); one byte holds no publish.
                 try NATSError.check(natsOptions_SetReconnectBufSize(options, 1), "setting NATS reconnect buffer")
@@ -177,8 +175,7 @@ final class NATSConnection: @unchecked Sendable {
     /// Publishes `payload` on `subject` with the reply subject `reply` (nil: none), straight
     /// into cnats's buffer: no message object and no headers, each of which would cost
     /// allocations and a wake-up of cnats's collector thread. When the buffer has no room for
-    /// it (or the connection was made with `sendAsap`), cnats first writes the buffer to the
-    /// socket in this thread, which may block. Fails while the link is down and cnats's
+    /// it, cnats first writes the buffer to the socket in this thread, which may block. Fails while the link is down and cnats's
     /// reconnect buffer is full, or when the connection is closed.
     func publish(
         _ subject: UnsafePointer<CChar>, reply: UnsafePointer<CChar>?, payload: UnsafeRawBufferPointer
@@ -204,8 +201,8 @@ final class NATSConnection: @unchecked Sendable {
         return NATSSubscription(adopting: subscription!)
     }
 
-    /// Waits (at most `timeout`) until the server has read everything sent so far: a PING
-    /// and its PONG. Blocks: the worker thread's.
+    /// Writes what is buffered at once, and waits (at most `timeout`) until the server has read
+    /// it: a PING and its PONG. Blocks: a worker's or a queue's thread, never a loop's.
     func flush(timeout: Duration) throws(NATSError) {
         try NATSError.check(
             natsConnection_FlushTimeout(connection, timeout.cnatsMilliseconds),
