@@ -186,6 +186,16 @@ class Harness:
                 shutil.rmtree(self.work, ignore_errors=True)
         return problems
 
+    def nats_log_size(self):
+        return os.path.getsize(self.nats.log_path) if os.path.exists(self.nats.log_path) else 0
+
+    def slow_consumers(self, since):
+        """nats-server's "Slow Consumer Detected" lines logged after byte `since` of its log: a
+        client it stopped writing to (and closed), dropping what it had not written yet."""
+        with open(self.nats.log_path, errors="replace") as log:
+            log.seek(since)
+            return [line.strip() for line in log if "Slow Consumer" in line]
+
     def logs(self):
         parts = [f"--- node {name} (last lines):\n" + "\n".join(d.log[-15:]) for name, d in self.nodes.items()]
         parts.append("--- nats-server (last lines):\n" + (self.nats.log_tail(10) if self.nats else ""))
@@ -445,10 +455,15 @@ def main():
         harness.start()
         for number in range(1, args.rounds + 1):
             scenario = scenarios[(number - 1) % len(scenarios)]
+            log_before = harness.nats_log_size()
             figures, what, problems = harness.round(number, scenario)
             totals.add(figures)
+            slow = harness.slow_consumers(log_before)
             print(f"round {number} ({scenario}): {'ok' if not problems else 'FAILED'}, {what}; {figures.line()}; "
                   f"{time.monotonic() - harness.started:.1f} s", flush=True)
+            # What nats-server itself gave up writing is a loss the nodes must tell as a gap.
+            for line in slow:
+                print("  nats-server: " + line, flush=True)
             for problem in problems:
                 print("  " + problem, flush=True)
             if problems:
