@@ -30,8 +30,8 @@
 # Those two are started afresh for each repetition. Then, with both setups chosen, --pairs N
 # (30 by default; 0: none) alternated pairs of full-speed runs of those two, --deliveries
 # each, the same two processes throughout, the first of a pair alternating: the table gives the
-# median of the pairs' ratios, which one sample a side cannot (a 0.6 s sample of the same
-# process varies by a third here; bench/README.md, "A node's own fan-out, in pairs").
+# median of the pairs' ratios: one sample a side is too noisy to judge 10% by (bench/README.md,
+# "A node's own fan-out, in pairs").
 #
 # Every run reads the CPU time (user + system, /proc/PID/stat) of each server process that
 # takes part before and after, so the table gives CPU per delivery for the whole setup (for

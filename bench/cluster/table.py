@@ -16,10 +16,10 @@ from collections import defaultdict
 K = 10
 runs = defaultdict(list)  # (setup, mode) -> [dict]
 for line in open(sys.argv[1]):
-    setup, mode, _rep, fields = (line.rstrip("\n").split("\t") + [""] * 4)[:4]
+    setup, mode, rep, fields = (line.rstrip("\n").split("\t") + [""] * 4)[:4]
     values = dict(kv.split("=", 1) for kv in fields.split() if "=" in kv)
     ok = "delivered" in values and values.get("delivered") == values.get("expected")
-    runs[(setup, mode)].append({**values, "ok": ok})
+    runs[(setup, mode)].append({**values, "ok": ok, "rep": rep})
 rate = int(sys.argv[2])
 
 
@@ -103,15 +103,11 @@ print(f"  in the cluster / standalone: throughput "
 
 def pair_ratios():
     """node-a's CPU per delivery over the standalone runneld's, one ratio per complete pair."""
-    per = defaultdict(dict)  # pair number -> setup -> ns per delivery
+    per = defaultdict(dict)  # pair number -> setup -> CPU per delivery
     for setup, name in (("standalone", "standalone"), ("clustered", "node-a")):
-        for line in open(sys.argv[1]):
-            fields = line.rstrip("\n").split("\t")
-            if fields[:2] != [setup, "pair"]:
-                continue
-            values = dict(kv.split("=", 1) for kv in fields[3].split() if "=" in kv)
-            if values.get("delivered") == values.get("expected") and float(values.get(f"cpu_{name}", 0)) > 0:
-                per[fields[2]][setup] = float(values[f"cpu_{name}"]) / float(values["delivered"])
+        for r in runs[(setup, "pair")]:
+            if r["ok"] and float(r.get(f"cpu_{name}", 0)) > 0:
+                per[r["rep"]][setup] = float(r[f"cpu_{name}"]) / float(r["delivered"])
     return sorted(p["clustered"] / p["standalone"] for p in per.values() if len(p) == 2)
 
 

@@ -8,8 +8,7 @@ import RunnelUV
 /// is written at once (`flush`), so a lone acknowledged `pub` does not wait for cnats's flusher,
 /// which waits 1 ms for more before it writes; batches sent behind others in flight are left to
 /// the flusher, which writes them together: one `write`, and one read for nats-server, for many
-/// publishes, where one each cost nats-server twice the CPU a value (bench/README.md,
-/// "Acknowledged retained publishes").
+/// publishes (bench/README.md, "Acknowledged retained publishes", for what that saves).
 ///
 /// Every publish is answered, exactly, and the values reach each stream in the order published:
 /// - One JetStream has not answered within `ackWait` is sent again with the same

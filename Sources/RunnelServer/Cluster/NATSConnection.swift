@@ -70,8 +70,8 @@ final class NATSConnection: @unchecked Sendable {
     /// loop runs. Once connected, a lost link is reconnected forever (every `reconnectWait`,
     /// with jitter), and a server gone silent is noticed within three ping intervals. Publishes
     /// are written by cnats's flusher, which waits 1 ms for more before it writes (`flush` writes
-    /// at once). Without `buffersWhileReconnecting`, a publish while the link is down fails at once instead of
-    /// waiting in cnats's buffer for the link to come back.
+    /// at once). Without `buffersWhileReconnecting`, a publish while the link is down fails at
+    /// once instead of waiting in cnats's buffer for the link to come back.
     static func connect(
         servers: [String], name: String, credentials: (token: String, user: String, password: String),
         timeout: Duration, buffersWhileReconnecting: Bool = true, handlers: NATSHandlers
@@ -175,8 +175,9 @@ final class NATSConnection: @unchecked Sendable {
     /// Publishes `payload` on `subject` with the reply subject `reply` (nil: none), straight
     /// into cnats's buffer: no message object and no headers, each of which would cost
     /// allocations and a wake-up of cnats's collector thread. When the buffer has no room for
-    /// it, cnats first writes the buffer to the socket in this thread, which may block. Fails while the link is down and cnats's
-    /// reconnect buffer is full, or when the connection is closed.
+    /// it, cnats first writes the buffer to the socket in this thread, which may block. Fails
+    /// while the link is down and cnats's reconnect buffer is full, or when the connection is
+    /// closed.
     func publish(
         _ subject: UnsafePointer<CChar>, reply: UnsafePointer<CChar>?, payload: UnsafeRawBufferPointer
     ) throws(NATSError) {
