@@ -9,12 +9,13 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
-/// Release builds of the daemon's own targets, which no product for other packages exposes
-/// (the products of `RunnelServer` and its layers are for this repository's fuzz package), also drop Swift's
-/// run-time exclusivity checks (debug builds and the sanitizer runs keep them). Every target a
-/// product for other packages contains (`Runnel`, `RunnelBytes`, `RunnelUV`, `RunnelJSON`,
-/// `RunnelTLS`, `RunnelClient`) keeps them for everyone who depends on it: where a check sits
-/// on the hot path it marks that property `@exclusivity(unchecked)` instead.
+/// Release builds of the daemon's own targets, which no product for other packages exposes (the
+/// products of `RunnelServer`, `RunnelHTTP` and the layers are for this repository's fuzz
+/// package), also drop Swift's run-time exclusivity checks (debug builds and the sanitizer runs
+/// keep them). Every target a product for other packages contains (`Runnel`, `RunnelBytes`,
+/// `RunnelUV`, `RunnelJSON`, `RunnelTLS`, `RunnelClient`) keeps them for everyone who depends on
+/// it: where a check sits on the hot path it marks that property `@exclusivity(unchecked)`
+/// instead.
 let exclusivityUnchecked: SwiftSetting = .unsafeFlags(
     ["-enforce-exclusivity=unchecked"], .when(configuration: .release)
 )
@@ -43,9 +44,8 @@ let json: [SwiftSetting] = [
 let hotLayer: [SwiftSetting] = json + [exclusivityUnchecked]
 
 /// Each module that serialises every body (`RunnelJSON`, `RunnelProtocol`, `RunnelExpression`,
-/// `RunnelUV`)
-/// exports the specialisations of the standard library's generics its bodies use (such as
-/// `Array<UInt8>.append`), so a release link of two of them finds the same mangled symbol,
+/// `RunnelUV`, `RunnelServer`) exports the specialisations of the standard library's generics its
+/// bodies use (such as `Array<UInt8>.append`), so a release link of two of them finds the same mangled symbol,
 /// compiled from the same standard library by the same compiler, defined twice. Release links
 /// of executables that contain more than one (runneld, the fuzz targets) keep the first.
 let serialisedModulesLink: LinkerSetting = .unsafeFlags(
@@ -63,6 +63,7 @@ let package = Package(
         .library(name: "RunnelExpression", targets: ["RunnelExpression"]),
         .library(name: "RunnelWebSocket", targets: ["RunnelWebSocket"]),
         .library(name: "RunnelServer", targets: ["RunnelServer"]),
+        .library(name: "RunnelHTTP", targets: ["RunnelHTTP"]),
         .library(name: "RunnelClient", targets: ["RunnelClient"]),
         .executable(name: "runneld", targets: ["runneld"]),
         .executable(name: "runnel", targets: ["runnel"]),
@@ -152,19 +153,44 @@ let package = Package(
             swiftSettings: hotLayer
         ),
 
-        // The daemon as a library: transports, sessions, subject store, stages, config, cluster.
-        // Its dashboard page is web/dashboard/, put in the binary by the EmbedDashboard plugin.
+        // The daemon's core: the server and its sessions, the line transport and the contract every
+        // transport meets, the subject store, stages, durability, access, config, metrics, the
+        // cluster. It names no front door: those above it reach it through its `package` API.
+        // Compiled as the hot layers are, every body serialised, so that the front door's streams
+        // get the delivery path (`Session.deliverNext`, generic over the transport) specialised
+        // for them as the line transport does (bench/README.md, "The front doors as a module").
         .target(
             name: "RunnelServer",
             dependencies: [
                 "Runnel", "RunnelBytes", "RunnelUV", "RunnelTLS", "RunnelJSON", "RunnelCrypto", "RunnelCompression",
-                "RunnelWebSocket", "RunnelProtocol", "RunnelExpression", "CSQLite", "CHTTPParser", "CLibCrypto",
-                "CZlib", "CNats",
+                "RunnelProtocol", "RunnelExpression", "CSQLite", "CNats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
+            swiftSettings: hotLayer
+        ),
+        // The HTTP front door over the core: HTTP/1.1, its routes, Server-Sent Events and
+        // WebSocket streams (sessions' transports), static files, and the page, web/dashboard/,
+        // put in the binary by the EmbedDashboard plugin.
+        .target(
+            name: "RunnelHTTP",
+            dependencies: [
+                "RunnelServer", "Runnel", "RunnelBytes", "RunnelUV", "RunnelJSON", "RunnelCompression",
+                "RunnelWebSocket", "RunnelProtocol", "CHTTPParser", "CLibCrypto", "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: daemon,
             plugins: ["EmbedDashboard"]
+        ),
+        // The daemon's life: configuration to listeners, loops, stores and the cluster; logging,
+        // signals, reloads, systemd. What `runneld` runs; the only module that names them all.
+        .target(
+            name: "RunnelDaemon",
+            dependencies: [
+                "RunnelServer", "RunnelHTTP", "Runnel", "RunnelBytes", "RunnelTLS", "RunnelUV",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: daemon
         ),
         // The Swift client of runneld (async/await, reconnects, resumes) and the blocking line
         // socket the `runnel` CLI shares with it: no server, no libuv loop of its own.
@@ -179,7 +205,8 @@ let package = Package(
         .executableTarget(
             name: "runneld",
             dependencies: [
-                "RunnelServer", "RunnelVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RunnelDaemon", "RunnelServer", "RunnelVersion",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: daemon,
             linkerSettings: [serialisedModulesLink]
@@ -216,8 +243,8 @@ let package = Package(
         .testTarget(
             name: "RunnelServerTests",
             dependencies: [
-                "RunnelServer", "RunnelBytes", "RunnelJSON", "RunnelCrypto", "RunnelCompression", "RunnelWebSocket",
-                "RunnelProtocol", "RunnelExpression", "RunnelTestSupport",
+                "RunnelServer", "RunnelHTTP", "RunnelDaemon", "RunnelBytes", "RunnelJSON", "RunnelCrypto",
+                "RunnelCompression", "RunnelWebSocket", "RunnelProtocol", "RunnelExpression", "RunnelTestSupport",
             ],
             swiftSettings: strict
         ),

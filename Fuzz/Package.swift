@@ -45,7 +45,7 @@ let package = Package(
         fuzzer("JSONFuzzer", ["RunnelJSON"]),
         fuzzer("RequestFuzzer", ["RunnelProtocol", "RunnelJSON"]),
         fuzzer("ExpressionFuzzer", ["RunnelExpression", "RunnelJSON"]),
-        fuzzer("HTTPFuzzer", ["RunnelServer", "RunnelProtocol"]),
+        fuzzer("HTTPFuzzer", ["RunnelHTTP", "RunnelProtocol"]),
         // What the two WebSocket targets share: the reader's events, checked as they come.
         .target(
             name: "WebSocketFuzzSupport",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RunnelDaemon
 import RunnelServer
 import RunnelVersion
 

@@ -3,15 +3,18 @@ import Testing
 
 /// The cluster is a layer the node's code calls through one seam (`SharedSubjects`,
 /// `SubscriptionInterest`, `SharedFigures`, `OccupancyPeers`): no code in the node's folders
-/// names a type of the cluster's (`Cluster…`, `NATS…`); comments may. Only `Lifecycle`, which
+/// names a type of the cluster's (`Cluster…`, `NATS…`); comments may. Only `RunnelDaemon`, which
 /// puts the node together, makes the cluster's parts.
 @Suite struct ClusterSeamTests {
-    static let nodeFolders = ["Access", "HTTP", "Metrics", "Server", "Stages", "Subjects", "Transports"]
+    static let nodeFolders = [
+        "RunnelHTTP", "RunnelServer/Access", "RunnelServer/Metrics", "RunnelServer/Server", "RunnelServer/Stages",
+        "RunnelServer/Subjects", "RunnelServer/Transports",
+    ]
 
-    static var serverSources: URL {
+    static var sources: URL {
         // Tests/RunnelServerTests/<this file> -> package root.
         URL(fileURLWithPath: "\(#filePath)").deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/RunnelServer")
+            .deletingLastPathComponent().appendingPathComponent("Sources")
     }
 
     @Test func theNodesCodeNamesNoClusterType() throws {
@@ -19,7 +22,7 @@ import Testing
         var found: [String] = []
         var files = 0
         for folder in Self.nodeFolders {
-            let directory = Self.serverSources.appendingPathComponent(folder)
+            let directory = Self.sources.appendingPathComponent(folder)
             let enumerator = try #require(FileManager.default.enumerator(atPath: directory.path))
             for case let path as String in enumerator where path.hasSuffix(".swift") {
                 files += 1

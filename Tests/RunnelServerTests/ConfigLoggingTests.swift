@@ -2,6 +2,7 @@ import Logging
 import Runnel
 import Testing
 
+@testable import RunnelDaemon
 @testable import RunnelServer
 
 #if canImport(Glibc)

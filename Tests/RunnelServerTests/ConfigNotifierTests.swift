@@ -1,5 +1,6 @@
 import Testing
 
+@testable import RunnelDaemon
 @testable import RunnelServer
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import RunnelProtocol
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// The front door's checks one by one, and in their order: a request head in, a decision out

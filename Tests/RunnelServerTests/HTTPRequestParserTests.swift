@@ -1,6 +1,7 @@
 import RunnelProtocol
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// The HTTP front door's reading of requests: heads, bodies, pipelining, and every limit and

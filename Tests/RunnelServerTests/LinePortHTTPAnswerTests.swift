@@ -1,5 +1,6 @@
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// What the line port answers a client whose first line is an HTTP request: which lines are

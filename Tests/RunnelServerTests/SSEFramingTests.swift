@@ -2,6 +2,7 @@ import RunnelJSON
 import RunnelProtocol
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// Server-Sent Events from a session's values: the values come from a real session (over a

@@ -1,6 +1,7 @@
 import RunnelProtocol
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// Every reply reaches the transport as a value (`SessionReply`) beside its line, and the line

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// The files of `http_static_dir`: which paths name a file inside the folder, what a path

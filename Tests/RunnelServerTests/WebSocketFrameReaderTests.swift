@@ -1,6 +1,7 @@
 import RunnelWebSocket
 import Testing
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// A client's WebSocket frames read into messages, and each way of breaking the protocol

@@ -1,6 +1,6 @@
 import FuzzSupport
+import RunnelHTTP
 import RunnelProtocol
-import RunnelServer
 
 // The HTTP front door's request reader: `HTTPRequestParser` (Debian's http_parser with the
 // contract's limits) over a stream of requests, then every read of the heads it reports.

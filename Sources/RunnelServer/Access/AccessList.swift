@@ -14,10 +14,10 @@ import RunnelProtocol
 ///
 /// Thread rules: immutable, safe from any thread. Lifetime rule: the server holds the current
 /// one, each session the one it was last handed.
-final class AccessList: Sendable {
+package final class AccessList: Sendable {
     let grants: [TokenGrant]
     /// The grant of every connection when no token is configured; nil when tokens are.
-    let openGrant: TokenGrant?
+    package let openGrant: TokenGrant?
     /// Nil when no JWT key is configured: JWTs are not accepted.
     let jwt: JWTVerifier?
 
@@ -41,7 +41,7 @@ final class AccessList: Sendable {
 
     /// The grant of `token`, or the `unauthorized` error saying why there is none; `now` is
     /// seconds since the Unix epoch, for a JWT's times. Without tokens, the open grant.
-    func authenticate(_ token: String, at now: Double) -> Result<TokenGrant, ProtocolError> {
+    package func authenticate(_ token: String, at now: Double) -> Result<TokenGrant, ProtocolError> {
         if let openGrant { return .success(openGrant) }
         if let grant = grant(for: token) { return .success(grant) }
         guard JWTVerifier.hasJWTForm(token) else { return .failure(ProtocolError(.unauthorized, "invalid token")) }

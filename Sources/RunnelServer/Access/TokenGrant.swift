@@ -9,7 +9,7 @@ import RunnelProtocol
 /// Thread rules: immutable, so `Sendable`; read on the loop thread. Lifetime rule: a class for
 /// its identity: a reload builds new grants (`AccessList`), and a session moves to its token's
 /// new grant (found by `digest`, or by verifying its JWT again); sessions and requests hold it.
-final class TokenGrant: Sendable {
+package final class TokenGrant: Sendable {
     /// SHA-256 of a configured token; nil for a server without tokens and for a JWT.
     let digest: [UInt8]?
     /// Where the token is configured (`tokens[2]`, `auth_tokens[0]`), or the JWT's `sub`, for logs.
@@ -45,7 +45,7 @@ final class TokenGrant: Sendable {
     }
 
     /// Whether the token may read `name`: subscribe to it, or list it when it may publish to it.
-    func mayList(_ name: String) -> Bool { subscribe.permits(name) || publish.permits(name) }
+    package func mayList(_ name: String) -> Bool { subscribe.permits(name) || publish.permits(name) }
 
     // MARK: Checks, throwing the `unauthorized` error that names the missing right
 
@@ -58,7 +58,7 @@ final class TokenGrant: Sendable {
     }
 
     /// `op` is one of `create`, `complete`, `error`, `delete`, `stats`.
-    func checkManage(_ op: String) throws(ProtocolError) {
+    package func checkManage(_ op: String) throws(ProtocolError) {
         guard mayManage else { throw ProtocolError(.unauthorized, "token may not \(op) (it lacks manage)") }
     }
 }

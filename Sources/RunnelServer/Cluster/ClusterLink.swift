@@ -27,10 +27,10 @@ import RunnelUV
 /// names) and the calls marked "worker thread", and for what `sends` does on its own queue
 /// (every publish, subscription and flush of the link's connection). Lifetime rule: made at start-up once NATS
 /// answered; lives until the process stops (`close`).
-final class ClusterLink: @unchecked Sendable {
+package final class ClusterLink: @unchecked Sendable {
     let config: ClusterConfig
     /// This process among the cluster's nodes.
-    let instance: String
+    package let instance: String
     private let connection: NATSConnection
     let jetStream: NATSJetStream
     /// Retained values' publishes, on a connection of their own.
@@ -72,7 +72,7 @@ final class ClusterLink: @unchecked Sendable {
 
     /// Connects to NATS as `config` says, retrying until `config.connectTimeout` has passed.
     /// Blocks: call it before the loop runs. The error names the URLs.
-    init(config: ClusterConfig, scheduler: LoopScheduler, logger: Logger) throws(NATSError) {
+    package init(config: ClusterConfig, scheduler: LoopScheduler, logger: Logger) throws(NATSError) {
         self.config = config
         self.scheduler = scheduler
         self.logger = logger
@@ -163,7 +163,7 @@ final class ClusterLink: @unchecked Sendable {
 
     /// Starts the heartbeat, listens for other nodes', and follows the definitions' changes
     /// (from the last of each key on: `ClusterReceiver.clusterStreamDelivered`). Blocks.
-    func start() throws(NATSError) {
+    package func start() throws(NATSError) {
         for subject in [nodesSubject, interestSubject, directSubject, occupancySubject] {
             _ = try connection.subscribe(subject)
         }

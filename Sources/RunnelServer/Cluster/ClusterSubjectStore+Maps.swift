@@ -31,7 +31,7 @@ extension ClusterSubjectStore {
     /// How much later than the node before it each node expires a key (by `ClusterPeers.rank`).
     static let expiryStagger: Int64 = 2_000
 
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+    package func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         definitionSync.create(
             name,
             ClusterDefinition(
@@ -39,14 +39,14 @@ extension ClusterSubjectStore {
                 initial: nil, epoch: Epoch.make()))
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
         bounding bound: PublishEvaluationBound
     ) {
         if publishToStream(value.buffer, on: subject(of: key, in: entry), of: entry) { entry.published &+= 1 }
     }
 
-    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+    package func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
         guard let live = entry.map?.keys[key] else { return false }
         publishToStream(Self.deleted, on: subject(of: key, in: entry), of: entry, expectingLast: live.message.seq)
         return true

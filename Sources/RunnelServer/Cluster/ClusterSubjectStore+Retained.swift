@@ -122,7 +122,7 @@ extension ClusterSubjectStore {
     /// Runs `action` once `hasCaughtUp` holds, at once if it does: readiness as an event,
     /// looked at again where its parts change (a consumer started, a stream's values delivered
     /// as far as it held, a subject gone) and, when time is all that is missing, when it has come.
-    func whenCaughtUp(_ action: @escaping () -> Void) {
+    package func whenCaughtUp(_ action: @escaping () -> Void) {
         caughtUpWaiters.append(action)
         checkCaughtUp()
     }
@@ -180,7 +180,7 @@ extension ClusterSubjectStore {
     /// it, or has yet to start), or after `within` at the latest, or as soon as JetStream says
     /// the stream does not reach it (a position made up, or of values lost); false, and nothing
     /// done, when this node is not behind it.
-    func whenDelivered(
+    package func whenDelivered(
         upTo position: Position, of entry: SubjectEntry, within: Duration, then: @escaping () -> Void
     ) -> Bool {
         let epoch = entry.epoch

@@ -24,8 +24,8 @@ import RunnelProtocol
 ///
 /// Thread rules: loop thread only. Lifetime rule: the server holds it for its life; it holds
 /// the local store, the link and its definitions' sync.
-final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitionHost, @unchecked Sendable {
-    let local: MemorySubjectStore
+package final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitionHost, @unchecked Sendable {
+    package let local: MemorySubjectStore
     let link: ClusterLink
     let interest: ClusterInterest
     /// Its subjects' definitions in the cluster's bucket (made at first use, in `init`: it
@@ -53,7 +53,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
 
     /// Takes the cluster's definitions as they are now (each key read: blocks, before the loop
     /// runs) into a new local store, whose retained subjects then fill from their streams.
-    init(link: ClusterLink, retained: RetainedValues) throws(NATSError) {
+    package init(link: ClusterLink, retained: RetainedValues) throws(NATSError) {
         self.local = MemorySubjectStore(retained: retained)
         self.link = link
         interest = ClusterInterest(
@@ -65,7 +65,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
     }
 
     /// `unavailable` while the link to NATS is down.
-    func checkShared() throws(ProtocolError) {
+    package func checkShared() throws(ProtocolError) {
         guard link.isUp else {
             throw ProtocolError(
                 .unavailable, "this node's link to the cluster (NATS) is down; try again or another node")
@@ -73,7 +73,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
     }
 
     /// Takes the server's limits and publish bound (at start and on every reload).
-    func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound) {
+    package func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound) {
         self.maxSubjects = maxSubjects
         self.maxDepth = maxDepth
         self.publishBound = publishBound
@@ -88,23 +88,23 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
 
     // MARK: SubjectStore
 
-    var count: Int { local.count }
-    subscript(name: String) -> SubjectEntry? { local[name] }
-    func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
+    package var count: Int { local.count }
+    package subscript(name: String) -> SubjectEntry? { local[name] }
+    package func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
     /// Durable subjects are JetStream's files.
-    let keepsDurableSubjects = true
-    let repliesWaitForDisk = true
-    func checkDurableWrites() throws(ProtocolError) {}
-    var retained: RetainedValues { local.retained }
-    let journalStatistics: JournalStatistics? = nil
-    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { true }
-    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.retainsValues }
-    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+    package let keepsDurableSubjects = true
+    package let repliesWaitForDisk = true
+    package func checkDurableWrites() throws(ProtocolError) {}
+    package var retained: RetainedValues { local.retained }
+    package let journalStatistics: JournalStatistics? = nil
+    package func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { true }
+    package func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.retainsValues }
+    package func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
         local.patternSignal(pattern, admitting: admitting)
     }
 
     /// Made here and in the cluster, in a new epoch (`ClusterDefinitionSync.create`).
-    func create(
+    package func create(
         _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
     ) -> SubjectEntry {
         definitionSync.create(
@@ -114,10 +114,12 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
                 durable: durable, initial: initial, epoch: Epoch.make()))
     }
 
-    func terminate(_ entry: SubjectEntry, error: ProtocolError?) { definitionSync.terminate(entry, error: error) }
-    func delete(_ entry: SubjectEntry) { definitionSync.delete(entry) }
+    package func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+        definitionSync.terminate(entry, error: error)
+    }
+    package func delete(_ entry: SubjectEntry) { definitionSync.delete(entry) }
 
-    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
+    package func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
         if let now = changes.whenAnswered(action) { now() }
     }
 
@@ -126,7 +128,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
     /// (`ClusterPeers.whenKnown`), so a value another node publishes after the reply reaches it.
     /// While the link is down the reply does not wait (the subscription is made again when it
     /// is back, and what was missed meanwhile is told with `dropped`).
-    func awaitNewInterest() {
+    package func awaitNewInterest() {
         let change = changes.begin()
         guard link.isUp else { return answer(change, error: nil) }
         let link = link
@@ -143,7 +145,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
         for reply in changes.answer(number, error: error) { reply() }
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         guard !entry.retainsValues else { return publishRetained(value, to: entry) }
@@ -169,7 +171,7 @@ final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterDefinitio
         return route
     }
 
-    func close() {
+    package func close() {
         link.close()
         local.close()
     }

@@ -2,11 +2,11 @@ import CNats
 import Glibc
 
 /// A cnats call that failed: what was being done, and cnats's text for its status.
-struct NATSError: Error, CustomStringConvertible {
+package struct NATSError: Error, CustomStringConvertible {
     let doing: String
     let status: natsStatus
 
-    var description: String { "\(doing): \(String(cString: natsStatus_GetText(status)))" }
+    package var description: String { "\(doing): \(String(cString: natsStatus_GetText(status)))" }
 
     static func check(_ status: natsStatus, _ doing: @autoclosure () -> String) throws(NATSError) {
         guard status == NATS_OK else { throw NATSError(doing: doing(), status: status) }

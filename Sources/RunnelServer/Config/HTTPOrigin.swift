@@ -1,9 +1,9 @@
 /// Web origins (`scheme://host[:port]`, RFC 6454) as browsers send them in `Origin`. Pure
 /// functions: safe from any thread.
-enum HTTPOrigin {
+package enum HTTPOrigin {
     /// Whether `text` is an `http` or `https` origin with a host and no path: what
     /// `http_allowed_origins` accepts.
-    static func isWellFormed(_ text: String) -> Bool {
+    package static func isWellFormed(_ text: String) -> Bool {
         for scheme in ["http://", "https://"] where text.hasPrefix(scheme) {
             let authority = text.dropFirst(scheme.count)
             return !authority.isEmpty
@@ -14,7 +14,7 @@ enum HTTPOrigin {
 
     /// Whether a page of `origin` may use the front door: it is the server's own
     /// (`isSameOrigin`) or one of `allowed` (`http_allowed_origins`).
-    static func isAllowed(_ origin: String, host: String?, allowed: [String]) -> Bool {
+    package static func isAllowed(_ origin: String, host: String?, allowed: [String]) -> Bool {
         isSameOrigin(origin, host: host) || allowed.contains(origin)
     }
 

@@ -79,7 +79,7 @@ extension ServerConfig {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 
-    static func renderSeconds(_ duration: Duration) -> String {
+    package static func renderSeconds(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
         if attoseconds == 0 { return String(seconds) }
         return "\(Double(seconds) + Double(attoseconds) / 1e18)"

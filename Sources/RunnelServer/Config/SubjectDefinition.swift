@@ -72,7 +72,7 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
     /// `retainMilliseconds`, `maxKeys` and durability; nil when it can. Where either side is
     /// durable they must agree in all five: the configuration never reshapes a subject kept in
     /// `data_dir`.
-    func conflict(
+    package func conflict(
         withExisting kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, maxKeys: Int?, durable: Bool,
         defaultReplayCapacity: Int
     ) -> SubjectConflict? {
@@ -89,7 +89,7 @@ public struct SubjectDefinition: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A `[[subjects]]` entry that disagrees with the durable subject of that name.
-struct SubjectConflict: Error, CustomStringConvertible {
-    let description: String
+package struct SubjectConflict: Error, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

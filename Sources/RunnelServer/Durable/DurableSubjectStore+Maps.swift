@@ -10,7 +10,7 @@ import RunnelProtocol
 /// replay subject's values, which wait for the disk: a change to a map is delivered in its
 /// place among the map's others, whose liveness the next change reads. Loop thread only.
 extension DurableSubjectStore {
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+    package func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         guard durable else {
             return local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: false)
         }
@@ -26,7 +26,7 @@ extension DurableSubjectStore {
         }
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
         bounding bound: PublishEvaluationBound
     ) {
@@ -35,7 +35,7 @@ extension DurableSubjectStore {
         append(.write(id: id, key: key, seq: entry.lastSeq, value: value.buffer, time: written.time))
     }
 
-    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+    package func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
         guard local.remove(key, from: entry, bounding: bound) else { return false }
         if let id = entry.durableID { append(.remove(id: id, key: key, seq: entry.lastSeq)) }
         return true

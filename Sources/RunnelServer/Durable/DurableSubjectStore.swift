@@ -17,9 +17,9 @@ import RunnelUV
 ///
 /// Thread rules: loop thread only; commit reports come through the loop's scheduler.
 /// Lifetime rule: `close()` drains and stops the writer.
-final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
+package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     let fsync: FsyncMode
-    let local: MemorySubjectStore
+    package let local: MemorySubjectStore
     private var writer: JournalWriter!
     private var nextID: Int64
     /// Changes appended to the journal, and how many of them the writer has reported.
@@ -46,7 +46,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     /// it holds (with a new epoch each when the last stop was not clean and `fsync` does not
     /// cover that), and starts the writer; restored subjects count in `retained`, replay ones
     /// bounded by its `maxReplayBytes`. Runs on the loop thread before anyone is served.
-    init(
+    package init(
         journal: StoredJournal, fsync: FsyncMode, scheduler: LoopScheduler, logger: Logger,
         retained: RetainedValues = RetainedValues()
     ) throws(JournalError) {
@@ -108,25 +108,25 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     // MARK: SubjectStore
 
-    var count: Int { local.count }
-    subscript(name: String) -> SubjectEntry? { local[name] }
-    func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
-    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+    package var count: Int { local.count }
+    package subscript(name: String) -> SubjectEntry? { local[name] }
+    package func list(prefix: String) -> [SubjectEntry] { local.list(prefix: prefix) }
+    package func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
         local.patternSignal(pattern, admitting: admitting)
     }
-    let keepsDurableSubjects = true
-    var repliesWaitForDisk: Bool { fsync == .always }
-    var journalStatistics: JournalStatistics? { writer.statisticsNow }
-    var retained: RetainedValues { local.retained }
-    func checkShared() throws(ProtocolError) {}
-    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { entry.isDurable }
-    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.isDurable }
+    package let keepsDurableSubjects = true
+    package var repliesWaitForDisk: Bool { fsync == .always }
+    package var journalStatistics: JournalStatistics? { writer.statisticsNow }
+    package var retained: RetainedValues { local.retained }
+    package func checkShared() throws(ProtocolError) {}
+    package func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { entry.isDurable }
+    package func repliesWait(forValueOf entry: SubjectEntry) -> Bool { entry.isDurable }
 
-    func checkDurableWrites() throws(ProtocolError) {
+    package func checkDurableWrites() throws(ProtocolError) {
         if let failure { throw failure }
     }
 
-    func create(
+    package func create(
         _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
     ) -> SubjectEntry {
         guard durable else {
@@ -160,7 +160,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         guard let id = entry.durableID else {
@@ -179,7 +179,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
     }
 
-    func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+    package func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
         guard let id = entry.durableID else {
             local.terminate(entry, error: error)
             return
@@ -191,7 +191,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
     }
 
-    func delete(_ entry: SubjectEntry) {
+    package func delete(_ entry: SubjectEntry) {
         guard let id = entry.durableID else {
             local.delete(entry)
             return
@@ -203,7 +203,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
 
     /// Also how the store's own steps (a value's delivery, a termination) wait for the disk:
     /// called right after an append, it waits for that change under `always`.
-    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
+    package func whenWritten(_ action: @escaping (ProtocolError?) -> Void) {
         guard fsync == .always, committed < appended else {
             action(nil)
             return
@@ -211,7 +211,7 @@ final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         waiting.append((appended, action))
     }
 
-    func close() {
+    package func close() {
         let statistics = writer.statisticsNow
         if statistics.failing {
             logger.error(

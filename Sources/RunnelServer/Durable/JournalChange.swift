@@ -24,14 +24,14 @@ enum JournalChange: Sendable {
 }
 
 /// A durable subject as the journal keeps it, read back at start.
-struct StoredSubject: Sendable {
+package struct StoredSubject: Sendable {
     let id: Int64
-    let name: String
-    let kind: SubjectKind
+    package let name: String
+    package let kind: SubjectKind
     /// A replay's capacity; a map's `max_keys`.
-    let capacity: Int?
+    package let capacity: Int?
     /// `retain_s`, in milliseconds (replay subjects that have one); a map's `ttl_s`.
-    let retainMilliseconds: Int64?
+    package let retainMilliseconds: Int64?
     var epoch: String
     /// The seq of its latest value (0 before any).
     let seq: UInt64
@@ -46,13 +46,13 @@ struct StoredSubject: Sendable {
 
 /// What a data directory held at start, read without writing (`JournalDatabase.read`): the
 /// stored subjects, and whether the last runneld to have the database open stopped cleanly.
-struct StoredJournal: Sendable {
+package struct StoredJournal: Sendable {
     let directory: String
     /// Whether the database file exists (else it is created when opened for writing).
     let exists: Bool
     /// The schema version it was written in (`JournalDatabase.schemaVersion`, or an earlier
     /// one that opening it for writing upgrades).
     let schema: String
-    var subjects: [StoredSubject]
+    package var subjects: [StoredSubject]
     let wasClean: Bool
 }

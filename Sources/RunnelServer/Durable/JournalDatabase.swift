@@ -20,7 +20,7 @@ import RunnelUV
 ///
 /// Thread rules: one thread at a time; at start the loop thread before anyone is served,
 /// then the journal's writer thread only.
-final class JournalDatabase {
+package final class JournalDatabase {
     static let fileName = "runnel.db"
     /// Version 2 added the values' publish times (`vals.ts`) and `retain_s` (`subjects.retain_ms`),
     /// version 3 maps (`keyvals`; a map's `max_keys` in `capacity`, its `ttl_s` in `retain_ms`);
@@ -39,7 +39,7 @@ final class JournalDatabase {
     /// removed): checks the database whole and reads back every stored subject, so that a
     /// start refused for what is stored leaves the directory as it found it. A missing
     /// directory or database holds nothing.
-    static func read(directory: String) throws(JournalError) -> StoredJournal {
+    package static func read(directory: String) throws(JournalError) -> StoredJournal {
         let path = databasePath(in: directory)
         guard try checkDirectory(directory), access(path, F_OK) == 0 else {
             return StoredJournal(
@@ -402,8 +402,8 @@ final class JournalDatabase {
 }
 
 /// Why the durable state cannot be used: the file (or directory) and the problem.
-struct JournalError: Error, Sendable, CustomStringConvertible {
+package struct JournalError: Error, Sendable, CustomStringConvertible {
     let path: String
     let problem: String
-    var description: String { "\(path): \(problem)" }
+    package var description: String { "\(path): \(problem)" }
 }

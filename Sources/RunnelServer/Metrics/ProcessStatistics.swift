@@ -8,7 +8,7 @@
 /// libraries use for them (`process_cpu_seconds_total`, `process_resident_memory_bytes`, ...).
 /// Read on demand, a few system calls each; any figure the system does not give is nil and
 /// left out.
-struct ProcessStatistics {
+package struct ProcessStatistics {
     /// User and system CPU time, in seconds.
     var cpuSeconds: Double
     /// Resident memory, in bytes (`/proc/self/statm`).
@@ -32,7 +32,7 @@ struct ProcessStatistics {
     }
 
     /// Now, in seconds since the Unix epoch.
-    static func wallClockSeconds() -> Double {
+    package static func wallClockSeconds() -> Double {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9

@@ -4,7 +4,7 @@
 /// The caller names families and labels (the format's rules: `[a-zA-Z_:][a-zA-Z0-9_:]*`,
 /// base units, `_total` on counters); help text and label values are escaped here. A value
 /// type, built once per scrape.
-struct PrometheusExposition {
+package struct PrometheusExposition {
     enum MetricType: String {
         case counter, gauge, histogram
     }

@@ -6,7 +6,7 @@ extension Server {
     /// per transport, refusals, slow-consumer disconnects, error replies by code, the loop's
     /// turn lengths as a histogram, the process's CPU, memory and descriptors), in the
     /// Prometheus text format for `GET /metrics`. Loop thread.
-    func metricsExposition() -> String {
+    package func metricsExposition() -> String {
         scheduler.assertOnLoopThread()
         var metrics = PrometheusExposition()
         let byTransport = connectionCountsByTransport

@@ -4,15 +4,15 @@
 ///
 /// Loop thread only (`Sendable` only so that a connection's close hook, which runs on the
 /// loop, may hold it).
-final class AddressCounts: @unchecked Sendable {
+package final class AddressCounts: @unchecked Sendable {
     private var counts: [String: Int] = [:]
 
     /// Connections open now from `host`.
     func count(_ host: String) -> Int { counts[host, default: 0] }
 
-    func open(_ host: String) { counts[host, default: 0] += 1 }
+    package func open(_ host: String) { counts[host, default: 0] += 1 }
 
-    func close(_ host: String) {
+    package func close(_ host: String) {
         guard let count = counts[host] else {
             assertionFailure("closing a connection from \(host) that was not counted")
             return
@@ -22,7 +22,7 @@ final class AddressCounts: @unchecked Sendable {
 
     /// The host part of a peer's "host:port" or "[v6-host]:port" (the whole text when it has
     /// no port, as a test transport's "memory").
-    static func host(of peer: String) -> String {
+    package static func host(of peer: String) -> String {
         guard let colon = peer.lastIndex(of: ":") else { return peer }
         return String(peer[..<colon])
     }

@@ -5,7 +5,7 @@ import RunnelUV
 /// (so a subscriber it puts over the soft limit knows whom to pause), and what `stats` and
 /// `/metrics` report about pauses. One per server, held directly by every session and HTTP
 /// publication (as `ServerStats` is). Loop thread only.
-final class PublisherPauses {
+package final class PublisherPauses {
     /// The publisher whose value is being delivered now; nil outside a publish (timers,
     /// replay on subscribe, values that waited for the disk: nobody to pause). Not retained:
     /// `PublisherGate.publishing` sets and clears it around one synchronous publish, while the
@@ -55,7 +55,7 @@ final class PublisherPauses {
 /// Thread rules: loop thread only. Lifetime rule: the owner holds it, and so does every
 /// laggard it waits on until it lets go (`laggardEnded`); it holds its owner only weakly,
 /// through the action `whenResumed` was given.
-final class PublisherGate {
+package final class PublisherGate {
     private let pauses: PublisherPauses
     /// Laggards holding this gate.
     private(set) var laggards = 0
@@ -65,14 +65,14 @@ final class PublisherGate {
     /// Set once its owner has gone: later releases change nothing.
     private var isClosed = false
 
-    init(pauses: PublisherPauses) { self.pauses = pauses }
+    package init(pauses: PublisherPauses) { self.pauses = pauses }
 
     /// Whether the owner must stop reading its client.
-    @inline(__always) var isPaused: Bool { laggards > 0 }
+    @inline(__always) package var isPaused: Bool { laggards > 0 }
 
     /// Runs `action` once the last laggard lets go (at once when none holds the gate); a new
     /// call replaces a waiting one.
-    func whenResumed(_ action: @escaping () -> Void) {
+    package func whenResumed(_ action: @escaping () -> Void) {
         guard isPaused else { return action() }
         onResume = action
     }
@@ -106,7 +106,7 @@ final class PublisherGate {
     }
 
     /// The owner has gone: a pause under way ends now, as far as the counts go.
-    func close() {
+    package func close() {
         guard !isClosed else { return }
         isClosed = true
         onResume = nil

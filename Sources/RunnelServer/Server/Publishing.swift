@@ -3,7 +3,7 @@ import RunnelProtocol
 
 /// The steps of `pub` that do not depend on the front door it came through (a request line,
 /// an HTTP `POST /pub/SUBJECT`), written once. Loop thread only.
-enum Publishing {
+package enum Publishing {
     /// Publishes `value` (with `members`, where the members of an object sit if its scan noted
     /// them) to `entry` in `store` and counts it: `terminated` when the subject has ended,
     /// `limit` when the subject keeps values and the store's retained bytes have no room for
@@ -14,7 +14,7 @@ enum Publishing {
     /// (A function of the store as a value, not a protocol extension: a generic one costs
     /// every `pub` calls through value witnesses.)
     @inline(__always)
-    static func publish(
+    package static func publish(
         _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), to entry: SubjectEntry,
         in store: any SubjectStore, counting stats: ServerStats,
         bounding bound: PublishEvaluationBound, by publisher: PublisherGate
@@ -34,7 +34,7 @@ extension Publishing {
     /// Sets `key` of the map `entry` to `value`, through `publish`'s steps (a map keeps values):
     /// also `limit` when
     /// `key` would be a key past the map's `max_keys` (nothing changes then).
-    static func publish(
+    package static func publish(
         _ value: RawJSON, members: JSONMemberIndex = JSONMemberIndex(), key: String, to entry: SubjectEntry,
         in store: any SubjectStore, counting stats: ServerStats, bounding bound: PublishEvaluationBound,
         by publisher: PublisherGate
@@ -53,7 +53,7 @@ extension Publishing {
 
     /// Removes `key` from the map `entry` (reason `deleted`); removing a key that is not live
     /// changes nothing and is no error.
-    static func remove(
+    package static func remove(
         _ key: String, from entry: SubjectEntry, in store: any SubjectStore, bounding bound: PublishEvaluationBound,
         by publisher: PublisherGate
     ) throws(ProtocolError) {
@@ -78,7 +78,7 @@ extension Publishing {
 
     /// What a `pub` without a key to a map gets.
     @inline(never)
-    static func keyNeeded(_ entry: SubjectEntry) -> ProtocolError {
+    package static func keyNeeded(_ entry: SubjectEntry) -> ProtocolError {
         ProtocolError(.badRequest, "subject '\(entry.name)' is a map: pub needs field 'key'")
     }
 }
@@ -87,14 +87,14 @@ extension Server {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
-    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> (
+    package func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> (
         entry: SubjectEntry, made: Bool
     ) {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 
     /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).
-    func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+    package func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
         try sessionContext.mapTarget(named: name, for: grant)
     }
 }

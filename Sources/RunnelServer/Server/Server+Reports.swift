@@ -6,7 +6,7 @@ import RunnelProtocol
 /// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
 extension Server {
     /// The `stats` reply's figures, as they are now (see docs/protocol.md).
-    var statsReport: ServerStatsReport {
+    package var statsReport: ServerStatsReport {
         let turns = scheduler.turnLengths
         return ServerStatsReport(
             connections: connectionCount, subscriptions: stats.subscriptions, subjects: subjects.count,
@@ -27,7 +27,7 @@ extension Server {
 
 extension JSONWriter {
     /// The `list` reply's `subjects` array: one object per entry.
-    mutating func writeSubjectList(_ entries: [SubjectEntry]) {
+    package mutating func writeSubjectList(_ entries: [SubjectEntry]) {
         append("[")
         for (index, entry) in entries.enumerated() {
             if index > 0 { append(",") }
@@ -65,7 +65,7 @@ extension JSONWriter {
 extension Server {
     /// The compressed streams open now and zlib's memory (none of either without a front door).
     var compressionFigures: CompressionFigures {
-        httpFrontDoor?.compressionFigures
+        frontDoor?.compressionFigures
             ?? CompressionFigures(webSockets: 0, eventStreams: 0, memoryBytes: ZlibMemory.bytes)
     }
 }

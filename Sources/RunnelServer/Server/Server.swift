@@ -16,28 +16,28 @@ public final class Server: SessionOwner, @unchecked Sendable {
     public let scheduler: LoopScheduler
     public internal(set) var config: ServerConfig
     /// The tokens `config` accepts and their rights; rebuilt on reload.
-    private(set) var access: AccessList
-    let logger: Logger
-    let subjects: any SubjectStore
+    package private(set) var access: AccessList
+    package let logger: Logger
+    package let subjects: any SubjectStore
     /// The cluster `subjects` are shared with; nil standalone.
-    let shared: (any SharedSubjects)?
-    let stats = ServerStats()
+    package let shared: (any SharedSubjects)?
+    package let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
-    let publishEvaluationBound: PublishEvaluationBound
+    package let publishEvaluationBound: PublishEvaluationBound
     /// Publishers paused by lagging subscribers, and the counts of pauses.
-    let publisherPauses: PublisherPauses
+    package let publisherPauses: PublisherPauses
     /// One compiled expression for all identical ones in the chains (`compileChain`).
     let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
     /// The counts `$sys.occupancy.S` reports.
     let occupancy: OccupancyTracker
     private var sessions: [UInt64: Session] = [:]
     /// Open connections by address, for `max_connections_per_address`.
-    let addresses = AddressCounts()
+    package let addresses = AddressCounts()
     /// Each configured token's evaluation budget, by the token's digest (`tokenEvaluationBudget`).
     private var tokenEvaluationBudgets: [[UInt8]: EvaluationBudget] = [:]
-    /// The HTTP front door, once `serveHTTP(_:)` has opened it: its connections count with
-    /// the sessions.
-    var httpFrontDoor: HTTPFrontDoor?
+    /// The front door over the core (RunnelHTTP's), once the daemon has opened it: its
+    /// connections count with the sessions, and it answers the line port's HTTP requests.
+    package var frontDoor: (any FrontDoor)?
     /// The loops connections are spread over, when there are several (`loops`); the server
     /// runs on the first, `scheduler`'s. Set before serving.
     public var loopGroup: LoopGroup?
@@ -62,7 +62,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         self.init(config: config, scheduler: scheduler, logger: logger, subjects: MemorySubjectStore())
     }
 
-    init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore) {
+    package init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore) {
         self.config = config
         self.access = AccessList(config: config)
         self.scheduler = scheduler
@@ -100,13 +100,13 @@ public final class Server: SessionOwner, @unchecked Sendable {
 
     /// Open client connections of every front door: what `max_connections` limits and
     /// `stats.connections` reports.
-    var connectionCount: Int { sessions.count + (httpFrontDoor?.connectionCount ?? 0) }
+    package var connectionCount: Int { sessions.count + (frontDoor?.connectionCount ?? 0) }
     /// The open connections by what carries them: sessions by `SessionTransport.transportName`,
     /// and the HTTP front door's own as "http".
     var connectionCountsByTransport: [String: Int] {
         var counts: [String: Int] = [:]
         for session in sessions.values { counts[session.transport.transportName, default: 0] += 1 }
-        if let httpFrontDoor { counts["http", default: 0] += httpFrontDoor.connectionCount }
+        if let frontDoor { counts["http", default: 0] += frontDoor.connectionCount }
         return counts
     }
     var uptimeSeconds: Int { Int((ContinuousClock.now - started).components.seconds) }
@@ -153,13 +153,13 @@ public final class Server: SessionOwner, @unchecked Sendable {
     // MARK: Connections
 
     /// Arms the server's sweep, once: called as a listener starts serving.
-    func startSweep() {
+    package func startSweep() {
         sweep.start(on: scheduler) { [weak self] in
             guard let self else { return }
             let now = ContinuousClock.now
             for session in loginDeadlines.takeExpired(at: now) { session.loginTimedOut() }
             for session in tokenExpiries.takeExpired(at: now) { session.tokenExpired() }
-            httpFrontDoor?.sweep(now)
+            frontDoor?.sweep(now)
             subjects.retained.dropExpired()
         }
     }
@@ -175,19 +175,21 @@ public final class Server: SessionOwner, @unchecked Sendable {
             return
         }
         addresses.open(host)
-        openSession(over: transport, grant: nil).countedHost = host
+        openSession(over: transport, grant: nil, countingHost: host)
     }
 
     /// Opens a session over `transport` without the connection limits, for a connection
     /// another front door admitted already (an HTTP request turned into a stream, which that
     /// front door then stops counting); `grant` when that front door checked the token (else
-    /// `login_timeout` applies).
-    @discardableResult
-    func openSession(over transport: any SessionTransport, grant: TokenGrant?) -> Session {
+    /// `login_timeout` applies). `host` is the address `accept` counted the connection against,
+    /// which the session gives back when it closes.
+    package func openSession(over transport: any SessionTransport, grant: TokenGrant?, countingHost host: String? = nil)
+    {
         scheduler.assertOnLoopThread()
         let session = Session(
             id: nextSessionID, context: sessionContext, settings: sessionSettings, transport: transport)
         if let grant { session.grant = grant }
+        session.countedHost = host
         nextSessionID += 1
         sessions[session.id] = session
         // A stream the front door opened with the token has sent its request already.
@@ -195,14 +197,13 @@ public final class Server: SessionOwner, @unchecked Sendable {
         transport.start(receiver: session)
         logger.debug(
             "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
-        return session
     }
 
     /// Why one more connection, from the address `host` (`AddressCounts.host(of:)`), is refused
     /// now: `max_connections`, or `max_connections_per_address`; nil when it fits. A refusal is counted,
     /// and logged at most once a second. An admitted connection is the caller's to count in
     /// `addresses` for as long as it is open.
-    func refusal(ofConnectionFrom host: String) -> ProtocolError? {
+    package func refusal(ofConnectionFrom host: String) -> ProtocolError? {
         let refusal: ProtocolError
         let limit = config.maxConnectionsPerAddress
         if connectionCount >= config.maxConnections {
@@ -229,7 +230,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     }
 
     /// What a connection refused at `max_connections` is told.
-    var connectionLimitReached: ProtocolError {
+    package var connectionLimitReached: ProtocolError {
         ProtocolError(
             .limit,
             "too many connections: the server is at max_connections (\(config.maxConnections)); try again later")
@@ -254,7 +255,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     }
 
     /// Calls the shutdown's completion once no connection of any front door is open.
-    func reportIfDrained() {
+    package func reportIfDrained() {
         if connectionCount == 0, let onDrained {
             self.onDrained = nil
             onDrained()
@@ -271,7 +272,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         }
         onDrained = completion
         for session in sessions.values { session.close(flushingWithin: timeout) }
-        httpFrontDoor?.closeAllConnections(flushingWithin: timeout)
+        frontDoor?.closeAllConnections(flushingWithin: timeout)
     }
 
     // MARK: Configuration

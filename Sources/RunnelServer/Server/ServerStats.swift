@@ -5,7 +5,7 @@ import RunnelProtocol
 /// A class, shared by the server and each of its sessions (`Session.stats`): a session bumps
 /// the counters on every delivery through a `let` of its own, so no update retains and
 /// releases the server.
-final class ServerStats {
+package final class ServerStats {
     /// Subscriptions currently held by all connections.
     var subscriptions = 0
     /// Stage chains that several subscriptions have shared (`SharedStageChain` once fanned
@@ -41,11 +41,11 @@ final class ServerStats {
     /// Answers of the HTTP front door, by status code.
     private(set) var httpResponses: [Int: UInt64] = [:]
 
-    func countRequestError(_ code: ErrorCode) {
+    package func countRequestError(_ code: ErrorCode) {
         requestErrors[code, default: 0] &+= 1
     }
 
-    func countHTTPResponse(status: Int) {
+    package func countHTTPResponse(status: Int) {
         httpResponses[status, default: 0] &+= 1
     }
 }

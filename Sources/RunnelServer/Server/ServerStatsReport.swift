@@ -7,7 +7,7 @@ import RunnelProtocol
 ///
 /// Thread rules: made on the loop thread (`Server.statsReport`); a value after that. Lifetime
 /// rule: owns its figures, holds nothing of the server.
-struct ServerStatsReport {
+package struct ServerStatsReport {
     let connections: Int
     let subscriptions: Int
     let subjects: Int
@@ -42,7 +42,7 @@ struct ServerStatsReport {
     let cluster: (any SharedFigures)?
 
     /// `"connections":N,...`: the figures as members of `line`, in the protocol's order.
-    func writeMembers(into line: inout ServerLineWriter) {
+    package func writeMembers(into line: inout ServerLineWriter) {
         line.member("connections", integer: connections)
         line.member("subscriptions", integer: subscriptions)
         line.member("subjects", integer: subjects)

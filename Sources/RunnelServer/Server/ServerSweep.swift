@@ -12,8 +12,8 @@ import RunnelUV
 /// Thread rules: loop thread only; its closure runs there. Lifetime rule: owned by the server;
 /// the loop's shutdown closes the timer (the closure holds the server weakly, so a server gone
 /// first is not touched).
-final class ServerSweep {
-    static let interval: Duration = .seconds(1)
+package final class ServerSweep {
+    package static let interval: Duration = .seconds(1)
 
     private var timer: Disposable?
 

@@ -62,7 +62,7 @@ extension Session {
         reportLongLine(byteCount: byteCount)
     }
 
-    var answerToHTTPRequest: HTTPResponse { context.owner.answerToHTTPRequest }
+    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]? { context.owner.answer(toFirstLine: line) }
 
     private func reportLongLine(byteCount: Int) {
         writeReply(

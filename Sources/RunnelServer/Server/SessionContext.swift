@@ -159,6 +159,6 @@ protocol SessionOwner: AnyObject {
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
     /// The `stats` reply's figures, as they are now.
     var statsReport: ServerStatsReport { get }
-    /// What the line port answers an HTTP request (`LinePortHTTPAnswer`).
-    var answerToHTTPRequest: HTTPResponse { get }
+    /// What the line port answers a first line of a front door's protocol (`FrontDoor`).
+    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]?
 }

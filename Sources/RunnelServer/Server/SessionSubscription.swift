@@ -9,7 +9,7 @@ import RunnelUV
 /// The fixed start of its `next` event line is encoded once, at `sub` time, so delivering a
 /// value writes that shared prefix, the value's own bytes, and the closing `}`: nothing is
 /// encoded per value.
-final class SessionSubscription: @unchecked Sendable {
+package final class SessionSubscription: @unchecked Sendable {
     let sid: String
     /// The named subject, for its subscription count; nil for a pattern subscription.
     let entry: SubjectEntry?

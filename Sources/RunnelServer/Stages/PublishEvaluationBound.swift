@@ -23,7 +23,7 @@ import Runnel
 /// with) are bounded by their connection's budget alone.
 ///
 /// Loop thread only; one per server, shared by every session.
-final class PublishEvaluationBound {
+package final class PublishEvaluationBound {
     /// One connection's steps in the publish being fanned out (`EvaluationAccount` holds it).
     struct Tally {
         fileprivate var publish: UInt64 = 0

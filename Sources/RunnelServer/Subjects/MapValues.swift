@@ -12,7 +12,7 @@ import RunnelProtocol
 ///
 /// Thread rules: loop thread only, like its `SubjectEntry`. Lifetime rule: owned by its entry;
 /// a key's node by `keys` (and the write-order chain, while the key lives).
-final class MapValues {
+package final class MapValues {
     /// A live key: its label, which every value written to it carries, and its latest value.
     final class Key {
         let label: SubjectLabel

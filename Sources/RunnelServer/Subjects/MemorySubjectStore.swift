@@ -6,22 +6,22 @@ import RunnelProtocol
 /// live pattern subscriptions indexed by their tokens so that a new subject joins the ones
 /// that match it. Loop thread only (it is `Sendable` only so loop-confined closures may
 /// capture it).
-final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
+package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     private var entries: [String: SubjectEntry] = [:]
     private let patterns = PatternIndex<PatternWatcher>()
-    let retained: RetainedValues
+    package let retained: RetainedValues
 
-    init(retained: RetainedValues = RetainedValues()) { self.retained = retained }
+    package init(retained: RetainedValues = RetainedValues()) { self.retained = retained }
 
-    var count: Int { entries.count }
+    package var count: Int { entries.count }
 
-    subscript(name: String) -> SubjectEntry? { entries[name] }
+    package subscript(name: String) -> SubjectEntry? { entries[name] }
 
-    func list(prefix: String) -> [SubjectEntry] {
+    package func list(prefix: String) -> [SubjectEntry] {
         entries.values.filter { $0.name.utf8.starts(with: prefix.utf8) }.sorted { $0.name < $1.name }
     }
 
-    var local: MemorySubjectStore { self }
+    package var local: MemorySubjectStore { self }
 
     /// How many subscriptions a value published to `name` now would reach: those naming it
     /// and the pattern subscriptions that match it and may read it.
@@ -30,17 +30,17 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         return patterns.matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
     }
 
-    let keepsDurableSubjects = false
-    let repliesWaitForDisk = false
-    let journalStatistics: JournalStatistics? = nil
-    func checkDurableWrites() throws(ProtocolError) {}
-    func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
-    func close() {}
-    func checkShared() throws(ProtocolError) {}
-    func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { false }
-    func repliesWait(forValueOf entry: SubjectEntry) -> Bool { false }
+    package let keepsDurableSubjects = false
+    package let repliesWaitForDisk = false
+    package let journalStatistics: JournalStatistics? = nil
+    package func checkDurableWrites() throws(ProtocolError) {}
+    package func whenWritten(_ action: @escaping (ProtocolError?) -> Void) { action(nil) }
+    package func close() {}
+    package func checkShared() throws(ProtocolError) {}
+    package func repliesWait(forChangeOf entry: SubjectEntry) -> Bool { false }
+    package func repliesWait(forValueOf entry: SubjectEntry) -> Bool { false }
 
-    func create(
+    package func create(
         _ name: String, kind: SubjectKind, capacity: Int?, retainMilliseconds: Int64?, initial: RawJSON?, durable: Bool
     ) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")
@@ -51,7 +51,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+    package func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a memory store keeps no durable subject")
         let entry = SubjectEntry(
             name: name, kind: .map, capacity: nil, retainMilliseconds: ttlMilliseconds, initial: nil,
@@ -60,7 +60,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         return entry
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
         bounding bound: PublishEvaluationBound
     ) {
@@ -70,7 +70,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         bound.endPublish()
     }
 
-    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+    package func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
         bound.beginPublish()
         defer { bound.endPublish() }
         return entry.remove(key, .deleted, seq: entry.nextSeq, time: retained.clock.now())
@@ -85,7 +85,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     }
 
     @inline(__always)
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, bounding bound: PublishEvaluationBound
     ) {
         entry.published &+= 1
@@ -96,7 +96,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         bound.endPublish()
     }
 
-    func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
+    package func terminate(_ entry: SubjectEntry, error: ProtocolError?) {
         entry.isEnding = true
         if let error {
             entry.subject.sendError(error)
@@ -105,7 +105,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         }
     }
 
-    func delete(_ entry: SubjectEntry) {
+    package func delete(_ entry: SubjectEntry) {
         forget(entry)
         entry.subject.sendCompleted()
     }
@@ -120,7 +120,7 @@ final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
     }
 
-    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+    package func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
         Signal.create { [self] subscriber in
             let watcher = PatternWatcher(pattern: pattern, downstream: subscriber, admits: admitting)
             patterns.insert(watcher, for: pattern)

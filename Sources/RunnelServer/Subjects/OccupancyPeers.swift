@@ -6,7 +6,7 @@
 /// each subject another node reads it of.
 ///
 /// Thread rules: loop thread only.
-protocol OccupancyPeers: AnyObject {
+package protocol OccupancyPeers: AnyObject {
     /// The subscriptions the other nodes count for `subject`, as they last said (0 for a subject
     /// not watched).
     func count(of subject: String) -> Int

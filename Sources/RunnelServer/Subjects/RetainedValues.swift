@@ -9,7 +9,7 @@ import RunnelProtocol
 ///
 /// A subject store owns one; each `SubjectEntry` that retains values reports its changes to
 /// it while the store holds the entry. Loop thread only.
-final class RetainedValues {
+package final class RetainedValues {
     /// What every value published through the store is stamped with (`Message.time`).
     let clock: any PublishClock
     /// The subjects with a `retain_s`, by identity.
@@ -21,6 +21,11 @@ final class RetainedValues {
     /// The most bytes a new replay subject keeps (`max_replay_bytes`): past it, its oldest
     /// values are dropped, as past its capacity.
     var maxReplayBytes: Int
+
+    /// With the limits `config` sets and the system's clock.
+    package convenience init(limitsOf config: ServerConfig) {
+        self.init(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
+    }
 
     init(
         maxBytes: Int = ServerConfig().maxRetainedBytes, maxReplayBytes: Int = ServerConfig().maxReplayBytes,

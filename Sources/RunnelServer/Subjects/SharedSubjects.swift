@@ -7,7 +7,7 @@ import RunnelProtocol
 /// state as `unavailable`).
 ///
 /// Thread rules: the first loop's thread.
-protocol SharedSubjects: AnyObject {
+package protocol SharedSubjects: AnyObject {
     /// Where subscriptions say which subjects they read, for the cluster to bring those
     /// subjects' values from other nodes.
     var readers: any SubscriptionInterest { get }
@@ -42,7 +42,7 @@ protocol SharedSubjects: AnyObject {
 /// hold the NATS subscriptions that bring those values (`ClusterInterest`).
 ///
 /// Thread rules: the first loop's thread.
-protocol SubscriptionInterest: AnyObject {
+package protocol SubscriptionInterest: AnyObject {
     /// `subscription` began; true when that made a new NATS subscription (the `sub` reply then
     /// waits for the other nodes to know: `SharedSubjects.awaitNewInterest`).
     @discardableResult func began(_ subscription: SessionSubscription) -> Bool
@@ -57,7 +57,7 @@ protocol SubscriptionInterest: AnyObject {
 
 /// A cluster's figures as `stats` (its `cluster` member) and `/metrics` show them.
 /// Thread rules: a value.
-protocol SharedFigures {
+package protocol SharedFigures {
     func write(into line: inout ServerLineWriter)
     func writeMetrics(into metrics: inout PrometheusExposition)
 }

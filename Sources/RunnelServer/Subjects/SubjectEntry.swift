@@ -4,7 +4,7 @@ import RunnelProtocol
 
 /// One named subject: the library subject that carries its values, and the server's
 /// bookkeeping about it (its position, its subscriptions). Loop thread only.
-final class SubjectEntry {
+package final class SubjectEntry {
     /// The name, and the epoch the subject's positions are counted in.
     let label: SubjectLabel
     let kind: SubjectKind
@@ -19,7 +19,7 @@ final class SubjectEntry {
     /// The subject's id in the durable journal; nil for a subject kept in memory only.
     let durableID: Int64?
     /// A map's keys (`SubjectEntry+Map`); nil for other kinds. `subject` carries its changes.
-    let map: MapValues?
+    package let map: MapValues?
     let subject: Subject<Message>
     /// The seq of the latest value subscribers got and the subject retains: 0 before any (a
     /// behavior's initial value has seq 0).
@@ -36,7 +36,7 @@ final class SubjectEntry {
     var sharingState: AnyObject?
     /// Set when the store lets go of the subject (`delete`): whoever still holds the entry
     /// must look its name up again.
-    var isDeleted = false
+    package var isDeleted = false
     /// Set when a `complete`, `error` or `delete` was accepted, before the subject's
     /// subscribers see it (it may wait for the disk), or when the subject is restored already
     /// terminated: no value is accepted after it. Every termination goes through the store,
@@ -60,7 +60,7 @@ final class SubjectEntry {
     /// in a cluster, in JetStream's files.
     let isDurable: Bool
 
-    var name: String { label.name }
+    package var name: String { label.name }
     var epoch: String { label.epoch! }
 
     /// A new subject, in `epoch` (a new one unless a cluster's definition names it); a replay
@@ -120,7 +120,7 @@ final class SubjectEntry {
 
     /// The subscriptions a value published now reaches, before their stages: `pub`'s
     /// `receivers`.
-    var subscriberCount: Int {
+    package var subscriberCount: Int {
         guard let keyRouter else { return subject.subscriberCount }
         return max(0, subject.subscriberCount - 1) + keyRouter.followers
     }
@@ -135,7 +135,7 @@ final class SubjectEntry {
 
     /// Whether the subject has ended and `position` is its last value's: a subscription
     /// resuming there would get nothing but the terminal event (SSE answers it `204`).
-    func hasEnded(at position: Position) -> Bool { isTerminated && position == self.position }
+    package func hasEnded(at position: Position) -> Bool { isTerminated && position == self.position }
 
     /// The position of the latest value (`EPOCH:0` before any).
     var position: Position { Position(epoch: epoch, seq: lastSeq) }

@@ -10,7 +10,7 @@ import RunnelProtocol
 ///
 /// `MemorySubjectStore` keeps them in memory; `DurableSubjectStore` also keeps durable
 /// subjects in an SQLite journal. Thread rules: loop thread only.
-protocol SubjectStore: AnyObject {
+package protocol SubjectStore: AnyObject {
     /// How many subjects there are.
     var count: Int { get }
 
@@ -105,21 +105,21 @@ protocol SubjectStore: AnyObject {
 /// A map lives in the memory a store keeps in front (`local`), unless the store keeps it
 /// durable (`DurableSubjectStore+Maps`) or shares it (`ClusterSubjectStore+Maps`).
 extension SubjectStore {
-    var sharing: (any SharedSubjects)? { nil }
+    package var sharing: (any SharedSubjects)? { nil }
 
-    func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
+    package func createMap(_ name: String, ttlMilliseconds: Int64?, maxKeys: Int, durable: Bool) -> SubjectEntry {
         precondition(!durable, "a store that keeps no durable subject made a durable map")
         return local.createMap(name, ttlMilliseconds: ttlMilliseconds, maxKeys: maxKeys, durable: false)
     }
 
-    func publish(
+    package func publish(
         _ value: RawJSON, members: JSONMemberIndex, key: String, to entry: SubjectEntry,
         bounding bound: PublishEvaluationBound
     ) {
         local.publish(value, members: members, key: key, to: entry, bounding: bound)
     }
 
-    func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
+    package func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
         local.remove(key, from: entry, bounding: bound)
     }
 }

@@ -10,7 +10,7 @@ import Runnel
 /// Thread rules: loop thread only, like its session. Lifetime rule: holds the session (which
 /// holds the transport) until the subscription is disposed; the session lives until it has
 /// disposed every subscription (on close).
-final class EventSink: Subscriber, @unchecked Sendable {
+package final class EventSink: Subscriber, @unchecked Sendable {
     let session: Session
     let subscription: SessionSubscription
     let transport: any SessionTransport
@@ -21,8 +21,8 @@ final class EventSink: Subscriber, @unchecked Sendable {
         self.transport = transport
     }
 
-    func sendNext(_ value: Message) { transport.deliver(value, through: self) }
-    func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
-    func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
-    func didSubscribe(with disposable: CompoundDisposable) {}
+    package func sendNext(_ value: Message) { transport.deliver(value, through: self) }
+    package func sendError(_ error: any Error) { session.deliverTerminal(error, to: subscription) }
+    package func sendCompleted() { session.deliverTerminal(nil, to: subscription) }
+    package func didSubscribe(with disposable: CompoundDisposable) {}
 }

@@ -7,7 +7,7 @@ import RunnelProtocol
 /// travels as an `EventPosition` beside its pieces.
 ///
 /// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields.
-enum SessionEvent {
+package enum SessionEvent {
     case completed
     /// The subscription ended with `error`.
     case error(ProtocolError)
@@ -21,7 +21,7 @@ enum SessionEvent {
     case removed(RemovedKey)
 
     /// Whether the subscription ends with it.
-    var isTerminal: Bool {
+    package var isTerminal: Bool {
         switch self {
         case .completed, .error: return true
         case .dropped, .synced, .removed: return false
@@ -32,15 +32,15 @@ enum SessionEvent {
 /// A `removed` event's members: the subject (on a pattern subscription) and the key as JSON
 /// strings, the reason, and the removal's position and time when the subscription reports
 /// them. Thread rules: a value. Lifetime rule: shares the labels' encoded names.
-struct RemovedKey {
+package struct RemovedKey {
     let subject: ByteBuffer?
     let key: ByteBuffer
     let reason: StaticString
-    let position: Position?
+    package let position: Position?
     let time: Int64?
 
     /// The members after `sid`, as the line protocols and SSE's `data:` write them.
-    func write(into line: inout ServerLineWriter, withPosition: Bool) {
+    package func write(into line: inout ServerLineWriter, withPosition: Bool) {
         if let subject { line.member("subject", json: { $0.append(raw: subject) }) }
         line.member("key", json: { $0.append(raw: key) })
         line.member("reason", string: reason.description)
@@ -57,12 +57,12 @@ struct RemovedKey {
 /// Thread rules: loop thread only, for one delivery. Lifetime rule: `epochAndColon` points
 /// into the label of the message being delivered and `seqDigits` into the session's stack;
 /// both live for the call only.
-struct EventPosition {
+package struct EventPosition {
     /// `EPOCH:`.
-    let epochAndColon: UnsafeRawBufferPointer
+    package let epochAndColon: UnsafeRawBufferPointer
     let seq: UInt64
     /// `seq` in decimal.
-    let seqDigits: UnsafeRawBufferPointer
+    package let seqDigits: UnsafeRawBufferPointer
 
     /// The position of `seq` on the subject whose label's position prefix is `prefix`.
     @inline(__always)

@@ -7,7 +7,7 @@ import RunnelProtocol
 /// with it. Nothing is encoded that a transport does not write.
 ///
 /// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields.
-enum SessionOutput {
+package enum SessionOutput {
     /// The reply to a request.
     case reply(SessionReply)
     /// A subscription's event other than `next`, for the subscription `sid` (`sidJSON`: the
@@ -19,7 +19,7 @@ enum SessionOutput {
 
 extension ServerLineWriter {
     /// `output`'s line, the one encoding of a reply, an event and the `closing` line.
-    static func line(for output: SessionOutput) -> ServerLineWriter {
+    package static func line(for output: SessionOutput) -> ServerLineWriter {
         switch output {
         case .reply(let reply):
             return Self.reply(reply)

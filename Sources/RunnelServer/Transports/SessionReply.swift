@@ -9,15 +9,15 @@ import RunnelProtocol
 ///
 /// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields;
 /// a `list` reply holds its subjects' entries, whose figures are read as it is written.
-struct SessionReply {
+package struct SessionReply {
     /// The request's `ref`, its exact bytes, echoed unchanged; nil when it had none.
     let ref: RawJSON?
-    let outcome: Outcome
+    package let outcome: Outcome
 
     /// What a reply says besides its `ref`: the members of its line after `ok` and `ref`.
     ///
     /// Thread rules: a value, like its reply. Lifetime rule: owns its fields.
-    enum Outcome {
+    package enum Outcome {
         /// The request succeeded with nothing to report: `ping`, `unsub`, `create`,
         /// `complete`, `error`, `delete`, `auth`.
         case done
@@ -35,7 +35,7 @@ struct SessionReply {
         case failed(ProtocolError)
     }
 
-    init(ref: RawJSON?, _ outcome: Outcome) {
+    package init(ref: RawJSON?, _ outcome: Outcome) {
         self.ref = ref
         self.outcome = outcome
     }
@@ -51,7 +51,7 @@ extension ServerLineWriter {
     /// `reply`'s line, the one encoding of a reply: `{"ok":true[,"ref":R]` and the members
     /// its outcome adds, or `{"ok":false[,"ref":R],"code":C,"message":M[,"stage":N]`. A
     /// caller may add members before it takes `finish()` (an HTTP error answer's).
-    static func reply(_ reply: SessionReply) -> ServerLineWriter {
+    package static func reply(_ reply: SessionReply) -> ServerLineWriter {
         var line = Self.reply(ok: reply.isSuccess, ref: reply.ref)
         switch reply.outcome {
         case .done: break

@@ -21,7 +21,7 @@ import RunnelUV
 /// Thread rules: loop thread only, like the session. Lifetime rule: the transport holds its
 /// session (`RequestReceiver`) until it has told it `transportDidClose()`; the session holds
 /// the transport for the rest of its life.
-protocol SessionTransport: AnyObject {
+package protocol SessionTransport: AnyObject {
     /// Starts handing requests to `receiver`, which it holds until `transportDidClose()`.
     func start(receiver: any RequestReceiver)
 
@@ -125,7 +125,7 @@ protocol SessionTransport: AnyObject {
 
 /// What a transport hands its client's requests to: a session. Every call is on the loop
 /// thread, in the order the client sent.
-protocol RequestReceiver: AnyObject {
+package protocol RequestReceiver: AnyObject {
     /// One request, without its framing; its bytes are valid only during the call.
     func transportDidReceive(request: UnsafeRawBufferPointer)
     /// A `sub` made as a value on the client's behalf (`GET /events`' query), in place of a
@@ -134,9 +134,10 @@ protocol RequestReceiver: AnyObject {
     func transportDidReceive(subscription: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?)
     /// A request over `maxRequestBytes` was thrown away as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int)
-    /// What a line transport answers, before it closes, a client whose first line is an HTTP
-    /// request (`LinePortHTTPAnswer`): it names where the server serves HTTP.
-    var answerToHTTPRequest: HTTPResponse { get }
+    /// What a line transport writes, before it closes, to a client whose first line (`line`) is
+    /// not the line protocol but a front door's (an HTTP request: `FrontDoor`); nil for a
+    /// line of the protocol.
+    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]?
     /// The client sent its last request (or went away): nothing more will be delivered to it.
     func transportDidEndInput()
     /// The transport closed, from either side. Called once, last.
@@ -144,11 +145,11 @@ protocol RequestReceiver: AnyObject {
 }
 
 extension SessionTransport {
-    func keepOpenPastEndOfInput() {}
-    func closeAfterEndOfInput() {}
+    package func keepOpenPastEndOfInput() {}
+    package func closeAfterEndOfInput() {}
 
     /// The line protocols' map `next`: the line as it is, the key named in `head`.
-    func writeKeyedNext(
+    package func writeKeyedNext(
         head: UnsafeRawBufferPointer, key: ByteBuffer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         position: EventPosition?, unlessUnsentOver limit: Int
     ) -> Bool {
@@ -158,7 +159,7 @@ extension SessionTransport {
 
     /// For transports that write a position as the line's tail encodes it.
     @inline(__always)
-    func writeNext(
+    package func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool {
@@ -166,7 +167,7 @@ extension SessionTransport {
     }
 
     @inline(__always)
-    func writeNext(
+    package func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         position: EventPosition, unlessUnsentOver limit: Int
     ) -> Bool {
@@ -174,14 +175,14 @@ extension SessionTransport {
     }
 
     /// For transports that copy every line: the large value is copied like a small one.
-    func writeNext(
+    package func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
         writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
     }
 
-    func deliver(_ message: Message, through sink: EventSink) {
+    package func deliver(_ message: Message, through sink: EventSink) {
         sink.session.deliverNext(message, to: sink.subscription, through: self)
     }
 }

@@ -19,12 +19,12 @@ extension TCPConnection: LineTransport {}
 extension RelayedStream: LineTransport {}
 
 extension LineTransport {
-    func start(receiver: any RequestReceiver) {
+    package func start(receiver: any RequestReceiver) {
         readLines(into: TCPRequestReader(receiver: receiver))
         startReading()
     }
 
-    func write(_ output: SessionOutput) -> Int {
+    package func write(_ output: SessionOutput) -> Int {
         var line = ServerLineWriter.line(for: output)
         let bytes = line.finish()
         bytes.withUnsafeBytes { _ = writeLine(copying: $0) }
@@ -32,7 +32,7 @@ extension LineTransport {
     }
 
     @inline(__always)
-    func writeNext(
+    package func writeNext(
         head: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
@@ -41,7 +41,7 @@ extension LineTransport {
         return true
     }
 
-    func writeNext(
+    package func writeNext(
         head: UnsafeRawBufferPointer, sharedValue value: ByteBuffer, tail: UnsafeRawBufferPointer,
         unlessUnsentOver limit: Int
     ) -> Bool {
@@ -52,19 +52,19 @@ extension LineTransport {
         return true
     }
 
-    func pauseInput() { stopReading() }
-    func resumeInput() { startReading() }
-    func keepOpenPastEndOfInput() { postponeCloseAtEndOfInput() }
-    func closeAfterEndOfInput() { closeAfterFlush(timeout: configuration.lingerAfterEndOfInput) }
+    package func pauseInput() { stopReading() }
+    package func resumeInput() { startReading() }
+    package func keepOpenPastEndOfInput() { postponeCloseAtEndOfInput() }
+    package func closeAfterEndOfInput() { closeAfterFlush(timeout: configuration.lingerAfterEndOfInput) }
 
-    var maxRequestBytes: Int { configuration.maxLineLength }
-    var peerDescription: String { remoteAddress }
-    var transportName: String { "tcp" }
+    package var maxRequestBytes: Int { configuration.maxLineLength }
+    package var peerDescription: String { remoteAddress }
+    package var transportName: String { "tcp" }
 }
 
-/// Hands a connection's lines to its session as requests; a first line that is an HTTP
-/// request line (a browser or curl pointed at the line port) is answered in HTTP instead, and
-/// the connection closed (`LinePortHTTPAnswer`). Lifetime rule: the connection's
+/// Hands a connection's lines to its session as requests; a first line in a front door's
+/// protocol (an HTTP request line: a browser or curl pointed at the line port) gets the front
+/// door's answer instead, and the connection closes (`FrontDoor`). Lifetime rule: the connection's
 /// `LineReader` holds it until the connection has closed and lets it go then, which lets the session go (the
 /// session holds the connection: the cycle ends there). `receiver` is a `let`, so a request
 /// reaches the session without a retain and release around the call.
@@ -78,12 +78,12 @@ private final class TCPRequestReader: LineReaderDelegate {
     }
 
     func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer) {
-        guard LinePortHTTPAnswer.isRequestLine(line) else {
+        guard let answer = receiver.answer(toFirstLine: line) else {
             receiver.transportDidReceive(request: line)
             return
         }
-        receiver.answerToHTTPRequest.write(to: connection, closing: true)
-        connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+        answer.withUnsafeBytes { _ = connection.write(copying: $0) }
+        connection.closeAfterFlush(timeout: .seconds(5))
     }
 
     func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
@@ -102,10 +102,9 @@ private final class TCPRequestReader: LineReaderDelegate {
 }
 
 extension Server {
-    /// What the line port answers a client whose first line is an HTTP request: where the
-    /// front door serves HTTP now.
-    var answerToHTTPRequest: HTTPResponse {
-        LinePortHTTPAnswer.response(httpListeners: httpFrontDoor?.listenerNames ?? [])
+    /// What the line port answers a first line in the front door's protocol (none without one).
+    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]? {
+        frontDoor?.answer(toLinePortFirstLine: line)
     }
 
     /// Serves the line protocol on `listener`: each accepted connection becomes a session, on
