@@ -165,10 +165,11 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
 
     /// An HTTP request line on the line port is answered with where HTTP is served, and the
     /// connection closed (`LinePortHTTPAnswer`).
-    package func answer(toLinePortFirstLine line: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard LinePortHTTPAnswer.isRequestLine(line) else { return nil }
-        let response = LinePortHTTPAnswer.response(httpListeners: listenerNames)
-        return response.encodedHead(closing: true) + response.body
+    package func answer(toLinePortFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool {
+        guard LinePortHTTPAnswer.isRequestLine(line) else { return false }
+        LinePortHTTPAnswer.response(httpListeners: listenerNames).write(to: connection, closing: true)
+        connection.closeAfterFlush(timeout: HTTPConnection.closeTimeout)
+        return true
     }
 
     /// Starts answering the request whose head is `head`: the exchange, and what reads its

@@ -1,10 +1,9 @@
-import RunnelServer
-
 /// What the line port answers a client that speaks HTTP to it (a browser, curl, a WebSocket
 /// client given the wrong port): a connection whose first line is an HTTP request line gets one
 /// plain `HTTP/1.1 400 Bad Request` saying what the port speaks and where HTTP is served, and
-/// is closed (`TCPRequestReader`), rather than a `bad_json` line for each line of its head.
-/// Only the first line is looked at: a request line further on is a bad line like any other.
+/// is closed (by `HTTPFrontDoor`, which the line port asks), rather than a `bad_json` line for
+/// each line of its head. Only the first line is looked at: a request line further on is a bad
+/// line like any other.
 ///
 /// Thread rules: pure functions, from any thread. Lifetime rule: holds nothing.
 enum LinePortHTTPAnswer {

@@ -1,4 +1,5 @@
 import RunnelCompression
+import RunnelUV
 
 /// What the server core asks of a front door above it (RunnelHTTP's `HTTPFrontDoor`), which
 /// accepts connections of its own beside the line port's sessions: the core names no front door,
@@ -16,8 +17,8 @@ package protocol FrontDoor: AnyObject {
     /// The server is stopping: every connection closes once its output is written, within
     /// `timeout`.
     func closeAllConnections(flushingWithin timeout: Duration)
-    /// What the line port writes, before it closes the connection, to a client whose first line
-    /// (`line`, without its end) is the front door's protocol rather than runnel's: a browser or
-    /// curl given the wrong port. Nil for a line of the line protocol.
-    func answer(toLinePortFirstLine line: UnsafeRawBufferPointer) -> [UInt8]?
+    /// Whether the line port's first line on `connection` (`line`, without its end) is the front
+    /// door's protocol rather than runnel's (a browser or curl given the wrong port): if so, the
+    /// front door has answered it on `connection` and closes it; if not, it has done nothing.
+    func answer(toLinePortFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool
 }

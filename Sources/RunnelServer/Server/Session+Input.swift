@@ -1,4 +1,5 @@
 import RunnelProtocol
+import RunnelUV
 
 /// Requests in: each request a transport hands over is handled in order, or held while the
 /// client does not read its replies, or while its publishing is paused by a lagging subscriber.
@@ -62,7 +63,9 @@ extension Session {
         reportLongLine(byteCount: byteCount)
     }
 
-    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]? { context.owner.answer(toFirstLine: line) }
+    func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool {
+        context.owner.answer(toFirstLine: line, on: connection)
+    }
 
     private func reportLongLine(byteCount: Int) {
         writeReply(

@@ -159,6 +159,7 @@ protocol SessionOwner: AnyObject {
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
     /// The `stats` reply's figures, as they are now.
     var statsReport: ServerStatsReport { get }
-    /// What the line port answers a first line of a front door's protocol (`FrontDoor`).
-    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]?
+    /// Answers a first line of a front door's protocol on `connection`, and closes it
+    /// (`FrontDoor`); false for a line of the line protocol.
+    func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool
 }

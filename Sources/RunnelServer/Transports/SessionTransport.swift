@@ -134,10 +134,9 @@ package protocol RequestReceiver: AnyObject {
     func transportDidReceive(subscription: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?)
     /// A request over `maxRequestBytes` was thrown away as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int)
-    /// What a line transport writes, before it closes, to a client whose first line (`line`) is
-    /// not the line protocol but a front door's (an HTTP request: `FrontDoor`); nil for a
-    /// line of the protocol.
-    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]?
+    /// Answers, on `connection`, a first line (`line`) that is not the line protocol but a front
+    /// door's (an HTTP request: `FrontDoor`), and closes it; false for a line of the protocol.
+    func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool
     /// The client sent its last request (or went away): nothing more will be delivered to it.
     func transportDidEndInput()
     /// The transport closed, from either side. Called once, last.

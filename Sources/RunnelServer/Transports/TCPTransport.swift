@@ -78,12 +78,8 @@ private final class TCPRequestReader: LineReaderDelegate {
     }
 
     func connection(_ connection: any ByteStream, didReadFirstLine line: UnsafeRawBufferPointer) {
-        guard let answer = receiver.answer(toFirstLine: line) else {
-            receiver.transportDidReceive(request: line)
-            return
-        }
-        answer.withUnsafeBytes { _ = connection.write(copying: $0) }
-        connection.closeAfterFlush(timeout: .seconds(5))
+        guard !receiver.answer(toFirstLine: line, on: connection) else { return }
+        receiver.transportDidReceive(request: line)
     }
 
     func connection(_ connection: any ByteStream, didDiscardLongLine byteCount: Int) {
@@ -102,9 +98,9 @@ private final class TCPRequestReader: LineReaderDelegate {
 }
 
 extension Server {
-    /// What the line port answers a first line in the front door's protocol (none without one).
-    func answer(toFirstLine line: UnsafeRawBufferPointer) -> [UInt8]? {
-        frontDoor?.answer(toLinePortFirstLine: line)
+    /// Answers a first line in the front door's protocol (none without one).
+    func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool {
+        frontDoor?.answer(toLinePortFirstLine: line, on: connection) ?? false
     }
 
     /// Serves the line protocol on `listener`: each accepted connection becomes a session, on
