@@ -94,17 +94,16 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
     /// admitted connection counts against its address until it closes, whatever it becomes.
     func accept(_ connection: any ByteStream) {
         server.scheduler.assertOnLoopThread()
-        let host = AddressCounts.host(of: connection.remoteAddress)
-        let refusal = isOpen ? server.refusal(ofConnectionFrom: host) : server.connectionLimitReached
+        let host = ConnectionAdmission.host(of: connection.remoteAddress)
+        let admission = server.group.admission
+        let refusal = isOpen ? admission.admit(from: host) : admission.limitReached
         if let refusal {
             HTTPResponse.failure(HTTPFailure(refusal, status: .serviceUnavailable))
                 .write(to: connection, closing: true)
             connection.closeAfterFlush(timeout: .seconds(1))
             return
         }
-        let addresses = server.addresses
-        addresses.open(host)
-        connection.onClose { addresses.close(host) }
+        connection.onClose { admission.release(host) }
         let http = HTTPConnection(
             connection: connection, frontDoor: self, scheduler: server.scheduler,
             maxBodyBytes: server.config.maxBodyBytes)

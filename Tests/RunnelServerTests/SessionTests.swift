@@ -197,9 +197,9 @@ import Testing
     }
 
     @Test func anAddressIsItsPeerWithoutThePort() {
-        #expect(AddressCounts.host(of: "192.0.2.7:50312") == "192.0.2.7")
-        #expect(AddressCounts.host(of: "[2001:db8::1]:80") == "[2001:db8::1]")
-        #expect(AddressCounts.host(of: "memory") == "memory")
+        #expect(ConnectionAdmission.host(of: "192.0.2.7:50312") == "192.0.2.7")
+        #expect(ConnectionAdmission.host(of: "[2001:db8::1]:80") == "[2001:db8::1]")
+        #expect(ConnectionAdmission.host(of: "memory") == "memory")
     }
 
     @Test func refusedAtMaxConnectionsWithAClosingLine() {

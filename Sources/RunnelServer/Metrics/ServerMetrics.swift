@@ -17,7 +17,7 @@ extension Server {
         metrics.metric(
             "runnel_connections_refused_total", .counter,
             help: "Connections refused at max_connections or max_connections_per_address.",
-            Double(stats.refusedConnections))
+            Double(group.admission.refusedCount))
         metrics.metric(
             "runnel_login_timeouts_total", .counter,
             help: "Connections closed for not sending a request, or not authenticating, within login_timeout.",

@@ -9,7 +9,7 @@ extension Server {
     package var statsReport: ServerStatsReport {
         let turns = scheduler.turnLengths
         return ServerStatsReport(
-            connections: connectionCount, subscriptions: stats.subscriptions, subjects: subjects.count,
+            connections: group.admission.openCount, subscriptions: stats.subscriptions, subjects: subjects.count,
             timers: scheduler.armedTimerCount, published: stats.published, delivered: stats.delivered,
             dropped: stats.dropped, slowConsumerDisconnects: stats.slowConsumerDisconnects,
             publishPauses: publisherPauses.pauses, publishersPaused: publisherPauses.pausedNow,

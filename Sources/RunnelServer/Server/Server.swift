@@ -21,6 +21,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     package let subjects: any SubjectStore
     /// The cluster `subjects` are shared with; nil standalone.
     package let shared: (any SharedSubjects)?
+    /// What the servers of this process share: the connection limits, the session numbers.
+    package let group: ServerGroup
     package let stats = ServerStats()
     /// How long one publish's stage evaluations may hold the loop (`max_publish_eval_ms`).
     package let publishEvaluationBound: PublishEvaluationBound
@@ -31,8 +33,6 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The counts `$sys.occupancy.S` reports.
     let occupancy: OccupancyTracker
     private var sessions: [UInt64: Session] = [:]
-    /// Open connections by address, for `max_connections_per_address`.
-    package let addresses = AddressCounts()
     /// Each configured token's evaluation budget, by the token's digest (`tokenEvaluationBudget`).
     private var tokenEvaluationBudgets: [[UInt8]: EvaluationBudget] = [:]
     /// The front door over the core (RunnelHTTP's), once the daemon has opened it: its
@@ -41,7 +41,6 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The loops connections are spread over, when there are several (`loops`); the server
     /// runs on the first, `scheduler`'s. Set before serving.
     public var loopGroup: LoopGroup?
-    private var nextSessionID: UInt64 = 1
     /// The server's own timer, for the deadlines it keeps in seconds.
     private let sweep = ServerSweep()
     /// The sessions `login_timeout` will close unless they log in first.
@@ -53,16 +52,17 @@ public final class Server: SessionOwner, @unchecked Sendable {
     let startTimeUnixSeconds = ProcessStatistics.wallClockSeconds()
     /// Called once the last session has closed during a shutdown.
     private var onDrained: (() -> Void)?
-    /// Connections refused at `max_connections` since the last warning about it, and when that
-    /// was: at most one warning a second, so a client hammering a full server cannot flood the log.
-    private var refusedSinceWarning = 0
-    private var lastRefusalWarning: ContinuousClock.Instant?
 
     public convenience init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger) {
         self.init(config: config, scheduler: scheduler, logger: logger, subjects: MemorySubjectStore())
     }
 
-    package init(config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore) {
+    /// A server on `scheduler`'s loop, one of `group`'s (a group of its own when nil).
+    package init(
+        config: ServerConfig, scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore,
+        group: ServerGroup? = nil
+    ) {
+        self.group = group ?? ServerGroup(config: config, logger: logger)
         self.config = config
         self.access = AccessList(config: config)
         self.scheduler = scheduler
@@ -98,8 +98,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// What the configuration says now, as sessions read it; remade on reload.
     private(set) lazy var sessionSettings = SessionSettings(config: config, access: access)
 
-    /// Open client connections of every front door: what `max_connections` limits and
-    /// `stats.connections` reports.
+    /// This server's open client connections, of every front door (the process's, over every
+    /// loop, are `group.admission.openCount`).
     package var connectionCount: Int { sessions.count + (frontDoor?.connectionCount ?? 0) }
     /// The open connections by what carries them: sessions by `SessionTransport.transportName`,
     /// and the HTTP front door's own as "http".
@@ -168,13 +168,12 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// the server is at `max_connections` or its address at `max_connections_per_address`.
     func accept(_ transport: any SessionTransport) {
         scheduler.assertOnLoopThread()
-        let host = AddressCounts.host(of: transport.peerDescription)
-        if let refusal = refusal(ofConnectionFrom: host) {
+        let host = ConnectionAdmission.host(of: transport.peerDescription)
+        if let refusal = group.admission.admit(from: host) {
             _ = transport.write(.closing(refusal))
             transport.closeAfterFlush(timeout: .seconds(1))
             return
         }
-        addresses.open(host)
         openSession(over: transport, grant: nil, countingHost: host)
     }
 
@@ -187,53 +186,15 @@ public final class Server: SessionOwner, @unchecked Sendable {
     {
         scheduler.assertOnLoopThread()
         let session = Session(
-            id: nextSessionID, context: sessionContext, settings: sessionSettings, transport: transport)
+            id: group.nextSessionID(), context: sessionContext, settings: sessionSettings, transport: transport)
         if let grant { session.grant = grant }
         session.countedHost = host
-        nextSessionID += 1
         sessions[session.id] = session
         // A stream the front door opened with the token has sent its request already.
         if grant == nil { session.startLoginWait() }
         transport.start(receiver: session)
         logger.debug(
             "connection opened", metadata: ["connection": "\(session.id)", "peer": "\(transport.peerDescription)"])
-    }
-
-    /// Why one more connection, from the address `host` (`AddressCounts.host(of:)`), is refused
-    /// now: `max_connections`, or `max_connections_per_address`; nil when it fits. A refusal is counted,
-    /// and logged at most once a second. An admitted connection is the caller's to count in
-    /// `addresses` for as long as it is open.
-    package func refusal(ofConnectionFrom host: String) -> ProtocolError? {
-        let refusal: ProtocolError
-        let limit = config.maxConnectionsPerAddress
-        if connectionCount >= config.maxConnections {
-            refusal = connectionLimitReached
-        } else if limit > 0, addresses.count(host) >= limit {
-            refusal = ProtocolError(
-                .limit,
-                "too many connections from \(host): the server allows \(limit) per address "
-                    + "(max_connections_per_address); try again later")
-        } else {
-            return nil
-        }
-        stats.refusedConnections &+= 1
-        refusedSinceWarning += 1
-        let now = ContinuousClock.now
-        if lastRefusalWarning.map({ now - $0 >= .seconds(1) }) ?? true {
-            logger.warning(
-                "refusing connections",
-                metadata: ["peer": "\(host)", "reason": "\(refusal.message)", "refused": "\(refusedSinceWarning)"])
-            refusedSinceWarning = 0
-            lastRefusalWarning = now
-        }
-        return refusal
-    }
-
-    /// What a connection refused at `max_connections` is told.
-    package var connectionLimitReached: ProtocolError {
-        ProtocolError(
-            .limit,
-            "too many connections: the server is at max_connections (\(config.maxConnections)); try again later")
     }
 
     func sessionAwaitsLogin(_ session: Session, until deadline: ContinuousClock.Instant) {
@@ -249,7 +210,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     func sessionDidClose(_ session: Session) {
         tokenExpiries.remove(session)
         guard sessions.removeValue(forKey: session.id) != nil else { return }
-        if let host = session.countedHost { addresses.close(host) }
+        if let host = session.countedHost { group.admission.release(host) }
         logger.debug("connection closed", metadata: ["connection": "\(session.id)"])
         reportIfDrained()
     }
@@ -290,6 +251,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
             applied.authTokens != config.authTokens || applied.tokens != config.tokens
             || !applied.verifiesJWTsAs(config)
         config = applied
+        group.admission.configure(applied)
         applyRetentionLimits()
         if tokensChanged { access = AccessList(config: applied) }
         let settings = SessionSettings(config: applied, access: access)

@@ -19,9 +19,6 @@ package final class ServerStats {
     var bytesOut: UInt64 = 0
     /// Sessions closed by the `disconnect` slow-consumer policy.
     var slowConsumerDisconnects: UInt64 = 0
-    /// Connections refused because `max_connections` were open, or
-    /// `max_connections_per_address` from the client's address.
-    var refusedConnections: UInt64 = 0
     /// Connections closed by `login_timeout`.
     var loginTimeouts: UInt64 = 0
     /// TLS sessions that failed or never finished their handshake.

@@ -1,0 +1,162 @@
+import Dispatch
+import Runnel
+import RunnelUV
+import Testing
+
+@testable import RunnelServer
+
+/// The servers of one process, one per loop, each loop on a thread of its own: the connection
+/// limits hold over every loop, `stats` counts every loop's connections, and sessions are
+/// numbered once in the process (decision 0011's first step). Cross-thread: CI runs these
+/// under the thread sanitizer.
+@Suite struct ServerGroupTests {
+    @Test func theConnectionLimitHoldsOverEveryLoop() {
+        let servers = LoopServers(count: 2) { $0.maxConnections = 3 }
+        defer { servers.shutdown() }
+        let first = servers[0].connect()
+        let second = servers[0].connect()
+        let third = servers[1].connect()
+        #expect([first, second, third].allSatisfy { servers.isOpen($0) })
+        let refused = servers[1].connect()
+        #expect(!servers.isOpen(refused))
+        #expect(servers[1].lines(of: refused).first?.contains("max_connections (3)") == true)
+        servers[0].close(first)
+        let admitted = servers[1].connect()
+        #expect(servers.isOpen(admitted))
+        #expect(servers.group.admission.openCount == 3 && servers.group.admission.refusedCount == 1)
+    }
+
+    @Test func theAddressLimitHoldsOverEveryLoop() {
+        let servers = LoopServers(count: 2) { $0.maxConnectionsPerAddress = 1 }
+        defer { servers.shutdown() }
+        let first = servers[1].connect()
+        let refused = servers[0].connect()
+        #expect(servers.isOpen(first) && !servers.isOpen(refused))
+        #expect(servers[0].lines(of: refused).first?.contains("max_connections_per_address") == true)
+    }
+
+    /// Both loops accept at once, past the limit: exactly `max_connections` get in.
+    @Test func loopsAcceptingAtOnceNeverPassTheLimit() {
+        let servers = LoopServers(count: 2) { $0.maxConnections = 150 }
+        defer { servers.shutdown() }
+        let opened = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            let clients = servers[index].connect(count: 100)
+            let count = clients.filter { servers.isOpen($0) }.count
+            opened.withLock { $0 += count }
+        }
+        #expect(opened.withLock { $0 } == 150)
+        #expect(servers.group.admission.openCount == 150 && servers.group.admission.refusedCount == 50)
+    }
+
+    /// `stats` on either loop counts the connections of both.
+    @Test func statsCountTheConnectionsOfEveryLoop() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        _ = servers[0].connect(count: 2)
+        let asking = servers[1].connect()
+        let stats = try #require(servers[1].send(asking, #"{"op":"stats"}"#).first)
+        #expect(stats.contains(#""connections":3,"#))
+    }
+
+    @Test func sessionNumbersAreNeverTakenTwice() {
+        let group = ServerGroup(config: ServerConfig(), logger: SessionHarness.logger)
+        let numbers = Locked<[UInt64]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let taken = (0..<500).map { _ in group.nextSessionID() }
+            numbers.withLock { $0 += taken }
+        }
+        #expect(Set(numbers.withLock { $0 }).count == 2000)
+    }
+}
+
+/// Servers sharing one group, each on a loop running on a thread of its own; clients are
+/// `MemoryTransport`s made and used on their server's loop, handed to the test as `Client`s.
+///
+/// Thread rules: the test's thread; every touch of a server or a transport runs on its loop
+/// (`run`). Lifetime rule: the loops run until `shutdown()`.
+private final class LoopServers: Sendable {
+    let group: ServerGroup
+    private let members: [LoopServer]
+
+    init(count: Int, _ configure: (inout ServerConfig) -> Void = { _ in }) {
+        var config = ServerConfig()
+        configure(&config)
+        let group = ServerGroup(config: config, logger: SessionHarness.logger)
+        self.group = group
+        members = (0..<count).map { LoopServer(group: group, index: $0, config: config) }
+    }
+
+    subscript(index: Int) -> LoopServer { members[index] }
+
+    /// Whether `client` (of any loop) is still open.
+    func isOpen(_ client: LoopServer.Client) -> Bool { client.server.run { client.transport.isClosed == false } }
+
+    func shutdown() { for member in members { member.shutdown() } }
+}
+
+private final class LoopServer: Sendable {
+    private let loop = EventLoop()
+    private let server: UnsafeTransfer<Server>
+
+    init(group: ServerGroup, index: Int, config: ServerConfig) {
+        server = UnsafeTransfer(
+            Server(
+                config: config, scheduler: loop.scheduler, logger: SessionHarness.logger,
+                subjects: MemorySubjectStore(), group: group))
+        loop.start(name: "group-test-\(index)")
+    }
+
+    /// A client of this loop's server, used on the loop only.
+    struct Client: Sendable {
+        let server: LoopServer
+        fileprivate let box: UnsafeTransfer<MemoryTransport>
+        var transport: MemoryTransport { box.value }
+    }
+
+    /// Runs `body` on the loop and waits for it.
+    func run<T>(_ body: @escaping () -> T) -> T {
+        let result = Locked<UnsafeTransfer<T>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let work = UnsafeTransfer(body)
+        _ = loop.scheduler.schedule {
+            let value = work.value()
+            result.withLock { $0 = UnsafeTransfer(value) }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }.value
+    }
+
+    func connect() -> Client { connect(count: 1)[0] }
+
+    func connect(count: Int) -> [Client] {
+        run {
+            (0..<count).map { _ in
+                let transport = MemoryTransport()
+                self.server.value.accept(transport)
+                return Client(server: self, box: UnsafeTransfer(transport))
+            }
+        }
+    }
+
+    @discardableResult
+    func send(_ client: Client, _ request: String) -> [String] {
+        run {
+            client.transport.receive(request)
+            return client.transport.takeLines()
+        }
+    }
+
+    func lines(of client: Client) -> [String] { run { client.transport.takeLines() } }
+
+    func close(_ client: Client) { run { client.transport.close() } }
+
+    func shutdown() { _ = loop.shutdown() }
+}
+
+/// A value handed to a loop's thread and back, used on one thread at a time.
+private struct UnsafeTransfer<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
