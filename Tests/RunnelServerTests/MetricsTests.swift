@@ -53,7 +53,7 @@ import Testing
         publisher.send(
             #"{"op":"pub","subject":"m","value":1}"#, #"{"op":"pub","subject":"m","value":2}"#, "{nope",
             #"{"op":"frobnicate"}"#, #"{"op":"unsub","sid":"none"}"#)
-        var samples = try Self.samples(harness.run { harness.server.metricsExposition() })
+        var samples = try Self.samples(harness.metrics())
         #expect(samples["runnel_connections{transport=\"tcp\"}"] == 0)
         #expect(samples["runnel_connections{transport=\"memory\"}"] == 2)
         #expect(samples["runnel_subscriptions"] == 1)
@@ -79,7 +79,7 @@ import Testing
         subscriber.transport.unsent = 1_000
         publisher.send(#"{"op":"pub","subject":"m","value":3}"#)
         for _ in 0..<3 { _ = harness.connect() }
-        samples = try Self.samples(harness.run { harness.server.metricsExposition() })
+        samples = try Self.samples(harness.metrics())
         #expect(samples["runnel_slow_consumer_disconnects_total"] == 1)
         #expect(samples["runnel_connections_refused_total"] == 1)
         #expect(samples["runnel_connections{transport=\"memory\"}"] == 3)
@@ -90,7 +90,7 @@ import Testing
     @Test func promtoolFindsNothingToComplainAbout() throws {
         let harness = SessionHarness()
         harness.connect().send(#"{"op":"pub","subject":"p","value":1}"#, "{")
-        let text = harness.run { harness.server.metricsExposition() }
+        let text = harness.metrics()
         let promtool = Process()
         promtool.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
         promtool.arguments = ["check", "metrics"]

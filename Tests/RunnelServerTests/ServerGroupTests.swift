@@ -1,5 +1,6 @@
 import Dispatch
 import Runnel
+import RunnelTestSupport
 import RunnelUV
 import Testing
 
@@ -49,14 +50,56 @@ import Testing
         #expect(servers.group.admission.openCount == 150 && servers.group.admission.refusedCount == 50)
     }
 
-    /// `stats` on either loop counts the connections of both.
-    @Test func statsCountTheConnectionsOfEveryLoop() throws {
+    /// Values published and delivered on one loop, a request refused on the other: `stats`
+    /// and `/metrics` on either report them all, asked while the first loop goes on publishing.
+    @Test func statsAddUpEveryLoop() throws {
         let servers = LoopServers(count: 2)
         defer { servers.shutdown() }
-        _ = servers[0].connect(count: 2)
-        let asking = servers[1].connect()
-        let stats = try #require(servers[1].send(asking, #"{"op":"stats"}"#).first)
-        #expect(stats.contains(#""connections":3,"#))
+        let subscriber = servers[0].connect()
+        let publisher = servers[0].connect()
+        servers[0].send(subscriber, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        let other = servers[1].connect()
+        servers[1].send(other, #"{"op":"nonsense"}"#)
+        let asking = DispatchQueue(label: "asking")
+        let asked = DispatchSemaphore(value: 0)
+        asking.async {
+            for _ in 0..<50 { _ = servers[1].send(other, #"{"op":"stats"}"#) }
+            asked.signal()
+        }
+        for value in 0..<200 { servers[0].send(publisher, #"{"op":"pub","subject":"s","value":\#(value)}"#) }
+        asked.wait()
+        // The reply comes once loop 0 has answered: after the request, on loop 1's next turns.
+        let stats = try #require(servers[1].ask(other, #"{"op":"stats","ref":"last"}"#, ref: "last"))
+        #expect(stats.contains(#""connections":3,"subscriptions":1,"#))
+        #expect(stats.contains(#""published":200,"delivered":200,"#))
+        let metrics = servers[0].metrics()
+        #expect(metrics.contains(#"runnel_request_errors_total{code="unknown_op"} 1"#))
+        #expect(metrics.contains("runnel_delivered_total 200"))
+        #expect(metrics.contains(#"runnel_connections{transport="memory"} 3"#))
+    }
+
+    /// A `stats` whose reply waits for another loop keeps its place: the lines after it (the
+    /// next request's reply, a subscription's events) wait behind it.
+    @Test func aStatsReplyWaitingForAnotherLoopKeepsItsPlace() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let client = servers[1].connect()
+        let lines = servers[1].send(
+            client, #"{"op":"stats","ref":1}"#, #"{"op":"sub","subject":"t","sid":"x","ref":2}"#,
+            #"{"op":"pub","subject":"t","value":7,"ref":3}"#)
+        #expect(lines.isEmpty)
+        let answered = try #require(
+            eventually { () -> [String]? in
+                let lines = servers[1].lines(of: client)
+                return lines.isEmpty ? nil : lines
+            })
+        #expect(answered.count == 4)
+        #expect(answered.first?.hasPrefix(#"{"ok":true,"ref":1,"connections":1,"#) == true)
+        #expect(
+            Array(answered.dropFirst()) == [
+                #"{"ok":true,"ref":2,"sid":"x"}"#, #"{"ev":"next","sid":"x","value":7}"#,
+                #"{"ok":true,"ref":3,"receivers":1}"#,
+            ])
     }
 
     @Test func sessionNumbersAreNeverTakenTwice() {
@@ -141,11 +184,32 @@ private final class LoopServer: Sendable {
     }
 
     @discardableResult
-    func send(_ client: Client, _ request: String) -> [String] {
+    func send(_ client: Client, _ requests: String...) -> [String] {
         run {
-            client.transport.receive(request)
+            for request in requests { client.transport.receive(request) }
             return client.transport.takeLines()
         }
+    }
+
+    /// Sends `request` and waits for the line that answers it (its `ref` is `ref`), dropping
+    /// the others; nil if none comes within 10 s.
+    func ask(_ client: Client, _ request: String, ref: String) -> String? {
+        send(client, request).first { $0.contains(#""ref":"\#(ref)""#) }
+            ?? eventually { lines(of: client).first { $0.contains(#""ref":"\#(ref)""#) } }
+    }
+
+    /// The server's `/metrics` text, once it has every loop's figures.
+    func metrics() -> String {
+        let text = Locked<String?>(nil)
+        let made = DispatchSemaphore(value: 0)
+        run {
+            self.server.value.gatherMetricsExposition { exposition in
+                text.withLock { $0 = exposition }
+                made.signal()
+            }
+        }
+        made.wait()
+        return text.withLock { $0 }!
     }
 
     func lines(of client: Client) -> [String] { run { client.transport.takeLines() } }

@@ -44,7 +44,7 @@ import Testing
         #expect(session(of: client).lag == nil && session(of: client).waitingToFlush.isEmpty)
         Self.publish(publisher, 1001...1001)
         #expect(client.lines() == [Self.next("x", 1001)])
-        #expect(harness.server.stats.dropped == 999 && harness.server.stats.slowConsumerDisconnects == 0)
+        #expect(harness.server.stats.counts.dropped == 999 && harness.server.stats.counts.slowConsumerDisconnects == 0)
         #expect(harness.server.publisherPauses.pauses == 0)
     }
 
@@ -133,7 +133,7 @@ import Testing
         harness.run { session(of: client).graceEnded() }
         #expect(client.lines() == [Self.closing])
         #expect(client.transport.isClosed)
-        #expect(harness.server.stats.slowConsumerDisconnects == 1)
+        #expect(harness.server.stats.counts.slowConsumerDisconnects == 1)
     }
 
     @Test func conflateMustBeABoolean() {

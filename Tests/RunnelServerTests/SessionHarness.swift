@@ -44,6 +44,13 @@ final class SessionHarness {
         return SessionClient(harness: self, transport: transport)
     }
 
+    /// The server's `/metrics` text (its group has no other loop to wait for).
+    func metrics() -> String {
+        var text: String?
+        run { server.gatherMetricsExposition { text = $0 } }
+        return text!
+    }
+
     /// The server's `stats` reply, through a connection of its own.
     func stats() -> String {
         let client = connect()

@@ -28,16 +28,16 @@ import Testing
         let second = Self.subscription("b", pinned: 5)
         table.insert(first)
         table.insert(second)
-        #expect(table.count == 2 && table.pinnedBytes == 15 && stats.subscriptions == 2)
+        #expect(table.count == 2 && table.pinnedBytes == 15 && stats.counts.subscriptions == 2)
         #expect(table["a"] === first)
         table.forget(first)
         #expect(table["a"] == nil && first.isFinished)
-        #expect(table.count == 1 && table.pinnedBytes == 5 && stats.subscriptions == 1)
+        #expect(table.count == 1 && table.pinnedBytes == 5 && stats.counts.subscriptions == 1)
         // Forgetting twice changes nothing.
         table.forget(first)
-        #expect(table.pinnedBytes == 5 && stats.subscriptions == 1)
+        #expect(table.pinnedBytes == 5 && stats.counts.subscriptions == 1)
         table.disposeAll()
-        #expect(table.count == 0 && table.pinnedBytes == 0 && stats.subscriptions == 0 && second.isFinished)
+        #expect(table.count == 0 && table.pinnedBytes == 0 && stats.counts.subscriptions == 0 && second.isFinished)
     }
 
     @Test func freshSidsSkipThoseInUse() {

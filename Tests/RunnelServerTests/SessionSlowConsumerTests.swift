@@ -96,7 +96,7 @@ import Testing
         #expect(
             client.lines() == [1, 2, 3].map { #"{"ev":"next","sid":"x","value":\#($0)}"# })
         #expect(!client.transport.isClosed)
-        #expect(harness.server.stats.slowConsumerDisconnects == 0)
+        #expect(harness.server.stats.counts.slowConsumerDisconnects == 0)
     }
 
     @Test func aSubscriberStillOverTheSoftLimitWhenTheGraceEndsIsDisconnected() {
@@ -106,7 +106,7 @@ import Testing
         harness.run { session(of: client).graceEnded() }
         #expect(client.lines() == [#"{"ev":"next","sid":"x","value":1}"#, Self.closing])
         #expect(client.transport.isClosed)
-        #expect(harness.server.stats.slowConsumerDisconnects == 1)
+        #expect(harness.server.stats.counts.slowConsumerDisconnects == 1)
     }
 
     @Test func aSubscriberPastTheHardLimitIsDisconnectedAtOnce() {
@@ -132,7 +132,7 @@ import Testing
                 #"{"ev":"next","sid":"x","value":1}"#, #"{"ev":"dropped","sid":"x","count":2}"#,
                 #"{"ev":"next","sid":"x","value":4}"#,
             ])
-        #expect(harness.server.stats.dropped == 2)
+        #expect(harness.server.stats.counts.dropped == 2)
     }
 
     @Test func dropDropsPastTheHardLimitWithinTheGrace() {

@@ -178,7 +178,7 @@ import Testing
         #expect(entry.subject.subscriberCount == 0)
         #expect(entry.namedSubscriptions == 0)
         #expect(harness.server.subjects["c"]!.subject.subscriberCount == 0)
-        #expect(harness.server.stats.subscriptions == 0)
+        #expect(harness.server.stats.counts.subscriptions == 0)
         #expect(harness.server.connectionCount == 0)
     }
 

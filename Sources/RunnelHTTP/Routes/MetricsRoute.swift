@@ -2,7 +2,7 @@ import RunnelProtocol
 import RunnelServer
 
 /// `GET /metrics`: the server's figures in the Prometheus text exposition format, version
-/// 0.0.4 (`Server.metricsExposition`), for a token that may manage, as `stats` is.
+/// 0.0.4 (`Server.gatherMetricsExposition`), for a token that may manage, as `stats` is.
 final class MetricsRoute: HTTPRoute {
     static let path = "/metrics"
     let methods: [HTTPMethod] = [.get, .head]
@@ -17,10 +17,11 @@ final class MetricsRoute: HTTPRoute {
             exchange.fail(HTTPFailure(error))
             return nil
         }
-        exchange.answer(
-            HTTPResponse(
-                status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                body: Array(server.metricsExposition().utf8)))
+        server.gatherMetricsExposition { text in
+            exchange.answer(
+                HTTPResponse(
+                    status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8)))
+        }
         return nil
     }
 }

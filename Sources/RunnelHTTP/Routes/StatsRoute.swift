@@ -16,9 +16,11 @@ final class StatsRoute: HTTPRoute {
             exchange.fail(HTTPFailure(error))
             return nil
         }
-        var object = ServerLineWriter.object()
-        server.statsReport.writeMembers(into: &object)
-        exchange.answer(.json(object.finish()))
+        server.gatherStatsReport { report in
+            var object = ServerLineWriter.object()
+            report.writeMembers(into: &object)
+            exchange.answer(.json(object.finish()))
+        }
         return nil
     }
 }

@@ -1,3 +1,4 @@
+import RunnelCompression
 import RunnelProtocol
 import RunnelUV
 
@@ -5,11 +6,17 @@ extension Server {
     /// Every figure of the `stats` reply, and what a monitoring system also wants (connections
     /// per transport, refusals, slow-consumer disconnects, error replies by code, the loop's
     /// turn lengths as a histogram, the process's CPU, memory and descriptors), in the
-    /// Prometheus text format for `GET /metrics`. Loop thread.
-    package func metricsExposition() -> String {
+    /// Prometheus text format for `GET /metrics`: every loop's counters added up
+    /// (`ServerGroup.gatherFigures`), handed to `then` on this loop. Loop thread.
+    package func gatherMetricsExposition(then: @escaping (String) -> Void) {
         scheduler.assertOnLoopThread()
+        group.gatherFigures(askedBy: self) { [self] figures in then(metricsExposition(summing: figures)) }
+    }
+
+    private func metricsExposition(summing figures: LoopFigures) -> String {
+        let counts = figures.counts
         var metrics = PrometheusExposition()
-        let byTransport = connectionCountsByTransport
+        let byTransport = figures.connectionsByTransport
         let transports = Self.transportNames + byTransport.keys.filter { !Self.transportNames.contains($0) }.sorted()
         metrics.metric(
             "runnel_connections", .gauge, help: "Client connections open now, by transport.", label: "transport",
@@ -21,59 +28,58 @@ extension Server {
         metrics.metric(
             "runnel_login_timeouts_total", .counter,
             help: "Connections closed for not sending a request, or not authenticating, within login_timeout.",
-            Double(stats.loginTimeouts))
+            Double(counts.loginTimeouts))
         metrics.metric(
             "runnel_retained_bytes", .gauge, help: "Bytes of values kept by replay and behavior subjects.",
             Double(subjects.retained.bytes))
-        let compression = compressionFigures
         metrics.metric(
             "runnel_compressed_streams", .gauge,
             help: "WebSockets with permessage-deflate and gzip'd event streams open now.", label: "transport",
-            [("websocket", Double(compression.webSockets)), ("sse", Double(compression.eventStreams))])
+            [("websocket", Double(figures.compressedWebSockets)), ("sse", Double(figures.compressedEventStreams))])
         metrics.metric(
             "runnel_compression_memory_bytes", .gauge,
             help: "Bytes zlib holds for compression and decompression, all connections together.",
-            Double(compression.memoryBytes))
+            Double(ZlibMemory.bytes))
         metrics.metric(
             "runnel_tls_failures_total", .counter,
-            help: "TLS connections that failed or did not finish their handshake.", Double(stats.tlsFailures))
+            help: "TLS connections that failed or did not finish their handshake.", Double(counts.tlsFailures))
         metrics.metric(
             "runnel_subscriptions", .gauge, help: "Subscriptions held by all connections now.",
-            Double(stats.subscriptions))
+            Double(counts.subscriptions))
         metrics.metric(
             "runnel_shared_stage_chains", .gauge,
-            help: "Stage chains running once per value for several subscriptions now.", Double(stats.sharedChains))
+            help: "Stage chains running once per value for several subscriptions now.", Double(counts.sharedChains))
         metrics.metric(
             "runnel_shared_stage_chain_subscriptions", .gauge,
-            help: "Subscriptions served by a shared stage chain now.", Double(stats.sharedChainSubscriptions))
+            help: "Subscriptions served by a shared stage chain now.", Double(counts.sharedChainSubscriptions))
         metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
         metrics.metric(
             "runnel_timers", .gauge, help: "Timer handles armed now (the server's sweep and time-based stages).",
-            Double(scheduler.armedTimerCount))
+            Double(figures.timers))
         metrics.metric(
-            "runnel_published_total", .counter, help: "Values published into subjects.", Double(stats.published))
+            "runnel_published_total", .counter, help: "Values published into subjects.", Double(counts.published))
         metrics.metric(
             "runnel_delivered_total", .counter, help: "next events written to subscriptions.",
-            Double(stats.delivered))
+            Double(counts.delivered))
         metrics.metric(
             "runnel_dropped_total", .counter,
-            help: "next events dropped for slow consumers (slow_consumer = drop).", Double(stats.dropped))
+            help: "next events dropped for slow consumers (slow_consumer = drop).", Double(counts.dropped))
         metrics.metric(
             "runnel_slow_consumer_disconnects_total", .counter,
             help: "Connections closed as slow consumers (slow_consumer = disconnect or backpressure).",
-            Double(stats.slowConsumerDisconnects))
+            Double(counts.slowConsumerDisconnects))
         metrics.metric(
             "runnel_publish_pauses_total", .counter,
             help: "Times a publisher was paused because a subscriber its value reached lagged "
                 + "(slow_consumer = disconnect while it reads, or backpressure).",
-            Double(publisherPauses.pauses))
+            Double(figures.publishPauses))
         metrics.metric(
             "runnel_publishers_paused", .gauge, help: "Publishers paused now by lagging subscribers.",
-            Double(publisherPauses.pausedNow))
+            Double(figures.publishersPaused))
         metrics.metric(
             "runnel_publish_paused_seconds_total", .counter,
             help: "Seconds publishers have spent paused by lagging subscribers.",
-            publisherPauses.pausedSeconds)
+            figures.publishPausedSeconds)
         metrics.metric(
             "runnel_stage_evaluations_refused_total", .counter,
             help: "Stage evaluations refused, each ending its subscription with eval/limit, by the bound that "
@@ -81,23 +87,23 @@ extension Server {
                 + "token_eval_steps_per_second budget, or max_publish_eval_ms.",
             label: "bound",
             [
-                ("connection", Double(stats.evaluationsRefusedByConnectionBudget)),
-                ("token", Double(stats.evaluationsRefusedByTokenBudget)),
-                ("publish", Double(stats.evaluationsRefusedByPublishBound)),
+                ("connection", Double(counts.evaluationsRefusedByConnectionBudget)),
+                ("token", Double(counts.evaluationsRefusedByTokenBudget)),
+                ("publish", Double(counts.evaluationsRefusedByPublishBound)),
             ])
         metrics.metric(
             "runnel_received_bytes_total", .counter, help: "Protocol bytes received (request lines).",
-            Double(stats.bytesIn))
+            Double(counts.bytesIn))
         metrics.metric(
             "runnel_sent_bytes_total", .counter, help: "Protocol bytes sent (reply and event lines).",
-            Double(stats.bytesOut))
-        let errors = stats.requestErrors
+            Double(counts.bytesOut))
+        let errors = counts.requestErrors
         metrics.metric(
             "runnel_request_errors_total", .counter, help: "Requests answered with an error, by error code.",
             label: "code", ErrorCode.allCases.map { ($0.rawValue, Double(errors[$0] ?? 0)) })
         metrics.metric(
             "runnel_http_responses_total", .counter, help: "Answers of the HTTP front door, by status code.",
-            label: "status", stats.httpResponses.sorted { $0.key < $1.key }.map { (String($0.key), Double($0.value)) })
+            label: "status", counts.httpResponses.sorted { $0.key < $1.key }.map { (String($0.key), Double($0.value)) })
         writeLoopMetrics(into: &metrics)
         if let journal = subjects.journalStatistics {
             metrics.metric(

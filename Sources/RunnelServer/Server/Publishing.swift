@@ -25,7 +25,7 @@ package enum Publishing {
             try store.retained.checkRoom(for: value, in: entry.name)
         }
         if entry.isDurable { try store.checkDurableWrites() }
-        stats.published &+= 1
+        stats.counts.published &+= 1
         publisher.publishing { store.publish(value, members: members, to: entry, bounding: bound) }
     }
 }
@@ -47,7 +47,7 @@ extension Publishing {
         }
         try store.retained.checkRoom(for: value, in: entry.name)
         if entry.isDurable { try store.checkDurableWrites() }
-        stats.published &+= 1
+        stats.counts.published &+= 1
         publisher.publishing { store.publish(value, members: members, key: key, to: entry, bounding: bound) }
     }
 

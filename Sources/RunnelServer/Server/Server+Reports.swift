@@ -4,24 +4,32 @@ import RunnelProtocol
 
 /// What `stats` and `list` report, read and written once for every front door that asks (the
 /// line protocol's replies, the HTTP front door's `/stats` and `/subjects`). Loop thread only.
-extension Server {
-    /// The `stats` reply's figures, as they are now (see docs/protocol.md).
-    package var statsReport: ServerStatsReport {
-        let turns = scheduler.turnLengths
-        return ServerStatsReport(
-            connections: group.admission.openCount, subscriptions: stats.subscriptions, subjects: subjects.count,
-            timers: scheduler.armedTimerCount, published: stats.published, delivered: stats.delivered,
-            dropped: stats.dropped, slowConsumerDisconnects: stats.slowConsumerDisconnects,
-            publishPauses: publisherPauses.pauses, publishersPaused: publisherPauses.pausedNow,
-            publishPausedMilliseconds: Int((publisherPauses.pausedSeconds * 1000).rounded()), bytesIn: stats.bytesIn,
-            bytesOut: stats.bytesOut, uptimeSeconds: uptimeSeconds, retainedBytes: subjects.retained.bytes,
-            sharedChains: stats.sharedChains, sharedChainSubscriptions: stats.sharedChainSubscriptions,
-            evaluationsRefusedByConnectionBudget: stats.evaluationsRefusedByConnectionBudget,
-            evaluationsRefusedByTokenBudget: stats.evaluationsRefusedByTokenBudget,
-            evaluationsRefusedByPublishBound: stats.evaluationsRefusedByPublishBound, loopTurns: turns.turns,
-            turnP50Microseconds: turns.quantileMicroseconds(0.5), turnP99Microseconds: turns.quantileMicroseconds(0.99),
-            turnMaxMicroseconds: turns.longestNanoseconds / 1000, loops: loopGroup?.count ?? 1,
-            compression: compressionFigures, journal: subjects.journalStatistics, cluster: shared?.sharedFigures)
+extension Server: GroupMember {
+    /// Calls `then`, on this loop, with the `stats` reply's figures (see docs/protocol.md):
+    /// every loop's counters and figures added up (`ServerGroup.gatherFigures`: at once when
+    /// this server is its group's only one), with the process's connections and this loop's
+    /// subjects, turns, journal and cluster.
+    package func gatherStatsReport(then: @escaping (ServerStatsReport) -> Void) {
+        scheduler.assertOnLoopThread()
+        group.gatherFigures(askedBy: self) { [self] figures in
+            then(
+                ServerStatsReport(
+                    figures: figures, connections: group.admission.openCount, subjects: subjects.count,
+                    uptimeSeconds: uptimeSeconds, retainedBytes: subjects.retained.bytes, turns: scheduler.turnLengths,
+                    loops: loopGroup?.count ?? 1, compressionMemoryBytes: ZlibMemory.bytes,
+                    journal: subjects.journalStatistics, cluster: shared?.sharedFigures))
+        }
+    }
+
+    /// This loop's figures, read now: what another loop's `gatherFigures` is handed.
+    package var loopFigures: LoopFigures {
+        scheduler.assertOnLoopThread()
+        let compression = frontDoor?.compressionFigures
+        return LoopFigures(
+            counts: stats.counts, timers: scheduler.armedTimerCount, publishPauses: publisherPauses.pauses,
+            publishersPaused: publisherPauses.pausedNow, publishPausedSeconds: publisherPauses.pausedSeconds,
+            compressedWebSockets: compression?.webSockets ?? 0, compressedEventStreams: compression?.eventStreams ?? 0,
+            connectionsByTransport: connectionCountsByTransport)
     }
 }
 
@@ -59,13 +67,5 @@ extension JSONWriter {
             append(entry.isTerminated ? ",\"terminated\":true}" : ",\"terminated\":false}")
         }
         append("]")
-    }
-}
-
-extension Server {
-    /// The compressed streams open now and zlib's memory (none of either without a front door).
-    var compressionFigures: CompressionFigures {
-        frontDoor?.compressionFigures
-            ?? CompressionFigures(webSockets: 0, eventStreams: 0, memoryBytes: ZlibMemory.bytes)
     }
 }

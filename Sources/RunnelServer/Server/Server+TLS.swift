@@ -3,7 +3,7 @@ extension Server {
     /// `/metrics` and logged at debug level (loop thread).
     package func countTLSFailure(_ reason: String) {
         scheduler.assertOnLoopThread()
-        stats.tlsFailures &+= 1
+        stats.counts.tlsFailures &+= 1
         logger.debug("TLS connection failed: \(reason)")
     }
 }

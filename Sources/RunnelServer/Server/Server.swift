@@ -81,6 +81,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
             shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
         applyRetentionLimits()
+        self.group.join(self)
     }
 
     /// The shared parts sessions are handed (`SessionContext`), made on first use.

@@ -20,7 +20,7 @@ extension Session {
         lag.conflates = true
         if subscription.waiting.keep(message) {
             subscription.noteDropped(1)
-            stats.dropped &+= 1
+            stats.counts.dropped &+= 1
         } else if !subscription.isQueuedToFlush {
             subscription.isQueuedToFlush = true
             waitingToFlush.append(subscription)
@@ -33,7 +33,7 @@ extension Session {
         if subscription.dropped > 0 { writeDropped(subscription) }
         guard !subscription.waiting.isEmpty else { return }
         for message in subscription.waiting.takeAll() where writeNext(message, subscription, limit: .max, transport) {
-            stats.delivered &+= 1
+            stats.counts.delivered &+= 1
         }
     }
 

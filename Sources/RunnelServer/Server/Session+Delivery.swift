@@ -24,7 +24,7 @@ extension Session {
             writeWaiting(subscription)
         }
         if writeNext(message, subscription, limit: settings.softPendingLimit, transport) {
-            stats.delivered &+= 1
+            stats.counts.delivered &+= 1
         } else {
             deliverOverSoftLimit(message, to: subscription)
         }
@@ -137,7 +137,9 @@ extension Session {
             } else {
                 written = transport.writeNext(head: head, value: value, tail: tail, unlessUnsentOver: limit)
             }
-            if written { stats.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1) }
+            if written {
+                stats.counts.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1)
+            }
             return written
         }
         let value = message.value.raw.buffer
@@ -155,7 +157,9 @@ extension Session {
         } else {
             written = output.writeNext(head: head, value: value.bytes, tail: tail, unlessUnsentOver: limit)
         }
-        if written { stats.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1) }
+        if written {
+            stats.counts.bytesOut &+= UInt64(truncatingIfNeeded: head.count &+ value.count &+ tail.count &+ 1)
+        }
         return written
     }
 

@@ -6,7 +6,7 @@ import RunnelUV
 extension Session {
     /// Handles one request, or holds it while replies pile up.
     func transportDidReceive(request line: UnsafeRawBufferPointer) {
-        stats.bytesIn &+= UInt64(line.count + 1)
+        stats.counts.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
         if held.isActive || isOverSoftLimit {
@@ -38,7 +38,7 @@ extension Session {
     /// session's only request): counted, checked and answered as its line would be, by the
     /// rules a `sub` line goes through (`subscribe`), its reply a value (`SessionReply`).
     func transportDidReceive(subscription request: SubscribeRequest, lineByteCount: Int, lineProblem: ProtocolError?) {
-        stats.bytesIn &+= UInt64(lineByteCount + 1)
+        stats.counts.bytesIn &+= UInt64(lineByteCount + 1)
         guard !isClosing else { return }
         defer { noteRequestForLogin() }
         do throws(ProtocolError) {
@@ -53,7 +53,7 @@ extension Session {
 
     /// A request over `max_line_bytes` was discarded as it arrived.
     func transportDidDiscardLongRequest(byteCount: Int) {
-        stats.bytesIn &+= UInt64(byteCount)
+        stats.counts.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
         if held.isActive || isOverSoftLimit {
             held.append(longLine: byteCount)

@@ -38,7 +38,7 @@ extension Session {
             grant != nil
             ? ProtocolError(.limit, "no request within login_timeout (\(seconds) s)")
             : ProtocolError(.unauthorized, "not authenticated within login_timeout (\(seconds) s)")
-        stats.loginTimeouts &+= 1
+        stats.counts.loginTimeouts &+= 1
         context.logger.info(
             "closing a connection that did not log in",
             metadata: ["connection": "\(id)", "peer": "\(transport.peerDescription)", "reason": "\(reason.message)"])

@@ -71,7 +71,7 @@ extension Session {
         }
         if written {
             let count = head.count &+ tail.count &+ 1 &+ (message.publishedBytes?.count ?? payload.raw.buffer.count)
-            stats.bytesOut &+= UInt64(truncatingIfNeeded: count)
+            stats.counts.bytesOut &+= UInt64(truncatingIfNeeded: count)
         }
         return written
     }

@@ -418,8 +418,11 @@ extension Session {
         write(SessionReply(ref: request.ref, .subjects(entries)))
     }
 
+    /// Answers `stats` once every loop's figures are in, in the reply's place (`replyWhenAnswered`).
     private func writeStats(_ request: Request) {
-        write(SessionReply(ref: request.ref, .stats(context.owner.statsReport)))
+        replyWhenAnswered(ref: request.ref) { answer in
+            context.owner.gatherStatsReport { answer(.stats($0)) }
+        }
     }
 
     /// Takes the token's grant (compared in constant time, or verified as a JWT, see

@@ -59,7 +59,7 @@ extension Session {
         }
         writeWaiting(subscription)
         if writeNext(message, subscription, limit: hardLimit, transport) {
-            stats.delivered &+= 1
+            stats.counts.delivered &+= 1
         } else {
             actOnSlowConsumer(policy, subscription)
         }
@@ -72,7 +72,7 @@ extension Session {
             closeAsSlowConsumer()
         case .drop, .conflate:
             subscription.noteDropped(1)
-            stats.dropped &+= 1
+            stats.counts.dropped &+= 1
         }
     }
 
@@ -162,7 +162,7 @@ extension Session {
     /// The policy `disconnect` (and `backpressure`'s end): one last line, then close.
     func closeAsSlowConsumer() {
         guard !isClosing else { return }
-        stats.slowConsumerDisconnects &+= 1
+        stats.counts.slowConsumerDisconnects &+= 1
         context.logger.notice(
             "closing slow consumer",
             metadata: [

@@ -195,7 +195,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
 
     /// Writes `output` and counts what the transport wrote.
     func write(_ output: SessionOutput) {
-        stats.bytesOut &+= UInt64(self.output.write(output))
+        stats.counts.bytesOut &+= UInt64(self.output.write(output))
     }
 
     /// Where lines go now: the transport, or the cork while there is one.
@@ -209,19 +209,58 @@ final class Session: RequestReceiver, @unchecked Sendable {
             write(SessionReply(ref: ref, outcome()))
             return
         }
-        let cork = self.cork ?? CorkedTransport(wrapping: transport)
-        self.cork = cork
-        let slot = cork.reserve()
+        let place = reserveReply()
         subjects.whenWritten { [self] error in
-            let reply = SessionReply(ref: ref, error.map { .failed($0) } ?? outcome())
             if let error { stats.countRequestError(error.code) }
-            stats.bytesOut &+= UInt64(cork.fill(slot, with: reply))
-            if cork.isDrained && self.cork === cork {
-                self.cork = nil
-                if closesWhenReplied { transport.closeAfterEndOfInput() }
-            }
+            fill(place, with: SessionReply(ref: ref, error.map { .failed($0) } ?? outcome()))
         }
     }
+
+    /// Writes the reply whose outcome `ask` hands its argument, on the loop: at once when it
+    /// does so before returning, else in the reply's place, every line after it held behind it.
+    func replyWhenAnswered(ref: RawJSON?, _ ask: (@escaping (SessionReply.Outcome) -> Void) -> Void) {
+        let answer = PendingAnswer()
+        ask { [self] outcome in
+            guard let place = answer.place else { return answer.outcome = outcome }
+            fill(place, with: SessionReply(ref: ref, outcome))
+        }
+        if let outcome = answer.outcome {
+            write(SessionReply(ref: ref, outcome))
+        } else {
+            answer.place = reserveReply()
+        }
+    }
+
+    /// The place of a reply written later: every line written after it waits behind it (in
+    /// `cork`) until it is filled.
+    private func reserveReply() -> ReplyPlace {
+        let cork = self.cork ?? CorkedTransport(wrapping: transport)
+        self.cork = cork
+        return ReplyPlace(cork: cork, slot: cork.reserve())
+    }
+
+    /// Fills a reply's place, writing what waited behind it up to the next unfilled one; the
+    /// cork goes once nothing waits.
+    private func fill(_ place: ReplyPlace, with reply: SessionReply) {
+        stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: reply))
+        if place.cork.isDrained && cork === place.cork {
+            cork = nil
+            if closesWhenReplied { transport.closeAfterEndOfInput() }
+        }
+    }
+}
+
+/// Where a reply written later goes: its slot in the cork that holds the lines after it.
+private struct ReplyPlace {
+    let cork: CorkedTransport
+    let slot: Int
+}
+
+/// A reply `replyWhenAnswered` waits for: its outcome when it came before its place was
+/// reserved, else its place. Thread rules: the session's loop.
+private final class PendingAnswer {
+    var outcome: SessionReply.Outcome?
+    var place: ReplyPlace?
 }
 
 extension ProtocolError {

@@ -157,8 +157,9 @@ protocol SessionOwner: AnyObject {
     func sessionToken(of session: Session, expiresAt deadline: ContinuousClock.Instant?)
     /// The evaluation budget all connections of `grant`'s token share (nil for none).
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget?
-    /// The `stats` reply's figures, as they are now.
-    var statsReport: ServerStatsReport { get }
+    /// Calls `then` with the `stats` reply's figures, every loop's added up: at once, or once
+    /// the other loops have answered (on this loop).
+    func gatherStatsReport(then: @escaping (ServerStatsReport) -> Void)
     /// Answers a first line of a front door's protocol on `connection`, and closes it
     /// (`FrontDoor`); false for a line of the line protocol.
     func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool

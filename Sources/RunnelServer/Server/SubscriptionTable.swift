@@ -51,7 +51,7 @@ final class SubscriptionTable {
         bySid[subscription.sid] = subscription
         pinnedBytes += subscription.pinnedBytes
         subscription.entry?.namedSubscriptions += 1
-        stats.subscriptions += 1
+        stats.counts.subscriptions += 1
         guard let interest else { return false }
         var made = interest.began(subscription)
         for name in subscription.reached {
@@ -82,7 +82,7 @@ final class SubscriptionTable {
             for name in subscription.reached { interest.endedReading(name, by: subscription) }
         }
         pinnedBytes -= subscription.pinnedBytes
-        stats.subscriptions -= 1
+        stats.counts.subscriptions -= 1
         occupancy.ended(subscription)
         assert(pinnedBytes >= 0 && (!bySid.isEmpty || pinnedBytes == 0), "pinned bytes out of step")
     }

@@ -56,14 +56,14 @@ final class EvaluationAccount: @unchecked Sendable {
     func admit(stage: Int) throws(ProtocolError) {
         if !budgetsAdmit, !switchPayer() {
             if connection.admits() {
-                stats.evaluationsRefusedByTokenBudget &+= 1
+                stats.counts.evaluationsRefusedByTokenBudget &+= 1
             } else {
-                stats.evaluationsRefusedByConnectionBudget &+= 1
+                stats.counts.evaluationsRefusedByConnectionBudget &+= 1
             }
             throw StageFailure.limit(stage: stage)
         }
         guard publish.admits(budget._withUnsafeGuaranteedRef { $0.publishTally }) else {
-            stats.evaluationsRefusedByPublishBound &+= 1
+            stats.counts.evaluationsRefusedByPublishBound &+= 1
             throw StageFailure.limit(stage: stage)
         }
     }

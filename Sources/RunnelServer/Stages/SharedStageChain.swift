@@ -131,8 +131,8 @@ final class SharedStageChain: @unchecked Sendable {
         first.subscription?.dispose()
         first.subscription = subject.subscribe(first.sink)
         fanOut = FanOut(subject: subject, account: account, connection: chain.subscribe(subject))
-        stats.sharedChains += 1
-        stats.sharedChainSubscriptions += 1
+        stats.counts.sharedChains += 1
+        stats.counts.sharedChainSubscriptions += 1
         return subject
     }
 
@@ -144,7 +144,7 @@ final class SharedStageChain: @unchecked Sendable {
     {
         let member = Member(sink: sink, payer: payer)
         members.append(member)
-        if fanOut != nil { stats.sharedChainSubscriptions += 1 }
+        if fanOut != nil { stats.counts.sharedChainSubscriptions += 1 }
         member.subscription = entrance.subscribe(sink)
         return Disposable { [self] in leave(member) }
     }
@@ -160,10 +160,10 @@ final class SharedStageChain: @unchecked Sendable {
         members.remove(at: index)
         member.subscription?.dispose()
         if let fanOut {
-            stats.sharedChainSubscriptions -= 1
+            stats.counts.sharedChainSubscriptions -= 1
             if members.isEmpty {
                 fanOut.connection.dispose()
-                stats.sharedChains -= 1
+                stats.counts.sharedChains -= 1
             } else if fanOut.account.isPaying(as: member.payer),
                 !members.contains(where: { $0.payer === member.payer })
             {
