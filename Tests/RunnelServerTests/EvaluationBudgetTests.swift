@@ -72,6 +72,34 @@ struct EvaluationBudgetTests {
         #expect(budget.balance == 1000)
     }
 
+    /// Two loops' budgets of one token draw on its pool a lease (a 64th of the burst) at a
+    /// time: together they spend what one bucket allows, and one loop's overdraw, settled as it
+    /// happens, leaves the other only the lease it holds.
+    @Test func theLoopsOfOneTokenShareItsPoolALeaseAtATime() {
+        let pool = TokenStepPool(stepsPerSecond: 1000, burstSteps: 6400, clock: clock)
+        let first = EvaluationBudget(drawing: pool, clock: clock)
+        let second = EvaluationBudget(drawing: pool, clock: clock)
+        #expect(first.balance == 0)
+        #expect(first.admits() && first.balance == 100)
+        first.charge(50)
+        #expect(second.admits() && second.balance == 100)
+        // 6,300 steps overdrawn come off the pool's 6,200 left: 100 owed, no lease.
+        second.charge(6400)
+        #expect(second.balance == 0 && !second.admits())
+        #expect(first.admits(), "the 50 steps of its lease are still the first's")
+        first.charge(50)
+        #expect(!first.admits())
+        advance(milliseconds: 100)
+        #expect(!second.admits(), "the 100 steps put back pay what was owed")
+        advance(milliseconds: 1)
+        #expect(second.admits() && second.balance == 1)
+        // A reload's rate applies to every loop's budget at once, through the pool.
+        pool.configure(stepsPerSecond: 1_000_000, burstSteps: 6400)
+        second.charge(1)
+        advance(milliseconds: 1)
+        #expect(first.admits() && first.balance == 100)
+    }
+
     @Test func outsideAPublishEveryEvaluationIsAdmitted() {
         let bound = PublishEvaluationBound(milliseconds: 5, clock: clock)
         var tally = PublishEvaluationBound.Tally()

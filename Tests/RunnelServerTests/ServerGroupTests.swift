@@ -102,6 +102,30 @@ import Testing
             ])
     }
 
+    /// A token's connections on two loops share its budget of steps: what one loop's
+    /// evaluation overdrew leaves the other loop's none.
+    @Test func aTokensBudgetIsSharedByItsConnectionsOnEveryLoop() {
+        let servers = LoopServers(count: 2) { config in
+            config.authTokens = ["t"]
+            config.tokenEvalStepsPerSecond = 1000
+            config.tokenEvalStepsBurst = 1000
+        }
+        defer { servers.shutdown() }
+        let big = SessionEvaluationBudgetTests.bigString
+        for index in 0..<2 {
+            let client = servers[index].connect()
+            let lines = servers[index].send(
+                client, #"{"op":"auth","token":"t"}"#, SessionEvaluationBudgetTests.sub("m", map: "len(str(.))"),
+                #"{"op":"pub","subject":"v","value":"# + big + "}")
+            let event = lines.first { $0.hasPrefix(#"{"ev":"#) }
+            // Loop 0's evaluation overdraws the token's 1,000 steps; loop 1's finds none left.
+            let expected =
+                index == 0
+                ? #"{"ev":"next","sid":"m","value":32000}"# : SessionEvaluationBudgetTests.limitError("m")
+            #expect(event == expected)
+        }
+    }
+
     @Test func sessionNumbersAreNeverTakenTwice() {
         let group = ServerGroup(config: ServerConfig(), logger: SessionHarness.logger)
         let numbers = Locked<[UInt64]>([])

@@ -33,7 +33,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The counts `$sys.occupancy.S` reports.
     let occupancy: OccupancyTracker
     private var sessions: [UInt64: Session] = [:]
-    /// Each configured token's evaluation budget, by the token's digest (`tokenEvaluationBudget`).
+    /// Each configured token's evaluation budget on this loop, drawing on the token's pool over
+    /// every loop (`ServerGroup.tokenPool`), by the token's digest (`tokenEvaluationBudget`).
     private var tokenEvaluationBudgets: [[UInt8]: EvaluationBudget] = [:]
     /// The front door over the core (RunnelHTTP's), once the daemon has opened it: its
     /// connections count with the sessions, and it answers the line port's HTTP requests.
@@ -286,19 +287,18 @@ public final class Server: SessionOwner, @unchecked Sendable {
         publishEvaluationBound.configure(milliseconds: config.maxPublishEvalMs)
         let configured = Set(access.grants.compactMap(\.digest))
         tokenEvaluationBudgets = tokenEvaluationBudgets.filter { configured.contains($0.key) }
-        for budget in tokenEvaluationBudgets.values {
-            budget.configure(stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst)
-        }
+        group.configureTokenPools(keeping: configured, config: config)
     }
 
-    /// The evaluation budget all connections of `grant`'s token share, made when the first of
-    /// them authenticates; nil for the grant of a server without tokens, whose connections
-    /// have nothing in common.
+    /// The evaluation budget all connections of `grant`'s token on this loop share, drawing on
+    /// the token's pool that every loop's share (`TokenStepPool`), made when the first of them
+    /// authenticates; nil for the grant of a server without tokens, whose connections have
+    /// nothing in common.
     func tokenEvaluationBudget(for grant: TokenGrant?) -> EvaluationBudget? {
         guard let digest = grant?.digest else { return nil }
         if let budget = tokenEvaluationBudgets[digest] { return budget }
         let budget = EvaluationBudget(
-            stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst, clock: scheduler)
+            drawing: group.tokenPool(for: digest, config: config, clock: scheduler), clock: scheduler)
         tokenEvaluationBudgets[digest] = budget
         return budget
     }

@@ -17,6 +17,9 @@ package final class ServerGroup: Sendable {
     package let admission: ConnectionAdmission
     private let lastSessionID = Atomic<UInt64>(0)
     private let members = Locked<[WeakMember]>([])
+    /// Each configured token's steps over every loop, by the token's digest, made when a
+    /// connection of the token first authenticates.
+    private let tokenPools = Locked<[[UInt8]: TokenStepPool]>([:])
 
     private struct WeakMember {
         weak var member: (any GroupMember)?
@@ -29,6 +32,31 @@ package final class ServerGroup: Sendable {
 
     /// A session number no other session of the process has had.
     func nextSessionID() -> UInt64 { lastSessionID.add(1, ordering: .relaxed).newValue }
+
+    /// The pool of steps all connections of the token whose digest is `digest` share, on every
+    /// loop (made with `config`'s `token_eval_steps_per_second` and `token_eval_steps_burst`
+    /// and `clock` on first use).
+    func tokenPool(for digest: [UInt8], config: ServerConfig, clock: any Scheduler) -> TokenStepPool {
+        tokenPools.withLock { pools in
+            if let pool = pools[digest] { return pool }
+            let pool = TokenStepPool(
+                stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst, clock: clock)
+            pools[digest] = pool
+            return pool
+        }
+    }
+
+    /// A reload: the pools of tokens still configured (`digests`) take `config`'s rate and
+    /// burst; the others go (their connections are closed).
+    func configureTokenPools(keeping digests: Set<[UInt8]>, config: ServerConfig) {
+        let kept = tokenPools.withLock { pools in
+            pools = pools.filter { digests.contains($0.key) }
+            return Array(pools.values)
+        }
+        for pool in kept {
+            pool.configure(stepsPerSecond: config.tokenEvalStepsPerSecond, burstSteps: config.tokenEvalStepsBurst)
+        }
+    }
 
     /// Adds `member` to the servers whose figures are summed.
     func join(_ member: any GroupMember) {

@@ -1,26 +1,25 @@
 import Runnel
 
-/// A token bucket of expression steps: what one connection's stage evaluations may spend over
-/// time (`max_eval_steps_per_second`, `max_eval_steps_burst`). Full, it holds `burstSteps`;
-/// every evaluation takes the steps it used (`charge`), and time puts back `stepsPerSecond`,
-/// never past full. An evaluation starts only while the balance is above zero (`admits`), so
-/// the balance goes below zero by at most the last evaluation's steps (`max_eval_steps`).
+/// What one connection's stage evaluations may spend over time (`max_eval_steps_per_second`,
+/// `max_eval_steps_burst`), as a token bucket of expression steps (`StepBucket`): every
+/// evaluation takes the steps it used (`charge`), and time puts them back. An evaluation starts
+/// only while the balance is above zero (`admits`), so the balance goes below zero by at most
+/// the last evaluation's steps (`max_eval_steps`).
+///
+/// A token's budget on one loop (`drawing:`) is the same class with no refill of its own: its
+/// steps come from the token's pool over every loop (`TokenStepPool`), a lease at a time,
+/// shared by every connection of the token on the loop (see `EvaluationAccount`).
 ///
 /// The clock is read only when the bucket stops being full (the refill counts from then) and
-/// when it runs dry (to put back what the time since then earned): an evaluation on a bucket
-/// with steps left costs a compare and a subtract.
+/// when it runs dry (to put back what the time since then earned); the pool is asked only when
+/// a lease runs dry: an evaluation on a budget with steps left costs a compare and a subtract.
 ///
-/// Loop thread only. One per connection (`Session.evaluationBudget`); a per-token one would be
-/// the same class, shared by every connection of the token (see `EvaluationAccount`).
+/// Thread rules: loop thread only. One per connection (`Session.evaluationAccount`), and one
+/// per token and loop (`Server.tokenEvaluationBudget`).
 final class EvaluationBudget {
-    /// Steps put back per second.
-    private(set) var stepsPerSecond: Int
-    /// Steps held when full.
-    private(set) var burstSteps: Int
-    /// Steps left: at most `burstSteps`; below zero after an evaluation that overdrew it.
-    private(set) var balance: Int
-    /// When the steps put back were last counted; meaningful while the bucket is not full.
-    private var refilledAt: SchedulerTime
+    private var bucket: StepBucket
+    /// For a token's budget: the pool it draws its steps from; nil for a connection's.
+    private let pool: TokenStepPool?
     /// For a connection's budget: the connection's steps in the publish being fanned out
     /// (`PublishEvaluationBound`), kept with the budget so that a shared chain's account,
     /// drawing on its payer's budget, counts them to the payer's connection too.
@@ -28,49 +27,57 @@ final class EvaluationBudget {
     /// The loop's scheduler (a `TestScheduler` in tests): its `now` is the bucket's clock.
     private let clock: any Scheduler
 
+    /// A connection's budget, full.
     init(stepsPerSecond: Int, burstSteps: Int, clock: any Scheduler) {
-        precondition(stepsPerSecond > 0 && burstSteps > 0, "an evaluation budget needs a positive rate and burst")
-        self.stepsPerSecond = stepsPerSecond
-        self.burstSteps = burstSteps
-        self.balance = burstSteps
-        self.refilledAt = clock.now
+        bucket = StepBucket(stepsPerSecond: stepsPerSecond, burstSteps: burstSteps, now: clock.now)
+        pool = nil
         self.clock = clock
     }
 
+    /// A token's budget on one loop: empty until its first evaluation draws a lease from `pool`.
+    init(drawing pool: TokenStepPool, clock: any Scheduler) {
+        // Never full, so spending never reads the clock; the pool counts the time.
+        bucket = StepBucket(stepsPerSecond: 1, burstSteps: .max, now: clock.now)
+        bucket.balance = 0
+        self.pool = pool
+        self.clock = clock
+    }
+
+    /// Steps left: below zero after an evaluation that overdrew it.
+    var balance: Int { bucket.balance }
+
     /// Whether an evaluation may start now: steps are left, or the time since the last count
-    /// has put some back.
+    /// has put some back (a token's: the pool has handed a new lease).
     @inline(__always)
     func admits() -> Bool {
-        if balance > 0 { return true }
+        if bucket.balance > 0 { return true }
         refill()
-        return balance > 0
+        return bucket.balance > 0
     }
 
-    /// Takes `steps` (>= 0) that an evaluation used.
+    /// Takes `steps` (>= 0) that an evaluation used. A token's budget that this overdrew
+    /// settles with its pool at once (and takes the next lease, if any), so the token's other
+    /// loops see the debt before their next lease.
     @inline(__always)
     func charge(_ steps: Int) {
-        // Leaving full: the time it sat full earned nothing, the refill counts from now.
-        if balance >= burstSteps { refilledAt = clock.now }
-        balance &-= steps
+        bucket.take(steps, clock: clock)
+        if bucket.balance < 0, pool != nil { refill() }
     }
 
-    /// Takes new settings (a reload). The balance keeps what was spent, within the new burst.
+    /// Takes new settings (a reload). The balance keeps what was spent, within the new burst. A
+    /// connection's only: a token's pool takes the token's.
     func configure(stepsPerSecond: Int, burstSteps: Int) {
-        precondition(stepsPerSecond > 0 && burstSteps > 0, "an evaluation budget needs a positive rate and burst")
-        refill()
-        self.stepsPerSecond = stepsPerSecond
-        self.burstSteps = burstSteps
-        balance = Swift.min(balance, burstSteps)
+        assert(pool == nil, "a token's settings go to its pool")
+        bucket.configure(stepsPerSecond: stepsPerSecond, burstSteps: burstSteps, now: clock.now)
     }
 
-    /// Puts back what the time since `refilledAt` earned, up to full.
+    /// Puts back what the time earned; a token's budget settles with its pool and draws a lease.
+    @inline(never)
     private func refill() {
-        let now = clock.now
-        let earned = Double(now.nanoseconds &- refilledAt.nanoseconds) * Double(stepsPerSecond) / 1e9
-        // Less than a step: wait, rather than lose the fraction by moving `refilledAt`.
-        guard earned >= 1 else { return }
-        let room = Double(burstSteps - balance)
-        balance = earned >= room ? burstSteps : balance + Int(earned)
-        refilledAt = now
+        if let pool {
+            bucket.balance = pool.draw(settling: bucket.balance)
+        } else {
+            bucket.refill(now: clock.now)
+        }
     }
 }
