@@ -79,14 +79,14 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
 
     package var connectionCount: Int { connections.count }
 
-    /// The compressed streams open now, and zlib's memory.
+    /// The compressed streams open now.
     package var compressionFigures: CompressionFigures {
         var webSockets = 0
         var eventStreams = 0
         for stream in streams.values where stream.isCompressed {
             if stream.transportName == "websocket" { webSockets += 1 } else { eventStreams += 1 }
         }
-        return CompressionFigures(webSockets: webSockets, eventStreams: eventStreams, memoryBytes: ZlibMemory.bytes)
+        return CompressionFigures(webSockets: webSockets, eventStreams: eventStreams)
     }
 
     /// Takes a new connection, or answers it `503` with `limit` and closes it when the server

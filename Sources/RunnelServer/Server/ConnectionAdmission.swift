@@ -67,9 +67,10 @@ package final class ConnectionAdmission: Sendable {
             state.refused &+= 1
             state.refusedSinceWarning += 1
             guard state.lastWarning.map({ now - $0 >= .seconds(1) }) ?? true else { return (refusal, nil) }
-            defer { state.refusedSinceWarning = 0 }
+            let refusedSinceWarning = state.refusedSinceWarning
+            state.refusedSinceWarning = 0
             state.lastWarning = now
-            return (refusal, state.refusedSinceWarning)
+            return (refusal, refusedSinceWarning)
         }
         if let refusal, let warnAfter {
             logger.warning(

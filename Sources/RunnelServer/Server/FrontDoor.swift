@@ -10,7 +10,7 @@ import RunnelUV
 package protocol FrontDoor: AnyObject {
     /// Its open connections that are no session's (they count against `max_connections`).
     var connectionCount: Int { get }
-    /// Its compressed streams open now, and zlib's memory.
+    /// Its compressed streams open now.
     var compressionFigures: CompressionFigures { get }
     /// One sweep of the server's (`ServerSweep`), once a second: its own deadlines and ticks.
     func sweep(_ now: ContinuousClock.Instant)
