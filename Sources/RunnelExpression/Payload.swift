@@ -156,6 +156,10 @@ public final class Payload: @unchecked Sendable {
         return payload._withUnsafeGuaranteedRef { $0.member(named: name, in: bytes) }
     }
 
+    /// Where the members of a published object sit, as far as noted yet (for a copy of the
+    /// value another loop makes: `ReplicatedValue`).
+    package var members: JSONMemberIndex { memberIndex }
+
     /// The tree: the computed value, or the bytes parsed once. Fails only for a number too large
     /// for a Double.
     public func decoded() throws(JSONError) -> JSONValue {

@@ -23,7 +23,7 @@ import Testing
 
     @Test func tableCountsWhatItsSubscriptionsHold() {
         let stats = ServerStats()
-        let table = SubscriptionTable(stats: stats, interest: nil, occupancy: Self.occupancy)
+        let table = SubscriptionTable(stats: stats, interest: nil, occupancy: Self.occupancy, replicas: nil)
         let first = Self.subscription("a", pinned: 10)
         let second = Self.subscription("b", pinned: 5)
         table.insert(first)
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func freshSidsSkipThoseInUse() {
-        let table = SubscriptionTable(stats: ServerStats(), interest: nil, occupancy: Self.occupancy)
+        let table = SubscriptionTable(stats: ServerStats(), interest: nil, occupancy: Self.occupancy, replicas: nil)
         table.insert(Self.subscription("s2"))
         #expect(table.freshSid() == "s1")
         #expect(table.freshSid() == "s3")

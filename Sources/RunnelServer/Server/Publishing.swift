@@ -93,6 +93,27 @@ extension Server {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 
+    /// Publishes a `pub` another loop's session sent (`ReplicaSource`) as a `pub` here would
+    /// be, and hands `then` what its reply says: the receivers (once the value is written,
+    /// where replies wait for that, or for a subject the `pub` made), or the error. Another
+    /// loop's publishers are not paused by a lagging subscriber here (`forwardedPublisher`
+    /// only counts the pause).
+    func publish(forwarded publish: ForwardedPublish, then: @escaping (Result<Int, ProtocolError>) -> Void) {
+        do throws(ProtocolError) {
+            let (entry, made) = try publishTarget(named: publish.subject, for: publish.grant)
+            if entry.map != nil { throw Publishing.keyNeeded(entry) }
+            let waits = made || subjects.repliesWait(forValueOf: entry)
+            let receivers = entry.subscriberCount
+            try Publishing.publish(
+                publish.value, members: publish.members, to: entry, in: subjects, counting: stats,
+                bounding: publishEvaluationBound, by: forwardedPublisher)
+            guard waits else { return then(.success(receivers)) }
+            subjects.whenWritten { error in then(error.map { .failure($0) } ?? .success(entry.subscriberCount)) }
+        } catch {
+            then(.failure(error))
+        }
+    }
+
     /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).
     package func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
         try sessionContext.mapTarget(named: name, for: grant)

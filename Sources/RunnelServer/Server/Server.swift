@@ -32,6 +32,13 @@ public final class Server: SessionOwner, @unchecked Sendable {
     let expressionInterner = ExpressionInterner(clock: Expression.systemClock)
     /// The counts `$sys.occupancy.S` reports.
     let occupancy: OccupancyTracker
+    /// Where the group's other servers ask for replicas of this one's subjects, when it owns
+    /// them (the group's first member: decision 0011).
+    package let replicaSource: ReplicaSource
+    /// This loop's replicas of the subjects another member owns; nil on the owner.
+    private(set) var replicas: SubjectReplicas?
+    /// What the `pub`s of other loops' sessions publish through (`publish(forwarded:then:)`).
+    private(set) lazy var forwardedPublisher = PublisherGate(pauses: publisherPauses)
     private var sessions: [UInt64: Session] = [:]
     /// Each configured token's evaluation budget on this loop, drawing on the token's pool over
     /// every loop (`ServerGroup.tokenPool`), by the token's digest (`tokenEvaluationBudget`).
@@ -81,8 +88,16 @@ public final class Server: SessionOwner, @unchecked Sendable {
             peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
             shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
+        replicaSource = ReplicaSource(loop: scheduler)
         applyRetentionLimits()
-        self.group.join(self)
+        if let owner = self.group.join(self) {
+            replicas = SubjectReplicas(owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained)
+        }
+        replicaSource.serve(
+            subject: { [unowned self] name throws(ProtocolError) in
+                try sessionContext.subjectForUse(name, under: sessionSettings)
+            },
+            publish: { [unowned self] forwarded, then in publish(forwarded: forwarded, then: then) })
     }
 
     /// The shared parts sessions are handed (`SessionContext`), made on first use.
@@ -92,7 +107,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         let made = SessionContext(
             scheduler: scheduler, logger: logger, subjects: subjects, shared: shared, stats: stats,
             publishBound: publishEvaluationBound, pauses: publisherPauses, interner: expressionInterner,
-            occupancy: occupancy, owner: self)
+            occupancy: occupancy, replicas: replicas, owner: self)
         madeSessionContext = made
         return made
     }

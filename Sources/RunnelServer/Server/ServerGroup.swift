@@ -58,9 +58,13 @@ package final class ServerGroup: Sendable {
         }
     }
 
-    /// Adds `member` to the servers whose figures are summed.
-    func join(_ member: any GroupMember) {
-        members.withLock { $0.append(WeakMember(member: member)) }
+    /// Adds `member` to the servers whose figures are summed. Returns the member that owns
+    /// the subjects, the first to join, unless that is `member`.
+    func join(_ member: any GroupMember) -> (any GroupMember)? {
+        members.withLock { members in
+            members.append(WeakMember(member: member))
+            return members.first.flatMap(\.member).flatMap { $0 === member ? nil : $0 }
+        }
     }
 
     /// Calls `then`, on `asking`'s loop, with every member's figures added up: `asking`'s read
@@ -87,6 +91,8 @@ package protocol GroupMember: AnyObject, Sendable {
     var scheduler: LoopScheduler { get }
     /// The figures `stats` sums, read now. Loop thread.
     var loopFigures: LoopFigures { get }
+    /// Where other members ask for replicas of its subjects.
+    var replicaSource: ReplicaSource { get }
 }
 
 /// The figures gathered so far for one `gatherFigures`, and who waits for them. Thread rules:

@@ -66,6 +66,7 @@ extension Session {
         if _slowPath(request.scanned[.key] != nil || request.scanned[.delete] != nil) {
             return try publishKeyed(request)
         }
+        if let replicas = context.replicas { return try publishThroughOwner(request, replicas: replicas) }
         let (entry, made) = try publishTarget(request)
         if _slowPath(entry.map != nil) { throw Publishing.keyNeeded(entry) }
         guard let ref = request.ref else {
@@ -115,8 +116,11 @@ extension Session {
     /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
     /// line, or a stream's query): its reply (`SessionReply.Outcome.subscribed`) goes out
     /// before any of its events. `caughtUp`: it waited once for this node to catch up with its
-    /// `from` (`subscribeCaughtUp`).
-    func subscribe(_ request: SubscribeRequest, caughtUp: Bool = false) throws(ProtocolError) {
+    /// `from` (`subscribeCaughtUp`). `replica`: the replica of its subject it waited for, on a
+    /// loop that does not own the subjects (`subscribeReplicated`).
+    func subscribe(
+        _ request: SubscribeRequest, caughtUp: Bool = false, replica: SubjectEntry? = nil
+    ) throws(ProtocolError) {
         let pattern = try request.pattern()
         let target = pattern.text
         if pattern.isWildcard { try SystemSubjects.checkReadable(pattern: target) }
@@ -149,7 +153,14 @@ extension Session {
                     + "would pass max_subscription_bytes (\(settings.config.maxSubscriptionBytes))")
         }
         let admitted = try subjectFilter(checking: pattern)
-        let entry: SubjectEntry? = pattern.isWildcard ? nil : try context.subjectForUse(target, under: settings)
+        let entry: SubjectEntry?
+        if pattern.isWildcard {
+            entry = nil
+        } else if let found = try subjectToRead(target, for: request, caughtUp: caughtUp, replica: replica) {
+            entry = found
+        } else {
+            return holdInputWhileCatchingUp()
+        }
         try checkTimeBounds(request, on: entry, from: from)
         // A cluster keeps a retained subject's values, and the positions `from` names.
         // (Not the server's own subjects, which it keeps alone: `SystemSubjects`.)

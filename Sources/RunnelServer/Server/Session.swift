@@ -88,7 +88,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.publishBound = context.publishBound
         self.settings = settings
         self.subscriptions = SubscriptionTable(
-            stats: context.stats, interest: context.shared?.readers, occupancy: context.occupancy)
+            stats: context.stats, interest: context.shared?.readers, occupancy: context.occupancy,
+            replicas: context.replicas)
         self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(
             connection: EvaluationBudget(
@@ -232,26 +233,29 @@ final class Session: RequestReceiver, @unchecked Sendable {
     }
 
     /// The place of a reply written later: every line written after it waits behind it (in
-    /// `cork`) until it is filled.
-    private func reserveReply() -> ReplyPlace {
+    /// `cork`) until it is filled; meanwhile it weighs `bytes` as unsent output.
+    func reserveReply(weighing bytes: Int = 0) -> ReplyPlace {
         let cork = self.cork ?? CorkedTransport(wrapping: transport)
         self.cork = cork
-        return ReplyPlace(cork: cork, slot: cork.reserve())
+        return ReplyPlace(cork: cork, slot: cork.reserve(weighing: bytes))
     }
 
-    /// Fills a reply's place, writing what waited behind it up to the next unfilled one; the
-    /// cork goes once nothing waits.
-    private func fill(_ place: ReplyPlace, with reply: SessionReply) {
+    /// Fills a reply's place (with nothing when `reply` is nil), writing what waited behind it
+    /// up to the next unfilled one; the cork goes once nothing waits, and then a wait for the
+    /// output to drain goes on with the transport.
+    func fill(_ place: ReplyPlace, with reply: SessionReply?) {
         stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: reply))
         if place.cork.isDrained && cork === place.cork {
             cork = nil
             if closesWhenReplied { transport.closeAfterEndOfInput() }
         }
+        place.cork.handOverWaiter()
     }
 }
 
 /// Where a reply written later goes: its slot in the cork that holds the lines after it.
-private struct ReplyPlace {
+/// Thread rules: the session's loop.
+struct ReplyPlace {
     let cork: CorkedTransport
     let slot: Int
 }

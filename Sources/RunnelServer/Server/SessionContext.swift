@@ -30,6 +30,8 @@ final class SessionContext: @unchecked Sendable {
     let interner: ExpressionInterner
     /// The counts `$sys.occupancy.S` reports (`OccupancyTracker`).
     let occupancy: OccupancyTracker
+    /// On a loop that does not own the subjects, its replicas of them; nil on the owner.
+    let replicas: SubjectReplicas?
     /// What a session tells or asks its server.
     unowned let owner: any SessionOwner
 
@@ -37,7 +39,7 @@ final class SessionContext: @unchecked Sendable {
         scheduler: LoopScheduler, logger: Logger, subjects: any SubjectStore, shared: (any SharedSubjects)?,
         stats: ServerStats,
         publishBound: PublishEvaluationBound, pauses: PublisherPauses, interner: ExpressionInterner,
-        occupancy: OccupancyTracker, owner: any SessionOwner
+        occupancy: OccupancyTracker, replicas: SubjectReplicas?, owner: any SessionOwner
     ) {
         self.scheduler = scheduler
         self.logger = logger
@@ -48,6 +50,7 @@ final class SessionContext: @unchecked Sendable {
         self.pauses = pauses
         self.interner = interner
         self.occupancy = occupancy
+        self.replicas = replicas
         self.owner = owner
     }
 

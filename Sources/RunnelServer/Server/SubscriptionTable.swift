@@ -20,11 +20,18 @@ final class SubscriptionTable {
     /// The counts `$sys.occupancy.S` reports, told of each subscription that goes (and by
     /// `Session.subscribe` of each whose chain runs).
     private let occupancy: OccupancyTracker
+    /// A loop's replicas of subjects another loop owns, told of each subscription to one that
+    /// comes or goes; nil on the owner.
+    private let replicas: SubjectReplicas?
 
-    init(stats: ServerStats, interest: (any SubscriptionInterest)?, occupancy: OccupancyTracker) {
+    init(
+        stats: ServerStats, interest: (any SubscriptionInterest)?, occupancy: OccupancyTracker,
+        replicas: SubjectReplicas?
+    ) {
         self.stats = stats
         self.interest = interest
         self.occupancy = occupancy
+        self.replicas = replicas
     }
 
     var count: Int { bySid.count }
@@ -50,7 +57,10 @@ final class SubscriptionTable {
         precondition(bySid[subscription.sid] == nil, "a sid in use")
         bySid[subscription.sid] = subscription
         pinnedBytes += subscription.pinnedBytes
-        subscription.entry?.namedSubscriptions += 1
+        if let entry = subscription.entry {
+            entry.namedSubscriptions += 1
+            replicas?.subscribersChanged(entry)
+        }
         stats.counts.subscriptions += 1
         guard let interest else { return false }
         var made = interest.began(subscription)
@@ -76,7 +86,10 @@ final class SubscriptionTable {
         subscription.isFinished = true
         subscription.disposable?.dispose()
         if bySid[subscription.sid] === subscription { bySid[subscription.sid] = nil }
-        subscription.entry?.namedSubscriptions -= 1
+        if let entry = subscription.entry {
+            entry.namedSubscriptions -= 1
+            replicas?.subscribersChanged(entry)
+        }
         if let interest {
             interest.ended(subscription)
             for name in subscription.reached { interest.endedReading(name, by: subscription) }

@@ -49,6 +49,12 @@ package final class SubjectEntry {
     var sharedChains: [SharedStageChain.Key: SharedStageChain] = [:]
     /// A map's subscriptions that follow one key each, once it has one (`MapKeyRouter`).
     var keyRouter: MapKeyRouter?
+    /// On the owner's loop: the other loops' replicas of the subject (`ReplicaSource`), each
+    /// one subscriber of `subject`, and the subscriptions they told they have there.
+    var replicaSubscribers = (feeds: 0, told: 0)
+    /// On another loop, for a replica of the subject (`SubjectReplicas`): the owner's number
+    /// for the feed of updates it is made from; nil for a subject of the loop's own.
+    var replicaFeed: UInt64?
     /// While the store holds the entry and the subject keeps values (replay and behavior
     /// subjects): the subject as the replay subject it is, cast once, and the store's
     /// retained-bytes ledger its values are counted in.
@@ -121,8 +127,9 @@ package final class SubjectEntry {
     /// The subscriptions a value published now reaches, before their stages: `pub`'s
     /// `receivers`.
     package var subscriberCount: Int {
-        guard let keyRouter else { return subject.subscriberCount }
-        return max(0, subject.subscriberCount - 1) + keyRouter.followers
+        let count = subject.subscriberCount - replicaSubscribers.feeds + replicaSubscribers.told
+        guard let keyRouter else { return count }
+        return max(0, count - 1) + keyRouter.followers
     }
 
     /// Whether `pub` may send to it.

@@ -16,9 +16,9 @@ import RunnelUV
 /// reserved reply's disk report until it is filled; it holds the real transport.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
-    /// What was written, in order, each with the bytes it holds; nil marks a reserved reply
-    /// not filled in yet.
-    private var held: [(item: Held, bytes: Int)?] = []
+    /// What was written, in order, each with the bytes it holds; a nil item marks a reserved
+    /// reply not filled in yet, with what it weighs meanwhile.
+    private var held: [(item: Held?, bytes: Int)] = []
     private var heldBytes = 0
     /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
     private var flushed = 0
@@ -30,6 +30,8 @@ final class CorkedTransport: SessionTransport {
         case output(SessionOutput)
         /// A `next` line, whole.
         case next([UInt8])
+        /// A reserved place the answer left empty (a `pub` without a `ref` that succeeded).
+        case nothing
     }
 
     init(wrapping inner: any SessionTransport) {
@@ -39,40 +41,48 @@ final class CorkedTransport: SessionTransport {
     /// Whether nothing is held any more: the session can write to `inner` directly again.
     var isDrained: Bool { held.isEmpty }
 
-    /// Reserves the next reply's place; `fill` it with the reply later.
-    func reserve() -> Int {
-        held.append(nil)
+    /// Reserves the next reply's place; `fill` it with the reply later. Until then the place
+    /// weighs `bytes` as unsent output (what a `pub` sent to another loop holds there).
+    func reserve(weighing bytes: Int = 0) -> Int {
+        held.append((nil, bytes))
+        heldBytes += bytes
         return flushed + held.count - 1
     }
 
-    /// Fills the reserved place `slot` with `reply`, and writes everything now at the front.
-    /// Returns the bytes `inner` counted for the outputs it wrote (the `next` lines were
-    /// counted as they were held).
-    func fill(_ slot: Int, with reply: SessionReply) -> Int {
-        let output = SessionOutput.reply(reply)
-        let bytes = Self.weight(of: output)
-        held[slot - flushed] = (.output(output), bytes)
-        heldBytes += bytes
+    /// Fills the reserved place `slot` with `reply` (nothing when nil), and writes everything
+    /// now at the front. Returns the bytes `inner` counted for the outputs it wrote (the `next`
+    /// lines were counted as they were held).
+    func fill(_ slot: Int, with reply: SessionReply?) -> Int {
+        let output = reply.map { SessionOutput.reply($0) }
+        let bytes = output.map { Self.weight(of: $0) } ?? 0
+        heldBytes += bytes - held[slot - flushed].bytes
+        held[slot - flushed] = (output.map { .output($0) } ?? .nothing, bytes)
         var written = 0
         var counted = 0
-        while written < held.count, let next = held[written] {
-            switch next.item {
+        while written < held.count, let item = held[written].item {
+            switch item {
             case .output(let output): counted += inner.write(output)
             case .next(let line):
                 _ = line.withUnsafeBytes { line in
                     inner.writeNext(head: line, value: Self.none, tail: Self.none, unlessUnsentOver: .max)
                 }
+            case .nothing: break
             }
-            heldBytes -= next.bytes
+            heldBytes -= held[written].bytes
             written += 1
         }
         held.removeFirst(written)
         flushed += written
-        if let waiter, heldBytes <= waiter.threshold {
-            self.waiter = nil
-            inner.whenUnsentBytes(fallTo: waiter.threshold - heldBytes, waiter.action)
-        }
         return counted
+    }
+
+    /// Hands a `whenUnsentBytes` waiting for held lines to `inner` once they are few enough:
+    /// after a `fill`, once the session has let go of a cork that holds nothing (the waiter's
+    /// action may write, which must not be held by a cork nothing will fill again).
+    func handOverWaiter() {
+        guard let waiter, heldBytes <= waiter.threshold else { return }
+        self.waiter = nil
+        inner.whenUnsentBytes(fallTo: waiter.threshold - heldBytes, waiter.action)
     }
 
     private static var none: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }

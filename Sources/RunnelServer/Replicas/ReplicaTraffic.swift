@@ -1,0 +1,114 @@
+import RunnelJSON
+import RunnelProtocol
+import RunnelUV
+
+/// What passes between a subject's owner loop and a loop that holds a replica of it
+/// (docs/decisions/0011-every-loop-serves-sessions-from-replicas.md): values only, so that
+/// nothing of one loop's (entries, payloads and their caches, labels) is touched by another.
+///
+/// Thread rules: values, made on one loop and read on the other.
+
+/// A value published to a subject, as its owner hands it to a replica's loop: the published
+/// bytes (shared, never changed), where its members sit, its seq and its time. Made on the
+/// owner's loop from the message's payload, whose caches stay there; the replica's loop makes
+/// one payload of its own from it for all its subscribers.
+struct ReplicatedValue: Sendable {
+    let raw: RawJSON
+    let members: JSONMemberIndex
+    let seq: UInt64
+    let time: Int64
+
+    /// `message`, a value of a subject (it has a seq). The owner's loop.
+    init(_ message: Message) {
+        let payload = message.value
+        raw = payload.raw
+        members = payload.members
+        seq = message.seq ?? 0
+        time = message.time
+    }
+
+    /// The message a replica of `label`'s subject delivers. The replica's loop.
+    func message(in label: SubjectLabel) -> Message {
+        Message(label: label, raw: raw, members: members, seq: seq, time: time)
+    }
+}
+
+/// How a subject ended, as a replica is told.
+enum ReplicaEnd: Sendable {
+    case completed
+    case failed(ProtocolError)
+    /// Deleted: its name is free, and a replica of it is let go.
+    case deleted
+}
+
+/// A subject as its owner had it when a replica was asked for: its shape and position, the
+/// values it keeps (a replay subject's history, a behavior's current value), and its end if it
+/// has ended. `feed` numbers the updates that follow it (`ReplicaUpdate`).
+struct ReplicaSnapshot: Sendable {
+    let feed: UInt64
+    let name: String
+    let epoch: String
+    let kind: SubjectKind
+    let capacity: Int?
+    let retainMilliseconds: Int64?
+    let isDurable: Bool
+    let slowConsumer: SlowConsumerPolicy?
+    /// The seq of the subject's latest value (`SubjectEntry.lastSeq`).
+    var lastSeq: UInt64
+    /// The newest time of a value the subject no longer keeps (`DroppedValueTimes`).
+    let droppedNewest: Int64?
+    var values: [ReplicatedValue] = []
+    var end: ReplicaEnd?
+}
+
+/// What a subject's owner tells a loop holding replicas of its subjects, in the order it
+/// happened there, one batch a turn.
+enum ReplicaUpdate: Sendable {
+    /// The replica asked for, as the subject is now; its values and end follow as `value`
+    /// and `ended` of its feed.
+    case opened(ReplicaSnapshot)
+    /// The replica of `name` cannot be had: what a `sub` of it on the owner would get
+    /// (`unknown_subject` with `auto_create` off, `limit`, ...).
+    case refused(name: String, ProtocolError)
+    case value(feed: UInt64, ReplicatedValue)
+    case ended(feed: UInt64, ReplicaEnd)
+    /// The answer to the reader's publish `ticket`: the receivers its reply counts, or the
+    /// error a `pub` on the owner would get.
+    case published(ticket: UInt64, Result<Int, ProtocolError>)
+}
+
+/// What a loop holding replicas asks of their subjects' owner, one batch a turn.
+enum ReplicaRequest: Sendable {
+    /// A replica of `name` (made a plain subject as a `sub` would, when `auto_create` is on),
+    /// answered to `reader`.
+    case open(name: String, reader: ReplicaReader)
+    /// The reader's subscriptions to the feed's subject now number `subscribers`: what `pub`
+    /// counts as its receivers there.
+    case count(feed: UInt64, subscribers: Int)
+    /// The reader let its replica go; nothing more is sent for the feed.
+    case close(feed: UInt64)
+    /// A `pub` a session of the reader's received, to be published on the owner.
+    case publish(ForwardedPublish)
+}
+
+/// A `pub` sent to the subjects' owner by a session of another loop: published there as a
+/// `pub` on the owner would be, with the session's token's rights, and answered to `reader`
+/// with `ticket` (`ReplicaUpdate.published`).
+struct ForwardedPublish: Sendable {
+    let subject: String
+    let value: RawJSON
+    let members: JSONMemberIndex
+    let grant: TokenGrant
+    let ticket: UInt64
+    let reader: ReplicaReader
+}
+
+/// A loop holding replicas, as their owner sees it: where its updates go.
+///
+/// Thread rules: `inbox` from any thread. Lifetime rule: made by the reader's `SubjectReplicas`
+/// and held by the owner while it feeds replicas of the reader's.
+final class ReplicaReader: Sendable {
+    let inbox: LoopInbox<ReplicaUpdate>
+
+    init(inbox: LoopInbox<ReplicaUpdate>) { self.inbox = inbox }
+}

@@ -1,0 +1,194 @@
+import Runnel
+import RunnelJSON
+import RunnelProtocol
+import RunnelUV
+
+/// A loop's replicas of subjects another loop owns (decision 0011), and its way to publish to
+/// them: an entry each, made from
+/// the owner's snapshot and fed by its updates (`ReplicaSource`), which this loop's sessions
+/// subscribe to as they would to the subject itself; its events are framed and written here.
+/// A replica is asked for when a `sub` first names its subject here and let go at the end of
+/// the turn its last subscription here ends; meanwhile the owner is told, once a turn, how
+/// many subscribers it has here (what its `pub` counts as receivers). A `pub` here goes to the
+/// owner with the turn's other requests, and its answer comes back with the updates.
+///
+/// The values a replica keeps (a replay subject's history) share their bytes with the owner's
+/// and are counted there against `max_retained_bytes`, not again here: `ledger` ages the
+/// replicas that keep values for a time (`retain_s`) and counts for nothing else.
+///
+/// Thread rules: this loop's thread; `reader`'s inbox is posted to by the owner's loop.
+/// Lifetime rule: the server holds it; it holds its replicas until they are let go.
+final class SubjectReplicas: @unchecked Sendable {
+    /// What this turn tells the owner, at its end: the subjects to open, and the replicas whose
+    /// subscribers changed.
+    private enum Note {
+        case open(String)
+        case changed(SubjectEntry)
+        case publish(ForwardedPublish)
+    }
+
+    private let owner: LoopInbox<ReplicaRequest>
+    private let reader: ReplicaReader
+    private let loop: LoopScheduler
+    private let ledger: RetainedValues
+    private var byName: [String: SubjectEntry] = [:]
+    private var byFeed: [UInt64: SubjectEntry] = [:]
+    /// Who waits for the replica of a subject asked for.
+    private var waiting: [String: [(Result<SubjectEntry, ProtocolError>) -> Void]] = [:]
+    /// Who waits for the answer to each `pub` sent to the owner, by ticket.
+    private var publishes: [UInt64: (Result<Int, ProtocolError>) -> Void] = [:]
+    private var lastTicket: UInt64 = 0
+    private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
+        guard let self else { return }
+        owner.post(contentsOf: requests(telling: notes))
+    }
+
+    /// Replicas of the subjects whose owner reads `owner`, on `loop`; a replay subject's keeps
+    /// at most `retained.maxReplayBytes`, by `retained.clock`.
+    init(owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues) {
+        self.owner = owner
+        self.loop = loop
+        ledger = RetainedValues(maxBytes: .max, maxReplayBytes: retained.maxReplayBytes, clock: retained.clock)
+        let reference = LoopBoundReference<SubjectReplicas>(loop: loop)
+        reader = ReplicaReader(inbox: LoopInbox(loop: loop) { updates in reference.object?.receive(updates) })
+        reference.object = self
+    }
+
+    /// The replica of `name`, when this loop holds one.
+    subscript(name: String) -> SubjectEntry? { byName[name] }
+
+    /// Asks the owner for the replica of `name` and hands it to `then` once it is here, or the
+    /// refusal a `sub` of it would get on the owner.
+    func open(_ name: String, then: @escaping (Result<SubjectEntry, ProtocolError>) -> Void) {
+        if waiting[name] != nil { return waiting[name]!.append(then) }
+        waiting[name] = [then]
+        notes.post(.open(name))
+    }
+
+    /// Sends a `pub` of `value` to `subject`, made with `grant`'s rights, to the owner, and hands
+    /// `then` its answer: the receivers its reply counts, or its error.
+    func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to subject: String, grant: TokenGrant,
+        then: @escaping (Result<Int, ProtocolError>) -> Void
+    ) {
+        lastTicket += 1
+        publishes[lastTicket] = then
+        notes.post(
+            .publish(
+                ForwardedPublish(
+                    subject: subject, value: value, members: members, grant: grant, ticket: lastTicket, reader: reader))
+        )
+    }
+
+    /// A subscription to `entry` began or ended here: the owner is told at the end of the turn,
+    /// and the replica let go if none is left.
+    func subscribersChanged(_ entry: SubjectEntry) {
+        guard entry.replicaFeed != nil else { return }
+        notes.post(.changed(entry))
+    }
+
+    private func receive(_ updates: [ReplicaUpdate]) {
+        for update in updates {
+            switch update {
+            case .opened(let snapshot):
+                let entry = replica(of: snapshot)
+                byName[snapshot.name] = entry
+                byFeed[snapshot.feed] = entry
+                // Let go at the turn's end if no subscription takes it.
+                notes.post(.changed(entry))
+                for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(entry)) }
+            case .refused(let name, let error):
+                for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
+            case .value(let feed, let value):
+                guard let entry = byFeed[feed] else { continue }
+                entry.deliver(value.message(in: entry.label))
+            case .ended(let feed, let how):
+                guard let entry = byFeed[feed] else { continue }
+                end(entry, how)
+            case .published(let ticket, let answer):
+                publishes.removeValue(forKey: ticket)?(answer)
+            }
+        }
+    }
+
+    private func end(_ entry: SubjectEntry, _ how: ReplicaEnd) {
+        entry.isEnding = true
+        switch how {
+        case .completed: entry.subject.sendCompleted()
+        case .failed(let error): entry.subject.sendError(error)
+        case .deleted:
+            forget(entry)
+            entry.isDeleted = true
+            entry.subject.sendCompleted()
+        }
+    }
+
+    private func forget(_ entry: SubjectEntry) {
+        guard let feed = entry.replicaFeed, byFeed[feed] === entry else { return }
+        byFeed[feed] = nil
+        if byName[entry.name] === entry { byName[entry.name] = nil }
+        entry.stopCountingRetained()
+    }
+
+    /// The requests this turn's notes make: each open as it was asked, each changed replica's
+    /// count once, or its release when no subscription is left.
+    private func requests(telling notes: [Note]) -> [ReplicaRequest] {
+        var requests: [ReplicaRequest] = []
+        var counted = Set<ObjectIdentifier>()
+        for note in notes {
+            switch note {
+            case .open(let name):
+                requests.append(.open(name: name, reader: reader))
+            case .publish(let forwarded):
+                requests.append(.publish(forwarded))
+            case .changed(let entry):
+                guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
+                    byFeed[feed] === entry
+                else { continue }
+                if entry.namedSubscriptions == 0 {
+                    forget(entry)
+                    requests.append(.close(feed: feed))
+                } else {
+                    requests.append(.count(feed: feed, subscribers: entry.subscriberCount))
+                }
+            }
+        }
+        return requests
+    }
+
+    /// A replica as `snapshot` describes its subject, fed by its feed from now on.
+    private func replica(of snapshot: ReplicaSnapshot) -> SubjectEntry {
+        let label = SubjectLabel(snapshot.name, epoch: snapshot.epoch)
+        label.slowConsumer = snapshot.slowConsumer
+        let dropped = DroppedValueTimes()
+        if let newest = snapshot.droppedNewest { dropped.noteTime(newest) }
+        let values = snapshot.values.map { $0.message(in: label) }
+        let terminal: Event<Message>? =
+            switch snapshot.end {
+            case nil: nil
+            case .completed, .deleted: .completed
+            case .failed(let error): .error(error)
+            }
+        let subject: Subject<Message>
+        switch snapshot.kind {
+        case .subject, .map:
+            subject = Subject()
+            terminal?.send(to: subject)
+        case .replay:
+            subject = ReplaySubject(
+                capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
+                maxWeight: ledger.maxReplayBytes, weight: RetainedValues.weight, dropped: dropped.note)
+        case .behavior:
+            let current =
+                values.last ?? Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0)
+            subject = BehaviorSubject(current, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note)
+        }
+        let entry = SubjectEntry(
+            label: label, kind: snapshot.kind, capacity: snapshot.capacity,
+            retainMilliseconds: snapshot.retainMilliseconds, durableID: nil, subject: subject, dropped: dropped,
+            lastSeq: snapshot.lastSeq, durable: snapshot.isDurable)
+        entry.replicaFeed = snapshot.feed
+        entry.countRetained(in: ledger)
+        return entry
+    }
+}

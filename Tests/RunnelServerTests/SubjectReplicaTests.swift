@@ -1,0 +1,248 @@
+import Runnel
+import RunnelTestSupport
+import Testing
+
+@testable import RunnelServer
+
+/// Sessions on a loop that does not own the subjects read them through replicas fed by the
+/// owner (decision 0011's second step): loop 0, the group's first server, owns the subjects;
+/// loop 1's `sub`s wait for a replica, then get what a `sub` on loop 0 gets. Cross-thread: CI
+/// runs these under the thread sanitizer.
+@Suite struct SubjectReplicaTests {
+    /// A subscriber on loop 1 gets every value published on loop 0, in order; loop 0's `pub`
+    /// counts it among its receivers once loop 1 has told it.
+    @Test func aSubscriberOnAnotherLoopGetsTheOwnersValuesInOrder() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let subscriber = servers[1].connect()
+        let publisher = servers[0].connect()
+        // The reply comes once the owner has answered, after the request.
+        #expect(servers[1].send(subscriber, #"{"op":"sub","subject":"s","sid":"a","ref":1}"#).isEmpty)
+        #expect(servers[1].lines(of: subscriber, count: 1) == [#"{"ok":true,"ref":1,"sid":"a"}"#])
+        let counted = eventually {
+            servers[0].send(publisher, #"{"op":"pub","subject":"s","value":-1,"ref":"r"}"#)
+                == [#"{"ok":true,"ref":"r","receivers":1}"#]
+        }
+        #expect(counted)
+        for value in 0..<300 { servers[0].send(publisher, #"{"op":"pub","subject":"s","value":\#(value)}"#) }
+        var values: [String] = []
+        #expect(
+            eventually {
+                values += servers[1].lines(of: subscriber)
+                return values.last == #"{"ev":"next","sid":"a","value":299}"#
+            })
+        let expected = (0..<300).map { #"{"ev":"next","sid":"a","value":\#($0)}"# }
+        #expect(Array(values.drop { $0 != expected[0] }) == expected)
+    }
+
+    /// A replay subject's replica replays what the subject keeps, resumes from a position,
+    /// and goes on with the values published after it was made.
+    @Test func aReplayReplicaReplaysAndResumes() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(owner, #"{"op":"create","subject":"r","kind":"replay","capacity":3}"#)
+        for value in 1...5 { servers[0].send(owner, #"{"op":"pub","subject":"r","value":\#(value)}"#) }
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"r","sid":"a","positions":true}"#)
+        let lines = try #require(servers[1].lines(of: reader, count: 4))
+        #expect(lines.first == #"{"ok":true,"sid":"a"}"#)
+        let replayed = Array(lines.dropFirst())
+        #expect(replayed.map { Self.value(of: $0) } == ["3", "4", "5"])
+        let position = try #require(Self.position(of: replayed[1]))
+        #expect(position.hasSuffix(":4"))
+        // The replica is here: loop 1 answers at once.
+        let answered = servers[1].send(
+            reader, #"{"op":"sub","subject":"r","sid":"b","from":"\#(position)","ref":2}"#)
+        #expect(answered.count == 2)
+        servers[0].send(owner, #"{"op":"pub","subject":"r","value":6}"#)
+        let after = try #require(servers[1].lines(of: reader, count: 2).map { answered + $0 })
+        #expect(after[0] == #"{"ok":true,"ref":2,"sid":"b","resumed":true}"#)
+        #expect(after[1].hasPrefix(#"{"ev":"next","sid":"b","value":5,"pos":""#))
+        #expect(
+            Set(after[2...].map { $0.prefix(26) }) == [#"{"ev":"next","sid":"a","va"#, #"{"ev":"next","sid":"b","va"#])
+        #expect(after[2...].allSatisfy { Self.value(of: $0) == "6" })
+    }
+
+    /// A behavior subject's replica starts from its current value.
+    @Test func aBehaviorReplicaStartsFromTheCurrentValue() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(
+            owner, #"{"op":"create","subject":"b","kind":"behavior","value":0}"#,
+            #"{"op":"pub","subject":"b","value":{"on":true}}"#)
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"b","sid":"a"}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 2) == [
+                #"{"ok":true,"sid":"a"}"#, #"{"ev":"next","sid":"a","value":{"on":true}}"#,
+            ])
+    }
+
+    /// The subject's end reaches the subscriptions on loop 1 as it reaches loop 0's: completed,
+    /// failed, and deleted (whose name is free again for a new subject).
+    @Test func theSubjectsEndReachesEveryLoop() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        let reader = servers[1].connect()
+        servers[1].send(
+            reader, #"{"op":"sub","subject":"c","sid":"c"}"#, #"{"op":"sub","subject":"e","sid":"e"}"#,
+            #"{"op":"sub","subject":"d","sid":"d"}"#, #"{"op":"ping","ref":"ready"}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 4) == [
+                #"{"ok":true,"sid":"c"}"#, #"{"ok":true,"sid":"e"}"#, #"{"ok":true,"sid":"d"}"#,
+                #"{"ok":true,"ref":"ready"}"#,
+            ])
+        servers[0].send(
+            owner, #"{"op":"complete","subject":"c"}"#, #"{"op":"error","subject":"e","message":"broken"}"#,
+            #"{"op":"delete","subject":"d"}"#)
+        let ends = servers[1].lines(of: reader, count: 3)
+        #expect(
+            ends == [
+                #"{"ev":"completed","sid":"c"}"#,
+                #"{"ev":"error","sid":"e","code":"subject_error","message":"broken"}"#,
+                #"{"ev":"completed","sid":"d"}"#,
+            ])
+        servers[0].send(owner, #"{"op":"create","subject":"d","kind":"behavior","value":"new"}"#)
+        servers[1].send(reader, #"{"op":"sub","subject":"d","sid":"d2"}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 2) == [
+                #"{"ok":true,"sid":"d2"}"#, #"{"ev":"next","sid":"d2","value":"new"}"#,
+            ])
+        // A late subscriber of the completed subject gets its end at once.
+        servers[1].send(reader, #"{"op":"sub","subject":"c","sid":"c2"}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 2) == [#"{"ok":true,"sid":"c2"}"#, #"{"ev":"completed","sid":"c2"}"#])
+    }
+
+    /// Loop 1 asks once for a subject however many of its sessions read it, tells the owner
+    /// how many do, and lets the replica go when the last one ends.
+    @Test func aLoopHoldsOneReplicaASubjectAndLetsItGo() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(owner, #"{"op":"create","subject":"s","kind":"subject"}"#)
+        let readers = servers[1].connect(count: 3)
+        for reader in readers {
+            servers[1].send(reader, #"{"op":"sub","subject":"s","sid":"a"}"#)
+            #expect(servers[1].ask(reader, #"{"op":"ping","ref":"p"}"#, ref: "p") != nil)
+        }
+        let feeds = { servers[0].run { servers.owned("s")?.replicaSubscribers } }
+        #expect(eventually { feeds().map { $0 == (feeds: 1, told: 3) } ?? false })
+        #expect(servers[1].run { servers.replicas(on: 1)?["s"]?.subscriberCount } == 3)
+        for reader in readers { servers[1].send(reader, #"{"op":"unsub","sid":"a"}"#) }
+        #expect(eventually { feeds().map { $0 == (feeds: 0, told: 0) } ?? false })
+        #expect(servers[1].run { servers.replicas(on: 1)?["s"] } == nil)
+        // Asked for again, it is a new replica, with the values published meanwhile gone by.
+        servers[0].send(owner, #"{"op":"pub","subject":"s","value":1}"#)
+        servers[1].send(readers[0], #"{"op":"sub","subject":"s","sid":"b"}"#)
+        #expect(servers[1].ask(readers[0], #"{"op":"ping","ref":"q"}"#, ref: "q") != nil)
+        servers[0].send(owner, #"{"op":"pub","subject":"s","value":2}"#)
+        #expect(servers[1].lines(of: readers[0], count: 1) == [#"{"ev":"next","sid":"b","value":2}"#])
+    }
+
+    /// A subject the owner would not give a `sub` is refused on loop 1 with the owner's error,
+    /// in its place: the requests after it are answered after it.
+    @Test func aRefusalIsTheOwnersAndKeepsItsPlace() {
+        let servers = LoopServers(count: 2) { $0.autoCreate = false }
+        defer { servers.shutdown() }
+        let reader = servers[1].connect()
+        let immediate = servers[1].send(
+            reader, #"{"op":"sub","subject":"none","ref":1}"#, #"{"op":"ping","ref":2}"#)
+        #expect(immediate.isEmpty)
+        #expect(
+            servers[1].lines(of: reader, count: 2) == [
+                #"{"ok":false,"ref":1,"code":"unknown_subject","message":"no subject 'none' (auto_create is off)"}"#,
+                #"{"ok":true,"ref":2}"#,
+            ])
+    }
+
+    /// A `pub` on loop 1 is published by the owner: subscribers on both loops get the values
+    /// in order, and the replies, counting both, come in request order.
+    @Test func aPubOnAnotherLoopReachesEveryLoop() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let local = servers[0].connect()
+        servers[0].send(local, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"s","sid":"b"}"#)
+        #expect(servers[1].ask(reader, #"{"op":"ping","ref":"ready"}"#, ref: "ready") != nil)
+        let publisher = servers[1].connect()
+        // Loop 1 tells the owner of its subscriber at the end of a turn: ask until it counts.
+        #expect(
+            eventually {
+                servers[1].send(publisher, #"{"op":"pub","subject":"s","value":-1,"ref":0}"#)
+                return servers[1].lines(of: publisher, count: 1) == [#"{"ok":true,"ref":0,"receivers":2}"#]
+            })
+        // The answers come while the test goes on sending: every line is kept.
+        var replies = servers[1].send(publisher, #"{"op":"pub","subject":"s","value":0,"ref":1}"#)
+        #expect(replies.isEmpty)
+        for value in 1..<100 { replies += servers[1].send(publisher, #"{"op":"pub","subject":"s","value":\#(value)}"#) }
+        replies += servers[1].send(publisher, #"{"op":"ping","ref":2}"#)
+        #expect(
+            (replies + (servers[1].lines(of: publisher, count: 2 - replies.count) ?? [])) == [
+                #"{"ok":true,"ref":1,"receivers":2}"#, #"{"ok":true,"ref":2}"#,
+            ])
+        let expected = { (sid: String) in (0..<100).map { #"{"ev":"next","sid":"\#(sid)","value":\#($0)}"# } }
+        var onLoop0: [String] = []
+        var onLoop1: [String] = []
+        #expect(
+            eventually {
+                onLoop0 += servers[0].lines(of: local)
+                onLoop1 += servers[1].lines(of: reader)
+                return onLoop0.last == expected("a").last && onLoop1.last == expected("b").last
+            })
+        #expect(Array(onLoop0.drop { $0 != expected("a")[0] }) == expected("a"))
+        #expect(Array(onLoop1.drop { $0 != expected("b")[0] }) == expected("b"))
+    }
+
+    /// The owner's refusal of a `pub` from loop 1 is its reply, in its place, with or without
+    /// a `ref`.
+    @Test func aPubRefusedByTheOwnerIsAnsweredInItsPlace() {
+        let servers = LoopServers(count: 2) { $0.autoCreate = false }
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(
+            owner, #"{"op":"create","subject":"done","kind":"subject"}"#, #"{"op":"complete","subject":"done"}"#)
+        let publisher = servers[1].connect()
+        let immediate = servers[1].send(
+            publisher, #"{"op":"pub","subject":"none","value":1}"#, #"{"op":"pub","subject":"done","value":1,"ref":1}"#,
+            #"{"op":"ping","ref":2}"#)
+        #expect(immediate.isEmpty)
+        #expect(
+            servers[1].lines(of: publisher, count: 3) == [
+                #"{"ok":false,"code":"unknown_subject","message":"no subject 'none' (auto_create is off)"}"#,
+                #"{"ok":false,"ref":1,"code":"terminated","message":"subject 'done' is terminated"}"#,
+                #"{"ok":true,"ref":2}"#,
+            ])
+    }
+
+    /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
+    /// limit, as one that does not read its replies is, and goes on once they are answered.
+    @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {
+        let servers = LoopServers(count: 2) { $0.softPendingBytes = 1000 }
+        defer { servers.shutdown() }
+        let publisher = servers[1].connect()
+        let big = "\"" + String(repeating: "x", count: 2000) + "\""
+        let pausedAtOnce = servers[1].run {
+            publisher.transport.receive(#"{"op":"pub","subject":"s","value":"# + big + "}")
+            publisher.transport.receive(#"{"op":"ping","ref":1}"#)
+            return publisher.transport.isInputPaused
+        }
+        #expect(pausedAtOnce)
+        #expect(servers[1].lines(of: publisher, count: 1) == [#"{"ok":true,"ref":1}"#])
+        #expect(servers[1].run { publisher.transport.isInputPaused } == false)
+    }
+
+    private static func value(of line: String) -> String? {
+        guard let start = line.range(of: #""value":"#)?.upperBound else { return nil }
+        return String(line[start...].prefix { $0 != "," && $0 != "}" })
+    }
+
+    private static func position(of line: String) -> String? {
+        guard let start = line.range(of: #""pos":""#)?.upperBound else { return nil }
+        return String(line[start...].prefix { $0 != "\"" })
+    }
+}
