@@ -219,6 +219,40 @@ import Testing
             ])
     }
 
+    /// `complete`, `error` and `delete` on loop 1 are the owner's: the subscribers of both loops
+    /// get the end, and the replies, refusals too, come in request order, the event after them.
+    @Test func endingsOnAnotherLoopAreTheOwners() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let local = servers[0].connect()
+        servers[0].send(
+            local, #"{"op":"sub","subject":"c","sid":"c0"}"#, #"{"op":"sub","subject":"e","sid":"e0"}"#,
+            #"{"op":"sub","subject":"d","sid":"d0"}"#)
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"c","sid":"c1"}"#)
+        #expect(servers[1].ask(reader, #"{"op":"ping","ref":"ready"}"#, ref: "ready") != nil)
+        let immediate = servers[1].send(
+            reader, #"{"op":"complete","subject":"c","ref":1}"#,
+            #"{"op":"error","subject":"e","message":"broken","ref":2}"#, #"{"op":"delete","subject":"d","ref":3}"#,
+            #"{"op":"complete","subject":"c","ref":4}"#, #"{"op":"delete","subject":"none","ref":5}"#,
+            #"{"op":"ping","ref":6}"#)
+        #expect(immediate.isEmpty)
+        #expect(
+            servers[1].lines(of: reader, count: 7) == [
+                #"{"ok":true,"ref":1}"#, #"{"ok":true,"ref":2}"#, #"{"ok":true,"ref":3}"#,
+                #"{"ok":false,"ref":4,"code":"terminated","message":"subject 'c' is already terminated"}"#,
+                #"{"ok":false,"ref":5,"code":"unknown_subject","message":"no subject 'none'"}"#,
+                #"{"ok":true,"ref":6}"#, #"{"ev":"completed","sid":"c1"}"#,
+            ])
+        #expect(
+            servers[0].lines(of: local, count: 3) == [
+                #"{"ev":"completed","sid":"c0"}"#,
+                #"{"ev":"error","sid":"e0","code":"subject_error","message":"broken"}"#,
+                #"{"ev":"completed","sid":"d0"}"#,
+            ])
+        #expect(servers[0].run { servers.owned("d") } == nil)
+    }
+
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
     /// limit, as one that does not read its replies is, and goes on once they are answered.
     @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {

@@ -20,6 +20,9 @@ package final class ReplicaSource: @unchecked Sendable {
     private var subject: ((_ name: String) throws(ProtocolError) -> SubjectEntry)?
     /// Publishes another loop's `pub` here and hands its answer over (`Server.publish(forwarded:then:)`).
     private var publish: ((ForwardedPublish, _ then: @escaping (Result<Int, ProtocolError>) -> Void) -> Void)?
+    /// Ends a subject as another loop's session asked, and hands the answer over
+    /// (`Server.end(_:_:then:)`).
+    private var end: ((String, SubjectEnding, _ then: @escaping (ProtocolError?) -> Void) -> Void)?
     private var feeds: [UInt64: ReplicaFeed] = [:]
     private var lastFeed: UInt64 = 0
     private var outboxes: [ObjectIdentifier: LoopOutbox<ReplicaUpdate>] = [:]
@@ -31,14 +34,16 @@ package final class ReplicaSource: @unchecked Sendable {
         reference.object = self
     }
 
-    /// Serves replicas of the subjects `subject` finds or makes by name, and other loops'
-    /// `pub`s through `publish`. Before the loop runs.
+    /// Serves replicas of the subjects `subject` finds or makes by name, other loops' `pub`s
+    /// through `publish`, and their endings through `end`. Before the loop runs.
     func serve(
         subject: @escaping (_ name: String) throws(ProtocolError) -> SubjectEntry,
-        publish: @escaping (ForwardedPublish, _ then: @escaping (Result<Int, ProtocolError>) -> Void) -> Void
+        publish: @escaping (ForwardedPublish, _ then: @escaping (Result<Int, ProtocolError>) -> Void) -> Void,
+        end: @escaping (String, SubjectEnding, _ then: @escaping (ProtocolError?) -> Void) -> Void
     ) {
         self.subject = subject
         self.publish = publish
+        self.end = end
     }
 
     private func receive(_ requests: [ReplicaRequest]) {
@@ -49,7 +54,10 @@ package final class ReplicaSource: @unchecked Sendable {
             case .close(let feed): feeds.removeValue(forKey: feed)?.close()
             case .publish(let forwarded):
                 let outbox = self.outbox(of: forwarded.reader)
-                publish!(forwarded) { outbox.post(.published(ticket: forwarded.ticket, $0)) }
+                publish!(forwarded) { outbox.post(.answered(ticket: forwarded.ticket, $0)) }
+            case .end(let subject, let ending, let ticket, let reader):
+                let outbox = self.outbox(of: reader)
+                end!(subject, ending) { outbox.post(.answered(ticket: ticket, $0.map { .failure($0) } ?? .success(0))) }
             }
         }
     }

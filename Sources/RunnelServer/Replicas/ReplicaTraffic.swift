@@ -72,9 +72,9 @@ enum ReplicaUpdate: Sendable {
     case refused(name: String, ProtocolError)
     case value(feed: UInt64, ReplicatedValue)
     case ended(feed: UInt64, ReplicaEnd)
-    /// The answer to the reader's publish `ticket`: the receivers its reply counts, or the
-    /// error a `pub` on the owner would get.
-    case published(ticket: UInt64, Result<Int, ProtocolError>)
+    /// The answer to the reader's request `ticket`: a `pub`'s receivers (0 for an ending), or
+    /// the error the request would get on the owner.
+    case answered(ticket: UInt64, Result<Int, ProtocolError>)
 }
 
 /// What a loop holding replicas asks of their subjects' owner, one batch a turn.
@@ -89,6 +89,9 @@ enum ReplicaRequest: Sendable {
     case close(feed: UInt64)
     /// A `pub` a session of the reader's received, to be published on the owner.
     case publish(ForwardedPublish)
+    /// A `complete`, `error` or `delete` of `subject` a session of the reader's received,
+    /// answered to `reader` with `ticket`.
+    case end(subject: String, SubjectEnding, ticket: UInt64, reader: ReplicaReader)
 }
 
 /// A `pub` sent to the subjects' owner by a session of another loop: published there as a

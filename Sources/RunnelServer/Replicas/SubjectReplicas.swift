@@ -25,6 +25,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case open(String)
         case changed(SubjectEntry)
         case publish(ForwardedPublish)
+        case end(String, SubjectEnding, ticket: UInt64)
     }
 
     private let owner: LoopInbox<ReplicaRequest>
@@ -35,8 +36,9 @@ final class SubjectReplicas: @unchecked Sendable {
     private var byFeed: [UInt64: SubjectEntry] = [:]
     /// Who waits for the replica of a subject asked for.
     private var waiting: [String: [(Result<SubjectEntry, ProtocolError>) -> Void]] = [:]
-    /// Who waits for the answer to each `pub` sent to the owner, by ticket.
-    private var publishes: [UInt64: (Result<Int, ProtocolError>) -> Void] = [:]
+    /// Who waits for the answer to each request sent to the owner (`pub`, an ending), by
+    /// ticket.
+    private var answers: [UInt64: (Result<Int, ProtocolError>) -> Void] = [:]
     private var lastTicket: UInt64 = 0
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
@@ -72,12 +74,20 @@ final class SubjectReplicas: @unchecked Sendable {
         then: @escaping (Result<Int, ProtocolError>) -> Void
     ) {
         lastTicket += 1
-        publishes[lastTicket] = then
+        answers[lastTicket] = then
         notes.post(
             .publish(
                 ForwardedPublish(
                     subject: subject, value: value, members: members, grant: grant, ticket: lastTicket, reader: reader))
         )
+    }
+
+    /// Sends `complete`, `error` or `delete` of `subject` (`ending`) to the owner, and hands
+    /// `then` its answer: `success` (its count 0) or the error.
+    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (Result<Int, ProtocolError>) -> Void) {
+        lastTicket += 1
+        answers[lastTicket] = then
+        notes.post(.end(subject, ending, ticket: lastTicket))
     }
 
     /// A subscription to `entry` began or ended here: the owner is told at the end of the turn,
@@ -105,8 +115,8 @@ final class SubjectReplicas: @unchecked Sendable {
             case .ended(let feed, let how):
                 guard let entry = byFeed[feed] else { continue }
                 end(entry, how)
-            case .published(let ticket, let answer):
-                publishes.removeValue(forKey: ticket)?(answer)
+            case .answered(let ticket, let answer):
+                answers.removeValue(forKey: ticket)?(answer)
             }
         }
     }
@@ -141,6 +151,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.open(name: name, reader: reader))
             case .publish(let forwarded):
                 requests.append(.publish(forwarded))
+            case .end(let subject, let ending, let ticket):
+                requests.append(.end(subject: subject, ending, ticket: ticket, reader: reader))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry

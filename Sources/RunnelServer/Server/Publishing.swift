@@ -114,6 +114,19 @@ extension Server {
         }
     }
 
+    /// Ends `subject` as another loop's session asked (`ReplicaSource`; its rights were checked
+    /// there), and hands `then` the error its reply gives, nil for `done` (once written, where
+    /// replies wait for that).
+    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (ProtocolError?) -> Void) {
+        do throws(ProtocolError) {
+            try subjects.checkShared()
+            guard try ending.apply(to: subject, in: subjects) else { return then(nil) }
+            subjects.whenWritten(then)
+        } catch {
+            then(error)
+        }
+    }
+
     /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).
     package func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
         try sessionContext.mapTarget(named: name, for: grant)

@@ -97,7 +97,8 @@ public final class Server: SessionOwner, @unchecked Sendable {
             subject: { [unowned self] name throws(ProtocolError) in
                 try sessionContext.subjectForUse(name, under: sessionSettings)
             },
-            publish: { [unowned self] forwarded, then in publish(forwarded: forwarded, then: then) })
+            publish: { [unowned self] forwarded, then in publish(forwarded: forwarded, then: then) },
+            end: { [unowned self] subject, ending, then in end(subject, ending, then: then) })
     }
 
     /// The shared parts sessions are handed (`SessionContext`), made on first use.

@@ -1,10 +1,12 @@
+import RunnelJSON
 import RunnelProtocol
 
 /// A `sub` on a loop that does not own the subjects (decision 0011) reads the subject's
 /// replica here (`SubjectReplicas`). The first `sub` of a subject here asks the owner for it:
 /// the request, and every request after it, waits (as for a cluster's catch-up), and runs
-/// again with the replica once the owner has answered, so its reply keeps its place. A `pub`
-/// goes to the owner, and its reply's place is kept until the answer comes.
+/// again with the replica once the owner has answered, so its reply keeps its place. A `pub`,
+/// `complete`, `error` or `delete` goes to the owner, and its reply's place is kept until the
+/// answer comes.
 extension Session {
     /// Sends `request`, a `pub` without a key, to the owner. Its reply (without a `ref`, only
     /// an error) is written in its place once the owner answers; meanwhile the value weighs as
@@ -17,14 +19,33 @@ extension Session {
         let place = reserveReply(weighing: value.count)
         replicas.publish(value, members: request.scanned.valueMembers, to: subject, grant: rights) {
             [weak self] answer in
-            guard let self else { return }
-            switch answer {
-            case .success(let receivers):
-                fill(place, with: ref.map { SessionReply(ref: $0, .published(receivers: receivers)) })
-            case .failure(let error):
-                stats.countRequestError(error.code)
-                fill(place, with: SessionReply(ref: ref, .failed(error)))
+            self?.fill(place, with: answer, ref: ref) { ref, receivers in
+                ref.map { SessionReply(ref: $0, .published(receivers: receivers)) }
             }
+        }
+    }
+
+    /// Sends `complete`, `error` or `delete` of `subject` (`ending`) to the owner; its reply is
+    /// written in its place once the owner answers.
+    func endThroughOwner(_ subject: String, _ ending: SubjectEnding, _ ref: RawJSON?, replicas: SubjectReplicas) {
+        let place = reserveReply()
+        replicas.end(subject, ending) { [weak self] answer in
+            self?.fill(place, with: answer, ref: ref) { ref, _ in SessionReply(ref: ref, .done) }
+        }
+    }
+
+    /// Fills `place` with the reply to a request the owner answered: `success`'s (nothing
+    /// when it makes none), or the error's, counted.
+    private func fill(
+        _ place: ReplyPlace, with answer: Result<Int, ProtocolError>, ref: RawJSON?,
+        success: (RawJSON?, Int) -> SessionReply?
+    ) {
+        switch answer {
+        case .success(let count):
+            fill(place, with: success(ref, count))
+        case .failure(let error):
+            stats.countRequestError(error.code)
+            fill(place, with: SessionReply(ref: ref, .failed(error)))
         }
     }
 

@@ -30,15 +30,15 @@ extension Session {
         case .complete:
             try rights.checkManage("complete subjects")
             try subjects.checkShared()
-            try terminate(request, error: false)
+            try end(request, error: false)
         case .error:
             try rights.checkManage("error subjects")
             try subjects.checkShared()
-            try terminate(request, error: true)
+            try end(request, error: true)
         case .delete:
             try rights.checkManage("delete subjects")
             try subjects.checkShared()
-            try delete(request)
+            try end(request, delete: true)
         case .list: try list(request)
         case .stats:
             try rights.checkManage("read the server's stats")
@@ -385,30 +385,14 @@ extension Session {
         return policy
     }
 
-    private func terminate(_ request: Request, error: Bool) throws(ProtocolError) {
+    /// `complete`, `error` (`error: true`) or `delete` (`delete: true`); on a loop that does
+    /// not own the subjects, through the owner (`endThroughOwner`).
+    private func end(_ request: Request, error: Bool = false, delete: Bool = false) throws(ProtocolError) {
         let name = try writableSubjectName(request)
-        let message = error ? try request.requiredString(.message) : ""
-        guard let entry = subjects[name] else {
-            throw ProtocolError(.unknownSubject, "no subject '\(name)'")
-        }
-        guard entry.acceptsValues else { throw ProtocolError(.terminated, "subject '\(name)' is already terminated") }
-        if entry.isDurable { try subjects.checkDurableWrites() }
-        subjects.terminate(entry, error: error ? ProtocolError(.subjectError, message) : nil)
-        if subjects.repliesWait(forChangeOf: entry) {
-            replyWhenWritten(ref: request.ref)
-        } else {
-            write(SessionReply(ref: request.ref, .done))
-        }
-    }
-
-    private func delete(_ request: Request) throws(ProtocolError) {
-        let name = try writableSubjectName(request)
-        guard let entry = subjects[name] else {
-            throw ProtocolError(.unknownSubject, "no subject '\(name)'")
-        }
-        if entry.isDurable { try subjects.checkDurableWrites() }
-        subjects.delete(entry)
-        if subjects.repliesWait(forChangeOf: entry) {
+        let ending: SubjectEnding =
+            delete ? .delete : error ? .error(message: try request.requiredString(.message)) : .complete
+        if let replicas = context.replicas { return endThroughOwner(name, ending, request.ref, replicas: replicas) }
+        if try ending.apply(to: name, in: subjects) {
             replyWhenWritten(ref: request.ref)
         } else {
             write(SessionReply(ref: request.ref, .done))
