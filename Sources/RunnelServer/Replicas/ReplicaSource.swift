@@ -15,14 +15,9 @@ package final class ReplicaSource: @unchecked Sendable {
     /// Where readers' requests come in.
     let inbox: LoopInbox<ReplicaRequest>
     private let loop: LoopScheduler
-    /// The subject a `sub` of `name` would use here (`SessionContext.subjectForUse`), once the
-    /// server serves replicas.
-    private var subject: ((_ name: String) throws(ProtocolError) -> SubjectEntry)?
-    /// Publishes another loop's `pub` here and hands its answer over (`Server.publish(forwarded:then:)`).
-    private var publish: ((ForwardedPublish, _ then: @escaping (Result<Int, ProtocolError>) -> Void) -> Void)?
-    /// Ends a subject as another loop's session asked, and hands the answer over
-    /// (`Server.end(_:_:then:)`).
-    private var end: ((String, SubjectEnding, _ then: @escaping (ProtocolError?) -> Void) -> Void)?
+    /// The server whose subjects these are, which carries out the readers' requests; set
+    /// before the loop runs.
+    weak var owner: (any ReplicaOwner)?
     private var feeds: [UInt64: ReplicaFeed] = [:]
     private var lastFeed: UInt64 = 0
     private var outboxes: [ObjectIdentifier: LoopOutbox<ReplicaUpdate>] = [:]
@@ -34,40 +29,30 @@ package final class ReplicaSource: @unchecked Sendable {
         reference.object = self
     }
 
-    /// Serves replicas of the subjects `subject` finds or makes by name, other loops' `pub`s
-    /// through `publish`, and their endings through `end`. Before the loop runs.
-    func serve(
-        subject: @escaping (_ name: String) throws(ProtocolError) -> SubjectEntry,
-        publish: @escaping (ForwardedPublish, _ then: @escaping (Result<Int, ProtocolError>) -> Void) -> Void,
-        end: @escaping (String, SubjectEnding, _ then: @escaping (ProtocolError?) -> Void) -> Void
-    ) {
-        self.subject = subject
-        self.publish = publish
-        self.end = end
-    }
-
     private func receive(_ requests: [ReplicaRequest]) {
+        guard let owner else { return }
         for request in requests {
             switch request {
-            case .open(let name, let reader): open(name, for: reader)
+            case .open(let name, let reader): open(name, for: reader, in: owner)
             case .count(let feed, let subscribers): feeds[feed]?.count(subscribers)
             case .close(let feed): feeds.removeValue(forKey: feed)?.close()
             case .publish(let forwarded):
                 let outbox = self.outbox(of: forwarded.reader)
-                publish!(forwarded) { outbox.post(.answered(ticket: forwarded.ticket, $0)) }
+                owner.publish(forwarded: forwarded) { outbox.post(.answered(ticket: forwarded.ticket, $0)) }
             case .end(let subject, let ending, let ticket, let reader):
                 let outbox = self.outbox(of: reader)
-                end!(subject, ending) { outbox.post(.answered(ticket: ticket, $0.map { .failure($0) } ?? .success(0))) }
+                owner.end(subject, ending) {
+                    outbox.post(.answered(ticket: ticket, $0.map { .failure($0) } ?? .success(0)))
+                }
             }
         }
     }
 
-    private func open(_ name: String, for reader: ReplicaReader) {
+    private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
         let outbox = self.outbox(of: reader)
         let entry: SubjectEntry
         do throws(ProtocolError) {
-            guard let subject else { preconditionFailure("a replica asked for before the owner serves them") }
-            entry = try subject(name)
+            entry = try owner.subjectToReplicate(name)
             if entry.map != nil {
                 throw ProtocolError(.badRequest, "subject '\(name)' is a map, which other loops cannot read yet")
             }
@@ -90,6 +75,17 @@ package final class ReplicaSource: @unchecked Sendable {
         outboxes[key] = made
         return made
     }
+}
+
+/// The server whose subjects other loops replicate, as its `ReplicaSource` asks it to carry
+/// out their requests. Thread rules: its loop.
+protocol ReplicaOwner: AnyObject {
+    /// The subject a `sub` of `name` would use here (`SessionContext.subjectForUse`).
+    func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
+    /// Publishes another loop's `pub` here and hands `then` its answer.
+    func publish(forwarded publish: ForwardedPublish, then: @escaping (Result<Int, ProtocolError>) -> Void)
+    /// Ends `subject` as another loop's session asked and hands `then` the error, nil for `done`.
+    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (ProtocolError?) -> Void)
 }
 
 /// One replica's feed: a subscriber of the owner's subject that hands what the subject sends

@@ -83,7 +83,11 @@ extension Publishing {
     }
 }
 
-extension Server {
+extension Server: ReplicaOwner {
+    func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry {
+        try sessionContext.subjectForUse(name, under: sessionSettings)
+    }
+
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.

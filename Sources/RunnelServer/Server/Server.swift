@@ -90,15 +90,10 @@ public final class Server: SessionOwner, @unchecked Sendable {
         }
         replicaSource = ReplicaSource(loop: scheduler)
         applyRetentionLimits()
+        replicaSource.owner = self
         if let owner = self.group.join(self) {
             replicas = SubjectReplicas(owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained)
         }
-        replicaSource.serve(
-            subject: { [unowned self] name throws(ProtocolError) in
-                try sessionContext.subjectForUse(name, under: sessionSettings)
-            },
-            publish: { [unowned self] forwarded, then in publish(forwarded: forwarded, then: then) },
-            end: { [unowned self] subject, ending, then in end(subject, ending, then: then) })
     }
 
     /// The shared parts sessions are handed (`SessionContext`), made on first use.
