@@ -32,6 +32,9 @@ final class LoopServers: Sendable {
     /// The subject `name` of the owner's store (loop 0's). On loop 0.
     func owned(_ name: String) -> SubjectEntry? { members[0].server.value.subjects[name] }
 
+    /// How many subjects loop `index`'s server holds in its own store. On that loop.
+    func subjectCount(on index: Int) -> Int { members[index].server.value.subjects.count }
+
     /// The replicas of loop `index`'s server. On that loop.
     func replicas(on index: Int) -> SubjectReplicas? { members[index].server.value.replicas }
 }

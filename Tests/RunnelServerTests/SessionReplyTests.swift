@@ -17,9 +17,11 @@ import Testing
         case .done: return "done" + ref
         case .published(let receivers): return "published \(receivers)" + ref
         case .subscribed(let sid, let resumed): return "subscribed \(sid) \(resumed.map(String.init) ?? "-")" + ref
-        case .subjects(let entries): return "subjects \(entries.map(\.name).joined(separator: ","))" + ref
+        case .subjects(let listings): return "subjects \(listings.map(\.label.name).joined(separator: ","))" + ref
         case .stats(let report):
-            return "stats \(report.connections) \(report.subjects) \(report.figures.counts.published)" + ref
+            return
+                "stats \(report.connections) \(report.figures.subjects?.count ?? 0) \(report.figures.counts.published)"
+                + ref
         case .failed(let error): return "failed \(error.code.rawValue)" + ref
         }
     }
@@ -119,8 +121,10 @@ import Testing
         // What the test did is in the value; the figures it cannot know are read from it.
         let counts = report.figures.counts
         let turns = report.turns
-        #expect(report.connections == 1 && counts.subscriptions == 1 && report.subjects == 1)
-        #expect(counts.published == 1 && counts.delivered == 1 && counts.bytesIn > 0 && report.journal == nil)
+        #expect(report.connections == 1 && counts.subscriptions == 1 && report.figures.subjects?.count == 1)
+        #expect(
+            counts.published == 1 && counts.delivered == 1 && counts.bytesIn > 0
+                && report.figures.subjects?.journal == nil)
         let expected =
             #"{"ok":true,"ref":9,"connections":1,"subscriptions":1,"subjects":1,"timers":\#(report.figures.timers),"#
             + #""published":1,"delivered":1,"dropped":0,"slow_consumer_disconnects":0,"publish_pauses":0,"#

@@ -130,10 +130,10 @@ import Testing
             #expect(servers[1].ask(reader, #"{"op":"ping","ref":"p"}"#, ref: "p") != nil)
         }
         let feeds = { servers[0].run { servers.owned("s")?.replicaSubscribers } }
-        #expect(eventually { feeds().map { $0 == (feeds: 1, told: 3) } ?? false })
+        #expect(eventually { feeds().map { $0 == (feeds: 1, told: 3, named: 3) } ?? false })
         #expect(servers[1].run { servers.replicas(on: 1)?["s"]?.subscriberCount } == 3)
         for reader in readers { servers[1].send(reader, #"{"op":"unsub","sid":"a"}"#) }
-        #expect(eventually { feeds().map { $0 == (feeds: 0, told: 0) } ?? false })
+        #expect(eventually { feeds().map { $0 == (feeds: 0, told: 0, named: 0) } ?? false })
         #expect(servers[1].run { servers.replicas(on: 1)?["s"] } == nil)
         // Asked for again, it is a new replica, with the values published meanwhile gone by.
         servers[0].send(owner, #"{"op":"pub","subject":"s","value":1}"#)
@@ -251,6 +251,50 @@ import Testing
                 #"{"ev":"completed","sid":"d0"}"#,
             ])
         #expect(servers[0].run { servers.owned("d") } == nil)
+    }
+
+    /// `create` and `list` on loop 1 are the owner's: the subjects are made there, by its
+    /// rules (a shape that does not match is `kind_mismatch`), a bad field is refused at once,
+    /// every reply in request order; `list` on either loop counts the subscriptions of both,
+    /// and `stats` and `/metrics` on loop 1 count the owner's subjects.
+    @Test func createAndListOnAnotherLoopAreTheOwners() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let reader = servers[1].connect()
+        let immediate = servers[1].send(
+            reader, #"{"op":"create","subject":"r","kind":"replay","capacity":2,"ref":1}"#,
+            #"{"op":"create","subject":"r","kind":"behavior","ref":2}"#,
+            #"{"op":"create","subject":"x","kind":"stream","ref":3}"#,
+            #"{"op":"create","subject":"m","kind":"map","max_keys":5,"ref":4}"#,
+            #"{"op":"create","subject":"r","kind":"replay","capacity":2,"slow_consumer":"drop","ref":5}"#)
+        #expect(immediate.isEmpty)
+        #expect(
+            servers[1].lines(of: reader, count: 5) == [
+                #"{"ok":true,"ref":1}"#,
+                #"{"ok":false,"ref":2,"code":"kind_mismatch","message":"subject 'r' exists as replay (capacity 2)"}"#,
+                #"{"ok":false,"ref":3,"code":"bad_request","message":"field 'kind' must be one of subject, replay, behavior, map; got 'stream'"}"#,
+                #"{"ok":true,"ref":4}"#, #"{"ok":true,"ref":5}"#,
+            ])
+        #expect(servers[0].run { servers.owned("r")?.capacity } == 2)
+        #expect(servers[0].run { servers.owned("r")?.label.slowConsumer } == .drop)
+        #expect(servers[0].run { servers.owned("m")?.map?.maxKeys } == 5)
+        #expect(servers[1].run { servers.subjectCount(on: 1) } == 0)
+
+        let local = servers[0].connect()
+        servers[0].send(local, #"{"op":"sub","subject":"r","sid":"a"}"#)
+        servers[1].send(reader, #"{"op":"sub","subject":"r","sid":"b"}"#)
+        #expect(servers[1].lines(of: reader, count: 1) == [#"{"ok":true,"sid":"b"}"#])
+        let expected = #"{"subject":"r","kind":"replay","capacity":2,"subscribers":2,"published":0,"pos":""#
+        #expect(
+            eventually {
+                servers[1].ask(reader, #"{"op":"list","prefix":"r","ref":"l"}"#, ref: "l")?.contains(expected) == true
+            })
+        let onOwner = try #require(servers[0].ask(local, #"{"op":"list","ref":"l"}"#, ref: "l"))
+        #expect(onOwner.contains(expected))
+        #expect(onOwner.contains(#"{"subject":"m","kind":"map","keys":0,"max_keys":5,"subscribers":0,"#))
+        // `stats` and `/metrics` on loop 1 count the owner's subjects.
+        #expect(servers[1].ask(reader, #"{"op":"stats","ref":"s"}"#, ref: "s")?.contains(#","subjects":2,"#) == true)
+        #expect(servers[1].metrics().contains("\nrunnel_subjects 2\n"))
     }
 
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft

@@ -124,12 +124,17 @@ class TestOccupancy:
             assert reply["ok"] is False and reply["code"] == "unknown_subject", (subject, reply)
         answer = httpx.post(f"{d.url}/pub/$sys.occupancy.occ.a", json=1, timeout=10)
         assert answer.status_code == 401 and answer.json()["code"] == "unauthorized", answer.text
-        # A subject's occupancy is not among the subjects `list` gives, unless asked for by prefix.
+        # A subject's occupancy is not among the subjects `list` and `GET /subjects` give,
+        # unless asked for by prefix.
         watcher, _ = watch(d, "occ.listed")
         names = [entry["subject"] for entry in client.request({"op": "list"})["subjects"]]
         assert not any(name.startswith("$") for name in names), names
+        names = [entry["subject"] for entry in httpx.get(f"{d.url}/subjects", timeout=10).json()]
+        assert not any(name.startswith("$") for name in names), names
         listed = client.request({"op": "list", "prefix": "$sys.occupancy.occ.listed"})["subjects"]
         assert [entry["subject"] for entry in listed] == ["$sys.occupancy.occ.listed"], listed
+        answer = httpx.get(f"{d.url}/subjects", params={"prefix": "$sys.occupancy.occ.listed"}, timeout=10)
+        assert answer.json() == listed, answer.text
         watcher.close()
         poll_until(lambda: client.request({"op": "list", "prefix": "$sys.occupancy.occ.listed"})["subjects"],
                    lambda subjects: subjects == [], "the occupancy subject let go once unread")

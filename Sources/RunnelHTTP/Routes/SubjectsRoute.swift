@@ -13,7 +13,7 @@ final class SubjectsRoute: HTTPRoute {
         var json = JSONWriter()
         let grant = exchange.checkedGrant
         json.writeSubjectList(
-            server.subjects.list(prefix: exchange.query["prefix"] ?? "").filter { grant.mayList($0.name) })
+            SubjectListing.list(of: server.subjects, prefix: exchange.query["prefix"] ?? "", for: grant))
         exchange.answer(.json(json.bytes))
         return nil
     }

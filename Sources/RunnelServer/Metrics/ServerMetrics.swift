@@ -15,6 +15,7 @@ extension Server {
 
     private func metricsExposition(summing figures: LoopFigures) -> String {
         let counts = figures.counts
+        let subjects = figures.subjects
         var metrics = PrometheusExposition()
         let byTransport = figures.connectionsByTransport
         let transports = Self.transportNames + byTransport.keys.filter { !Self.transportNames.contains($0) }.sorted()
@@ -31,7 +32,7 @@ extension Server {
             Double(counts.loginTimeouts))
         metrics.metric(
             "runnel_retained_bytes", .gauge, help: "Bytes of values kept by replay and behavior subjects.",
-            Double(subjects.retained.bytes))
+            Double(subjects?.retainedBytes ?? 0))
         metrics.metric(
             "runnel_compressed_streams", .gauge,
             help: "WebSockets with permessage-deflate and gzip'd event streams open now.", label: "transport",
@@ -52,7 +53,7 @@ extension Server {
         metrics.metric(
             "runnel_shared_stage_chain_subscriptions", .gauge,
             help: "Subscriptions served by a shared stage chain now.", Double(counts.sharedChainSubscriptions))
-        metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects.count))
+        metrics.metric("runnel_subjects", .gauge, help: "Subjects that exist now.", Double(subjects?.count ?? 0))
         metrics.metric(
             "runnel_timers", .gauge, help: "Timer handles armed now (the server's sweep and time-based stages).",
             Double(figures.timers))
@@ -105,7 +106,7 @@ extension Server {
             "runnel_http_responses_total", .counter, help: "Answers of the HTTP front door, by status code.",
             label: "status", counts.httpResponses.sorted { $0.key < $1.key }.map { (String($0.key), Double($0.value)) })
         writeLoopMetrics(into: &metrics)
-        if let journal = subjects.journalStatistics {
+        if let journal = subjects?.journal {
             metrics.metric(
                 "runnel_journal_queue_changes", .gauge, help: "Changes waiting for the durable journal's writer.",
                 Double(journal.queued))
@@ -122,7 +123,7 @@ extension Server {
                 "runnel_journal_failing", .gauge, help: "1 while durable writes fail (a full disk, an I/O error).",
                 journal.failing ? 1 : 0)
         }
-        shared?.sharedFigures.writeMetrics(into: &metrics)
+        subjects?.cluster?.writeMetrics(into: &metrics)
         let process = ProcessStatistics.current()
         metrics.metric(
             "process_cpu_seconds_total", .counter, help: "User and system CPU time spent, in seconds.",

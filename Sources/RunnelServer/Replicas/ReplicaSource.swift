@@ -34,16 +34,11 @@ package final class ReplicaSource: @unchecked Sendable {
         for request in requests {
             switch request {
             case .open(let name, let reader): open(name, for: reader, in: owner)
-            case .count(let feed, let subscribers): feeds[feed]?.count(subscribers)
+            case .count(let feed, let subscribers, let named): feeds[feed]?.count(subscribers, named: named)
             case .close(let feed): feeds.removeValue(forKey: feed)?.close()
-            case .publish(let forwarded):
-                let outbox = self.outbox(of: forwarded.reader)
-                owner.publish(forwarded: forwarded) { outbox.post(.answered(ticket: forwarded.ticket, $0)) }
-            case .end(let subject, let ending, let ticket, let reader):
+            case .forward(let forwarded, let ticket, let reader):
                 let outbox = self.outbox(of: reader)
-                owner.end(subject, ending) {
-                    outbox.post(.answered(ticket: ticket, $0.map { .failure($0) } ?? .success(0)))
-                }
+                owner.answer(forwarded) { outbox.post(.answered(ticket: ticket, $0)) }
             }
         }
     }
@@ -82,10 +77,8 @@ package final class ReplicaSource: @unchecked Sendable {
 protocol ReplicaOwner: AnyObject {
     /// The subject a `sub` of `name` would use here (`SessionContext.subjectForUse`).
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
-    /// Publishes another loop's `pub` here and hands `then` its answer.
-    func publish(forwarded publish: ForwardedPublish, then: @escaping (Result<Int, ProtocolError>) -> Void)
-    /// Ends `subject` as another loop's session asked and hands `then` the error, nil for `done`.
-    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (ProtocolError?) -> Void)
+    /// Carries out another loop's session's request here and hands `then` what its reply says.
+    func answer(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void)
 }
 
 /// One replica's feed: a subscriber of the owner's subject that hands what the subject sends
@@ -104,8 +97,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     /// While subscribing: what the subject replays, and how it stands.
     private var snapshot: ReplicaSnapshot?
     private var subscription: Disposable?
-    /// The reader's subscribers, as last told.
-    private var told = 0
+    /// The reader's subscribers, and those naming the subject, as last told.
+    private var told = (subscribers: 0, named: 0)
     private var isOver = false
 
     init(number: UInt64, entry: SubjectEntry, outbox: LoopOutbox<ReplicaUpdate>, ended: @escaping (UInt64) -> Void) {
@@ -134,10 +127,11 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         }
     }
 
-    func count(_ subscribers: Int) {
+    func count(_ subscribers: Int, named: Int) {
         guard !isOver else { return }
-        entry.replicaSubscribers.told += subscribers - told
-        told = subscribers
+        entry.replicaSubscribers.told += subscribers - told.subscribers
+        entry.replicaSubscribers.named += named - told.named
+        told = (subscribers, named)
     }
 
     /// The reader let the replica go.
@@ -180,7 +174,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private func finish() {
         isOver = true
         entry.replicaSubscribers.feeds -= 1
-        entry.replicaSubscribers.told -= told
-        told = 0
+        entry.replicaSubscribers.told -= told.subscribers
+        entry.replicaSubscribers.named -= told.named
+        told = (0, 0)
     }
 }

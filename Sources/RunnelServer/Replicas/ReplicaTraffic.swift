@@ -72,9 +72,8 @@ enum ReplicaUpdate: Sendable {
     case refused(name: String, ProtocolError)
     case value(feed: UInt64, ReplicatedValue)
     case ended(feed: UInt64, ReplicaEnd)
-    /// The answer to the reader's request `ticket`: a `pub`'s receivers (0 for an ending), or
-    /// the error the request would get on the owner.
-    case answered(ticket: UInt64, Result<Int, ProtocolError>)
+    /// The answer to the reader's forwarded request `ticket`: what its reply says.
+    case answered(ticket: UInt64, SessionReply.Outcome)
 }
 
 /// What a loop holding replicas asks of their subjects' owner, one batch a turn.
@@ -82,28 +81,25 @@ enum ReplicaRequest: Sendable {
     /// A replica of `name` (made a plain subject as a `sub` would, when `auto_create` is on),
     /// answered to `reader`.
     case open(name: String, reader: ReplicaReader)
-    /// The reader's subscriptions to the feed's subject now number `subscribers`: what `pub`
-    /// counts as its receivers there.
-    case count(feed: UInt64, subscribers: Int)
+    /// The reader's subscriptions to the feed's subject now number `subscribers` (what `pub`
+    /// counts as its receivers there), `named` of them naming it (what `list` counts).
+    case count(feed: UInt64, subscribers: Int, named: Int)
     /// The reader let its replica go; nothing more is sent for the feed.
     case close(feed: UInt64)
-    /// A `pub` a session of the reader's received, to be published on the owner.
-    case publish(ForwardedPublish)
-    /// A `complete`, `error` or `delete` of `subject` a session of the reader's received,
-    /// answered to `reader` with `ticket`.
-    case end(subject: String, SubjectEnding, ticket: UInt64, reader: ReplicaReader)
+    /// A request a session of the reader's received, carried out on the owner and answered to
+    /// `reader` with `ticket` (`ReplicaUpdate.answered`).
+    case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)
 }
 
-/// A `pub` sent to the subjects' owner by a session of another loop: published there as a
-/// `pub` on the owner would be, with the session's token's rights, and answered to `reader`
-/// with `ticket` (`ReplicaUpdate.published`).
-struct ForwardedPublish: Sendable {
-    let subject: String
-    let value: RawJSON
-    let members: JSONMemberIndex
-    let grant: TokenGrant
-    let ticket: UInt64
-    let reader: ReplicaReader
+/// A request a session of another loop received that the subjects' owner carries out, as
+/// the same request of a session of its own would be (`ReplicaOwner.answer`).
+enum ForwardedRequest: Sendable {
+    /// A `pub` without a key, made with `grant`'s rights.
+    case publish(subject: String, value: RawJSON, members: JSONMemberIndex, grant: TokenGrant)
+    /// `create`, `complete`, `error` or `delete`, whose rights the session checked.
+    case change(SubjectChange)
+    /// `list`: the subjects under `prefix` that `grant` may list.
+    case list(prefix: String, grant: TokenGrant)
 }
 
 /// A loop holding replicas, as their owner sees it: where its updates go.

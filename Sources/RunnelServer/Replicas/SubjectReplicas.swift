@@ -9,8 +9,10 @@ import RunnelUV
 /// subscribe to as they would to the subject itself; its events are framed and written here.
 /// A replica is asked for when a `sub` first names its subject here and let go at the end of
 /// the turn its last subscription here ends; meanwhile the owner is told, once a turn, how
-/// many subscribers it has here (what its `pub` counts as receivers). A `pub` here goes to the
-/// owner with the turn's other requests, and its answer comes back with the updates.
+/// many subscribers it has here (what its `pub` counts as receivers, its `list` as
+/// subscribers). A request here that the owner carries out (`ForwardedRequest`: `pub`,
+/// `create`, an ending, `list`) goes to it with the turn's other requests, and its answer
+/// comes back with the updates.
 ///
 /// The values a replica keeps (a replay subject's history) share their bytes with the owner's
 /// and are counted there against `max_retained_bytes`, not again here: `ledger` ages the
@@ -24,8 +26,7 @@ final class SubjectReplicas: @unchecked Sendable {
     private enum Note {
         case open(String)
         case changed(SubjectEntry)
-        case publish(ForwardedPublish)
-        case end(String, SubjectEnding, ticket: UInt64)
+        case forward(ForwardedRequest, ticket: UInt64)
     }
 
     private let owner: LoopInbox<ReplicaRequest>
@@ -36,9 +37,8 @@ final class SubjectReplicas: @unchecked Sendable {
     private var byFeed: [UInt64: SubjectEntry] = [:]
     /// Who waits for the replica of a subject asked for.
     private var waiting: [String: [(Result<SubjectEntry, ProtocolError>) -> Void]] = [:]
-    /// Who waits for the answer to each request sent to the owner (`pub`, an ending), by
-    /// ticket.
-    private var answers: [UInt64: (Result<Int, ProtocolError>) -> Void] = [:]
+    /// Who waits for the answer to each request forwarded to the owner, by ticket.
+    private var answers: [UInt64: (SessionReply.Outcome) -> Void] = [:]
     private var lastTicket: UInt64 = 0
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
@@ -67,27 +67,12 @@ final class SubjectReplicas: @unchecked Sendable {
         notes.post(.open(name))
     }
 
-    /// Sends a `pub` of `value` to `subject`, made with `grant`'s rights, to the owner, and hands
-    /// `then` its answer: the receivers its reply counts, or its error.
-    func publish(
-        _ value: RawJSON, members: JSONMemberIndex, to subject: String, grant: TokenGrant,
-        then: @escaping (Result<Int, ProtocolError>) -> Void
-    ) {
+    /// Sends `request`, which a session here received, to the owner with this turn's other
+    /// requests, and hands `then` what its reply says once the owner has answered.
+    func forward(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void) {
         lastTicket += 1
         answers[lastTicket] = then
-        notes.post(
-            .publish(
-                ForwardedPublish(
-                    subject: subject, value: value, members: members, grant: grant, ticket: lastTicket, reader: reader))
-        )
-    }
-
-    /// Sends `complete`, `error` or `delete` of `subject` (`ending`) to the owner, and hands
-    /// `then` its answer: `success` (its count 0) or the error.
-    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (Result<Int, ProtocolError>) -> Void) {
-        lastTicket += 1
-        answers[lastTicket] = then
-        notes.post(.end(subject, ending, ticket: lastTicket))
+        notes.post(.forward(request, ticket: lastTicket))
     }
 
     /// A subscription to `entry` began or ended here: the owner is told at the end of the turn,
@@ -149,10 +134,8 @@ final class SubjectReplicas: @unchecked Sendable {
             switch note {
             case .open(let name):
                 requests.append(.open(name: name, reader: reader))
-            case .publish(let forwarded):
-                requests.append(.publish(forwarded))
-            case .end(let subject, let ending, let ticket):
-                requests.append(.end(subject: subject, ending, ticket: ticket, reader: reader))
+            case .forward(let request, let ticket):
+                requests.append(.forward(request, ticket: ticket, reader: reader))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry
@@ -161,7 +144,8 @@ final class SubjectReplicas: @unchecked Sendable {
                     forget(entry)
                     requests.append(.close(feed: feed))
                 } else {
-                    requests.append(.count(feed: feed, subscribers: entry.subscriberCount))
+                    requests.append(
+                        .count(feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions))
                 }
             }
         }

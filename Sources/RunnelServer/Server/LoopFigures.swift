@@ -1,6 +1,7 @@
 /// What one loop's server counts that `stats` and `/metrics` add up over the process's loops
 /// (`ServerGroup.gatherFigures`): its counters, its armed timers, its paused publishers, its
-/// compressed streams and its connections by transport.
+/// compressed streams and its connections by transport; and, from the loop that owns the
+/// subjects, theirs.
 ///
 /// Thread rules: a value, read on its loop (`Server.loopFigures`) and handed to the loop that
 /// asked. Lifetime rule: holds nothing of the server.
@@ -17,6 +18,8 @@ package struct LoopFigures: Sendable {
     var compressedEventStreams: Int
     /// Open connections by what carries them (`SessionTransport.transportName`, "http").
     var connectionsByTransport: [String: Int]
+    /// The subjects' figures, from the loop that owns them; nil from another (decision 0011).
+    var subjects: SubjectFigures?
 
     /// Adds `other`'s figures (another loop's) to these.
     mutating func add(_ other: LoopFigures) {
@@ -28,5 +31,18 @@ package struct LoopFigures: Sendable {
         compressedWebSockets += other.compressedWebSockets
         compressedEventStreams += other.compressedEventStreams
         connectionsByTransport.merge(other.connectionsByTransport, uniquingKeysWith: +)
+        subjects = subjects ?? other.subjects
     }
+}
+
+/// What `stats` and `/metrics` report of the subjects, read on the loop that owns them: how
+/// many, the bytes of the values they keep, and the durable journal's and the cluster's
+/// figures (nil without them).
+///
+/// Thread rules: a value, like `LoopFigures`.
+package struct SubjectFigures: Sendable {
+    var count: Int
+    var retainedBytes: Int
+    var journal: JournalStatistics?
+    var cluster: (any SharedFigures)?
 }

@@ -31,6 +31,30 @@ package enum Publishing {
 }
 
 extension Publishing {
+    /// When a `pub`'s reply may say how many subscriptions received the value.
+    enum Receipt {
+        /// At once: this many, counted before the value went out.
+        case now(receivers: Int)
+        /// Once `store.whenWritten` runs (a durable subject's value where replies wait for the
+        /// disk, or a subject this `pub` made: in a cluster, a definition another node wrote
+        /// first in another shape makes the reply `kind_mismatch`, the value having reached
+        /// no subject), counting the subject's subscribers then.
+        case afterWrite
+    }
+
+    /// `publish` for a `pub` that is answered: `made`, the `pub` made `entry`. One rule for a
+    /// session's own `pub` and one another loop's session sent here.
+    @inline(__always)
+    static func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, made: Bool, in store: any SubjectStore,
+        counting stats: ServerStats, bounding bound: PublishEvaluationBound, by publisher: PublisherGate
+    ) throws(ProtocolError) -> Receipt {
+        let waits = made || store.repliesWait(forValueOf: entry)
+        let receivers = waits ? 0 : entry.subscriberCount
+        try publish(value, members: members, to: entry, in: store, counting: stats, bounding: bound, by: publisher)
+        return waits ? .afterWrite : .now(receivers: receivers)
+    }
+
     /// Sets `key` of the map `entry` to `value`, through `publish`'s steps (a map keeps values):
     /// also `limit` when
     /// `key` would be a key past the map's `max_keys` (nothing changes then).
@@ -83,11 +107,7 @@ extension Publishing {
     }
 }
 
-extension Server: ReplicaOwner {
-    func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry {
-        try sessionContext.subjectForUse(name, under: sessionSettings)
-    }
-
+extension Server {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
@@ -95,40 +115,6 @@ extension Server: ReplicaOwner {
         entry: SubjectEntry, made: Bool
     ) {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
-    }
-
-    /// Publishes a `pub` another loop's session sent (`ReplicaSource`) as a `pub` here would
-    /// be, and hands `then` what its reply says: the receivers (once the value is written,
-    /// where replies wait for that, or for a subject the `pub` made), or the error. Another
-    /// loop's publishers are not paused by a lagging subscriber here (`forwardedPublisher`
-    /// only counts the pause).
-    func publish(forwarded publish: ForwardedPublish, then: @escaping (Result<Int, ProtocolError>) -> Void) {
-        do throws(ProtocolError) {
-            let (entry, made) = try publishTarget(named: publish.subject, for: publish.grant)
-            if entry.map != nil { throw Publishing.keyNeeded(entry) }
-            let waits = made || subjects.repliesWait(forValueOf: entry)
-            let receivers = entry.subscriberCount
-            try Publishing.publish(
-                publish.value, members: publish.members, to: entry, in: subjects, counting: stats,
-                bounding: publishEvaluationBound, by: forwardedPublisher)
-            guard waits else { return then(.success(receivers)) }
-            subjects.whenWritten { error in then(error.map { .failure($0) } ?? .success(entry.subscriberCount)) }
-        } catch {
-            then(.failure(error))
-        }
-    }
-
-    /// Ends `subject` as another loop's session asked (`ReplicaSource`; its rights were checked
-    /// there), and hands `then` the error its reply gives, nil for `done` (once written, where
-    /// replies wait for that).
-    func end(_ subject: String, _ ending: SubjectEnding, then: @escaping (ProtocolError?) -> Void) {
-        do throws(ProtocolError) {
-            try subjects.checkShared()
-            guard try ending.apply(to: subject, in: subjects) else { return then(nil) }
-            subjects.whenWritten(then)
-        } catch {
-            then(error)
-        }
     }
 
     /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).

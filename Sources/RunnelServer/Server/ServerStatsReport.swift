@@ -8,31 +8,26 @@ import RunnelUV
 ///
 /// Thread rules: made on the loop thread (`Server.gatherStatsReport`); a value after that.
 /// Lifetime rule: owns its figures, holds nothing of the server.
-package struct ServerStatsReport {
-    /// Every loop's counters and figures, added up.
+package struct ServerStatsReport: Sendable {
+    /// Every loop's counters and figures, added up, with the subjects'.
     let figures: LoopFigures
     /// Open connections of the process (`ConnectionAdmission`).
     let connections: Int
-    let subjects: Int
     let uptimeSeconds: Int
-    let retainedBytes: Int
     /// The asking loop's turn lengths.
     let turns: TurnLengths
     /// How many event loops serve connections.
     let loops: Int
     /// The bytes zlib holds, the whole process's.
     let compressionMemoryBytes: Int
-    /// The durable journal's figures; nil without one (no `durable` member).
-    let journal: JournalStatistics?
-    /// A clustered node's figures; nil standalone (no `cluster` member).
-    let cluster: (any SharedFigures)?
 
     /// `"connections":N,...`: the figures as members of `line`, in the protocol's order.
     package func writeMembers(into line: inout ServerLineWriter) {
         let counts = figures.counts
+        let subjects = figures.subjects
         line.member("connections", integer: connections)
         line.member("subscriptions", integer: counts.subscriptions)
-        line.member("subjects", integer: subjects)
+        line.member("subjects", integer: subjects?.count ?? 0)
         line.member("timers", integer: figures.timers)
         line.member("published", integer: counts.published)
         line.member("delivered", integer: counts.delivered)
@@ -44,7 +39,7 @@ package struct ServerStatsReport {
         line.member("bytes_in", integer: counts.bytesIn)
         line.member("bytes_out", integer: counts.bytesOut)
         line.member("uptime_s", integer: uptimeSeconds)
-        line.member("retained_bytes", integer: retainedBytes)
+        line.member("retained_bytes", integer: subjects?.retainedBytes ?? 0)
         line.member(
             "shared_chains",
             counts: ["chains": UInt64(counts.sharedChains), "subscriptions": UInt64(counts.sharedChainSubscriptions)])
@@ -68,8 +63,8 @@ package struct ServerStatsReport {
                 "event_streams": UInt64(figures.compressedEventStreams),
                 "memory_bytes": UInt64(compressionMemoryBytes),
             ])
-        cluster?.write(into: &line)
-        if let journal {
+        subjects?.cluster?.write(into: &line)
+        if let journal = subjects?.journal {
             line.member("durable") { json in
                 json.append("{\"queue\":")
                 json.writeInteger(journal.queued)

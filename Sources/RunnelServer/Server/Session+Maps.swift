@@ -1,7 +1,7 @@
 import RunnelProtocol
 
-/// A map's requests (version 1.3): `create` with `kind: "map"` (`ttl_s`, `max_keys`), and
-/// `pub` with `key` (a write, or with `delete: true` a removal). Its subscriptions are `sub`'s
+/// A map's writes (version 1.3): `pub` with `key` (a write, or with `delete: true` a
+/// removal). Its `create` is `SubjectCreation`'s, its subscriptions are `sub`'s
 /// (`Session+Requests`, `SubjectEntry.mapOpening`) and its events `Session+MapDelivery`'s.
 /// Loop thread only.
 extension Session {
@@ -33,49 +33,6 @@ extension Session {
             replyWhenWritten(ref: ref) { .published(receivers: receivers) }
         } else {
             write(SessionReply(ref: ref, .published(receivers: receivers)))
-        }
-    }
-
-    /// `create` of a map: `ttl_s`, `max_keys` (at most `max_map_keys`, its default) and
-    /// `durable` (with a `data_dir`, or in a cluster); not `capacity`, `value` nor `retain_s`.
-    /// An existing map matches when its `ttl_s`, `max_keys` and durability do.
-    func createMap(_ request: Request, name: String) throws(ProtocolError) {
-        for field in ["capacity", "value", "retain_s"] where request.scanned.field(named: field) != nil {
-            throw ProtocolError(.badRequest, "field '\(field)' does not apply to kind 'map'")
-        }
-        let durable = try request.bool(.durable) ?? false
-        if durable && !subjects.keepsDurableSubjects {
-            throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
-        }
-        var ttl: Int64?
-        if let field = request.scanned.field(named: "ttl_s") {
-            guard let seconds = request.scanned.number(field),
-                let milliseconds = RetainAge.milliseconds(seconds: seconds)
-            else {
-                throw ProtocolError(.badRequest, "field 'ttl_s' must be \(RetainAge.requirement)")
-            }
-            ttl = milliseconds
-        }
-        let limit = settings.config.maxMapKeys
-        var maxKeys = limit
-        if let field = request.scanned.field(named: "max_keys") {
-            guard let number = request.scanned.number(field), let given = Int(exactly: number),
-                (1...limit).contains(given)
-            else {
-                throw ProtocolError(
-                    .badRequest, "field 'max_keys' must be an integer from 1 to \(limit) (max_map_keys)")
-            }
-            maxKeys = given
-        }
-        try finishCreate(
-            request, name: name, policy: try slowConsumerPolicy(of: request),
-            matches: { existing in
-                guard let map = existing.map else { return false }
-                return map.ttlMilliseconds == ttl && map.maxKeys == maxKeys && existing.isDurable == durable
-            }
-        ) { () throws(ProtocolError) in
-            if durable { try subjects.checkDurableWrites() }
-            return subjects.createMap(name, ttlMilliseconds: ttl, maxKeys: maxKeys, durable: durable)
         }
     }
 }

@@ -5,8 +5,8 @@ import RunnelProtocol
 /// replica here (`SubjectReplicas`). The first `sub` of a subject here asks the owner for it:
 /// the request, and every request after it, waits (as for a cluster's catch-up), and runs
 /// again with the replica once the owner has answered, so its reply keeps its place. A `pub`,
-/// `complete`, `error` or `delete` goes to the owner, and its reply's place is kept until the
-/// answer comes.
+/// `create`, `complete`, `error`, `delete` or `list` goes to the owner (`ForwardedRequest`),
+/// and its reply's place is kept until the answer comes.
 extension Session {
     /// Sends `request`, a `pub` without a key, to the owner. Its reply (without a `ref`, only
     /// an error) is written in its place once the owner answers; meanwhile the value weighs as
@@ -14,38 +14,27 @@ extension Session {
     /// soft limit, as one that does not read its replies is.
     func publishThroughOwner(_ request: Request, replicas: SubjectReplicas) throws(ProtocolError) {
         let subject = try request.requiredString(.subject)
-        let ref = request.ref
         let value = request.raw(.value) ?? .null
-        let place = reserveReply(weighing: value.count)
-        replicas.publish(value, members: request.scanned.valueMembers, to: subject, grant: rights) {
-            [weak self] answer in
-            self?.fill(place, with: answer, ref: ref) { ref, receivers in
-                ref.map { SessionReply(ref: $0, .published(receivers: receivers)) }
-            }
-        }
+        forward(
+            .publish(subject: subject, value: value, members: request.scanned.valueMembers, grant: rights),
+            ref: request.ref, to: replicas, weighing: value.count, quiet: request.ref == nil)
     }
 
-    /// Sends `complete`, `error` or `delete` of `subject` (`ending`) to the owner; its reply is
-    /// written in its place once the owner answers.
-    func endThroughOwner(_ subject: String, _ ending: SubjectEnding, _ ref: RawJSON?, replicas: SubjectReplicas) {
-        let place = reserveReply()
-        replicas.end(subject, ending) { [weak self] answer in
-            self?.fill(place, with: answer, ref: ref) { ref, _ in SessionReply(ref: ref, .done) }
-        }
-    }
-
-    /// Fills `place` with the reply to a request the owner answered: `success`'s (nothing
-    /// when it makes none), or the error's, counted.
-    private func fill(
-        _ place: ReplyPlace, with answer: Result<Int, ProtocolError>, ref: RawJSON?,
-        success: (RawJSON?, Int) -> SessionReply?
+    /// Sends `request` to the owner; its reply is written in its place once the owner answers,
+    /// the place weighing `bytes` as unsent output until then. `quiet`: a success has no reply.
+    func forward(
+        _ request: ForwardedRequest, ref: RawJSON?, to replicas: SubjectReplicas, weighing bytes: Int = 0,
+        quiet: Bool = false
     ) {
-        switch answer {
-        case .success(let count):
-            fill(place, with: success(ref, count))
-        case .failure(let error):
-            stats.countRequestError(error.code)
-            fill(place, with: SessionReply(ref: ref, .failed(error)))
+        let place = reserveReply(weighing: bytes)
+        replicas.forward(request) { [weak self] outcome in
+            guard let self else { return }
+            if case .failed(let error) = outcome {
+                stats.countRequestError(error.code)
+            } else if quiet {
+                return fill(place, with: nil)
+            }
+            fill(place, with: SessionReply(ref: ref, outcome))
         }
     }
 

@@ -25,19 +25,16 @@ extension Session {
         case .unsub: try unsubscribe(request)
         case .create:
             try rights.checkManage("create subjects")
-            try subjects.checkShared()
-            try create(request)
+            let name = try writableSubjectName(request)
+            try change(.create(SubjectCreation(parsing: request, name: name, under: settings.config)), ref: request.ref)
         case .complete:
             try rights.checkManage("complete subjects")
-            try subjects.checkShared()
             try end(request, error: false)
         case .error:
             try rights.checkManage("error subjects")
-            try subjects.checkShared()
             try end(request, error: true)
         case .delete:
             try rights.checkManage("delete subjects")
-            try subjects.checkShared()
             try end(request, delete: true)
         case .list: try list(request)
         case .stats:
@@ -77,19 +74,12 @@ extension Session {
                 counting: stats, bounding: publishBound, by: publisher)
             return
         }
-        // A plain subject's receivers are counted before the value goes out; a durable one's
-        // when the reply is written, after the disk. A subject this pub made waits for its
-        // making (in a cluster, a definition another node wrote first in another shape makes
-        // the reply `kind_mismatch`: the value did not reach that subject).
-        let waits = made || subjects.repliesWait(forValueOf: entry)
-        let receivers = waits ? 0 : entry.subscriberCount
-        try Publishing.publish(
-            request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, in: subjects,
+        switch try Publishing.publish(
+            request.raw(.value) ?? .null, members: request.scanned.valueMembers, to: entry, made: made, in: subjects,
             counting: stats, bounding: publishBound, by: publisher)
-        if waits {
-            replyWhenWritten(ref: ref) { .published(receivers: entry.subscriberCount) }
-        } else {
-            write(SessionReply(ref: ref, .published(receivers: receivers)))
+        {
+        case .now(let receivers): write(SessionReply(ref: ref, .published(receivers: receivers)))
+        case .afterWrite: replyWhenWritten(ref: ref) { .published(receivers: entry.subscriberCount) }
         }
     }
 
@@ -284,133 +274,36 @@ extension Session {
 
     // MARK: create / complete / error / delete
 
-    private func create(_ request: Request) throws(ProtocolError) {
-        let name = try writableSubjectName(request)
-        let kindName = try request.requiredString(.kind)
-        guard let kind = SubjectKind(rawValue: kindName) else {
-            throw ProtocolError(
-                .badRequest, "field 'kind' must be one of subject, replay, behavior, map; got '\(kindName)'")
-        }
-        if kind == .map { return try createMap(request, name: name) }
-        var capacity: Int?
-        if let given = try request.integer(.capacity) {
-            guard kind == .replay else {
-                throw ProtocolError(.badRequest, "field 'capacity' applies only to kind 'replay'")
-            }
-            guard given >= 1 && given <= settings.config.maxBufferValues else {
-                throw ProtocolError(
-                    .badRequest, "field 'capacity' must be between 1 and \(settings.config.maxBufferValues)")
-            }
-            capacity = given
-        } else if kind == .replay {
-            capacity = settings.config.defaultReplayCapacity
-        }
-        let initial = request.raw(.value)
-        if initial != nil && kind != .behavior {
-            throw ProtocolError(.badRequest, "field 'value' applies only to kind 'behavior'")
-        }
-        let policy = try slowConsumerPolicy(of: request)
-        let retainMilliseconds = try retainMilliseconds(of: request, kind: kind)
-        let durable = try request.bool(.durable) ?? false
-        if durable {
-            guard kind != .subject else {
-                throw ProtocolError(.badRequest, "field 'durable' applies only to kinds 'replay', 'behavior' and 'map'")
-            }
-            guard subjects.keepsDurableSubjects else {
-                throw ProtocolError(.badRequest, "durable subjects need 'data_dir' in the server's configuration")
-            }
-        }
-        try finishCreate(
-            request, name: name, policy: policy,
-            matches: {
-                $0.kind == kind && $0.capacity == capacity && $0.isDurable == durable
-                    && $0.retainMilliseconds == retainMilliseconds
-            }
-        ) { () throws(ProtocolError) in
-            if kind == .behavior { try subjects.retained.checkRoom(for: initial ?? .null, in: name) }
-            if durable { try subjects.checkDurableWrites() }
-            return subjects.create(
-                name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
-                durable: durable)
-        }
-    }
-
-    /// `create`'s end, for every kind: an existing subject that `matches` (the same shape) takes
-    /// `policy` and is answered `done`, any other is `kind_mismatch` naming its shape; else,
-    /// within `max_subjects`, `make` checks what it needs and makes the subject, which takes
-    /// `policy` and is answered once made (for a durable one, once on disk where replies wait).
-    func finishCreate(
-        _ request: Request, name: String, policy: SlowConsumerPolicy?, matches: (SubjectEntry) -> Bool,
-        make: () throws(ProtocolError) -> SubjectEntry
-    ) throws(ProtocolError) {
-        if let existing = subjects[name] {
-            guard matches(existing) else {
-                throw ProtocolError(.kindMismatch, "subject '\(name)' exists as \(existing.shape)")
-            }
-            if let policy { existing.label.slowConsumer = policy }
-            write(SessionReply(ref: request.ref, .done))
-            return
-        }
-        try context.checkSubjectLimit(under: settings)
-        let entry = try make()
-        entry.label.slowConsumer = policy
-        if subjects.repliesWait(forChangeOf: entry) {
-            replyWhenWritten(ref: request.ref)
+    /// Makes `change` (`create` or an ending) here, or on a loop that does not own the
+    /// subjects, has the owner make it; answered once made (once written, where replies wait
+    /// for that).
+    private func change(_ change: SubjectChange, ref: RawJSON?) throws(ProtocolError) {
+        if let replicas = context.replicas { return forward(.change(change), ref: ref, to: replicas) }
+        if try change.apply(in: context, under: settings) {
+            replyWhenWritten(ref: ref)
         } else {
-            write(SessionReply(ref: request.ref, .done))
+            write(SessionReply(ref: ref, .done))
         }
     }
 
-    /// `create`'s `retain_s` (version 1.3), in milliseconds: a replay subject's values are kept
-    /// no longer than that; nil when absent.
-    private func retainMilliseconds(of request: Request, kind: SubjectKind) throws(ProtocolError) -> Int64? {
-        guard let field = request.scanned.field(named: "retain_s") else { return nil }
-        guard kind == .replay else {
-            throw ProtocolError(.badRequest, "field 'retain_s' applies only to kind 'replay'")
-        }
-        guard let seconds = request.scanned.number(field), let milliseconds = RetainAge.milliseconds(seconds: seconds)
-        else {
-            throw ProtocolError(.badRequest, "field 'retain_s' must be \(RetainAge.requirement)")
-        }
-        return milliseconds
-    }
-
-    /// `create`'s `slow_consumer` (an extension): the subject's own policy; nil when absent.
-    func slowConsumerPolicy(of request: Request) throws(ProtocolError) -> SlowConsumerPolicy? {
-        guard let field = request.scanned.field(named: "slow_consumer") else { return nil }
-        guard let text = request.scanned.string(field), let policy = SlowConsumerPolicy(rawValue: text) else {
-            throw ProtocolError(
-                .badRequest, "field 'slow_consumer' must be \(SlowConsumerPolicy.namesForErrors)")
-        }
-        return policy
-    }
-
-    /// `complete`, `error` (`error: true`) or `delete` (`delete: true`); on a loop that does
-    /// not own the subjects, through the owner (`endThroughOwner`).
+    /// `complete`, `error` (`error: true`) or `delete` (`delete: true`).
     private func end(_ request: Request, error: Bool = false, delete: Bool = false) throws(ProtocolError) {
         let name = try writableSubjectName(request)
         let ending: SubjectEnding =
             delete ? .delete : error ? .error(message: try request.requiredString(.message)) : .complete
-        if let replicas = context.replicas { return endThroughOwner(name, ending, request.ref, replicas: replicas) }
-        if try ending.apply(to: name, in: subjects) {
-            replyWhenWritten(ref: request.ref)
-        } else {
-            write(SessionReply(ref: request.ref, .done))
-        }
+        try change(.end(subject: name, ending), ref: request.ref)
     }
 
     // MARK: list / stats / auth
 
-    /// Only the subjects the token may subscribe or publish to.
+    /// Only the subjects the token may subscribe or publish to (`SubjectListing.list`), on a
+    /// loop that does not own the subjects as the owner lists them.
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.scanned.string(named: "prefix") ?? ""
-        let grant = rights
-        // The server's own subjects only when the prefix asks for them.
-        let reserved = SystemSubjects.isReserved(prefix)
-        let entries = subjects.list(prefix: prefix).filter {
-            SystemSubjects.isReserved($0.name) == reserved && grant.mayList(SystemSubjects.rightsName(of: $0.name))
+        if let replicas = context.replicas {
+            return forward(.list(prefix: prefix, grant: rights), ref: request.ref, to: replicas)
         }
-        write(SessionReply(ref: request.ref, .subjects(entries)))
+        write(SessionReply(ref: request.ref, .subjects(SubjectListing.list(of: subjects, prefix: prefix, for: rights))))
     }
 
     /// Answers `stats` once every loop's figures are in, in the reply's place (`replyWhenAnswered`).

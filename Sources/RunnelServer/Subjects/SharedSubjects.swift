@@ -57,7 +57,7 @@ package protocol SubscriptionInterest: AnyObject {
 
 /// A cluster's figures as `stats` (its `cluster` member) and `/metrics` show them.
 /// Thread rules: a value.
-package protocol SharedFigures {
+package protocol SharedFigures: Sendable {
     func write(into line: inout ServerLineWriter)
     func writeMetrics(into metrics: inout PrometheusExposition)
 }

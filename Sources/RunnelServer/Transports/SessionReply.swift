@@ -7,8 +7,7 @@ import RunnelProtocol
 /// the value by one rule (`ServerLineWriter.reply(_:)`), also used where the HTTP front door
 /// answers with the same reply.
 ///
-/// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields;
-/// a `list` reply holds its subjects' entries, whose figures are read as it is written.
+/// Thread rules: a value, made and used on the loop thread. Lifetime rule: owns its fields.
 package struct SessionReply {
     /// The request's `ref`, its exact bytes, echoed unchanged; nil when it had none.
     let ref: RawJSON?
@@ -16,8 +15,10 @@ package struct SessionReply {
 
     /// What a reply says besides its `ref`: the members of its line after `ok` and `ref`.
     ///
-    /// Thread rules: a value, like its reply. Lifetime rule: owns its fields.
-    package enum Outcome {
+    /// Thread rules: a value, like its reply, which may be made on one loop and written on
+    /// another (a request the subjects' owner answers, `ForwardedRequest`). Lifetime rule: owns
+    /// its fields.
+    package enum Outcome: Sendable {
         /// The request succeeded with nothing to report: `ping`, `unsub`, `create`,
         /// `complete`, `error`, `delete`, `auth`.
         case done
@@ -27,7 +28,7 @@ package struct SessionReply {
         /// asked (nil without `from`).
         case subscribed(sid: String, resumed: Bool?)
         /// A `list` succeeded: the subjects it names, in order.
-        case subjects([SubjectEntry])
+        case subjects([SubjectListing])
         /// A `stats` succeeded: the server's figures when it was asked (boxed: the
         /// other replies stay small).
         indirect case stats(ServerStatsReport)

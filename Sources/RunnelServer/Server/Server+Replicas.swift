@@ -1,0 +1,50 @@
+import RunnelJSON
+import RunnelProtocol
+
+/// The owner's side of replicas (decision 0011): what its `ReplicaSource` asks of it for other
+/// loops' sessions, carried out by the rules its own sessions' requests follow. Loop thread
+/// only.
+extension Server: ReplicaOwner {
+    func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry {
+        try sessionContext.subjectForUse(name, under: sessionSettings)
+    }
+
+    /// Carries out `request` and hands `then` what its reply says: for a `pub` or a change
+    /// whose reply waits for the write (`Publishing.Receipt`, `SubjectChange.apply`), once
+    /// written.
+    func answer(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void) {
+        do throws(ProtocolError) {
+            switch request {
+            case .publish(let subject, let value, let members, let grant):
+                try publish(value, members: members, to: subject, for: grant, then: then)
+            case .change(let change):
+                guard try change.apply(in: sessionContext, under: sessionSettings) else { return then(.done) }
+                subjects.whenWritten { error in then(error.map { .failed($0) } ?? .done) }
+            case .list(let prefix, let grant):
+                then(.subjects(SubjectListing.list(of: subjects, prefix: prefix, for: grant)))
+            }
+        } catch {
+            then(.failed(error))
+        }
+    }
+
+    /// Publishes another loop's `pub` as a `pub` here would be. Another loop's publishers are
+    /// not paused by a lagging subscriber here (`forwardedPublisher` only counts the pause).
+    private func publish(
+        _ value: RawJSON, members: JSONMemberIndex, to subject: String, for grant: TokenGrant,
+        then: @escaping (SessionReply.Outcome) -> Void
+    ) throws(ProtocolError) {
+        let (entry, made) = try publishTarget(named: subject, for: grant)
+        if entry.map != nil { throw Publishing.keyNeeded(entry) }
+        switch try Publishing.publish(
+            value, members: members, to: entry, made: made, in: subjects, counting: stats,
+            bounding: publishEvaluationBound, by: forwardedPublisher)
+        {
+        case .now(let receivers): then(.published(receivers: receivers))
+        case .afterWrite:
+            subjects.whenWritten { error in
+                then(error.map { .failed($0) } ?? .published(receivers: entry.subscriberCount))
+            }
+        }
+    }
+}
