@@ -297,6 +297,75 @@ import Testing
         #expect(servers[1].metrics().contains("\nrunnel_subjects 2\n"))
     }
 
+    /// A map read and written on loop 1: a subscription there gets the owner's keys, `synced`,
+    /// then each change; a `from` within the changes the owner keeps resumes after it there; a
+    /// subscription to one key gets that key's; a keyed `pub` and a removal on loop 1 are the
+    /// owner's, answered in their place, and reach both loops.
+    @Test func aMapIsReadAndWrittenOnAnotherLoop() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(
+            owner, #"{"op":"create","subject":"m","kind":"map"}"#, #"{"op":"pub","subject":"m","key":"a","value":1}"#,
+            #"{"op":"pub","subject":"m","key":"b","value":2}"#, #"{"op":"pub","subject":"m","key":"a","delete":true}"#,
+            #"{"op":"sub","subject":"m","sid":"o"}"#)
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"m","sid":"s","positions":true}"#)
+        let opening = try #require(servers[1].lines(of: reader, count: 3))
+        #expect(opening[0] == #"{"ok":true,"sid":"s"}"#)
+        #expect(opening[1].hasPrefix(#"{"ev":"next","sid":"s","key":"b","value":2,"pos":"#))
+        let position = try #require(Self.position(of: opening[2]))
+        #expect(position.hasSuffix(":3"))
+        let first = position.dropLast() + "1"
+        let resumed = servers[1].send(
+            reader, #"{"op":"sub","subject":"m","sid":"r","from":"\#(first)"}"#,
+            #"{"op":"sub","subject":"m","sid":"k","ops":[{"op":"filter","expr":"$key == \"b\""}]}"#)
+        #expect(resumed.count == 7 && resumed[0] == #"{"ok":true,"sid":"r","resumed":true}"#)
+        #expect(resumed[1].hasPrefix(#"{"ev":"next","sid":"r","key":"b","value":2,"pos":"#))
+        #expect(resumed[2].hasPrefix(#"{"ev":"removed","sid":"r","key":"a","reason":"deleted","pos":"#))
+        #expect(resumed[3] == #"{"ev":"synced","sid":"r","pos":"\#(position)"}"#)
+        #expect(
+            resumed[4...] == [
+                #"{"ok":true,"sid":"k"}"#, #"{"ev":"next","sid":"k","key":"b","value":2}"#,
+                #"{"ev":"synced","sid":"k"}"#,
+            ])
+
+        let immediate = servers[1].send(
+            reader, #"{"op":"pub","subject":"m","key":"c","value":3,"ref":1}"#,
+            #"{"op":"pub","subject":"m","key":"b","delete":true,"ref":2}"#,
+            #"{"op":"pub","subject":"m","key":"z","delete":true,"value":1,"ref":3}"#,
+            #"{"op":"pub","subject":"m","key":"c","value":4}"#)
+        #expect(immediate.isEmpty)
+        let answered = try #require(servers[1].lines(of: reader, count: 3 + 3 + 3 + 1))
+        // Loop 0's `o`, loop 1's `s`, `r` and `k` (which follows b); `s` and `r` are sent
+        // positions, cut off here.
+        #expect(
+            answered.prefix(3) == [
+                #"{"ok":true,"ref":1,"receivers":4}"#, #"{"ok":true,"ref":2,"receivers":4}"#,
+                #"{"ok":false,"ref":3,"code":"bad_request","message":"a pub with 'delete' carries no 'value'"}"#,
+            ])
+        #expect(
+            answered.dropFirst(3).map { $0.components(separatedBy: #","pos""#)[0] }.sorted()
+                == [
+                    #"{"ev":"next","sid":"r","key":"c","value":3"#, #"{"ev":"next","sid":"r","key":"c","value":4"#,
+                    #"{"ev":"next","sid":"s","key":"c","value":3"#, #"{"ev":"next","sid":"s","key":"c","value":4"#,
+                    #"{"ev":"removed","sid":"k","key":"b","reason":"deleted"}"#,
+                    #"{"ev":"removed","sid":"r","key":"b","reason":"deleted""#,
+                    #"{"ev":"removed","sid":"s","key":"b","reason":"deleted""#,
+                ].sorted())
+        var onOwner: [String] = []
+        #expect(
+            eventually {
+                onOwner += servers[0].lines(of: owner)
+                return onOwner.suffix(3) == [
+                    #"{"ev":"next","sid":"o","key":"c","value":3}"#,
+                    #"{"ev":"removed","sid":"o","key":"b","reason":"deleted"}"#,
+                    #"{"ev":"next","sid":"o","key":"c","value":4}"#,
+                ]
+            })
+        #expect(servers[0].run { servers.owned("m")?.map.map { Array($0.keys.keys) } } == ["c"])
+    }
+
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
     /// limit, as one that does not read its replies is, and goes on once they are answered.
     @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {

@@ -48,9 +48,6 @@ package final class ReplicaSource: @unchecked Sendable {
         let entry: SubjectEntry
         do throws(ProtocolError) {
             entry = try owner.subjectToReplicate(name)
-            if entry.map != nil {
-                throw ProtocolError(.badRequest, "subject '\(name)' is a map, which other loops cannot read yet")
-            }
         } catch {
             return outbox.post(.refused(name: name, error))
         }
@@ -108,13 +105,21 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         self.ended = ended
     }
 
-    /// Subscribes to the subject and opens the replica with what it replayed.
+    /// Subscribes to the subject and opens the replica with what it replayed (a map replays
+    /// nothing: its keys and kept changes are read from it).
     func start() {
         snapshot = ReplicaSnapshot(
             feed: number, name: entry.name, epoch: entry.epoch, kind: entry.kind, capacity: entry.capacity,
             retainMilliseconds: entry.retainMilliseconds, isDurable: entry.isDurable,
             slowConsumer: entry.label.slowConsumer, lastSeq: entry.lastSeq,
-            droppedNewest: entry.dropped.newest)
+            droppedNewest: entry.dropped.newest,
+            map: entry.map.map { map in
+                ReplicaMapState(
+                    ttlMilliseconds: map.ttlMilliseconds, maxKeys: map.maxKeys,
+                    keys: map.snapshot.map(ReplicatedValue.init),
+                    changes: map.changes(after: 0).map(ReplicatedValue.init),
+                    resumesAfter: map.resumesAfter)
+            })
         entry.replicaSubscribers.feeds += 1
         let subscription = entry.subject.subscribe(self)
         let opened = snapshot!

@@ -9,27 +9,33 @@ import RunnelUV
 /// Thread rules: values, made on one loop and read on the other.
 
 /// A value published to a subject, as its owner hands it to a replica's loop: the published
-/// bytes (shared, never changed), where its members sit, its seq and its time. Made on the
-/// owner's loop from the message's payload, whose caches stay there; the replica's loop makes
-/// one payload of its own from it for all its subscribers.
+/// bytes (shared, never changed), where its members sit, its seq and its time; a map's change
+/// also names its key, and a removal its reason (`mark`, its value null). Made on the owner's
+/// loop from the message's payload, whose caches stay there; the replica's loop makes one
+/// payload of its own from it for all its subscribers.
 struct ReplicatedValue: Sendable {
     let raw: RawJSON
     let members: JSONMemberIndex
     let seq: UInt64
     let time: Int64
+    let key: String?
+    let mark: Message.Mark?
 
-    /// `message`, a value of a subject (it has a seq). The owner's loop.
+    /// `message`, a value of a subject or a map's change (it has a seq). The owner's loop.
     init(_ message: Message) {
         let payload = message.value
         raw = payload.raw
         members = payload.members
         seq = message.seq ?? 0
         time = message.time
+        key = message.label.key
+        mark = message.mark
     }
 
     /// The message a replica of `label`'s subject delivers. The replica's loop.
     func message(in label: SubjectLabel) -> Message {
-        Message(label: label, raw: raw, members: members, seq: seq, time: time)
+        if let mark { return Message(mark: mark, label: label, seq: seq, time: time) }
+        return Message(label: label, raw: raw, members: members, seq: seq, time: time)
     }
 }
 
@@ -58,7 +64,20 @@ struct ReplicaSnapshot: Sendable {
     /// The newest time of a value the subject no longer keeps (`DroppedValueTimes`).
     let droppedNewest: Int64?
     var values: [ReplicatedValue] = []
+    /// A map's shape and keys; nil for a subject of another kind.
+    var map: ReplicaMapState?
     var end: ReplicaEnd?
+}
+
+/// A map as its owner had it when a replica was asked for (version 1.3): its shape, its live
+/// keys' latest values, the changes it keeps for `from` (removals among them), oldest first,
+/// and the seq after which it keeps every change.
+struct ReplicaMapState: Sendable {
+    let ttlMilliseconds: Int64?
+    let maxKeys: Int
+    let keys: [ReplicatedValue]
+    let changes: [ReplicatedValue]
+    let resumesAfter: UInt64
 }
 
 /// What a subject's owner tells a loop holding replicas of its subjects, in the order it
@@ -96,6 +115,9 @@ enum ReplicaRequest: Sendable {
 enum ForwardedRequest: Sendable {
     /// A `pub` without a key, made with `grant`'s rights.
     case publish(subject: String, value: RawJSON, members: JSONMemberIndex, grant: TokenGrant)
+    /// A `pub` with a key: `value` written to `key` of the map `subject`, or the key removed
+    /// (`value` nil, `delete: true`), made with `grant`'s rights.
+    case publishKeyed(subject: String, key: String, value: RawJSON?, members: JSONMemberIndex, grant: TokenGrant)
     /// `create`, `complete`, `error` or `delete`, whose rights the session checked.
     case change(SubjectChange)
     /// `list`: the subjects under `prefix` that `grant` may list.

@@ -96,13 +96,29 @@ final class SubjectReplicas: @unchecked Sendable {
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
             case .value(let feed, let value):
                 guard let entry = byFeed[feed] else { continue }
-                entry.deliver(value.message(in: entry.label))
+                if let map = entry.map {
+                    change(map, of: entry, as: value)
+                } else {
+                    entry.deliver(value.message(in: entry.label))
+                }
             case .ended(let feed, let how):
                 guard let entry = byFeed[feed] else { continue }
                 end(entry, how)
             case .answered(let ticket, let answer):
                 answers.removeValue(forKey: ticket)?(answer)
             }
+        }
+    }
+
+    /// A map's change, as its owner made it: a key written, or removed (`value.mark`).
+    private func change(_ map: MapValues, of entry: SubjectEntry, as value: ReplicatedValue) {
+        guard let key = value.key else { return assertionFailure("a map's change without a key") }
+        if let mark = value.mark {
+            if !entry.remove(key, mark, seq: { value.seq }, time: value.time) {
+                entry.recordRemoval(of: key, mark, seq: value.seq, time: value.time)
+            }
+        } else {
+            entry.write(value.raw, members: value.members, key: key, seq: value.seq, time: value.time)
         }
     }
 
@@ -152,6 +168,19 @@ final class SubjectReplicas: @unchecked Sendable {
         return requests
     }
 
+    /// The keys and kept changes of a map's replica, as `state` describes the map's. Its keys
+    /// do not expire here: the owner's removals come through the feed.
+    private func replica(of state: ReplicaMapState, in label: SubjectLabel) -> MapValues {
+        let map = MapValues(ttlMilliseconds: state.ttlMilliseconds, maxKeys: state.maxKeys)
+        map.expiresElsewhere = { _ in }
+        for key in state.keys {
+            map.restore(key.message(in: map.label(of: key.key!, in: label)))
+        }
+        map.restoreChanges(
+            state.changes.map { $0.message(in: map.label(of: $0.key!, in: label)) }, after: state.resumesAfter)
+        return map
+    }
+
     /// A replica as `snapshot` describes its subject, fed by its feed from now on.
     private func replica(of snapshot: ReplicaSnapshot) -> SubjectEntry {
         let label = SubjectLabel(snapshot.name, epoch: snapshot.epoch)
@@ -166,10 +195,12 @@ final class SubjectReplicas: @unchecked Sendable {
             case .failed(let error): .error(error)
             }
         let subject: Subject<Message>
+        var map: MapValues?
         switch snapshot.kind {
         case .subject, .map:
             subject = Subject()
             terminal?.send(to: subject)
+            map = snapshot.map.map { replica(of: $0, in: label) }
         case .replay:
             subject = ReplaySubject(
                 capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
@@ -182,7 +213,7 @@ final class SubjectReplicas: @unchecked Sendable {
         let entry = SubjectEntry(
             label: label, kind: snapshot.kind, capacity: snapshot.capacity,
             retainMilliseconds: snapshot.retainMilliseconds, durableID: nil, subject: subject, dropped: dropped,
-            lastSeq: snapshot.lastSeq, durable: snapshot.isDurable)
+            lastSeq: snapshot.lastSeq, durable: snapshot.isDurable, map: map)
         entry.replicaFeed = snapshot.feed
         entry.countRetained(in: ledger)
         return entry

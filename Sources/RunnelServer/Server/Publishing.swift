@@ -88,6 +88,26 @@ extension Publishing {
         publisher.publishing { _ = store.remove(key, from: entry, bounding: bound) }
     }
 
+    /// A keyed `pub` to the map `entry`: `value` written to `key`, or with nil the key removed.
+    /// One rule for a session's own and one another loop's session sent here. Returns the
+    /// map's subscribers before the change (its reply's `receivers`) and whether the reply
+    /// waits for `store.whenWritten` (a durable map's change is acknowledged once on disk,
+    /// where replies wait for it).
+    static func change(
+        _ key: String, to value: RawJSON?, members: JSONMemberIndex, of entry: SubjectEntry, in store: any SubjectStore,
+        counting stats: ServerStats, bounding bound: PublishEvaluationBound, by publisher: PublisherGate
+    ) throws(ProtocolError) -> (receivers: Int, waits: Bool) {
+        let receivers = entry.subscriberCount
+        if let value {
+            try publish(
+                value, members: members, key: key, to: entry, in: store, counting: stats, bounding: bound, by: publisher
+            )
+        } else {
+            try remove(key, from: entry, in: store, bounding: bound, by: publisher)
+        }
+        return (receivers, store.repliesWait(forValueOf: entry))
+    }
+
     /// `terminated` when `entry` has ended: a `pub` of any kind finds it so.
     @inline(__always)
     static func checkAccepts(_ entry: SubjectEntry) throws(ProtocolError) {

@@ -17,6 +17,12 @@ extension Server: ReplicaOwner {
             switch request {
             case .publish(let subject, let value, let members, let grant):
                 try publish(value, members: members, to: subject, for: grant, then: then)
+            case .publishKeyed(let subject, let key, let value, let members, let grant):
+                let (receivers, waits) = try Publishing.change(
+                    key, to: value, members: members, of: try mapTarget(named: subject, for: grant), in: subjects,
+                    counting: stats, bounding: publishEvaluationBound, by: forwardedPublisher)
+                guard waits else { return then(.published(receivers: receivers)) }
+                subjects.whenWritten { error in then(error.map { .failed($0) } ?? .published(receivers: receivers)) }
             case .change(let change):
                 guard try change.apply(in: sessionContext, under: sessionSettings) else { return then(.done) }
                 subjects.whenWritten { error in then(error.map { .failed($0) } ?? .done) }

@@ -18,18 +18,19 @@ extension Session {
         if deletes && request.scanned[.value] != nil {
             throw ProtocolError(.badRequest, "a pub with 'delete' carries no 'value'")
         }
-        let entry = try context.mapTarget(named: name, for: rights)
-        let receivers = entry.subscriberCount
-        if deletes {
-            try Publishing.remove(key, from: entry, in: subjects, bounding: publishBound, by: publisher)
-        } else {
-            try Publishing.publish(
-                request.raw(.value) ?? .null, members: request.scanned.valueMembers, key: key, to: entry,
-                in: subjects, counting: stats, bounding: publishBound, by: publisher)
+        let value = deletes ? nil : request.raw(.value) ?? .null
+        let members = request.scanned.valueMembers
+        if let replicas = context.replicas {
+            return forward(
+                .publishKeyed(subject: name, key: key, value: value, members: members, grant: rights), ref: request.ref,
+                to: replicas, weighing: value?.count ?? 0, quiet: request.ref == nil)
         }
+        let entry = try context.mapTarget(named: name, for: rights)
+        let (receivers, waits) = try Publishing.change(
+            key, to: value, members: members, of: entry, in: subjects, counting: stats, bounding: publishBound,
+            by: publisher)
         guard let ref = request.ref else { return }
-        // A durable map's change is acknowledged once on disk, where replies wait for it.
-        if subjects.repliesWait(forValueOf: entry) {
+        if waits {
             replyWhenWritten(ref: ref) { .published(receivers: receivers) }
         } else {
             write(SessionReply(ref: ref, .published(receivers: receivers)))

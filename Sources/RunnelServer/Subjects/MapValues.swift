@@ -102,6 +102,14 @@ package final class MapValues {
         bytes += RetainedValues.weight(message)
     }
 
+    /// Takes in the changes another loop's copy of the map keeps for `from`, oldest first, and
+    /// the seq after which it keeps them all (a replica's, decision 0011), its keys restored
+    /// already: `from` resumes here as it would there.
+    func restoreChanges(_ kept: [Message], after seq: UInt64) {
+        resumesAfter = seq
+        for change in kept { bytes += record(change) }
+    }
+
     /// Removes `key` with `removal` (its mark); returns the change in `bytes`, or nil when the
     /// key is not live.
     func remove(_ key: String, _ removal: Message) -> Int? {
