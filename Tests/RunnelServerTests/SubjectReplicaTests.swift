@@ -366,6 +366,55 @@ import Testing
         #expect(servers[0].run { servers.owned("m")?.map.map { Array($0.keys.keys) } } == ["c"])
     }
 
+    /// A `sub` on loop 1 after its own session's `pub` reads the replica once the value has
+    /// reached it: a behavior's new subscription starts from the value just published.
+    @Test func aSubAfterItsOwnPubSeesIt() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(owner, #"{"op":"create","subject":"b","kind":"behavior","value":0}"#)
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"b","sid":"held"}"#)
+        #expect(servers[1].lines(of: reader, count: 2)?.last == #"{"ev":"next","sid":"held","value":0}"#)
+        let immediate = servers[1].send(
+            reader, #"{"op":"pub","subject":"b","value":1}"#, #"{"op":"sub","subject":"b","sid":"x","ref":2}"#)
+        #expect(immediate.isEmpty)
+        let lines = servers[1].lines(of: reader, count: 3) ?? []
+        #expect(
+            lines.filter { $0.contains(#""sid":"x""#) } == [
+                #"{"ok":true,"ref":2,"sid":"x"}"#, #"{"ev":"next","sid":"x","value":1}"#,
+            ])
+        #expect(lines.contains(#"{"ev":"next","sid":"held","value":1}"#))
+    }
+
+    /// A `from` beyond what loop 1's replica has received (a position a subscriber elsewhere
+    /// was given) waits for it, then resumes there.
+    @Test func aFromBeyondTheReplicaWaitsForIt() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(
+            owner, #"{"op":"create","subject":"r","kind":"replay","capacity":10}"#,
+            #"{"op":"pub","subject":"r","value":0}"#)
+        let holder = servers[1].connect()
+        servers[1].send(holder, #"{"op":"sub","subject":"r","sid":"h","positions":true}"#)
+        let first = try #require(servers[1].lines(of: holder, count: 2).flatMap { Self.position(of: $0[1]) })
+        let third = first.dropLast() + "3"
+        let resumer = servers[1].connect()
+        // Loop 1 is busy here while the owner publishes: its replica has not received the values.
+        let atOnce = servers[1].run {
+            servers[0].send(owner, #"{"op":"pub","subject":"r","value":1}"#, #"{"op":"pub","subject":"r","value":2}"#)
+            resumer.transport.receive(#"{"op":"sub","subject":"r","sid":"b","from":"\#(third)"}"#)
+            return resumer.transport.takeLines()
+        }
+        #expect(atOnce.isEmpty)
+        #expect(servers[1].lines(of: resumer, count: 1) == [#"{"ok":true,"sid":"b","resumed":true}"#])
+        servers[0].send(owner, #"{"op":"pub","subject":"r","value":3}"#)
+        #expect(
+            servers[1].lines(of: resumer, count: 1)?.first?.hasPrefix(#"{"ev":"next","sid":"b","value":3,"pos":"#)
+                == true)
+    }
+
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
     /// limit, as one that does not read its replies is, and goes on once they are answered.
     @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {

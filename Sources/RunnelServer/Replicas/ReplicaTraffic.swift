@@ -122,6 +122,10 @@ enum ForwardedRequest: Sendable {
     case change(SubjectChange)
     /// `list`: the subjects under `prefix` that `grant` may list.
     case list(prefix: String, grant: TokenGrant)
+    /// Nothing, answered `done`: its answer comes after every update the owner had sent the
+    /// reader, so a `sub` waiting for it reads a replica that has them
+    /// (`Session.subjectToRead`).
+    case sync
 }
 
 /// A loop holding replicas, as their owner sees it: where its updates go.

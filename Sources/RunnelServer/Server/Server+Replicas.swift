@@ -28,6 +28,8 @@ extension Server: ReplicaOwner {
                 subjects.whenWritten { error in then(error.map { .failed($0) } ?? .done) }
             case .list(let prefix, let grant):
                 then(.subjects(SubjectListing.list(of: subjects, prefix: prefix, for: grant)))
+            case .sync:
+                then(.done)
             }
         } catch {
             then(.failed(error))

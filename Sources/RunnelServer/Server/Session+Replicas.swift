@@ -40,28 +40,47 @@ extension Session {
 
     /// The subject a `sub` of `name` reads: the server's own (made when `auto_create` allows),
     /// or this loop's replica of it, or `replica`, the one the request waited for. Nil when the
-    /// owner was asked for it: the caller holds the input until it answers.
-    func subjectToRead(_ name: String, for request: SubscribeRequest, caughtUp: Bool, replica: SubjectEntry?)
-        throws(ProtocolError) -> SubjectEntry?
-    {
+    /// owner was asked: the caller holds the input until it answers.
+    ///
+    /// A replica held here is read at once, unless this session's replies are not all written
+    /// (its `pub`s and changes may not have reached the replica yet) or `from` is beyond what
+    /// the replica has received (a position another loop's subscriber was given): then the
+    /// owner is asked for nothing (`ForwardedRequest.sync`), and its answer, which comes after
+    /// every value it had sent here, runs the `sub` again with the replica as it is then.
+    func subjectToRead(
+        _ name: String, for request: SubscribeRequest, from: Position?, caughtUp: Bool, replica: SubjectEntry?
+    ) throws(ProtocolError) -> SubjectEntry? {
         if let replica { return replica }
         guard let replicas = context.replicas, !SystemSubjects.isReserved(name) else {
             return try context.subjectForUse(name, under: settings)
         }
-        if let held = replicas[name] { return held }
+        if let held = replicas[name] {
+            let isAhead = from.map { $0.epoch == held.epoch && $0.seq > held.lastSeq } ?? false
+            guard cork != nil || isAhead else { return held }
+            replicas.forward(.sync) { [weak self] _ in
+                guard let self else { return }
+                // Let go meanwhile: asked for again, as it is now.
+                guard let held = replicas[name] else {
+                    return subscribeReplicated(request, caughtUp: caughtUp, answer: nil)
+                }
+                subscribeReplicated(request, caughtUp: caughtUp, answer: .success(held))
+            }
+            return nil
+        }
         replicas.open(name) { [weak self] answer in
             self?.subscribeReplicated(request, caughtUp: caughtUp, answer: answer)
         }
         return nil
     }
 
-    /// The `sub` that waited for the owner runs again with its answer, then what came after it.
+    /// The `sub` that waited for the owner runs again with its answer (nil: with no replica,
+    /// which it asks for again), then what came after it.
     private func subscribeReplicated(
-        _ request: SubscribeRequest, caughtUp: Bool, answer: Result<SubjectEntry, ProtocolError>
+        _ request: SubscribeRequest, caughtUp: Bool, answer: Result<SubjectEntry, ProtocolError>?
     ) {
         guard !isClosing else { return }
         do throws(ProtocolError) {
-            try subscribe(request, caughtUp: caughtUp, replica: answer.get())
+            try subscribe(request, caughtUp: caughtUp, replica: answer?.get())
         } catch {
             writeReply(error: error, ref: request.ref)
         }

@@ -146,10 +146,11 @@ extension Session {
         let entry: SubjectEntry?
         if pattern.isWildcard {
             entry = nil
-        } else if let found = try subjectToRead(target, for: request, caughtUp: caughtUp, replica: replica) {
-            entry = found
         } else {
-            return holdInputWhileCatchingUp()
+            // Nil: it waits for the owner (`subjectToRead`).
+            let found = try subjectToRead(target, for: request, from: from, caughtUp: caughtUp, replica: replica)
+            guard let found else { return holdInputWhileCatchingUp() }
+            entry = found
         }
         try checkTimeBounds(request, on: entry, from: from)
         // A cluster keeps a retained subject's values, and the positions `from` names.
