@@ -415,6 +415,24 @@ import Testing
                 == true)
     }
 
+    /// A `create` that gives an existing subject its own `slow_consumer` reaches loop 1's
+    /// replica with the next value, before it is delivered there.
+    @Test func aSubjectsNewPolicyReachesItsReplica() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        let reader = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        #expect(servers[1].lines(of: reader, count: 1) == [#"{"ok":true,"sid":"a"}"#])
+        let policy = { servers[1].run { servers.replicas(on: 1)?["s"]?.label.slowConsumer } }
+        #expect(policy() == nil)
+        servers[0].send(
+            owner, #"{"op":"create","subject":"s","kind":"subject","slow_consumer":"drop"}"#,
+            #"{"op":"pub","subject":"s","value":1}"#)
+        #expect(servers[1].lines(of: reader, count: 1) == [#"{"ev":"next","sid":"a","value":1}"#])
+        #expect(policy() == .drop)
+    }
+
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
     /// limit, as one that does not read its replies is, and goes on once they are answered.
     @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {

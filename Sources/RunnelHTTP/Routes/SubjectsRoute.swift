@@ -1,8 +1,8 @@
 import RunnelJSON
 import RunnelServer
 
-/// `GET /subjects?prefix=P`: the `list` reply's `subjects` array: only the subjects the
-/// token may subscribe or publish to, as in `list`.
+/// `GET /subjects?prefix=P`: the `list` reply's `subjects` array, by `list`'s rule
+/// (`Server.listSubjects`): only the subjects the token may subscribe or publish to.
 final class SubjectsRoute: HTTPRoute {
     let methods: [HTTPMethod] = [.get, .head]
     private unowned let server: Server
@@ -10,11 +10,11 @@ final class SubjectsRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        var json = JSONWriter()
-        let grant = exchange.checkedGrant
-        json.writeSubjectList(
-            SubjectListing.list(of: server.subjects, prefix: exchange.query["prefix"] ?? "", for: grant))
-        exchange.answer(.json(json.bytes))
+        server.listSubjects(prefix: exchange.query["prefix"] ?? "", for: exchange.checkedGrant) { listings in
+            var json = JSONWriter()
+            json.writeSubjectList(listings)
+            exchange.answer(.json(json.bytes))
+        }
         return nil
     }
 }

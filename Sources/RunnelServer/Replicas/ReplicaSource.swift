@@ -94,6 +94,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     /// While subscribing: what the subject replays, and how it stands.
     private var snapshot: ReplicaSnapshot?
     private var subscription: Disposable?
+    /// The subject's own `slow_consumer`, as the reader was last told.
+    private var policy: SlowConsumerPolicy?
     /// The reader's subscribers, and those naming the subject, as last told.
     private var told = (subscribers: 0, named: 0)
     private var isOver = false
@@ -120,6 +122,7 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                     changes: map.changes(after: 0).map(ReplicatedValue.init),
                     resumesAfter: map.resumesAfter)
             })
+        policy = entry.label.slowConsumer
         entry.replicaSubscribers.feeds += 1
         let subscription = entry.subject.subscribe(self)
         let opened = snapshot!
@@ -152,6 +155,10 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
             snapshot!.values.append(value)
             snapshot!.lastSeq = value.seq
         } else {
+            if _slowPath(entry.label.slowConsumer != policy) {
+                policy = entry.label.slowConsumer
+                outbox.post(.policy(feed: number, policy))
+            }
             outbox.post(.value(feed: number, value))
         }
     }

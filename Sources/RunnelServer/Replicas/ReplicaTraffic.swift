@@ -90,6 +90,9 @@ enum ReplicaUpdate: Sendable {
     /// (`unknown_subject` with `auto_create` off, `limit`, ...).
     case refused(name: String, ProtocolError)
     case value(feed: UInt64, ReplicatedValue)
+    /// The subject's own `slow_consumer` changed (a `create` of it, a reload): told before the
+    /// first value after the change, which is when a subscriber reads it.
+    case policy(feed: UInt64, SlowConsumerPolicy?)
     case ended(feed: UInt64, ReplicaEnd)
     /// The answer to the reader's forwarded request `ticket`: what its reply says.
     case answered(ticket: UInt64, SessionReply.Outcome)

@@ -101,6 +101,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 } else {
                     entry.deliver(value.message(in: entry.label))
                 }
+            case .policy(let feed, let policy):
+                byFeed[feed]?.label.slowConsumer = policy
             case .ended(let feed, let how):
                 guard let entry = byFeed[feed] else { continue }
                 end(entry, how)

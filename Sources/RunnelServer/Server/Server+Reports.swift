@@ -2,8 +2,9 @@ import RunnelCompression
 import RunnelJSON
 import RunnelProtocol
 
-/// What `stats` reports, read once for every front door that asks (the line protocol's
-/// replies, the HTTP front door's `/stats` and `/metrics`). Loop thread only.
+/// What `stats` and `list` report, read once for every front door that asks (the line
+/// protocol's replies, the HTTP front door's `/stats`, `/metrics` and `/subjects`). Loop
+/// thread only.
 extension Server: GroupMember {
     /// Calls `then`, on this loop, with the `stats` reply's figures (see docs/protocol.md):
     /// every loop's counters and figures added up (`ServerGroup.gatherFigures`: at once when
@@ -17,6 +18,20 @@ extension Server: GroupMember {
                     figures: figures, connections: group.admission.openCount, uptimeSeconds: uptimeSeconds,
                     turns: scheduler.turnLengths, loops: loopGroup?.count ?? 1,
                     compressionMemoryBytes: ZlibMemory.bytes))
+        }
+    }
+
+    /// Calls `then`, on this loop, with the subjects `list` gives `grant` under `prefix`
+    /// (`SubjectListing.list`): read here on the loop that owns the subjects, else listed by the
+    /// owner (`ForwardedRequest.list`), which counts every loop's subscriptions.
+    package func listSubjects(prefix: String, for grant: TokenGrant, then: @escaping ([SubjectListing]) -> Void) {
+        scheduler.assertOnLoopThread()
+        guard let replicas else { return then(SubjectListing.list(of: subjects, prefix: prefix, for: grant)) }
+        replicas.forward(.list(prefix: prefix, grant: grant)) { outcome in
+            guard case .subjects(let listings) = outcome else {
+                preconditionFailure("the owner answers list with its subjects")
+            }
+            then(listings)
         }
     }
 

@@ -297,14 +297,14 @@ extension Session {
 
     // MARK: list / stats / auth
 
-    /// Only the subjects the token may subscribe or publish to (`SubjectListing.list`), on a
-    /// loop that does not own the subjects as the owner lists them.
+    /// Only the subjects the token may subscribe or publish to (`Server.listSubjects`), in the
+    /// reply's place (`replyWhenAnswered`).
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.scanned.string(named: "prefix") ?? ""
-        if let replicas = context.replicas {
-            return forward(.list(prefix: prefix, grant: rights), ref: request.ref, to: replicas)
+        let grant = rights
+        replyWhenAnswered(ref: request.ref) { answer in
+            context.owner.listSubjects(prefix: prefix, for: grant) { answer(.subjects($0)) }
         }
-        write(SessionReply(ref: request.ref, .subjects(SubjectListing.list(of: subjects, prefix: prefix, for: rights))))
     }
 
     /// Answers `stats` once every loop's figures are in, in the reply's place (`replyWhenAnswered`).

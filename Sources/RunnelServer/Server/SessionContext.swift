@@ -163,6 +163,8 @@ protocol SessionOwner: AnyObject {
     /// Calls `then` with the `stats` reply's figures, every loop's added up: at once, or once
     /// the other loops have answered (on this loop).
     func gatherStatsReport(then: @escaping (ServerStatsReport) -> Void)
+    /// The subjects `list` gives `grant` under `prefix` (`Server.listSubjects`).
+    func listSubjects(prefix: String, for grant: TokenGrant, then: @escaping ([SubjectListing]) -> Void)
     /// Answers a first line of a front door's protocol on `connection`, and closes it
     /// (`FrontDoor`); false for a line of the line protocol.
     func answer(toFirstLine line: UnsafeRawBufferPointer, on connection: any ByteStream) -> Bool

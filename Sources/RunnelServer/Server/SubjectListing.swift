@@ -37,7 +37,7 @@ package struct SubjectListing: Sendable {
     /// The subjects of `store` whose names start with `prefix` and that `grant` may subscribe
     /// or publish to, in the store's order; the server's own (`$sys.`) only when the prefix
     /// names them.
-    package static func list(of store: any SubjectStore, prefix: String, for grant: TokenGrant) -> [SubjectListing] {
+    static func list(of store: any SubjectStore, prefix: String, for grant: TokenGrant) -> [SubjectListing] {
         let reserved = SystemSubjects.isReserved(prefix)
         return store.list(prefix: prefix).lazy.filter {
             SystemSubjects.isReserved($0.name) == reserved && grant.mayList(SystemSubjects.rightsName(of: $0.name))
