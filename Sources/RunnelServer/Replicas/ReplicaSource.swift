@@ -6,7 +6,9 @@ import RunnelUV
 /// subjects through `inbox`, one batch a turn. Each replica is a feed, one subscriber of the
 /// subject here, whose values join this turn's updates for the reader's loop (`LoopOutbox`):
 /// a value crosses to a loop once, whatever its subscribers there, and a loop's updates cross
-/// once a turn.
+/// once a turn. Each value names its publisher, so a subscriber lagging behind it on the
+/// reader's loop pauses it here (`PublisherRegistry`); a reader's `pub`s are published through
+/// a stand-in for its publisher, so one lagging here pauses it there (`RemotePublishers`).
 ///
 /// Thread rules: the owner's loop; `inbox` is posted to from any thread. Lifetime rule: the
 /// owner's server holds it; it holds its feeds, and each reader's outbox, until the reader
@@ -20,12 +22,18 @@ package final class ReplicaSource: @unchecked Sendable {
     weak var owner: (any ReplicaOwner)?
     private var feeds: [UInt64: ReplicaFeed] = [:]
     private var lastFeed: UInt64 = 0
-    private var outboxes: [ObjectIdentifier: LoopOutbox<ReplicaUpdate>] = [:]
+    /// Each reader's outbox, and its publishers as this loop's lagging subscribers hold them.
+    private var readers: [ObjectIdentifier: (outbox: LoopOutbox<ReplicaUpdate>, publishers: RemotePublishers)] = [:]
+    /// The server's publishers (`pauses.current` as a value is fanned out), numbered for the
+    /// readers' lagging subscribers.
+    private let pauses: PublisherPauses
+    private let registry = PublisherRegistry()
 
-    init(loop: LoopScheduler) {
+    init(loop: LoopScheduler, pauses: PublisherPauses) {
         let reference = LoopBoundReference<ReplicaSource>(loop: loop)
         inbox = LoopInbox(loop: loop) { batch in reference.object?.receive(batch) }
         self.loop = loop
+        self.pauses = pauses
         reference.object = self
     }
 
@@ -36,15 +44,16 @@ package final class ReplicaSource: @unchecked Sendable {
             case .open(let name, let reader): open(name, for: reader, in: owner)
             case .count(let feed, let subscribers, let named): feeds[feed]?.count(subscribers, named: named)
             case .close(let feed): feeds.removeValue(forKey: feed)?.close()
+            case .lag(let publisher, let began): registry.lag(publisher, began: began)
             case .forward(let forwarded, let ticket, let reader):
-                let outbox = self.outbox(of: reader)
-                owner.answer(forwarded) { outbox.post(.answered(ticket: ticket, $0)) }
+                let (outbox, publishers) = self.reader(reader)
+                owner.answer(forwarded, publishers: publishers) { outbox.post(.answered(ticket: ticket, $0)) }
             }
         }
     }
 
     private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
-        let outbox = self.outbox(of: reader)
+        let outbox = self.reader(reader).outbox
         let entry: SubjectEntry
         do throws(ProtocolError) {
             entry = try owner.subjectToReplicate(name)
@@ -52,20 +61,28 @@ package final class ReplicaSource: @unchecked Sendable {
             return outbox.post(.refused(name: name, error))
         }
         lastFeed += 1
-        let feed = ReplicaFeed(number: lastFeed, entry: entry, outbox: outbox) { [weak self] number in
+        let feed = ReplicaFeed(number: lastFeed, entry: entry, outbox: outbox) { [weak self] in
+            guard let self else { return 0 }
+            return registry.number(of: pauses.current)
+        } ended: { [weak self] number in
             self?.feeds[number] = nil
         }
         feeds[feed.number] = feed
         feed.start()
     }
 
-    /// The outbox of `reader`'s loop, made on its first request.
-    private func outbox(of reader: ReplicaReader) -> LoopOutbox<ReplicaUpdate> {
+    /// The outbox of `reader`'s loop and its publishers, made on its first request.
+    private func reader(_ reader: ReplicaReader) -> (
+        outbox: LoopOutbox<ReplicaUpdate>, publishers: RemotePublishers
+    ) {
         let key = ObjectIdentifier(reader)
-        if let outbox = outboxes[key] { return outbox }
-        let made = LoopOutbox<ReplicaUpdate>(loop: loop) { batch in reader.inbox.post(contentsOf: batch) }
-        outboxes[key] = made
-        return made
+        if let known = readers[key] { return known }
+        let outbox = LoopOutbox<ReplicaUpdate>(loop: loop) { batch in reader.inbox.post(contentsOf: batch) }
+        let publishers = RemotePublishers(pauses: pauses) { publisher, began in
+            outbox.post(.lag(publisher: publisher, began: began))
+        }
+        readers[key] = (outbox, publishers)
+        return (outbox, publishers)
     }
 }
 
@@ -74,8 +91,10 @@ package final class ReplicaSource: @unchecked Sendable {
 protocol ReplicaOwner: AnyObject {
     /// The subject a `sub` of `name` would use here (`SessionContext.subjectForUse`).
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
-    /// Carries out another loop's session's request here and hands `then` what its reply says.
-    func answer(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void)
+    /// Carries out another loop's session's request here and hands `then` what its reply says;
+    /// a `pub` publishes through its publisher's stand-in among `publishers`.
+    func answer(
+        _ request: ForwardedRequest, publishers: RemotePublishers, then: @escaping (SessionReply.Outcome) -> Void)
 }
 
 /// One replica's feed: a subscriber of the owner's subject that hands what the subject sends
@@ -90,6 +109,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     let number: UInt64
     private let entry: SubjectEntry
     private let outbox: LoopOutbox<ReplicaUpdate>
+    /// The number of the publisher whose value is being fanned out now (0: nobody).
+    private let publisher: () -> UInt64
     private let ended: (UInt64) -> Void
     /// While subscribing: what the subject replays, and how it stands.
     private var snapshot: ReplicaSnapshot?
@@ -100,10 +121,14 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var told = (subscribers: 0, named: 0)
     private var isOver = false
 
-    init(number: UInt64, entry: SubjectEntry, outbox: LoopOutbox<ReplicaUpdate>, ended: @escaping (UInt64) -> Void) {
+    init(
+        number: UInt64, entry: SubjectEntry, outbox: LoopOutbox<ReplicaUpdate>, publisher: @escaping () -> UInt64,
+        ended: @escaping (UInt64) -> Void
+    ) {
         self.number = number
         self.entry = entry
         self.outbox = outbox
+        self.publisher = publisher
         self.ended = ended
     }
 
@@ -118,8 +143,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
             map: entry.map.map { map in
                 ReplicaMapState(
                     ttlMilliseconds: map.ttlMilliseconds, maxKeys: map.maxKeys,
-                    keys: map.snapshot.map(ReplicatedValue.init),
-                    changes: map.changes(after: 0).map(ReplicatedValue.init),
+                    keys: map.snapshot.map { ReplicatedValue($0) },
+                    changes: map.changes(after: 0).map { ReplicatedValue($0) },
                     resumesAfter: map.resumesAfter)
             })
         policy = entry.label.slowConsumer
@@ -150,8 +175,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     }
 
     func sendNext(_ message: Message) {
-        let value = ReplicatedValue(message)
         if snapshot != nil {
+            let value = ReplicatedValue(message)
             snapshot!.values.append(value)
             snapshot!.lastSeq = value.seq
         } else {
@@ -159,7 +184,7 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            outbox.post(.value(feed: number, value))
+            outbox.post(.value(feed: number, ReplicatedValue(message, publisher: publisher())))
         }
     }
 

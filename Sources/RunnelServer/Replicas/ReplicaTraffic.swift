@@ -10,9 +10,11 @@ import RunnelUV
 
 /// A value published to a subject, as its owner hands it to a replica's loop: the published
 /// bytes (shared, never changed), where its members sit, its seq and its time; a map's change
-/// also names its key, and a removal its reason (`mark`, its value null). Made on the owner's
-/// loop from the message's payload, whose caches stay there; the replica's loop makes one
-/// payload of its own from it for all its subscribers.
+/// also names its key, and a removal its reason (`mark`, its value null); `publisher`, the
+/// owner's number for whoever published it (`PublisherRegistry`; 0 for nobody), whom a
+/// subscriber lagging behind it there pauses. Made on the owner's loop from the message's
+/// payload, whose caches stay there; the replica's loop makes one payload of its own from it
+/// for all its subscribers.
 struct ReplicatedValue: Sendable {
     let raw: RawJSON
     let members: JSONMemberIndex
@@ -20,9 +22,11 @@ struct ReplicatedValue: Sendable {
     let time: Int64
     let key: String?
     let mark: Message.Mark?
+    let publisher: UInt64
 
-    /// `message`, a value of a subject or a map's change (it has a seq). The owner's loop.
-    init(_ message: Message) {
+    /// `message`, a value of a subject or a map's change (it has a seq), published by the
+    /// publisher numbered `publisher`. The owner's loop.
+    init(_ message: Message, publisher: UInt64 = 0) {
         let payload = message.value
         raw = payload.raw
         members = payload.members
@@ -30,6 +34,7 @@ struct ReplicatedValue: Sendable {
         time = message.time
         key = message.label.key
         mark = message.mark
+        self.publisher = publisher
     }
 
     /// The message a replica of `label`'s subject delivers. The replica's loop.
@@ -96,6 +101,9 @@ enum ReplicaUpdate: Sendable {
     case ended(feed: UInt64, ReplicaEnd)
     /// The answer to the reader's forwarded request `ticket`: what its reply says.
     case answered(ticket: UInt64, SessionReply.Outcome)
+    /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
+    /// the reader's publisher numbered `publisher` (its `pub`s the owner published).
+    case lag(publisher: UInt64, began: Bool)
 }
 
 /// What a loop holding replicas asks of their subjects' owner, one batch a turn.
@@ -108,6 +116,9 @@ enum ReplicaRequest: Sendable {
     case count(feed: UInt64, subscribers: Int, named: Int)
     /// The reader let its replica go; nothing more is sent for the feed.
     case close(feed: UInt64)
+    /// A subscriber of the reader's began (`began`) or stopped lagging behind the values of the
+    /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`).
+    case lag(publisher: UInt64, began: Bool)
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)
@@ -116,11 +127,13 @@ enum ReplicaRequest: Sendable {
 /// A request a session of another loop received that the subjects' owner carries out, as
 /// the same request of a session of its own would be (`ReplicaOwner.answer`).
 enum ForwardedRequest: Sendable {
-    /// A `pub` without a key, made with `grant`'s rights.
-    case publish(subject: String, value: RawJSON, members: JSONMemberIndex, grant: TokenGrant)
+    /// A `pub` without a key, made with `grant`'s rights by the reader's publisher numbered
+    /// `publisher` (`PublisherRegistry`), whom a subscriber lagging behind it may pause.
+    case publish(subject: String, value: RawJSON, members: JSONMemberIndex, grant: TokenGrant, publisher: UInt64)
     /// A `pub` with a key: `value` written to `key` of the map `subject`, or the key removed
-    /// (`value` nil, `delete: true`), made with `grant`'s rights.
-    case publishKeyed(subject: String, key: String, value: RawJSON?, members: JSONMemberIndex, grant: TokenGrant)
+    /// (`value` nil, `delete: true`), as `publish`.
+    case publishKeyed(
+        subject: String, key: String, value: RawJSON?, members: JSONMemberIndex, grant: TokenGrant, publisher: UInt64)
     /// `create`, `complete`, `error` or `delete`, whose rights the session checked.
     case change(SubjectChange)
     /// `list`: the subjects under `prefix` that `grant` may list.

@@ -27,6 +27,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case open(String)
         case changed(SubjectEntry)
         case forward(ForwardedRequest, ticket: UInt64)
+        case lag(publisher: UInt64, began: Bool)
     }
 
     private let owner: LoopInbox<ReplicaRequest>
@@ -44,17 +45,28 @@ final class SubjectReplicas: @unchecked Sendable {
         guard let self else { return }
         owner.post(contentsOf: requests(telling: notes))
     }
+    /// This loop's publishers, numbered for the owner's lagging subscribers, and the owner's,
+    /// as this loop's lagging subscribers hold them.
+    private let registry = PublisherRegistry()
+    private let publishers: RemotePublishers
 
     /// Replicas of the subjects whose owner reads `owner`, on `loop`; a replay subject's keeps
-    /// at most `retained.maxReplayBytes`, by `retained.clock`.
-    init(owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues) {
+    /// at most `retained.maxReplayBytes`, by `retained.clock`. `pauses`: the server's, which
+    /// its sessions' lagging subscribers read.
+    init(owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues, pauses: PublisherPauses) {
         self.owner = owner
         self.loop = loop
         ledger = RetainedValues(maxBytes: .max, maxReplayBytes: retained.maxReplayBytes, clock: retained.clock)
         let reference = LoopBoundReference<SubjectReplicas>(loop: loop)
         reader = ReplicaReader(inbox: LoopInbox(loop: loop) { updates in reference.object?.receive(updates) })
+        publishers = RemotePublishers(pauses: pauses) { publisher, began in
+            reference.object?.notes.post(.lag(publisher: publisher, began: began))
+        }
         reference.object = self
     }
+
+    /// The number the owner knows `gate`, a publisher of this loop's, by.
+    func number(of gate: PublisherGate) -> UInt64 { registry.number(of: gate) }
 
     /// The replica of `name`, when this loop holds one.
     subscript(name: String) -> SubjectEntry? { byName[name] }
@@ -96,11 +108,15 @@ final class SubjectReplicas: @unchecked Sendable {
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
             case .value(let feed, let value):
                 guard let entry = byFeed[feed] else { continue }
-                if let map = entry.map {
-                    change(map, of: entry, as: value)
-                } else {
-                    entry.deliver(value.message(in: entry.label))
+                // Inside its publisher's stand-in: a subscriber it puts over the soft limit pauses
+                // the publisher where it is.
+                guard value.publisher != 0 else {
+                    deliver(value, to: entry)
+                    continue
                 }
+                publishers.gate(value.publisher).publishing { deliver(value, to: entry) }
+            case .lag(let publisher, let began):
+                registry.lag(publisher, began: began)
             case .policy(let feed, let policy):
                 byFeed[feed]?.label.slowConsumer = policy
             case .ended(let feed, let how):
@@ -109,6 +125,14 @@ final class SubjectReplicas: @unchecked Sendable {
             case .answered(let ticket, let answer):
                 answers.removeValue(forKey: ticket)?(answer)
             }
+        }
+    }
+
+    private func deliver(_ value: ReplicatedValue, to entry: SubjectEntry) {
+        if let map = entry.map {
+            change(map, of: entry, as: value)
+        } else {
+            entry.deliver(value.message(in: entry.label))
         }
     }
 
@@ -154,6 +178,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.open(name: name, reader: reader))
             case .forward(let request, let ticket):
                 requests.append(.forward(request, ticket: ticket, reader: reader))
+            case .lag(let publisher, let began):
+                requests.append(.lag(publisher: publisher, began: began))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry

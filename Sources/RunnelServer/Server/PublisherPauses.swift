@@ -50,7 +50,9 @@ package final class PublisherPauses {
 /// One publisher's side of `backpressure`: how many lagging subscribers its values have put or
 /// found over the soft limit (each holds the gate until it is back under it, or closed), and
 /// what to do once none does. Its owner (a session, an HTTP publication) stops reading its
-/// client while `isPaused`, holding what it had read already.
+/// client while `isPaused`, holding what it had read already. A gate may stand for a publisher
+/// on another loop (`RemotePublishers`): it tells that loop instead (`relay`), which counts the
+/// pause.
 ///
 /// Thread rules: loop thread only. Lifetime rule: the owner holds it, and so does every
 /// laggard it waits on until it lets go (`laggardEnded`); it holds its owner only weakly,
@@ -64,6 +66,11 @@ package final class PublisherGate {
     private var onResume: (() -> Void)?
     /// Set once its owner has gone: later releases change nothing.
     private var isClosed = false
+    /// For a stand-in for another loop's publisher: told `true` when the first laggard takes
+    /// hold, `false` when the last lets go; nil for a publisher of this loop.
+    var relay: ((_ paused: Bool) -> Void)?
+    /// The number other loops know it by (`PublisherRegistry`); 0 until it has one.
+    var remoteNumber: UInt64 = 0
 
     package init(pauses: PublisherPauses) { self.pauses = pauses }
 
@@ -91,7 +98,9 @@ package final class PublisherGate {
     /// A laggard (a session over the soft limit) takes hold of the gate: the first pauses it.
     func laggardBegan() {
         laggards += 1
-        if laggards == 1 && !isClosed { pausedAt = pauses.began() }
+        guard laggards == 1 && !isClosed else { return }
+        if let relay { return relay(true) }
+        pausedAt = pauses.began()
     }
 
     /// A laggard lets go (it is back under the soft limit, or closed): the last resumes it.
@@ -99,6 +108,7 @@ package final class PublisherGate {
         assert(laggards > 0, "a laggard let go of a gate it did not hold")
         laggards -= 1
         guard laggards == 0, !isClosed else { return }
+        if let relay { return relay(false) }
         pauses.ended(startedAt: pausedAt)
         let action = onResume
         onResume = nil

@@ -12,15 +12,18 @@ extension Server: ReplicaOwner {
     /// Carries out `request` and hands `then` what its reply says: for a `pub` or a change
     /// whose reply waits for the write (`Publishing.Receipt`, `SubjectChange.apply`), once
     /// written.
-    func answer(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void) {
+    func answer(
+        _ request: ForwardedRequest, publishers: RemotePublishers, then: @escaping (SessionReply.Outcome) -> Void
+    ) {
         do throws(ProtocolError) {
             switch request {
-            case .publish(let subject, let value, let members, let grant):
-                try publish(value, members: members, to: subject, for: grant, then: then)
-            case .publishKeyed(let subject, let key, let value, let members, let grant):
+            case .publish(let subject, let value, let members, let grant, let publisher):
+                try publish(
+                    value, members: members, to: subject, for: grant, by: publishers.gate(publisher), then: then)
+            case .publishKeyed(let subject, let key, let value, let members, let grant, let publisher):
                 let (receivers, waits) = try Publishing.change(
                     key, to: value, members: members, of: try mapTarget(named: subject, for: grant), in: subjects,
-                    counting: stats, bounding: publishEvaluationBound, by: forwardedPublisher)
+                    counting: stats, bounding: publishEvaluationBound, by: publishers.gate(publisher))
                 guard waits else { return then(.published(receivers: receivers)) }
                 subjects.whenWritten { error in then(error.map { .failed($0) } ?? .published(receivers: receivers)) }
             case .change(let change):
@@ -36,17 +39,17 @@ extension Server: ReplicaOwner {
         }
     }
 
-    /// Publishes another loop's `pub` as a `pub` here would be. Another loop's publishers are
-    /// not paused by a lagging subscriber here (`forwardedPublisher` only counts the pause).
+    /// Publishes another loop's `pub` as a `pub` here would be, through `gate`, the stand-in
+    /// for its publisher, whom a subscriber lagging behind the value pauses there.
     private func publish(
-        _ value: RawJSON, members: JSONMemberIndex, to subject: String, for grant: TokenGrant,
+        _ value: RawJSON, members: JSONMemberIndex, to subject: String, for grant: TokenGrant, by gate: PublisherGate,
         then: @escaping (SessionReply.Outcome) -> Void
     ) throws(ProtocolError) {
         let (entry, made) = try publishTarget(named: subject, for: grant)
         if entry.map != nil { throw Publishing.keyNeeded(entry) }
         switch try Publishing.publish(
             value, members: members, to: entry, made: made, in: subjects, counting: stats,
-            bounding: publishEvaluationBound, by: forwardedPublisher)
+            bounding: publishEvaluationBound, by: gate)
         {
         case .now(let receivers): then(.published(receivers: receivers))
         case .afterWrite:

@@ -37,8 +37,6 @@ public final class Server: SessionOwner, @unchecked Sendable {
     package let replicaSource: ReplicaSource
     /// This loop's replicas of the subjects another member owns; nil on the owner.
     private(set) var replicas: SubjectReplicas?
-    /// What the `pub`s of other loops' sessions publish through (`publish(forwarded:then:)`).
-    private(set) lazy var forwardedPublisher = PublisherGate(pauses: publisherPauses)
     private var sessions: [UInt64: Session] = [:]
     /// Each configured token's evaluation budget on this loop, drawing on the token's pool over
     /// every loop (`ServerGroup.tokenPool`), by the token's digest (`tokenEvaluationBudget`).
@@ -88,11 +86,12 @@ public final class Server: SessionOwner, @unchecked Sendable {
             peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
             shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
-        replicaSource = ReplicaSource(loop: scheduler)
+        replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses)
         applyRetentionLimits()
         replicaSource.owner = self
         if let owner = self.group.join(self) {
-            replicas = SubjectReplicas(owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained)
+            replicas = SubjectReplicas(
+                owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses)
         }
     }
 

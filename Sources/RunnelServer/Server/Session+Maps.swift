@@ -22,8 +22,10 @@ extension Session {
         let members = request.scanned.valueMembers
         if let replicas = context.replicas {
             return forward(
-                .publishKeyed(subject: name, key: key, value: value, members: members, grant: rights), ref: request.ref,
-                to: replicas, weighing: value?.count ?? 0, quiet: request.ref == nil)
+                .publishKeyed(
+                    subject: name, key: key, value: value, members: members, grant: rights,
+                    publisher: replicas.number(of: publisher)),
+                ref: request.ref, to: replicas, weighing: value?.count ?? 0, quiet: request.ref == nil)
         }
         let entry = try context.mapTarget(named: name, for: rights)
         let (receivers, waits) = try Publishing.change(

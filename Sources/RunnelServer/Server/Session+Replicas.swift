@@ -16,7 +16,9 @@ extension Session {
         let subject = try request.requiredString(.subject)
         let value = request.raw(.value) ?? .null
         forward(
-            .publish(subject: subject, value: value, members: request.scanned.valueMembers, grant: rights),
+            .publish(
+                subject: subject, value: value, members: request.scanned.valueMembers, grant: rights,
+                publisher: replicas.number(of: publisher)),
             ref: request.ref, to: replicas, weighing: value.count, quiet: request.ref == nil)
     }
 

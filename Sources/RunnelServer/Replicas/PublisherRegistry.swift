@@ -1,0 +1,44 @@
+/// This loop's publishers as other loops name them (decision 0011): a value that crosses to
+/// another loop, and a `pub` forwarded to the owner, carry its publisher's number, so that a
+/// subscriber lagging there can pause the publisher here (`lag(_:began:)`, from
+/// `ReplicaRequest.lag` or `ReplicaUpdate.lag`). A gate keeps its number for life; numbers are
+/// never used twice; a gate that has gone is forgotten.
+///
+/// Thread rules: its loop's thread. Lifetime rule: its server's `ReplicaSource` or
+/// `SubjectReplicas` holds it; it holds the gates weakly.
+final class PublisherRegistry {
+    private struct Entry {
+        weak var gate: PublisherGate?
+    }
+
+    private var gates: [UInt64: Entry] = [:]
+    private var lastNumber: UInt64 = 0
+    /// How many gates were alive at the last sweep of the gone ones.
+    private var liveAtSweep = 0
+
+    /// `gate`'s number; 0 for none (a value no publisher sent: nobody to pause).
+    func number(of gate: PublisherGate?) -> UInt64 {
+        guard let gate else { return 0 }
+        if gate.remoteNumber != 0 { return gate.remoteNumber }
+        lastNumber += 1
+        gate.remoteNumber = lastNumber
+        gates[lastNumber] = Entry(gate: gate)
+        if gates.count > 2 * max(liveAtSweep, 64) {
+            gates = gates.filter { $0.value.gate != nil }
+            liveAtSweep = gates.count
+        }
+        return lastNumber
+    }
+
+    /// A subscriber on another loop began to lag behind (`began`) the values of the publisher
+    /// numbered `number`, or stopped: it holds the gate as a laggard here would. Nothing for a
+    /// publisher that has gone.
+    func lag(_ number: UInt64, began: Bool) {
+        guard let gate = gates[number]?.gate else { return }
+        if began {
+            gate.laggardBegan()
+        } else {
+            gate.laggardEnded()
+        }
+    }
+}
