@@ -129,15 +129,15 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     private func deliver(_ value: ReplicatedValue, to entry: SubjectEntry) {
-        if let map = entry.map {
-            change(map, of: entry, as: value)
+        if entry.map != nil {
+            change(entry, as: value)
         } else {
             entry.deliver(value.message(in: entry.label))
         }
     }
 
     /// A map's change, as its owner made it: a key written, or removed (`value.mark`).
-    private func change(_ map: MapValues, of entry: SubjectEntry, as value: ReplicatedValue) {
+    private func change(_ entry: SubjectEntry, as value: ReplicatedValue) {
         guard let key = value.key else { return assertionFailure("a map's change without a key") }
         if let mark = value.mark {
             if !entry.remove(key, mark, seq: { value.seq }, time: value.time) {

@@ -25,10 +25,10 @@ extension Server: ReplicaOwner {
                     key, to: value, members: members, of: try mapTarget(named: subject, for: grant), in: subjects,
                     counting: stats, bounding: publishEvaluationBound, by: publishers.gate(publisher))
                 guard waits else { return then(.published(receivers: receivers)) }
-                subjects.whenWritten { error in then(error.map { .failed($0) } ?? .published(receivers: receivers)) }
+                answerWhenWritten(then) { .published(receivers: receivers) }
             case .change(let change):
                 guard try change.apply(in: sessionContext, under: sessionSettings) else { return then(.done) }
-                subjects.whenWritten { error in then(error.map { .failed($0) } ?? .done) }
+                answerWhenWritten(then) { .done }
             case .list(let prefix, let grant):
                 then(.subjects(SubjectListing.list(of: subjects, prefix: prefix, for: grant)))
             case .sync:
@@ -52,10 +52,16 @@ extension Server: ReplicaOwner {
             bounding: publishEvaluationBound, by: gate)
         {
         case .now(let receivers): then(.published(receivers: receivers))
-        case .afterWrite:
-            subjects.whenWritten { error in
-                then(error.map { .failed($0) } ?? .published(receivers: entry.subscriberCount))
-            }
+        case .afterWrite: answerWhenWritten(then) { .published(receivers: entry.subscriberCount) }
         }
+    }
+
+    /// Hands `then` what `outcome` makes once the changes made so far are written, or the
+    /// error that kept them off the disk (`Session.replyWhenWritten`'s rule, for a reply on
+    /// another loop).
+    private func answerWhenWritten(
+        _ then: @escaping (SessionReply.Outcome) -> Void, _ outcome: @escaping () -> SessionReply.Outcome
+    ) {
+        subjects.whenWritten { error in then(error.map { .failed($0) } ?? outcome()) }
     }
 }
