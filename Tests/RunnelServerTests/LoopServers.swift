@@ -3,6 +3,7 @@ import Runnel
 import RunnelTestSupport
 import RunnelUV
 
+@testable import RunnelHTTP
 @testable import RunnelServer
 
 /// Servers sharing one group, each on a loop running on a thread of its own; clients are
@@ -47,8 +48,24 @@ final class LoopServer: Sendable {
         server = UnsafeTransfer(
             Server(
                 config: config, scheduler: loop.scheduler, logger: SessionHarness.logger,
-                subjects: MemorySubjectStore(), group: group))
+                subjects: MemorySubjectStore(retained: RetainedValues(limitsOf: config)), group: group))
         loop.start(name: "group-test-\(index)")
+    }
+
+    /// The HTTP front door and its listener, once `serveHTTP()` made them.
+    private let http = Locked<UnsafeTransfer<(HTTPFrontDoor, TCPListener)>?>(nil)
+
+    /// Serves this server's HTTP front door on a free loopback port, until `shutdown()`;
+    /// returns the port.
+    func serveHTTP() throws -> Int {
+        let listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
+        let port = UnsafeTransfer(listener)
+        return run {
+            let frontDoor = HTTPFrontDoor(server: self.server.value)
+            frontDoor.serve(port.value)
+            self.http.withLock { $0 = UnsafeTransfer((frontDoor, port.value)) }
+            return port.value.port
+        }
     }
 
     /// A client of this loop's server, used on the loop only.
@@ -135,7 +152,15 @@ final class LoopServer: Sendable {
 
     func close(_ client: Client) { run { client.transport.close() } }
 
-    func shutdown() { _ = loop.shutdown() }
+    func shutdown() {
+        if let http = http.withLock({ $0 }) {
+            run {
+                http.value.0.closeAllConnections(flushingWithin: .zero)
+                http.value.1.close()
+            }
+        }
+        _ = loop.shutdown()
+    }
 }
 
 /// A value handed to a loop's thread and back, used on one thread at a time.

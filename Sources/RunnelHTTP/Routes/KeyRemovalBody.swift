@@ -13,14 +13,13 @@ final class KeyRemovalBody: HTTPBodyReader {
     func read(_ piece: UnsafeRawBufferPointer) {}
 
     func finish() {
-        do throws(ProtocolError) {
-            let receivers = try publication.removeKey()
+        let publication = self.publication
+        publication.publish([], removesKey: true, isLast: true) { receipt in
+            if let failure = receipt.failure { return publication.exchange.fail(HTTPFailure(failure)) }
             publication.answer {
-                var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: receivers)))
+                var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: receipt.receivers)))
                 return .json(line.finish())
             }
-        } catch {
-            publication.exchange.fail(HTTPFailure(error))
         }
     }
 

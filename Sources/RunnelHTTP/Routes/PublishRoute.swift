@@ -3,11 +3,13 @@ import RunnelProtocol
 import RunnelServer
 
 /// `POST /pub/SUBJECT`: publishes the body to SUBJECT (the rest of the path, percent-decoded),
-/// through the same steps as the line protocol's `pub` (`Server.publishTarget(named:)`,
-/// `Publishing.publish(_:to:in:counting:)`). The body is one JSON value
+/// through the same steps as the line protocol's `pub`, on the loop that owns the subjects
+/// (`Server.publish(_:by:then:)`, which forwards from another loop). The body is one JSON value
 /// (`application/json` or no `Content-Type`) or, with `application/x-ndjson`, one value per
-/// line, published as each line arrives. On a map (version 1.3), `?key=K` names the key the
+/// line, published as the lines arrive. On a map (version 1.3), `?key=K` names the key the
 /// values are written to, and `DELETE /pub/SUBJECT?key=K` removes it (`KeyRemovalBody`).
+/// What needs no subject (the name, a reserved one, the token's rights) is checked before the
+/// body is read; the rest (the subject's kind, `auto_create`, ...) with its first values.
 final class PublishRoute: HTTPRoute {
     static let prefix = "/pub/"
     let methods: [HTTPMethod] = [.post, .delete]
@@ -25,16 +27,8 @@ final class PublishRoute: HTTPRoute {
             guard exchange.head.method == .post || key != nil else {
                 throw ProtocolError(.badRequest, "DELETE /pub/SUBJECT removes a map's key: it needs ?key=")
             }
-            let target =
-                if key != nil {
-                    (entry: try server.mapTarget(named: name, for: exchange.checkedGrant), made: false)
-                } else {
-                    try server.publishTarget(named: name, for: exchange.checkedGrant)
-                }
-            if key == nil && target.entry.map != nil { throw Publishing.keyNeeded(target.entry) }
-            publication = Publication(
-                server: server, exchange: exchange, grant: exchange.checkedGrant, entry: target.entry,
-                made: target.made, key: key)
+            try server.checkPublish(to: name, for: exchange.checkedGrant)
+            publication = Publication(server: server, exchange: exchange, subject: name, key: key)
         } catch {
             exchange.fail(HTTPFailure(error))
             return nil
@@ -61,38 +55,34 @@ final class PublishRoute: HTTPRoute {
     }
 }
 
-/// One `POST /pub/SUBJECT` in progress: its subject, what it has published, and its answer,
-/// which for a durable subject waits for the disk as the line protocol's reply does (with
-/// `fsync = always`, once the values are on disk), for a subject the request made waits for
-/// its making (in a cluster, its definition may lose to another node's), and waits while the
-/// publication is paused (`backpressure`: a subscriber its values reached lags), so a client
-/// that publishes one value per request is paused too. Loop thread only. Lifetime rule: its
-/// body reader holds it; the laggards that paused it hold only its gate.
+/// One `POST /pub/SUBJECT` in progress: its subject, what it has published, and its answer.
+/// Its values go out in batches (`PublishedBatch`), one at a time; the last batch's receipt
+/// comes once the request's durable values are on disk where answers wait for it (with
+/// `fsync = always`), or a subject it made is made (in a cluster, its definition may lose to
+/// another node's). The answer also waits while the publication is paused (`backpressure`: a
+/// subscriber its values reached lags, on any loop), so a client that publishes one value per
+/// request is paused too. Loop thread only. Lifetime rule: its body reader holds it, and so
+/// does a batch until its receipt comes; the laggards that paused it hold only its gate.
 final class Publication {
     let exchange: HTTPExchange
     private unowned let server: Server
-    private let name: String
-    /// The rights of the request's token, checked again when the subject is looked up again.
-    private let grant: TokenGrant
-    private var entry: SubjectEntry
-    private(set) var published = 0
-    /// Whether a durable value was published, or the subject made: the answer then waits for
-    /// the store.
-    private(set) var waitsForStore: Bool
-    /// This request as a publisher, for `backpressure`.
-    private let gate: PublisherGate
+    private let subject: String
     /// The map key the values are written to (`?key=`); nil for a subject of another kind.
     private let key: String?
+    /// The rights of the request's token, checked again as each batch is published.
+    private let grant: TokenGrant
+    private(set) var published = 0
+    /// A value published so far waits for the store before the request is answered.
+    private var waits = false
+    /// This request as a publisher, for `backpressure`.
+    private let gate: PublisherGate
 
-    /// `made`: the request made the subject.
-    init(server: Server, exchange: HTTPExchange, grant: TokenGrant, entry: SubjectEntry, made: Bool, key: String?) {
+    init(server: Server, exchange: HTTPExchange, subject: String, key: String?) {
         self.server = server
-        self.key = key
-        self.waitsForStore = made
-        self.grant = grant
         self.exchange = exchange
-        self.entry = entry
-        self.name = entry.name
+        self.subject = subject
+        self.key = key
+        self.grant = exchange.checkedGrant
         self.gate = PublisherGate(pauses: server.publisherPauses)
     }
 
@@ -100,44 +90,21 @@ final class Publication {
 
     var maxDepth: Int { server.config.maxDepth }
 
-    /// Publishes one value; returns the subject's subscribers just before (its receivers).
-    @discardableResult
-    func publish(_ value: RawJSON) throws(ProtocolError) -> Int {
-        // The subject may have been deleted (and re-created) while a long body streamed in.
-        if entry.isDeleted { entry = try target() }
-        let receivers = entry.subscriberCount
-        if let key {
-            try Publishing.publish(
-                value, key: key, to: entry, in: server.subjects, counting: server.stats,
-                bounding: server.publishEvaluationBound, by: gate)
-        } else {
-            try Publishing.publish(
-                value, to: entry, in: server.subjects, counting: server.stats, bounding: server.publishEvaluationBound,
-                by: gate)
+    /// Publishes `values` in order (none, with `isLast`, ends the request; `removesKey`, a
+    /// `DELETE`'s removal of the key) and hands `then` the receipt, perhaps before returning;
+    /// `published` counts what it says was published.
+    func publish(
+        _ values: [RawJSON], removesKey: Bool = false, isLast: Bool,
+        then: @escaping (PublishedBatch.Receipt) -> Void
+    ) {
+        let batch = PublishedBatch(
+            subject: subject, key: key, values: values, removesKey: removesKey, grant: grant, isLast: isLast,
+            waits: waits)
+        server.publish(batch, by: gate) { receipt in
+            self.published += receipt.published
+            self.waits = self.waits || receipt.waits
+            then(receipt)
         }
-        published += 1
-        waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
-        return receivers
-    }
-
-    /// Removes the request's key from its map (`DELETE`); returns the map's subscribers just
-    /// before.
-    func removeKey() throws(ProtocolError) -> Int {
-        guard let key else { preconditionFailure("a removal without a key") }
-        if entry.isDeleted { entry = try target() }
-        let receivers = entry.subscriberCount
-        try Publishing.remove(
-            key, from: entry, in: server.subjects, bounding: server.publishEvaluationBound, by: gate)
-        waitsForStore = waitsForStore || server.subjects.repliesWait(forValueOf: entry)
-        return receivers
-    }
-
-    /// The subject looked up again, as the request named it.
-    private func target() throws(ProtocolError) -> SubjectEntry {
-        guard key == nil else { return try server.mapTarget(named: name, for: grant) }
-        let entry = try server.publishTarget(named: name, for: grant).entry
-        if entry.map != nil { throw Publishing.keyNeeded(entry) }
-        return entry
     }
 
     /// Whether a subscriber a value reached lags and paused it: nothing more is
@@ -147,25 +114,14 @@ final class Publication {
     /// Runs `action` once the publication is not paused (at once when it is not).
     func whenResumed(_ action: @escaping () -> Void) { gate.whenResumed(action) }
 
-    /// The subject's subscribers now.
-    var subscriberCount: Int { entry.subscriberCount }
-
-    /// Answers with `response()`, once what was published is on disk where answers wait for
-    /// it; the disk's error instead, if writing failed.
+    /// Answers with `response()` once the publication is not paused.
     func answer(_ response: @escaping () -> HTTPResponse) {
         guard !gate.isPaused else {
             // Held strongly: the body reader that called may be gone by then.
             gate.whenResumed { self.answer(response) }
             return
         }
-        guard waitsForStore, server.subjects.repliesWaitForDisk else {
-            exchange.answer(response())
-            return
-        }
-        let exchange = self.exchange
-        server.subjects.whenWritten { error in
-            exchange.answer(error.map { .failure(HTTPFailure($0)) } ?? response())
-        }
+        exchange.answer(response())
     }
 
     /// Answers `error`, with how many values were published before it.

@@ -1,3 +1,4 @@
+import RunnelJSON
 import RunnelProtocol
 import RunnelServer
 
@@ -14,19 +15,21 @@ final class SingleValueBody: HTTPBodyReader {
 
     func finish() {
         let publication = self.publication
+        let value: RawJSON
         do throws(ProtocolError) {
-            let value = try bytes.withUnsafeBytes { bytes in
+            value = try bytes.withUnsafeBytes { bytes in
                 Result { () throws(ProtocolError) in try PublishedValue.parse(bytes, maxDepth: publication.maxDepth) }
             }.get()
-            let receivers = try publication.publish(value)
+        } catch {
+            return publication.exchange.fail(HTTPFailure(error))
+        }
+        publication.publish([value], isLast: true) { receipt in
+            if let failure = receipt.failure { return publication.exchange.fail(HTTPFailure(failure)) }
+            // A durable value's receivers are counted once it is on disk, as `pub`'s are.
             publication.answer {
-                // A durable value's receivers are counted once it is on disk, as `pub`'s are.
-                let counted = publication.waitsForStore ? publication.subscriberCount : receivers
-                var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: counted)))
+                var line = ServerLineWriter.reply(SessionReply(ref: nil, .published(receivers: receipt.receivers)))
                 return .json(line.finish())
             }
-        } catch {
-            publication.exchange.fail(HTTPFailure(error))
         }
     }
 

@@ -48,6 +48,9 @@ package final class ReplicaSource: @unchecked Sendable {
             case .forward(let forwarded, let ticket, let reader):
                 let (outbox, publishers) = self.reader(reader)
                 owner.answer(forwarded, publishers: publishers) { outbox.post(.answered(ticket: ticket, $0)) }
+            case .publish(let batch, let publisher, let ticket, let reader):
+                let (outbox, publishers) = self.reader(reader)
+                owner.publish(batch, by: publishers.gate(publisher)) { outbox.post(.published(ticket: ticket, $0)) }
             }
         }
     }
@@ -95,6 +98,10 @@ protocol ReplicaOwner: AnyObject {
     /// a `pub` publishes through its publisher's stand-in among `publishers`.
     func answer(
         _ request: ForwardedRequest, publishers: RemotePublishers, then: @escaping (SessionReply.Outcome) -> Void)
+    /// Publishes another loop's HTTP request's values here, through `publisher`, the stand-in
+    /// for the request (`Server.publish(_:by:then:)`).
+    func publish(
+        _ batch: PublishedBatch, by publisher: PublisherGate, then: @escaping (PublishedBatch.Receipt) -> Void)
 }
 
 /// One replica's feed: a subscriber of the owner's subject that hands what the subject sends

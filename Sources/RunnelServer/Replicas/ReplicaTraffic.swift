@@ -101,6 +101,8 @@ enum ReplicaUpdate: Sendable {
     case ended(feed: UInt64, ReplicaEnd)
     /// The answer to the reader's forwarded request `ticket`: what its reply says.
     case answered(ticket: UInt64, SessionReply.Outcome)
+    /// What became of the reader's batch `ticket` (`ReplicaRequest.publish`).
+    case published(ticket: UInt64, PublishedBatch.Receipt)
     /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
     /// the reader's publisher numbered `publisher` (its `pub`s the owner published).
     case lag(publisher: UInt64, began: Bool)
@@ -122,6 +124,10 @@ enum ReplicaRequest: Sendable {
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)
+    /// An HTTP request's values (`POST /pub`) from the reader's publisher numbered
+    /// `publisher`, published on the owner and answered to `reader` with `ticket`
+    /// (`ReplicaUpdate.published`).
+    case publish(PublishedBatch, publisher: UInt64, ticket: UInt64, reader: ReplicaReader)
 }
 
 /// A request a session of another loop received that the subjects' owner carries out, as

@@ -11,8 +11,8 @@ import RunnelUV
 /// the turn its last subscription here ends; meanwhile the owner is told, once a turn, how
 /// many subscribers it has here (what its `pub` counts as receivers, its `list` as
 /// subscribers). A request here that the owner carries out (`ForwardedRequest`: `pub`,
-/// `create`, an ending, `list`) goes to it with the turn's other requests, and its answer
-/// comes back with the updates.
+/// `create`, an ending, `list`; an HTTP request's values, `PublishedBatch`) goes to it with
+/// the turn's other requests, and its answer comes back with the updates.
 ///
 /// The values a replica keeps (a replay subject's history) share their bytes with the owner's
 /// and are counted there against `max_retained_bytes`, not again here: `ledger` ages the
@@ -27,6 +27,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case open(String)
         case changed(SubjectEntry)
         case forward(ForwardedRequest, ticket: UInt64)
+        case publish(PublishedBatch, publisher: UInt64, ticket: UInt64)
         case lag(publisher: UInt64, began: Bool)
     }
 
@@ -40,6 +41,8 @@ final class SubjectReplicas: @unchecked Sendable {
     private var waiting: [String: [(Result<SubjectEntry, ProtocolError>) -> Void]] = [:]
     /// Who waits for the answer to each request forwarded to the owner, by ticket.
     private var answers: [UInt64: (SessionReply.Outcome) -> Void] = [:]
+    /// Who waits for the receipt of each batch sent to the owner, by ticket.
+    private var receipts: [UInt64: (PublishedBatch.Receipt) -> Void] = [:]
     private var lastTicket: UInt64 = 0
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
@@ -87,6 +90,16 @@ final class SubjectReplicas: @unchecked Sendable {
         notes.post(.forward(request, ticket: lastTicket))
     }
 
+    /// Sends `batch`, an HTTP request's values published by this loop's publisher numbered
+    /// `publisher`, to the owner with this turn's other requests, and hands `then` its receipt.
+    func publish(
+        _ batch: PublishedBatch, publisher: UInt64, then: @escaping (PublishedBatch.Receipt) -> Void
+    ) {
+        lastTicket += 1
+        receipts[lastTicket] = then
+        notes.post(.publish(batch, publisher: publisher, ticket: lastTicket))
+    }
+
     /// A subscription to `entry` began or ended here: the owner is told at the end of the turn,
     /// and the replica let go if none is left.
     func subscribersChanged(_ entry: SubjectEntry) {
@@ -124,6 +137,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 end(entry, how)
             case .answered(let ticket, let answer):
                 answers.removeValue(forKey: ticket)?(answer)
+            case .published(let ticket, let receipt):
+                receipts.removeValue(forKey: ticket)?(receipt)
             }
         }
     }
@@ -178,6 +193,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.open(name: name, reader: reader))
             case .forward(let request, let ticket):
                 requests.append(.forward(request, ticket: ticket, reader: reader))
+            case .publish(let batch, let publisher, let ticket):
+                requests.append(.publish(batch, publisher: publisher, ticket: ticket, reader: reader))
             case .lag(let publisher, let began):
                 requests.append(.lag(publisher: publisher, began: began))
             case .changed(let entry):

@@ -122,7 +122,7 @@ extension Publishing {
 
     /// What a `pub` without a key to a map gets.
     @inline(never)
-    package static func keyNeeded(_ entry: SubjectEntry) -> ProtocolError {
+    static func keyNeeded(_ entry: SubjectEntry) -> ProtocolError {
         ProtocolError(.badRequest, "subject '\(entry.name)' is a map: pub needs field 'key'")
     }
 }
@@ -131,14 +131,22 @@ extension Server {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on. A refusal creates nothing.
-    package func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> (
+    func publishTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> (
         entry: SubjectEntry, made: Bool
     ) {
         try sessionContext.publishTarget(named: name, for: grant, under: sessionSettings)
     }
 
     /// The map a keyed write names, when `grant` may publish to it (`SessionContext.mapTarget`).
-    package func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
+    func mapTarget(named name: String, for grant: TokenGrant) throws(ProtocolError) -> SubjectEntry {
         try sessionContext.mapTarget(named: name, for: grant)
+    }
+
+    /// The checks of a write to `name` that need no subject (a reserved name, `grant`'s
+    /// rights), made on any loop before an HTTP request's body is read; the owner makes every
+    /// check as it publishes (`publish(_:by:then:)`).
+    package func checkPublish(to name: String, for grant: TokenGrant) throws(ProtocolError) {
+        try SystemSubjects.checkWritable(name)
+        try grant.checkPublish(to: name)
     }
 }
