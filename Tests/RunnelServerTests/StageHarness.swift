@@ -41,7 +41,7 @@ final class StageHarness: @unchecked Sendable {
     func compiler() -> StageCompiler {
         StageCompiler(
             scheduler: scheduler, limits: limits, defaultLabel: sourceLabel, account: nil, interner: interner
-        ) { [self] name throws(ProtocolError) in
+        ) { [self] name, _ throws(ProtocolError) in
             if name == "missing" { throw ProtocolError(.unknownSubject, "no subject 'missing'") }
             return subject(name)
         }

@@ -44,6 +44,8 @@ final class SubjectReplicas: @unchecked Sendable {
     /// Who waits for the receipt of each batch sent to the owner, by ticket.
     private var receipts: [UInt64: (PublishedBatch.Receipt) -> Void] = [:]
     private var lastTicket: UInt64 = 0
+    /// Replicas held for a `sub` that waits for others (`pin`), and how many times each.
+    private var pins: [ObjectIdentifier: Int] = [:]
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
         owner.post(contentsOf: requests(telling: notes))
@@ -98,6 +100,57 @@ final class SubjectReplicas: @unchecked Sendable {
         lastTicket += 1
         receipts[lastTicket] = then
         notes.post(.publish(batch, publisher: publisher, ticket: lastTicket))
+    }
+
+    /// `entry`'s values (a map's without its removals) for a stage of a session here that
+    /// names the subject: each subscription to it holds the replica, and the owner counts it
+    /// among the subject's subscribers, as a stage's on the owner is.
+    func reading(_ entry: SubjectEntry) -> Signal<Message> {
+        let values = entry.map == nil ? entry.subject : entry.subject.filter { $0.mark == nil }
+        let held = LoopBound((replicas: self, entry: entry), loop: loop)
+        return Signal.create { subscriber in
+            let subscription = values.subscribe(subscriber)
+            held.value.replicas.subscribersChanged(held.value.entry)
+            return Disposable {
+                subscription.dispose()
+                held.value.replicas.subscribersChanged(held.value.entry)
+            }
+        }
+    }
+
+    /// The values of `name`, which a stage names at run time and whose replica is not here:
+    /// once the owner has sent it, read as `reading` reads it (`reached` told of it first), or
+    /// the owner's refusal, as `late` makes it, ends the signal.
+    func later(
+        _ name: String, failing late: @escaping @Sendable (ProtocolError) -> ProtocolError,
+        reached: @escaping @Sendable (SubjectEntry) -> Void
+    ) -> Signal<Message> {
+        let replicas = LoopBound(self, loop: loop)
+        return Signal.create { subscriber in
+            let reading = SerialDisposable()
+            replicas.value.open(name) { answer in
+                guard !reading.isDisposed else { return }
+                switch answer {
+                case .success(let entry):
+                    reached(entry)
+                    reading.inner = replicas.value.reading(entry).subscribe(subscriber)
+                case .failure(let error):
+                    subscriber.sendError(late(error))
+                }
+            }
+            return reading
+        }
+    }
+
+    /// Holds `entry` until `unpin`, whatever its subscriptions: a `sub` waiting for the other
+    /// replicas its stages read keeps those it has.
+    func pin(_ entry: SubjectEntry) { pins[ObjectIdentifier(entry), default: 0] += 1 }
+
+    func unpin(_ entry: SubjectEntry) {
+        let key = ObjectIdentifier(entry)
+        guard let count = pins[key] else { return assertionFailure("a replica unpinned more than pinned") }
+        pins[key] = count == 1 ? nil : count - 1
+        subscribersChanged(entry)
     }
 
     /// A subscription to `entry` began or ended here: the owner is told at the end of the turn,
@@ -201,7 +254,10 @@ final class SubjectReplicas: @unchecked Sendable {
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry
                 else { continue }
-                if entry.namedSubscriptions == 0 {
+                // Held by the sessions' subscriptions naming it and their stages reading it.
+                if entry.namedSubscriptions == 0 && entry.subject.subscriberCount == 0
+                    && pins[ObjectIdentifier(entry)] == nil
+                {
                     forget(entry)
                     requests.append(.close(feed: feed))
                 } else {

@@ -29,21 +29,29 @@ extension Session {
     /// How `subscription`'s stages find the subjects they name: only those the token may
     /// subscribe to (its grant at the time of the lookup), each recorded in
     /// `subscription.reached`. A refusal is `unauthorized`; at run time it ends the
-    /// subscription with that code and the stage's index.
+    /// subscription with that code and the stage's index. On a loop that does not own the
+    /// subjects, their replicas (`stageReplica`).
     func stageLookup(for subscription: SessionSubscription) -> SubjectLookup {
-        { [weak self, weak subscription] name throws(ProtocolError) in
+        { [weak self, weak subscription] name, late throws(ProtocolError) in
             guard let self, let subscription, let grant = self.grant else {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
             try grant.checkSubscribe(to: SystemSubjects.rightsName(of: name))
-            let entry = try context.subjectForUse(name, under: settings)
-            if subscription.reached.insert(name).inserted {
-                if entry.kind == .subject { subscription.reachedPlain.insert(name) }
-                subscriptions.noteReached(name, by: subscription)
+            if let replicas = context.replicas, !SystemSubjects.isReserved(name) {
+                return try stageReplica(name, for: subscription, in: replicas, late: late)
             }
+            let entry = try context.subjectForUse(name, under: settings)
+            noteReached(entry, by: subscription)
             // A map's values, as a stream: its removals are no values.
             return entry.map == nil ? entry.subject : entry.subject.filter { $0.mark == nil }
         }
+    }
+
+    /// Records that `subscription`'s stages read `entry` (whose rights a reload checks again).
+    func noteReached(_ entry: SubjectEntry, by subscription: SessionSubscription) {
+        guard subscription.reached.insert(entry.name).inserted else { return }
+        if entry.kind == .subject { subscription.reachedPlain.insert(entry.name) }
+        subscriptions.noteReached(entry.name, by: subscription)
     }
 
     /// The server's tokens were rebuilt: the session moves to its token's new grant (a JWT

@@ -141,12 +141,22 @@ extension Session {
     /// The waiting `sub` runs again, this node caught up (or its wait over), then what came
     /// after it.
     func subscribeCaughtUp(_ request: SubscribeRequest) {
+        runAgain(request) { () throws(ProtocolError) in try subscribe(request, caughtUp: true) }
+    }
+
+    /// Runs a `sub` that held the input while it waited (`holdInputWhileCatchingUp`) again
+    /// (`body`), answering its error, then the requests held behind it, unless it waits once
+    /// more.
+    func runAgain(_ request: SubscribeRequest, _ body: () throws(ProtocolError) -> Void) {
         guard !isClosing else { return }
+        held.isWaiting = false
         do throws(ProtocolError) {
-            try subscribe(request, caughtUp: true)
+            try body()
         } catch {
             writeReply(error: error, ref: request.ref)
         }
+        guard !held.isWaiting else { return }
+        held.isWaiting = true
         resumeInput()
     }
 

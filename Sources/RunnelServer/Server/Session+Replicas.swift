@@ -1,3 +1,4 @@
+import Runnel
 import RunnelJSON
 import RunnelProtocol
 
@@ -75,17 +76,111 @@ extension Session {
         return nil
     }
 
+    /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
+    /// line, or a stream's query): its reply (`SessionReply.Outcome.subscribed`) goes out
+    /// before any of its events. `caughtUp`: it waited once for this node to catch up with its
+    /// `from` (`subscribeCaughtUp`). `replica`: the replica of its subject it waited for, on a
+    /// loop that does not own the subjects (`subscribeReplicated`).
+    ///
+    /// There, a stage naming a subject whose replica is not here fails the chain's compiling
+    /// (`stageReplica`): the `sub`, and the requests after it, wait until the owner has
+    /// answered for every subject its stages name (asked for together, so they come in one
+    /// turn), then it runs again, `refusals` holding the subjects the owner refused, which
+    /// fail it as they would on the owner.
+    func subscribe(
+        _ request: SubscribeRequest, caughtUp: Bool = false, replica: SubjectEntry? = nil,
+        refusals: [String: ProtocolError] = [:]
+    ) throws(ProtocolError) {
+        guard let replicas = context.replicas, !request.stages.isEmpty else {
+            return try subscribeOnce(request, caughtUp: caughtUp, replica: replica)
+        }
+        replicaRefusals = refusals
+        defer {
+            replicaRefusals = [:]
+            stageReplicaMissing = false
+        }
+        do {
+            try subscribeOnce(request, caughtUp: caughtUp, replica: replica)
+        } catch {
+            guard stageReplicaMissing else { throw error }
+            let named = subjectsNamed(by: request.stages, in: replicas, refused: refusals)
+            let missing = named.filter { replicas[$0] == nil }
+            guard !missing.isEmpty else { throw error }
+            // What is here stays until the rest has come, so that the `sub` finds it all.
+            var pinned = named.compactMap { replicas[$0] } + [replica ?? replicas[request.subject]].compactMap { $0 }
+            for entry in pinned { replicas.pin(entry) }
+            var left = missing.count
+            var refused = refusals
+            for name in missing {
+                replicas.open(name) { [weak self] answer in
+                    switch answer {
+                    case .success(let entry):
+                        replicas.pin(entry)
+                        pinned.append(entry)
+                    case .failure(let error): refused[name] = error
+                    }
+                    left -= 1
+                    guard left == 0 else { return }
+                    // Let go at the turn's end unless the `sub` takes them.
+                    for entry in pinned { replicas.unpin(entry) }
+                    self?.runAgain(request) { [refused] () throws(ProtocolError) in
+                        try self?.subscribe(request, caughtUp: caughtUp, replica: replica, refusals: refused)
+                    }
+                }
+            }
+            holdInputWhileCatchingUp()
+        }
+    }
+
+    /// A subject a stage of `subscription` names, on a loop that does not own it: its replica
+    /// here, read as `SubjectReplicas.reading` reads it. While the chain compiles (`late` nil),
+    /// one not here is the owner's refusal when it gave one, else noted
+    /// (`stageReplicaMissing`) and the compile fails, for `subscribe` to wait for it; at run
+    /// time, a signal that reads it once it is here (`SubjectReplicas.later`).
+    func stageReplica(
+        _ name: String, for subscription: SessionSubscription, in replicas: SubjectReplicas,
+        late: (@Sendable (ProtocolError) -> ProtocolError)?
+    ) throws(ProtocolError) -> Signal<Message> {
+        if let held = replicas[name] {
+            noteReached(held, by: subscription)
+            return replicas.reading(held)
+        }
+        if let refusal = replicaRefusals[name] { throw refusal }
+        guard let late else {
+            stageReplicaMissing = true
+            throw ProtocolError(.unavailable, "subject '\(name)' is read through its owner's loop")
+        }
+        return replicas.later(name, failing: late) { [weak self, weak subscription] entry in
+            guard let self, let subscription else { return }
+            noteReached(entry, by: subscription)
+        }
+    }
+
+    /// The subjects `stages` name while they compile, but those the owner refused: found by
+    /// compiling them over nothing with a lookup that notes them.
+    private func subjectsNamed(
+        by stages: [JSONValue], in replicas: SubjectReplicas, refused: [String: ProtocolError]
+    ) -> Set<String> {
+        // The lookup is a `@Sendable` closure; it runs here, on this thread, as the compile does.
+        let names = Locked(Set<String>())
+        _ = try? context.compileChain(
+            stages, source: .never, label: SubjectLabel(""), account: evaluationAccount,
+            lookup: { name, _ in
+                if refused[name] == nil && !SystemSubjects.isReserved(name) {
+                    names.withLock { _ = $0.insert(name) }
+                }
+                return .never
+            }, under: settings)
+        return names.withLock { $0 }
+    }
+
     /// The `sub` that waited for the owner runs again with its answer (nil: with no replica,
     /// which it asks for again), then what came after it.
     private func subscribeReplicated(
         _ request: SubscribeRequest, caughtUp: Bool, answer: Result<SubjectEntry, ProtocolError>?
     ) {
-        guard !isClosing else { return }
-        do throws(ProtocolError) {
+        runAgain(request) { () throws(ProtocolError) in
             try subscribe(request, caughtUp: caughtUp, replica: answer?.get())
-        } catch {
-            writeReply(error: error, ref: request.ref)
         }
-        resumeInput()
     }
 }

@@ -103,13 +103,10 @@ extension Session {
 
     // MARK: sub / unsub
 
-    /// Subscribes as `request` asks, under the protocol's rules, whoever made it (a `sub`
-    /// line, or a stream's query): its reply (`SessionReply.Outcome.subscribed`) goes out
-    /// before any of its events. `caughtUp`: it waited once for this node to catch up with its
-    /// `from` (`subscribeCaughtUp`). `replica`: the replica of its subject it waited for, on a
-    /// loop that does not own the subjects (`subscribeReplicated`).
-    func subscribe(
-        _ request: SubscribeRequest, caughtUp: Bool = false, replica: SubjectEntry? = nil
+    /// `subscribe`'s rules, run once (`Session+Replicas` runs it again on a loop that does not
+    /// own the subjects, once the owner has answered for what its stages name).
+    func subscribeOnce(
+        _ request: SubscribeRequest, caughtUp: Bool, replica: SubjectEntry?
     ) throws(ProtocolError) {
         let pattern = try request.pattern()
         let target = pattern.text

@@ -68,6 +68,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The subject of this connection's last `pub` (see `publishTarget`), which `grant` may
     /// publish to; cleared when the grant changes.
     var lastPublishTarget: SubjectEntry?
+    /// While a `sub` runs on a loop that does not own the subjects: set when a stage named one
+    /// whose replica is not here, and the owner's refusals of those it asked for, for the
+    /// `sub`'s next run (`Session+Replicas`).
+    var stageReplicaMissing = false
+    var replicaRefusals: [String: ProtocolError] = [:]
     /// Open, closing or closed; changed only here.
     private(set) var state = SessionState.open
     /// Requests read while the unsent output was over the soft limit, or while publishing was

@@ -54,16 +54,19 @@ extension StageCompiler {
                 if let problem = SubjectName.problem(withName: subject) {
                     throw StageFailure.eval("bad subject name: \(problem)", stage: index, name: name)
                 }
-                do throws(ProtocolError) {
-                    return try lookup(subject)
-                } catch {
-                    // A subject the token may not read keeps its code, so the client learns why.
+                // A subject the token may not read keeps its code, so the client learns why.
+                let failure: @Sendable (ProtocolError) -> ProtocolError = { error in
                     guard error.code != .unauthorized else {
                         var refusal = error
                         refusal.stage = index
-                        throw refusal
+                        return refusal
                     }
-                    throw StageFailure.eval(error.message, stage: index, name: name)
+                    return StageFailure.eval(error.message, stage: index, name: name)
+                }
+                do throws(ProtocolError) {
+                    return try lookup(subject, failure)
+                } catch {
+                    throw failure(error)
                 }
             } catch {
                 return Signal.error(error)

@@ -4,8 +4,13 @@ import RunnelProtocol
 
 /// Finds another subject's signal by name, for the stages that name subjects
 /// (`combineLatestWith`, `merge`, `flattenMap`...). The server's lookup creates the subject
-/// when `auto_create` allows, else fails with `unknown_subject` (or `limit`).
-public typealias SubjectLookup = @Sendable (String) throws(ProtocolError) -> Signal<Message>
+/// when `auto_create` allows, else fails with `unknown_subject` (or `limit`). `late` is nil
+/// while a chain compiles: the lookup answers at once. At run time (a subject a value names)
+/// a lookup that can only learn later whether the subject can be had (on a loop that does not
+/// own it, decision 0011) returns a signal that then fails with `late(error)`.
+public typealias SubjectLookup =
+    @Sendable (_ name: String, _ late: (@Sendable (ProtocolError) -> ProtocolError)?) throws(ProtocolError) ->
+    Signal<Message>
 
 /// Compiles a `sub`'s stage list (docs/protocol.md, "Stages") into one signal built from the
 /// `Runnel` library's operators, checking the whole list before anything is subscribed.
@@ -120,7 +125,7 @@ public struct StageCompiler: Sendable {
     /// Another subject's signal for a stage being compiled: the lookup's error, with the stage.
     func subjectSignal(_ name: String, for stage: StageArguments) throws(ProtocolError) -> Signal<Message> {
         do {
-            return try lookup(name)
+            return try lookup(name, nil)
         } catch {
             var failure = error
             failure.stage = stage.index
