@@ -28,6 +28,8 @@ package final class ReplicaSource: @unchecked Sendable {
     /// readers' lagging subscribers.
     private let pauses: PublisherPauses
     private let registry = PublisherRegistry()
+    /// The patterns each reader watches (`ReplicaRequest.watch`), by reader.
+    private var watches: [ObjectIdentifier: (reader: ReplicaReader, patterns: [String: SubjectPattern])] = [:]
 
     init(loop: LoopScheduler, pauses: PublisherPauses) {
         let reference = LoopBoundReference<ReplicaSource>(loop: loop)
@@ -42,6 +44,11 @@ package final class ReplicaSource: @unchecked Sendable {
         for request in requests {
             switch request {
             case .open(let name, let reader): open(name, for: reader, in: owner)
+            case .watch(let pattern, let holding, let ticket, let reader):
+                watch(SubjectPattern(pattern), holding: Set(holding), for: reader, in: owner)
+                self.reader(reader).outbox.post(.answered(ticket: ticket, .done))
+            case .unwatch(let pattern, let reader):
+                watches[ObjectIdentifier(reader)]?.patterns[pattern] = nil
             case .count(let feed, let subscribers, let named): feeds[feed]?.count(subscribers, named: named)
             case .close(let feed): feeds.removeValue(forKey: feed)?.close()
             case .lag(let publisher, let began): registry.lag(publisher, began: began)
@@ -57,12 +64,38 @@ package final class ReplicaSource: @unchecked Sendable {
 
     private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
         let outbox = self.reader(reader).outbox
-        let entry: SubjectEntry
         do throws(ProtocolError) {
-            entry = try owner.subjectToReplicate(name)
+            feed(try owner.subjectToReplicate(name), to: outbox)
         } catch {
-            return outbox.post(.refused(name: name, error))
+            outbox.post(.refused(name: name, error))
         }
+    }
+
+    /// Sends `reader` a replica of each subject `pattern` matches but those it holds, and from
+    /// now on of each made that it matches (`subjectMade`).
+    private func watch(
+        _ pattern: SubjectPattern, holding: Set<String>, for reader: ReplicaReader, in owner: any ReplicaOwner
+    ) {
+        let key = ObjectIdentifier(reader)
+        watches[key, default: (reader: reader, patterns: [:])].patterns[pattern.text] = pattern
+        let outbox = self.reader(reader).outbox
+        for entry in owner.subjects.list(prefix: "")
+        where pattern.matches(entry.name) && !holding.contains(entry.name) && !SystemSubjects.isReserved(entry.name) {
+            feed(entry, to: outbox)
+        }
+    }
+
+    /// A subject was made here (`MemorySubjectStore.adopted`): each reader watching a pattern
+    /// it matches gets a replica of it.
+    func subjectMade(_ entry: SubjectEntry) {
+        guard !watches.isEmpty, !SystemSubjects.isReserved(entry.name) else { return }
+        for (reader, patterns) in watches.values where patterns.values.contains(where: { $0.matches(entry.name) }) {
+            feed(entry, to: self.reader(reader).outbox)
+        }
+    }
+
+    /// A new feed of `entry` to the reader whose outbox is `outbox`, opening its replica there.
+    private func feed(_ entry: SubjectEntry, to outbox: LoopOutbox<ReplicaUpdate>) {
         lastFeed += 1
         let feed = ReplicaFeed(number: lastFeed, entry: entry, outbox: outbox) { [weak self] in
             guard let self else { return 0 }
@@ -94,6 +127,8 @@ package final class ReplicaSource: @unchecked Sendable {
 protocol ReplicaOwner: AnyObject {
     /// The subject a `sub` of `name` would use here (`SessionContext.subjectForUse`).
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
+    /// The subjects here.
+    var subjects: any SubjectStore { get }
     /// Carries out another loop's session's request here and hands `then` what its reply says;
     /// a `pub` publishes through its publisher's stand-in among `publishers`.
     func answer(

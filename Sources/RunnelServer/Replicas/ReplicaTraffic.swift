@@ -118,6 +118,12 @@ enum ReplicaRequest: Sendable {
     case count(feed: UInt64, subscribers: Int, named: Int)
     /// The reader let its replica go; nothing more is sent for the feed.
     case close(feed: UInt64)
+    /// The reader's pattern subscriptions to `pattern` need every subject it matches (but the
+    /// reader's own): a replica of each there is now (`holding` excepted), answered to
+    /// `reader` with `ticket` once they are sent, and of each made from now on.
+    case watch(pattern: String, holding: [String], ticket: UInt64, reader: ReplicaReader)
+    /// The reader has no pattern subscription to `pattern` left.
+    case unwatch(pattern: String, reader: ReplicaReader)
     /// A subscriber of the reader's began (`began`) or stopped lagging behind the values of the
     /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`).
     case lag(publisher: UInt64, began: Bool)

@@ -29,6 +29,17 @@ final class SubjectReplicas: @unchecked Sendable {
         case forward(ForwardedRequest, ticket: UInt64)
         case publish(PublishedBatch, publisher: UInt64, ticket: UInt64)
         case lag(publisher: UInt64, began: Bool)
+        case watch(String, ticket: UInt64)
+        case unwatch(String)
+        case close(UInt64)
+    }
+
+    /// A pattern the owner is asked to send the subjects of (`watch`): its pattern
+    /// subscriptions here, and who waits for the owner's answer (nil once it came).
+    private struct Watch {
+        let pattern: SubjectPattern
+        var watchers = 0
+        var waiting: [() -> Void]? = []
     }
 
     private let owner: LoopInbox<ReplicaRequest>
@@ -46,6 +57,9 @@ final class SubjectReplicas: @unchecked Sendable {
     private var lastTicket: UInt64 = 0
     /// Replicas held for a `sub` that waits for others (`pin`), and how many times each.
     private var pins: [ObjectIdentifier: Int] = [:]
+    /// The patterns watched, by their text, and the pattern subscriptions here, indexed.
+    private var watched: [String: Watch] = [:]
+    private let patterns = PatternIndex<PatternWatcher>()
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
         owner.post(contentsOf: requests(telling: notes))
@@ -142,6 +156,57 @@ final class SubjectReplicas: @unchecked Sendable {
         }
     }
 
+    /// Whether the owner has sent every subject `pattern` matches, and sends each it makes.
+    func isWatching(_ pattern: SubjectPattern) -> Bool {
+        guard let watch = watched[pattern.text] else { return false }
+        return watch.waiting == nil
+    }
+
+    /// Asks the owner for a replica of every subject `pattern` matches, now and from now on,
+    /// and runs `then` once those there are now are here.
+    func watch(_ pattern: SubjectPattern, then: @escaping () -> Void) {
+        if watched[pattern.text] != nil { return watched[pattern.text]!.waiting!.append(then) }
+        watched[pattern.text] = Watch(pattern: pattern, waiting: [then])
+        lastTicket += 1
+        answers[lastTicket] = { [weak self] _ in
+            guard let self, let waiting = watched[pattern.text]?.waiting else { return }
+            watched[pattern.text]!.waiting = nil
+            for then in waiting { then() }
+            // Nothing subscribed meanwhile: the pattern is let go.
+            if watched[pattern.text]?.watchers == 0 { unwatch(pattern) }
+        }
+        notes.post(.watch(pattern.text, ticket: lastTicket))
+    }
+
+    /// A pattern subscription of a session here, once the pattern is watched (`isWatching`):
+    /// the values of every replica it matches, replays first, as `MemorySubjectStore`'s
+    /// `patternSignal` gives the owner's.
+    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+        let replicas = LoopBound(self, loop: loop)
+        return Signal.create { subscriber in
+            let watcher = PatternWatcher(pattern: pattern, downstream: subscriber, admits: admitting)
+            let this = replicas.value
+            this.watched[pattern.text]?.watchers += 1
+            this.patterns.insert(watcher, for: pattern)
+            for entry in this.byName.values where pattern.matches(entry.name) { watcher.attach(entry) }
+            return Disposable {
+                let this = replicas.value
+                this.patterns.remove(watcher, for: pattern)
+                watcher.disposeAll()
+                this.watched[pattern.text]?.watchers -= 1
+                if this.watched[pattern.text]?.watchers == 0 { this.unwatch(pattern) }
+            }
+        }
+    }
+
+    /// No pattern subscription to `pattern` is left: the owner is told, and the replicas only
+    /// it held are let go at the turn's end.
+    private func unwatch(_ pattern: SubjectPattern) {
+        watched[pattern.text] = nil
+        notes.post(.unwatch(pattern.text))
+        for entry in byName.values where pattern.matches(entry.name) { subscribersChanged(entry) }
+    }
+
     /// Holds `entry` until `unpin`, whatever its subscriptions: a `sub` waiting for the other
     /// replicas its stages read keeps those it has.
     func pin(_ entry: SubjectEntry) { pins[ObjectIdentifier(entry), default: 0] += 1 }
@@ -164,11 +229,18 @@ final class SubjectReplicas: @unchecked Sendable {
         for update in updates {
             switch update {
             case .opened(let snapshot):
+                // A subject asked for while a watched pattern's brought it: one replica is kept.
+                if let held = byName[snapshot.name], !held.isDeleted {
+                    notes.post(.close(snapshot.feed))
+                    for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(held)) }
+                    continue
+                }
                 let entry = replica(of: snapshot)
                 byName[snapshot.name] = entry
                 byFeed[snapshot.feed] = entry
                 // Let go at the turn's end if no subscription takes it.
                 notes.post(.changed(entry))
+                for watcher in patterns.matches(snapshot.name) { watcher.attach(entry) }
                 for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(entry)) }
             case .refused(let name, let error):
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
@@ -224,6 +296,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case .deleted:
             forget(entry)
             entry.isDeleted = true
+            for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
             entry.subject.sendCompleted()
         }
     }
@@ -250,6 +323,13 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.publish(batch, publisher: publisher, ticket: ticket, reader: reader))
             case .lag(let publisher, let began):
                 requests.append(.lag(publisher: publisher, began: began))
+            case .watch(let pattern, let ticket):
+                let holding = byName.keys.filter { SubjectPattern(pattern).matches($0) }
+                requests.append(.watch(pattern: pattern, holding: holding, ticket: ticket, reader: reader))
+            case .unwatch(let pattern):
+                requests.append(.unwatch(pattern: pattern, reader: reader))
+            case .close(let feed):
+                requests.append(.close(feed: feed))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry
@@ -257,6 +337,7 @@ final class SubjectReplicas: @unchecked Sendable {
                 // Held by the sessions' subscriptions naming it and their stages reading it.
                 if entry.namedSubscriptions == 0 && entry.subject.subscriberCount == 0
                     && pins[ObjectIdentifier(entry)] == nil
+                    && !watched.values.contains(where: { $0.pattern.matches(entry.name) })
                 {
                     forget(entry)
                     requests.append(.close(feed: feed))

@@ -86,9 +86,11 @@ public final class Server: SessionOwner, @unchecked Sendable {
             peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
             shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
-        replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses)
+        let replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses)
+        self.replicaSource = replicaSource
         applyRetentionLimits()
         replicaSource.owner = self
+        subjects.local.adopted = { [weak replicaSource] entry in replicaSource?.subjectMade(entry) }
         if let owner = self.group.join(self) {
             replicas = SubjectReplicas(
                 owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses)

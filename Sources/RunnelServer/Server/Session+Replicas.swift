@@ -132,6 +132,29 @@ extension Session {
         }
     }
 
+    /// Whether the subjects `pattern` matches are here: on a loop that does not own them, once
+    /// the owner has sent a replica of each (`SubjectReplicas.watch`; the `sub` then runs
+    /// again, and the requests after it wait meanwhile). The server's own subjects are each
+    /// loop's.
+    func patternIsHere(_ pattern: SubjectPattern, for request: SubscribeRequest, caughtUp: Bool) -> Bool {
+        guard let replicas = context.replicas, !SystemSubjects.isReserved(pattern.text),
+            !replicas.isWatching(pattern)
+        else { return true }
+        replicas.watch(pattern) { [weak self] in
+            self?.runAgain(request) { () throws(ProtocolError) in try self?.subscribe(request, caughtUp: caughtUp) }
+        }
+        return false
+    }
+
+    /// A pattern subscription's values: of the subjects here or, on a loop that does not own
+    /// them, of their replicas.
+    func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
+        guard let replicas = context.replicas, !SystemSubjects.isReserved(pattern.text) else {
+            return subjects.patternSignal(pattern, admitting: admitting)
+        }
+        return replicas.patternSignal(pattern, admitting: admitting)
+    }
+
     /// A subject a stage of `subscription` names, on a loop that does not own it: its replica
     /// here, read as `SubjectReplicas.reading` reads it. While the chain compiles (`late` nil),
     /// one not here is the owner's refusal when it gave one, else noted

@@ -143,6 +143,7 @@ extension Session {
         let entry: SubjectEntry?
         if pattern.isWildcard {
             entry = nil
+            guard patternIsHere(pattern, for: request, caughtUp: caughtUp) else { return holdInputWhileCatchingUp() }
         } else {
             // Nil: it waits for the owner (`subjectToRead`).
             let found = try subjectToRead(target, for: request, from: from, caughtUp: caughtUp, replica: replica)
@@ -164,7 +165,7 @@ extension Session {
         {
             return holdInputWhileCatchingUp()
         }
-        var source: Signal<Message> = entry?.subject ?? subjects.patternSignal(pattern, admitting: admitted)
+        var source: Signal<Message> = entry?.subject ?? patternSignal(pattern, admitting: admitted)
         // What a subject keeps for `retain_s` is not replayed past it. The server's clock, read
         // once: `since` and `until` are measured from the same instant.
         let now = subjects.retained.clock.now()

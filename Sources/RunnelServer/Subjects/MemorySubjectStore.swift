@@ -9,6 +9,10 @@ import RunnelProtocol
 package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     private var entries: [String: SubjectEntry] = [:]
     private let patterns = PatternIndex<PatternWatcher>()
+    /// Told of each subject taken in (made, restored, another node's) once this store's pattern
+    /// subscriptions have met it: the owner's `ReplicaSource` sends it on to the loops whose
+    /// pattern subscriptions it matches (`ReplicaSource.subjectMade`).
+    var adopted: ((SubjectEntry) -> Void)?
     package let retained: RetainedValues
 
     package init(retained: RetainedValues = RetainedValues()) { self.retained = retained }
@@ -82,6 +86,7 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         entries[entry.name] = entry
         entry.countRetained(in: retained)
         for watcher in patterns.matches(entry.name) { watcher.attach(entry) }
+        adopted?(entry)
     }
 
     @inline(__always)
