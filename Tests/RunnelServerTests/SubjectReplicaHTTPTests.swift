@@ -133,6 +133,25 @@ import Testing
         Self.expectValues((3...10).map(String.init), of: subscriber, on: servers[0])
     }
 
+    /// A browser reconnecting to `/events` on loop 1 right after the last value of a subject
+    /// that ended on the owner is answered `204`, so it stops reconnecting.
+    @Test func aReconnectAfterTheEndIsAnsweredNoContent() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let port = try servers[1].serveHTTP()
+        let owner = servers[0].connect()
+        let lines = servers[0].send(
+            owner, #"{"op":"create","subject":"r","kind":"replay","capacity":5}"#,
+            #"{"op":"pub","subject":"r","value":1}"#, #"{"op":"complete","subject":"r"}"#,
+            #"{"op":"sub","subject":"r","sid":"a","positions":true}"#)
+        let event = try #require(lines.first { $0.hasPrefix(#"{"ev":"next""#) })
+        let position = try #require(event.split(separator: "\"").drop { $0 != "pos" }.dropFirst(2).first)
+        let client = try BlockingTCPClient(port: port)
+        try client.sendRaw(
+            "GET /events?subject=r HTTP/1.1\r\nHost: test\r\nConnection: close\r\nLast-Event-ID: \(position)\r\n\r\n")
+        #expect(try Self.answer(from: client).status == 204)
+    }
+
     /// The values `client` is sent from now on are `expected`, and no more once a value
     /// published after them (a marker) has come.
     private static func expectValues(_ expected: [String], of client: LoopServer.Client, on server: LoopServer) {

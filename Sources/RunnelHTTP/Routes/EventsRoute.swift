@@ -9,7 +9,9 @@ import RunnelServer
 /// a reconnect's `Last-Event-ID` resumes by position instead of `since`). A session over an `SSETransport`
 /// handles that request by the rules of a `sub` line, so subscribing, stages, resuming and the slow-consumer
 /// policy are the line protocol's own. Only the query's own rules are checked here, and one
-/// answer is given here: `204` for a reconnect after the last value of an ended subject.
+/// answer is given here: `204` for a reconnect right after the last value of an ended subject
+/// (it would send nothing but the end, and a browser would reconnect for ever), asked of the
+/// loop that owns the subjects when this one holds no replica of it (`Server.subjectHasEnded`).
 final class EventsRoute: HTTPRoute {
     static let path = "/events"
     let methods: [HTTPMethod] = [.get]
@@ -18,7 +20,6 @@ final class EventsRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        let frontDoor = exchange.frontDoor
         let request: SubscribeRequest
         do throws(ProtocolError) {
             request = try subscription(for: exchange)
@@ -26,32 +27,34 @@ final class EventsRoute: HTTPRoute {
             exchange.fail(HTTPFailure(error))
             return nil
         }
-        if hasEnded(exchange) {
-            exchange.answer(HTTPResponse(status: .noContent, contentType: nil, body: []))
+        guard let name = exchange.query["subject"], let from = from(exchange), let position = Position(parsing: from)
+        else {
+            stream(request, for: exchange)
             return nil
         }
+        server.subjectHasEnded(name, at: position) { [self] hasEnded in
+            guard !hasEnded else {
+                return exchange.answer(HTTPResponse(status: .noContent, contentType: nil, body: []))
+            }
+            stream(request, for: exchange)
+        }
+        return nil
+    }
+
+    /// Answers `exchange` with the stream of `request`'s subscription.
+    private func stream(_ request: SubscribeRequest, for exchange: HTTPExchange) {
         let stream = SSETransport(
-            exchange: exchange, frontDoor: frontDoor, maxRequestBytes: server.config.maxLineBytes,
+            exchange: exchange, frontDoor: exchange.frontDoor, maxRequestBytes: server.config.maxLineBytes,
             wrapsValues: request.timestamps == true)
         // The front door checked the token (header or `?token=`); the `sub` checks its rights.
         server.openSession(over: stream, grant: exchange.checkedGrant)
         stream.subscribe(request, maxDepth: server.config.maxDepth)
-        return nil
     }
 
     /// Where the stream resumes: `Last-Event-ID` (a reconnecting browser's), else `from`.
     private func from(_ exchange: HTTPExchange) -> String? {
         if let lastEventID = exchange.head.field("last-event-id"), !lastEventID.isEmpty { return lastEventID }
         return exchange.query["from"]
-    }
-
-    /// Whether the stream would resume right after the last value of a subject that has ended:
-    /// it would send nothing but the end, and a browser would reconnect for ever.
-    private func hasEnded(_ exchange: HTTPExchange) -> Bool {
-        guard let name = exchange.query["subject"], let from = from(exchange), let position = Position(parsing: from),
-            let entry = server.subjects[name]
-        else { return false }
-        return entry.hasEnded(at: position)
     }
 
     /// The `sub` request the query asks for.

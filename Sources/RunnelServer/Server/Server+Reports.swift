@@ -35,6 +35,20 @@ extension Server: GroupMember {
         }
     }
 
+    /// Calls `then`, on this loop, with whether the subject `name` has ended right at `position`
+    /// (`SubjectEntry.hasEnded(at:)`): read here, or on a loop that does not own the subjects,
+    /// from its replica here, asked of the owner when there is none (false when the owner
+    /// gives none). At once unless the owner is asked.
+    package func subjectHasEnded(_ name: String, at position: Position, then: @escaping (Bool) -> Void) {
+        scheduler.assertOnLoopThread()
+        guard let replicas, !SystemSubjects.isReserved(name) else {
+            return then(subjects[name]?.hasEnded(at: position) ?? false)
+        }
+        if let held = replicas[name] { return then(held.hasEnded(at: position)) }
+        // Let go at the turn's end, unless the stream that asks subscribes to it meanwhile.
+        replicas.open(name) { answer in then((try? answer.get())?.hasEnded(at: position) ?? false) }
+    }
+
     /// This loop's figures, read now: what another loop's `gatherFigures` is handed.
     package var loopFigures: LoopFigures {
         scheduler.assertOnLoopThread()

@@ -143,7 +143,7 @@ package final class SubjectEntry {
 
     /// Whether the subject has ended and `position` is its last value's: a subscription
     /// resuming there would get nothing but the terminal event (SSE answers it `204`).
-    package func hasEnded(at position: Position) -> Bool { isTerminated && position == self.position }
+    func hasEnded(at position: Position) -> Bool { isTerminated && position == self.position }
 
     /// The position of the latest value (`EPOCH:0` before any).
     var position: Position { Position(epoch: epoch, seq: lastSeq) }
