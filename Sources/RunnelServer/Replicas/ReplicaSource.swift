@@ -49,8 +49,14 @@ package final class ReplicaSource: @unchecked Sendable {
                 self.reader(reader).outbox.post(.answered(ticket: ticket, .done))
             case .unwatch(let pattern, let reader):
                 watches[ObjectIdentifier(reader)]?.patterns[pattern] = nil
-            case .count(let feed, let subscribers, let named): feeds[feed]?.count(subscribers, named: named)
-            case .close(let feed): feeds.removeValue(forKey: feed)?.close()
+            case .count(let feed, let subscribers, let named, let occupants):
+                guard let feed = feeds[feed] else { continue }
+                feed.count(subscribers, named: named, occupants: occupants)
+                owner.replicaCountsChanged(feed.subjectName)
+            case .close(let feed):
+                guard let feed = feeds.removeValue(forKey: feed) else { continue }
+                feed.close()
+                owner.replicaCountsChanged(feed.subjectName)
             case .lag(let publisher, let began): registry.lag(publisher, began: began)
             case .forward(let forwarded, let ticket, let reader):
                 let (outbox, publishers) = self.reader(reader)
@@ -129,6 +135,9 @@ protocol ReplicaOwner: AnyObject {
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
     /// The subjects here.
     var subjects: any SubjectStore { get }
+    /// Another loop's counts of the subject `name`'s subscriptions changed
+    /// (`SubjectEntry.replicaSubscribers`): what reads them is told.
+    func replicaCountsChanged(_ name: String)
     /// Carries out another loop's session's request here and hands `then` what its reply says;
     /// a `pub` publishes through its publisher's stand-in among `publishers`.
     func answer(
@@ -159,8 +168,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var subscription: Disposable?
     /// The subject's own `slow_consumer`, as the reader was last told.
     private var policy: SlowConsumerPolicy?
-    /// The reader's subscribers, and those naming the subject, as last told.
-    private var told = (subscribers: 0, named: 0)
+    /// The reader's subscribers, those naming the subject, and its occupants, as last told.
+    private var told = (subscribers: 0, named: 0, occupants: 0)
     private var isOver = false
 
     init(
@@ -202,11 +211,14 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         }
     }
 
-    func count(_ subscribers: Int, named: Int) {
+    var subjectName: String { entry.name }
+
+    func count(_ subscribers: Int, named: Int, occupants: Int) {
         guard !isOver else { return }
         entry.replicaSubscribers.told += subscribers - told.subscribers
         entry.replicaSubscribers.named += named - told.named
-        told = (subscribers, named)
+        entry.replicaSubscribers.occupants += occupants - told.occupants
+        told = (subscribers, named, occupants)
     }
 
     /// The reader let the replica go.
@@ -255,6 +267,7 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         entry.replicaSubscribers.feeds -= 1
         entry.replicaSubscribers.told -= told.subscribers
         entry.replicaSubscribers.named -= told.named
-        told = (0, 0)
+        entry.replicaSubscribers.occupants -= told.occupants
+        told = (0, 0, 0)
     }
 }

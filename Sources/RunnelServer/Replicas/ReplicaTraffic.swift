@@ -114,8 +114,10 @@ enum ReplicaRequest: Sendable {
     /// answered to `reader`.
     case open(name: String, reader: ReplicaReader)
     /// The reader's subscriptions to the feed's subject now number `subscribers` (what `pub`
-    /// counts as its receivers there), `named` of them naming it (what `list` counts).
-    case count(feed: UInt64, subscribers: Int, named: Int)
+    /// counts as its receivers there), `named` of them naming it (what `list` counts), and
+    /// `occupants`, those naming it and its pattern subscriptions that reach it (what
+    /// `$sys.occupancy` counts).
+    case count(feed: UInt64, subscribers: Int, named: Int, occupants: Int)
     /// The reader let its replica go; nothing more is sent for the feed.
     case close(feed: UInt64)
     /// The reader's pattern subscriptions to `pattern` need every subject it matches (but the

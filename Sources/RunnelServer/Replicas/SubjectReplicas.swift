@@ -188,13 +188,21 @@ final class SubjectReplicas: @unchecked Sendable {
             let this = replicas.value
             this.watched[pattern.text]?.watchers += 1
             this.patterns.insert(watcher, for: pattern)
-            for entry in this.byName.values where pattern.matches(entry.name) { watcher.attach(entry) }
+            // Each replica it matches counts it from now on (`$sys.occupancy`'s occupants).
+            for entry in this.byName.values where pattern.matches(entry.name) {
+                watcher.attach(entry)
+                this.subscribersChanged(entry)
+            }
             return Disposable {
                 let this = replicas.value
                 this.patterns.remove(watcher, for: pattern)
                 watcher.disposeAll()
                 this.watched[pattern.text]?.watchers -= 1
-                if this.watched[pattern.text]?.watchers == 0 { this.unwatch(pattern) }
+                if this.watched[pattern.text]?.watchers == 0 {
+                    this.unwatch(pattern)
+                } else {
+                    for entry in this.byName.values where pattern.matches(entry.name) { this.subscribersChanged(entry) }
+                }
             }
         }
     }
@@ -342,8 +350,13 @@ final class SubjectReplicas: @unchecked Sendable {
                     forget(entry)
                     requests.append(.close(feed: feed))
                 } else {
+                    let occupants = patterns.matches(entry.name).reduce(entry.namedSubscriptions) {
+                        $1.receives(entry.name) ? $0 + 1 : $0
+                    }
                     requests.append(
-                        .count(feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions))
+                        .count(
+                            feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions,
+                            occupants: occupants))
                 }
             }
         }

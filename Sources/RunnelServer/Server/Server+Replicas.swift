@@ -9,6 +9,8 @@ extension Server: ReplicaOwner {
         try sessionContext.subjectForUse(name, under: sessionSettings)
     }
 
+    func replicaCountsChanged(_ name: String) { occupancy.replicaCountsChanged(name) }
+
     /// Carries out `request` and hands `then` what its reply says: for a `pub` or a change
     /// whose reply waits for the write (`Publishing.Receipt`, `SubjectChange.apply`), once
     /// written.

@@ -41,9 +41,7 @@ extension Server: GroupMember {
     /// gives none). At once unless the owner is asked.
     package func subjectHasEnded(_ name: String, at position: Position, then: @escaping (Bool) -> Void) {
         scheduler.assertOnLoopThread()
-        guard let replicas, !SystemSubjects.isReserved(name) else {
-            return then(subjects[name]?.hasEnded(at: position) ?? false)
-        }
+        guard let replicas else { return then(subjects[name]?.hasEnded(at: position) ?? false) }
         if let held = replicas[name] { return then(held.hasEnded(at: position)) }
         // Let go at the turn's end, unless the stream that asks subscribes to it meanwhile.
         replicas.open(name) { answer in then((try? answer.get())?.hasEnded(at: position) ?? false) }

@@ -37,7 +37,7 @@ extension Session {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }
             try grant.checkSubscribe(to: SystemSubjects.rightsName(of: name))
-            if let replicas = context.replicas, !SystemSubjects.isReserved(name) {
+            if let replicas = context.replicas {
                 return try stageReplica(name, for: subscription, in: replicas, late: late)
             }
             let entry = try context.subjectForUse(name, under: settings)

@@ -54,9 +54,8 @@ extension Session {
         _ name: String, for request: SubscribeRequest, from: Position?, caughtUp: Bool, replica: SubjectEntry?
     ) throws(ProtocolError) -> SubjectEntry? {
         if let replica { return replica }
-        guard let replicas = context.replicas, !SystemSubjects.isReserved(name) else {
-            return try context.subjectForUse(name, under: settings)
-        }
+        // The server's own subjects (`$sys.occupancy.S`) are the owner's too: it counts every loop.
+        guard let replicas = context.replicas else { return try context.subjectForUse(name, under: settings) }
         if let held = replicas[name] {
             let isAhead = from.map { $0.epoch == held.epoch && $0.seq > held.lastSeq } ?? false
             guard cork != nil || isAhead else { return held }
@@ -189,7 +188,7 @@ extension Session {
         _ = try? context.compileChain(
             stages, source: .never, label: SubjectLabel(""), account: evaluationAccount,
             lookup: { name, _ in
-                if refused[name] == nil && !SystemSubjects.isReserved(name) {
+                if refused[name] == nil {
                     names.withLock { _ = $0.insert(name) }
                 }
                 return .never

@@ -28,9 +28,10 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     package var local: MemorySubjectStore { self }
 
     /// How many subscriptions a value published to `name` now would reach: those naming it
-    /// and the pattern subscriptions that match it and may read it.
+    /// and the pattern subscriptions that match it and may read it, here and, as they told,
+    /// on the loops holding replicas of it (decision 0011).
     func subscribers(of name: String) -> Int {
-        let named = entries[name]?.namedSubscriptions ?? 0
+        let named = entries[name].map { $0.namedSubscriptions + $0.replicaSubscribers.occupants } ?? 0
         return patterns.matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
     }
 

@@ -110,12 +110,28 @@ final class OccupancyTracker: @unchecked Sendable {
                 _ = watch(entry.name)
             }
         } else if let name = subscription.entry?.name, isCounted(name) {
-            if watches[name] != nil {
-                update(name)
-            } else if isWatchedByPattern(name) {
-                _ = watch(name)
-            }
+            countChanged(of: name)
         }
+    }
+
+    /// `subject`'s count may have changed: its occupancy is looked at again, or made when a
+    /// pattern reads it.
+    private func countChanged(of subject: String) {
+        if watches[subject] != nil {
+            update(subject)
+        } else if isWatchedByPattern(subject) {
+            _ = watch(subject)
+        }
+    }
+
+    /// Another loop's counts of `name`'s subscriptions changed (decision 0011): for a subject,
+    /// what its occupancy says, here and to the other nodes; for an occupancy subject, whether
+    /// anybody still reads it.
+    func replicaCountsChanged(_ name: String) {
+        if let subject = SystemSubjects.occupied(by: name) { return releaseIfUnread(subject) }
+        guard isCounted(name) else { return }
+        if let peers, peers.watchedElsewhere.contains(name) { peers.tell(name, count: localCount(of: name)) }
+        countChanged(of: name)
     }
 
     private func isWatchedByPattern(_ subject: String) -> Bool { patterns.keys.contains { $0.matches(subject) } }
@@ -167,9 +183,9 @@ final class OccupancyTracker: @unchecked Sendable {
 
     /// Lets go of `subject`'s watch when nobody reads its occupancy any more.
     private func releaseIfUnread(_ subject: String) {
-        guard let watch = watches[subject], watch.entry.namedSubscriptions == 0, !isWatchedByPattern(subject) else {
-            return
-        }
+        guard let watch = watches[subject], watch.entry.namedSubscriptions == 0,
+            watch.entry.replicaSubscribers.feeds == 0, !isWatchedByPattern(subject)
+        else { return }
         watches[subject] = nil
         peers?.unwatch(subject)
         store.delete(watch.entry)
