@@ -5,9 +5,11 @@ import RunnelProtocol
 /// A `sub` on a loop that does not own the subjects (decision 0011) reads the subject's
 /// replica here (`SubjectReplicas`). The first `sub` of a subject here asks the owner for it:
 /// the request, and every request after it, waits (as for a cluster's catch-up), and runs
-/// again with the replica once the owner has answered, so its reply keeps its place. A `pub`,
-/// `create`, `complete`, `error`, `delete` or `list` goes to the owner (`ForwardedRequest`),
-/// and its reply's place is kept until the answer comes.
+/// again with the replica once the owner has answered, so its reply keeps its place; so do
+/// the subjects its stages name and a pattern's subjects (the server's own names are the
+/// owner's too, but for a pattern of them, which reads this loop's). A `pub`, `create`,
+/// `complete`, `error`, `delete` or `list` goes to the owner (`ForwardedRequest`), and its
+/// reply's place is kept until the answer comes.
 extension Session {
     /// Sends `request`, a `pub` without a key, to the owner. Its reply (without a `ref`, only
     /// an error) is written in its place once the owner answers; meanwhile the value weighs as
@@ -133,8 +135,8 @@ extension Session {
 
     /// Whether the subjects `pattern` matches are here: on a loop that does not own them, once
     /// the owner has sent a replica of each (`SubjectReplicas.watch`; the `sub` then runs
-    /// again, and the requests after it wait meanwhile). The server's own subjects are each
-    /// loop's.
+    /// again, and the requests after it wait meanwhile). A pattern of the server's own subjects
+    /// (`$sys.occupancy.P`) reads this loop's.
     func patternIsHere(_ pattern: SubjectPattern, for request: SubscribeRequest, caughtUp: Bool) -> Bool {
         guard let replicas = context.replicas, !SystemSubjects.isReserved(pattern.text),
             !replicas.isWatching(pattern)
