@@ -350,13 +350,10 @@ final class SubjectReplicas: @unchecked Sendable {
                     forget(entry)
                     requests.append(.close(feed: feed))
                 } else {
-                    let occupants = patterns.matches(entry.name).reduce(entry.namedSubscriptions) {
-                        $1.receives(entry.name) ? $0 + 1 : $0
-                    }
                     requests.append(
                         .count(
                             feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions,
-                            occupants: occupants))
+                            occupants: patterns.reach(of: entry.name, named: entry.namedSubscriptions)))
                 }
             }
         }

@@ -32,7 +32,7 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     /// on the loops holding replicas of it (decision 0011).
     func subscribers(of name: String) -> Int {
         let named = entries[name].map { $0.namedSubscriptions + $0.replicaSubscribers.occupants } ?? 0
-        return patterns.matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
+        return patterns.reach(of: name, named: named)
     }
 
     package let keepsDurableSubjects = false

@@ -45,6 +45,14 @@ final class PatternWatcher: @unchecked Sendable {
     }
 }
 
+extension PatternIndex where Member == PatternWatcher {
+    /// How many subscriptions a value published to `name` now would reach: `named`, those
+    /// naming it, and the pattern subscriptions here that match it and may read it.
+    func reach(of name: String, named: Int) -> Int {
+        matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
+    }
+}
+
 /// Forwards values only; terminal events of one matching subject are not the pattern's.
 private final class NextForwarder: Subscriber, @unchecked Sendable {
     let downstream: any Subscriber<Message>
