@@ -89,6 +89,19 @@ final class LoopServer: Sendable {
         return result.withLock { $0! }.value
     }
 
+    /// Holds the loop's thread in one turn, as a loop too busy to look at its inbox is, until
+    /// the returned function is called; returns once the loop is held.
+    func hold() -> @Sendable () -> Void {
+        let held = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        _ = loop.scheduler.schedule {
+            held.signal()
+            released.wait()
+        }
+        held.wait()
+        return { released.signal() }
+    }
+
     func connect() -> Client { connect(count: 1)[0] }
 
     func connect(count: Int) -> [Client] {
@@ -102,7 +115,10 @@ final class LoopServer: Sendable {
     }
 
     @discardableResult
-    func send(_ client: Client, _ requests: String...) -> [String] {
+    func send(_ client: Client, _ requests: String...) -> [String] { send(client, requests) }
+
+    @discardableResult
+    func send(_ client: Client, _ requests: [String]) -> [String] {
         run {
             // Lines after one that paused the input (a `sub` waiting for its replica) come as a
             // socket's read-ahead would: the session holds them.

@@ -49,6 +49,41 @@ import Testing
         #expect(eventually { servers[0].run { servers.owned("$sys.occupancy.s") == nil } })
     }
 
+    /// A pattern of occupancy subjects on loop 1 reads the owner's: the counts of subjects
+    /// subscribed to on either loop, made as they come; the owner lets them go once the
+    /// pattern's last subscription has gone.
+    @Test func aPatternOfOccupancySubjectsReadsEveryLoops() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let reader = servers[1].connect()
+        let subscriber = servers[1].connect()
+        let local = servers[0].connect()
+        // Answered once the owner has sent the subjects the pattern reads.
+        let answered = servers[1].send(reader, #"{"op":"sub","subject":"$sys.occupancy.*","sid":"o"}"#)
+        #expect(answered.isEmpty && servers[1].lines(of: reader, count: 1) == [#"{"ok":true,"sid":"o"}"#])
+        servers[0].send(local, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        servers[1].send(subscriber, #"{"op":"sub","subject":"t","sid":"b"}"#, #"{"op":"sub","subject":"s","sid":"c"}"#)
+        var counts: [String: String] = [:]
+        let expected = [
+            "$sys.occupancy.s": #"{"subscribers":2}"#, "$sys.occupancy.t": #"{"subscribers":1}"#,
+        ]
+        #expect(
+            eventually {
+                for line in servers[1].lines(of: reader) {
+                    guard let subject = line.range(of: #""subject":""#), let value = line.range(of: #","value":"#)
+                    else { continue }
+                    counts[String(line[subject.upperBound...].prefix { $0 != "\"" })] = String(
+                        line[value.upperBound...].dropLast())
+                }
+                return counts == expected
+            }, "\(counts)")
+        servers[1].send(reader, #"{"op":"unsub","sid":"o"}"#)
+        #expect(
+            eventually {
+                servers[0].run { servers.owned("$sys.occupancy.s") == nil && servers.owned("$sys.occupancy.t") == nil }
+            })
+    }
+
     /// The last `{"subscribers":N}` `client` is sent comes to say `count`.
     private static func expectCount(_ count: Int, on server: LoopServer, of client: LoopServer.Client) {
         var last: String?

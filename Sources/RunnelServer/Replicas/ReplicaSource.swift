@@ -22,8 +22,11 @@ package final class ReplicaSource: @unchecked Sendable {
     weak var owner: (any ReplicaOwner)?
     private var feeds: [UInt64: ReplicaFeed] = [:]
     private var lastFeed: UInt64 = 0
-    /// Each reader's outbox, and its publishers as this loop's lagging subscribers hold them.
-    private var readers: [ObjectIdentifier: (outbox: LoopOutbox<ReplicaUpdate>, publishers: RemotePublishers)] = [:]
+    /// The link to each reader: its outbox, its publishers as this loop's lagging subscribers
+    /// hold them, and how far behind it is.
+    private var readers: [ObjectIdentifier: ReaderLink] = [:]
+    /// What a reader's backlog is held to (`ReaderLink`), as configured now.
+    let limits: ReplicaLimits
     /// The server's publishers (`pauses.current` as a value is fanned out), numbered for the
     /// readers' lagging subscribers.
     private let pauses: PublisherPauses
@@ -31,11 +34,12 @@ package final class ReplicaSource: @unchecked Sendable {
     /// The patterns each reader watches (`ReplicaRequest.watch`), by reader.
     private var watches: [ObjectIdentifier: (reader: ReplicaReader, patterns: [String: SubjectPattern])] = [:]
 
-    init(loop: LoopScheduler, pauses: PublisherPauses) {
+    init(loop: LoopScheduler, pauses: PublisherPauses, config: ServerConfig) {
         let reference = LoopBoundReference<ReplicaSource>(loop: loop)
         inbox = LoopInbox(loop: loop) { batch in reference.object?.receive(batch) }
         self.loop = loop
         self.pauses = pauses
+        limits = ReplicaLimits(config)
         reference.object = self
     }
 
@@ -48,7 +52,8 @@ package final class ReplicaSource: @unchecked Sendable {
                 watch(SubjectPattern(pattern), holding: Set(holding), for: reader, in: owner)
                 self.reader(reader).outbox.post(.answered(ticket: ticket, .done))
             case .unwatch(let pattern, let reader):
-                watches[ObjectIdentifier(reader)]?.patterns[pattern] = nil
+                guard watches[ObjectIdentifier(reader)]?.patterns.removeValue(forKey: pattern) != nil else { continue }
+                owner.occupancyPattern(pattern, isWatched: false)
             case .count(let feed, let subscribers, let named, let occupants):
                 guard let feed = feeds[feed] else { continue }
                 feed.count(subscribers, named: named, occupants: occupants)
@@ -58,22 +63,25 @@ package final class ReplicaSource: @unchecked Sendable {
                 feed.close()
                 owner.replicaCountsChanged(feed.subjectName)
             case .lag(let publisher, let began): registry.lag(publisher, began: began)
+            case .caughtUp(let reader): self.reader(reader).caughtUp()
             case .forward(let forwarded, let ticket, let reader):
-                let (outbox, publishers) = self.reader(reader)
-                owner.answer(forwarded, publishers: publishers) { outbox.post(.answered(ticket: ticket, $0)) }
+                let link = self.reader(reader)
+                owner.answer(forwarded, publishers: link.publishers) { link.outbox.post(.answered(ticket: ticket, $0)) }
             case .publish(let batch, let publisher, let ticket, let reader):
-                let (outbox, publishers) = self.reader(reader)
-                owner.publish(batch, by: publishers.gate(publisher)) { outbox.post(.published(ticket: ticket, $0)) }
+                let link = self.reader(reader)
+                owner.publish(batch, by: link.publishers.gate(publisher)) {
+                    link.outbox.post(.published(ticket: ticket, $0))
+                }
             }
         }
     }
 
     private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
-        let outbox = self.reader(reader).outbox
+        let link = self.reader(reader)
         do throws(ProtocolError) {
-            feed(try owner.subjectToReplicate(name), to: outbox)
+            feed(try owner.subjectToReplicate(name), to: link)
         } catch {
-            outbox.post(.refused(name: name, error))
+            link.outbox.post(.refused(name: name, error))
         }
     }
 
@@ -83,27 +91,34 @@ package final class ReplicaSource: @unchecked Sendable {
         _ pattern: SubjectPattern, holding: Set<String>, for reader: ReplicaReader, in owner: any ReplicaOwner
     ) {
         let key = ObjectIdentifier(reader)
+        guard watches[key]?.patterns[pattern.text] == nil else { return }
+        // Occupancy subjects exist while read: those the pattern reads are made first.
+        owner.occupancyPattern(pattern.text, isWatched: true)
         watches[key, default: (reader: reader, patterns: [:])].patterns[pattern.text] = pattern
-        let outbox = self.reader(reader).outbox
-        for entry in owner.subjects.list(prefix: "")
-        where pattern.matches(entry.name) && !holding.contains(entry.name) && !SystemSubjects.isReserved(entry.name) {
-            feed(entry, to: outbox)
+        let link = self.reader(reader)
+        for entry in owner.subjects.list(prefix: "") where reaches(pattern, entry.name) {
+            if !holding.contains(entry.name) { feed(entry, to: link) }
         }
     }
 
     /// A subject was made here (`MemorySubjectStore.adopted`): each reader watching a pattern
     /// it matches gets a replica of it.
     func subjectMade(_ entry: SubjectEntry) {
-        guard !watches.isEmpty, !SystemSubjects.isReserved(entry.name) else { return }
-        for (reader, patterns) in watches.values where patterns.values.contains(where: { $0.matches(entry.name) }) {
-            feed(entry, to: self.reader(reader).outbox)
+        guard !watches.isEmpty else { return }
+        for (reader, patterns) in watches.values where patterns.values.contains(where: { reaches($0, entry.name) }) {
+            feed(entry, to: self.reader(reader))
         }
     }
 
-    /// A new feed of `entry` to the reader whose outbox is `outbox`, opening its replica there.
-    private func feed(_ entry: SubjectEntry, to outbox: LoopOutbox<ReplicaUpdate>) {
+    /// Whether a subscription to `pattern` reads the subject `name`.
+    private func reaches(_ pattern: SubjectPattern, _ name: String) -> Bool {
+        pattern.matches(name) && SystemSubjects.mayReach(pattern: pattern.text, name: name)
+    }
+
+    /// A new feed of `entry` to the reader `link` leads to, opening its replica there.
+    private func feed(_ entry: SubjectEntry, to link: ReaderLink) {
         lastFeed += 1
-        let feed = ReplicaFeed(number: lastFeed, entry: entry, outbox: outbox) { [weak self] in
+        let feed = ReplicaFeed(number: lastFeed, entry: entry, link: link) { [weak self] in
             guard let self else { return 0 }
             return registry.number(of: pauses.current)
         } ended: { [weak self] number in
@@ -113,18 +128,13 @@ package final class ReplicaSource: @unchecked Sendable {
         feed.start()
     }
 
-    /// The outbox of `reader`'s loop and its publishers, made on its first request.
-    private func reader(_ reader: ReplicaReader) -> (
-        outbox: LoopOutbox<ReplicaUpdate>, publishers: RemotePublishers
-    ) {
+    /// The link to `reader`'s loop, made on its first request.
+    private func reader(_ reader: ReplicaReader) -> ReaderLink {
         let key = ObjectIdentifier(reader)
         if let known = readers[key] { return known }
-        let outbox = LoopOutbox<ReplicaUpdate>(loop: loop) { batch in reader.inbox.post(contentsOf: batch) }
-        let publishers = RemotePublishers(pauses: pauses) { publisher, began in
-            outbox.post(.lag(publisher: publisher, began: began))
-        }
-        readers[key] = (outbox, publishers)
-        return (outbox, publishers)
+        let link = ReaderLink(to: reader, loop: loop, pauses: pauses, limits: limits)
+        readers[key] = link
+        return link
     }
 }
 
@@ -135,6 +145,10 @@ protocol ReplicaOwner: AnyObject {
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
     /// The subjects here.
     var subjects: any SubjectStore { get }
+    /// Another loop watches the pattern `pattern` (`isWatched`), or no longer does: for a
+    /// pattern of occupancy subjects, those it reads are made and kept as for a subscription
+    /// here (`OccupancyTracker.patternBegan`).
+    func occupancyPattern(_ pattern: String, isWatched: Bool)
     /// Another loop's counts of the subject `name`'s subscriptions changed
     /// (`SubjectEntry.replicaSubscribers`): what reads them is told.
     func replicaCountsChanged(_ name: String)
@@ -159,7 +173,8 @@ protocol ReplicaOwner: AnyObject {
 private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     let number: UInt64
     private let entry: SubjectEntry
-    private let outbox: LoopOutbox<ReplicaUpdate>
+    private let link: ReaderLink
+    private var outbox: LoopOutbox<ReplicaUpdate> { link.outbox }
     /// The number of the publisher whose value is being fanned out now (0: nobody).
     private let publisher: () -> UInt64
     private let ended: (UInt64) -> Void
@@ -170,15 +185,17 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var policy: SlowConsumerPolicy?
     /// The reader's subscribers, those naming the subject, and its occupants, as last told.
     private var told = (subscribers: 0, named: 0, occupants: 0)
+    /// Values the reader missed since the last it was sent (`ReaderLink.admits`).
+    private var missed: UInt64 = 0
     private var isOver = false
 
     init(
-        number: UInt64, entry: SubjectEntry, outbox: LoopOutbox<ReplicaUpdate>, publisher: @escaping () -> UInt64,
+        number: UInt64, entry: SubjectEntry, link: ReaderLink, publisher: @escaping () -> UInt64,
         ended: @escaping (UInt64) -> Void
     ) {
         self.number = number
         self.entry = entry
-        self.outbox = outbox
+        self.link = link
         self.publisher = publisher
         self.ended = ended
     }
@@ -238,7 +255,16 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            outbox.post(.value(feed: number, ReplicatedValue(message, publisher: publisher())))
+            let value = ReplicatedValue(message, publisher: publisher())
+            guard link.admits(weight: value.weight, policy: message.label.slowConsumer) else {
+                missed &+= 1
+                return
+            }
+            if _slowPath(missed > 0) {
+                outbox.post(.missed(feed: number, count: missed))
+                missed = 0
+            }
+            link.post(.value(feed: number, value), weight: value.weight)
         }
     }
 

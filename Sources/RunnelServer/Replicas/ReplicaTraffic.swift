@@ -37,6 +37,10 @@ struct ReplicatedValue: Sendable {
         self.publisher = publisher
     }
 
+    /// What it weighs in a reader's backlog (`ReplicaBacklog`): its bytes, and 64 for what
+    /// carries them.
+    var weight: Int { raw.count &+ 64 }
+
     /// The message a replica of `label`'s subject delivers. The replica's loop.
     func message(in label: SubjectLabel) -> Message {
         if let mark { return Message(mark: mark, label: label, seq: seq, time: time) }
@@ -95,6 +99,10 @@ enum ReplicaUpdate: Sendable {
     /// (`unknown_subject` with `auto_create` off, `limit`, ...).
     case refused(name: String, ProtocolError)
     case value(feed: UInt64, ReplicatedValue)
+    /// The reader missed `count` values of the feed's subject, the loop behind under `drop` or
+    /// past the hard limit (`ReaderLink`): told before the next value sent, which is when its
+    /// subscriptions there are told (`dropped`).
+    case missed(feed: UInt64, count: UInt64)
     /// The subject's own `slow_consumer` changed (a `create` of it, a reload): told before the
     /// first value after the change, which is when a subscriber reads it.
     case policy(feed: UInt64, SlowConsumerPolicy?)
@@ -129,6 +137,9 @@ enum ReplicaRequest: Sendable {
     /// A subscriber of the reader's began (`began`) or stopped lagging behind the values of the
     /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`).
     case lag(publisher: UInt64, began: Bool)
+    /// The reader has caught up to what the owner waited for (`ReplicaBacklog.awaitCatchUp`):
+    /// the publishers held for it go.
+    case caughtUp(reader: ReplicaReader)
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)
@@ -160,10 +171,12 @@ enum ForwardedRequest: Sendable {
 
 /// A loop holding replicas, as their owner sees it: where its updates go.
 ///
-/// Thread rules: `inbox` from any thread. Lifetime rule: made by the reader's `SubjectReplicas`
-/// and held by the owner while it feeds replicas of the reader's.
+/// Thread rules: `inbox` and `backlog` from any thread. Lifetime rule: made by the reader's
+/// `SubjectReplicas` and held by the owner while it feeds replicas of the reader's.
 final class ReplicaReader: Sendable {
     let inbox: LoopInbox<ReplicaUpdate>
+    /// How far it is behind the owner.
+    let backlog = ReplicaBacklog()
 
     init(inbox: LoopInbox<ReplicaUpdate>) { self.inbox = inbox }
 }

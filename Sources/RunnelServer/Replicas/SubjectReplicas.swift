@@ -32,6 +32,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case watch(String, ticket: UInt64)
         case unwatch(String)
         case close(UInt64)
+        case caughtUp
     }
 
     /// A pattern the owner is asked to send the subjects of (`watch`): its pattern
@@ -68,6 +69,9 @@ final class SubjectReplicas: @unchecked Sendable {
     /// as this loop's lagging subscribers hold them.
     private let registry = PublisherRegistry()
     private let publishers: RemotePublishers
+    /// Tells each subscription here that reads the subject named that it missed the count of
+    /// its values (the owner's `ReplicaUpdate.missed`); set by the server.
+    var missed: (_ subject: String, _ count: UInt64) -> Void = { _, _ in }
 
     /// Replicas of the subjects whose owner reads `owner`, on `loop`; a replay subject's keeps
     /// at most `retained.maxReplayBytes`, by `retained.clock`. `pauses`: the server's, which
@@ -234,6 +238,9 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     private func receive(_ updates: [ReplicaUpdate]) {
+        // What the values delivered weigh in the backlog, handed back at the end of the batch.
+        var weight = 0
+        defer { if weight > 0 && reader.backlog.delivered(weight) { notes.post(.caughtUp) } }
         for update in updates {
             switch update {
             case .opened(let snapshot):
@@ -253,6 +260,7 @@ final class SubjectReplicas: @unchecked Sendable {
             case .refused(let name, let error):
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
             case .value(let feed, let value):
+                weight &+= value.weight
                 guard let entry = byFeed[feed] else { continue }
                 // Inside its publisher's stand-in: a subscriber it puts over the soft limit pauses
                 // the publisher where it is.
@@ -261,6 +269,9 @@ final class SubjectReplicas: @unchecked Sendable {
                     continue
                 }
                 publishers.gate(value.publisher).publishing { deliver(value, to: entry) }
+            case .missed(let feed, let count):
+                guard let entry = byFeed[feed] else { continue }
+                missed(entry.name, count)
             case .lag(let publisher, let began):
                 registry.lag(publisher, began: began)
             case .policy(let feed, let policy):
@@ -338,6 +349,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.unwatch(pattern: pattern, reader: reader))
             case .close(let feed):
                 requests.append(.close(feed: feed))
+            case .caughtUp:
+                requests.append(.caughtUp(reader: reader))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry

@@ -11,6 +11,15 @@ extension Server: ReplicaOwner {
 
     func replicaCountsChanged(_ name: String) { occupancy.replicaCountsChanged(name) }
 
+    func occupancyPattern(_ pattern: String, isWatched: Bool) {
+        guard let occupied = SystemSubjects.occupied(by: pattern) else { return }
+        if isWatched {
+            occupancy.patternBegan(SubjectPattern(occupied))
+        } else {
+            occupancy.patternEnded(SubjectPattern(occupied))
+        }
+    }
+
     /// Carries out `request` and hands `then` what its reply says: for a `pub` or a change
     /// whose reply waits for the write (`Publishing.Receipt`, `SubjectChange.apply`), once
     /// written.
@@ -65,5 +74,18 @@ extension Server: ReplicaOwner {
         _ then: @escaping (SessionReply.Outcome) -> Void, _ outcome: @escaping () -> SessionReply.Outcome
     ) {
         subjects.whenWritten { error in then(error.map { .failed($0) } ?? outcome()) }
+    }
+
+    /// Values of `subject` did not reach this loop (its replica's owner had too many waiting
+    /// for it: `ReaderLink`): each subscription here that reads the subject is told `count`
+    /// were missed, with `dropped` before its next value. Walks every session's subscriptions,
+    /// which happens only when a loop fell that far behind.
+    func noteMissed(_ count: UInt64, of subject: String) {
+        for session in sessions.values {
+            for subscription in session.subscriptions.all where subscription.reads(subject) {
+                subscription.noteDropped(count)
+                stats.counts.dropped &+= count
+            }
+        }
     }
 }

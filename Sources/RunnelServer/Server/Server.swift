@@ -37,7 +37,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     package let replicaSource: ReplicaSource
     /// This loop's replicas of the subjects another member owns; nil on the owner.
     private(set) var replicas: SubjectReplicas?
-    private var sessions: [UInt64: Session] = [:]
+    private(set) var sessions: [UInt64: Session] = [:]
     /// Each configured token's evaluation budget on this loop, drawing on the token's pool over
     /// every loop (`ServerGroup.tokenPool`), by the token's digest (`tokenEvaluationBudget`).
     private var tokenEvaluationBudgets: [[UInt8]: EvaluationBudget] = [:]
@@ -86,14 +86,16 @@ public final class Server: SessionOwner, @unchecked Sendable {
             peers.othersChanged = { [weak occupancy] subject in occupancy?.othersChanged(subject) }
             shared.adopted = { [weak occupancy] subject in occupancy?.subjectAppeared(subject) }
         }
-        let replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses)
+        let replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses, config: config)
         self.replicaSource = replicaSource
         applyRetentionLimits()
         replicaSource.owner = self
         subjects.local.adopted = { [weak replicaSource] entry in replicaSource?.subjectMade(entry) }
         if let owner = self.group.join(self) {
-            replicas = SubjectReplicas(
+            let replicas = SubjectReplicas(
                 owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses)
+            replicas.missed = { [weak self] subject, count in self?.noteMissed(count, of: subject) }
+            self.replicas = replicas
         }
     }
 
@@ -285,6 +287,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     private func applyRetentionLimits() {
         subjects.retained.maxBytes = config.maxRetainedBytes
         subjects.retained.maxReplayBytes = config.maxReplayBytes
+        replicaSource.limits.configure(config)
         shared?.apply(
             maxSubjects: config.maxSubjects, maxDepth: config.maxDepth, publishBound: publishEvaluationBound)
     }

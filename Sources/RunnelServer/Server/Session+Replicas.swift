@@ -6,8 +6,8 @@ import RunnelProtocol
 /// replica here (`SubjectReplicas`). The first `sub` of a subject here asks the owner for it:
 /// the request, and every request after it, waits (as for a cluster's catch-up), and runs
 /// again with the replica once the owner has answered, so its reply keeps its place; so do
-/// the subjects its stages name and a pattern's subjects (the server's own names are the
-/// owner's too, but for a pattern of them, which reads this loop's). A `pub`, `create`,
+/// the subjects its stages name and a pattern's subjects (the server's own names, and patterns
+/// of them, are the owner's too). A `pub`, `create`,
 /// `complete`, `error`, `delete` or `list` goes to the owner (`ForwardedRequest`), and its
 /// reply's place is kept until the answer comes.
 extension Session {
@@ -135,12 +135,10 @@ extension Session {
 
     /// Whether the subjects `pattern` matches are here: on a loop that does not own them, once
     /// the owner has sent a replica of each (`SubjectReplicas.watch`; the `sub` then runs
-    /// again, and the requests after it wait meanwhile). A pattern of the server's own subjects
-    /// (`$sys.occupancy.P`) reads this loop's.
+    /// again, and the requests after it wait meanwhile), a pattern of the server's own subjects
+    /// (`$sys.occupancy.P`) too.
     func patternIsHere(_ pattern: SubjectPattern, for request: SubscribeRequest, caughtUp: Bool) -> Bool {
-        guard let replicas = context.replicas, !SystemSubjects.isReserved(pattern.text),
-            !replicas.isWatching(pattern)
-        else { return true }
+        guard let replicas = context.replicas, !replicas.isWatching(pattern) else { return true }
         replicas.watch(pattern) { [weak self] in
             self?.runAgain(request) { () throws(ProtocolError) in try self?.subscribe(request, caughtUp: caughtUp) }
         }
@@ -150,9 +148,7 @@ extension Session {
     /// A pattern subscription's values: of the subjects here or, on a loop that does not own
     /// them, of their replicas.
     func patternSignal(_ pattern: SubjectPattern, admitting: (@Sendable (String) -> Bool)?) -> Signal<Message> {
-        guard let replicas = context.replicas, !SystemSubjects.isReserved(pattern.text) else {
-            return subjects.patternSignal(pattern, admitting: admitting)
-        }
+        guard let replicas = context.replicas else { return subjects.patternSignal(pattern, admitting: admitting) }
         return replicas.patternSignal(pattern, admitting: admitting)
     }
 

@@ -62,6 +62,10 @@ package final class SessionSubscription: @unchecked Sendable {
     /// literals' size in memory up to a small factor.
     static func pinnedBytes(sid: String, stagesByteCount: Int) -> Int { 3 * sid.utf8.count + stagesByteCount }
 
+    /// Whether it reads the values of the subject `name`: named by it, matched by its pattern,
+    /// or reached by its stages.
+    func reads(_ name: String) -> Bool { pattern.matches(name) || reached.contains(name) }
+
     /// `dropped` when some events were missed but not how many: its `dropped` event has no count.
     static let unknownDropped = UInt64.max
 

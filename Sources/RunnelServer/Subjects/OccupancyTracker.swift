@@ -64,24 +64,35 @@ final class OccupancyTracker: @unchecked Sendable {
 
     /// `subscription`'s chain runs now: the counts it adds to.
     func began(_ subscription: SessionSubscription) {
-        if let occupied = occupancyPattern(of: subscription) {
-            patterns[occupied, default: 0] += 1
-            for entry in store.list(prefix: "") where isCounted(entry.name) && occupied.matches(entry.name) {
-                _ = watch(entry.name)
-            }
-        }
+        if let occupied = occupancyPattern(of: subscription) { patternBegan(occupied) }
         countsChanged(by: subscription)
     }
 
     /// `subscription` is gone: the counts it took from, and what nobody reads any more.
     func ended(_ subscription: SessionSubscription) {
-        if let occupied = occupancyPattern(of: subscription), let count = patterns[occupied] {
-            patterns[occupied] = count > 1 ? count - 1 : nil
-            for (subject, _) in watches where occupied.matches(subject) { releaseIfUnread(subject) }
+        if let occupied = occupancyPattern(of: subscription) {
+            patternEnded(occupied)
         } else if let entry = subscription.entry, let subject = SystemSubjects.occupied(by: entry.name) {
             releaseIfUnread(subject)
         }
         countsChanged(by: subscription)
+    }
+
+    /// Something reads `$sys.occupancy.P` for `occupied`, P (a subscription here, or another
+    /// loop's watch of the pattern, decision 0011): every subject it matches is watched, now
+    /// and as it comes.
+    func patternBegan(_ occupied: SubjectPattern) {
+        patterns[occupied, default: 0] += 1
+        for entry in store.list(prefix: "") where isCounted(entry.name) && occupied.matches(entry.name) {
+            _ = watch(entry.name)
+        }
+    }
+
+    /// One reader of `$sys.occupancy.P` less: the subjects nobody else reads are let go.
+    func patternEnded(_ occupied: SubjectPattern) {
+        guard let count = patterns[occupied] else { return }
+        patterns[occupied] = count > 1 ? count - 1 : nil
+        for (subject, _) in watches where occupied.matches(subject) { releaseIfUnread(subject) }
     }
 
     // MARK: Counting

@@ -30,7 +30,7 @@ final class PatternWatcher: @unchecked Sendable {
     /// Whether values of the subject `name`, which matches the pattern, reach it: the server's
     /// own subjects only for a pattern of theirs (`SystemSubjects`), and only those `admits`.
     func receives(_ name: String) -> Bool {
-        SystemSubjects.isReserved(name) == SystemSubjects.isReserved(pattern.text) && admits?(name) ?? true
+        SystemSubjects.mayReach(pattern: pattern.text, name: name) && admits?(name) ?? true
     }
 
     /// Drops the subscription to `entry`, which is being deleted.

@@ -13,6 +13,10 @@ enum SystemSubjects {
     /// Whether `name` (or a pattern's text) is the server's.
     static func isReserved(_ name: String) -> Bool { name.utf8.first == UInt8(ascii: "$") }
 
+    /// Whether a subscription to `pattern` may read the subject `name` it matches: the
+    /// server's subjects only for a pattern of theirs.
+    static func mayReach(pattern: String, name: String) -> Bool { isReserved(name) == isReserved(pattern) }
+
     /// `unauthorized` for a write to a reserved name.
     static func checkWritable(_ name: String) throws(ProtocolError) {
         guard !isReserved(name) else {

@@ -1,0 +1,158 @@
+import RunnelProtocol
+import RunnelUV
+import Synchronization
+
+/// How far a loop holding replicas is behind their owner (decision 0011): the bytes of values
+/// the owner has handed it (`ReplicatedValue.weight`) that it has not delivered yet, counted up
+/// by the owner once a turn and down by the reader once a batch. The owner treats a loop
+/// behind by more than the soft limit as a lagging subscriber (`ReaderLink`), and asks to hear
+/// when it has caught up (`awaitCatchUp`); the reader tells it once (`delivered` returns true).
+///
+/// Thread rules: any thread; the owner's loop adds and waits, the reader's subtracts. Lifetime
+/// rule: the reader's `ReplicaReader` holds it, and so does the owner's link to that reader.
+final class ReplicaBacklog: Sendable {
+    private let bytes = Atomic<Int>(0)
+    /// The backlog the owner waits for the reader to fall to; -1 while it waits for nothing.
+    private let catchUpMark = Atomic<Int>(-1)
+
+    /// The bytes handed to the reader and not yet delivered there.
+    var current: Int { bytes.load(ordering: .relaxed) }
+
+    /// The owner handed the reader values weighing `weight` in all. The owner's loop.
+    func handed(_ weight: Int) { bytes.add(weight, ordering: .relaxed) }
+
+    /// The reader delivered values weighing `weight` in all; returns true when the owner must
+    /// be told it has caught up (it waited for it, and now it has). The reader's loop.
+    func delivered(_ weight: Int) -> Bool {
+        let left = bytes.subtract(weight, ordering: .sequentiallyConsistent).newValue
+        let mark = catchUpMark.load(ordering: .sequentiallyConsistent)
+        guard mark >= 0, left <= mark else { return false }
+        return catchUpMark.compareExchange(expected: mark, desired: -1, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    /// The owner waits for the backlog to fall to `mark`: returns true when it has already
+    /// (the owner goes on at once), else the reader says when it does (`delivered`). Whichever
+    /// side sees the fall first acts on it, and only that one. The owner's loop.
+    func awaitCatchUp(to mark: Int) -> Bool {
+        catchUpMark.store(mark, ordering: .sequentiallyConsistent)
+        guard bytes.load(ordering: .sequentiallyConsistent) <= mark else { return false }
+        return catchUpMark.compareExchange(expected: mark, desired: -1, ordering: .sequentiallyConsistent).exchanged
+    }
+}
+
+/// The owner's way to one loop holding replicas of its subjects: the outbox its updates go
+/// through, its publishers' stand-ins (`RemotePublishers`), and the flow control a lagging
+/// subscriber gets. Once the values handed to it and not yet delivered there
+/// (`ReplicaBacklog`) pass the soft limit, a value applies its subject's policy to the whole
+/// loop, as one lagging subscriber there would: under `drop` that loop misses the value (the
+/// feed tells it how many before the next, `ReplicaUpdate.missed`); under the others, a loop
+/// is never closed: the publisher whose value it is is held (`PublisherGate.laggardBegan`)
+/// until the loop has caught up to half the soft limit. Past the hard limit every value is
+/// missed there, so what waits for a loop stays bounded when nobody can be paused (a value no
+/// publisher sent).
+///
+/// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
+/// the reader is known; it holds the publishers it paused until the reader has caught up.
+final class ReaderLink {
+    let outbox: LoopOutbox<ReplicaUpdate>
+    let publishers: RemotePublishers
+    private let backlog: ReplicaBacklog
+    private let pauses: PublisherPauses
+    private let limits: ReplicaLimits
+    /// What this turn's batch carries besides its updates.
+    private let turn = Turn()
+    /// The publishers held until the reader catches up, each once.
+    private var held: [PublisherGate] = []
+
+    private final class Turn {
+        /// The weight of the values posted this turn, handed over with the turn's batch.
+        var weight = 0
+        /// The reader is to say when it catches up, asked once the batch is handed over (the
+        /// backlog then has the turn's values).
+        var awaitsCatchUp = false
+        weak var link: ReaderLink?
+    }
+
+    /// The link to `reader` from the owner on `loop`, whose publishers are `pauses`'.
+    init(to reader: ReplicaReader, loop: LoopScheduler, pauses: PublisherPauses, limits: ReplicaLimits) {
+        backlog = reader.backlog
+        self.pauses = pauses
+        self.limits = limits
+        let outbox = LoopOutbox<ReplicaUpdate>(loop: loop) { [turn, backlog] batch in
+            backlog.handed(turn.weight)
+            turn.weight = 0
+            reader.inbox.post(contentsOf: batch)
+            guard turn.awaitsCatchUp else { return }
+            turn.awaitsCatchUp = false
+            turn.link?.awaitCatchUp()
+        }
+        self.outbox = outbox
+        publishers = RemotePublishers(pauses: pauses) { publisher, began in
+            outbox.post(.lag(publisher: publisher, began: began))
+        }
+        turn.link = self
+    }
+
+    /// Whether a value weighing `weight` goes to the reader: false when the reader misses it;
+    /// true, holding the publisher whose value it is when the subject's policy (`policy`, else
+    /// the server's) pauses publishers and the reader is behind.
+    @inline(__always)
+    func admits(weight: Int, policy: SlowConsumerPolicy?) -> Bool {
+        let behind = backlog.current &+ turn.weight &+ weight
+        guard _slowPath(behind > limits.soft) else { return true }
+        return admitsBehind(behind, policy: policy ?? limits.policy)
+    }
+
+    private func admitsBehind(_ behind: Int, policy: SlowConsumerPolicy) -> Bool {
+        if behind > limits.hard || policy == .drop { return false }
+        if let publisher = pauses.current { hold(publisher) }
+        return true
+    }
+
+    /// Posts a value's update for the reader, weighing `weight`.
+    @inline(__always)
+    func post(_ update: ReplicaUpdate, weight: Int) {
+        turn.weight &+= weight
+        outbox.post(update)
+    }
+
+    private func hold(_ publisher: PublisherGate) {
+        guard !held.contains(where: { $0 === publisher }) else { return }
+        held.append(publisher)
+        publisher.laggardBegan()
+        if held.count == 1 { turn.awaitsCatchUp = true }
+    }
+
+    /// Asks the reader to say when it has caught up to half the soft limit, or goes on at once
+    /// when it has.
+    private func awaitCatchUp() {
+        if backlog.awaitCatchUp(to: limits.soft / 2) { caughtUp() }
+    }
+
+    /// The reader has caught up (`ReplicaRequest.caughtUp`, or at once): the publishers held
+    /// go.
+    func caughtUp() {
+        let released = held
+        held = []
+        for publisher in released { publisher.laggardEnded() }
+    }
+}
+
+/// The limits a reading loop's backlog is held to (`ReaderLink`): the server's soft and hard
+/// limits on a connection's unsent output (`soft_pending_bytes`, `max_pending_bytes`) and its
+/// default policy, as configured now. Thread rules: the owner's loop. Lifetime rule: its
+/// `ReplicaSource` holds it, and so does each of its links.
+final class ReplicaLimits {
+    private(set) var soft: Int
+    private(set) var hard: Int
+    private(set) var policy: SlowConsumerPolicy
+
+    init(_ config: ServerConfig) { (soft, hard, policy) = Self.limits(of: config) }
+
+    /// Takes the limits `config` sets (a reload).
+    func configure(_ config: ServerConfig) { (soft, hard, policy) = Self.limits(of: config) }
+
+    private static func limits(of config: ServerConfig) -> (Int, Int, SlowConsumerPolicy) {
+        (config.softPendingLimit, config.maxPendingBytes, config.slowConsumer)
+    }
+}

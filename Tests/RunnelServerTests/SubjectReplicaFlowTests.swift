@@ -1,0 +1,94 @@
+import Runnel
+import RunnelProtocol
+import RunnelTestSupport
+import Testing
+
+@testable import RunnelServer
+
+/// A loop too busy to take its replicas' values is a lagging subscriber to their owner
+/// (decision 0011, `ReaderLink`): once the values handed to it and not yet delivered pass the
+/// soft limit, a value's subject policy applies to the whole loop. Under `backpressure` the
+/// publisher is paused until the loop catches up, and nothing is lost; under `drop` the loop
+/// misses the values, and its subscribers are told how many before the next. Loop 0 owns the
+/// subjects; loop 1's thread is held in one turn (`LoopServer.hold`) while loop 0 publishes.
+/// Cross-thread: CI runs these under the thread sanitizer.
+@Suite struct SubjectReplicaFlowTests {
+    /// 200 bytes of value: each weighs 264 in the backlog (`ReplicatedValue.weight`), so the
+    /// fourth of a turn passes a soft limit of 1,000.
+    private static func pub(_ index: Int) -> String {
+        #"{"op":"pub","subject":"s","value":"\#(index)\#(String(repeating: "x", count: 198 - String(index).count))"}"#
+    }
+
+    @Test func aBusyLoopPausesThePublisherUnderBackpressureAndMissesNothing() {
+        let servers = Self.servers(.backpressure)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1])
+        let release = servers[1].hold()
+        let publisher = servers[0].connect()
+        servers[0].send(publisher, (1...20).map(Self.pub))
+        // Held by the loop, not by its subscriber: that one has written everything it was given.
+        #expect(Self.pausedPublishers(on: servers[0]) == 1)
+        #expect(servers[0].run { publisher.transport.isInputPaused })
+        release()
+        #expect(eventually { Self.pausedPublishers(on: servers[0]) == 0 })
+        let lines = servers[1].lines(of: subscriber, count: 20)
+        #expect(lines?.map(Self.index) == Array(1...20))
+        #expect(servers[0].run { publisher.transport.isInputPaused } == false)
+    }
+
+    @Test func aBusyLoopMissesValuesUnderDropAndItsSubscribersAreTold() {
+        let servers = Self.servers(.drop)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1])
+        let release = servers[1].hold()
+        let publisher = servers[0].connect()
+        servers[0].send(publisher, (1...20).map(Self.pub))
+        // Nobody paused: the values past the limit are missed on loop 1 alone.
+        #expect(Self.pausedPublishers(on: servers[0]) == 0)
+        release()
+        #expect(servers[1].lines(of: subscriber, count: 3)?.map(Self.index) == [1, 2, 3])
+        // Loop 1 has caught up (its lines are written once the batch is delivered).
+        servers[0].send(publisher, Self.pub(21))
+        let lines = servers[1].lines(of: subscriber, count: 2)
+        #expect(lines?.first == #"{"ev":"dropped","sid":"a","count":17}"#)
+        #expect(lines?.last.map(Self.index) == 21)
+        #expect(servers[1].run { servers[1].server.value.stats.counts.dropped } == 17)
+    }
+
+    /// A subscriber of the owner's loop is not slowed by another loop's lag under `drop`.
+    @Test func theOwnersOwnSubscribersGetEveryValueWhileAnotherLoopMissesThem() {
+        let servers = Self.servers(.drop)
+        defer { servers.shutdown() }
+        _ = Self.subscribe(on: servers[1])
+        let local = Self.subscribe(on: servers[0])
+        let release = servers[1].hold()
+        defer { release() }
+        let publisher = servers[0].connect()
+        servers[0].send(publisher, (1...20).map(Self.pub))
+        #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
+    }
+
+    private static func servers(_ policy: SlowConsumerPolicy) -> LoopServers {
+        LoopServers(count: 2) {
+            $0.slowConsumer = policy
+            $0.softPendingBytes = 1000
+        }
+    }
+
+    private static func subscribe(on server: LoopServer) -> LoopServer.Client {
+        let subscriber = server.connect()
+        let answered = server.send(subscriber, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        #expect((answered.isEmpty ? server.lines(of: subscriber, count: 1) : answered) == [#"{"ok":true,"sid":"a"}"#])
+        return subscriber
+    }
+
+    /// The number a `next` line's value starts with; 0 for another line.
+    private static func index(_ line: String) -> Int {
+        guard let start = line.range(of: #""value":""#)?.upperBound else { return 0 }
+        return Int(line[start...].prefix(while: \.isNumber)) ?? 0
+    }
+
+    private static func pausedPublishers(on server: LoopServer) -> Int {
+        server.run { server.server.value.publisherPauses.pausedNow }
+    }
+}
