@@ -15,12 +15,32 @@ final class LoopServers: Sendable {
     let group: ServerGroup
     private let members: [LoopServer]
 
-    init(count: Int, _ configure: (inout ServerConfig) -> Void = { _ in }) {
+    /// `count` servers configured by `configure`, each with a store in memory.
+    convenience init(count: Int, _ configure: (inout ServerConfig) -> Void = { _ in }) {
+        self.init(loops: (0..<count).map { _ in EventLoop() }, ownersStore: nil, configure)
+    }
+
+    /// `count` servers configured by `configure`, the owner's store (loop 0's) made by
+    /// `ownersStore` on its loop, every other's in memory.
+    convenience init(
+        count: Int, ownersStore: (LoopScheduler) throws -> any SubjectStore,
+        _ configure: (inout ServerConfig) -> Void = { _ in }
+    ) throws {
+        let loops = (0..<count).map { _ in EventLoop() }
+        self.init(loops: loops, ownersStore: try ownersStore(loops[0].scheduler), configure)
+    }
+
+    private init(loops: [EventLoop], ownersStore: (any SubjectStore)?, _ configure: (inout ServerConfig) -> Void) {
         var config = ServerConfig()
         configure(&config)
         let group = ServerGroup(config: config, logger: SessionHarness.logger)
         self.group = group
-        members = (0..<count).map { LoopServer(group: group, index: $0, config: config) }
+        members = loops.indices.map { index in
+            let store = index == 0 ? ownersStore : nil
+            return LoopServer(
+                group: group, index: index, config: config, loop: loops[index],
+                subjects: store ?? MemorySubjectStore(retained: RetainedValues(limitsOf: config)))
+        }
     }
 
     subscript(index: Int) -> LoopServer { members[index] }
@@ -41,14 +61,15 @@ final class LoopServers: Sendable {
 }
 
 final class LoopServer: Sendable {
-    private let loop = EventLoop()
+    private let loop: EventLoop
     let server: UnsafeTransfer<Server>
 
-    init(group: ServerGroup, index: Int, config: ServerConfig) {
+    init(group: ServerGroup, index: Int, config: ServerConfig, loop: EventLoop, subjects: any SubjectStore) {
+        self.loop = loop
         server = UnsafeTransfer(
             Server(
-                config: config, scheduler: loop.scheduler, logger: SessionHarness.logger,
-                subjects: MemorySubjectStore(retained: RetainedValues(limitsOf: config)), group: group))
+                config: config, scheduler: loop.scheduler, logger: SessionHarness.logger, subjects: subjects,
+                group: group))
         loop.start(name: "group-test-\(index)")
     }
 
