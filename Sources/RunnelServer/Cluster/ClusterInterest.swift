@@ -18,7 +18,7 @@ final class ClusterInterest: SubscriptionInterest {
     private struct Interest {
         let pattern: SubjectPattern
         /// Each member, with whether it needs the NATS subscription.
-        var members: [Member: (subscription: SessionSubscription, viaNATS: Bool)] = [:]
+        var members: [Member: (subscription: any InterestedSubscription, viaNATS: Bool)] = [:]
         var natsMembers = 0
     }
 
@@ -60,38 +60,33 @@ final class ClusterInterest: SubscriptionInterest {
         }
     }
 
-    /// Whether `subscription` needs other nodes' values over core NATS.
-    static func needsNATS(_ subscription: SessionSubscription) -> Bool {
-        subscription.isPattern || subscription.entry?.kind == .subject
-    }
-
     /// Returns true when it made a NATS subscription for it, which NATS may not have read yet.
     @discardableResult
-    func began(_ subscription: SessionSubscription) -> Bool {
+    func began(_ subscription: any InterestedSubscription) -> Bool {
         add(
             Member(subscription: ObjectIdentifier(subscription), byStages: false), subscription,
-            to: subscription.pattern, viaNATS: Self.needsNATS(subscription))
+            to: subscription.pattern, viaNATS: subscription.readsPlainValues)
     }
 
-    func ended(_ subscription: SessionSubscription) {
+    func ended(_ subscription: any InterestedSubscription) {
         remove(Member(subscription: ObjectIdentifier(subscription), byStages: false), from: subscription.pattern.text)
     }
 
     /// `subscription`'s stages read the subject `name` (plain: its values cross over core
     /// NATS); until `endedReading`. Returns true when it made a NATS subscription for it.
     @discardableResult
-    func beganReading(_ name: String, plain: Bool, by subscription: SessionSubscription) -> Bool {
+    func beganReading(_ name: String, plain: Bool, by subscription: any InterestedSubscription) -> Bool {
         add(
             Member(subscription: ObjectIdentifier(subscription), byStages: true), subscription,
             to: SubjectPattern(name), viaNATS: plain)
     }
 
-    func endedReading(_ name: String, by subscription: SessionSubscription) {
+    func endedReading(_ name: String, by subscription: any InterestedSubscription) {
         remove(Member(subscription: ObjectIdentifier(subscription), byStages: true), from: name)
     }
 
     private func add(
-        _ member: Member, _ subscription: SessionSubscription, to pattern: SubjectPattern, viaNATS: Bool
+        _ member: Member, _ subscription: any InterestedSubscription, to pattern: SubjectPattern, viaNATS: Bool
     ) -> Bool {
         let key = pattern.text
         var interest = interests[key] ?? Interest(pattern: pattern)

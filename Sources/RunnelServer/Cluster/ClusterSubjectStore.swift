@@ -43,6 +43,8 @@ package final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterD
     var expiries = MapExpiries()
     /// The last seq of each origin's plain values, by subject.
     private var sequences = ClusterSequences()
+    /// Told when the link goes down or comes back (`SharedSubjects.linkChanged`).
+    package var linkChanged: (Bool) -> Void = { _ in }
     /// Values of other nodes this node knows it missed.
     private(set) var valuesMissed: UInt64 = 0
     /// `max_subjects` and `max_depth`, which values from other nodes respect too, and the
@@ -66,10 +68,7 @@ package final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterD
 
     /// `unavailable` while the link to NATS is down.
     package func checkShared() throws(ProtocolError) {
-        guard link.isUp else {
-            throw ProtocolError(
-                .unavailable, "this node's link to the cluster (NATS) is down; try again or another node")
-        }
+        guard link.isUp else { throw SharedLink.down }
     }
 
     /// Takes the server's limits and publish bound (at start and on every reload).
@@ -233,6 +232,7 @@ package final class ClusterSubjectStore: SubjectStore, ClusterReceiver, ClusterD
     }
 
     func clusterLinkChanged(up: Bool) {
+        linkChanged(up)
         guard up else { return }
         // Whatever other nodes sent while the link was down may be lost.
         interest.noteMissedEverywhere()

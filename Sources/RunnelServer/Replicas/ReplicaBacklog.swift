@@ -56,6 +56,8 @@ final class ReplicaBacklog: Sendable {
 final class ReaderLink {
     let outbox: LoopOutbox<ReplicaUpdate>
     let publishers: RemotePublishers
+    /// Its subscriptions as the owner's cluster holds them.
+    let interests = RemoteInterests()
     private let backlog: ReplicaBacklog
     private let pauses: PublisherPauses
     private let limits: ReplicaLimits

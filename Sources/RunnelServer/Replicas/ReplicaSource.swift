@@ -64,6 +64,13 @@ package final class ReplicaSource: @unchecked Sendable {
                 owner.replicaCountsChanged(feed.subjectName)
             case .lag(let publisher, let began): registry.lag(publisher, began: began)
             case .caughtUp(let reader): self.reader(reader).caughtUp()
+            case .interest(let change, let reader):
+                guard let shared = owner.shared else { continue }
+                let outbox = self.reader(reader).outbox
+                let made = self.reader(reader).interests.apply(change, to: shared.readers) { number, count in
+                    outbox.post(.missedBy(subscription: number, count: count))
+                }
+                if made { shared.awaitNewInterest() }
             case .forward(let forwarded, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.answer(forwarded, publishers: link.publishers) { link.outbox.post(.answered(ticket: ticket, $0)) }
@@ -128,13 +135,20 @@ package final class ReplicaSource: @unchecked Sendable {
         feed.start()
     }
 
-    /// The link to `reader`'s loop, made on its first request.
+    /// The link to `reader`'s loop, made on its first request; it is told at once when the
+    /// owner's cluster link is down.
     private func reader(_ reader: ReplicaReader) -> ReaderLink {
         let key = ObjectIdentifier(reader)
         if let known = readers[key] { return known }
         let link = ReaderLink(to: reader, loop: loop, pauses: pauses, limits: limits)
         readers[key] = link
+        if owner?.shared?.isLinked == false { link.outbox.post(.linked(up: false)) }
         return link
+    }
+
+    /// The owner's link to its cluster went down or came back: every reader is told.
+    func linkChanged(up: Bool) {
+        for link in readers.values { link.outbox.post(.linked(up: up)) }
     }
 }
 
@@ -145,6 +159,8 @@ protocol ReplicaOwner: AnyObject {
     func subjectToReplicate(_ name: String) throws(ProtocolError) -> SubjectEntry
     /// The subjects here.
     var subjects: any SubjectStore { get }
+    /// The cluster they are shared with; nil standalone.
+    var shared: (any SharedSubjects)? { get }
     /// Another loop watches the pattern `pattern` (`isWatched`), or no longer does: for a
     /// pattern of occupancy subjects, those it reads are made and kept as for a subscription
     /// here (`OccupancyTracker.patternBegan`).

@@ -114,6 +114,12 @@ enum ReplicaUpdate: Sendable {
     /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
     /// the reader's publisher numbered `publisher` (its `pub`s the owner published).
     case lag(publisher: UInt64, began: Bool)
+    /// The owner's link to its cluster went down (`up` false) or came back: a `sub` that needs
+    /// the cluster is refused meanwhile there as on the owner (`SubjectStore.checkShared`).
+    case linked(up: Bool)
+    /// The owner's cluster missed `count` values (nil: how many is not known) that the
+    /// reader's subscription numbered `subscription` reads (`RemoteInterest`).
+    case missedBy(subscription: UInt64, count: UInt64?)
 }
 
 /// What a loop holding replicas asks of their subjects' owner, one batch a turn.
@@ -137,6 +143,9 @@ enum ReplicaRequest: Sendable {
     /// A subscriber of the reader's began (`began`) or stopped lagging behind the values of the
     /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`).
     case lag(publisher: UInt64, began: Bool)
+    /// What the reader's subscriptions read changed, for the owner's cluster
+    /// (`RemoteInterest`).
+    case interest(InterestChange, reader: ReplicaReader)
     /// The reader has caught up to what the owner waited for (`ReplicaBacklog.awaitCatchUp`):
     /// the publishers held for it go.
     case caughtUp(reader: ReplicaReader)
@@ -165,8 +174,12 @@ enum ForwardedRequest: Sendable {
     case list(prefix: String, grant: TokenGrant)
     /// Nothing, answered `done`: its answer comes after every update the owner had sent the
     /// reader, so a `sub` waiting for it reads a replica that has them
-    /// (`Session.subjectToRead`).
-    case sync
+    /// (`Session.subjectToRead`), and once the changes the owner made so far are written
+    /// (in a cluster, the NATS subscriptions the reader's subscriptions made known to the other
+    /// nodes: `RemoteInterest`). With `catchingUp`, a `from` beyond what the reader's replica
+    /// of the subject has: in a cluster, once the owner has delivered it too (another node
+    /// gave it), as a `sub` there waits (`SharedSubjects.whenDelivered`).
+    case sync(catchingUp: (subject: String, from: Position)? = nil)
 }
 
 /// A loop holding replicas, as their owner sees it: where its updates go.

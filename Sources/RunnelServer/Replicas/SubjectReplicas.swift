@@ -33,6 +33,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case unwatch(String)
         case close(UInt64)
         case caughtUp
+        case interest(InterestChange)
     }
 
     /// A pattern the owner is asked to send the subjects of (`watch`): its pattern
@@ -69,14 +70,23 @@ final class SubjectReplicas: @unchecked Sendable {
     /// as this loop's lagging subscribers hold them.
     private let registry = PublisherRegistry()
     private let publishers: RemotePublishers
+    /// Whether the owner's link to its cluster is up (`ReplicaUpdate.linked`).
+    private var ownerIsLinked = true
+    /// What this loop's subscriptions read, told to the owner when it shares the subjects with
+    /// a cluster; nil when it does not.
+    private(set) var interest: RemoteInterest?
     /// Tells each subscription here that reads the subject named that it missed the count of
     /// its values (the owner's `ReplicaUpdate.missed`); set by the server.
     var missed: (_ subject: String, _ count: UInt64) -> Void = { _, _ in }
 
     /// Replicas of the subjects whose owner reads `owner`, on `loop`; a replay subject's keeps
     /// at most `retained.maxReplayBytes`, by `retained.clock`. `pauses`: the server's, which
-    /// its sessions' lagging subscribers read.
-    init(owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues, pauses: PublisherPauses) {
+    /// its sessions' lagging subscribers read. `clustered`: the owner shares the subjects with
+    /// a cluster.
+    init(
+        owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues, pauses: PublisherPauses,
+        clustered: Bool
+    ) {
         self.owner = owner
         self.loop = loop
         ledger = RetainedValues(maxBytes: .max, maxReplayBytes: retained.maxReplayBytes, clock: retained.clock)
@@ -86,6 +96,15 @@ final class SubjectReplicas: @unchecked Sendable {
             reference.object?.notes.post(.lag(publisher: publisher, began: began))
         }
         reference.object = self
+        if clustered {
+            interest = RemoteInterest { change in reference.object?.notes.post(.interest(change)) }
+        }
+    }
+
+    /// `unavailable` while the owner's link to its cluster is down, as its store's
+    /// `checkShared` is.
+    func checkShared() throws(ProtocolError) {
+        guard ownerIsLinked else { throw SharedLink.down }
     }
 
     /// The number the owner knows `gate`, a publisher of this loop's, by.
@@ -269,6 +288,10 @@ final class SubjectReplicas: @unchecked Sendable {
                     continue
                 }
                 publishers.gate(value.publisher).publishing { deliver(value, to: entry) }
+            case .linked(let up):
+                ownerIsLinked = up
+            case .missedBy(let subscription, let count):
+                interest?.missed(count, by: subscription)
             case .missed(let feed, let count):
                 guard let entry = byFeed[feed] else { continue }
                 missed(entry.name, count)
@@ -351,6 +374,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.close(feed: feed))
             case .caughtUp:
                 requests.append(.caughtUp(reader: reader))
+            case .interest(let change):
+                requests.append(.interest(change, reader: reader))
             case .changed(let entry):
                 guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
                     byFeed[feed] === entry

@@ -42,8 +42,14 @@ extension Server: ReplicaOwner {
                 answerWhenWritten(then) { .done }
             case .list(let prefix, let grant):
                 then(.subjects(SubjectListing.list(of: subjects, prefix: prefix, for: grant)))
-            case .sync:
-                then(.done)
+            case .sync(let catchingUp):
+                let answer: () -> Void = { [weak self] in self?.answerWhenWritten(then) { .done } }
+                if let (name, from) = catchingUp, let shared, let entry = subjects[name],
+                    shared.whenDelivered(upTo: from, of: entry, within: Session.catchUpWait, then: answer)
+                {
+                    return
+                }
+                answer()
             }
         } catch {
             then(.failed(error))

@@ -21,6 +21,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
     package let subjects: any SubjectStore
     /// The cluster `subjects` are shared with; nil standalone.
     package let shared: (any SharedSubjects)?
+    package var isClustered: Bool { shared != nil }
     /// What the servers of this process share: the connection limits, the session numbers.
     package let group: ServerGroup
     package let stats = ServerStats()
@@ -88,12 +89,14 @@ public final class Server: SessionOwner, @unchecked Sendable {
         }
         let replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses, config: config)
         self.replicaSource = replicaSource
+        shared?.linkChanged = { [weak replicaSource] up in replicaSource?.linkChanged(up: up) }
         applyRetentionLimits()
         replicaSource.owner = self
         subjects.local.adopted = { [weak replicaSource] entry in replicaSource?.subjectMade(entry) }
         if let owner = self.group.join(self) {
             let replicas = SubjectReplicas(
-                owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses)
+                owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses,
+                clustered: owner.isClustered)
             replicas.missed = { [weak self] subject, count in self?.noteMissed(count, of: subject) }
             self.replicas = replicas
         }

@@ -93,6 +93,8 @@ package protocol GroupMember: AnyObject, Sendable {
     var loopFigures: LoopFigures { get }
     /// Where other members ask for replicas of its subjects.
     var replicaSource: ReplicaSource { get }
+    /// Whether it shares its subjects with a cluster (fixed for its life). Any thread.
+    var isClustered: Bool { get }
 }
 
 /// The figures gathered so far for one `gatherFigures`, and who waits for them. Thread rules:

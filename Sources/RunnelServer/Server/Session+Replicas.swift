@@ -55,24 +55,42 @@ extension Session {
     func subjectToRead(
         _ name: String, for request: SubscribeRequest, from: Position?, caughtUp: Bool, replica: SubjectEntry?
     ) throws(ProtocolError) -> SubjectEntry? {
-        if let replica { return replica }
         // The server's own subjects (`$sys.occupancy.S`) are the owner's too: it counts every loop.
         guard let replicas = context.replicas else { return try context.subjectForUse(name, under: settings) }
+        let ahead = { (entry: SubjectEntry) in
+            from.flatMap { $0.epoch == entry.epoch && $0.seq > entry.lastSeq ? $0 : nil }
+        }
+        if let replica {
+            // In a cluster, a `from` beyond it may be beyond what the owner delivered too (another
+            // node gave it): asked once, as a `sub` there waits (`SharedSubjects.whenDelivered`).
+            guard !caughtUp, replicas.interest != nil, let from = ahead(replica) else { return replica }
+            return sync(request, reading: name, in: replicas, catchingUp: from, caughtUp: true)
+        }
         if let held = replicas[name] {
-            let isAhead = from.map { $0.epoch == held.epoch && $0.seq > held.lastSeq } ?? false
-            guard cork != nil || isAhead else { return held }
-            replicas.forward(.sync) { [weak self] _ in
-                guard let self else { return }
-                // Let go meanwhile: asked for again, as it is now.
-                guard let held = replicas[name] else {
-                    return subscribeReplicated(request, caughtUp: caughtUp, answer: nil)
-                }
-                subscribeReplicated(request, caughtUp: caughtUp, answer: .success(held))
-            }
-            return nil
+            let from = ahead(held)
+            guard cork != nil || from != nil else { return held }
+            return sync(request, reading: name, in: replicas, catchingUp: from, caughtUp: caughtUp || from != nil)
         }
         replicas.open(name) { [weak self] answer in
             self?.subscribeReplicated(request, caughtUp: caughtUp, answer: answer)
+        }
+        return nil
+    }
+
+    /// Asks the owner for nothing (`ForwardedRequest.sync`, catching up to `from` when given),
+    /// then runs `request` again with the replica of `name` as it is then; nil, for the caller
+    /// to hold the input meanwhile.
+    private func sync(
+        _ request: SubscribeRequest, reading name: String, in replicas: SubjectReplicas, catchingUp from: Position?,
+        caughtUp: Bool
+    ) -> SubjectEntry? {
+        replicas.forward(.sync(catchingUp: from.map { (name, $0) })) { [weak self] _ in
+            guard let self else { return }
+            // Let go meanwhile: asked for again, as it is now.
+            guard let held = replicas[name] else {
+                return subscribeReplicated(request, caughtUp: caughtUp, answer: nil)
+            }
+            subscribeReplicated(request, caughtUp: caughtUp, answer: .success(held))
         }
         return nil
     }

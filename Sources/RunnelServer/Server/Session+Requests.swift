@@ -155,6 +155,7 @@ extension Session {
         // (Not the server's own subjects, which it keeps alone: `SystemSubjects`.)
         if from != nil || entry?.retainsValues == true && !SystemSubjects.isReserved(target) {
             try subjects.checkShared()
+            try context.replicas?.checkShared()
         }
         // A position another node gave, beyond what this node delivered yet: the request (and
         // those after it) waits until this node has, then runs again (`subscribeCaughtUp`).
@@ -220,10 +221,19 @@ extension Session {
 
         subscription.pinnedBytes = pinned
         // The reply goes out before any event of the subscription (replayed values included);
-        // in a cluster, once NATS has the subscription that brings other nodes' values.
-        if subscriptions.insert(subscription), let shared = context.shared {
+        // in a cluster, once NATS has the subscription that brings other nodes' values (told
+        // by the owner of the subjects on a loop that does not own them).
+        let madeInterest = subscriptions.insert(subscription)
+        if madeInterest, let shared = context.shared {
             shared.awaitNewInterest()
             replyWhenWritten(ref: request.ref) { .subscribed(sid: sid, resumed: resumed) }
+        } else if madeInterest, let replicas = context.replicas {
+            replyWhenAnswered(ref: request.ref) { answer in
+                replicas.forward(.sync()) { outcome in
+                    guard case .failed = outcome else { return answer(.subscribed(sid: sid, resumed: resumed)) }
+                    answer(outcome)
+                }
+            }
         } else {
             write(SessionReply(ref: request.ref, .subscribed(sid: sid, resumed: resumed)))
         }

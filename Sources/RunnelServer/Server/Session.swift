@@ -93,7 +93,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.publishBound = context.publishBound
         self.settings = settings
         self.subscriptions = SubscriptionTable(
-            stats: context.stats, interest: context.shared?.readers, occupancy: context.occupancy,
+            stats: context.stats, interest: context.shared?.readers ?? context.replicas?.interest,
+            occupancy: context.occupancy,
             replicas: context.replicas)
         self.publisher = PublisherGate(pauses: context.pauses)
         self.evaluationAccount = EvaluationAccount(

@@ -9,7 +9,7 @@ import RunnelUV
 /// The fixed start of its `next` event line is encoded once, at `sub` time, so delivering a
 /// value writes that shared prefix, the value's own bytes, and the closing `}`: nothing is
 /// encoded per value.
-package final class SessionSubscription: @unchecked Sendable {
+package final class SessionSubscription: InterestedSubscription, @unchecked Sendable {
     let sid: String
     /// The named subject, for its subscription count; nil for a pattern subscription.
     let entry: SubjectEntry?
@@ -21,7 +21,7 @@ package final class SessionSubscription: @unchecked Sendable {
     /// events of their own (`Session+MapDelivery`).
     let isMap: Bool
     /// What `sub` named: the subject, or the pattern. For rechecking the token's rights on reload.
-    let pattern: SubjectPattern
+    package let pattern: SubjectPattern
     /// The subjects its stages have reached (named at `sub` time or at run time, as
     /// `flattenMap` does), each once: what a reload rechecks besides `pattern`. Grows only
     /// when a stage reaches a subject not reached before, never per delivered value.
@@ -62,6 +62,8 @@ package final class SessionSubscription: @unchecked Sendable {
     /// literals' size in memory up to a small factor.
     static func pinnedBytes(sid: String, stagesByteCount: Int) -> Int { 3 * sid.utf8.count + stagesByteCount }
 
+    package var readsPlainValues: Bool { isPattern || entry?.kind == .subject }
+
     /// Whether it reads the values of the subject `name`: named by it, matched by its pattern,
     /// or reached by its stages.
     func reads(_ name: String) -> Bool { pattern.matches(name) || reached.contains(name) }
@@ -70,7 +72,7 @@ package final class SessionSubscription: @unchecked Sendable {
     static let unknownDropped = UInt64.max
 
     /// Counts `count` more events missed (nil: how many is not known).
-    func noteDropped(_ count: UInt64?) {
+    package func noteDropped(_ count: UInt64?) {
         guard let count, dropped != Self.unknownDropped else {
             dropped = Self.unknownDropped
             return

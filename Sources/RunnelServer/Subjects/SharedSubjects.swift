@@ -26,6 +26,8 @@ package protocol SharedSubjects: AnyObject {
     ) -> Bool
     /// Whether the link to the cluster is up (`/healthz` answers 503 while it is not).
     var isLinked: Bool { get }
+    /// Told when the link goes down (false) or comes back (true).
+    var linkChanged: (Bool) -> Void { get set }
     /// The cluster's figures for `stats` and `/metrics`, read now.
     var sharedFigures: any SharedFigures { get }
     /// The other nodes' occupancy counts.
@@ -38,6 +40,12 @@ package protocol SharedSubjects: AnyObject {
     func apply(maxSubjects: Int, maxDepth: Int, publishBound: PublishEvaluationBound)
 }
 
+/// What is refused while a node's link to its cluster is down (`SubjectStore.checkShared`).
+package enum SharedLink {
+    package static let down = ProtocolError(
+        .unavailable, "this node's link to the cluster (NATS) is down; try again or another node")
+}
+
 /// Where a node's subscriptions say what they read (`SubscriptionTable`), for the cluster to
 /// hold the NATS subscriptions that bring those values (`ClusterInterest`).
 ///
@@ -45,14 +53,31 @@ package protocol SharedSubjects: AnyObject {
 package protocol SubscriptionInterest: AnyObject {
     /// `subscription` began; true when that made a new NATS subscription (the `sub` reply then
     /// waits for the other nodes to know: `SharedSubjects.awaitNewInterest`).
-    @discardableResult func began(_ subscription: SessionSubscription) -> Bool
+    @discardableResult func began(_ subscription: any InterestedSubscription) -> Bool
     /// `subscription` ended.
-    func ended(_ subscription: SessionSubscription)
+    func ended(_ subscription: any InterestedSubscription)
     /// `subscription`'s stages read `name` too (`plain`: a plain subject, whose values come
     /// from other nodes); true when that made a new NATS subscription.
-    @discardableResult func beganReading(_ name: String, plain: Bool, by subscription: SessionSubscription) -> Bool
+    @discardableResult func beganReading(_ name: String, plain: Bool, by subscription: any InterestedSubscription)
+        -> Bool
     /// `subscription`'s stages no longer read `name`.
-    func endedReading(_ name: String, by subscription: SessionSubscription)
+    func endedReading(_ name: String, by subscription: any InterestedSubscription)
+}
+
+/// A subscription as the cluster sees it (`SubscriptionInterest`): a session's
+/// (`SessionSubscription`), or one of another loop's that the subjects' owner stands for
+/// (decision 0011).
+///
+/// Thread rules: the first loop's thread.
+package protocol InterestedSubscription: AnyObject {
+    /// The subject or pattern it names.
+    var pattern: SubjectPattern { get }
+    /// Whether other nodes' values of what it names cross over core NATS: a pattern's, or a
+    /// plain subject's (a retained subject's come from its stream).
+    var readsPlainValues: Bool { get }
+    /// Counts `count` more values missed (nil: how many is not known): it says so before its
+    /// next value.
+    func noteDropped(_ count: UInt64?)
 }
 
 /// A cluster's figures as `stats` (its `cluster` member) and `/metrics` show them.
