@@ -36,14 +36,6 @@ final class SubjectReplicas: @unchecked Sendable {
         case interest(InterestChange)
     }
 
-    /// A pattern the owner is asked to send the subjects of (`watch`): its pattern
-    /// subscriptions here, and who waits for the owner's answer (nil once it came).
-    private struct Watch {
-        let pattern: SubjectPattern
-        var watchers = 0
-        var waiting: [() -> Void]? = []
-    }
-
     private let owner: LoopInbox<ReplicaRequest>
     private let reader: ReplicaReader
     private let loop: LoopScheduler
@@ -59,9 +51,8 @@ final class SubjectReplicas: @unchecked Sendable {
     private var lastTicket: UInt64 = 0
     /// Replicas held for a `sub` that waits for others (`pin`), and how many times each.
     private var pins: [ObjectIdentifier: Int] = [:]
-    /// The patterns watched, by their text, and the pattern subscriptions here, indexed.
-    private var watched: [String: Watch] = [:]
-    private let patterns = PatternIndex<PatternWatcher>()
+    /// The patterns watched, and the pattern subscriptions here.
+    private let patterns = ReplicaPatterns()
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
         owner.post(contentsOf: requests(telling: notes))
@@ -180,23 +171,17 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     /// Whether the owner has sent every subject `pattern` matches, and sends each it makes.
-    func isWatching(_ pattern: SubjectPattern) -> Bool {
-        guard let watch = watched[pattern.text] else { return false }
-        return watch.waiting == nil
-    }
+    func isWatching(_ pattern: SubjectPattern) -> Bool { patterns.isWatching(pattern) }
 
     /// Asks the owner for a replica of every subject `pattern` matches, now and from now on,
     /// and runs `then` once those there are now are here.
     func watch(_ pattern: SubjectPattern, then: @escaping () -> Void) {
-        if watched[pattern.text] != nil { return watched[pattern.text]!.waiting!.append(then) }
-        watched[pattern.text] = Watch(pattern: pattern, waiting: [then])
+        guard patterns.awaitWatch(of: pattern, then: then) else { return }
         lastTicket += 1
         answers[lastTicket] = { [weak self] _ in
-            guard let self, let waiting = watched[pattern.text]?.waiting else { return }
-            watched[pattern.text]!.waiting = nil
-            for then in waiting { then() }
             // Nothing subscribed meanwhile: the pattern is let go.
-            if watched[pattern.text]?.watchers == 0 { unwatch(pattern) }
+            guard let self, patterns.watchAnswered(pattern) else { return }
+            unwatch(pattern)
         }
         notes.post(.watch(pattern.text, ticket: lastTicket))
     }
@@ -209,22 +194,15 @@ final class SubjectReplicas: @unchecked Sendable {
         return Signal.create { subscriber in
             let watcher = PatternWatcher(pattern: pattern, downstream: subscriber, admits: admitting)
             let this = replicas.value
-            this.watched[pattern.text]?.watchers += 1
-            this.patterns.insert(watcher, for: pattern)
+            this.patterns.began(watcher, reading: this.byName.values)
             // Each replica it matches counts it from now on (`$sys.occupancy`'s occupants).
-            for entry in this.byName.values where pattern.matches(entry.name) {
-                watcher.attach(entry)
-                this.subscribersChanged(entry)
-            }
+            this.matchesChanged(pattern)
             return Disposable {
                 let this = replicas.value
-                this.patterns.remove(watcher, for: pattern)
-                watcher.disposeAll()
-                this.watched[pattern.text]?.watchers -= 1
-                if this.watched[pattern.text]?.watchers == 0 {
+                if this.patterns.ended(watcher) {
                     this.unwatch(pattern)
                 } else {
-                    for entry in this.byName.values where pattern.matches(entry.name) { this.subscribersChanged(entry) }
+                    this.matchesChanged(pattern)
                 }
             }
         }
@@ -233,8 +211,13 @@ final class SubjectReplicas: @unchecked Sendable {
     /// No pattern subscription to `pattern` is left: the owner is told, and the replicas only
     /// it held are let go at the turn's end.
     private func unwatch(_ pattern: SubjectPattern) {
-        watched[pattern.text] = nil
+        patterns.forget(pattern)
         notes.post(.unwatch(pattern.text))
+        matchesChanged(pattern)
+    }
+
+    /// The subscriptions reading each replica `pattern` matches changed.
+    private func matchesChanged(_ pattern: SubjectPattern) {
         for entry in byName.values where pattern.matches(entry.name) { subscribersChanged(entry) }
     }
 
@@ -274,7 +257,7 @@ final class SubjectReplicas: @unchecked Sendable {
                 byFeed[snapshot.feed] = entry
                 // Let go at the turn's end if no subscription takes it.
                 notes.post(.changed(entry))
-                for watcher in patterns.matches(snapshot.name) { watcher.attach(entry) }
+                patterns.attach(entry)
                 for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(entry)) }
             case .refused(let name, let error):
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
@@ -338,7 +321,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case .deleted:
             forget(entry)
             entry.isDeleted = true
-            for watcher in patterns.matches(entry.name) { watcher.detach(entry) }
+            patterns.detach(entry)
             entry.subject.sendCompleted()
         }
     }
@@ -383,7 +366,7 @@ final class SubjectReplicas: @unchecked Sendable {
                 // Held by the sessions' subscriptions naming it and their stages reading it.
                 if entry.namedSubscriptions == 0 && entry.subject.subscriberCount == 0
                     && pins[ObjectIdentifier(entry)] == nil
-                    && !watched.values.contains(where: { $0.pattern.matches(entry.name) })
+                    && !patterns.holds(entry.name)
                 {
                     forget(entry)
                     requests.append(.close(feed: feed))
