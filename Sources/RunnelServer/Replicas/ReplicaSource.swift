@@ -66,8 +66,8 @@ package final class ReplicaSource: @unchecked Sendable {
             case .caughtUp(let reader): self.reader(reader).caughtUp()
             case .interest(let change, let reader):
                 guard let shared = owner.shared else { continue }
-                let outbox = self.reader(reader).outbox
-                let made = self.reader(reader).interests.apply(change, to: shared.readers) { number, count in
+                let link = self.reader(reader)
+                let made = link.interests.apply(change, to: shared.readers) { [outbox = link.outbox] number, count in
                     outbox.post(.missedBy(subscription: number, count: count))
                 }
                 if made { shared.awaitNewInterest() }
@@ -103,7 +103,7 @@ package final class ReplicaSource: @unchecked Sendable {
         owner.occupancyPattern(pattern.text, isWatched: true)
         watches[key, default: (reader: reader, patterns: [:])].patterns[pattern.text] = pattern
         let link = self.reader(reader)
-        for entry in owner.subjects.list(prefix: "") where reaches(pattern, entry.name) {
+        for entry in owner.subjects.list(prefix: "") where SystemSubjects.reaches(pattern, entry.name) {
             if !holding.contains(entry.name) { feed(entry, to: link) }
         }
     }
@@ -112,14 +112,10 @@ package final class ReplicaSource: @unchecked Sendable {
     /// it matches gets a replica of it.
     func subjectMade(_ entry: SubjectEntry) {
         guard !watches.isEmpty else { return }
-        for (reader, patterns) in watches.values where patterns.values.contains(where: { reaches($0, entry.name) }) {
+        for (reader, patterns) in watches.values
+        where patterns.values.contains(where: { SystemSubjects.reaches($0, entry.name) }) {
             feed(entry, to: self.reader(reader))
         }
-    }
-
-    /// Whether a subscription to `pattern` reads the subject `name`.
-    private func reaches(_ pattern: SubjectPattern, _ name: String) -> Bool {
-        pattern.matches(name) && SystemSubjects.mayReach(pattern: pattern.text, name: name)
     }
 
     /// A new feed of `entry` to the reader `link` leads to, opening its replica there.

@@ -64,9 +64,9 @@ package final class SessionSubscription: InterestedSubscription, @unchecked Send
 
     package var readsPlainValues: Bool { isPattern || entry?.kind == .subject }
 
-    /// Whether it reads the values of the subject `name`: named by it, matched by its pattern,
-    /// or reached by its stages.
-    func reads(_ name: String) -> Bool { pattern.matches(name) || reached.contains(name) }
+    /// Whether it reads the values of the subject `name`: named by it, matched by its pattern
+    /// (the server's subjects only by a pattern of theirs), or reached by its stages.
+    func reads(_ name: String) -> Bool { SystemSubjects.reaches(pattern, name) || reached.contains(name) }
 
     /// `dropped` when some events were missed but not how many: its `dropped` event has no count.
     static let unknownDropped = UInt64.max

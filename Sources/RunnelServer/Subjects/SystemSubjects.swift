@@ -17,6 +17,11 @@ enum SystemSubjects {
     /// server's subjects only for a pattern of theirs.
     static func mayReach(pattern: String, name: String) -> Bool { isReserved(name) == isReserved(pattern) }
 
+    /// Whether a subscription to `pattern` reads the subject `name`: it matches, and may.
+    static func reaches(_ pattern: SubjectPattern, _ name: String) -> Bool {
+        pattern.matches(name) && mayReach(pattern: pattern.text, name: name)
+    }
+
     /// `unauthorized` for a write to a reserved name.
     static func checkWritable(_ name: String) throws(ProtocolError) {
         guard !isReserved(name) else {
