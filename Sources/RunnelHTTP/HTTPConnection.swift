@@ -43,6 +43,10 @@ final class HTTPConnection: ByteStreamDelegate, HTTPRequestParserDelegate {
     /// one is read, the idle limit between requests and between pieces of a body; nil while a
     /// request's answer is on its way.
     private(set) var deadline: ContinuousClock.Instant?
+    /// The connection as a publisher, for `backpressure`, made by its first `POST /pub`: one
+    /// gate for all its requests, so a pause that comes after a request's answer (a lagging
+    /// subscriber on another loop hears of the value later) holds the next request's answer.
+    private var madePublisherGate: PublisherGate?
 
     init(connection: any ByteStream, frontDoor: HTTPFrontDoor, scheduler: LoopScheduler, maxBodyBytes: Int) {
         self.connection = connection
@@ -76,7 +80,15 @@ final class HTTPConnection: ByteStreamDelegate, HTTPRequestParserDelegate {
         parse(bytes)
     }
 
+    var publisherGate: PublisherGate {
+        if let madePublisherGate { return madePublisherGate }
+        let made = frontDoor.makePublisherGate()
+        madePublisherGate = made
+        return made
+    }
+
     func connectionDidClose(_ connection: any ByteStream) {
+        madePublisherGate?.close()
         deadline = nil
         bodyReader = nil
         // An unanswered exchange holds this connection: let it go (an answer still on its

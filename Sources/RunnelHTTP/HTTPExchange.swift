@@ -41,6 +41,13 @@ final class HTTPExchange {
         return grant
     }
 
+    /// The connection as a publisher (`HTTPConnection.publisherGate`), while the request is
+    /// not answered.
+    var publisherGate: PublisherGate {
+        guard let connection else { preconditionFailure("a publisher asked for after the answer") }
+        return connection.publisherGate
+    }
+
     /// Who sent the request ("127.0.0.1:50312"), while it is not answered; for logs.
     var peerDescription: String { connection?.connection.remoteAddress ?? "" }
 

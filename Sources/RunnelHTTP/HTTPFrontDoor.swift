@@ -79,6 +79,9 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
 
     package var connectionCount: Int { connections.count }
 
+    /// A publisher of the server's, for a connection that publishes.
+    func makePublisherGate() -> PublisherGate { PublisherGate(pauses: server.publisherPauses) }
+
     /// The compressed streams open now.
     package var compressionFigures: CompressionFigures {
         var webSockets = 0

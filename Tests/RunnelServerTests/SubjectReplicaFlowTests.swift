@@ -7,14 +7,14 @@ import Testing
 
 /// A loop too busy to take its replicas' values is a lagging subscriber to their owner
 /// (decision 0011, `ReaderLink`): once the values handed to it and not yet delivered pass the
-/// soft limit, a value's subject policy applies to the whole loop. Under `backpressure` the
+/// soft limit, a value of a later turn applies its subject policy to the whole loop. Under `backpressure` the
 /// publisher is paused until the loop catches up, and nothing is lost; under `drop` the loop
 /// misses the values, and its subscribers are told how many before the next. Loop 0 owns the
 /// subjects; loop 1's thread is held in one turn (`LoopServer.hold`) while loop 0 publishes.
 /// Cross-thread: CI runs these under the thread sanitizer.
 @Suite struct SubjectReplicaFlowTests {
-    /// 200 bytes of value: each weighs 264 in the backlog (`ReplicatedValue.weight`), so the
-    /// fourth of a turn passes a soft limit of 1,000.
+    /// 200 bytes of value: each weighs 264 in the backlog (`ReplicatedValue.weight`), so four
+    /// handed over pass a soft limit of 1,000.
     private static func pub(_ index: Int) -> String {
         #"{"op":"pub","subject":"s","value":"\#(index)\#(String(repeating: "x", count: 198 - String(index).count))"}"#
     }
@@ -23,9 +23,8 @@ import Testing
         let servers = Self.servers(.backpressure)
         defer { servers.shutdown() }
         let subscriber = Self.subscribe(on: servers[1])
-        let release = servers[1].hold()
-        let publisher = servers[0].connect()
-        servers[0].send(publisher, (1...20).map(Self.pub))
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        servers[0].send(publisher, (5...20).map(Self.pub))
         // Held by the loop, not by its subscriber: that one has written everything it was given.
         #expect(Self.pausedPublishers(on: servers[0]) == 1)
         #expect(servers[0].run { publisher.transport.isInputPaused })
@@ -40,19 +39,18 @@ import Testing
         let servers = Self.servers(.drop)
         defer { servers.shutdown() }
         let subscriber = Self.subscribe(on: servers[1])
-        let release = servers[1].hold()
-        let publisher = servers[0].connect()
-        servers[0].send(publisher, (1...20).map(Self.pub))
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        servers[0].send(publisher, (5...20).map(Self.pub))
         // Nobody paused: the values past the limit are missed on loop 1 alone.
         #expect(Self.pausedPublishers(on: servers[0]) == 0)
         release()
-        #expect(servers[1].lines(of: subscriber, count: 3)?.map(Self.index) == [1, 2, 3])
+        #expect(servers[1].lines(of: subscriber, count: 4)?.map(Self.index) == [1, 2, 3, 4])
         // Loop 1 has caught up (its lines are written once the batch is delivered).
         servers[0].send(publisher, Self.pub(21))
         let lines = servers[1].lines(of: subscriber, count: 2)
-        #expect(lines?.first == #"{"ev":"dropped","sid":"a","count":17}"#)
+        #expect(lines?.first == #"{"ev":"dropped","sid":"a","count":16}"#)
         #expect(lines?.last.map(Self.index) == 21)
-        #expect(servers[1].run { servers[1].server.value.stats.counts.dropped } == 17)
+        #expect(servers[1].run { servers[1].server.value.stats.counts.dropped } == 16)
     }
 
     /// A subscriber of the owner's loop is not slowed by another loop's lag under `drop`.
@@ -61,11 +59,24 @@ import Testing
         defer { servers.shutdown() }
         _ = Self.subscribe(on: servers[1])
         let local = Self.subscribe(on: servers[0])
-        let release = servers[1].hold()
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
         defer { release() }
-        let publisher = servers[0].connect()
-        servers[0].send(publisher, (1...20).map(Self.pub))
+        servers[0].send(publisher, (5...20).map(Self.pub))
         #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
+    }
+
+    /// Holds loop 1's thread, then publishes values 1 to 4 on loop 0 and waits until they are
+    /// handed to loop 1 (its backlog is then over the soft limit); returns the publisher and
+    /// what lets loop 1 go.
+    private static func publishFourWhileHeld(
+        _ servers: LoopServers
+    ) -> (client: LoopServer.Client, release: @Sendable () -> Void) {
+        let replicas = UnsafeTransfer(servers.replicas(on: 1)!)
+        let release = servers[1].hold()
+        let publisher = servers[0].connect()
+        servers[0].send(publisher, (1...4).map(Self.pub))
+        #expect(eventually { replicas.value.backlog > 1000 })
+        return (publisher, release)
     }
 
     private static func servers(_ policy: SlowConsumerPolicy) -> LoopServers {

@@ -152,6 +152,38 @@ import Testing
         #expect(try Self.answer(from: client).status == 204)
     }
 
+    /// A chunked NDJSON body that grows past `max_body_bytes` on loop 1: the error counts every
+    /// value read before the limit, the batch still at the owner when the body failed included.
+    @Test func aBodyPastItsLimitCountsWhatWasPublishedBeforeIt() throws {
+        let servers = LoopServers(count: 2) { $0.maxBodyBytes = 4096 }
+        defer { servers.shutdown() }
+        let port = try servers[1].serveHTTP()
+        let client = try BlockingTCPClient(port: port)
+        let chunk = String(repeating: "1\n", count: 200)
+        let chunks = String(repeating: "\(String(chunk.utf8.count, radix: 16))\r\n\(chunk)\r\n", count: 15)
+        try client.sendRaw(
+            "POST /pub/s HTTP/1.1\r\nHost: test\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
+                + "Content-Type: application/x-ndjson\r\n\r\n" + chunks + "0\r\n\r\n")
+        let answer = try Self.answer(from: client)
+        #expect(answer.status == 413)
+        #expect(answer.body.hasSuffix(#","published":2048}"#), "\(answer.body)")
+    }
+
+    /// An event stream whose `sub` fails once the owner has answered (its stage is refused
+    /// after loop 1 opened the subject's replica) is answered with the error, and its session
+    /// ends then: nothing is left counted as a stream.
+    @Test func anEventStreamRefusedLaterLeavesNoSession() throws {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let port = try servers[1].serveHTTP()
+        let client = try BlockingTCPClient(port: port)
+        try client.sendRaw(
+            "GET /events?subject=x&ops=%5B%7B%22op%22%3A%22nope%22%7D%5D HTTP/1.1\r\nHost: test\r\n"
+                + "Connection: close\r\n\r\n")
+        #expect(try Self.answer(from: client).status == 400)
+        #expect(eventually { servers[1].run { servers[1].server.value.connectionCountsByTransport["sse"] } == nil })
+    }
+
     /// The values `client` is sent from now on are `expected`, and no more once a value
     /// published after them (a marker) has come.
     private static func expectValues(_ expected: [String], of client: LoopServer.Client, on server: LoopServer) {

@@ -85,6 +85,38 @@ import Testing
     }
 
     /// The last `{"subscribers":N}` `client` is sent comes to say `count`.
+    /// A pattern subscription on loop 1 counts for a subject that does not exist (loop 1 holds
+    /// no replica of it): the owner keeps a stand-in for it (`RemotePatternReach`).
+    @Test func aPatternOnAnotherLoopCountsForASubjectThatDoesNotExist() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let watcher = servers[0].connect()
+        let subscriber = servers[1].connect()
+        // The owner's own: answered, and the count now, at once.
+        let first = servers[0].send(watcher, #"{"op":"sub","subject":"$sys.occupancy.w.a","sid":"o"}"#)
+        #expect(first.last == #"{"ev":"next","sid":"o","value":{"subscribers":0}}"#)
+        servers[1].send(subscriber, #"{"op":"sub","subject":"w.*","sid":"p"}"#)
+        Self.expectCount(1, on: servers[0], of: watcher)
+        #expect(servers[0].run { servers.owned("w.a") } == nil)
+        servers[1].send(subscriber, #"{"op":"unsub","sid":"p"}"#)
+        Self.expectCount(0, on: servers[0], of: watcher)
+    }
+
+    /// Five subscriptions in one turn of loop 1: the owner's watchers are told 0 -> 1 at once,
+    /// as for its own subscriptions, before the rest comes within the coalescing time.
+    @Test func theFirstOfABurstOnAnotherLoopIsToldAtOnce() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let watcher = servers[0].connect()
+        let subscriber = servers[1].connect()
+        // The owner's own: answered, and the count now, at once.
+        let first = servers[0].send(watcher, #"{"op":"sub","subject":"$sys.occupancy.b","sid":"o"}"#)
+        #expect(first.last == #"{"ev":"next","sid":"o","value":{"subscribers":0}}"#)
+        servers[1].send(subscriber, (0..<5).map { #"{"op":"sub","subject":"b","sid":"s\#($0)"}"# })
+        let counts = servers[0].lines(of: watcher, count: 2)?.map { $0.split(separator: ":").last }
+        #expect(counts == ["1}}", "5}}"])
+    }
+
     private static func expectCount(_ count: Int, on server: LoopServer, of client: LoopServer.Client) {
         var last: String?
         let expected = #"{"ev":"next","sid":"o","value":{"subscribers":\#(count)}}"#

@@ -29,6 +29,9 @@ final class NDJSONBody: HTTPBodyReader {
     private var finishesAfterHeld = false
     /// The connection is not read until the batch out is done.
     private var holdsInput = false
+    /// The body failed (`abort`) while a batch was out: the request fails with it once that
+    /// batch and what was held meanwhile are done, so `published` counts them.
+    private var abortsAfterBatch: ProtocolError?
 
     init(_ publication: Publication, maxLineBytes: Int) {
         self.publication = publication
@@ -52,6 +55,10 @@ final class NDJSONBody: HTTPBodyReader {
 
     func abort(_ failure: HTTPFailure) {
         guard !failed else { return }
+        guard !isBusy else {
+            abortsAfterBatch = failure.error
+            return
+        }
         fail(failure.error)
     }
 
@@ -139,6 +146,7 @@ final class NDJSONBody: HTTPBodyReader {
             pending.withUnsafeBytes { take($0, isLast: false) }
             if isBusy || failed { return }
         }
+        if let aborted = abortsAfterBatch { return fail(aborted) }
         if finishesAfterHeld {
             finishesAfterHeld = false
             return finish()

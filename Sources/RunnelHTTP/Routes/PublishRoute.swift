@@ -74,7 +74,7 @@ final class Publication {
     private(set) var published = 0
     /// A value published so far waits for the store before the request is answered.
     private var waits = false
-    /// This request as a publisher, for `backpressure`.
+    /// The request's connection as a publisher, for `backpressure`.
     private let gate: PublisherGate
 
     init(server: Server, exchange: HTTPExchange, subject: String, key: String?) {
@@ -83,10 +83,8 @@ final class Publication {
         self.subject = subject
         self.key = key
         self.grant = exchange.checkedGrant
-        self.gate = PublisherGate(pauses: server.publisherPauses)
+        self.gate = exchange.publisherGate
     }
-
-    deinit { gate.close() }
 
     var maxDepth: Int { server.config.maxDepth }
 

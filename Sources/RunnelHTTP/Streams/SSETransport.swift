@@ -42,6 +42,9 @@ final class SSETransport: SessionTransport, HTTPStream {
     }
 
     private var state: State
+    /// Inside `subscribe`: a failed reply given now ends the session once the session is done
+    /// with the request; one that comes later (the owner asked, on another loop) ends it then.
+    private var isSubscribing = false
     /// The connection, once taken over.
     private var connection: (any ByteStream)?
     private unowned let frontDoor: HTTPFrontDoor
@@ -70,6 +73,8 @@ final class SSETransport: SessionTransport, HTTPStream {
     /// session at once when the reply was an error (after the answer), since nothing is left
     /// for it to do.
     func subscribe(_ request: SubscribeRequest, maxDepth: Int) {
+        isSubscribing = true
+        defer { isSubscribing = false }
         let line = request.line()
         if line.count > maxRequestBytes {
             receiver?.transportDidDiscardLongRequest(byteCount: line.count)
@@ -159,6 +164,7 @@ final class SSETransport: SessionTransport, HTTPStream {
             // The session counted the request error already; the answer counts by status.
             var line = ServerLineWriter.reply(reply)
             exchange.answer(.json(line.finish(), status: HTTPStatus(reporting: error.code)))
+            if !isSubscribing { endSession() }
         case .subscribed:
             startStream(answering: exchange)
         case .done, .published, .subjects, .stats:

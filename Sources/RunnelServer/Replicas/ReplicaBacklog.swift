@@ -42,14 +42,18 @@ final class ReplicaBacklog: Sendable {
 
 /// The owner's way to one loop holding replicas of its subjects: the outbox its updates go
 /// through, its publishers' stand-ins (`RemotePublishers`), and the flow control a lagging
-/// subscriber gets. Once the values handed to it and not yet delivered there
-/// (`ReplicaBacklog`) pass the soft limit, a value applies its subject's policy to the whole
+/// subscriber gets. Once the values handed to it in earlier turns and not yet delivered there
+/// (`ReplicaBacklog`) pass the soft limit (a turn's own values are not behind: they go as one
+/// batch, however many, as a burst a publisher sent in one read does on one loop; only
+/// `backpressure` counts them, to pace a burst early), a value applies its subject's policy to the whole
 /// loop, as one lagging subscriber there would: under `drop` that loop misses the value (the
-/// feed tells it how many before the next, `ReplicaUpdate.missed`); under the others, a loop
-/// is never closed: the publisher whose value it is is held (`PublisherGate.laggardBegan`)
-/// until the loop has caught up to half the soft limit. Past the hard limit every value is
-/// missed there, so what waits for a loop stays bounded when nobody can be paused (a value no
-/// publisher sent).
+/// feed tells it how many before the next, `ReplicaUpdate.missed`); under `backpressure` the
+/// publisher whose value it is is held (`PublisherGate.laggardBegan`) until the loop has
+/// caught up to half the soft limit, and nothing is missed: what waits for the loop is bounded
+/// by the pause, as a lagging subscriber's output is on one loop. Under `disconnect` and
+/// `conflate`, which never pause a publisher, and as a loop is never closed (its subscribers
+/// are judged by their own output), the loop takes every value up to the hard limit, and
+/// misses those past it, so what waits for it stays bounded.
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
 /// the reader is known; it holds the publishers it paused until the reader has caught up.
@@ -97,21 +101,28 @@ final class ReaderLink {
 
     /// Whether a value weighing `weight` goes to the reader: false when the reader misses it;
     /// true, holding the publisher whose value it is when the subject's policy (`policy`, else
-    /// the server's) pauses publishers and the reader is behind.
+    /// the server's) is `backpressure` and the reader is behind.
     @inline(__always)
     func admits(weight: Int, policy: SlowConsumerPolicy?) -> Bool {
-        let behind = backlog.current &+ turn.weight &+ weight
-        guard _slowPath(behind > limits.soft) else { return true }
-        return admitsBehind(behind, policy: policy ?? limits.policy)
+        guard _slowPath(backlog.current &+ turn.weight &+ weight > limits.soft) else { return true }
+        return admitsPastSoftLimit(policy: policy ?? limits.policy)
     }
 
-    private func admitsBehind(_ behind: Int, policy: SlowConsumerPolicy) -> Bool {
-        if behind > limits.hard || policy == .drop { return false }
-        if let publisher = pauses.current { hold(publisher) }
-        return true
+    /// With this turn's values, the loop has more than the soft limit to take. Under
+    /// `backpressure` the publisher is held at once (pacing a burst early costs nothing under
+    /// that policy); under the others only what earlier turns handed over is behind.
+    private func admitsPastSoftLimit(policy: SlowConsumerPolicy) -> Bool {
+        switch policy {
+        case .backpressure:
+            if let publisher = pauses.current { hold(publisher) }
+            return true
+        case .drop: return backlog.current <= limits.soft
+        case .disconnect, .conflate: return backlog.current <= limits.hard
+        }
     }
 
-    /// Posts a value's update for the reader, weighing `weight`.
+    /// Posts a value's update for the reader, weighing `weight` (handed over with the turn's
+    /// batch).
     @inline(__always)
     func post(_ update: ReplicaUpdate, weight: Int) {
         turn.weight &+= weight

@@ -76,8 +76,4 @@ final class ReplicaPatterns {
 
     /// Whether a pattern watched matches `name`: its replica is held while the pattern is.
     func holds(_ name: String) -> Bool { watched.values.contains { $0.pattern.matches(name) } }
-
-    /// How many subscriptions here a value of `name` reaches: `named`, and the pattern
-    /// subscriptions that may read it.
-    func reach(of name: String, named: Int) -> Int { watchers.reach(of: name, named: named) }
 }

@@ -31,6 +31,8 @@ package final class ReplicaSource: @unchecked Sendable {
     /// readers' lagging subscribers.
     private let pauses: PublisherPauses
     private let registry = PublisherRegistry()
+    /// The readers' pattern subscriptions, for `$sys.occupancy`.
+    private let readersPatterns = RemotePatternReach()
     /// The patterns each reader watches (`ReplicaRequest.watch`), by reader.
     private var watches: [ObjectIdentifier: (reader: ReplicaReader, patterns: [String: SubjectPattern])] = [:]
 
@@ -54,10 +56,16 @@ package final class ReplicaSource: @unchecked Sendable {
             case .unwatch(let pattern, let reader):
                 guard watches[ObjectIdentifier(reader)]?.patterns.removeValue(forKey: pattern) != nil else { continue }
                 owner.occupancyPattern(pattern, isWatched: false)
-            case .count(let feed, let subscribers, let named, let occupants):
+            case .count(let feed, let subscribers, let named):
                 guard let feed = feeds[feed] else { continue }
-                feed.count(subscribers, named: named, occupants: occupants)
+                feed.count(subscribers, named: named)
                 owner.replicaCountsChanged(feed.subjectName)
+            case .patternReach(let id, let began?, let reader):
+                readersPatterns.began(id, of: reader, reading: began)
+                owner.replicaPatternChanged(began.pattern)
+            case .patternReach(let id, nil, let reader):
+                guard let pattern = readersPatterns.ended(id, of: reader) else { continue }
+                owner.replicaPatternChanged(pattern)
             case .close(let feed):
                 guard let feed = feeds.removeValue(forKey: feed) else { continue }
                 feed.close()
@@ -82,6 +90,9 @@ package final class ReplicaSource: @unchecked Sendable {
             }
         }
     }
+
+    /// How many of the other loops' pattern subscriptions a value of `name` would reach.
+    func patternReach(of name: String) -> Int { readersPatterns.reach(of: name) }
 
     private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
         let link = self.reader(reader)
@@ -164,6 +175,9 @@ protocol ReplicaOwner: AnyObject {
     /// Another loop's counts of the subject `name`'s subscriptions changed
     /// (`SubjectEntry.replicaSubscribers`): what reads them is told.
     func replicaCountsChanged(_ name: String)
+    /// Another loop's pattern subscription to `pattern` began or ended (`patternReach`): what
+    /// reads the counts of the subjects it matches is told.
+    func replicaPatternChanged(_ pattern: SubjectPattern)
     /// Carries out another loop's session's request here and hands `then` what its reply says;
     /// a `pub` publishes through its publisher's stand-in among `publishers`.
     func answer(
@@ -195,8 +209,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var subscription: Disposable?
     /// The subject's own `slow_consumer`, as the reader was last told.
     private var policy: SlowConsumerPolicy?
-    /// The reader's subscribers, those naming the subject, and its occupants, as last told.
-    private var told = (subscribers: 0, named: 0, occupants: 0)
+    /// The reader's subscribers, and those naming the subject, as last told.
+    private var told = (subscribers: 0, named: 0)
     /// Values the reader missed since the last it was sent (`ReaderLink.admits`).
     private var missed: UInt64 = 0
     private var isOver = false
@@ -242,12 +256,11 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
 
     var subjectName: String { entry.name }
 
-    func count(_ subscribers: Int, named: Int, occupants: Int) {
+    func count(_ subscribers: Int, named: Int) {
         guard !isOver else { return }
         entry.replicaSubscribers.told += subscribers - told.subscribers
         entry.replicaSubscribers.named += named - told.named
-        entry.replicaSubscribers.occupants += occupants - told.occupants
-        told = (subscribers, named, occupants)
+        told = (subscribers, named)
     }
 
     /// The reader let the replica go.
@@ -305,7 +318,6 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         entry.replicaSubscribers.feeds -= 1
         entry.replicaSubscribers.told -= told.subscribers
         entry.replicaSubscribers.named -= told.named
-        entry.replicaSubscribers.occupants -= told.occupants
-        told = (0, 0, 0)
+        told = (0, 0)
     }
 }

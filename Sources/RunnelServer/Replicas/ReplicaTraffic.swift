@@ -128,10 +128,12 @@ enum ReplicaRequest: Sendable {
     /// answered to `reader`.
     case open(name: String, reader: ReplicaReader)
     /// The reader's subscriptions to the feed's subject now number `subscribers` (what `pub`
-    /// counts as its receivers there), `named` of them naming it (what `list` counts), and
-    /// `occupants`, those naming it and its pattern subscriptions that reach it (what
-    /// `$sys.occupancy` counts).
-    case count(feed: UInt64, subscribers: Int, named: Int, occupants: Int)
+    /// counts as its receivers there), `named` of them naming it (what `list` and, with the
+    /// reader's pattern subscriptions, `$sys.occupancy` count).
+    case count(feed: UInt64, subscribers: Int, named: Int)
+    /// The reader's pattern subscription numbered `id` began, reading what `pattern` says, or
+    /// (nil) ended: what `$sys.occupancy` counts of it (`RemotePatternReach`).
+    case patternReach(id: UInt64, PatternReader?, reader: ReplicaReader)
     /// The reader let its replica go; nothing more is sent for the feed.
     case close(feed: UInt64)
     /// The reader's pattern subscriptions to `pattern` need every subject it matches (but the

@@ -26,6 +26,10 @@ final class SubjectReplicas: @unchecked Sendable {
     private enum Note {
         case open(String)
         case changed(SubjectEntry)
+        /// The subscriptions naming a replica crossed 0: its counts at that moment.
+        case crossed(SubjectEntry, subscribers: Int, named: Int)
+        /// A pattern subscription here began (with what it reads) or ended (nil).
+        case patternReach(UInt64, PatternReader?)
         case forward(ForwardedRequest, ticket: UInt64)
         case publish(PublishedBatch, publisher: UInt64, ticket: UInt64)
         case lag(publisher: UInt64, began: Bool)
@@ -53,6 +57,13 @@ final class SubjectReplicas: @unchecked Sendable {
     private var pins: [ObjectIdentifier: Int] = [:]
     /// The patterns watched, and the pattern subscriptions here.
     private let patterns = ReplicaPatterns()
+    /// The replicas whose subscriptions naming them, as the owner has been or is about to be
+    /// told, are more than 0. A change across 0 is told in its place among the turn's requests
+    /// rather than folded into the turn's last count, so `$sys.occupancy` reports each 0 -> 1
+    /// and 1 -> 0 at once, as for the owner's own subscriptions.
+    private var occupied = Set<ObjectIdentifier>()
+    /// The number the last pattern subscription here was given (`RemotePatternReach`).
+    private var lastPatternSubscription: UInt64 = 0
     private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
         guard let self else { return }
         owner.post(contentsOf: requests(telling: notes))
@@ -103,6 +114,16 @@ final class SubjectReplicas: @unchecked Sendable {
 
     /// The replica of `name`, when this loop holds one.
     subscript(name: String) -> SubjectEntry? { byName[name] }
+
+    /// The weight of the values the owner has handed this loop and it has not delivered yet
+    /// (`ReplicaBacklog`). Any thread.
+    var backlog: Int { reader.backlog.current }
+
+    /// The replicas held here whose names begin with `prefix` (a pattern subscription's holds
+    /// every subject it matches).
+    func list(prefix: String) -> [SubjectEntry] {
+        byName.values.filter { $0.name.hasPrefix(prefix) }.sorted { $0.name < $1.name }
+    }
 
     /// Asks the owner for the replica of `name` and hands it to `then` once it is here, or the
     /// refusal a `sub` of it would get on the owner.
@@ -195,10 +216,15 @@ final class SubjectReplicas: @unchecked Sendable {
             let watcher = PatternWatcher(pattern: pattern, downstream: subscriber, admits: admitting)
             let this = replicas.value
             this.patterns.began(watcher, reading: this.byName.values)
-            // Each replica it matches counts it from now on (`$sys.occupancy`'s occupants).
+            // The owner counts it for `$sys.occupancy`; each replica it matches has one subscriber
+            // more (`pub`'s receivers).
+            this.lastPatternSubscription += 1
+            let id = this.lastPatternSubscription
+            this.notes.post(.patternReach(id, watcher.reader))
             this.matchesChanged(pattern)
             return Disposable {
                 let this = replicas.value
+                this.notes.post(.patternReach(id, nil))
                 if this.patterns.ended(watcher) {
                     this.unwatch(pattern)
                 } else {
@@ -236,6 +262,15 @@ final class SubjectReplicas: @unchecked Sendable {
     /// and the replica let go if none is left.
     func subscribersChanged(_ entry: SubjectEntry) {
         guard entry.replicaFeed != nil else { return }
+        let named = entry.namedSubscriptions
+        if (named > 0) != occupied.contains(ObjectIdentifier(entry)) {
+            if named > 0 {
+                occupied.insert(ObjectIdentifier(entry))
+            } else {
+                occupied.remove(ObjectIdentifier(entry))
+            }
+            notes.post(.crossed(entry, subscribers: entry.subscriberCount, named: named))
+        }
         notes.post(.changed(entry))
     }
 
@@ -330,15 +365,20 @@ final class SubjectReplicas: @unchecked Sendable {
         guard let feed = entry.replicaFeed, byFeed[feed] === entry else { return }
         byFeed[feed] = nil
         if byName[entry.name] === entry { byName[entry.name] = nil }
+        occupied.remove(ObjectIdentifier(entry))
         entry.stopCountingRetained()
     }
 
     /// The requests this turn's notes make: each open as it was asked, each changed replica's
-    /// count once, or its release when no subscription is left.
+    /// count once, where it last changed (after its crossings of 0), or its release when no
+    /// subscription is left.
     private func requests(telling notes: [Note]) -> [ReplicaRequest] {
         var requests: [ReplicaRequest] = []
-        var counted = Set<ObjectIdentifier>()
-        for note in notes {
+        var lastChange: [ObjectIdentifier: Int] = [:]
+        for (index, note) in notes.enumerated() {
+            if case .changed(let entry) = note { lastChange[ObjectIdentifier(entry)] = index }
+        }
+        for (index, note) in notes.enumerated() {
             switch note {
             case .open(let name):
                 requests.append(.open(name: name, reader: reader))
@@ -359,8 +399,13 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.caughtUp(reader: reader))
             case .interest(let change):
                 requests.append(.interest(change, reader: reader))
+            case .crossed(let entry, let subscribers, let named):
+                guard let feed = entry.replicaFeed, byFeed[feed] === entry else { continue }
+                requests.append(.count(feed: feed, subscribers: subscribers, named: named))
+            case .patternReach(let id, let pattern):
+                requests.append(.patternReach(id: id, pattern, reader: reader))
             case .changed(let entry):
-                guard counted.insert(ObjectIdentifier(entry)).inserted, let feed = entry.replicaFeed,
+                guard lastChange[ObjectIdentifier(entry)] == index, let feed = entry.replicaFeed,
                     byFeed[feed] === entry
                 else { continue }
                 // Held by the sessions' subscriptions naming it and their stages reading it.
@@ -372,9 +417,7 @@ final class SubjectReplicas: @unchecked Sendable {
                     requests.append(.close(feed: feed))
                 } else {
                     requests.append(
-                        .count(
-                            feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions,
-                            occupants: patterns.reach(of: entry.name, named: entry.namedSubscriptions)))
+                        .count(feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions))
                 }
             }
         }

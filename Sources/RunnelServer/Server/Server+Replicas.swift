@@ -11,6 +11,8 @@ extension Server: ReplicaOwner {
 
     func replicaCountsChanged(_ name: String) { occupancy.replicaCountsChanged(name) }
 
+    func replicaPatternChanged(_ pattern: SubjectPattern) { occupancy.replicaPatternChanged(pattern) }
+
     func occupancyPattern(_ pattern: String, isWatched: Bool) {
         guard let occupied = SystemSubjects.occupied(by: pattern) else { return }
         if isWatched {
@@ -84,11 +86,19 @@ extension Server: ReplicaOwner {
 
     /// Values of `subject` did not reach this loop (its replica's owner had too many waiting
     /// for it: `ReaderLink`): each subscription here that reads the subject is told `count`
-    /// were missed, with `dropped` before its next value. Walks every session's subscriptions,
-    /// which happens only when a loop fell that far behind.
+    /// were missed, with `dropped` before its next value, under `drop` and `conflate`; under
+    /// `disconnect` its session is cut. Walks every session's subscriptions, which happens
+    /// only when a loop fell that far behind.
     func noteMissed(_ count: UInt64, of subject: String) {
+        let policy = replicas?[subject]?.label.slowConsumer ?? config.slowConsumer
         for session in sessions.values {
             for subscription in session.subscriptions.all where subscription.reads(subject) {
+                // Under `disconnect` a gap is no answer: the subscriber is cut, as one whose own
+                // output passed the limit would be.
+                guard subscription.conflates || policy == .drop || policy == .conflate else {
+                    session.closeAsSlowConsumer()
+                    break
+                }
                 subscription.noteDropped(count)
                 stats.counts.dropped &+= count
             }

@@ -89,6 +89,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         }
         let replicaSource = ReplicaSource(loop: scheduler, pauses: publisherPauses, config: config)
         self.replicaSource = replicaSource
+        occupancy.otherLoopsPatternReach = { [weak replicaSource] in replicaSource?.patternReach(of: $0) ?? 0 }
         shared?.linkChanged = { [weak replicaSource] up in replicaSource?.linkChanged(up: up) }
         applyRetentionLimits()
         replicaSource.owner = self
@@ -135,10 +136,12 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// Creates the subjects the configuration lists that do not exist yet; they exist before
     /// anyone connects. `max_subjects` does not apply to them. A durable subject restored from
     /// `data_dir` must agree with its `[[subjects]]` entry (kind, capacity, a map's shape,
-    /// durable). Each
-    /// gets its table's `slow_consumer`, existing ones too (so a reload applies a new one).
+    /// durable). Each gets its table's `slow_consumer`, existing ones too (so a reload applies
+    /// a new one). Only the server that owns the subjects makes them: another loop's reads
+    /// them through replicas.
     public func createConfiguredSubjects() throws {
         scheduler.assertOnLoopThread()
+        guard replicas == nil else { return }
         for subject in config.subjects {
             let capacity = subject.effectiveCapacity(defaultReplayCapacity: config.defaultReplayCapacity)
             if let existing = subjects[subject.name] {

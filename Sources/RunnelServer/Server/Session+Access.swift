@@ -96,8 +96,11 @@ extension Session {
             if !after.subscribe.permits(pattern.text) { return pattern.text }
         } else if !after.subscribe.covers(pattern) {
             guard after.subscribe.overlaps(pattern) else { return pattern.text }
-            // Subjects it joined under the old rights (those created later are filtered as they come).
-            for entry in subjects.list(prefix: pattern.literalPrefix)
+            // Subjects it joined under the old rights (those created later are filtered as they
+            // come); on a loop that does not own them, their replicas, which it reads.
+            let joined =
+                context.replicas?.list(prefix: pattern.literalPrefix) ?? subjects.list(prefix: pattern.literalPrefix)
+            for entry in joined
             where pattern.matches(entry.name) && before.subscribe.permits(entry.name)
                 && !after.subscribe.permits(entry.name)
             {

@@ -31,7 +31,7 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     /// and the pattern subscriptions that match it and may read it, here and, as they told,
     /// on the loops holding replicas of it (decision 0011).
     func subscribers(of name: String) -> Int {
-        let named = entries[name].map { $0.namedSubscriptions + $0.replicaSubscribers.occupants } ?? 0
+        let named = entries[name].map { $0.namedSubscriptions + $0.replicaSubscribers.named } ?? 0
         return patterns.reach(of: name, named: named)
     }
 

@@ -38,6 +38,9 @@ final class OccupancyTracker: @unchecked Sendable {
     private var patterns: [SubjectPattern: Int] = [:]
     /// Sends the counts that waited; armed while one waits.
     private var timer: Disposable?
+    /// The other loops' pattern subscriptions a value of a subject would reach (decision 0011;
+    /// the subscriptions naming it are in the store's count); set before the server serves.
+    var otherLoopsPatternReach: ((String) -> Int)?
     /// The other nodes' counts, in a cluster (set before the server serves).
     var peers: (any OccupancyPeers)?
 
@@ -108,20 +111,38 @@ final class OccupancyTracker: @unchecked Sendable {
 
     /// Looks again at the subjects whose count `subscription` is part of.
     private func countsChanged(by subscription: SessionSubscription) {
-        tellPeers(countsChangedBy: subscription)
         if subscription.isPattern {
-            let pattern = subscription.pattern
-            guard isCounted(pattern.text) else { return }
-            for subject in watches.keys where pattern.matches(subject) { update(subject) }
-            guard !patterns.isEmpty else { return }
-            for entry in store.list(prefix: "")
-            where isCounted(entry.name) && pattern.matches(entry.name) && watches[entry.name] == nil
-                && isWatchedByPattern(entry.name)
-            {
-                _ = watch(entry.name)
+            replicaPatternChanged(subscription.pattern)
+        } else if let name = subscription.entry?.name {
+            subjectCountChanged(name)
+        }
+    }
+
+    /// The subscriptions naming `name` changed: its count is looked at again, here and by the
+    /// other nodes.
+    private func subjectCountChanged(_ name: String) {
+        guard isCounted(name) else { return }
+        if let peers, peers.watchedElsewhere.contains(name) { peers.tell(name, count: localCount(of: name)) }
+        countChanged(of: name)
+    }
+
+    /// A pattern subscription to `pattern`, here or on another loop (decision 0011), began or
+    /// ended: the counts of the subjects it matches are looked at again, here and by the
+    /// other nodes.
+    func replicaPatternChanged(_ pattern: SubjectPattern) {
+        guard isCounted(pattern.text) else { return }
+        if let peers {
+            for subject in peers.watchedElsewhere where pattern.matches(subject) {
+                peers.tell(subject, count: localCount(of: subject))
             }
-        } else if let name = subscription.entry?.name, isCounted(name) {
-            countChanged(of: name)
+        }
+        for subject in watches.keys where pattern.matches(subject) { update(subject) }
+        guard !patterns.isEmpty else { return }
+        for entry in store.list(prefix: "")
+        where isCounted(entry.name) && pattern.matches(entry.name) && watches[entry.name] == nil
+            && isWatchedByPattern(entry.name)
+        {
+            _ = watch(entry.name)
         }
     }
 
@@ -140,28 +161,15 @@ final class OccupancyTracker: @unchecked Sendable {
     /// anybody still reads it.
     func replicaCountsChanged(_ name: String) {
         if let subject = SystemSubjects.occupied(by: name) { return releaseIfUnread(subject) }
-        guard isCounted(name) else { return }
-        if let peers, peers.watchedElsewhere.contains(name) { peers.tell(name, count: localCount(of: name)) }
-        countChanged(of: name)
+        subjectCountChanged(name)
     }
 
     private func isWatchedByPattern(_ subject: String) -> Bool { patterns.keys.contains { $0.matches(subject) } }
 
-    /// Tells the other nodes this node's counts of the subjects they watch that `subscription`
-    /// is part of.
-    private func tellPeers(countsChangedBy subscription: SessionSubscription) {
-        guard let peers, isCounted(subscription.pattern.text) else { return }
-        if subscription.isPattern {
-            for subject in peers.watchedElsewhere where subscription.pattern.matches(subject) {
-                peers.tell(subject, count: localCount(of: subject))
-            }
-        } else if let name = subscription.entry?.name, peers.watchedElsewhere.contains(name) {
-            peers.tell(name, count: localCount(of: name))
-        }
+    /// This node's own count of `subject`, over every loop, for the other nodes.
+    func localCount(of subject: String) -> Int {
+        isCounted(subject) ? store.subscribers(of: subject) + (otherLoopsPatternReach?(subject) ?? 0) : 0
     }
-
-    /// This node's own count of `subject`, for the other nodes.
-    func localCount(of subject: String) -> Int { isCounted(subject) ? store.subscribers(of: subject) : 0 }
 
     /// The other nodes' count of `subject`, which this node watches, changed.
     func othersChanged(_ subject: String) { update(subject) }
@@ -175,7 +183,7 @@ final class OccupancyTracker: @unchecked Sendable {
 
     /// What a value published to `subject` now would reach: here, and on the other nodes.
     private func count(of subject: String) -> Int {
-        store.subscribers(of: subject) + (peers?.count(of: subject) ?? 0)
+        localCount(of: subject) + (peers?.count(of: subject) ?? 0)
     }
 
     /// `subject`'s watch, made (with its occupancy entry, holding the count now) when there is none.

@@ -8,16 +8,17 @@ import RunnelProtocol
 /// `admits`, when set, decides once per matching subject, as the watcher meets it, whether it
 /// joins (a token's rights over part of the pattern); nothing is checked per value.
 final class PatternWatcher: @unchecked Sendable {
-    let pattern: SubjectPattern
+    /// Its pattern, and which subjects it reads.
+    let reader: PatternReader
     private let downstream: any Subscriber<Message>
-    private let admits: (@Sendable (String) -> Bool)?
     private var attached: [ObjectIdentifier: Disposable] = [:]
 
     init(pattern: SubjectPattern, downstream: any Subscriber<Message>, admits: (@Sendable (String) -> Bool)?) {
-        self.pattern = pattern
+        reader = PatternReader(pattern: pattern, admits: admits)
         self.downstream = downstream
-        self.admits = admits
     }
+
+    var pattern: SubjectPattern { reader.pattern }
 
     /// Subscribes to `entry`'s subject (a replay or behavior subject replays to it first),
     /// when `admits` lets it join.
@@ -27,11 +28,7 @@ final class PatternWatcher: @unchecked Sendable {
         attached[key] = entry.subject.subscribe(NextForwarder(downstream))
     }
 
-    /// Whether values of the subject `name`, which matches the pattern, reach it: the server's
-    /// own subjects only for a pattern of theirs (`SystemSubjects`), and only those `admits`.
-    func receives(_ name: String) -> Bool {
-        SystemSubjects.mayReach(pattern: pattern.text, name: name) && admits?(name) ?? true
-    }
+    func receives(_ name: String) -> Bool { reader.receives(name) }
 
     /// Drops the subscription to `entry`, which is being deleted.
     func detach(_ entry: SubjectEntry) {
@@ -42,6 +39,20 @@ final class PatternWatcher: @unchecked Sendable {
         let subscriptions = attached.values
         attached.removeAll()
         for subscription in subscriptions { subscription.dispose() }
+    }
+}
+
+/// Which subjects a pattern subscription reads: those its pattern matches, the server's own
+/// only for a pattern of theirs (`SystemSubjects`), and only those `admits` (a token's rights
+/// over part of the pattern). A value: another loop's owner counts a subscription by it
+/// (`RemotePatternReach`).
+struct PatternReader: Sendable {
+    let pattern: SubjectPattern
+    let admits: (@Sendable (String) -> Bool)?
+
+    /// Whether values of the subject `name`, which matches the pattern, reach it.
+    func receives(_ name: String) -> Bool {
+        SystemSubjects.mayReach(pattern: pattern.text, name: name) && admits?(name) ?? true
     }
 }
 

@@ -51,9 +51,9 @@ package final class SubjectEntry {
     var keyRouter: MapKeyRouter?
     /// On the owner's loop: the other loops' replicas of the subject (`ReplicaSource`), each
     /// one subscriber of `subject`, and the subscriptions they told they have there: `told`,
-    /// every subscriber (`pub`'s receivers), `named`, those naming it (`list`'s), `occupants`,
-    /// those naming it and the pattern subscriptions it reaches (`$sys.occupancy`'s).
-    var replicaSubscribers = (feeds: 0, told: 0, named: 0, occupants: 0)
+    /// every subscriber (`pub`'s receivers), and `named`, those naming it (`list`'s, and with
+    /// the other loops' pattern subscriptions, `$sys.occupancy`'s).
+    var replicaSubscribers = (feeds: 0, told: 0, named: 0)
     /// On another loop, for a replica of the subject (`SubjectReplicas`): the owner's number
     /// for the feed of updates it is made from; nil for a subject of the loop's own.
     var replicaFeed: UInt64?
