@@ -10,7 +10,7 @@ import RunnelProtocol
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it; it holds each
 /// stand-in from the subscription's beginning to its end.
 final class RemotePatternReach {
-    private final class StandIn {
+    private final class StandIn: PatternReading {
         let reader: PatternReader
         init(_ reader: PatternReader) { self.reader = reader }
     }
@@ -34,7 +34,5 @@ final class RemotePatternReach {
     }
 
     /// How many of the other loops' pattern subscriptions a value of `name` would reach.
-    func reach(of name: String) -> Int {
-        index.matches(name).reduce(0) { $1.reader.receives(name) ? $0 + 1 : $0 }
-    }
+    func reach(of name: String) -> Int { index.reach(of: name, named: 0) }
 }

@@ -11,7 +11,7 @@ extension Server: ReplicaOwner {
 
     func replicaCountsChanged(_ name: String) { occupancy.replicaCountsChanged(name) }
 
-    func replicaPatternChanged(_ pattern: SubjectPattern) { occupancy.replicaPatternChanged(pattern) }
+    func replicaPatternChanged(_ pattern: SubjectPattern) { occupancy.patternCountsChanged(pattern) }
 
     func occupancyPattern(_ pattern: String, isWatched: Bool) {
         guard let occupied = SystemSubjects.occupied(by: pattern) else { return }
@@ -92,15 +92,10 @@ extension Server: ReplicaOwner {
     func noteMissed(_ count: UInt64, of subject: String) {
         let policy = replicas?[subject]?.label.slowConsumer ?? config.slowConsumer
         for session in sessions.values {
-            for subscription in session.subscriptions.all where subscription.reads(subject) {
-                // Under `disconnect` a gap is no answer: the subscriber is cut, as one whose own
-                // output passed the limit would be.
-                guard subscription.conflates || policy == .drop || policy == .conflate else {
-                    session.closeAsSlowConsumer()
-                    break
-                }
-                subscription.noteDropped(count)
-                stats.counts.dropped &+= count
+            // As an event its own output had no room for: a conflating subscription is told
+            // the gap, under `disconnect` the session is cut.
+            for subscription in session.subscriptions.all where subscription.reads(subject) && !session.isClosing {
+                session.actOnSlowConsumer(subscription.conflates ? .conflate : policy, subscription, missed: count)
             }
         }
     }

@@ -65,14 +65,15 @@ extension Session {
         }
     }
 
-    /// The policy, for an event of a slow consumer.
-    private func actOnSlowConsumer(_ policy: SlowConsumerPolicy, _ subscription: SessionSubscription) {
+    /// The policy, for `missed` events of a slow consumer (values its loop missed too:
+    /// `Server.noteMissed`).
+    func actOnSlowConsumer(_ policy: SlowConsumerPolicy, _ subscription: SessionSubscription, missed: UInt64 = 1) {
         switch policy {
         case .disconnect, .backpressure:
             closeAsSlowConsumer()
         case .drop, .conflate:
-            subscription.noteDropped(1)
-            stats.counts.dropped &+= 1
+            subscription.noteDropped(missed)
+            stats.counts.dropped &+= missed
         }
     }
 

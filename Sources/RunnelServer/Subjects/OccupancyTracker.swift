@@ -112,7 +112,7 @@ final class OccupancyTracker: @unchecked Sendable {
     /// Looks again at the subjects whose count `subscription` is part of.
     private func countsChanged(by subscription: SessionSubscription) {
         if subscription.isPattern {
-            replicaPatternChanged(subscription.pattern)
+            patternCountsChanged(subscription.pattern)
         } else if let name = subscription.entry?.name {
             subjectCountChanged(name)
         }
@@ -129,7 +129,7 @@ final class OccupancyTracker: @unchecked Sendable {
     /// A pattern subscription to `pattern`, here or on another loop (decision 0011), began or
     /// ended: the counts of the subjects it matches are looked at again, here and by the
     /// other nodes.
-    func replicaPatternChanged(_ pattern: SubjectPattern) {
+    func patternCountsChanged(_ pattern: SubjectPattern) {
         guard isCounted(pattern.text) else { return }
         if let peers {
             for subject in peers.watchedElsewhere where pattern.matches(subject) {

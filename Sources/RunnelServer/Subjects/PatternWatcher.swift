@@ -7,7 +7,7 @@ import RunnelProtocol
 ///
 /// `admits`, when set, decides once per matching subject, as the watcher meets it, whether it
 /// joins (a token's rights over part of the pattern); nothing is checked per value.
-final class PatternWatcher: @unchecked Sendable {
+final class PatternWatcher: PatternReading, @unchecked Sendable {
     /// Its pattern, and which subjects it reads.
     let reader: PatternReader
     private let downstream: any Subscriber<Message>
@@ -56,11 +56,17 @@ struct PatternReader: Sendable {
     }
 }
 
-extension PatternIndex where Member == PatternWatcher {
+/// A pattern subscription, or another loop's stand-in for one (`RemotePatternReach`), as an
+/// index of them counts it.
+protocol PatternReading: AnyObject {
+    var reader: PatternReader { get }
+}
+
+extension PatternIndex where Member: PatternReading {
     /// How many subscriptions a value published to `name` now would reach: `named`, those
-    /// naming it, and the pattern subscriptions here that match it and may read it.
+    /// naming it, and the pattern subscriptions indexed that match it and may read it.
     func reach(of name: String, named: Int) -> Int {
-        matches(name).reduce(named) { $1.receives(name) ? $0 + 1 : $0 }
+        matches(name).reduce(named) { $1.reader.receives(name) ? $0 + 1 : $0 }
     }
 }
 
