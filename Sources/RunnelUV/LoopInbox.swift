@@ -40,9 +40,12 @@ public final class LoopInbox<Message>: @unchecked Sendable {
     public func post(contentsOf messages: [Message]) {
         guard !messages.isEmpty else { return }
         let wasEmpty = queue.withLock { queue in
-            let wasEmpty = queue.isEmpty
-            queue.append(contentsOf: messages)
-            return wasEmpty
+            guard queue.isEmpty else {
+                queue.append(contentsOf: messages)
+                return false
+            }
+            queue = messages  // taken whole: no message copied
+            return true
         }
         if wasEmpty { scheduleDrain() }
     }
@@ -53,8 +56,8 @@ public final class LoopInbox<Message>: @unchecked Sendable {
 
     private func drain() {
         let batch = queue.withLock { queue in
-            let batch = queue
-            queue.removeAll(keepingCapacity: true)
+            var batch: [Message] = []
+            swap(&batch, &queue)
             return batch
         }
         statistics?.handoffCount.add(1, ordering: .relaxed)

@@ -27,14 +27,11 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
         loop.io.atTurnEnd(self)
     }
 
-    /// Adds `message` to this turn's batch, or puts what `merge` makes of it and the batch's
-    /// last message in that one's place (several requests that one can serve).
-    public func post(_ message: Message, merging merge: (_ last: Message, _ new: Message) -> Message?) {
-        if let last = pending.last, let merged = merge(last, message) {
-            pending[pending.count - 1] = merged
-        } else {
-            post(message)
-        }
+    /// Adds to this turn's batch: to its last message in place when `extend` can (it returns
+    /// true: several requests one can serve, a run of values in one), else `message()`.
+    public func post(_ message: @autoclosure () -> Message, extendingLast extend: (inout Message) -> Bool) {
+        if !pending.isEmpty && extend(&pending[pending.count - 1]) { return }
+        post(message())
     }
 
     /// Sends this turn's batch now (a stop that cannot wait for the turn's end).
@@ -42,7 +39,9 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
         loop.assertOnLoopThread()
         guard !pending.isEmpty else { return }
         let batch = pending
+        // The next turn's batch is likely as long: no growing it value by value.
         pending = []
+        pending.reserveCapacity(batch.count)
         send(batch)
     }
 

@@ -7,9 +7,10 @@ import Testing
 
 /// A loop too busy to take its replicas' values is a lagging subscriber to their owner
 /// (decision 0011, `ReaderLink`): once the values handed to it and not yet delivered pass the
-/// soft limit, a value of a later turn applies its subject policy to the whole loop. Under `backpressure` the
-/// publisher is paused until the loop catches up, and nothing is lost; under `drop` the loop
-/// misses the values, and its subscribers are told how many before the next. Loop 0 owns the
+/// soft limit, a value of a later turn applies its subject policy to the whole loop. Under
+/// `backpressure` and `disconnect` the publisher is paused until the loop catches up, and
+/// nothing is lost; under `drop` the loop misses the values, and its subscribers are told how
+/// many before the next. Loop 0 owns the
 /// subjects; loop 1's thread is held in one turn (`LoopServer.hold`) while loop 0 publishes.
 /// Cross-thread: CI runs these under the thread sanitizer.
 @Suite struct SubjectReplicaFlowTests {
@@ -53,6 +54,36 @@ import Testing
         #expect(servers[1].run { servers[1].server.value.stats.counts.dropped } == 16)
     }
 
+    /// Under `disconnect` the loop holds the publisher as under `backpressure` (as one
+    /// connection that still reads holds its publishers while it drains): nobody is cut and
+    /// nothing is missed.
+    @Test func aBusyLoopPausesThePublisherUnderDisconnectAndCutsNobody() {
+        let servers = Self.servers(.disconnect)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1])
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        servers[0].send(publisher, (5...20).map(Self.pub))
+        #expect(Self.pausedPublishers(on: servers[0]) == 1)
+        release()
+        #expect(servers[1].lines(of: subscriber, count: 20)?.map(Self.index) == Array(1...20))
+        #expect(servers[1].run { servers[1].server.value.stats.counts.slowConsumerDisconnects } == 0)
+    }
+
+    /// A loop whose subscribers of the subject all conflate is one conflating subscriber, which
+    /// never pauses a publisher, whatever the subject's policy (`ReplicaReaders`).
+    @Test func aLoopWhoseSubscribersAllConflateNeverPausesThePublisher() {
+        let servers = Self.servers(.disconnect)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1], conflating: true)
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        servers[0].send(publisher, (5...20).map(Self.pub))
+        // Where `disconnect` held it above; the loop takes them up to the hard limit instead.
+        #expect(Self.pausedPublishers(on: servers[0]) == 0)
+        release()
+        #expect(servers[1].lines(of: subscriber, count: 20)?.map(Self.index) == Array(1...20))
+        #expect(servers[1].run { servers[1].server.value.stats.counts.slowConsumerDisconnects } == 0)
+    }
+
     /// A subscriber of the owner's loop is not slowed by another loop's lag under `drop`.
     @Test func theOwnersOwnSubscribersGetEveryValueWhileAnotherLoopMissesThem() {
         let servers = Self.servers(.drop)
@@ -86,9 +117,10 @@ import Testing
         }
     }
 
-    private static func subscribe(on server: LoopServer) -> LoopServer.Client {
+    private static func subscribe(on server: LoopServer, conflating: Bool = false) -> LoopServer.Client {
         let subscriber = server.connect()
-        let answered = server.send(subscriber, #"{"op":"sub","subject":"s","sid":"a"}"#)
+        let conflate = conflating ? #","conflate":true"# : ""
+        let answered = server.send(subscriber, #"{"op":"sub","subject":"s","sid":"a"\#(conflate)}"#)
         #expect((answered.isEmpty ? server.lines(of: subscriber, count: 1) : answered) == [#"{"ok":true,"sid":"a"}"#])
         return subscriber
     }

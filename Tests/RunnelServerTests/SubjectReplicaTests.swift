@@ -219,6 +219,29 @@ import Testing
             ])
     }
 
+    /// Hundreds of `pub`s at the owner at once, quiet ones and refused ones among them, are
+    /// answered one at a time, each in its place (`CorkedTransport` drops what went out in bulk).
+    @Test func manyPubsAtTheOwnerAreAnsweredInRequestOrder() {
+        let servers = LoopServers(count: 2) { $0.autoCreate = false }
+        defer { servers.shutdown() }
+        servers[0].send(servers[0].connect(), #"{"op":"create","subject":"s","kind":"subject"}"#)
+        let publisher = servers[1].connect()
+        let requests = (1...600).map { index in
+            switch index % 3 {
+            case 0: #"{"op":"pub","subject":"none","value":\#(index),"ref":\#(index)}"#
+            case 1: #"{"op":"ping","ref":\#(index)}"#
+            default: #"{"op":"pub","subject":"s","value":\#(index)}"#
+            }
+        }
+        // The first ping's reply comes at once; the rest wait behind the first `pub`.
+        let immediate = servers[1].send(publisher, requests)
+        let later = servers[1].lines(of: publisher, count: 400 - immediate.count) ?? []
+        let refs = (immediate + later).map { line in
+            Int(line.split(separator: #""ref":"#).last?.prefix(while: \.isNumber) ?? "") ?? 0
+        }
+        #expect(refs == (1...600).filter { $0 % 3 != 2 })
+    }
+
     /// `complete`, `error` and `delete` on loop 1 are the owner's: the subscribers of both loops
     /// get the end, and the replies, refusals too, come in request order, the event after them.
     @Test func endingsOnAnotherLoopAreTheOwners() {

@@ -43,7 +43,7 @@ extension RunnelUVTests {
         }
 
         /// What a turn posts leaves as one batch at the turn's end, in order, with requests
-        /// `merging` joins made one; `handOver` sends at once.
+        /// `extendingLast` joins made one; `handOver` sends at once.
         @Test func anOutboxSendsATurnsMessagesAsOneBatch() {
             let loop = EventLoop.started()
             defer { _ = loop.shutdown() }
@@ -54,14 +54,18 @@ extension RunnelUVTests {
                     precondition(scheduler.isOnLoopThread)
                     sent.withLock { $0.append(batch) }
                 })
-            let join: @Sendable (String, String) -> String? = { last, new in
-                last.hasPrefix("flush") && new.hasPrefix("flush") ? last + "+" + new : nil
+            let join: @Sendable (String) -> (inout String) -> Bool = { new in
+                { last in
+                    guard last.hasPrefix("flush") && new.hasPrefix("flush") else { return false }
+                    last += "+" + new
+                    return true
+                }
             }
             _ = onLoop(loop) {
                 outbox.value.post("a")
-                outbox.value.post("flush1", merging: join)
-                outbox.value.post("flush2", merging: join)
-                outbox.value.post("b", merging: join)
+                outbox.value.post("flush1", extendingLast: join("flush1"))
+                outbox.value.post("flush2", extendingLast: join("flush2"))
+                outbox.value.post("b", extendingLast: join("b"))
                 return sent.current.isEmpty
             }
             #expect(eventually { sent.current.count == 1 })

@@ -98,9 +98,10 @@ final class ClusterSendQueue: @unchecked Sendable {
     /// Runs `then`, on the loop, once NATS has read everything queued before this call (a
     /// subscription a `sub` reply waits for). Flushes asked for in one turn share one.
     func flush(then: @escaping @Sendable () -> Void) {
-        outbox.post(.flush(then: [then])) { last, new in
-            guard case .flush(let waiting) = last, case .flush(let more) = new else { return nil }
-            return .flush(then: waiting + more)
+        outbox.post(.flush(then: [then])) { last in
+            guard case .flush(let waiting) = last else { return false }
+            last = .flush(then: waiting + [then])
+            return true
         }
     }
 

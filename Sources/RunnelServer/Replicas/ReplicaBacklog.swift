@@ -45,15 +45,17 @@ final class ReplicaBacklog: Sendable {
 /// subscriber gets. Once the values handed to it in earlier turns and not yet delivered there
 /// (`ReplicaBacklog`) pass the soft limit (a turn's own values are not behind: they go as one
 /// batch, however many, as a burst a publisher sent in one read does on one loop; only
-/// `backpressure` counts them, to pace a burst early), a value applies its subject's policy to the whole
-/// loop, as one lagging subscriber there would: under `drop` that loop misses the value (the
-/// feed tells it how many before the next, `ReplicaUpdate.missed`); under `backpressure` the
-/// publisher whose value it is is held (`PublisherGate.laggardBegan`) until the loop has
-/// caught up to half the soft limit, and nothing is missed: what waits for the loop is bounded
-/// by the pause, as a lagging subscriber's output is on one loop. Under `disconnect` and
-/// `conflate`, which never pause a publisher, and as a loop is never closed (its subscribers
-/// are judged by their own output), the loop takes every value up to the hard limit, and
-/// misses those past it, so what waits for it stays bounded.
+/// `backpressure` counts them, to pace a burst early), a value applies its subject's policy to
+/// the whole loop (`conflate` when every subscriber there conflates: `ReplicaReaders`), as one
+/// lagging subscriber there would: under `drop` that loop misses the value (the feed tells it
+/// how many before the next, `ReplicaUpdate.missed`); under `backpressure` and `disconnect`
+/// the publisher whose value it is is held (`PublisherGate.laggardBegan`) until the loop has
+/// caught up to half the soft limit, as one connection that still reads holds its publishers
+/// while it drains, and what waits for the loop is bounded by the pause. A value with no
+/// publisher to hold (from the cluster, a timer) under `disconnect`, and any under `conflate`,
+/// which never pauses a publisher, goes up to the hard limit; past it the loop misses the
+/// value, so what waits for it stays bounded (a loop is never closed: its subscribers are
+/// judged by their own output).
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
 /// the reader is known; it holds the publishers it paused until the reader has caught up.
@@ -100,8 +102,8 @@ final class ReaderLink {
     }
 
     /// Whether a value weighing `weight` goes to the reader: false when the reader misses it;
-    /// true, holding the publisher whose value it is when the subject's policy (`policy`, else
-    /// the server's) is `backpressure` and the reader is behind.
+    /// true, holding the publisher whose value it is when the policy (`policy`, else the
+    /// server's) is `backpressure` or `disconnect` and the reader is behind.
     @inline(__always)
     func admits(weight: Int, policy: SlowConsumerPolicy?) -> Bool {
         guard _slowPath(backlog.current &+ turn.weight &+ weight > limits.soft) else { return true }
@@ -109,24 +111,37 @@ final class ReaderLink {
     }
 
     /// With this turn's values, the loop has more than the soft limit to take. Under
-    /// `backpressure` the publisher is held at once (pacing a burst early costs nothing under
-    /// that policy); under the others only what earlier turns handed over is behind.
+    /// `backpressure` and `disconnect` the value's publisher is held at once (pacing a burst
+    /// early misses nothing); past that, only what earlier turns handed over is behind.
     private func admitsPastSoftLimit(policy: SlowConsumerPolicy) -> Bool {
         switch policy {
         case .backpressure:
             if let publisher = pauses.current { hold(publisher) }
             return true
+        case .disconnect:
+            if let publisher = pauses.current {
+                hold(publisher)
+                return true
+            }
+            return backlog.current <= limits.hard
         case .drop: return backlog.current <= limits.soft
-        case .disconnect, .conflate: return backlog.current <= limits.hard
+        case .conflate: return backlog.current <= limits.hard
         }
     }
 
-    /// Posts a value's update for the reader, weighing `weight` (handed over with the turn's
-    /// batch).
+    /// Posts a value of the feed numbered `feed` for the reader (its weight handed over with the
+    /// turn's batch): with the batch's last update when that is the feed's values, so a run of
+    /// them crosses as one update.
     @inline(__always)
-    func post(_ update: ReplicaUpdate, weight: Int) {
-        turn.weight &+= weight
-        outbox.post(update)
+    func post(_ value: ReplicatedValue, of feed: UInt64) {
+        turn.weight &+= value.weight
+        outbox.post(.values(feed: feed, [value])) { last in
+            guard case .values(feed, var values) = last else { return false }
+            last = .values(feed: feed, [])  // the batch's copy let go: `values` grows in place
+            values.append(value)
+            last = .values(feed: feed, values)
+            return true
+        }
     }
 
     private func hold(_ publisher: PublisherGate) {

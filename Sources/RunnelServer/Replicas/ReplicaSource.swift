@@ -56,9 +56,9 @@ package final class ReplicaSource: @unchecked Sendable {
             case .unwatch(let pattern, let reader):
                 guard watches[ObjectIdentifier(reader)]?.patterns.removeValue(forKey: pattern) != nil else { continue }
                 owner.occupancyPattern(pattern, isWatched: false)
-            case .count(let feed, let subscribers, let named):
+            case .count(let feed, let readers):
                 guard let feed = feeds[feed] else { continue }
-                feed.count(subscribers, named: named)
+                feed.count(readers)
                 owner.replicaCountsChanged(feed.subjectName)
             case .patternReach(let id, let began?, let reader):
                 readersPatterns.began(id, of: reader, reading: began)
@@ -209,8 +209,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var subscription: Disposable?
     /// The subject's own `slow_consumer`, as the reader was last told.
     private var policy: SlowConsumerPolicy?
-    /// The reader's subscribers, and those naming the subject, as last told.
-    private var told = (subscribers: 0, named: 0)
+    /// The reader's subscriptions to the subject, as last told.
+    private var told = ReplicaReaders()
     /// Values the reader missed since the last it was sent (`ReaderLink.admits`).
     private var missed: UInt64 = 0
     private var isOver = false
@@ -256,11 +256,11 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
 
     var subjectName: String { entry.name }
 
-    func count(_ subscribers: Int, named: Int) {
+    func count(_ readers: ReplicaReaders) {
         guard !isOver else { return }
-        entry.replicaSubscribers.told += subscribers - told.subscribers
-        entry.replicaSubscribers.named += named - told.named
-        told = (subscribers, named)
+        entry.replicaSubscribers.told += readers.subscribers - told.subscribers
+        entry.replicaSubscribers.named += readers.named - told.named
+        told = readers
     }
 
     /// The reader let the replica go.
@@ -281,7 +281,9 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                 outbox.post(.policy(feed: number, policy))
             }
             let value = ReplicatedValue(message, publisher: publisher())
-            guard link.admits(weight: value.weight, policy: message.label.slowConsumer) else {
+            // A loop whose subscribers all conflate is one conflating subscriber.
+            let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
+            guard link.admits(weight: value.weight, policy: judgedBy) else {
                 missed &+= 1
                 return
             }
@@ -289,7 +291,7 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                 outbox.post(.missed(feed: number, count: missed))
                 missed = 0
             }
-            link.post(.value(feed: number, value), weight: value.weight)
+            link.post(value, of: number)
         }
     }
 
@@ -318,6 +320,6 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
         entry.replicaSubscribers.feeds -= 1
         entry.replicaSubscribers.told -= told.subscribers
         entry.replicaSubscribers.named -= told.named
-        told = (0, 0)
+        told = ReplicaReaders()
     }
 }

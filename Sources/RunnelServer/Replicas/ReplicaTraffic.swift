@@ -94,11 +94,13 @@ struct ReplicaMapState: Sendable {
 enum ReplicaUpdate: Sendable {
     /// The replica asked for, as the subject is now; its values and end follow as `value`
     /// and `ended` of its feed.
-    case opened(ReplicaSnapshot)
+    indirect case opened(ReplicaSnapshot)
     /// The replica of `name` cannot be had: what a `sub` of it on the owner would get
     /// (`unknown_subject` with `auto_create` off, `limit`, ...).
     case refused(name: String, ProtocolError)
-    case value(feed: UInt64, ReplicatedValue)
+    /// Values of the feed's subject, in order: a turn's run of them, one update
+    /// (`ReaderLink.post`).
+    case values(feed: UInt64, [ReplicatedValue])
     /// The reader missed `count` values of the feed's subject, the loop behind under `drop` or
     /// past the hard limit (`ReaderLink`): told before the next value sent, which is when its
     /// subscriptions there are told (`dropped`).
@@ -122,15 +124,29 @@ enum ReplicaUpdate: Sendable {
     case missedBy(subscription: UInt64, count: UInt64?)
 }
 
+/// A reading loop's subscriptions to one replica's subject, as it tells the owner
+/// (`ReplicaRequest.count`).
+struct ReplicaReaders: Sendable, Equatable {
+    /// Every subscriber there: what `pub` counts as its receivers.
+    var subscribers = 0
+    /// Those naming the subject: what `list` and, with the reader's pattern subscriptions,
+    /// `$sys.occupancy` count.
+    var named = 0
+    /// Those naming it with `"conflate": true`.
+    var conflating = 0
+
+    /// Every subscriber there conflates: the loop is judged as one conflating subscriber
+    /// (`ReaderLink.admits`), whatever the subject's policy.
+    var allConflate: Bool { subscribers > 0 && conflating == subscribers }
+}
+
 /// What a loop holding replicas asks of their subjects' owner, one batch a turn.
 enum ReplicaRequest: Sendable {
     /// A replica of `name` (made a plain subject as a `sub` would, when `auto_create` is on),
     /// answered to `reader`.
     case open(name: String, reader: ReplicaReader)
-    /// The reader's subscriptions to the feed's subject now number `subscribers` (what `pub`
-    /// counts as its receivers there), `named` of them naming it (what `list` and, with the
-    /// reader's pattern subscriptions, `$sys.occupancy` count).
-    case count(feed: UInt64, subscribers: Int, named: Int)
+    /// The reader's subscriptions to the feed's subject are now `readers`.
+    case count(feed: UInt64, ReplicaReaders)
     /// The reader's pattern subscription numbered `id` began, reading what `pattern` says, or
     /// (nil) ended: what `$sys.occupancy` counts of it (`RemotePatternReach`).
     case patternReach(id: UInt64, PatternReader?, reader: ReplicaReader)

@@ -27,7 +27,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case open(String)
         case changed(SubjectEntry)
         /// The subscriptions naming a replica crossed 0: its counts at that moment.
-        case crossed(SubjectEntry, subscribers: Int, named: Int)
+        case crossed(SubjectEntry, ReplicaReaders)
         /// A pattern subscription here began (with what it reads) or ended (nil).
         case patternReach(UInt64, PatternReader?)
         case forward(ForwardedRequest, ticket: UInt64)
@@ -269,7 +269,7 @@ final class SubjectReplicas: @unchecked Sendable {
             } else {
                 occupied.remove(ObjectIdentifier(entry))
             }
-            notes.post(.crossed(entry, subscribers: entry.subscriberCount, named: named))
+            notes.post(.crossed(entry, readers(of: entry)))
         }
         notes.post(.changed(entry))
     }
@@ -296,16 +296,10 @@ final class SubjectReplicas: @unchecked Sendable {
                 for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(entry)) }
             case .refused(let name, let error):
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
-            case .value(let feed, let value):
-                weight &+= value.weight
+            case .values(let feed, let values):
+                for value in values { weight &+= value.weight }
                 guard let entry = byFeed[feed] else { continue }
-                // Inside its publisher's stand-in: a subscriber it puts over the soft limit pauses
-                // the publisher where it is.
-                guard value.publisher != 0 else {
-                    deliver(value, to: entry)
-                    continue
-                }
-                publishers.gate(value.publisher).publishing { deliver(value, to: entry) }
+                deliver(values, to: entry)
             case .linked(let up):
                 ownerIsLinked = up
             case .missedBy(let subscription, let count):
@@ -325,6 +319,20 @@ final class SubjectReplicas: @unchecked Sendable {
             case .published(let ticket, let receipt):
                 receipts.removeValue(forKey: ticket)?(receipt)
             }
+        }
+    }
+
+    /// Delivers `values` to `entry`'s subscribers here, each inside its publisher's stand-in:
+    /// a subscriber it puts over the soft limit pauses the publisher where it is.
+    private func deliver(_ values: [ReplicatedValue], to entry: SubjectEntry) {
+        var gate: (number: UInt64, PublisherGate)?
+        for value in values {
+            guard value.publisher != 0 else {
+                deliver(value, to: entry)
+                continue
+            }
+            if gate?.number != value.publisher { gate = (value.publisher, publishers.gate(value.publisher)) }
+            gate!.1.publishing { deliver(value, to: entry) }
         }
     }
 
@@ -399,9 +407,9 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.caughtUp(reader: reader))
             case .interest(let change):
                 requests.append(.interest(change, reader: reader))
-            case .crossed(let entry, let subscribers, let named):
+            case .crossed(let entry, let readers):
                 guard let feed = entry.replicaFeed, byFeed[feed] === entry else { continue }
-                requests.append(.count(feed: feed, subscribers: subscribers, named: named))
+                requests.append(.count(feed: feed, readers))
             case .patternReach(let id, let pattern):
                 requests.append(.patternReach(id: id, pattern, reader: reader))
             case .changed(let entry):
@@ -416,12 +424,18 @@ final class SubjectReplicas: @unchecked Sendable {
                     forget(entry)
                     requests.append(.close(feed: feed))
                 } else {
-                    requests.append(
-                        .count(feed: feed, subscribers: entry.subscriberCount, named: entry.namedSubscriptions))
+                    requests.append(.count(feed: feed, readers(of: entry)))
                 }
             }
         }
         return requests
+    }
+
+    /// This loop's subscriptions to `entry`'s subject, as the owner is told them.
+    private func readers(of entry: SubjectEntry) -> ReplicaReaders {
+        ReplicaReaders(
+            subscribers: entry.subscriberCount, named: entry.namedSubscriptions,
+            conflating: entry.conflatingSubscriptions)
     }
 
     /// The keys and kept changes of a map's replica, as `state` describes the map's. Its keys

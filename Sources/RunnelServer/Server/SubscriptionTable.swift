@@ -2,7 +2,7 @@ import Runnel
 
 /// The subscriptions one session holds, by sid, and what they hold together: the bytes of
 /// their sids and stage lists (against `max_subscription_bytes`), the next sid to give out,
-/// and the counts they keep elsewhere (their subject's `namedSubscriptions`, the server's
+/// and the counts they keep elsewhere (their subject's `namedSubscriptions` and `conflatingSubscriptions`, the server's
 /// `subscriptions`, a cluster's interest), which `insert` and `forget` keep in step.
 ///
 /// Thread rules: loop thread only, like its session. Lifetime rule: its session owns it; it
@@ -59,6 +59,7 @@ final class SubscriptionTable {
         pinnedBytes += subscription.pinnedBytes
         if let entry = subscription.entry {
             entry.namedSubscriptions += 1
+            if subscription.conflates { entry.conflatingSubscriptions += 1 }
             replicas?.subscribersChanged(entry)
         }
         stats.counts.subscriptions += 1
@@ -88,6 +89,7 @@ final class SubscriptionTable {
         if bySid[subscription.sid] === subscription { bySid[subscription.sid] = nil }
         if let entry = subscription.entry {
             entry.namedSubscriptions -= 1
+            if subscription.conflates { entry.conflatingSubscriptions -= 1 }
             replicas?.subscribersChanged(entry)
         }
         if let interest {

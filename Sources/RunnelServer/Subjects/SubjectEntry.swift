@@ -45,6 +45,8 @@ package final class SubjectEntry {
     var isEnding = false
     /// Subscriptions that name this subject (pattern subscriptions are not counted).
     var namedSubscriptions = 0
+    /// Those of them made with `"conflate": true`.
+    var conflatingSubscriptions = 0
     /// The stage chains its subscriptions share, by their stages' key (`SharedStageChain`).
     var sharedChains: [SharedStageChain.Key: SharedStageChain] = [:]
     /// A map's subscriptions that follow one key each, once it has one (`MapKeyRouter`).

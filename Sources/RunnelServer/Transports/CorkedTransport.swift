@@ -16,11 +16,14 @@ import RunnelUV
 /// reserved reply's disk report until it is filled; it holds the real transport.
 final class CorkedTransport: SessionTransport {
     let inner: any SessionTransport
-    /// What was written, in order, each with the bytes it holds; a nil item marks a reserved
-    /// reply not filled in yet, with what it weighs meanwhile.
+    /// What was written, in order, each with the bytes it holds, from `front` on (those before
+    /// it went out and are dropped in bulk: a publisher with thousands of `pub`s at another
+    /// loop fills one place at a time); a nil item marks a reserved reply not filled in yet,
+    /// with what it weighs meanwhile.
     private var held: [(item: Held?, bytes: Int)] = []
+    private var front = 0
     private var heldBytes = 0
-    /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed]`.
+    /// Lines written to `inner` so far: reservation `slot` is at `held[slot - flushed + front]`.
     private var flushed = 0
     /// A `whenUnsentBytes` waiting for held lines to go out.
     private var waiter: (threshold: Int, action: () -> Void)?
@@ -39,14 +42,14 @@ final class CorkedTransport: SessionTransport {
     }
 
     /// Whether nothing is held any more: the session can write to `inner` directly again.
-    var isDrained: Bool { held.isEmpty }
+    var isDrained: Bool { front == held.count }
 
     /// Reserves the next reply's place; `fill` it with the reply later. Until then the place
     /// weighs `bytes` as unsent output (what a `pub` sent to another loop holds there).
     func reserve(weighing bytes: Int = 0) -> Int {
         held.append((nil, bytes))
         heldBytes += bytes
-        return flushed + held.count - 1
+        return flushed + held.count - 1 - front
     }
 
     /// Fills the reserved place `slot` with `reply` (nothing when nil), and writes everything
@@ -55,9 +58,10 @@ final class CorkedTransport: SessionTransport {
     func fill(_ slot: Int, with reply: SessionReply?) -> Int {
         let output = reply.map { SessionOutput.reply($0) }
         let bytes = output.map { Self.weight(of: $0) } ?? 0
-        heldBytes += bytes - held[slot - flushed].bytes
-        held[slot - flushed] = (output.map { .output($0) } ?? .nothing, bytes)
-        var written = 0
+        let index = slot - flushed + front
+        heldBytes += bytes - held[index].bytes
+        held[index] = (output.map { .output($0) } ?? .nothing, bytes)
+        var written = front
         var counted = 0
         while written < held.count, let item = held[written].item {
             switch item {
@@ -69,10 +73,18 @@ final class CorkedTransport: SessionTransport {
             case .nothing: break
             }
             heldBytes -= held[written].bytes
+            held[written] = (.nothing, 0)  // what it held is let go now
             written += 1
         }
-        held.removeFirst(written)
-        flushed += written
+        flushed += written - front
+        front = written
+        if front == held.count {
+            held.removeAll(keepingCapacity: true)
+            front = 0
+        } else if front > 64 && front * 2 > held.count {
+            held.removeFirst(front)
+            front = 0
+        }
         return counted
     }
 
