@@ -30,8 +30,14 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
     /// Adds to this turn's batch: to its last message in place when `extend` can (it returns
     /// true: several requests one can serve, a run of values in one), else `message()`.
     public func post(_ message: @autoclosure () -> Message, extendingLast extend: (inout Message) -> Bool) {
-        if !pending.isEmpty && extend(&pending[pending.count - 1]) { return }
-        post(message())
+        if !extendLast(extend) { post(message()) }
+    }
+
+    /// Lets `extend` add to this turn's last message in place; false when there is none or it
+    /// cannot (it returns false).
+    public func extendLast(_ extend: (inout Message) -> Bool) -> Bool {
+        loop.assertOnLoopThread()
+        return !pending.isEmpty && extend(&pending[pending.count - 1])
     }
 
     /// Sends this turn's batch now (a stop that cannot wait for the turn's end).

@@ -242,6 +242,30 @@ import Testing
         #expect(refs == (1...600).filter { $0 % 3 != 2 })
     }
 
+    /// A burst of quiet `pub`s crosses as one request; a value the owner refuses among them is
+    /// answered in its place, and the others are published, in order, as on one loop.
+    @Test func aBurstOfPubsCrossesTogetherAndARefusalAmongThemKeepsItsPlace() {
+        let servers = LoopServers(count: 2) { $0.maxRetainedBytes = 1000 }
+        defer { servers.shutdown() }
+        let subscriber = servers[0].connect()
+        servers[0].send(
+            subscriber, #"{"op":"create","subject":"r","kind":"replay","capacity":10}"#,
+            #"{"op":"sub","subject":"r","sid":"a"}"#)
+        let publisher = servers[1].connect()
+        let big = String(repeating: "x", count: 2000)
+        let immediate = servers[1].send(
+            publisher, #"{"op":"pub","subject":"r","value":1}"#, #"{"op":"pub","subject":"r","value":"\#(big)"}"#,
+            #"{"op":"pub","subject":"r","value":3}"#, #"{"op":"ping","ref":9}"#)
+        #expect(immediate.isEmpty)
+        let lines = servers[1].lines(of: publisher, count: 2)
+        #expect(lines?.first?.hasPrefix(#"{"ok":false,"code":"limit","message":"subject 'r' keeps its values"#) == true)
+        #expect(lines?.last == #"{"ok":true,"ref":9}"#)
+        let events = servers[0].lines(of: subscriber, count: 2)?.map {
+            $0.replacingOccurrences(of: #","seq":\d+"#, with: "", options: .regularExpression)
+        }
+        #expect(events == [#"{"ev":"next","sid":"a","value":1}"#, #"{"ev":"next","sid":"a","value":3}"#])
+    }
+
     /// `complete`, `error` and `delete` on loop 1 are the owner's: the subscribers of both loops
     /// get the end, and the replies, refusals too, come in request order, the event after them.
     @Test func endingsOnAnotherLoopAreTheOwners() {

@@ -82,6 +82,11 @@ package final class ReplicaSource: @unchecked Sendable {
             case .forward(let forwarded, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.answer(forwarded, publishers: link.publishers) { link.outbox.post(.answered(ticket: ticket, $0)) }
+            case .publishValues(let values, let ticket, let reader):
+                let link = self.reader(reader)
+                owner.publish(values, publishers: link.publishers) {
+                    link.outbox.post(.publishedValues(ticket: ticket, $0))
+                }
             case .publish(let batch, let publisher, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.publish(batch, by: link.publishers.gate(publisher)) {
@@ -179,9 +184,14 @@ protocol ReplicaOwner: AnyObject {
     /// reads the counts of the subjects it matches is told.
     func replicaPatternChanged(_ pattern: SubjectPattern)
     /// Carries out another loop's session's request here and hands `then` what its reply says;
-    /// a `pub` publishes through its publisher's stand-in among `publishers`.
+    /// a keyed `pub` publishes through its publisher's stand-in among `publishers`.
     func answer(
         _ request: ForwardedRequest, publishers: RemotePublishers, then: @escaping (SessionReply.Outcome) -> Void)
+    /// Publishes another loop's session's `pub`s here, through their publisher's stand-in
+    /// among `publishers`, and hands `then` what became of them.
+    func publish(
+        _ values: ForwardedPublish, publishers: RemotePublishers,
+        then: @escaping (ForwardedPublish.Receipt) -> Void)
     /// Publishes another loop's HTTP request's values here, through `publisher`, the stand-in
     /// for the request (`Server.publish(_:by:then:)`).
     func publish(

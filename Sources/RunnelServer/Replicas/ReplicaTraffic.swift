@@ -111,6 +111,8 @@ enum ReplicaUpdate: Sendable {
     case ended(feed: UInt64, ReplicaEnd)
     /// The answer to the reader's forwarded request `ticket`: what its reply says.
     case answered(ticket: UInt64, SessionReply.Outcome)
+    /// What became of the reader's forwarded `pub`s `ticket` (`ReplicaRequest.publishValues`).
+    case publishedValues(ticket: UInt64, ForwardedPublish.Receipt)
     /// What became of the reader's batch `ticket` (`ReplicaRequest.publish`).
     case published(ticket: UInt64, PublishedBatch.Receipt)
     /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
@@ -170,18 +172,38 @@ enum ReplicaRequest: Sendable {
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)
+    /// `pub`s a session of the reader's received, published on the owner and answered to
+    /// `reader` with `ticket` (`ReplicaUpdate.publishedValues`).
+    case publishValues(ForwardedPublish, ticket: UInt64, reader: ReplicaReader)
     /// An HTTP request's values (`POST /pub`) from the reader's publisher numbered
     /// `publisher`, published on the owner and answered to `reader` with `ticket`
     /// (`ReplicaUpdate.published`).
     case publish(PublishedBatch, publisher: UInt64, ticket: UInt64, reader: ReplicaReader)
 }
 
+/// `pub`s without a key that one session of another loop received one after another, for the
+/// subjects' owner to publish as that session's own would be: made with `grant`'s rights by the
+/// reader's publisher numbered `publisher` (`PublisherRegistry`), whom a subscriber lagging
+/// behind them may pause. A turn's run of quiet ones (no `ref`) to one subject crosses as one
+/// (`Session.publishThroughOwner`), answered by one receipt.
+struct ForwardedPublish: Sendable {
+    let subject: String
+    /// The values, in the order the session received them, each with where its members sit.
+    var values: [(raw: RawJSON, members: JSONMemberIndex)]
+    let grant: TokenGrant
+    let publisher: UInt64
+
+    /// What became of them: each that failed, by its place among them, in order, and the
+    /// subscriptions the last reached (the `receivers` of a `pub` with a `ref`, always alone).
+    struct Receipt: Sendable {
+        var failures: [(index: Int, error: ProtocolError)] = []
+        var receivers = 0
+    }
+}
+
 /// A request a session of another loop received that the subjects' owner carries out, as
 /// the same request of a session of its own would be (`ReplicaOwner.answer`).
 enum ForwardedRequest: Sendable {
-    /// A `pub` without a key, made with `grant`'s rights by the reader's publisher numbered
-    /// `publisher` (`PublisherRegistry`), whom a subscriber lagging behind it may pause.
-    case publish(subject: String, value: RawJSON, members: JSONMemberIndex, grant: TokenGrant, publisher: UInt64)
     /// A `pub` with a key: `value` written to `key` of the map `subject`, or the key removed
     /// (`value` nil, `delete: true`), as `publish`.
     case publishKeyed(

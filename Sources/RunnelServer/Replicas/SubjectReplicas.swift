@@ -31,6 +31,7 @@ final class SubjectReplicas: @unchecked Sendable {
         /// A pattern subscription here began (with what it reads) or ended (nil).
         case patternReach(UInt64, PatternReader?)
         case forward(ForwardedRequest, ticket: UInt64)
+        case publishValues(ForwardedPublish, ticket: UInt64)
         case publish(PublishedBatch, publisher: UInt64, ticket: UInt64)
         case lag(publisher: UInt64, began: Bool)
         case watch(String, ticket: UInt64)
@@ -52,6 +53,8 @@ final class SubjectReplicas: @unchecked Sendable {
     private var answers: [UInt64: (SessionReply.Outcome) -> Void] = [:]
     /// Who waits for the receipt of each batch sent to the owner, by ticket.
     private var receipts: [UInt64: (PublishedBatch.Receipt) -> Void] = [:]
+    /// Who waits for the receipt of each run of `pub`s sent to the owner, by ticket.
+    private var publishReceipts: [UInt64: (ForwardedPublish.Receipt) -> Void] = [:]
     private var lastTicket: UInt64 = 0
     /// Replicas held for a `sub` that waits for others (`pin`), and how many times each.
     private var pins: [ObjectIdentifier: Int] = [:]
@@ -139,6 +142,27 @@ final class SubjectReplicas: @unchecked Sendable {
         lastTicket += 1
         answers[lastTicket] = then
         notes.post(.forward(request, ticket: lastTicket))
+    }
+
+    /// Sends `publish`, `pub`s a session here received, to the owner with this turn's other
+    /// requests, and hands `then` its receipt; returns its ticket, for `extend`.
+    func forward(_ publish: ForwardedPublish, then: @escaping (ForwardedPublish.Receipt) -> Void) -> UInt64 {
+        lastTicket += 1
+        publishReceipts[lastTicket] = then
+        notes.post(.publishValues(publish, ticket: lastTicket))
+        return lastTicket
+    }
+
+    /// Adds a value to the `pub`s forwarded as `ticket`, when they are still this turn's last
+    /// request to the owner; false when they are not (they went, or another followed).
+    func extend(_ ticket: UInt64, with raw: RawJSON, members: JSONMemberIndex) -> Bool {
+        notes.extendLast { last in
+            guard case .publishValues(var publish, ticket) = last else { return false }
+            last = .caughtUp  // the batch's copy let go: `values` grows in place
+            publish.values.append((raw, members))
+            last = .publishValues(publish, ticket: ticket)
+            return true
+        }
     }
 
     /// Sends `batch`, an HTTP request's values published by this loop's publisher numbered
@@ -287,7 +311,7 @@ final class SubjectReplicas: @unchecked Sendable {
                     for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(held)) }
                     continue
                 }
-                let entry = replica(of: snapshot)
+                let entry = ReplicaEntries.entry(of: snapshot, countingIn: ledger)
                 byName[snapshot.name] = entry
                 byFeed[snapshot.feed] = entry
                 // Let go at the turn's end if no subscription takes it.
@@ -318,6 +342,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 answers.removeValue(forKey: ticket)?(answer)
             case .published(let ticket, let receipt):
                 receipts.removeValue(forKey: ticket)?(receipt)
+            case .publishedValues(let ticket, let receipt):
+                publishReceipts.removeValue(forKey: ticket)?(receipt)
             }
         }
     }
@@ -392,6 +418,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.open(name: name, reader: reader))
             case .forward(let request, let ticket):
                 requests.append(.forward(request, ticket: ticket, reader: reader))
+            case .publishValues(let publish, let ticket):
+                requests.append(.publishValues(publish, ticket: ticket, reader: reader))
             case .publish(let batch, let publisher, let ticket):
                 requests.append(.publish(batch, publisher: publisher, ticket: ticket, reader: reader))
             case .lag(let publisher, let began):
@@ -436,56 +464,5 @@ final class SubjectReplicas: @unchecked Sendable {
         ReplicaReaders(
             subscribers: entry.subscriberCount, named: entry.namedSubscriptions,
             conflating: entry.conflatingSubscriptions)
-    }
-
-    /// The keys and kept changes of a map's replica, as `state` describes the map's. Its keys
-    /// do not expire here: the owner's removals come through the feed.
-    private func replica(of state: ReplicaMapState, in label: SubjectLabel) -> MapValues {
-        let map = MapValues(ttlMilliseconds: state.ttlMilliseconds, maxKeys: state.maxKeys)
-        map.expiresElsewhere = { _ in }
-        for key in state.keys {
-            map.restore(key.message(in: map.label(of: key.key!, in: label)))
-        }
-        map.restoreChanges(
-            state.changes.map { $0.message(in: map.label(of: $0.key!, in: label)) }, after: state.resumesAfter)
-        return map
-    }
-
-    /// A replica as `snapshot` describes its subject, fed by its feed from now on.
-    private func replica(of snapshot: ReplicaSnapshot) -> SubjectEntry {
-        let label = SubjectLabel(snapshot.name, epoch: snapshot.epoch)
-        label.slowConsumer = snapshot.slowConsumer
-        let dropped = DroppedValueTimes()
-        if let newest = snapshot.droppedNewest { dropped.noteTime(newest) }
-        let values = snapshot.values.map { $0.message(in: label) }
-        let terminal: Event<Message>? =
-            switch snapshot.end {
-            case nil: nil
-            case .completed, .deleted: .completed
-            case .failed(let error): .error(error)
-            }
-        let subject: Subject<Message>
-        var map: MapValues?
-        switch snapshot.kind {
-        case .subject, .map:
-            subject = Subject()
-            terminal?.send(to: subject)
-            map = snapshot.map.map { replica(of: $0, in: label) }
-        case .replay:
-            subject = ReplaySubject(
-                capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
-                maxWeight: ledger.maxReplayBytes, weight: RetainedValues.weight, dropped: dropped.note)
-        case .behavior:
-            let current =
-                values.last ?? Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0)
-            subject = BehaviorSubject(current, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note)
-        }
-        let entry = SubjectEntry(
-            label: label, kind: snapshot.kind, capacity: snapshot.capacity,
-            retainMilliseconds: snapshot.retainMilliseconds, durableID: nil, subject: subject, dropped: dropped,
-            lastSeq: snapshot.lastSeq, durable: snapshot.isDurable, map: map)
-        entry.replicaFeed = snapshot.feed
-        entry.countRetained(in: ledger)
-        return entry
     }
 }

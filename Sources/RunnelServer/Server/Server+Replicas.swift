@@ -30,9 +30,6 @@ extension Server: ReplicaOwner {
     ) {
         do throws(ProtocolError) {
             switch request {
-            case .publish(let subject, let value, let members, let grant, let publisher):
-                try publish(
-                    value, members: members, to: subject, for: grant, by: publishers.gate(publisher), then: then)
             case .publishKeyed(let subject, let key, let value, let members, let grant, let publisher):
                 let (receivers, waits) = try Publishing.change(
                     key, to: value, members: members, of: try mapTarget(named: subject, for: grant), in: subjects,
@@ -58,20 +55,46 @@ extension Server: ReplicaOwner {
         }
     }
 
-    /// Publishes another loop's `pub` as a `pub` here would be, through `gate`, the stand-in
-    /// for its publisher, whom a subscriber lagging behind the value pauses there.
-    private func publish(
-        _ value: RawJSON, members: JSONMemberIndex, to subject: String, for grant: TokenGrant, by gate: PublisherGate,
-        then: @escaping (SessionReply.Outcome) -> Void
-    ) throws(ProtocolError) {
-        let (entry, made) = try publishTarget(named: subject, for: grant)
-        if entry.map != nil { throw Publishing.keyNeeded(entry) }
-        switch try Publishing.publish(
-            value, members: members, to: entry, made: made, in: subjects, counting: stats,
-            bounding: publishEvaluationBound, by: gate)
-        {
-        case .now(let receivers): then(.published(receivers: receivers))
-        case .afterWrite: answerWhenWritten(then) { .published(receivers: entry.subscriberCount) }
+    /// Publishes another loop's `pub`s, each as a `pub` here would be, through the stand-in for
+    /// their publisher, whom a subscriber lagging behind a value pauses there. One whose answer
+    /// waits for the write (`Publishing.Receipt.afterWrite`) fails with the write.
+    func publish(
+        _ forwarded: ForwardedPublish, publishers: RemotePublishers,
+        then: @escaping (ForwardedPublish.Receipt) -> Void
+    ) {
+        var receipt = ForwardedPublish.Receipt()
+        let target: (entry: SubjectEntry, made: Bool)
+        do throws(ProtocolError) {
+            target = try publishTarget(named: forwarded.subject, for: forwarded.grant)
+            if target.entry.map != nil { throw Publishing.keyNeeded(target.entry) }
+        } catch {
+            receipt.failures = forwarded.values.indices.map { ($0, error) }
+            return then(receipt)
+        }
+        let gate = publishers.gate(forwarded.publisher)
+        /// Those whose answer waits for the write.
+        var waiting: [Int] = []
+        for (index, value) in forwarded.values.enumerated() {
+            do throws(ProtocolError) {
+                switch try Publishing.publish(
+                    value.raw, members: value.members, to: target.entry, made: target.made && index == 0,
+                    in: subjects, counting: stats, bounding: publishEvaluationBound, by: gate)
+                {
+                case .now(let receivers): receipt.receivers = receivers
+                case .afterWrite: waiting.append(index)
+                }
+            } catch {
+                receipt.failures.append((index, error))
+            }
+        }
+        guard !waiting.isEmpty else { return then(receipt) }
+        subjects.whenWritten { [entry = target.entry] error in
+            if let error {
+                receipt.failures = (receipt.failures + waiting.map { ($0, error) }).sorted { $0.index < $1.index }
+            } else if waiting.last == forwarded.values.count - 1 {
+                receipt.receivers = entry.subscriberCount
+            }
+            then(receipt)
         }
     }
 

@@ -14,15 +14,39 @@ extension Session {
     /// Sends `request`, a `pub` without a key, to the owner. Its reply (without a `ref`, only
     /// an error) is written in its place once the owner answers; meanwhile the value weighs as
     /// unsent output, so a publisher whose `pub`s the owner has not answered is held by the
-    /// soft limit, as one that does not read its replies is.
+    /// soft limit, as one that does not read its replies is. A quiet `pub` that follows one to
+    /// the same subject in the same turn, nothing written between, joins it: they cross as
+    /// one request, and their errors share one place (a burst of `pub`s costs one crossing).
     func publishThroughOwner(_ request: Request, replicas: SubjectReplicas) throws(ProtocolError) {
         let subject = try request.requiredString(.subject)
-        let value = request.raw(.value) ?? .null
-        forward(
-            .publish(
-                subject: subject, value: value, members: request.scanned.valueMembers, grant: rights,
-                publisher: replicas.number(of: publisher)),
-            ref: request.ref, to: replicas, weighing: value.count, quiet: request.ref == nil)
+        let raw = request.raw(.value) ?? .null
+        let members = request.scanned.valueMembers
+        let grant = rights
+        if request.ref == nil, let run = publishRun, run.place.cork === cork, run.subject == subject,
+            run.grant === grant, run.place.cork.isLast(run.place.slot),
+            replicas.extend(run.ticket, with: raw, members: members)
+        {
+            run.place.cork.weigh(run.place.slot, more: raw.count)
+            return
+        }
+        let ref = request.ref
+        let place = reserveReply(weighing: raw.count)
+        let forwarded = ForwardedPublish(
+            subject: subject, values: [(raw, members)], grant: grant, publisher: replicas.number(of: publisher))
+        let ticket = replicas.forward(forwarded) { [weak self] receipt in
+            guard let self else { return }
+            for failure in receipt.failures { stats.countRequestError(failure.error.code) }
+            guard let ref else {
+                return fill(place, with: receipt.failures.map { SessionReply(ref: nil, .failed($0.error)) })
+            }
+            fill(
+                place,
+                with: SessionReply(
+                    ref: ref,
+                    receipt.failures.first.map { .failed($0.error) } ?? .published(receivers: receipt.receivers)))
+        }
+        publishRun =
+            ref == nil ? ForwardedPublishRun(ticket: ticket, subject: subject, grant: grant, place: place) : nil
     }
 
     /// Sends `request` to the owner; its reply is written in its place once the owner answers,
@@ -221,4 +245,14 @@ extension Session {
             try subscribe(request, caughtUp: caughtUp, replica: answer?.get())
         }
     }
+}
+
+/// A session's last `pub`s sent to the subjects' owner (`Session.publishThroughOwner`): the
+/// request's ticket, what they publish to and with which rights, and their replies' place.
+/// Thread rules: the session's loop.
+struct ForwardedPublishRun {
+    let ticket: UInt64
+    let subject: String
+    let grant: TokenGrant
+    let place: ReplyPlace
 }

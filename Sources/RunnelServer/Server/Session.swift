@@ -68,6 +68,9 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// The subject of this connection's last `pub` (see `publishTarget`), which `grant` may
     /// publish to; cleared when the grant changes.
     var lastPublishTarget: SubjectEntry?
+    /// On a loop that does not own the subjects: this session's last `pub`s sent to the owner,
+    /// which the next quiet `pub` to the same subject may join (`publishThroughOwner`).
+    var publishRun: ForwardedPublishRun?
     /// While a `sub` runs on a loop that does not own the subjects: set when a stage named one
     /// whose replica is not here, and the owner's refusals of those it asked for, for the
     /// `sub`'s next run (`Session+Replicas`).
@@ -249,8 +252,11 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// Fills a reply's place (with nothing when `reply` is nil), writing what waited behind it
     /// up to the next unfilled one; the cork goes once nothing waits, and then a wait for the
     /// output to drain goes on with the transport.
-    func fill(_ place: ReplyPlace, with reply: SessionReply?) {
-        stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: reply))
+    func fill(_ place: ReplyPlace, with reply: SessionReply?) { fill(place, with: reply.map { [$0] } ?? []) }
+
+    /// Fills a place several requests share (a run of `pub`s) with their replies, in order.
+    func fill(_ place: ReplyPlace, with replies: [SessionReply]) {
+        stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: replies))
         if place.cork.isDrained && cork === place.cork {
             cork = nil
             if closesWhenReplied { transport.closeAfterEndOfInput() }

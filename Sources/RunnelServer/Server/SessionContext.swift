@@ -80,8 +80,9 @@ final class SessionContext: @unchecked Sendable {
     /// The subject `pub` names, when `grant` may publish to it: an existing one as it is (its
     /// name was checked when it was created), else a valid name, created when `auto_create` is
     /// on (`made`: the answer about it then waits for its making, which in a cluster may lose to
-    /// another node's). A refusal creates nothing.
-    func publishTarget(named name: String, for grant: TokenGrant, under settings: SessionSettings)
+    /// another node's). A refusal creates nothing. `settings` is read only to create (the
+    /// server's are a copy per read, too dear for every `pub`).
+    func publishTarget(named name: String, for grant: TokenGrant, under settings: @autoclosure () -> SessionSettings)
         throws(ProtocolError) -> (entry: SubjectEntry, made: Bool)
     {
         try SystemSubjects.checkWritable(name)
@@ -91,7 +92,7 @@ final class SessionContext: @unchecked Sendable {
         }
         try SubjectName.check(name)
         try grant.checkPublish(to: name)
-        return (try subjectForUse(name, under: settings), true)
+        return (try subjectForUse(name, under: settings()), true)
     }
 
     /// The map a keyed `pub` (or HTTP `?key=`) names, when `grant` may publish to it: it must

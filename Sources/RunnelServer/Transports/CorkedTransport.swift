@@ -31,6 +31,8 @@ final class CorkedTransport: SessionTransport {
     /// One held write.
     private enum Held {
         case output(SessionOutput)
+        /// The replies of one place that several requests share (a run of `pub`s).
+        case outputs([SessionOutput])
         /// A `next` line, whole.
         case next([UInt8])
         /// A reserved place the answer left empty (a `pub` without a `ref` that succeeded).
@@ -52,20 +54,36 @@ final class CorkedTransport: SessionTransport {
         return flushed + held.count - 1 - front
     }
 
-    /// Fills the reserved place `slot` with `reply` (nothing when nil), and writes everything
-    /// now at the front. Returns the bytes `inner` counted for the outputs it wrote (the `next`
-    /// lines were counted as they were held).
-    func fill(_ slot: Int, with reply: SessionReply?) -> Int {
-        let output = reply.map { SessionOutput.reply($0) }
-        let bytes = output.map { Self.weight(of: $0) } ?? 0
+    /// Whether the reserved place `slot` is the last thing held: a request that shares it
+    /// (`weigh(_:more:)`) keeps its reply's place.
+    func isLast(_ slot: Int) -> Bool { slot - flushed + front == held.count - 1 }
+
+    /// The reserved place `slot` weighs `bytes` more.
+    func weigh(_ slot: Int, more bytes: Int) {
+        held[slot - flushed + front].bytes += bytes
+        heldBytes += bytes
+    }
+
+    /// Fills the reserved place `slot` with `replies` (nothing when there are none), in order,
+    /// and writes everything now at the front. Returns the bytes `inner` counted for the
+    /// outputs it wrote (the `next` lines were counted as they were held).
+    func fill(_ slot: Int, with replies: [SessionReply]) -> Int {
+        let outputs = replies.map { SessionOutput.reply($0) }
+        let bytes = outputs.reduce(0) { $0 + Self.weight(of: $1) }
         let index = slot - flushed + front
         heldBytes += bytes - held[index].bytes
-        held[index] = (output.map { .output($0) } ?? .nothing, bytes)
+        held[index] =
+            switch outputs.count {
+            case 0: (.nothing, 0)
+            case 1: (.output(outputs[0]), bytes)
+            default: (.outputs(outputs), bytes)
+            }
         var written = front
         var counted = 0
         while written < held.count, let item = held[written].item {
             switch item {
             case .output(let output): counted += inner.write(output)
+            case .outputs(let outputs): for output in outputs { counted += inner.write(output) }
             case .next(let line):
                 _ = line.withUnsafeBytes { line in
                     inner.writeNext(head: line, value: Self.none, tail: Self.none, unlessUnsentOver: .max)
