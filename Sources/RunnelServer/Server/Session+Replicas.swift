@@ -1,4 +1,5 @@
 import Runnel
+import RunnelBytes
 import RunnelJSON
 import RunnelProtocol
 
@@ -18,17 +19,18 @@ extension Session {
     /// the same subject in the same turn, nothing written between, joins it: they cross as
     /// one request, and their errors share one place (a burst of `pub`s costs one crossing).
     func publishThroughOwner(_ request: Request, replicas: SubjectReplicas) throws(ProtocolError) {
-        let subject = try request.requiredString(.subject)
         let raw = request.raw(.value) ?? .null
         let members = request.scanned.valueMembers
         let grant = rights
-        if request.ref == nil, let run = publishRun, run.place.cork === cork, run.subject == subject,
+        if request.ref == nil, let run = publishRun, let field = request.scanned.subject,
+            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.place.cork === cork,
             run.grant === grant, run.place.cork.isLast(run.place.slot),
             replicas.extend(run.ticket, with: raw, members: members)
         {
             run.place.cork.weigh(run.place.slot, more: raw.count)
             return
         }
+        let subject = try request.requiredString(.subject)
         let ref = request.ref
         let place = reserveReply(weighing: raw.count)
         let forwarded = ForwardedPublish(
@@ -45,8 +47,11 @@ extension Session {
                     ref: ref,
                     receipt.failures.first.map { .failed($0.error) } ?? .published(receivers: receipt.receivers)))
         }
-        publishRun =
-            ref == nil ? ForwardedPublishRun(ticket: ticket, subject: subject, grant: grant, place: place) : nil
+        publishRun = request.scanned.subject.flatMap { field in
+            guard ref == nil else { return nil }
+            return ForwardedPublishRun(
+                ticket: ticket, subject: ByteBuffer(copying: request.scanned.bytes(field)), grant: grant, place: place)
+        }
     }
 
     /// Sends `request` to the owner; its reply is written in its place once the owner answers,
@@ -248,11 +253,11 @@ extension Session {
 }
 
 /// A session's last `pub`s sent to the subjects' owner (`Session.publishThroughOwner`): the
-/// request's ticket, what they publish to and with which rights, and their replies' place.
-/// Thread rules: the session's loop.
+/// request's ticket, what they publish to (its field's exact bytes, matched without making a
+/// string) and with which rights, and their replies' place. Thread rules: the session's loop.
 struct ForwardedPublishRun {
     let ticket: UInt64
-    let subject: String
+    let subject: ByteBuffer
     let grant: TokenGrant
     let place: ReplyPlace
 }
