@@ -23,10 +23,11 @@ extension Session {
         let members = request.scanned.valueMembers
         let grant = rights
         if request.ref == nil, let run = publishRun, let field = request.scanned.subject,
-            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.place.cork === cork,
-            run.grant === grant, run.place.cork.isLast(run.place.slot),
+            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.grant === grant,
+            run.place.cork.isLast(run.place.slot),
             replicas.extend(run.ticket, with: raw, members: members)
         {
+            assert(run.place.cork === cork, "a run's place outlived its cork")
             run.place.cork.weigh(run.place.slot, more: raw.count)
             return
         }

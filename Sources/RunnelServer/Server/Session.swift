@@ -69,7 +69,8 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// publish to; cleared when the grant changes.
     var lastPublishTarget: SubjectEntry?
     /// On a loop that does not own the subjects: this session's last `pub`s sent to the owner,
-    /// which the next quiet `pub` to the same subject may join (`publishThroughOwner`).
+    /// which the next quiet `pub` to the same subject may join (`publishThroughOwner`); its
+    /// place is always in `cork`, and it goes with the cork.
     var publishRun: ForwardedPublishRun?
     /// While a `sub` runs on a loop that does not own the subjects: set when a stage named one
     /// whose replica is not here, and the owner's refusals of those it asked for, for the
@@ -259,6 +260,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: replies))
         if place.cork.isDrained && cork === place.cork {
             cork = nil
+            publishRun = nil  // its place is filled: nothing joins it now
             if closesWhenReplied { transport.closeAfterEndOfInput() }
         }
         place.cork.handOverWaiter()
