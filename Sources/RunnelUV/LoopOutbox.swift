@@ -11,6 +11,9 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
     /// Posted this turn.
     private var pending: [Message] = []
     private var isAskedForTurnEnd = false
+    /// Closes the run its `OutboxRun` gathers apart into the batch, when it has one: before a
+    /// message posted after the run, and before the batch goes.
+    var closeRun: (() -> Message?)?
 
     /// An outbox of `loop`'s whose batches go to `send`, on the loop's thread.
     public init(loop: LoopScheduler, send: @escaping ([Message]) -> Void) {
@@ -21,28 +24,31 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
     /// Adds `message` to this turn's batch.
     public func post(_ message: Message) {
         loop.assertOnLoopThread()
+        if let run = closeRun?() { pending.append(run) }
         pending.append(message)
+        askForTurnEnd()
+    }
+
+    /// Has the batch sent at the turn's end, whatever it holds then.
+    func askForTurnEnd() {
         guard !isAskedForTurnEnd else { return }
         isAskedForTurnEnd = true
         loop.io.atTurnEnd(self)
     }
 
     /// Adds to this turn's batch: to its last message in place when `extend` can (it returns
-    /// true: several requests one can serve, a run of values in one), else `message()`.
+    /// true: several requests one can serve), else `message()`. (A run of elements gathers
+    /// cheaper in an `OutboxRun`.)
     public func post(_ message: @autoclosure () -> Message, extendingLast extend: (inout Message) -> Bool) {
-        if !extendLast(extend) { post(message()) }
-    }
-
-    /// Lets `extend` add to this turn's last message in place; false when there is none or it
-    /// cannot (it returns false).
-    public func extendLast(_ extend: (inout Message) -> Bool) -> Bool {
         loop.assertOnLoopThread()
-        return !pending.isEmpty && extend(&pending[pending.count - 1])
+        if let run = closeRun?() { pending.append(run) }
+        if pending.isEmpty || !extend(&pending[pending.count - 1]) { post(message()) }
     }
 
     /// Sends this turn's batch now (a stop that cannot wait for the turn's end).
     public func handOver() {
         loop.assertOnLoopThread()
+        if let run = closeRun?() { pending.append(run) }
         guard !pending.isEmpty else { return }
         let batch = pending
         // The next turn's batch is likely as long: no growing it value by value.

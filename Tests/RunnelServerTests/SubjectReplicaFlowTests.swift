@@ -96,6 +96,27 @@ import Testing
         #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
     }
 
+    /// A publisher on a loop that does not own the subject is read only a crossing window
+    /// (512 KiB) ahead of the owner's answers, far below the soft limit (8 MiB here): a loop's
+    /// in-flight values stay small enough for the caches (`SessionSettings.crossingWindow`).
+    @Test func aPublisherOnAnotherLoopIsReadOnlyACrossingWindowAheadOfTheOwner() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[0])
+        let publisher = servers[1].connect()
+        let value = String(repeating: "x", count: 100_000)
+        let pubs = (1...8).map { #"{"op":"pub","subject":"s","value":"\#($0)\#(value)"}"# }
+        let release = servers[0].hold()
+        servers[1].send(publisher, Array(pubs[..<5]))
+        // 500 KB waits for the owner: within the window, still read.
+        #expect(servers[1].run { publisher.transport.isInputPaused } == false)
+        servers[1].send(publisher, Array(pubs[5...]))
+        #expect(servers[1].run { publisher.transport.isInputPaused })
+        release()
+        #expect(eventually { servers[1].run { publisher.transport.isInputPaused } == false })
+        #expect(servers[0].lines(of: subscriber, count: 8)?.map(Self.index) == Array(1...8))
+    }
+
     /// Holds loop 1's thread, then publishes values 1 to 4 on loop 0 and waits until they are
     /// handed to loop 1 (its backlog is then over the soft limit); returns the publisher and
     /// what lets loop 1 go.

@@ -79,6 +79,41 @@ extension RunnelUVTests {
             #expect(sent.current.last == ["c"])
         }
 
+        /// A run (`OutboxRun`) gathers apart and takes its place in the batch as one message:
+        /// closed by a message posted after it, by a run of another key, and by the batch going.
+        @Test func anOutboxRunBecomesOneMessageInItsPlace() {
+            let loop = EventLoop.started()
+            defer { _ = loop.shutdown() }
+            let sent = Shared<[[String]]>([])
+            let scheduler = loop.scheduler
+            let outbox = LoopOutbox<String>(loop: scheduler) { batch in sent.withLock { $0.append(batch) } }
+            let run = Unchecked(
+                OutboxRun<String, String, Int>(of: outbox) { key, head, elements in
+                    "\(head)\(key):" + elements.map(String.init).joined(separator: ",")
+                })
+            let boxed = Unchecked(outbox)
+            _ = onLoop(loop) {
+                run.value.start(1, "r", with: 10)
+                #expect(run.value.isOpen(1) && !run.value.isOpen(2))
+                run.value.append(11)
+                boxed.value.post("a")
+                #expect(!run.value.isOpen(1))
+                run.value.start(1, "r", with: 12)
+                run.value.start(2, "s", with: 20)
+                run.value.append(21)
+                return true
+            }
+            #expect(eventually { sent.current.count == 1 })
+            #expect(sent.current == [["r1:10,11", "a", "r1:12", "s2:20,21"]])
+            let handedAtOnce = onLoop(loop) {
+                run.value.start(3, "t", with: 30)
+                boxed.value.handOver()
+                return sent.current.count
+            }
+            #expect(handedAtOnce == 2)
+            #expect(sent.current.last == ["t3:30"])
+        }
+
         /// A worker's job runs off the loop, and its answer comes back on the loop's thread, in
         /// the order the jobs were given.
         @Test func aWorkersAnswersComeBackToTheLoopInOrder() {

@@ -30,6 +30,15 @@ final class PublisherRegistry {
         return lastNumber
     }
 
+    /// The number of the publisher `pauses` names now (`PublisherPauses.current`); 0 for none.
+    /// Reads a known gate's number without retaining it: the gate is side-tabled (the registry
+    /// holds it weakly), so each of its reference counts takes the slow path.
+    func number(of pauses: PublisherPauses) -> UInt64 {
+        guard let current = pauses.currentGate else { return 0 }
+        let known = current._withUnsafeGuaranteedRef { $0.remoteNumber }
+        return known != 0 ? known : number(of: current.takeUnretainedValue())
+    }
+
     /// A subscriber on another loop began to lag behind (`began`) the values of the publisher
     /// numbered `number`, or stopped: it holds the gate as a laggard here would. Nothing for a
     /// publisher that has gone.

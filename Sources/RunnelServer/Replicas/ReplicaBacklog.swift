@@ -69,6 +69,8 @@ final class ReaderLink {
     private let limits: ReplicaLimits
     /// What this turn's batch carries besides its updates.
     private let turn = Turn()
+    /// The run of one feed's values the batch ends with (`ReplicaUpdate.values`).
+    private let values: OutboxRun<ReplicaUpdate, Void, ReplicatedValue>
     /// The publishers held until the reader catches up, each once.
     private var held: [PublisherGate] = []
 
@@ -95,6 +97,7 @@ final class ReaderLink {
             turn.link?.awaitCatchUp()
         }
         self.outbox = outbox
+        values = OutboxRun(of: outbox) { feed, _, values in .values(feed: feed, values) }
         publishers = RemotePublishers(pauses: pauses) { publisher, began in
             outbox.post(.lag(publisher: publisher, began: began))
         }
@@ -130,17 +133,15 @@ final class ReaderLink {
     }
 
     /// Posts a value of the feed numbered `feed` for the reader (its weight handed over with the
-    /// turn's batch): with the batch's last update when that is the feed's values, so a run of
-    /// them crosses as one update.
+    /// turn's batch): with the run of the feed's values the batch ends with, when it does, so a
+    /// run of them crosses as one update.
     @inline(__always)
     func post(_ value: ReplicatedValue, of feed: UInt64) {
         turn.weight &+= value.weight
-        outbox.post(.values(feed: feed, [value])) { last in
-            guard case .values(feed, var values) = last else { return false }
-            last = .values(feed: feed, [])  // the batch's copy let go: `values` grows in place
+        if values.isOpen(feed) {
             values.append(value)
-            last = .values(feed: feed, values)
-            return true
+        } else {
+            values.start(feed, (), with: value)
         }
     }
 

@@ -137,10 +137,8 @@ package final class ReplicaSource: @unchecked Sendable {
     /// A new feed of `entry` to the reader `link` leads to, opening its replica there.
     private func feed(_ entry: SubjectEntry, to link: ReaderLink) {
         lastFeed += 1
-        let feed = ReplicaFeed(number: lastFeed, entry: entry, link: link) { [weak self] in
-            guard let self else { return 0 }
-            return registry.number(of: pauses.current)
-        } ended: { [weak self] number in
+        let feed = ReplicaFeed(number: lastFeed, entry: entry, link: link, publishers: registry, pauses: pauses) {
+            [weak self] number in
             self?.feeds[number] = nil
         }
         feeds[feed.number] = feed
@@ -211,8 +209,11 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private let entry: SubjectEntry
     private let link: ReaderLink
     private var outbox: LoopOutbox<ReplicaUpdate> { link.outbox }
-    /// The number of the publisher whose value is being fanned out now (0: nobody).
-    private let publisher: () -> UInt64
+    /// Whose value is being fanned out now (`pauses.current`), and the number readers know
+    /// them by: read directly, as a closure over the source cost a weak load and four slow
+    /// reference counts a value.
+    private let publishers: PublisherRegistry
+    private let pauses: PublisherPauses
     private let ended: (UInt64) -> Void
     /// While subscribing: what the subject replays, and how it stands.
     private var snapshot: ReplicaSnapshot?
@@ -226,13 +227,14 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var isOver = false
 
     init(
-        number: UInt64, entry: SubjectEntry, link: ReaderLink, publisher: @escaping () -> UInt64,
+        number: UInt64, entry: SubjectEntry, link: ReaderLink, publishers: PublisherRegistry, pauses: PublisherPauses,
         ended: @escaping (UInt64) -> Void
     ) {
         self.number = number
         self.entry = entry
         self.link = link
-        self.publisher = publisher
+        self.publishers = publishers
+        self.pauses = pauses
         self.ended = ended
     }
 
@@ -290,7 +292,7 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            let value = ReplicatedValue(message, publisher: publisher())
+            let value = ReplicatedValue(message, publisher: publishers.number(of: pauses))
             // A loop whose subscribers all conflate is one conflating subscriber.
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {

@@ -187,9 +187,12 @@ enum ReplicaRequest: Sendable {
 /// behind them may pause. A turn's run of quiet ones (no `ref`) to one subject crosses as one
 /// (`Session.publishThroughOwner`), answered by one receipt.
 struct ForwardedPublish: Sendable {
+    /// A value, with where its members sit.
+    typealias Value = (raw: RawJSON, members: JSONMemberIndex)
+
     let subject: String
-    /// The values, in the order the session received them, each with where its members sit.
-    var values: [(raw: RawJSON, members: JSONMemberIndex)]
+    /// The values, in the order the session received them.
+    var values: [Value]
     let grant: TokenGrant
     let publisher: UInt64
 

@@ -67,10 +67,10 @@ final class SubjectReplicas: @unchecked Sendable {
     private var occupied = Set<ObjectIdentifier>()
     /// The number the last pattern subscription here was given (`RemotePatternReach`).
     private var lastPatternSubscription: UInt64 = 0
-    private lazy var notes = LoopOutbox<Note>(loop: loop) { [weak self] notes in
-        guard let self else { return }
-        owner.post(contentsOf: requests(telling: notes))
-    }
+    private let notes: LoopOutbox<Note>
+    /// The run of one session's `pub`s the turn's requests end with (`forward`, `extend`), by
+    /// ticket.
+    private let publishRun: OutboxRun<Note, ForwardedPublish, ForwardedPublish.Value>
     /// This loop's publishers, numbered for the owner's lagging subscribers, and the owner's,
     /// as this loop's lagging subscribers hold them.
     private let registry = PublisherRegistry()
@@ -96,6 +96,15 @@ final class SubjectReplicas: @unchecked Sendable {
         self.loop = loop
         ledger = RetainedValues(maxBytes: .max, maxReplayBytes: retained.maxReplayBytes, clock: retained.clock)
         let reference = LoopBoundReference<SubjectReplicas>(loop: loop)
+        notes = LoopOutbox(loop: loop) { notes in
+            guard let replicas = reference.object else { return }
+            owner.post(contentsOf: replicas.requests(telling: notes))
+        }
+        publishRun = OutboxRun(of: notes) { ticket, head, values in
+            var publish = head
+            publish.values = values
+            return .publishValues(publish, ticket: ticket)
+        }
         reader = ReplicaReader(inbox: LoopInbox(loop: loop) { updates in reference.object?.receive(updates) })
         publishers = RemotePublishers(pauses: pauses) { publisher, began in
             reference.object?.notes.post(.lag(publisher: publisher, began: began))
@@ -144,25 +153,27 @@ final class SubjectReplicas: @unchecked Sendable {
         notes.post(.forward(request, ticket: lastTicket))
     }
 
-    /// Sends `publish`, `pub`s a session here received, to the owner with this turn's other
-    /// requests, and hands `then` its receipt; returns its ticket, for `extend`.
-    func forward(_ publish: ForwardedPublish, then: @escaping (ForwardedPublish.Receipt) -> Void) -> UInt64 {
+    /// Sends `value`, a `pub` to `subject` a session here received with `grant`'s rights from
+    /// its publisher numbered `publisher`, to the owner with this turn's other requests, and
+    /// hands `then` the receipt of the run it begins (`extend`); returns the run's ticket.
+    func forward(
+        _ value: ForwardedPublish.Value, to subject: String, grant: TokenGrant, publisher: UInt64,
+        then: @escaping (ForwardedPublish.Receipt) -> Void
+    ) -> UInt64 {
         lastTicket += 1
         publishReceipts[lastTicket] = then
-        notes.post(.publishValues(publish, ticket: lastTicket))
+        let head = ForwardedPublish(subject: subject, values: [], grant: grant, publisher: publisher)
+        publishRun.start(lastTicket, head, with: value)
         return lastTicket
     }
 
-    /// Adds a value to the `pub`s forwarded as `ticket`, when they are still this turn's last
-    /// request to the owner; false when they are not (they went, or another followed).
+    /// Adds a value to the run of `pub`s forwarded as `ticket`, when it is still this turn's
+    /// last request to the owner; false when it is not (it went, or another followed).
+    @inline(__always)
     func extend(_ ticket: UInt64, with raw: RawJSON, members: JSONMemberIndex) -> Bool {
-        notes.extendLast { last in
-            guard case .publishValues(var publish, ticket) = last else { return false }
-            last = .caughtUp  // the batch's copy let go: `values` grows in place
-            publish.values.append((raw, members))
-            last = .publishValues(publish, ticket: ticket)
-            return true
-        }
+        guard publishRun.isOpen(ticket) else { return false }
+        publishRun.append((raw, members))
+        return true
     }
 
     /// Sends `batch`, an HTTP request's values published by this loop's publisher numbered
@@ -352,13 +363,15 @@ final class SubjectReplicas: @unchecked Sendable {
     /// a subscriber it puts over the soft limit pauses the publisher where it is.
     private func deliver(_ values: [ReplicatedValue], to entry: SubjectEntry) {
         var gate: (number: UInt64, PublisherGate)?
-        for value in values {
-            guard value.publisher != 0 else {
-                deliver(value, to: entry)
+        // By index: each value is read where it is, not copied out and destroyed.
+        for index in values.indices {
+            let publisher = values[index].publisher
+            guard publisher != 0 else {
+                deliver(values[index], to: entry)
                 continue
             }
-            if gate?.number != value.publisher { gate = (value.publisher, publishers.gate(value.publisher)) }
-            gate!.1.publishing { deliver(value, to: entry) }
+            if gate?.number != publisher { gate = (publisher, publishers.gate(publisher)) }
+            gate!.1.publishing { deliver(values[index], to: entry) }
         }
     }
 

@@ -9,7 +9,7 @@ extension Session {
         stats.counts.bytesIn &+= UInt64(line.count + 1)
         guard !isClosing else { return }
         if isBlank(line) { return }
-        if held.isActive || isOverSoftLimit {
+        if held.isActive || isOverInputLimit {
             held.append(line: line)
             holdInput()
             return
@@ -55,7 +55,7 @@ extension Session {
     func transportDidDiscardLongRequest(byteCount: Int) {
         stats.counts.bytesIn &+= UInt64(byteCount)
         guard !isClosing else { return }
-        if held.isActive || isOverSoftLimit {
+        if held.isActive || isOverInputLimit {
             held.append(longLine: byteCount)
             holdInput()
             return
@@ -89,7 +89,7 @@ extension Session {
         guard !held.isWaiting else { return }
         held.isWaiting = true
         transport.pauseInput()
-        if isOverSoftLimit {
+        if isOverInputLimit {
             awaitOutputDrain()
         } else {
             publisher.whenResumed { [weak self] in self?.resumeInput() }
@@ -102,7 +102,7 @@ extension Session {
         guard held.isWaiting else { return }
         held.isWaiting = false
         while !isClosing, let next = held.first {
-            if isOverSoftLimit || publisher.isPaused {
+            if isOverInputLimit || publisher.isPaused {
                 holdInput()
                 return
             }
@@ -160,8 +160,22 @@ extension Session {
         resumeInput()
     }
 
-    /// Whether the unsent output is over the soft limit: requests are held (`holdInput`) and
-    /// events go through the slow-consumer policy (`deliverOverSoftLimit`) while it is.
+    /// The unsent output past which requests are held (`holdInput`): the soft limit; while
+    /// requests wait for the subjects' owner on another loop (`awaitingOwner`; a forwarded
+    /// `pub` weighs in the cork until answered), the crossing limit, so a publisher is read
+    /// only that far ahead of the owner (`SessionSettings.crossingWindow`).
+    var inputLimit: Int { awaitingOwner == 0 ? settings.softPendingLimit : settings.crossingLimit }
+
+    /// Whether the unsent output is over `inputLimit`: requests are held while it is. (A
+    /// request waiting for the owner has its reply's place in the cork.)
+    @inline(__always)
+    var isOverInputLimit: Bool {
+        if let cork { return cork.hasUnsentBytes(over: inputLimit) }
+        return transport.hasUnsentBytes(over: settings.softPendingLimit)
+    }
+
+    /// Whether the unsent output is over the soft limit: events go through the slow-consumer
+    /// policy (`deliverOverSoftLimit`) while it is.
     @inline(__always)
     var isOverSoftLimit: Bool {
         if let cork { return cork.hasUnsentBytes(over: settings.softPendingLimit) }

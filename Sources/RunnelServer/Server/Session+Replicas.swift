@@ -34,10 +34,12 @@ extension Session {
         let subject = try request.requiredString(.subject)
         let ref = request.ref
         let place = reserveReply(weighing: raw.count)
-        let forwarded = ForwardedPublish(
-            subject: subject, values: [(raw, members)], grant: grant, publisher: replicas.number(of: publisher))
-        let ticket = replicas.forward(forwarded) { [weak self] receipt in
+        awaitingOwner += 1
+        let ticket = replicas.forward(
+            (raw, members), to: subject, grant: grant, publisher: replicas.number(of: publisher)
+        ) { [weak self] receipt in
             guard let self else { return }
+            awaitingOwner -= 1
             for failure in receipt.failures { stats.countRequestError(failure.error.code) }
             guard let ref else {
                 return fill(place, with: receipt.failures.map { SessionReply(ref: nil, .failed($0.error)) })
@@ -62,8 +64,10 @@ extension Session {
         quiet: Bool = false
     ) {
         let place = reserveReply(weighing: bytes)
+        awaitingOwner += 1
         replicas.forward(request) { [weak self] outcome in
             guard let self else { return }
+            awaitingOwner -= 1
             if case .failed(let error) = outcome {
                 stats.countRequestError(error.code)
             } else if quiet {
@@ -255,10 +259,19 @@ extension Session {
 
 /// A session's last `pub`s sent to the subjects' owner (`Session.publishThroughOwner`): the
 /// request's ticket, what they publish to (its field's exact bytes, matched without making a
-/// string) and with which rights, and their replies' place. Thread rules: the session's loop.
-struct ForwardedPublishRun {
+/// string) and with which rights, and their replies' place. A class: a `pub` that joins the run
+/// reads it with one reference count, not one for each of its references.
+/// Thread rules: the session's loop.
+final class ForwardedPublishRun {
     let ticket: UInt64
     let subject: ByteBuffer
     let grant: TokenGrant
     let place: ReplyPlace
+
+    init(ticket: UInt64, subject: ByteBuffer, grant: TokenGrant, place: ReplyPlace) {
+        self.ticket = ticket
+        self.subject = subject
+        self.grant = grant
+        self.place = place
+    }
 }

@@ -146,16 +146,17 @@ extension Session {
         }
     }
 
-    /// Asks the transport to call `outputDrained` once the output is at most the soft limit:
-    /// the one wake-up both the lag and held requests (`Session+Input`) wait for.
+    /// Asks the transport to call `outputDrained` once the output is at most the input limit
+    /// (the soft limit, or less while replies wait for another loop: `inputLimit`): the one
+    /// wake-up both the lag and held requests (`Session+Input`) wait for.
     func awaitOutputDrain() {
-        output.whenUnsentBytes(fallTo: settings.softPendingLimit) { [weak self] in self?.outputDrained() }
+        output.whenUnsentBytes(fallTo: inputLimit) { [weak self] in self?.outputDrained() }
     }
 
     private func outputDrained() {
         guard !isClosing else { return }
         // A cork put in place meanwhile may hold more; the waiting values may fill it again.
-        if isOverSoftLimit || !flushWaiting() { return awaitOutputDrain() }
+        if isOverInputLimit || !flushWaiting() { return awaitOutputDrain() }
         endLag()
         resumeInput()
     }

@@ -72,6 +72,10 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// which the next quiet `pub` to the same subject may join (`publishThroughOwner`); its
     /// place is always in `cork`, and it goes with the cork.
     var publishRun: ForwardedPublishRun?
+    /// Requests sent to the subjects' owner on another loop and not answered yet (runs of
+    /// `pub`s among them): while there are any, requests are held past the crossing limit
+    /// (`inputLimit`).
+    var awaitingOwner = 0
     /// While a `sub` runs on a loop that does not own the subjects: set when a stage named one
     /// whose replica is not here, and the owner's refusals of those it asked for, for the
     /// `sub`'s next run (`Session+Replicas`).

@@ -136,14 +136,25 @@ struct SessionSettings {
     let config: ServerConfig
     /// `config.softPendingLimit`, worked out once: every delivery reads it.
     let softPendingLimit: Int
+    /// The unsent output past which a session's requests are held while some wait for another
+    /// loop (`Session.inputLimit`): the soft limit, at most 512 KiB.
+    let crossingLimit: Int
     /// The tokens `config` accepts and their rights.
     let access: AccessList
     /// The limits chains are compiled under.
     let stageLimits: StageLimits
 
+    /// How far ahead of another loop's answers a session reads (`crossingLimit`). Measured at
+    /// two loops, 10 subscribers of 1 KiB values (bench/README.md, "Crossings between loops"):
+    /// with the 8 MiB soft limit a publisher ran megabytes ahead of the subjects' owner, and
+    /// runneld's working set (115 MB) no longer fit the caches; at 512 KiB it is 28 MB and a
+    /// delivery costs a third less.
+    static let crossingWindow = 524_288
+
     init(config: ServerConfig, access: AccessList) {
         self.config = config
         self.softPendingLimit = config.softPendingLimit
+        crossingLimit = min(config.softPendingLimit, Self.crossingWindow)
         self.access = access
         self.stageLimits = StageLimits(config: config)
     }
