@@ -237,6 +237,12 @@ class TestMap:
 
         threading.Thread(target=run, daemon=True).start()
         assert halfway.wait(60), errors
+        # The writer does not wait for the server: a slow one (the thread sanitizer's, at four
+        # loops) may have taken none of its changes yet. The snapshot is to hold some of them.
+        deadline = time.monotonic() + 60
+        while seq(entry(client, "m.race")["pos"]) <= 100:
+            assert time.monotonic() < deadline and not errors, errors
+            time.sleep(0.01)
         reader = LineClient(d.port, timeout=60)
         subscribe(reader, "m.race", "s", positions=True)
         subscribed.set()
