@@ -24,9 +24,15 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
     /// Adds `message` to this turn's batch.
     public func post(_ message: Message) {
         loop.assertOnLoopThread()
-        if let run = closeRun?() { pending.append(run) }
+        closeOpenRun()
         pending.append(message)
         askForTurnEnd()
+    }
+
+    /// Puts the open run, when there is one, at the batch's end.
+    @inline(__always)
+    private func closeOpenRun() {
+        if let run = closeRun?() { pending.append(run) }
     }
 
     /// Has the batch sent at the turn's end, whatever it holds then.
@@ -41,14 +47,14 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
     /// cheaper in an `OutboxRun`.)
     public func post(_ message: @autoclosure () -> Message, extendingLast extend: (inout Message) -> Bool) {
         loop.assertOnLoopThread()
-        if let run = closeRun?() { pending.append(run) }
+        closeOpenRun()
         if pending.isEmpty || !extend(&pending[pending.count - 1]) { post(message()) }
     }
 
     /// Sends this turn's batch now (a stop that cannot wait for the turn's end).
     public func handOver() {
         loop.assertOnLoopThread()
-        if let run = closeRun?() { pending.append(run) }
+        closeOpenRun()
         guard !pending.isEmpty else { return }
         let batch = pending
         // The next turn's batch is likely as long: no growing it value by value.

@@ -1,8 +1,8 @@
 /// A run of elements that a `LoopOutbox`'s batch ends with, gathered in an array of its own:
 /// `key` (a feed, a ticket) and `head` say what they belong to, and `make` turns the run into
-/// one message when another message is posted after it or the batch goes. Adding to it is an array's append; growing an
-/// enum's payload in place in the batch copied the payload out, stored a placeholder and
-/// destroyed two messages each time (about 250 instructions a value crossing between loops).
+/// one message when another message is posted after it or the batch goes. Adding to it is an
+/// array's append, where growing an enum's payload in place in the batch copies the payload
+/// out and destroys two messages each time (bench/README.md, "Crossings between loops").
 ///
 /// Thread rules: the outbox's loop. Lifetime rule: its owner holds it and the outbox; the
 /// outbox holds it while it may close it.

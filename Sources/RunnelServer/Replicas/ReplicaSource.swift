@@ -210,8 +210,8 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private let link: ReaderLink
     private var outbox: LoopOutbox<ReplicaUpdate> { link.outbox }
     /// Whose value is being fanned out now (`pauses.current`), and the number readers know
-    /// them by: read directly, as a closure over the source cost a weak load and four slow
-    /// reference counts a value.
+    /// them by: read directly, not through a closure over the source, which loads a weak
+    /// reference and takes slow reference counts for every value.
     private let publishers: PublisherRegistry
     private let pauses: PublisherPauses
     private let ended: (UInt64) -> Void

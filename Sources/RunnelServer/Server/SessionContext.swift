@@ -144,11 +144,9 @@ struct SessionSettings {
     /// The limits chains are compiled under.
     let stageLimits: StageLimits
 
-    /// How far ahead of another loop's answers a session reads (`crossingLimit`). Measured at
-    /// two loops, 10 subscribers of 1 KiB values (bench/README.md, "Crossings between loops"):
-    /// with the 8 MiB soft limit a publisher ran megabytes ahead of the subjects' owner, and
-    /// runneld's working set (115 MB) no longer fit the caches; at 512 KiB it is 28 MB and a
-    /// delivery costs a third less.
+    /// How far ahead of another loop's answers a session reads (`crossingLimit`): with the
+    /// soft limit alone a publisher runs megabytes ahead of the subjects' owner, and runneld's
+    /// working set outgrows the caches (bench/README.md, "Crossings between loops").
     static let crossingWindow = 524_288
 
     init(config: ServerConfig, access: AccessList) {
