@@ -65,6 +65,24 @@ import Testing
         #expect(lag.publishers.isEmpty)
     }
 
+    /// A pace holds a gate as a laggard does, but is no pause to `stats`; the publisher goes
+    /// on once neither holds it.
+    @Test func aPacedGateResumesOnceNeitherPaceNorLaggardHoldsIt() {
+        let loop = EventLoop()
+        let pauses = PublisherPauses(clock: loop.scheduler)
+        let publisher = PublisherGate(pauses: pauses)
+        var resumed = 0
+        publisher.paceBegan()
+        #expect(publisher.isPaused && pauses.pausedNow == 0)
+        publisher.whenResumed { resumed += 1 }
+        publisher.laggardBegan()
+        #expect(pauses.pausedNow == 1 && pauses.pauses == 1)
+        publisher.laggardEnded()
+        #expect(publisher.isPaused && pauses.pausedNow == 0 && resumed == 0)
+        publisher.paceEnded()
+        #expect(!publisher.isPaused && resumed == 1)
+    }
+
     @Test func lagHoldsPublishersWhileItDrainsAndLetsThemGoWhenItStalls() {
         let loop = EventLoop()
         let pauses = PublisherPauses(clock: loop.scheduler)

@@ -96,25 +96,57 @@ import Testing
         #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
     }
 
-    /// A publisher on a loop that does not own the subject is read only a crossing window
-    /// (512 KiB) ahead of the owner's answers, far below the soft limit (8 MiB here): a loop's
-    /// in-flight values stay small enough for the caches (`SessionSettings.crossingWindow`).
-    @Test func aPublisherOnAnotherLoopIsReadOnlyACrossingWindowAheadOfTheOwner() {
+    /// A publisher runs only a crossing window (512 KiB) ahead of the loop delivering its
+    /// values, far below the soft limit (8 MiB here), and `stats` counts no pause: the loops'
+    /// working set stays small enough for the caches. On a loop that does not own the subject
+    /// (publisher 1, the owner's loop held) it is read only that far ahead of the owner's
+    /// answers (`SessionSettings.crossingWindow`); on the owner's (publisher 0, the reading
+    /// loop held), the owner paces it (`ReaderLink`).
+    @Test(arguments: [1, 0])
+    func aPublisherRunsOnlyACrossingWindowAheadOfTheHeldLoop(publishingOn index: Int) {
         let servers = LoopServers(count: 2)
         defer { servers.shutdown() }
-        let subscriber = Self.subscribe(on: servers[0])
-        let publisher = servers[1].connect()
-        let value = String(repeating: "x", count: 100_000)
-        let pubs = (1...8).map { #"{"op":"pub","subject":"s","value":"\#($0)\#(value)"}"# }
-        let release = servers[0].hold()
-        servers[1].send(publisher, Array(pubs[..<5]))
-        // 500 KB waits for the owner: within the window, still read.
-        #expect(servers[1].run { publisher.transport.isInputPaused } == false)
-        servers[1].send(publisher, Array(pubs[5...]))
-        #expect(servers[1].run { publisher.transport.isInputPaused })
+        let (publishing, held) = (servers[index], servers[1 - index])
+        let subscriber = Self.subscribe(on: held)
+        let publisher = publishing.connect()
+        let pubs = (1...8).map { Self.largePub($0) }
+        let release = held.hold()
+        publishing.send(publisher, Array(pubs[..<5]))
+        // 500 KB waits for the held loop: within the window, still read.
+        #expect(publishing.run { publisher.transport.isInputPaused } == false)
+        publishing.send(publisher, Array(pubs[5...]))
+        #expect(publishing.run { publisher.transport.isInputPaused })
         release()
-        #expect(eventually { servers[1].run { publisher.transport.isInputPaused } == false })
-        #expect(servers[0].lines(of: subscriber, count: 8)?.map(Self.index) == Array(1...8))
+        #expect(eventually { publishing.run { publisher.transport.isInputPaused } == false })
+        #expect(held.lines(of: subscriber, count: 8)?.map(Self.index) == Array(1...8))
+        #expect(publishing.run { publishing.server.value.publisherPauses.pauses } == 0)
+    }
+
+    /// A publisher on a third loop is paced there, through the owner's stand-in for it. Its
+    /// `pub`s are answered first, so its own crossing window holds nothing: its next request
+    /// finds it paced.
+    @Test func aPublisherOnAThirdLoopIsPacedThroughTheOwner() {
+        let servers = LoopServers(count: 3)
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1])
+        let publisher = servers[2].connect()
+        let release = servers[1].hold()
+        let pubs = (1...9).map { Self.largePub($0, ref: true) }
+        var answers = servers[2].send(publisher, Array(pubs[..<8]))
+        answers += servers[2].lines(of: publisher, count: 8 - answers.count) ?? []
+        #expect(answers.count == 8)
+        servers[2].send(publisher, pubs[8])
+        #expect(servers[2].run { publisher.transport.isInputPaused })
+        #expect(Self.pausedPublishers(on: servers[2]) == 0)
+        release()
+        #expect(eventually { servers[2].run { publisher.transport.isInputPaused } == false })
+        #expect(servers[1].lines(of: subscriber, count: 9)?.map(Self.index) == Array(1...9))
+    }
+
+    /// A `pub` of 100 KB whose value starts with `index` (and whose `ref` is `index`).
+    private static func largePub(_ index: Int, ref: Bool = false) -> String {
+        let asked = ref ? #""ref":\#(index),"# : ""
+        return #"{\#(asked)"op":"pub","subject":"s","value":"\#(index)\#(String(repeating: "x", count: 100_000))"}"#
     }
 
     /// Holds loop 1's thread, then publishes values 1 to 4 on loop 0 and waits until they are

@@ -1,7 +1,7 @@
 /// This loop's publishers as other loops name them (decision 0011): a value that crosses to
 /// another loop, and a `pub` forwarded to the owner, carry its publisher's number, so that a
-/// subscriber lagging there can pause the publisher here (`lag(_:began:)`, from
-/// `ReplicaRequest.lag` or `ReplicaUpdate.lag`). A gate keeps its number for life; numbers are
+/// subscriber lagging there can pause the publisher here, and a loop behind on its values pace
+/// it (`hold(_:_:began:)`, from `ReplicaRequest.hold` or `ReplicaUpdate.hold`). A gate keeps its number for life; numbers are
 /// never used twice; a gate that has gone is forgotten.
 ///
 /// Thread rules: its loop's thread. Lifetime rule: its server's `ReplicaSource` or
@@ -40,14 +40,9 @@ final class PublisherRegistry {
     }
 
     /// A subscriber on another loop began to lag behind (`began`) the values of the publisher
-    /// numbered `number`, or stopped: it holds the gate as a laggard here would. Nothing for a
-    /// publisher that has gone.
-    func lag(_ number: UInt64, began: Bool) {
-        guard let gate = gates[number]?.gate else { return }
-        if began {
-            gate.laggardBegan()
-        } else {
-            gate.laggardEnded()
-        }
+    /// numbered `number`, or stopped, or a loop began or stopped pacing it (`hold`): it holds
+    /// the gate as one here would. Nothing for a publisher that has gone.
+    func hold(_ number: UInt64, _ hold: PublisherHold, began: Bool) {
+        gates[number]?.gate?.take(hold, began: began)
     }
 }

@@ -1,6 +1,7 @@
 /// Another loop's publishers, as this loop's lagging subscribers hold them (decision 0011): a
 /// stand-in gate for each number that loop gave (`PublisherRegistry`), whose first laggard
-/// and last tell that loop to pause and resume the publisher (`tell`). Values from there are
+/// and last (or pacer: `PublisherHold`) tell that loop to pause and resume the publisher
+/// (`tell`). Values from there are
 /// delivered, or published, inside the stand-in's `publishing`, so `Session+SlowConsumer`
 /// holds it as it holds a gate of this loop. A stand-in no laggard holds may be let go at any
 /// time: each one counts its own laggards there, so two for one number balance out.
@@ -10,11 +11,11 @@
 final class RemotePublishers {
     private var standIns: [UInt64: PublisherGate] = [:]
     private let pauses: PublisherPauses
-    private let tell: (_ number: UInt64, _ lagging: Bool) -> Void
+    private let tell: (_ number: UInt64, _ hold: PublisherHold, _ began: Bool) -> Void
 
     /// Stand-ins whose owner is `pauses`' (the loop's: `publishing` marks them current there),
     /// telling the publishers' loop through `tell`.
-    init(pauses: PublisherPauses, tell: @escaping (_ number: UInt64, _ lagging: Bool) -> Void) {
+    init(pauses: PublisherPauses, tell: @escaping (_ number: UInt64, _ hold: PublisherHold, _ began: Bool) -> Void) {
         self.pauses = pauses
         self.tell = tell
     }
@@ -25,7 +26,7 @@ final class RemotePublishers {
         if let gate = standIns[number] { return gate }
         if standIns.count >= 256 { standIns = standIns.filter { $0.value.isPaused } }
         let gate = PublisherGate(pauses: pauses)
-        gate.relay = { [tell] lagging in tell(number, lagging) }
+        gate.relay = { [tell] hold, began in tell(number, hold, began) }
         standIns[number] = gate
         return gate
     }

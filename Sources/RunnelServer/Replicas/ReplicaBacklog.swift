@@ -4,9 +4,10 @@ import Synchronization
 
 /// How far a loop holding replicas is behind their owner (decision 0011): the bytes of values
 /// the owner has handed it (`ReplicatedValue.weight`) that it has not delivered yet, counted up
-/// by the owner once a turn and down by the reader once a batch. The owner treats a loop
-/// behind by more than the soft limit as a lagging subscriber (`ReaderLink`), and asks to hear
-/// when it has caught up (`awaitCatchUp`); the reader tells it once (`delivered` returns true).
+/// by the owner once a turn and down by the reader once a batch. The owner paces the
+/// publishers of a loop behind by more than the crossing window, treats one behind by more
+/// than the soft limit as a lagging subscriber (`ReaderLink`), and asks to hear when it has
+/// caught up (`awaitCatchUp`); the reader tells it once (`delivered` returns true).
 ///
 /// Thread rules: any thread; the owner's loop adds and waits, the reader's subtracts. Lifetime
 /// rule: the reader's `ReplicaReader` holds it, and so does the owner's link to that reader.
@@ -41,8 +42,13 @@ final class ReplicaBacklog: Sendable {
 }
 
 /// The owner's way to one loop holding replicas of its subjects: the outbox its updates go
-/// through, its publishers' stand-ins (`RemotePublishers`), and the flow control a lagging
-/// subscriber gets. Once the values handed to it in earlier turns and not yet delivered there
+/// through, its publishers' stand-ins (`RemotePublishers`), and flow control. Once what it has
+/// to take, with this turn's values, passes the crossing window (`ReplicaLimits.pace`), the
+/// publisher of the value is paced under `backpressure` and `disconnect`
+/// (`PublisherGate.paceBegan`: held, not counted as a pause) until the loop has caught up to
+/// half the window, as `SessionSettings.crossingWindow` holds a publisher on a reading loop: a
+/// publisher runs only that far ahead of the loops delivering its values, whose working set
+/// then stays in the caches. Past the soft limit, the loop is a lagging subscriber. Once the values handed to it in earlier turns and not yet delivered there
 /// (`ReplicaBacklog`) pass the soft limit (a turn's own values are not behind: they go as one
 /// batch, however many, as a burst a publisher sent in one read does on one loop; only
 /// `backpressure` counts them, to pace a burst early), a value applies its subject's policy to
@@ -50,7 +56,7 @@ final class ReplicaBacklog: Sendable {
 /// lagging subscriber there would: under `drop` that loop misses the value (the feed tells it
 /// how many before the next, `ReplicaUpdate.missed`); under `backpressure` and `disconnect`
 /// the publisher whose value it is is held (`PublisherGate.laggardBegan`) until the loop has
-/// caught up to half the soft limit, as one connection that still reads holds its publishers
+/// caught up (to half the window), as one connection that still reads holds its publishers
 /// while it drains, and what waits for the loop is bounded by the pause. A value with no
 /// publisher to hold (from the cluster, a timer) under `disconnect`, and any under `conflate`,
 /// which never pauses a publisher, goes up to the hard limit; past it the loop misses the
@@ -71,8 +77,9 @@ final class ReaderLink {
     private let turn = Turn()
     /// The run of one feed's values the batch ends with (`ReplicaUpdate.values`).
     private let values: OutboxRun<ReplicaUpdate, Void, ReplicatedValue>
-    /// The publishers held until the reader catches up, each once.
+    /// The publishers held until the reader catches up, each once: as laggards, and paced.
     private var held: [PublisherGate] = []
+    private var paced: [PublisherGate] = []
 
     private final class Turn {
         /// The weight of the values posted this turn, handed over with the turn's batch.
@@ -98,19 +105,34 @@ final class ReaderLink {
         }
         self.outbox = outbox
         values = OutboxRun(of: outbox) { feed, _, values in .values(feed: feed, values) }
-        publishers = RemotePublishers(pauses: pauses) { publisher, began in
-            outbox.post(.lag(publisher: publisher, began: began))
+        publishers = RemotePublishers(pauses: pauses) { publisher, hold, began in
+            outbox.post(.hold(publisher: publisher, hold, began: began))
         }
         turn.link = self
     }
 
     /// Whether a value weighing `weight` goes to the reader: false when the reader misses it;
-    /// true, holding the publisher whose value it is when the policy (`policy`, else the
-    /// server's) is `backpressure` or `disconnect` and the reader is behind.
+    /// true, pacing the publisher whose value it is when the policy (`policy`, else the
+    /// server's) is `backpressure` or `disconnect` and the reader is a window behind, and
+    /// holding it when the reader is behind by the soft limit.
     @inline(__always)
     func admits(weight: Int, policy: SlowConsumerPolicy?) -> Bool {
-        guard _slowPath(backlog.current &+ turn.weight &+ weight > limits.soft) else { return true }
-        return admitsPastSoftLimit(policy: policy ?? limits.policy)
+        let behind = backlog.current &+ turn.weight &+ weight
+        guard _slowPath(behind > limits.pace) else { return true }
+        return admitsPastWindow(behind: behind, policy: policy ?? limits.policy)
+    }
+
+    /// The loop is a window behind. Under `backpressure` and `disconnect` the value's
+    /// publisher is paced; `drop` and `conflate` never slow a publisher for a loop, which
+    /// misses values past the soft limit instead.
+    private func admitsPastWindow(behind: Int, policy: SlowConsumerPolicy) -> Bool {
+        switch policy {
+        case .backpressure, .disconnect:
+            if let publisher = pauses.current { pace(publisher) }
+        case .drop, .conflate: break
+        }
+        guard behind > limits.soft else { return true }
+        return admitsPastSoftLimit(policy: policy)
     }
 
     /// With this turn's values, the loop has more than the soft limit to take. Under
@@ -149,39 +171,53 @@ final class ReaderLink {
         guard !held.contains(where: { $0 === publisher }) else { return }
         held.append(publisher)
         publisher.laggardBegan()
-        if held.count == 1 { turn.awaitsCatchUp = true }
+        if held.count + paced.count == 1 { turn.awaitsCatchUp = true }
     }
 
-    /// Asks the reader to say when it has caught up to half the soft limit, or goes on at once
+    private func pace(_ publisher: PublisherGate) {
+        guard !paced.contains(where: { $0 === publisher }) else { return }
+        paced.append(publisher)
+        publisher.paceBegan()
+        if held.count + paced.count == 1 { turn.awaitsCatchUp = true }
+    }
+
+    /// Asks the reader to say when it has caught up to half the window, or goes on at once
     /// when it has.
     private func awaitCatchUp() {
-        if backlog.awaitCatchUp(to: limits.soft / 2) { caughtUp() }
+        if backlog.awaitCatchUp(to: limits.pace / 2) { caughtUp() }
     }
 
     /// The reader has caught up (`ReplicaRequest.caughtUp`, or at once): the publishers held
     /// go.
     func caughtUp() {
-        let released = held
+        let released = (held, paced)
         held = []
-        for publisher in released { publisher.laggardEnded() }
+        paced = []
+        for publisher in released.0 { publisher.laggardEnded() }
+        for publisher in released.1 { publisher.paceEnded() }
     }
 }
 
-/// The limits a reading loop's backlog is held to (`ReaderLink`): the server's soft and hard
-/// limits on a connection's unsent output (`soft_pending_bytes`, `max_pending_bytes`) and its
-/// default policy, as configured now. Thread rules: the owner's loop. Lifetime rule: its
+/// The limits a reading loop's backlog is held to (`ReaderLink`): the crossing window
+/// (`SessionSettings.crossingLimit`), the server's soft and hard limits on a connection's
+/// unsent output (`soft_pending_bytes`, `max_pending_bytes`) and its default policy, as
+/// configured now. Thread rules: the owner's loop. Lifetime rule: its
 /// `ReplicaSource` holds it, and so does each of its links.
 final class ReplicaLimits {
+    private(set) var pace: Int
     private(set) var soft: Int
     private(set) var hard: Int
     private(set) var policy: SlowConsumerPolicy
 
-    init(_ config: ServerConfig) { (soft, hard, policy) = Self.limits(of: config) }
+    init(_ config: ServerConfig) { (pace, soft, hard, policy) = Self.limits(of: config) }
 
     /// Takes the limits `config` sets (a reload).
-    func configure(_ config: ServerConfig) { (soft, hard, policy) = Self.limits(of: config) }
+    func configure(_ config: ServerConfig) { (pace, soft, hard, policy) = Self.limits(of: config) }
 
-    private static func limits(of config: ServerConfig) -> (Int, Int, SlowConsumerPolicy) {
-        (config.softPendingLimit, config.maxPendingBytes, config.slowConsumer)
+    private static func limits(of config: ServerConfig) -> (Int, Int, Int, SlowConsumerPolicy) {
+        (
+            SessionSettings.crossingLimit(config), config.softPendingLimit, config.maxPendingBytes,
+            config.slowConsumer
+        )
     }
 }

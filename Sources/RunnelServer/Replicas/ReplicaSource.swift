@@ -70,7 +70,7 @@ package final class ReplicaSource: @unchecked Sendable {
                 guard let feed = feeds.removeValue(forKey: feed) else { continue }
                 feed.close()
                 owner.replicaCountsChanged(feed.subjectName)
-            case .lag(let publisher, let began): registry.lag(publisher, began: began)
+            case .hold(let publisher, let hold, let began): registry.hold(publisher, hold, began: began)
             case .caughtUp(let reader): self.reader(reader).caughtUp()
             case .interest(let change, let reader):
                 guard let shared = owner.shared else { continue }

@@ -116,8 +116,9 @@ enum ReplicaUpdate: Sendable {
     /// What became of the reader's batch `ticket` (`ReplicaRequest.publish`).
     case published(ticket: UInt64, PublishedBatch.Receipt)
     /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
-    /// the reader's publisher numbered `publisher` (its `pub`s the owner published).
-    case lag(publisher: UInt64, began: Bool)
+    /// the reader's publisher numbered `publisher` (its `pub`s the owner published), or a
+    /// third loop behind on them began or stopped pacing it (`hold`).
+    case hold(publisher: UInt64, PublisherHold, began: Bool)
     /// The owner's link to its cluster went down (`up` false) or came back: a `sub` that needs
     /// the cluster is refused meanwhile there as on the owner (`SubjectStore.checkShared`).
     case linked(up: Bool)
@@ -161,8 +162,9 @@ enum ReplicaRequest: Sendable {
     /// The reader has no pattern subscription to `pattern` left.
     case unwatch(pattern: String, reader: ReplicaReader)
     /// A subscriber of the reader's began (`began`) or stopped lagging behind the values of the
-    /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`).
-    case lag(publisher: UInt64, began: Bool)
+    /// owner's publisher numbered `publisher` (`ReplicatedValue.publisher`): always a
+    /// `laggard` hold, as a reading loop paces nobody.
+    case hold(publisher: UInt64, PublisherHold, began: Bool)
     /// What the reader's subscriptions read changed, for the owner's cluster
     /// (`RemoteInterest`).
     case interest(InterestChange, reader: ReplicaReader)

@@ -33,7 +33,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case forward(ForwardedRequest, ticket: UInt64)
         case publishValues(ForwardedPublish, ticket: UInt64)
         case publish(PublishedBatch, publisher: UInt64, ticket: UInt64)
-        case lag(publisher: UInt64, began: Bool)
+        case hold(publisher: UInt64, PublisherHold, began: Bool)
         case watch(String, ticket: UInt64)
         case unwatch(String)
         case close(UInt64)
@@ -106,8 +106,8 @@ final class SubjectReplicas: @unchecked Sendable {
             return .publishValues(publish, ticket: ticket)
         }
         reader = ReplicaReader(inbox: LoopInbox(loop: loop) { updates in reference.object?.receive(updates) })
-        publishers = RemotePublishers(pauses: pauses) { publisher, began in
-            reference.object?.notes.post(.lag(publisher: publisher, began: began))
+        publishers = RemotePublishers(pauses: pauses) { publisher, hold, began in
+            reference.object?.notes.post(.hold(publisher: publisher, hold, began: began))
         }
         reference.object = self
         if clustered {
@@ -342,8 +342,8 @@ final class SubjectReplicas: @unchecked Sendable {
             case .missed(let feed, let count):
                 guard let entry = byFeed[feed] else { continue }
                 missed(entry.name, count)
-            case .lag(let publisher, let began):
-                registry.lag(publisher, began: began)
+            case .hold(let publisher, let hold, let began):
+                registry.hold(publisher, hold, began: began)
             case .policy(let feed, let policy):
                 byFeed[feed]?.label.slowConsumer = policy
             case .ended(let feed, let how):
@@ -435,8 +435,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.publishValues(publish, ticket: ticket, reader: reader))
             case .publish(let batch, let publisher, let ticket):
                 requests.append(.publish(batch, publisher: publisher, ticket: ticket, reader: reader))
-            case .lag(let publisher, let began):
-                requests.append(.lag(publisher: publisher, began: began))
+            case .hold(let publisher, let hold, let began):
+                requests.append(.hold(publisher: publisher, hold, began: began))
             case .watch(let pattern, let ticket):
                 let holding = byName.keys.filter { SubjectPattern(pattern).matches($0) }
                 requests.append(.watch(pattern: pattern, holding: holding, ticket: ticket, reader: reader))

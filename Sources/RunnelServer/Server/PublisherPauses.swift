@@ -47,12 +47,20 @@ package final class PublisherPauses {
     }
 }
 
+/// Why a publisher is held: a subscriber lagging behind it (a pause, as `stats` counts them),
+/// or another loop still delivering its earlier values (`ReaderLink`'s pace: flow control
+/// between loops, which one loop does not need and `stats` does not count).
+enum PublisherHold: Sendable {
+    case laggard
+    case pace
+}
+
 /// One publisher's side of `backpressure`: how many lagging subscribers its values have put or
-/// found over the soft limit (each holds the gate until it is back under it, or closed), and
-/// what to do once none does. Its owner (a session, an HTTP publication) stops reading its
-/// client while `isPaused`, holding what it had read already. A gate may stand for a publisher
-/// on another loop (`RemotePublishers`): it tells that loop instead (`relay`), which counts the
-/// pause.
+/// found over the soft limit (each holds the gate until it is back under it, or closed), how
+/// many loops behind on its values pace it, and what to do once none does. Its owner (a
+/// session, an HTTP publication) stops reading its client while `isPaused`, holding what it had
+/// read already. A gate may stand for a publisher on another loop (`RemotePublishers`): it
+/// tells that loop instead (`relay`), which counts the pause.
 ///
 /// Thread rules: loop thread only. Lifetime rule: the owner holds it, and so does every
 /// laggard it waits on until it lets go (`laggardEnded`); it holds its owner only weakly,
@@ -61,23 +69,25 @@ package final class PublisherGate {
     private let pauses: PublisherPauses
     /// Laggards holding this gate.
     private(set) var laggards = 0
+    /// Loops behind on its values holding this gate (`PublisherHold.pace`).
+    private(set) var pacers = 0
     /// When the pause under way began (`PublisherPauses.began()`).
     private var pausedAt: Int64 = 0
     private var onResume: (() -> Void)?
     /// Set once its owner has gone: later releases change nothing.
     private var isClosed = false
-    /// For a stand-in for another loop's publisher: told `true` when the first laggard takes
-    /// hold, `false` when the last lets go; nil for a publisher of this loop.
-    var relay: ((_ paused: Bool) -> Void)?
+    /// For a stand-in for another loop's publisher: told `true` when the first laggard (or
+    /// pacer) takes hold, `false` when the last lets go; nil for a publisher of this loop.
+    var relay: ((_ hold: PublisherHold, _ began: Bool) -> Void)?
     /// The number other loops know it by (`PublisherRegistry`); 0 until it has one.
     var remoteNumber: UInt64 = 0
 
     package init(pauses: PublisherPauses) { self.pauses = pauses }
 
     /// Whether the owner must stop reading its client.
-    @inline(__always) package var isPaused: Bool { laggards > 0 }
+    @inline(__always) package var isPaused: Bool { laggards | pacers != 0 }
 
-    /// Runs `action` once the last laggard lets go (at once when none holds the gate); a new
+    /// Runs `action` once the last laggard and pacer let go (at once when none holds the gate); a new
     /// call replaces a waiting one.
     package func whenResumed(_ action: @escaping () -> Void) {
         guard isPaused else { return action() }
@@ -99,8 +109,34 @@ package final class PublisherGate {
     func laggardBegan() {
         laggards += 1
         guard laggards == 1 && !isClosed else { return }
-        if let relay { return relay(true) }
+        if let relay { return relay(.laggard, true) }
         pausedAt = pauses.began()
+    }
+
+    /// A loop behind on this publisher's values takes hold of the gate (`ReaderLink`).
+    func paceBegan() {
+        pacers += 1
+        guard pacers == 1 && !isClosed, let relay else { return }
+        relay(.pace, true)
+    }
+
+    /// The loop has caught up: the last pacer, with no laggard, resumes the publisher.
+    func paceEnded() {
+        assert(pacers > 0, "a pacer let go of a gate it did not hold")
+        pacers -= 1
+        guard pacers == 0, !isClosed else { return }
+        if let relay { return relay(.pace, false) }
+        resumeUnlessHeld()
+    }
+
+    /// `laggardBegan()` or `paceBegan()` (`began`), or their ends, as `hold` says.
+    func take(_ hold: PublisherHold, began: Bool) {
+        switch (hold, began) {
+        case (.laggard, true): laggardBegan()
+        case (.laggard, false): laggardEnded()
+        case (.pace, true): paceBegan()
+        case (.pace, false): paceEnded()
+        }
     }
 
     /// A laggard lets go (it is back under the soft limit, or closed): the last resumes it.
@@ -108,8 +144,13 @@ package final class PublisherGate {
         assert(laggards > 0, "a laggard let go of a gate it did not hold")
         laggards -= 1
         guard laggards == 0, !isClosed else { return }
-        if let relay { return relay(false) }
+        if let relay { return relay(.laggard, false) }
         pauses.ended(startedAt: pausedAt)
+        resumeUnlessHeld()
+    }
+
+    private func resumeUnlessHeld() {
+        guard !isPaused else { return }
         let action = onResume
         onResume = nil
         action?()
@@ -120,6 +161,6 @@ package final class PublisherGate {
         guard !isClosed else { return }
         isClosed = true
         onResume = nil
-        if isPaused { pauses.ended(startedAt: pausedAt) }
+        if laggards > 0 { pauses.ended(startedAt: pausedAt) }
     }
 }

@@ -149,10 +149,17 @@ struct SessionSettings {
     /// working set outgrows the caches (bench/README.md, "Crossings between loops").
     static let crossingWindow = 524_288
 
+    /// The window `config` allows: the soft limit, at most `crossingWindow`. Also how far an
+    /// owner's values run ahead of a loop reading them before their publisher is paced
+    /// (`ReaderLink`).
+    static func crossingLimit(_ config: ServerConfig) -> Int {
+        min(config.softPendingLimit, crossingWindow)
+    }
+
     init(config: ServerConfig, access: AccessList) {
         self.config = config
         self.softPendingLimit = config.softPendingLimit
-        crossingLimit = min(config.softPendingLimit, Self.crossingWindow)
+        crossingLimit = Self.crossingLimit(config)
         self.access = access
         self.stageLimits = StageLimits(config: config)
     }
