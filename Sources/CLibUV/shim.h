@@ -1,6 +1,7 @@
 #ifndef RUNNEL_CLIBUV_SHIM_H
 #define RUNNEL_CLIBUV_SHIM_H
 #include <uv.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>

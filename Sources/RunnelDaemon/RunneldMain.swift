@@ -20,6 +20,7 @@ public enum RunneldMain {
     /// configuration (the file and the flags) for SIGHUP. Returns the exit status: 0 after a
     /// clean shutdown, 1 when it cannot listen or start.
     public static func run(config: ServerConfig, reload: @escaping @Sendable () throws -> ServerConfig) -> Int32 {
+        MallocSettings.apply()
         let levelSetting = LogLevelSetting(config.logLevel)
         StderrLogHandler.bootstrap(levelSetting: levelSetting)
         let logger = Logger(label: "runneld")

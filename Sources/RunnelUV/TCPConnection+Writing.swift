@@ -221,7 +221,7 @@ extension TCPConnection {
             return
         }
         let wroteAll = written == queue.segmentBytes
-        queue.dropWritten(written)
+        queue.dropWritten(written, pool: loop.io.chunks)
         if wroteAll {
             outputConfirmed(status: 0)
         } else {

@@ -154,11 +154,13 @@ struct WriteQueue {
     }
 
     /// The first `byteCount` bytes of the segments reached the kernel at once (`uv_try_write`):
-    /// they leave the queue, whole segments and the front of a cut one.
-    mutating func dropWritten(_ byteCount: Int) {
+    /// they leave the queue, whole segments and the front of a cut one, their chunks going
+    /// back to `pool`.
+    mutating func dropWritten(_ byteCount: Int, pool: WriteChunkPool) {
         precondition(byteCount > 0 && byteCount <= segmentBytes)
         if byteCount == segmentBytes {
             segments.removeAll(keepingCapacity: true)
+            Self.recycleChunks(of: &segmentOwners, count: segmentOwners.count, to: pool)
             segmentOwners.removeAll(keepingCapacity: true)
         } else {
             var rest = byteCount
@@ -168,6 +170,7 @@ struct WriteQueue {
                 whole += 1
             }
             segments.removeFirst(whole)
+            Self.recycleChunks(of: &segmentOwners, count: whole, to: pool)
             segmentOwners.removeFirst(whole)
             segments[0].base += rest
             segments[0].len -= rest
@@ -194,9 +197,10 @@ struct WriteQueue {
     }
 
     /// A write request came back (done or failed: either way its bytes leave the queue); it is
-    /// kept for reuse when `keepsSpare`. Gives the idle chunk back to `pool` once nothing is
-    /// pending, rather than pin one per connection.
+    /// kept for reuse when `keepsSpare`. Its chunks go back to `pool`, and so does the idle
+    /// chunk once nothing is pending, rather than pin one per connection.
     mutating func completeWrite(_ request: WriteRequest, keepsSpare: Bool, pool: WriteChunkPool) {
+        Self.recycleChunks(of: &request.owners, count: request.owners.count, to: pool)
         request.owners.removeAll(keepingCapacity: true)
         inFlightBytes -= request.byteCount
         pendingBytes -= request.byteCount
@@ -241,6 +245,20 @@ struct WriteQueue {
         segmentBytes += held.byteCount
         pendingBytes += held.byteCount
         checkInvariants()
+    }
+
+    /// The chunks among the first `count` owners that nothing else points into (not the open
+    /// chunk, no other segment or write) go back to `pool`, before the owners let go of them:
+    /// a connection that writes all the time then takes its chunks from the pool, not from
+    /// malloc (bench/README.md, "The third pass").
+    private static func recycleChunks(of owners: inout [AnyObject], count: Int, to pool: WriteChunkPool) {
+        for index in 0..<count where type(of: owners[index]) == WriteChunk.self {
+            var chunk = unsafeDowncast(owners[index], to: WriteChunk.self)
+            // The owner's place holds the pool until the caller drops it: `chunk` is then the
+            // only reference, unless something else points into the chunk.
+            owners[index] = pool
+            if isKnownUniquelyReferenced(&chunk) { pool.recycle(chunk) }
+        }
     }
 
     /// With nothing pending, the open chunk goes back to `pool` when no write points into it.

@@ -113,6 +113,30 @@ extension RunnelUVTests {
             #expect(reused)
         }
 
+        /// A full chunk goes back to the pool once the kernel has its bytes, while the queue
+        /// still has more to write: a connection that writes all the time takes its chunks from
+        /// the pool, not from malloc. The open chunk stays with the queue.
+        @Test func aWrittenFullChunkGoesBackWhileTheQueueIsBusy() throws {
+            let pool = WriteChunkPool()
+            var queue = WriteQueue()
+            let full = [UInt8](repeating: 7, count: WriteChunkPool.chunkSize)
+            full.withUnsafeBytes { queue.append($0, from: pool) }
+            bytes("x").withUnsafeBytes { queue.append($0, from: pool) }
+            queue.seal()
+            let started = startWrite(&queue)
+            let (request, _) = try #require(started)
+            bytes("y").withUnsafeBytes { queue.append($0, from: pool) }
+            queue.completeWrite(request, keepsSpare: true, pool: pool)
+            let keepsOpenChunk = queue.chunk != nil
+            #expect(pool.spareCount == 1 && keepsOpenChunk && queue.pendingBytes == 1)
+            // Written at once (`uv_try_write`): the whole segments' chunks go back too.
+            full.withUnsafeBytes { queue.append($0, from: pool) }
+            queue.seal()
+            #expect(pool.spareCount == 0)
+            queue.dropWritten(queue.segmentBytes - 1, pool: pool)
+            #expect(pool.spareCount == 1 && queue.pendingBytes == 1 && queue.invariantsHold)
+        }
+
         @Test func aFailedWriteStillLeavesTheQueue() throws {
             let pool = WriteChunkPool()
             var queue = WriteQueue()
@@ -133,10 +157,10 @@ extension RunnelUVTests {
             queue.append(reference: shared.bytes, owner: shared.storage)
             bytes("xyz").withUnsafeBytes { queue.append($0, from: pool) }
             queue.seal()
-            queue.dropWritten(5)
+            queue.dropWritten(5, pool: pool)
             #expect(queued(queue) == bytes("23456789xyz"))
             #expect(queue.segments.count == 2 && queue.pendingBytes == 11 && queue.invariantsHold)
-            queue.dropWritten(11)
+            queue.dropWritten(11, pool: pool)
             #expect(queue.segments.isEmpty && queue.pendingBytes == 0 && queue.invariantsHold)
             #expect(queue.finishedBytes == 16)
         }
