@@ -9,6 +9,7 @@ import this module too."""
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -29,16 +30,34 @@ TEST_LOOPS = os.environ.get("RUNNEL_TEST_LOOPS", "1")
 
 class Daemon:
     """One runneld process with its own config file (`toml`, where DATA_DIR is its data
-    directory), started as the Swift harness starts one: `--listen 127.0.0.1:0 --http-listen
-    127.0.0.1:0 --config FILE --loops TEST_LOOPS`, stdout and stderr read as one stream, and the ports read from
+    directory), started as the Swift harness starts one: `--listen 127.0.0.1:PORT --http-listen
+    127.0.0.1:PORT --config FILE --loops TEST_LOOPS`, stdout and stderr read as one stream, and the ports read from
     the lines `serving HTTP on 127.0.0.1:PORT` and then `listening on 127.0.0.1:PORT`. To
     restart one, the given ports (`port`, `http_port`) in a given directory (`directory`, an
     earlier daemon's, which then has to be stopped with `keep_directory=True`). `http=False`
     serves no HTTP (`--http-listen ""`). A config with `tls_listen` or `https_listen` on port 0
     gets the ports chosen as `tls_port` and `https_port` (None when off). `loops` overrides
-    TEST_LOOPS."""
+    TEST_LOOPS.
+
+    A fresh daemon's line and HTTP ports are chosen below the kernel's ephemeral range
+    (`quiet_ports`), not by the kernel from it: a daemon restarted on its ports would otherwise
+    race every client connecting meanwhile, whose socket may be given the port that was just
+    let go as its own (runneld then cannot listen: "address already in use"). One taken in the
+    meantime by another test's daemon is chosen again."""
 
     def __init__(self, binary, toml, port=0, http_port=0, directory=None, http=True, loops=None):
+        if port == 0 and http_port == 0:
+            for attempt in range(QUIET_PORT_ATTEMPTS):
+                chosen = quiet_ports(2)
+                try:
+                    self._start(binary, toml, chosen[0], chosen[1], directory, http, loops)
+                    return
+                except PortTaken:
+                    if attempt == QUIET_PORT_ATTEMPTS - 1:
+                        raise
+        self._start(binary, toml, port, http_port, directory, http, loops)
+
+    def _start(self, binary, toml, port, http_port, directory, http, loops):
         self.directory = directory or tempfile.mkdtemp(prefix="runneld-test-")
         config = os.path.join(self.directory, "runneld.toml")
         with open(config, "w") as file:
@@ -58,6 +77,10 @@ class Daemon:
         if self.port is None or (http and self.http_port is None):
             self.process.kill()
             self.process.wait()
+            if any("address already in use" in line for line in self.log):
+                if directory is None:
+                    shutil.rmtree(self.directory, ignore_errors=True)
+                raise PortTaken("\n".join(self.log[-20:]))
             raise RuntimeError("runneld did not start:\n" + "\n".join(self.log[-20:]))
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.ws_url = f"ws://127.0.0.1:{self.http_port}/ws"
@@ -107,6 +130,32 @@ class Daemon:
         finally:
             if not keep_directory:
                 shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class PortTaken(RuntimeError):
+    """runneld could not listen on a port it was given: something else has it."""
+
+
+QUIET_PORT_ATTEMPTS = 20
+
+
+def quiet_ports(count):
+    """`count` loopback ports free now, at random below the ephemeral range
+    (/proc/sys/net/ipv4/ip_local_port_range), which no connecting socket is given."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+        ephemeral_low = int(ports.read().split()[0])
+    chosen = []
+    while len(chosen) < count:
+        port = random.randrange(10000, ephemeral_low)
+        if port in chosen:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        chosen.append(port)
+    return chosen
 
 
 def command(binary, config, port=0, http_listen="127.0.0.1:0", loops=None):
