@@ -38,7 +38,7 @@ import Testing
     @Test func aSubscribeNeverAnsweredTimesOutAndLeavesNoSubscription() async throws {
         let client = try await ClientChecks.connect(daemon)
         let watcher = try await ClientChecks.connect(daemon)
-        daemon.process.signal(SIGSTOP)
+        try daemon.process.freeze()
         let failed = await ClientChecks.expectError("timeout") {
             _ = try await client.subscribe("late", timeout: .milliseconds(300))
         }

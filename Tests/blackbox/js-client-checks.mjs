@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { createInterface } from "node:readline";
@@ -882,10 +882,25 @@ async function check_a_token_removed_by_a_reload_ends_its_subscriptions_without_
 
 /**
  * Runs `body` with runneld stopped (SIGSTOP): its connections stay open, and nothing is read or
- * answered until it goes on (SIGCONT, also when `body` throws).
+ * answered until it goes on (SIGCONT, also when `body` throws). `body` starts once every thread
+ * has stopped: kill(2) returns before a loop running on another core stops, which could still
+ * answer a request sent meanwhile.
  */
 async function whilePaused(body) {
   process.kill(context.pid, "SIGSTOP");
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const states = readdirSync(`/proc/${context.pid}/task`).map((task) => {
+      try {
+        return readFileSync(`/proc/${context.pid}/task/${task}/stat`, "utf8").split(")").pop().trim()[0];
+      } catch {
+        return "T"; // a thread that has gone
+      }
+    });
+    if (states.every((state) => state === "T")) break;
+    assert.ok(Date.now() < deadline, `runneld's threads not all stopped: ${states}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
   try {
     return await body();
   } finally {

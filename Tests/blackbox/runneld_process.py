@@ -7,6 +7,7 @@ conftest.py's fixtures, which start them with `Daemon`; the crash harnesses
 (scripts/crash-harness.py, scripts/cluster-crash-harness.py) and the benchmarks in bench/websocket
 import this module too."""
 
+import contextlib
 import json
 import os
 import random
@@ -130,6 +131,23 @@ class Daemon:
         finally:
             if not keep_directory:
                 shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def freeze(pid, seconds=5):
+    """SIGSTOP `pid`, and wait until every thread of it has stopped: kill(2) returns before a
+    thread running on another core stops (at its next tick), and a stopping runneld or nats-server
+    could still read and answer a request sent meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + seconds
+    while True:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/task/{task}/stat") as stat:
+                states.append(stat.read().rpartition(")")[2].split()[0])
+        if states and all(state == "T" for state in states):
+            return
+        assert time.monotonic() < deadline, f"the process's threads not all stopped: {states}"
+        time.sleep(0.005)
 
 
 class PortTaken(RuntimeError):

@@ -50,7 +50,7 @@ from collections import Counter
 import pytest
 
 from nats_process import NatsServer, subject_matches
-from runneld_process import Daemon, LineClient, poll_until, run_until_exit, stats
+from runneld_process import Daemon, LineClient, freeze, poll_until, run_until_exit, stats
 
 # Heartbeats every 2 s, a node counted while heard from in the last 10 s (docs/protocol.md).
 COUNT_SECONDS = 6
@@ -475,23 +475,6 @@ def publish_at_once(c, nodes, subject, count):
     for thread in threads:
         thread.join()
     assert not failures, failures
-
-
-def freeze(pid, seconds=5):
-    """SIGSTOP `pid`, and wait until every thread of it has stopped: kill(2) returns before a
-    thread running on another core stops (at its next tick), and a stopping nats-server could
-    still read, store and answer a value sent meanwhile."""
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + seconds
-    while True:
-        states = []
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/task/{task}/stat") as stat:
-                states.append(stat.read().rpartition(")")[2].split()[0])
-        if states and all(state == "T" for state in states):
-            return
-        assert time.monotonic() < deadline, f"the process's threads not all stopped: {states}"
-        time.sleep(0.005)
 
 
 def end_setup(c, subject):

@@ -38,7 +38,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from client_checklist import EXPIRY_CONFIG, JWT_SECRET, MAIN_CONFIG, RESTART_CONFIG, SLOW_CONFIG, TOKEN, certificate
-from runneld_process import Daemon, assert_clean_stop, poll_until
+from runneld_process import Daemon, assert_clean_stop, freeze, poll_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The client under test is this checkout's, not an installed copy.
@@ -155,8 +155,9 @@ async def timed_out(awaitable, seconds, *words):
 
 @contextlib.contextmanager
 def stopped(d):
-    """runneld stopped (SIGSTOP: its connections open, nothing answered), continued after."""
-    d.process.send_signal(signal.SIGSTOP)
+    """runneld stopped (SIGSTOP, every thread: its connections open, nothing answered),
+    continued after."""
+    freeze(d.process.pid)
     try:
         yield
     finally:

@@ -122,6 +122,26 @@ final class RunneldProcess {
         if exitStatus == nil { Glibc.kill(pid, signal) }
     }
 
+    /// SIGSTOP, and waits until every thread has stopped: kill(2) returns before a loop running
+    /// on another core stops, which could still answer a request sent meanwhile (the Python
+    /// tests' `freeze`).
+    func freeze(timeout: Duration = .seconds(5)) throws {
+        signal(SIGSTOP)
+        let deadline = Deadline(timeout)
+        while true {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let states = tasks.compactMap { task in
+                (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8))
+                    .flatMap { $0.split(separator: ")").last?.split(separator: " ").first }
+            }
+            if !states.isEmpty && states.allSatisfy({ $0 == "T" }) { return }
+            if deadline.hasPassed {
+                throw HarnessError.timeout("runneld pid \(pid)'s threads not all stopped: \(states)")
+            }
+            pollPause(.milliseconds(5))
+        }
+    }
+
     /// Waits for the process to exit and returns its exit status, or 128 + the signal number if a
     /// signal ended it. Throws if it is still running at the deadline.
     func waitForExit(timeout: Duration = .seconds(5)) throws -> Int32 {
