@@ -42,26 +42,27 @@ final class ReplicaBacklog: Sendable {
 }
 
 /// The owner's way to one loop holding replicas of its subjects: the outbox its updates go
-/// through, its publishers' stand-ins (`RemotePublishers`), and flow control. Once what it has
-/// to take, with this turn's values, passes the crossing window (`ReplicaLimits.pace`), the
-/// publisher of the value is paced under `backpressure` and `disconnect`
-/// (`PublisherGate.paceBegan`: held, not counted as a pause) until the loop has caught up to
-/// half the window, as `SessionSettings.crossingWindow` holds a publisher on a reading loop: a
-/// publisher runs only that far ahead of the loops delivering its values, whose working set
-/// then stays in the caches. Past the soft limit, the loop is a lagging subscriber. Once the values handed to it in earlier turns and not yet delivered there
-/// (`ReplicaBacklog`) pass the soft limit (a turn's own values are not behind: they go as one
-/// batch, however many, as a burst a publisher sent in one read does on one loop; only
-/// `backpressure` counts them, to pace a burst early), a value applies its subject's policy to
-/// the whole loop (`conflate` when every subscriber there conflates: `ReplicaReaders`), as one
-/// lagging subscriber there would: under `drop` that loop misses the value (the feed tells it
-/// how many before the next, `ReplicaUpdate.missed`); under `backpressure` and `disconnect`
-/// the publisher whose value it is is held (`PublisherGate.laggardBegan`) until the loop has
-/// caught up (to half the window), as one connection that still reads holds its publishers
-/// while it drains, and what waits for the loop is bounded by the pause. A value with no
-/// publisher to hold (from the cluster, a timer) under `disconnect`, and any under `conflate`,
-/// which never pauses a publisher, goes up to the hard limit; past it the loop misses the
-/// value, so what waits for it stays bounded (a loop is never closed: its subscribers are
-/// judged by their own output).
+/// through, its publishers' stand-ins (`RemotePublishers`), and flow control.
+///
+/// - Pace: once what the loop has to take, with this turn's values, passes the crossing window
+///   (`ReplicaLimits.pace`), the value's publisher is paced under `backpressure` and
+///   `disconnect` (`PublisherGate.paceBegan`: held, not counted as a pause) until the loop has
+///   caught up to half the window, as `SessionSettings.crossingWindow` holds a publisher on a
+///   reading loop. A publisher runs only that far ahead of the loops delivering its values,
+///   whose working set then stays in the caches.
+/// - Lag: once the values handed to it in earlier turns and not yet delivered there
+///   (`ReplicaBacklog`) pass the soft limit (a turn's own values are not behind: they go as one
+///   batch, however many, as a burst a publisher sent in one read does on one loop), a value
+///   applies its subject's policy to the whole loop (`conflate` when every subscriber there
+///   conflates: `ReplicaReaders`), as one lagging subscriber there would. Under `drop` that
+///   loop misses the value (the feed tells it how many before the next,
+///   `ReplicaUpdate.missed`); under `backpressure` and `disconnect` the publisher whose value it
+///   is is held (`PublisherGate.laggardBegan`) until the loop has caught up (to half the
+///   window), as one connection that still reads holds its publishers while it drains, and what
+///   waits for the loop is bounded by the pause. A value with no publisher to hold (from the
+///   cluster, a timer) under `disconnect`, and any under `conflate`, which never pauses a
+///   publisher, goes up to the hard limit; past it the loop misses the value, so what waits for
+///   it stays bounded (a loop is never closed: its subscribers are judged by their own output).
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
 /// the reader is known; it holds the publishers it paused until the reader has caught up.
