@@ -96,6 +96,23 @@ import Testing
         #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
     }
 
+    /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
+    /// limit, as one that does not read its replies is, and goes on once they are answered.
+    @Test func unansweredPubsHoldTheirPublisherAtTheSoftLimit() {
+        let servers = LoopServers(count: 2) { $0.softPendingBytes = 1000 }
+        defer { servers.shutdown() }
+        let publisher = servers[1].connect()
+        let big = "\"" + String(repeating: "x", count: 2000) + "\""
+        let pausedAtOnce = servers[1].run {
+            publisher.transport.receive(#"{"op":"pub","subject":"s","value":"# + big + "}")
+            publisher.transport.receive(#"{"op":"ping","ref":1}"#)
+            return publisher.transport.isInputPaused
+        }
+        #expect(pausedAtOnce)
+        #expect(servers[1].lines(of: publisher, count: 1) == [#"{"ok":true,"ref":1}"#])
+        #expect(servers[1].run { publisher.transport.isInputPaused } == false)
+    }
+
     /// A publisher runs only a crossing window (512 KiB) ahead of the loop delivering its
     /// values, far below the soft limit (8 MiB here), and `stats` counts no pause: the loops'
     /// working set stays small enough for the caches. On a loop that does not own the subject
