@@ -99,7 +99,7 @@ final class FilterStage {
             sendLastWordsAndClose(connection)
             return false
         }
-        if sealed != nil { connection.queue.removeSegments() }
+        if sealed != nil { connection.queue.removeSegments(pool: pool) }
         connection.queue.append(from: pool) { filter.takeOutput(into: $0) }
         return true
     }

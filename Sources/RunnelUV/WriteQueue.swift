@@ -210,10 +210,12 @@ struct WriteQueue {
         checkInvariants()
     }
 
-    /// The queued segments went into the filter (sealed into records): they leave the queue.
-    mutating func removeSegments() {
+    /// The queued segments went into the filter (sealed into records): they leave the queue,
+    /// their chunks going back to `pool`.
+    mutating func removeSegments(pool: WriteChunkPool) {
         pendingBytes -= segmentBytes
         segments.removeAll(keepingCapacity: true)
+        Self.recycleChunks(of: &segmentOwners, count: segmentOwners.count, to: pool)
         segmentOwners.removeAll(keepingCapacity: true)
         segmentBytes = 0
         checkInvariants()

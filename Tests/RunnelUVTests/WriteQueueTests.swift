@@ -135,6 +135,14 @@ extension RunnelUVTests {
             #expect(pool.spareCount == 0)
             queue.dropWritten(queue.segmentBytes - 1, pool: pool)
             #expect(pool.spareCount == 1 && queue.pendingBytes == 1 && queue.invariantsHold)
+            // Sealed into a filter's records: the same.
+            var sealed = WriteQueue()
+            full.withUnsafeBytes { sealed.append($0, from: pool) }
+            bytes("z").withUnsafeBytes { sealed.append($0, from: pool) }
+            sealed.seal()
+            #expect(pool.spareCount == 0)
+            sealed.removeSegments(pool: pool)
+            #expect(pool.spareCount == 1 && sealed.pendingBytes == 0 && sealed.invariantsHold)
         }
 
         @Test func aFailedWriteStillLeavesTheQueue() throws {
@@ -185,7 +193,7 @@ extension RunnelUVTests {
             queue.putBack(held)
             #expect(queued(queue) == bytes("app") && queue.pendingBytes == 8 && queue.invariantsHold)
             queue.completeWrite(request, keepsSpare: true, pool: pool)
-            queue.removeSegments()
+            queue.removeSegments(pool: pool)
             #expect(queue.pendingBytes == 0 && queue.isEmpty && queue.invariantsHold)
         }
     }

@@ -1,8 +1,8 @@
 /// This loop's publishers as other loops name them (decision 0011): a value that crosses to
 /// another loop, and a `pub` forwarded to the owner, carry its publisher's number, so that a
 /// subscriber lagging there can pause the publisher here, and a loop behind on its values pace
-/// it (`hold(_:_:began:)`, from `ReplicaRequest.hold` or `ReplicaUpdate.hold`). A gate keeps its number for life; numbers are
-/// never used twice; a gate that has gone is forgotten.
+/// it (`hold(_:_:began:)`, from `ReplicaRequest.hold` or `ReplicaUpdate.hold`). A gate keeps
+/// its number for life; numbers are never used twice; a gate that has gone is forgotten.
 ///
 /// Thread rules: its loop's thread. Lifetime rule: its server's `ReplicaSource` or
 /// `SubjectReplicas` holds it; it holds the gates weakly.

@@ -78,9 +78,8 @@ final class ReaderLink {
     private let turn = Turn()
     /// The run of one feed's values the batch ends with (`ReplicaUpdate.values`).
     private let values: OutboxRun<ReplicaUpdate, Void, ReplicatedValue>
-    /// The publishers held until the reader catches up, each once: as laggards, and paced.
-    private var held: [PublisherGate] = []
-    private var paced: [PublisherGate] = []
+    /// The publishers held until the reader catches up, each once for each kind of hold.
+    private var held: [(gate: PublisherGate, hold: PublisherHold)] = []
 
     private final class Turn {
         /// The weight of the values posted this turn, handed over with the turn's batch.
@@ -129,7 +128,7 @@ final class ReaderLink {
     private func admitsPastWindow(behind: Int, policy: SlowConsumerPolicy) -> Bool {
         switch policy {
         case .backpressure, .disconnect:
-            if let publisher = pauses.current { pace(publisher) }
+            if let publisher = pauses.current { hold(publisher, .pace) }
         case .drop, .conflate: break
         }
         guard behind > limits.soft else { return true }
@@ -142,11 +141,11 @@ final class ReaderLink {
     private func admitsPastSoftLimit(policy: SlowConsumerPolicy) -> Bool {
         switch policy {
         case .backpressure:
-            if let publisher = pauses.current { hold(publisher) }
+            if let publisher = pauses.current { hold(publisher, .laggard) }
             return true
         case .disconnect:
             if let publisher = pauses.current {
-                hold(publisher)
+                hold(publisher, .laggard)
                 return true
             }
             return backlog.current <= limits.hard
@@ -168,18 +167,11 @@ final class ReaderLink {
         }
     }
 
-    private func hold(_ publisher: PublisherGate) {
-        guard !held.contains(where: { $0 === publisher }) else { return }
-        held.append(publisher)
-        publisher.laggardBegan()
-        if held.count + paced.count == 1 { turn.awaitsCatchUp = true }
-    }
-
-    private func pace(_ publisher: PublisherGate) {
-        guard !paced.contains(where: { $0 === publisher }) else { return }
-        paced.append(publisher)
-        publisher.paceBegan()
-        if held.count + paced.count == 1 { turn.awaitsCatchUp = true }
+    private func hold(_ publisher: PublisherGate, _ hold: PublisherHold) {
+        guard !held.contains(where: { $0.gate === publisher && $0.hold == hold }) else { return }
+        held.append((publisher, hold))
+        publisher.take(hold, began: true)
+        if held.count == 1 { turn.awaitsCatchUp = true }
     }
 
     /// Asks the reader to say when it has caught up to half the window, or goes on at once
@@ -191,11 +183,9 @@ final class ReaderLink {
     /// The reader has caught up (`ReplicaRequest.caughtUp`, or at once): the publishers held
     /// go.
     func caughtUp() {
-        let released = (held, paced)
+        let released = held
         held = []
-        paced = []
-        for publisher in released.0 { publisher.laggardEnded() }
-        for publisher in released.1 { publisher.paceEnded() }
+        for (publisher, hold) in released { publisher.take(hold, began: false) }
     }
 }
 

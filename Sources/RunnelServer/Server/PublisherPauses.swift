@@ -87,8 +87,8 @@ package final class PublisherGate {
     /// Whether the owner must stop reading its client.
     @inline(__always) package var isPaused: Bool { laggards | pacers != 0 }
 
-    /// Runs `action` once the last laggard and pacer let go (at once when none holds the gate); a new
-    /// call replaces a waiting one.
+    /// Runs `action` once the last laggard and pacer let go (at once when none holds the
+    /// gate); a new call replaces a waiting one.
     package func whenResumed(_ action: @escaping () -> Void) {
         guard isPaused else { return action() }
         onResume = action
