@@ -30,10 +30,6 @@ public struct ByteBuffer: @unchecked Sendable {
         }
     }
 
-    /// A buffer of the bytes `storage` holds, as many as its header counts (filled in by
-    /// its maker, a `RelayedStream`, before anyone else sees it).
-    package init(storage: Storage) { self.storage = storage }
-
     /// A buffer holding a copy of `bytes`.
     public init(copying bytes: UnsafeRawBufferPointer) {
         self.init(count: bytes.count) { target in

@@ -12,9 +12,9 @@ import RunnelUV
 
 /// The daemon's life: start, serve, reload on SIGHUP, drain and stop on SIGTERM/SIGINT.
 ///
-/// The protocol (sessions, subjects, stage chains) runs on one libuv loop on the calling (main)
-/// thread, the first of the `LoopGroup` whose other loops serve the sockets placed on them
-/// (`loops`); the durable journal's writer and the cluster's NATS work have threads of their own.
+/// A server runs on each libuv loop of its `LoopGroup` (`loops`; the first on the calling, main,
+/// thread), serving the connections placed on it for life (`LoopServers`); the first owns the
+/// subjects. The durable journal's writer and the cluster's NATS work have threads of their own.
 public enum RunneldMain {
     /// Runs `runneld` with `config` until SIGTERM or SIGINT. `reload` re-reads the
     /// configuration (the file and the flags) for SIGHUP. Returns the exit status: 0 after a
@@ -59,20 +59,16 @@ public enum RunneldMain {
         } else {
             subjects = MemorySubjectStore(retained: retained)
         }
-        let server = Server(config: config, scheduler: loop.scheduler, logger: logger, subjects: subjects)
-        let loops = LoopGroup(first: loop, count: config.loops == 0 ? LoopGroup.availableParallelism : config.loops)
-        server.loopGroup = loops
-        // Set whether HTTP is served or not: the line port's answer to an HTTP request comes from it.
-        let frontDoor = HTTPFrontDoor(server: server)
-        server.frontDoor = frontDoor
-        let daemon = Daemon(
-            loop: loop, server: server, frontDoor: frontDoor, logger: logger, levelSetting: levelSetting,
-            reload: reload)
+        let servers = LoopServers(
+            config: config, first: loop, count: config.loops == 0 ? LoopGroup.availableParallelism : config.loops,
+            ownersStore: subjects, logger: logger)
+        servers.start()
+        let daemon = Daemon(loop: loop, servers: servers, logger: logger, levelSetting: levelSetting, reload: reload)
         loop.scheduler.schedule { daemon.start() }
         let closeStatus = loop.run()
-        // The other loops' connections closed with the server's sessions (or, after a second
+        // The other loops' connections closed with their servers' sessions (or, after a second
         // stop signal, close now).
-        loops.shutdown()
+        servers.loops.shutdown()
         // Every durable change accepted is written before the process ends.
         subjects.close()
         if closeStatus != 0 {
@@ -129,8 +125,9 @@ public enum RunneldMain {
 /// The running daemon's loop-side state. Loop thread only.
 private final class Daemon: @unchecked Sendable {
     let loop: EventLoop
-    let server: Server
-    let frontDoor: HTTPFrontDoor
+    let servers: LoopServers
+    /// The server of the first loop, which owns the subjects.
+    var server: Server { servers.owner }
     let logger: Logger
     let levelSetting: LogLevelSetting
     let reload: @Sendable () throws -> ServerConfig
@@ -147,12 +144,11 @@ private final class Daemon: @unchecked Sendable {
     var exitStatus: Int32 = 0
 
     init(
-        loop: EventLoop, server: Server, frontDoor: HTTPFrontDoor, logger: Logger, levelSetting: LogLevelSetting,
+        loop: EventLoop, servers: LoopServers, logger: Logger, levelSetting: LogLevelSetting,
         reload: @escaping @Sendable () throws -> ServerConfig
     ) {
         self.loop = loop
-        self.server = server
-        self.frontDoor = frontDoor
+        self.servers = servers
         self.logger = logger
         self.levelSetting = levelSetting
         self.reload = reload
@@ -201,24 +197,23 @@ private final class Daemon: @unchecked Sendable {
             if let address = config.httpListen {
                 let httpListener = try TCPListener.bind(
                     host: address.host, port: Int(address.port), configuration: .init(), on: loop)
-                frontDoor.serve(httpListener)
+                servers.serveHTTP(httpListener)
                 self.httpListener = httpListener
                 logger.notice("runneld serving HTTP on \(Self.describe(httpListener, address))")
             }
             if config.servesTLS {
-                let tlsListeners = try TLSListeners(
-                    config: config, server: server, frontDoor: frontDoor, logger: logger)
+                let tlsListeners = try TLSListeners(config: config, servers: servers, logger: logger)
                 self.tlsListeners = tlsListeners
                 try tlsListeners.open(config: config, on: loop)
             }
             let listener = try TCPListener.bind(
                 host: config.listen.host, port: Int(config.listen.port),
                 configuration: .init(maxLineLength: config.maxLineBytes, deliversTLSHelloAsLine: true), on: loop)
-            server.serve(listener)
+            servers.serveLines(listener)
             self.listener = listener
             logger.notice(
                 "runneld listening on \(Self.describe(listener, config.listen))",
-                metadata: ["subjects": "\(server.subjects.count)", "loops": "\(server.loopGroup?.count ?? 1)"])
+                metadata: ["subjects": "\(server.subjects.count)", "loops": "\(servers.loops.count)"])
         } catch {
             logger.critical(
                 "cannot start: \(error)",
@@ -245,7 +240,7 @@ private final class Daemon: @unchecked Sendable {
             return
         }
         isStopping = true
-        logger.notice("stopping", metadata: ["signal": "\(number)", "connections": "\(server.connectionCount)"])
+        logger.notice("stopping", metadata: ["signal": "\(number)", "connections": "\(servers.connectionCount)"])
         notify { try $0.stopping() }
         listener?.close()
         listener = nil
@@ -253,7 +248,7 @@ private final class Daemon: @unchecked Sendable {
         httpListener = nil
         tlsListeners?.close()
         let timeout = server.config.shutdownTimeout
-        server.closeAllConnections(timeout: timeout) { [self] in
+        servers.closeAllConnections(timeout: timeout) { [self] in
             signalSubscriptions.dispose()
             loop.shutdown()
         }
@@ -270,7 +265,7 @@ private final class Daemon: @unchecked Sendable {
             logger.error("reload failed, keeping the running configuration: \(error)")
             return
         }
-        let changes = server.reload(newConfig)
+        let changes = servers.reload(newConfig)
         levelSetting.level = server.config.logLevel
         // Connections opened from now on; an open connection keeps the limit it was opened with.
         listener?.connectionConfiguration.maxLineLength = server.config.maxLineBytes

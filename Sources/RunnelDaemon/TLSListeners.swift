@@ -16,19 +16,17 @@ import RunnelUV
 /// Thread rules: loop thread only. Lifetime rule: owned by the daemon from start to stop;
 /// `close()` closes both listeners.
 final class TLSListeners {
-    private let server: Server
-    private let frontDoor: HTTPFrontDoor
+    private let servers: LoopServers
     private let logger: Logger
     private var context: TLSContext
     private(set) var lineListener: TCPListener?
     private(set) var httpListener: TCPListener?
 
     /// Builds the context from `config`'s files: throws when they do not load.
-    init(config: ServerConfig, server: Server, frontDoor: HTTPFrontDoor, logger: Logger) throws(TLSError) {
-        self.server = server
-        self.frontDoor = frontDoor
+    init(config: ServerConfig, servers: LoopServers, logger: Logger) throws(TLSError) {
+        self.servers = servers
         self.logger = logger
-        context = try config.makeTLSContext(onFailure: Self.failureHandler(server))
+        context = try config.makeTLSContext(onFailure: Self.failureHandler(servers.owner))
     }
 
     /// Opens the configured listeners (HTTPS first, as the daemon opens HTTP first); throws
@@ -38,7 +36,7 @@ final class TLSListeners {
             let listener = try TCPListener.bind(
                 host: address.host, port: Int(address.port), configuration: .init(), on: loop)
             listener.makeFilter = makeSession
-            frontDoor.serve(listener)
+            servers.serveHTTP(listener)
             httpListener = listener
             logger.notice("runneld serving HTTPS on \(Self.describe(listener, address))")
         }
@@ -47,7 +45,7 @@ final class TLSListeners {
                 host: address.host, port: Int(address.port), configuration: .init(maxLineLength: config.maxLineBytes),
                 on: loop)
             listener.makeFilter = makeSession
-            server.serve(listener)
+            servers.serveLines(listener)
             lineListener = listener
             logger.notice("runneld listening with TLS on \(Self.describe(listener, address))")
         }
@@ -58,7 +56,7 @@ final class TLSListeners {
     func reload(_ config: ServerConfig) {
         lineListener?.connectionConfiguration.maxLineLength = config.maxLineBytes
         do {
-            context = try config.makeTLSContext(onFailure: Self.failureHandler(server))
+            context = try config.makeTLSContext(onFailure: Self.failureHandler(servers.owner))
             logger.notice("TLS certificate and key reloaded for new connections")
         } catch {
             logger.error("TLS reload failed, keeping the running certificate and key: \(error)")
@@ -83,8 +81,8 @@ final class TLSListeners {
 
     /// Counts a session's failure and logs it at debug level: a failed handshake is a
     /// client's problem (or a scanner's), not the server's, and must not flood the log.
-    /// Counts a failure on the server's loop: a session on another of its loops (`loops`)
-    /// reports from there.
+    /// Counts every loop's failures on the first loop's server, which sums the count with the
+    /// others' figures.
     private static func failureHandler(_ server: Server) -> @Sendable (String) -> Void {
         { [weak server] reason in
             guard let server else { return }

@@ -36,8 +36,8 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
         prefixes: [(PublishRoute.prefix, PublishRoute(server: server))])
     /// The paths the router does not take, while `http_static_dir` is set.
     private let staticFiles: StaticFilesRoute
-    /// Which refused origins the log has named.
-    private var originHints = OriginRefusalHints()
+    /// Which refused origins the log has named, over every loop's front door.
+    private let originHints: Locked<OriginRefusalHints>
     /// The listeners that serve it, as the line port's answer to an HTTP request names them
     /// (`http_listen port 7456`); added as `serve(_:)` serves each.
     private var listenerNames: [String] = []
@@ -54,28 +54,41 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
     private(set) var isOpen = true
 
     /// The front door of `server`, serving on no listener until `serve(_:)`; the line port's
-    /// answer to an HTTP request then says that the server serves no HTTP.
-    package init(server: Server) {
+    /// answer to an HTTP request then says that the server serves no HTTP. The front doors of
+    /// one process's loops share `originHints`, so the log names an origin once.
+    package init(server: Server, originHints: Locked<OriginRefusalHints> = Locked(OriginRefusalHints())) {
         self.server = server
+        self.originHints = originHints
         webSocketDeflate = WebSocketSharedDeflate(values: sharedDeflate)
         staticFiles = StaticFilesRoute(server: server)
     }
 
-    /// Serves the front door on `listener`: its accepted connections come to `accept(_:)`, on
-    /// the loop the listener places each on when the server has a group of loops.
+    /// Serves the front door on `listener`, which is on the server's loop alone: its accepted
+    /// connections come to `accept(_:)`. (A listener spread over a group of servers takes each
+    /// front door's `acceptor`, once each has been told of it: `serving(_:)`.)
     package func serve(_ listener: TCPListener) {
-        server.scheduler.assertOnLoopThread()
+        serving(Self.name(of: listener))
+        listener.onAccept = acceptor
+    }
+
+    /// How the line port's answer to an HTTP request names `listener`
+    /// (`http_listen port 7456`).
+    package static func name(of listener: TCPListener) -> String {
         let key = listener.makeFilter == nil ? ConfigKey.httpListen : ConfigKey.httpsListen
-        listenerNames.append("\(key.rawValue) port \(listener.port)")
+        return "\(key.rawValue) port \(listener.port)"
+    }
+
+    /// Readies the front door to serve the listener named `name` (`name(of:)`): the routes,
+    /// the server's sweep. Loop thread, before the listener's first connection arrives.
+    package func serving(_ name: String) {
+        server.scheduler.assertOnLoopThread()
+        listenerNames.append(name)
         _ = router
         server.startSweep()
-        if let loopGroup = server.loopGroup {
-            listener.loopGroup = loopGroup
-            listener.onAcceptStream = { connection in self.accept(connection) }
-        } else {
-            listener.onAccept = { connection in self.accept(connection) }
-        }
     }
+
+    /// Takes each connection placed on the server's loop (`TCPListener.spread`).
+    package var acceptor: ConnectionAcceptor { { [self] connection in accept(connection) } }
 
     package var connectionCount: Int { connections.count }
 
@@ -208,7 +221,8 @@ package final class HTTPFrontDoor: FrontDoor, @unchecked Sendable {
     /// it changes something; else answered without CORS fields, so its browser keeps the answer
     /// from it): the log says what to do about it, as often as `originHints` allows.
     private func nameRefused(_ origin: String, peer: String) {
-        guard let hint = OriginRefusalHints.hint(for: origin), originHints.shouldName(origin, at: .now) else { return }
+        guard let hint = OriginRefusalHints.hint(for: origin), originHints.withLock({ $0.shouldName(origin, at: .now) })
+        else { return }
         server.logger.warning("\(hint)", metadata: ["peer": "\(peer)"])
     }
 }

@@ -9,9 +9,9 @@ import RunnelServer
 /// The origins named are remembered up to `capacity`, after which the memory starts over (an
 /// origin may then be named again).
 ///
-/// Thread rules: a value, the front door's, on the loop thread. Lifetime rule: the front
-/// door's, for the server's life.
-struct OriginRefusalHints {
+/// Thread rules: a value, behind the lock the front doors of a process's loops share. Lifetime
+/// rule: theirs, for the process's life.
+package struct OriginRefusalHints: Sendable {
     static let capacity = 1024
     static let interval: Duration = .seconds(1)
     /// The longest origin named: a host name is at most 253 bytes.
@@ -19,6 +19,8 @@ struct OriginRefusalHints {
 
     private var named: Set<String> = []
     private var lastNamed: ContinuousClock.Instant?
+
+    package init() {}
 
     /// What the log says of a request from a page of `origin`: how to allow it, or, for a page
     /// that has no origin to list (`null`: one opened from a file, or sandboxed), how to serve

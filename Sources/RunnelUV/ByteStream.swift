@@ -23,8 +23,7 @@ public protocol ByteStream: AnyObject {
     var sentBytes: UInt64 { get }
     /// Runs `report` with the bytes the peer has acknowledged since the stream opened
     /// (`TCPConnection.acknowledgedBytes`): they grow while the peer reads, also while the
-    /// kernel takes no more from the stream. At once for a socket of this loop; once another
-    /// loop has looked, for one it serves (`RelayedStream`); never once the stream has closed.
+    /// kernel takes no more from the stream. Never once the stream has closed.
     func measureAcknowledged(_ report: @escaping (UInt64) -> Void)
     /// Whether `unsentBytes` is over `limit` (cheaper than reading it).
     func hasUnsentBytes(over limit: Int) -> Bool

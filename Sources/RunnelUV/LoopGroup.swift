@@ -2,59 +2,63 @@ import CLibUV
 import Runnel
 import RunnelBytes
 
-/// The loops of one process: the first, which owns the protocol's state (and serves sockets
-/// too), and the others, each on a thread of its own, which serve sockets only. A listener
-/// given the group (`TCPListener.loopGroup`) has it place each accepted connection
-/// (`place(_:makeFilter:)`) on the loop with the fewest open connections: on the first loop the
-/// connection stays as it is; on another its socket moves there and the first loop gets a
-/// `RelayedStream` in its place. What the other loops spend per connection (the system calls
-/// that read and write it, its TLS) is then spread over the cores, while everything above the
-/// bytes runs on the first loop as before, so no lock is taken per delivery: a turn's output for
-/// one loop crosses as one batch, and its reads come back the same way (`CrossLoopMailbox`).
+/// The loops of one process, each serving the connections placed on it for their whole life
+/// (docs/decisions/0011-every-loop-serves-sessions-from-replicas.md): the first, which runs on
+/// the caller's thread, and the others, each on a thread of its own. A listener spread over the
+/// group (`TCPListener.spread(over:acceptors:)`) has it place each accepted connection
+/// (`place`) on the loop with the fewest open connections: on the first loop the connection
+/// goes to that loop's acceptor as it is; for another its socket moves there (a libuv handle
+/// belongs to its loop), the sockets a turn places crossing as one batch (`CrossLoopMailbox`),
+/// and that loop opens a connection for it and hands it to its own acceptor. Nothing of a
+/// connection crosses a thread after that.
 ///
-/// Thread rules: `place` on the first loop's thread; `statistics`, `count` and `shutdown()`
-/// from any thread. Lifetime rule: the other loops run from `init` until `shutdown()`, which
-/// the owner calls once the first loop has stopped (their connections closed by then); each
-/// other loop's mailboxes live as long as the group.
+/// Thread rules: `place` on the first loop's thread; `statistics`, `count`, `schedulers`,
+/// `start()` and `shutdown()` from any thread. Lifetime rule: the other loops run from
+/// `start()` until `shutdown()`, which the owner calls once the first loop has stopped (their
+/// connections closed by then); the mailboxes live as long as the group.
 public final class LoopGroup: @unchecked Sendable {
-    /// The loop the protocol runs on.
+    /// The loop the group's listeners accept on.
     public let first: LoopScheduler
+    /// Each loop's scheduler, the first's at index 0: what runs on each (a server per loop) is
+    /// made for these before `start()`.
+    public let schedulers: [LoopScheduler]
     /// Each loop's figures, the first loop's at index 0.
     public let statistics: [LoopStatistics]
     private let others: [EventLoop]
-    /// For each loop but the first (index 0 unused): the commands to its relays, and the events
-    /// back.
-    private let commands: [CrossLoopMailbox<RelayCommand>?]
-    private let events: [CrossLoopMailbox<RelayEvent>?]
+    /// For each loop but the first (index 0 unused): the sockets placed on it.
+    private let placements: [CrossLoopMailbox<PlacedSocket>?]
     /// Where the search for the least loaded loop starts, turned after each placement so ties
     /// go round (first loop thread).
     private var nextCandidate = 0
 
-    /// A group of `count` loops (at least 1) whose first is `first`: starts the others.
+    /// A group of `count` loops (at least 1) whose first is `first`: makes the others, which
+    /// run once `start()` is called.
     public init(first: EventLoop, count: Int) {
         precondition(count >= 1, "a group has at least one loop")
         self.first = first.scheduler
         statistics = (0..<count).map { LoopStatistics(index: $0) }
+        first.scheduler.io.sharedStatistics = statistics[0]
         var others: [EventLoop] = []
-        var commands: [CrossLoopMailbox<RelayCommand>?] = [nil]
-        var events: [CrossLoopMailbox<RelayEvent>?] = [nil]
+        var placements: [CrossLoopMailbox<PlacedSocket>?] = [nil]
         for index in 1..<count {
             let loop = EventLoop()
-            loop.scheduler.io.sharedStatistics = statistics[index]
-            commands.append(
-                CrossLoopMailbox(from: first.scheduler, to: loop.scheduler, counting: statistics[index]) { batch in
-                    for command in batch { StreamRelay.handle(command) }
+            let scheduler = loop.scheduler
+            let counted = statistics[index]
+            scheduler.io.sharedStatistics = counted
+            placements.append(
+                CrossLoopMailbox(from: first.scheduler, to: scheduler, counting: counted) { batch in
+                    for placed in batch { placed.open(on: scheduler, counting: counted) }
                 })
-            events.append(
-                CrossLoopMailbox(from: loop.scheduler, to: first.scheduler, counting: statistics[0]) { batch in
-                    for event in batch { RelayedStream.handle(event) }
-                })
-            loop.start(name: "runnel-loop-\(index)")
             others.append(loop)
         }
         self.others = others
-        self.commands = commands
-        self.events = events
+        self.placements = placements
+        schedulers = [first.scheduler] + others.map(\.scheduler)
+    }
+
+    /// Starts the loops other than the first, each on its own thread. Once.
+    public func start() {
+        for (index, loop) in others.enumerated() { loop.start(name: "runnel-loop-\(index + 1)") }
     }
 
     /// How many loops: one per CPU this process may run on (its affinity mask), as libuv
@@ -64,51 +68,40 @@ public final class LoopGroup: @unchecked Sendable {
     /// The number of loops.
     public var count: Int { statistics.count }
 
-    /// The turn lengths of loop `index`: read on the first loop for itself, else the copy
-    /// that loop publishes. First loop thread for index 0.
-    public func turnLengths(ofLoop index: Int) -> TurnLengths {
-        index == 0 ? first.turnLengths : statistics[index].recordedTurnLengths
-    }
+    /// The turn lengths of loop `index`, as it last recorded them. Any thread.
+    public func turnLengths(ofLoop index: Int) -> TurnLengths { statistics[index].recordedTurnLengths }
 
     /// Places `connection`, just accepted on the first loop and not yet read or written, on
-    /// the loop with the fewest connections, with the filter `makeFilter` makes (TLS): the
-    /// connection itself when that is the first loop, else a `RelayedStream` for its socket,
-    /// which has moved. Nil (the connection closed) when the filter or the move fails. First
-    /// loop thread.
-    func place(_ connection: TCPConnection, makeFilter: (() throws -> any ConnectionFilter)?) -> (any LineConnection)? {
+    /// the loop with the fewest connections, with the filter `makeFilter` makes (TLS), and
+    /// hands it to that loop's acceptor (`acceptors[index]`, called on that loop's thread):
+    /// the connection itself on the first loop, a connection opened for its socket on another.
+    /// Closed instead when the filter or the move fails. First loop thread.
+    func place(
+        _ connection: TCPConnection, makeFilter: (() throws -> any ConnectionFilter)?,
+        acceptors: [ConnectionAcceptor]
+    ) {
         first.assertOnLoopThread()
+        precondition(acceptors.count == count, "one acceptor per loop")
         let index = leastLoaded()
         let filter: (any ConnectionFilter)?
         do {
             filter = try makeFilter?()
         } catch {
             connection.close()
-            return nil
+            return
         }
-        let counted = statistics[index]
-        guard index > 0, let commands = commands[index], let events = events[index] else {
+        guard index > 0, let placements = placements[index] else {
+            PlacedSocket.counted(connection, in: statistics[0])
             if let filter { connection.attach(filter: filter) }
-            counted.openConnections.add(1, ordering: .relaxed)
-            connection.onClose { counted.openConnections.subtract(1, ordering: .relaxed) }
-            return connection
+            return acceptors[0](connection)
         }
-        let socket: Int32
-        do {
-            socket = try connection.detachSocket()
-        } catch {
-            return nil
-        }
-        let relay = StreamRelay(events: events)
-        let stream = RelayedStream(
-            loop: first, relay: relay, commands: commands, configuration: connection.configuration,
-            remoteAddress: connection.remoteAddress)
-        relay.stream = stream
-        var farConfiguration = connection.configuration
-        farConfiguration.drainsAtEndOfInput = false
-        counted.openConnections.add(1, ordering: .relaxed)
-        stream.onClose { counted.openConnections.subtract(1, ordering: .relaxed) }
-        commands.post(.open(relay, socket: socket, configuration: farConfiguration, filter: filter))
-        return stream
+        // On a failure the connection is closed, its socket with it.
+        guard let socket = try? connection.detachSocket() else { return }
+        // Counted now, so the rest of this turn's placements see it.
+        statistics[index].openConnections.add(1, ordering: .relaxed)
+        placements.post(
+            PlacedSocket(
+                socket: socket, configuration: connection.configuration, filter: filter, acceptor: acceptors[index]))
     }
 
     /// The loop with the fewest open connections, the search starting one past the last
@@ -127,5 +120,37 @@ public final class LoopGroup: @unchecked Sendable {
     /// threads. Call once the first loop has stopped serving. Any thread.
     public func shutdown() {
         for loop in others { loop.shutdown() }
+    }
+}
+
+/// What takes the connections placed on one loop: called on that loop's thread with each
+/// connection, its filter attached, before it has read or written.
+public typealias ConnectionAcceptor = @Sendable (TCPConnection) -> Void
+
+/// A socket on its way to the loop it was placed on, with what its connection is made with
+/// there. Thread rules: made on the first loop, opened on the target's.
+private struct PlacedSocket: @unchecked Sendable {
+    let socket: Int32
+    let configuration: TCPConnection.Configuration
+    let filter: (any ConnectionFilter)?
+    let acceptor: ConnectionAcceptor
+
+    /// Opens the connection on `loop` (whose thread this is) and hands it to the acceptor; a
+    /// socket libuv refuses is closed. The loop counted it when it was placed.
+    func open(on loop: LoopScheduler, counting statistics: LoopStatistics) {
+        guard let connection = try? TCPConnection.adopting(socket: socket, on: loop, configuration: configuration)
+        else {
+            statistics.openConnections.subtract(1, ordering: .relaxed)
+            return
+        }
+        connection.onClose { statistics.openConnections.subtract(1, ordering: .relaxed) }
+        if let filter { connection.attach(filter: filter) }
+        acceptor(connection)
+    }
+
+    /// Counts `connection` among its loop's open ones until it closes.
+    static func counted(_ connection: TCPConnection, in statistics: LoopStatistics) {
+        statistics.openConnections.add(1, ordering: .relaxed)
+        connection.onClose { statistics.openConnections.subtract(1, ordering: .relaxed) }
     }
 }

@@ -5,8 +5,8 @@ import Runnel
 /// list of connections with output to flush, and the readers paused until the next turn.
 ///
 /// Once per loop iteration, in the check phase (after that iteration's I/O callbacks), it
-/// runs the turn-end work asked for (`atTurnEnd`: relayed streams handing their output over,
-/// mailboxes sending their batch to another loop) and writes the output every connection
+/// runs the turn-end work asked for (`atTurnEnd`: mailboxes sending their batch to another
+/// loop) and writes the output every connection
 /// queued during the iteration, then resumes the readers that spent their read budget. Connections
 /// ask for these (`needsFlush`, `atTurnEnd`, `resumeReadingNextTurn`); this type only calls
 /// back `TCPConnection.flush()`, `TurnEndWork.turnEnded()` and `resumeAfterTurn()`. What the
@@ -29,12 +29,10 @@ final class LoopIO {
     /// thread, and a connection consumes the bytes before returning from its read callback.
     let readBuffer: UnsafeMutableRawPointer
     let readBufferSize = 256 * 1024
-    /// Where relayed connections read (`TCPConnection.readsIntoRelayArena`): on a loop that
-    /// serves another loop's streams.
-    private(set) lazy var relayArena = RelayReadArena()
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
-    /// How long the turns worked: the first loop's (another loop's are in its `sharedStatistics`).
+    /// How long the turns worked: a lone loop's (a group's loops count theirs in their
+    /// `sharedStatistics`).
     private(set) var turnLengths = TurnLengths()
     /// When the loop woke for the turn under way (`uv_hrtime`, nanoseconds); 0 while it waits.
     private var turnStart: UInt64 = 0
@@ -51,12 +49,12 @@ final class LoopIO {
     let chunks = WriteChunkPool()
     /// Connections whose reading paused for the rest of this turn (their read budget is spent).
     private var pausedReaders: [TCPConnection] = []
-    /// What else hands over output once per turn (streams relayed to another loop, the
-    /// mailboxes to other loops), before the connections' flush; and the list being walked.
+    /// What else hands over output once per turn (the mailboxes to other loops), before the
+    /// connections' flush; and the list being walked.
     private var turnEndWork: [any TurnEndWork] = []
     private var walkingWork: [any TurnEndWork] = []
-    /// When the loop is one of a `LoopGroup`'s others, its statistics, whose copy of the turn
-    /// lengths it updates at the end of every turn for other threads to read.
+    /// When the loop is one of a `LoopGroup`'s, its statistics, whose copy of the turn lengths
+    /// it updates at the end of every turn for other threads to read.
     var sharedStatistics: LoopStatistics?
 
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
@@ -124,7 +122,7 @@ final class LoopIO {
     /// one writes its own (a fan-out to thousands of connections is thousands of `write`s).
     private func flushAll() {
         repeat {
-            // A relayed stream's output goes into a mailbox, which then asks to be sent.
+            // A mailbox's batch, which may ask for more work.
             while !turnEndWork.isEmpty {
                 swap(&turnEndWork, &walkingWork)
                 for work in walkingWork { work.turnEnded() }
@@ -151,7 +149,7 @@ final class LoopIO {
     /// The loop is about to wait in the kernel: the turn under way has ended.
     private func prepareToWait() {
         // What the close callbacks (which run after the check phase) asked for goes out before
-        // the loop waits: a relay's last event, a write.
+        // the loop waits: a mailbox's last batch, a write.
         if !connectionsToFlush.isEmpty || !turnEndWork.isEmpty { flushAll() }
         guard turnStart != 0 else { return }
         let length = uv_hrtime() &- turnStart

@@ -118,9 +118,9 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
         LoopTimer(loop: self, deadline: time, interval: interval, action: action).start()
     }
 
-    /// How long the loop's turns took so far (loop thread), for a loop alone or the first of a
-    /// group (`LoopGroup.turnLengths(ofLoop:)` has the others').
-    public var turnLengths: TurnLengths { io.turnLengths }
+    /// How long the loop's turns took so far. Loop thread (`LoopGroup.turnLengths(ofLoop:)`
+    /// reads a group's loops from any).
+    public var turnLengths: TurnLengths { io.sharedStatistics?.recordedTurnLengths ?? io.turnLengths }
 
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.

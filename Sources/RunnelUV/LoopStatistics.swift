@@ -5,8 +5,7 @@ import Synchronization
 /// the batches other loops handed it (`CrossLoopMailbox`), and how long its turns take.
 ///
 /// Thread rules: any thread. The counters are atomics each written by the threads that change
-/// them; the turn lengths, which the loop counts at the end of every turn, are behind a lock
-/// (the first loop's are its `LoopIO`'s, read on the loop itself).
+/// them; the turn lengths, which the loop counts at the end of every turn, are behind a lock.
 public final class LoopStatistics: Sendable {
     /// The loop's place in its group: 0 for the first loop.
     public let index: Int
@@ -20,6 +19,6 @@ public final class LoopStatistics: Sendable {
     public var connections: Int { openConnections.load(ordering: .relaxed) }
     /// Batches of messages other loops have handed the loop.
     public var handoffs: Int { handoffCount.load(ordering: .relaxed) }
-    /// The loop's turn lengths (loops other than the first).
+    /// The loop's turn lengths.
     var recordedTurnLengths: TurnLengths { turnLengths.withLock { $0 } }
 }

@@ -1,6 +1,5 @@
 /// A byte stream a line protocol reads: one with a connection's configuration, whose line
-/// limits its `LineReader` takes. A `TCPConnection`, or a `RelayedStream` whose socket is on
-/// another loop.
+/// limits its `LineReader` takes: a `TCPConnection`.
 public protocol LineConnection: ByteStream {
     var configuration: TCPConnection.Configuration { get }
 }

@@ -22,12 +22,8 @@ extension TCPConnection {
                 let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
                 let io = connection.loop.io
                 io.noteAwake()
-                let space =
-                    connection.readsIntoRelayArena
-                    ? io.relayArena.space
-                    : UnsafeMutableRawBufferPointer(start: io.readBuffer, count: io.readBufferSize)
                 buffer!.pointee = uv_buf_t(
-                    base: space.baseAddress!.assumingMemoryBound(to: CChar.self), len: space.count)
+                    base: io.readBuffer.assumingMemoryBound(to: CChar.self), len: io.readBufferSize)
             },
             { stream, count, buffer in
                 let connection = Unmanaged<TCPConnection>.fromOpaque(stream!.pointee.data).takeUnretainedValue()
@@ -105,7 +101,7 @@ extension TCPConnection {
             uv_read_stop(stream)
             delegate?.connectionDidEndInput(self)
             if state == .open {
-                if configuration.drainsAtEndOfInput && !closePostponed {
+                if !closePostponed {
                     closeAfterFlush(timeout: configuration.lingerAfterEndOfInput)
                 }
             } else {

@@ -268,6 +268,5 @@ extension TCPConnection {
             unsentWaiter = nil
             waiter.action()
         }
-        onOutputConfirmed?()
     }
 }

@@ -44,21 +44,16 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         /// Whether a first read that starts like a TLS handshake goes to the line delegate at
         /// once as one line (`LineReader`).
         public var deliversTLSHelloAsLine: Bool
-        /// Whether the peer's end of input starts `closeAfterFlush` (with
-        /// `lingerAfterEndOfInput`); false leaves that to the delegate (a `StreamRelay`, whose
-        /// stream's output may still be on its way from another loop).
-        public var drainsAtEndOfInput: Bool
 
         public init(
             maxLineLength: Int = 1 << 20, noDelay: Bool = true, lingerAfterEndOfInput: Duration = .seconds(5),
-            deliversTLSHelloAsLine: Bool = false, drainsAtEndOfInput: Bool = true
+            deliversTLSHelloAsLine: Bool = false
         ) {
             precondition(maxLineLength > 0)
             self.maxLineLength = maxLineLength
             self.noDelay = noDelay
             self.lingerAfterEndOfInput = lingerAfterEndOfInput
             self.deliversTLSHelloAsLine = deliversTLSHelloAsLine
-            self.drainsAtEndOfInput = drainsAtEndOfInput
         }
     }
 
@@ -96,15 +91,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
 
     /// The byte-stream filter (TLS) and its plumbing, if any; set once, before reading starts.
     var filterStage: FilterStage?
-    /// Reads go into the loop's `relayArena`, not its read buffer: a `StreamRelay`'s
-    /// connection, whose input crosses to another loop. Set before reading starts.
-    var readsIntoRelayArena = false
 
     /// What `whenUnsentBytes(fallTo:_:)` waits for: the threshold and the action.
     var unsentWaiter: (threshold: Int, action: () -> Void)?
-    /// Called on the loop thread each time the kernel has taken output (or a write failed):
-    /// how a `StreamRelay` reports progress to the loop its stream lives on.
-    var onOutputConfirmed: (() -> Void)?
 
     // Closing.
     private let hooks = CloseHooks()
@@ -180,8 +169,9 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
     }
 
     /// Closes gracefully: refuses further writes and input lines, writes what is pending,
-    /// sends a FIN and waits for the peer's, then closes; closes anyway after `timeout`.
-    /// Any thread.
+    /// sends a FIN and waits for the peer's, then closes; closes anyway once a `timeout` passes
+    /// in which the peer read nothing of it (one that still reads gets its last line, however
+    /// much was pending: a slow consumer's output is bounded where it was queued). Any thread.
     public func closeAfterFlush(timeout: Duration) {
         guard loop.isOnLoopThread else {
             loop.execute { [self] in closeAfterFlush(timeout: timeout) }
@@ -189,9 +179,18 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         }
         guard state == .open else { return }
         state = .draining
-        drainTimer = loop.after(delay: timeout) { [self] in closeNow() }
+        closeUnlessRead(within: timeout, since: sentBytes)
         if !inputEnded && !isReading { startReading() }
         continueDrain()
+    }
+
+    /// Closes after `timeout` unless the kernel took more of the output than `sent` meanwhile;
+    /// then waits again.
+    private func closeUnlessRead(within timeout: Duration, since sent: UInt64) {
+        drainTimer = loop.after(delay: timeout) { [self] in
+            guard state == .draining, !shutdownSent, sentBytes != sent else { return closeNow() }
+            closeUnlessRead(within: timeout, since: sentBytes)
+        }
     }
 
     public func postponeCloseAtEndOfInput() { closePostponed = true }
@@ -266,7 +265,6 @@ public final class TCPConnection: HandleOwner, @unchecked Sendable {
         state = .closed
         queue.removeAll()
         unsentWaiter = nil
-        onOutputConfirmed = nil
         filterStage = nil
         loop.handles.unregister(self)
         hooks.run()

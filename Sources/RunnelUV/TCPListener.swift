@@ -3,12 +3,13 @@ import Dispatch
 import Runnel
 import RunnelBytes
 
-/// A listening TCP socket; accepted connections arrive through `onAccept` (or, placed on a
-/// group's loops, `onAcceptStream`), on the loop thread.
+/// A listening TCP socket; accepted connections arrive through `onAccept` on the loop thread,
+/// or, spread over a group's loops (`spread(over:acceptors:)`), through each loop's acceptor on
+/// that loop's thread.
 ///
 /// Thread rules: `bind` may be called from any thread (it runs on the loop thread and waits,
 /// or runs inline when called there or before the loop runs); `close()` from any thread;
-/// `onAccept` is set and called on the loop thread.
+/// `onAccept` and `spread` are set, and `onAccept` called, on the loop thread.
 ///
 /// Lifetime rule: the listener is retained through `handle->data` from `uv_tcp_init` until
 /// the close callback, which releases it and frees the handle; `close()` stops accepting. An
@@ -31,12 +32,9 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
 
     /// Called on the loop thread with each accepted connection.
     public var onAccept: ((TCPConnection) -> Void)?
-    /// The loops accepted connections are spread over; with one, each accepted connection goes
-    /// to `onAcceptStream` (placed by the group, filtered) instead of `onAccept`. Loop thread.
-    public var loopGroup: LoopGroup?
-    /// Called on the loop thread with each accepted connection as the group placed it: a
-    /// `TCPConnection` on this loop or a `RelayedStream` for a socket on another.
-    public var onAcceptStream: ((any LineConnection) -> Void)?
+    /// The loops accepted connections are spread over, and each one's acceptor; when set,
+    /// each connection goes to the group (placed, filtered) instead of `onAccept`.
+    private var spread: (group: LoopGroup, acceptors: [ConnectionAcceptor])?
 
     private init(loop: LoopScheduler, host: String, configuration: TCPConnection.Configuration) throws {
         self.loop = loop
@@ -111,9 +109,8 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
             return
         }
         connection.didConnect()
-        if let loopGroup, let onAcceptStream {
-            if let placed = loopGroup.place(connection, makeFilter: makeFilter) { onAcceptStream(placed) }
-            return
+        if let (group, acceptors) = spread {
+            return group.place(connection, makeFilter: makeFilter, acceptors: acceptors)
         }
         if let makeFilter {
             do {
@@ -130,6 +127,15 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         }
     }
 
+    /// Places each connection accepted from now on on one of `group`'s loops
+    /// (`LoopGroup.place`), where that loop's acceptor (`acceptors`, one per loop in the
+    /// group's order) takes it. Listener's loop thread, which must be the group's first.
+    public func spread(over group: LoopGroup, acceptors: [ConnectionAcceptor]) {
+        loop.assertOnLoopThread()
+        precondition(group.first === loop && acceptors.count == group.count, "one acceptor per loop of the group")
+        spread = (group, acceptors)
+    }
+
     /// Stops accepting and closes the socket. Any thread.
     public func close() {
         guard loop.isOnLoopThread else {
@@ -139,7 +145,7 @@ public final class TCPListener: HandleOwner, @unchecked Sendable {
         guard isOpen else { return }
         isOpen = false
         onAccept = nil
-        onAcceptStream = nil
+        spread = nil
         uv_close(runnel_tcp_as_handle(handle)) { handle in
             let listener = Unmanaged<TCPListener>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             handle!.deallocate()

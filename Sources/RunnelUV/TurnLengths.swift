@@ -2,8 +2,8 @@
 /// callbacks, the flush), its idle wait in the kernel taken out, counted in fixed buckets.
 /// A long turn is a stall for every connection on the loop.
 ///
-/// A value type; the first loop's is `LoopScheduler.turnLengths` (loop thread), another loop's
-/// its `LoopStatistics.turnLengths` (behind a lock).
+/// A value type; a loop's is `LoopScheduler.turnLengths`, kept by the loop itself when alone
+/// and, for a loop of a group, in its `LoopStatistics` (behind a lock) for any thread to read.
 public struct TurnLengths: Sendable {
     /// The buckets' upper bounds, in microseconds; the last bucket has none.
     public static let boundsMicroseconds: [UInt64] = [

@@ -1,55 +1,56 @@
 import Runnel
+import RunnelBytes
 import RunnelTestSupport
 import Testing
 
 @testable import RunnelUV
 
-/// A value handed to the loop thread by a test that knows only that thread touches it.
-private struct Unchecked<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 extension RunnelUVTests {
-    /// A `LoopGroup` spreading a listener's connections: sockets on the other loops reach the
-    /// first loop as `RelayedStream`s that behave as its own connections do (run under the
-    /// thread sanitizer in CI).
+    /// A `LoopGroup` spreading a listener's connections: each is served for life by the loop it
+    /// was placed on, whose acceptor gets it on that loop's thread (run under the thread
+    /// sanitizer in CI).
     @Suite struct LoopGroupTests {
-        /// A first loop, a group of `count`, and a listener on the first loop whose placed
-        /// connections get `delegate(stream)` and, unless told otherwise, start reading.
+        /// A first loop, a group of `count` and a listener spread over it, whose acceptor for
+        /// each loop records the connection and the loop it ran on, gives it
+        /// `delegate(loop index)` and starts it reading.
         final class Server: @unchecked Sendable {
             let loop = EventLoop.started()
             let group: LoopGroup
             let listener: TCPListener
-            let accepted = Shared<[any LineConnection]>([])
+            /// Each accepted connection, with the index of the loop whose acceptor took it and
+            /// whether that ran on that loop's thread.
+            let accepted = Shared<[(connection: TCPConnection, loop: Int, onItsThread: Bool)]>([])
 
             init(
-                loops count: Int, startsReading: Bool = true,
-                delegate: @escaping @Sendable (any LineConnection) -> (any LineReaderDelegate)?
+                loops count: Int, makeFilter: (@Sendable () throws -> any ConnectionFilter)? = nil,
+                delegate: @escaping @Sendable (Int) -> (any LineReaderDelegate)?
             ) throws {
                 group = LoopGroup(first: loop, count: count)
+                group.start()
                 listener = try TCPListener.bind(host: "127.0.0.1", port: 0, on: loop)
-                let (listener, group, accepted) = (listener, group, accepted)
-                let scheduler = loop.scheduler
-                _ = onLoop(loop) {
-                    listener.loopGroup = group
-                    listener.onAcceptStream = { stream in
-                        precondition(scheduler.isOnLoopThread)
-                        accepted.withLock { $0.append(stream) }
-                        stream.readLines(into: delegate(stream))
-                        if startsReading { stream.startReading() }
+                let accepted = accepted
+                let acceptors: [ConnectionAcceptor] = group.schedulers.enumerated().map { index, scheduler in
+                    { connection in
+                        accepted.withLock { $0.append((connection, index, scheduler.isOnLoopThread)) }
+                        connection.readLines(into: delegate(index))
+                        connection.startReading()
                     }
+                }
+                let (listener, group) = (listener, group)
+                _ = onLoop(loop) {
+                    listener.makeFilter = makeFilter
+                    listener.spread(over: group, acceptors: acceptors)
                     return true
                 }
             }
 
             var port: Int { listener.port }
 
-            /// Connects a client and waits for its stream, the `index`th accepted.
-            func connectClient(index: Int = 0) throws -> (client: BlockingTCPClient, stream: any LineConnection) {
+            /// Connects a client and waits for its connection, the `index`th accepted.
+            func connectClient(index: Int = 0) throws -> BlockingTCPClient {
                 let client = try BlockingTCPClient(port: port)
                 try #require(eventually { accepted.current.count == index + 1 })
-                return (client, accepted.current[index])
+                return client
             }
 
             func stop() -> Int32? {
@@ -60,16 +61,15 @@ extension RunnelUVTests {
             }
         }
 
-        @Test func spreadsConnectionsOverTheLoopsAndRelaysBothWays() throws {
-            let server = try Server(loops: 3) { stream in RecordingDelegate(echo: true, scheduler: nil) }
+        @Test func eachLoopServesTheConnectionsPlacedOnIt() throws {
+            let server = try Server(loops: 3) { index in RecordingDelegate(echo: true) }
             var clients: [BlockingTCPClient] = []
             for index in 0..<6 {
-                let (client, _) = try server.connectClient(index: index)
-                clients.append(client)
+                clients.append(try server.connectClient(index: index))
             }
             #expect(server.group.statistics.map(\.connections) == [2, 2, 2])
-            let relayed = server.accepted.current.filter { $0 is RelayedStream }.count
-            #expect(relayed == 4)
+            #expect(server.accepted.current.map(\.loop).sorted() == [0, 0, 1, 1, 2, 2])
+            #expect(server.accepted.current.allSatisfy { $0.onItsThread })
             for (index, client) in clients.enumerated() {
                 try client.sendRaw("hello \(index)\nsecond \(index)\n")
             }
@@ -77,43 +77,39 @@ extension RunnelUVTests {
                 #expect(client.readLine() == "hello \(index)")
                 #expect(client.readLine() == "second \(index)")
             }
-            let remote = server.accepted.current.map { stream in
-                let stream = Unchecked(stream)
-                return onLoop(server.loop) { stream.value.remoteAddress }
-            }
-            #expect(remote.allSatisfy { $0.hasPrefix("127.0.0.1:") })
             clients.removeAll()
             #expect(eventually { server.group.statistics.map(\.connections) == [0, 0, 0] })
             #expect(server.stop() == 0)
         }
 
-        @Test func theDelegateRunsOnTheFirstLoop() throws {
-            let scheduler = Shared<LoopScheduler?>(nil)
+        /// The delegate runs on the loop the connection was placed on, not the first.
+        @Test func theDelegateRunsOnItsConnectionsLoop() throws {
             let recorders = Shared<[RecordingDelegate]>([])
-            let server = try Server(loops: 2) { _ in
-                let recorder = RecordingDelegate(echo: true, scheduler: scheduler.current)
+            let group = Shared<LoopGroup?>(nil)
+            let server = try Server(loops: 2) { index in
+                let recorder = RecordingDelegate(echo: true, scheduler: group.current?.schedulers[index])
                 recorders.withLock { $0.append(recorder) }
                 return recorder
             }
-            scheduler.withLock { $0 = server.loop.scheduler }
-            let (first, _) = try server.connectClient(index: 0)
-            let (second, stream) = try server.connectClient(index: 1)
-            #expect(stream is RelayedStream)
+            group.withLock { $0 = server.group }
+            let first = try server.connectClient(index: 0)
+            let second = try server.connectClient(index: 1)
             try first.send("one")
             try second.send("two")
             #expect(first.readLine() == "one")
             #expect(second.readLine() == "two")
+            #expect(recorders.current.count == 2)
             #expect(recorders.current.allSatisfy { $0.record.current.sawLoopScheduler })
             #expect(server.stop() == 0)
         }
 
-        /// The peer's end of input reaches the stream after its last lines, and what the stream
-        /// writes in answer still goes out before the close (netcat's `printf ... | nc`).
+        /// A connection placed on another loop still answers a half-closed peer in full before
+        /// it closes (netcat's `printf ... | nc`).
         @Test func aHalfClosedPeerGetsEveryAnswerBeforeTheClose() throws {
             let server = try Server(loops: 2) { _ in RecordingDelegate(echo: true) }
             _ = try server.connectClient(index: 0)
-            let (client, stream) = try server.connectClient(index: 1)
-            #expect(stream is RelayedStream)
+            let client = try server.connectClient(index: 1)
+            #expect(server.accepted.current[1].loop == 1)
             let lines = (0..<500).map { "line \($0)" }
             try client.sendRaw(lines.joined(separator: "\n") + "\n")
             client.shutdownWrite()
@@ -121,46 +117,14 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
-        /// Input that arrives while the stream does not read waits (the socket is not read past
-        /// the relay's credit) and none of it is lost when reading resumes.
-        @Test func aStreamThatStopsReadingLosesNothing() throws {
-            let recorder = RecordingDelegate()
-            let server = try Server(loops: 2, startsReading: false) { _ in recorder }
-            _ = try server.connectClient(index: 0)
-            let (client, connected) = try server.connectClient(index: 1)
-            let stream = Unchecked(connected)
-            let lines = (0..<20_000).map { "a line of some length, number \($0)" }
-            try client.sendRaw(lines.joined(separator: "\n") + "\n")
-            #expect(recorder.lines.isEmpty)
-            _ = onLoop(server.loop) {
-                stream.value.startReading()
-                return true
-            }
-            #expect(eventually { recorder.lines.count == lines.count })
-            #expect(recorder.lines == lines)
-            #expect(server.stop() == 0)
-        }
-
-        /// Unsent output is what the peer has not taken yet: a waiter for it to fall runs once
-        /// the peer reads, and `sentBytes` grows as it does.
-        @Test func unsentBytesFallAsThePeerReads() throws {
-            let server = try Server(loops: 2) { _ in nil }
-            _ = try server.connectClient(index: 0)
-            let (client, connected) = try server.connectClient(index: 1)
-            let stream = Unchecked(connected)
-            let total = 8 << 20
-            let drained = Shared(false)
-            _ = onLoop(server.loop) {
-                let block = [UInt8](repeating: 120, count: 64 * 1024)
-                for _ in 0..<(total / block.count) { block.withUnsafeBytes { _ = stream.value.write(copying: $0) } }
-                stream.value.whenUnsentBytes(fallTo: 0) { drained.withLock { $0 = true } }
-                return true
-            }
-            #expect(eventually { onLoop(server.loop) { stream.value.unsentBytes } > 1 << 20 })
-            #expect(!drained.current)
-            #expect(client.readBytes(count: total).count == total)
-            #expect(eventually { drained.current })
-            #expect(onLoop(server.loop) { stream.value.sentBytes } == UInt64(total))
+        /// A filter that cannot be made closes the connection before any loop takes it.
+        @Test func aFilterThatFailsClosesTheConnection() throws {
+            struct Refused: Error {}
+            let server = try Server(loops: 2, makeFilter: { throw Refused() }) { _ in RecordingDelegate(echo: true) }
+            let client = try BlockingTCPClient(port: server.port)
+            #expect(client.readUntilClosed() == [])
+            #expect(server.accepted.current.isEmpty)
+            #expect(server.group.statistics.map(\.connections) == [0, 0])
             #expect(server.stop() == 0)
         }
 
@@ -175,8 +139,8 @@ extension RunnelUVTests {
                 func turnEnded() { unsentAtTurnEnd.withLock { $0 = connection.pendingBytes } }
             }
             let server = try Server(loops: 1) { _ in nil }
-            let (client, connected) = try server.connectClient(index: 0)
-            let recorder = Recorder(try #require(connected as? TCPConnection))
+            let client = try server.connectClient(index: 0)
+            let recorder = Recorder(server.accepted.current[0].connection)
             let scheduler = server.loop.scheduler
             _ = onLoop(server.loop) {
                 Array("queued\n".utf8).withUnsafeBytes { _ = recorder.connection.write(copying: $0) }
@@ -185,27 +149,6 @@ extension RunnelUVTests {
             }
             #expect(client.readLine() == "queued")
             #expect(recorder.unsentAtTurnEnd.current == 7)
-            #expect(server.stop() == 0)
-        }
-
-        @Test func closeAfterFlushWritesEverythingThenCloses() throws {
-            let closed = Shared(false)
-            let server = try Server(loops: 2) { _ in nil }
-            _ = try server.connectClient(index: 0)
-            let (client, connected) = try server.connectClient(index: 1)
-            let stream = Unchecked(connected)
-            #expect(connected is RelayedStream)
-            let stillOpen = onLoop(server.loop) {
-                stream.value.onClose { closed.withLock { $0 = true } }
-                for index in 0..<1000 {
-                    Array("value \(index)".utf8).withUnsafeBytes { _ = stream.value.writeLine(copying: $0) }
-                }
-                stream.value.closeAfterFlush(timeout: .seconds(5))
-                return stream.value.isOpen
-            }
-            #expect(!stillOpen)
-            #expect(client.readUntilClosed() == (0..<1000).map { "value \($0)" })
-            #expect(eventually { closed.current })
             #expect(server.stop() == 0)
         }
     }

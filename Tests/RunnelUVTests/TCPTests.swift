@@ -393,19 +393,45 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
-        @Test func closeAfterFlushDeliversEverythingThenCloses() throws {
-            let payload = ByteBuffer(count: 4 << 20) { bytes in
+        /// A server that writes `count` patterned bytes to each connection, then closes it after
+        /// a flush with `timeout`; and those bytes.
+        private func flushingServer(writing count: Int, timeout: Duration) throws -> (Server, ByteBuffer) {
+            let payload = ByteBuffer(count: count) { bytes in
                 for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index) }
             }
             let server = try Server { connection in
                 connection.write(payload)
-                connection.closeAfterFlush(timeout: .seconds(10))
+                connection.closeAfterFlush(timeout: timeout)
                 return nil
             }
+            return (server, payload)
+        }
+
+        @Test func closeAfterFlushDeliversEverythingThenCloses() throws {
+            let (server, payload) = try flushingServer(writing: 4 << 20, timeout: .seconds(10))
             let client = try BlockingTCPClient(port: server.port)
             let bytes = client.readBytesUntilClosed()
             #expect(client.streamEnd == .closed)
             #expect(bytes?.count == payload.count)
+            #expect(bytes == payload.array)
+            #expect(server.stop() == 0)
+        }
+
+        /// The timeout counts time in which the peer read nothing: one that reads slowly but
+        /// steadily gets everything, however long that takes in all.
+        @Test func closeAfterFlushWaitsForAPeerThatStillReads() throws {
+            // Far more than the kernel's buffers take: most of it waits in the connection.
+            let (server, payload) = try flushingServer(writing: 16 << 20, timeout: .milliseconds(500))
+            let client = try BlockingTCPClient(port: server.port, receiveBufferSize: 4096)
+            var bytes: [UInt8] = []
+            // 16 reads 50 ms apart: longer than the timeout in all, never that long idle.
+            for _ in 0..<16 {
+                bytes += client.readBytes(count: 1 << 20)
+                usleep(50_000)
+            }
+            bytes += client.readBytesUntilClosed() ?? []
+            #expect(client.streamEnd == .closed)
+            #expect(bytes.count == payload.count)
             #expect(bytes == payload.array)
             #expect(server.stop() == 0)
         }

@@ -6,17 +6,14 @@ import RunnelUV
 /// The line protocol over TCP: the connection is a session's transport as it is (requests are
 /// its lines, framed by a `LineReader` in front of the session; server lines go out with a
 /// `\n` after each), so delivering a value touches no object between the session and the
-/// connection. Two connections are: a `TCPConnection`, and a `RelayedStream` whose socket
-/// another loop serves (`LoopGroup`); each gets the protocol's code specialised for it. With
-/// the listeners' accept code, the only server code that touches them; HTTP and its streams
-/// see a `ByteStream`.
+/// connection, a `TCPConnection` of the session's loop, which gets the protocol's code
+/// specialised for it. With the listeners' accept code, the only server code that touches
+/// one; HTTP and its streams see a `ByteStream`.
 ///
 /// Thread rules: loop thread only (libuv calls it there).
 protocol LineTransport: SessionTransport, LineConnection {}
 
 extension TCPConnection: LineTransport {}
-
-extension RelayedStream: LineTransport {}
 
 extension LineTransport {
     package func start(receiver: any RequestReceiver) {
@@ -103,21 +100,8 @@ extension Server {
         frontDoor?.answer(toLinePortFirstLine: line, on: connection) ?? false
     }
 
-    /// Serves the line protocol on `listener`: each accepted connection becomes a session, on
-    /// whichever of the server's loops (`loopGroup`) it was placed.
-    public func serve(_ listener: TCPListener) {
-        startSweep()
-        guard let loopGroup else {
-            listener.onAccept = { [self] connection in accept(connection) }
-            return
-        }
-        listener.loopGroup = loopGroup
-        listener.onAcceptStream = { [self] connection in
-            if let relayed = connection as? RelayedStream {
-                accept(relayed)
-            } else if let local = connection as? TCPConnection {
-                accept(local)
-            }
-        }
-    }
+    /// Makes each connection placed on this server's loop a session: what a listener spread
+    /// over the process's loops hands it (`TCPListener.spread`). The caller has armed the
+    /// server's sweep on its loop (`startSweep`).
+    public var lineAcceptor: ConnectionAcceptor { { [self] connection in accept(connection) } }
 }

@@ -153,6 +153,10 @@ extension JSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expressibl
 }
 
 extension JSON {
-    /// `stats.timers` of a serving runneld with no stage timer armed: its own sweep.
-    static let idleTimers: JSON = 1
+    /// `stats.timers` of a serving runneld with no stage timer armed: the sweep of each loop's
+    /// server, at the loops the tests run with (`RunneldProcess.testLoops`).
+    static var idleTimers: JSON { timers(stages: 0) }
+
+    /// `stats.timers` with `stages` stage timers armed.
+    static func timers(stages: Int) -> JSON { .number(Double(Int(RunneldProcess.testLoops)! + stages)) }
 }
