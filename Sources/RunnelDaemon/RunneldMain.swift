@@ -141,6 +141,8 @@ private final class Daemon: @unchecked Sendable {
     /// deadline if the node has not caught up by then.
     var hasListened = false
     var listenDeadline: Disposable?
+    /// When a stop closes what is still draining (`shutdown_timeout` after the signal).
+    var stopDeadline: Disposable?
     var exitStatus: Int32 = 0
 
     init(
@@ -232,7 +234,9 @@ private final class Daemon: @unchecked Sendable {
     }
 
     /// SIGTERM/SIGINT: stop accepting, flush and close every connection within
-    /// `shutdown_timeout`, then end the loop. A second signal stops at once.
+    /// `shutdown_timeout`, then end the loop. A second signal stops at once, and so does the
+    /// timeout: a connection's own drain gives a peer that still reads more time
+    /// (`TCPConnection.closeAfterFlush`), which a stop does not.
     func stop(signal number: Int32) {
         if isStopping {
             logger.warning("second stop signal: closing now")
@@ -248,7 +252,15 @@ private final class Daemon: @unchecked Sendable {
         httpListener = nil
         tlsListeners?.close()
         let timeout = server.config.shutdownTimeout
+        let scheduler = loop.scheduler
+        stopDeadline = scheduler.after(scheduler.now.advanced(by: timeout)) { [self] in
+            logger.warning(
+                "shutdown_timeout passed: closing the connections still draining",
+                metadata: ["connections": "\(servers.connectionCount)"])
+            loop.shutdown()
+        }
         servers.closeAllConnections(timeout: timeout) { [self] in
+            stopDeadline?.dispose()
             signalSubscriptions.dispose()
             loop.shutdown()
         }

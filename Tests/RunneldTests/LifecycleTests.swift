@@ -38,6 +38,35 @@ import Testing
         #expect(client.readUntilClosed(timeout: .seconds(5)) != nil, "the connection stayed open")
     }
 
+    /// A stop waits `shutdown_timeout` for output to drain, and no longer: a subscriber still
+    /// reading a backlog steadily (which keeps a connection's own drain going) is closed when
+    /// it passes.
+    @Test func sigtermStopsWithinShutdownTimeoutWhileASubscriberStillReads() throws {
+        var config = RunneldConfig()
+        config.shutdownTimeout = 1
+        config.softPendingBytes = 64 << 20
+        config.maxPendingBytes = 128 << 20
+        let server = try RunneldProcess(config: config)
+        let reader = try server.connect(receiveBufferSize: 64 << 10)
+        try reader.subscribe("backlog", sid: "s")
+        let publisher = try server.connect()
+        let value = JSON.string(String(repeating: "x", count: 60_000))
+        // 48 MB, under the soft limit: the publisher is never held.
+        for _ in 0..<800 { try publisher.publish("backlog", value) }
+        server.signal(SIGTERM)
+        let stopped = ContinuousClock.now
+        var status: Int32?
+        // 64 KiB every 10 ms or so: the kernel keeps taking output, and the backlog lasts
+        // several seconds, which the connection's drain alone would wait for.
+        while status == nil, ContinuousClock.now - stopped < .seconds(30) {
+            _ = reader.readBytes(count: 64 << 10, timeout: .milliseconds(10))
+            pollPause(.milliseconds(10))
+            status = try? server.waitForExit(timeout: .milliseconds(1))
+        }
+        #expect(status == 0)
+        #expect(ContinuousClock.now - stopped < .seconds(3), "the stop waited past shutdown_timeout")
+    }
+
     /// SIGTERM right after the "listening" line: a supervisor may send it at any moment, so the
     /// daemon must handle it before it announces itself.
     @Test func sigtermRightAfterStartupExitsWithStatusZero() throws {

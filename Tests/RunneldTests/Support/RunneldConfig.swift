@@ -5,6 +5,7 @@ import Foundation
 struct RunneldConfig {
     var maxLineBytes: Int?
     var maxPendingBytes: Int?
+    var softPendingBytes: Int?
     /// `"disconnect"` or `"drop"`.
     var slowConsumer: String?
     var autoCreate: Bool?
@@ -24,6 +25,8 @@ struct RunneldConfig {
     var fsync: String?
     /// Seconds; `0` turns it off.
     var loginTimeout: Double?
+    /// Seconds.
+    var shutdownTimeout: Double?
     var maxConnectionsPerAddress: Int?
     var maxSubscriptionBytes: Int?
     var maxReplayBytes: Int?
@@ -38,6 +41,7 @@ struct RunneldConfig {
         var lines: [String] = []
         if let v = maxLineBytes { lines.append("max_line_bytes = \(v)") }
         if let v = maxPendingBytes { lines.append("max_pending_bytes = \(v)") }
+        if let v = softPendingBytes { lines.append("soft_pending_bytes = \(v)") }
         if let v = slowConsumer { lines.append("slow_consumer = \(RunneldConfig.quote(v))") }
         if let v = autoCreate { lines.append("auto_create = \(v)") }
         if let v = authTokens { lines.append("auth_tokens = [\(v.map(RunneldConfig.quote).joined(separator: ", "))]") }
@@ -53,6 +57,7 @@ struct RunneldConfig {
         if let v = dataDir { lines.append("data_dir = \(RunneldConfig.quote(v))") }
         if let v = fsync { lines.append("fsync = \(RunneldConfig.quote(v))") }
         if let v = loginTimeout { lines.append("login_timeout = \(v)") }
+        if let v = shutdownTimeout { lines.append("shutdown_timeout = \(v)") }
         if let v = maxConnectionsPerAddress { lines.append("max_connections_per_address = \(v)") }
         if let v = maxSubscriptionBytes { lines.append("max_subscription_bytes = \(v)") }
         if let v = maxReplayBytes { lines.append("max_replay_bytes = \(v)") }
