@@ -60,6 +60,27 @@ import Testing
         #expect(ownersLines.count == 3 && ownersLines[1].contains(#""value":"again""#))
     }
 
+    /// The first value of a subject made after a pattern subscription on another loop counts
+    /// it among its receivers, whichever loop publishes it, before that loop has told the owner
+    /// of its replica.
+    @Test func aPatternOnAnotherLoopIsAReceiverOfANewSubjectsFirstValue() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        let reader = servers[1].connect()
+        let publisher = servers[1].connect()
+        servers[1].send(reader, #"{"op":"sub","subject":"n.*","sid":"p"}"#, #"{"op":"sub","subject":"n.>","sid":"q"}"#)
+        #expect(servers[1].lines(of: reader, count: 2) == [#"{"ok":true,"sid":"p"}"#, #"{"ok":true,"sid":"q"}"#])
+        #expect(
+            servers[0].send(owner, #"{"op":"pub","subject":"n.a","value":1,"ref":"o"}"#)
+                == [#"{"ok":true,"ref":"o","receivers":2}"#])
+        #expect(servers[1].send(publisher, #"{"op":"pub","subject":"n.b","value":2,"ref":"r"}"#).isEmpty)
+        #expect(servers[1].lines(of: publisher, count: 1) == [#"{"ok":true,"ref":"r","receivers":2}"#])
+        #expect(
+            servers[0].send(owner, #"{"op":"pub","subject":"n.a.deep","value":3,"ref":"d"}"#)
+                == [#"{"ok":true,"ref":"d","receivers":1}"#])
+    }
+
     /// The replicas a pattern brought are let go with its last subscription, and the owner
     /// then counts nobody there.
     @Test func thePatternsReplicasGoWithIt() {

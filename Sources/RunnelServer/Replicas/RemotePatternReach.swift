@@ -1,7 +1,7 @@
 import RunnelProtocol
 
-/// Other loops' pattern subscriptions as the owner counts them for `$sys.occupancy` (decision
-/// 0011): a stand-in for each, with the pattern and the token's rights
+/// Other loops' pattern subscriptions as the owner counts them for `$sys.occupancy`, and for a
+/// `pub`'s receivers until a loop has told its count of a new replica (decision 0011): a stand-in for each, with the pattern and the token's rights
 /// (`PatternReader`), indexed by pattern, so a subject's occupancy counts them whether the
 /// subject exists or not (a loop holds replicas only of subjects that exist). A reading loop
 /// tells the owner of each as it begins and ends (`ReplicaRequest.patternReach`), in its place
@@ -35,4 +35,12 @@ final class RemotePatternReach {
 
     /// How many of the other loops' pattern subscriptions a value of `name` would reach.
     func reach(of name: String) -> Int { index.reach(of: name, named: 0) }
+
+    /// How many of `reader`'s pattern subscriptions a value of `name` would reach.
+    func reach(of name: String, by reader: ReplicaReader) -> Int {
+        guard let standIns = byReader[ObjectIdentifier(reader)] else { return 0 }
+        return standIns.values.reduce(0) { reach, standIn in
+            standIn.reader.pattern.matches(name) && standIn.reader.receives(name) ? reach + 1 : reach
+        }
+    }
 }

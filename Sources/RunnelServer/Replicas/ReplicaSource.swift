@@ -100,11 +100,10 @@ package final class ReplicaSource: @unchecked Sendable {
     func patternReach(of name: String) -> Int { readersPatterns.reach(of: name) }
 
     private func open(_ name: String, for reader: ReplicaReader, in owner: any ReplicaOwner) {
-        let link = self.reader(reader)
         do throws(ProtocolError) {
-            feed(try owner.subjectToReplicate(name), to: link)
+            feed(try owner.subjectToReplicate(name), to: reader)
         } catch {
-            link.outbox.post(.refused(name: name, error))
+            self.reader(reader).outbox.post(.refused(name: name, error))
         }
     }
 
@@ -118,9 +117,8 @@ package final class ReplicaSource: @unchecked Sendable {
         // Occupancy subjects exist while read: those the pattern reads are made first.
         owner.occupancyPattern(pattern.text, isWatched: true)
         watches[key, default: (reader: reader, patterns: [:])].patterns[pattern.text] = pattern
-        let link = self.reader(reader)
         for entry in owner.subjects.list(prefix: "") where SystemSubjects.reaches(pattern, entry.name) {
-            if !holding.contains(entry.name) { feed(entry, to: link) }
+            if !holding.contains(entry.name) { feed(entry, to: reader) }
         }
     }
 
@@ -130,19 +128,26 @@ package final class ReplicaSource: @unchecked Sendable {
         guard !watches.isEmpty else { return }
         for (reader, patterns) in watches.values
         where patterns.values.contains(where: { SystemSubjects.reaches($0, entry.name) }) {
-            feed(entry, to: self.reader(reader))
+            feed(entry, to: reader)
         }
     }
 
-    /// A new feed of `entry` to the reader `link` leads to, opening its replica there.
-    private func feed(_ entry: SubjectEntry, to link: ReaderLink) {
+    /// A new feed of `entry` to `reader`, opening its replica there. Until the reader tells
+    /// how many subscriptions read the replica, the owner counts those its pattern
+    /// subscriptions will have there (`RemotePatternReach`): a `pub` that makes a subject, or
+    /// the first values of one a pattern brought, counts them among its receivers as the
+    /// owner's own pattern subscriptions are.
+    private func feed(_ entry: SubjectEntry, to reader: ReplicaReader) {
         lastFeed += 1
-        let feed = ReplicaFeed(number: lastFeed, entry: entry, link: link, publishers: registry, pauses: pauses) {
-            [weak self] number in
+        let feed = ReplicaFeed(
+            number: lastFeed, entry: entry, link: self.reader(reader), publishers: registry, pauses: pauses
+        ) { [weak self] number in
             self?.feeds[number] = nil
         }
         feeds[feed.number] = feed
         feed.start()
+        let reach = readersPatterns.reach(of: entry.name, by: reader)
+        if reach > 0 { feed.count(ReplicaReaders(subscribers: reach)) }
     }
 
     /// The link to `reader`'s loop, made on its first request; it is told at once when the
