@@ -84,6 +84,29 @@ import Testing
         #expect(servers[1].run { servers[1].server.value.stats.counts.slowConsumerDisconnects } == 0)
     }
 
+    /// A conflating loop past the hard limit misses values, and once it has caught up is told
+    /// how many and gets the latest, though no value follows it.
+    @Test func aConflatingLoopPastTheHardLimitGetsTheLatestValueOnceCaughtUp() {
+        let servers = LoopServers(count: 2) {
+            $0.slowConsumer = .drop
+            $0.softPendingBytes = 1000
+            $0.maxPendingBytes = 2000
+        }
+        defer { servers.shutdown() }
+        let subscriber = Self.subscribe(on: servers[1], conflating: true)
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        let replicas = UnsafeTransfer(servers.replicas(on: 1)!)
+        // Taken in one turn: over the soft limit, under the hard one when the turn began.
+        servers[0].send(publisher, (5...12).map(Self.pub))
+        #expect(eventually { replicas.value.backlog > 2000 })
+        servers[0].send(publisher, (13...20).map(Self.pub))
+        release()
+        let lines = servers[1].lines(of: subscriber, count: 14)
+        #expect(lines?.prefix(12).map(Self.index) == Array(1...12))
+        #expect(lines?.dropFirst(12).first == #"{"ev":"dropped","sid":"a","count":7}"#)
+        #expect(lines?.last.map(Self.index) == 20)
+    }
+
     /// A subscriber of the owner's loop is not slowed by another loop's lag under `drop`.
     @Test func theOwnersOwnSubscribersGetEveryValueWhileAnotherLoopMissesThem() {
         let servers = Self.servers(.drop)

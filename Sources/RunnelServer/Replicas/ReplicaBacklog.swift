@@ -55,14 +55,16 @@ final class ReplicaBacklog: Sendable {
 ///   batch, however many, as a burst a publisher sent in one read does on one loop), a value
 ///   applies its subject's policy to the whole loop (`conflate` when every subscriber there
 ///   conflates: `ReplicaReaders`), as one lagging subscriber there would. Under `drop` that
-///   loop misses the value (the feed tells it how many before the next,
-///   `ReplicaUpdate.missed`); under `backpressure` and `disconnect` the publisher whose value it
-///   is is held (`PublisherGate.laggardBegan`) until the loop has caught up (to half the
-///   window), as one connection that still reads holds its publishers while it drains, and what
-///   waits for the loop is bounded by the pause. A value with no publisher to hold (from the
+///   loop misses the value (the feed tells it how many before the next, or once the loop has
+///   caught up if none comes first: `ReplicaUpdate.missed`, `settleWhenCaughtUp`); under
+///   `backpressure` and `disconnect` the publisher whose value it is is held
+///   (`PublisherGate.laggardBegan`) until the loop has caught up (to half the window), as one
+///   connection that still reads holds its publishers while it drains, and what waits for the
+///   loop is bounded by the pause. A value with no publisher to hold (from the
 ///   cluster, a timer) under `disconnect`, and any under `conflate`, which never pauses a
 ///   publisher, goes up to the hard limit; past it the loop misses the value, so what waits for
 ///   it stays bounded (a loop is never closed: its subscribers are judged by their own output).
+///   Under `conflate` the latest value missed is kept, and sent once the loop has caught up.
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
 /// the reader is known; it holds the publishers it paused until the reader has caught up.
@@ -80,6 +82,9 @@ final class ReaderLink {
     private let values: OutboxRun<ReplicaUpdate, Void, ReplicatedValue>
     /// The publishers held until the reader catches up, each once for each kind of hold.
     private var held: [(gate: PublisherGate, hold: PublisherHold)] = []
+    /// The feeds whose reader missed values it has not been told of, settled once it has
+    /// caught up, however few values follow (`CatchUpSettling`).
+    private var owing: [any CatchUpSettling] = []
 
     private final class Turn {
         /// The weight of the values posted this turn, handed over with the turn's batch.
@@ -167,6 +172,21 @@ final class ReaderLink {
         }
     }
 
+    /// The server's policy where the subject has none of its own.
+    func policy(of own: SlowConsumerPolicy?) -> SlowConsumerPolicy { own ?? limits.policy }
+
+    /// `feed`'s reader missed values: the feed settles with it once the reader has caught up
+    /// (a gap no value follows would otherwise go untold). Asked in the next turn, once this
+    /// turn's batch is handed over: asked now, a reader with little left would count as caught
+    /// up at once, and a burst's values would go past the limit one by one.
+    func settleWhenCaughtUp(_ feed: any CatchUpSettling) {
+        guard !owing.contains(where: { $0 === feed }) else { return }
+        owing.append(feed)
+        guard owing.count == 1 else { return }
+        let link = LoopBound(self, loop: outbox.loop)
+        _ = outbox.loop.schedule { link.value.awaitCatchUp() }
+    }
+
     private func hold(_ publisher: PublisherGate, _ hold: PublisherHold) {
         guard !held.contains(where: { $0.gate === publisher && $0.hold == hold }) else { return }
         held.append((publisher, hold))
@@ -181,11 +201,14 @@ final class ReaderLink {
     }
 
     /// The reader has caught up (`ReplicaRequest.caughtUp`, or at once): the publishers held
-    /// go.
+    /// go, and the feeds that owe it a gap settle.
     func caughtUp() {
         let released = held
         held = []
         for (publisher, hold) in released { publisher.take(hold, began: false) }
+        let settling = owing
+        owing = []
+        for feed in settling { feed.settle() }
     }
 }
 
@@ -211,4 +234,11 @@ final class ReplicaLimits {
             config.slowConsumer
         )
     }
+}
+
+/// A feed that owes its reader the news of values it missed (and, under `conflate`, the
+/// latest of them), settled once the reader has caught up (`ReaderLink.settleWhenCaughtUp`).
+/// Thread rules: the owner's loop.
+protocol CatchUpSettling: AnyObject {
+    func settle()
 }

@@ -209,7 +209,7 @@ protocol ReplicaOwner: AnyObject {
 /// Thread rules: the owner's loop (`@unchecked Sendable` for the subject's subscriber list).
 /// Lifetime rule: the subject's subscriber list and the source hold it until it is closed or
 /// the subject ends.
-private final class ReplicaFeed: Subscriber, @unchecked Sendable {
+private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendable {
     let number: UInt64
     private let entry: SubjectEntry
     private let link: ReaderLink
@@ -229,6 +229,9 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
     private var told = ReplicaReaders()
     /// Values the reader missed since the last it was sent (`ReaderLink.admits`).
     private var missed: UInt64 = 0
+    /// Under `conflate`, the latest of them, which the reader's subscribers are owed: sent
+    /// once the reader has caught up, unless a later value is sent first (`settle`).
+    private var latest: ReplicatedValue?
     private var isOver = false
 
     init(
@@ -302,14 +305,31 @@ private final class ReplicaFeed: Subscriber, @unchecked Sendable {
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {
                 missed &+= 1
+                if link.policy(of: judgedBy) == .conflate { latest = value }
+                link.settleWhenCaughtUp(self)
                 return
             }
             if _slowPath(missed > 0) {
                 outbox.post(.missed(feed: number, count: missed))
                 missed = 0
+                latest = nil
             }
             link.post(value, of: number)
         }
+    }
+
+    /// The reader has caught up: it is told of the values it missed since the last it was sent,
+    /// and under `conflate` gets the latest of them.
+    func settle() {
+        guard !isOver, missed > 0 else { return }
+        if let latest {
+            if missed > 1 { outbox.post(.missed(feed: number, count: missed - 1)) }
+            link.post(latest, of: number)
+        } else {
+            outbox.post(.missed(feed: number, count: missed))
+        }
+        missed = 0
+        latest = nil
     }
 
     func sendError(_ error: any Error) {

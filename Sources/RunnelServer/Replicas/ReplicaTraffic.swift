@@ -102,8 +102,9 @@ enum ReplicaUpdate: Sendable {
     /// (`ReaderLink.post`).
     case values(feed: UInt64, [ReplicatedValue])
     /// The reader missed `count` values of the feed's subject, the loop behind under `drop` or
-    /// past the hard limit (`ReaderLink`): told before the next value sent, which is when its
-    /// subscriptions there are told (`dropped`).
+    /// past the hard limit (`ReaderLink`): told before the next value sent, or once the reader
+    /// has caught up if none is sent first, which is when its subscriptions there are told
+    /// (`dropped`).
     case missed(feed: UInt64, count: UInt64)
     /// The subject's own `slow_consumer` changed (a `create` of it, a reload): told before the
     /// first value after the change, which is when a subscriber reads it.
