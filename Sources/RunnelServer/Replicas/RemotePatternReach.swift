@@ -1,11 +1,11 @@
 import RunnelProtocol
 
 /// Other loops' pattern subscriptions as the owner counts them for `$sys.occupancy`, and for a
-/// `pub`'s receivers until a loop has told its count of a new replica (decision 0011): a stand-in for each, with the pattern and the token's rights
-/// (`PatternReader`), indexed by pattern, so a subject's occupancy counts them whether the
-/// subject exists or not (a loop holds replicas only of subjects that exist). A reading loop
-/// tells the owner of each as it begins and ends (`ReplicaRequest.patternReach`), in its place
-/// among the loop's other requests.
+/// `pub`'s receivers until a loop has told its count of a new replica (decision 0011): a
+/// stand-in for each, with the pattern and the token's rights (`PatternReader`), indexed by
+/// pattern, so a subject's occupancy counts them whether the subject exists or not (a loop holds
+/// replicas only of subjects that exist). A reading loop tells the owner of each as it begins
+/// and ends (`ReplicaRequest.patternReach`), in its place among the loop's other requests.
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it; it holds each
 /// stand-in from the subscription's beginning to its end.

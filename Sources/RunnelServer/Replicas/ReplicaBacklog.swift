@@ -60,10 +60,10 @@ final class ReplicaBacklog: Sendable {
 ///   `backpressure` and `disconnect` the publisher whose value it is is held
 ///   (`PublisherGate.laggardBegan`) until the loop has caught up (to half the window), as one
 ///   connection that still reads holds its publishers while it drains, and what waits for the
-///   loop is bounded by the pause. A value with no publisher to hold (from the
-///   cluster, a timer) under `disconnect`, and any under `conflate`, which never pauses a
-///   publisher, goes up to the hard limit; past it the loop misses the value, so what waits for
-///   it stays bounded (a loop is never closed: its subscribers are judged by their own output).
+///   loop is bounded by the pause. A value with no publisher to hold (from the cluster, a
+///   timer) under `disconnect`, and any under `conflate`, which never pauses a publisher, goes
+///   up to the hard limit; past it the loop misses the value, so what waits for it stays
+///   bounded (a loop is never closed: its subscribers are judged by their own output).
 ///   Under `conflate` the latest value missed is kept, and sent once the loop has caught up.
 ///
 /// Thread rules: the owner's loop. Lifetime rule: its `ReplicaSource` holds it for as long as
@@ -124,7 +124,7 @@ final class ReaderLink {
     func admits(weight: Int, policy: SlowConsumerPolicy?) -> Bool {
         let behind = backlog.current &+ turn.weight &+ weight
         guard _slowPath(behind > limits.pace) else { return true }
-        return admitsPastWindow(behind: behind, policy: policy ?? limits.policy)
+        return admitsPastWindow(behind: behind, policy: self.policy(of: policy))
     }
 
     /// The loop is a window behind. Under `backpressure` and `disconnect` the value's
