@@ -6,7 +6,8 @@ import RunnelBytes
 /// (docs/decisions/0011-every-loop-serves-sessions-from-replicas.md): the first, which runs on
 /// the caller's thread, and the others, each on a thread of its own. A listener spread over the
 /// group (`TCPListener.spread(over:acceptors:)`) has it place each accepted connection
-/// (`place`) on the loop with the fewest open connections: on the first loop the connection
+/// (`place`) on the loop with the fewest open connections, the one whose recent turns were
+/// shorter among loops with as few (`leastLoaded`): on the first loop the connection
 /// goes to that loop's acceptor as it is; for another its socket moves there (a libuv handle
 /// belongs to its loop), the sockets a turn places crossing as one batch (`CrossLoopMailbox`),
 /// and that loop opens a connection for it and hands it to its own acceptor. Nothing of a
@@ -72,7 +73,7 @@ public final class LoopGroup: @unchecked Sendable {
     public func turnLengths(ofLoop index: Int) -> TurnLengths { statistics[index].recordedTurnLengths }
 
     /// Places `connection`, just accepted on the first loop and not yet read or written, on
-    /// the loop with the fewest connections, with the filter `makeFilter` makes (TLS), and
+    /// the least loaded loop (`leastLoaded`), with the filter `makeFilter` makes (TLS), and
     /// hands it to that loop's acceptor (`acceptors[index]`, called on that loop's thread):
     /// the connection itself on the first loop, a connection opened for its socket on another.
     /// Closed instead when the filter or the move fails. First loop thread.
@@ -104,17 +105,29 @@ public final class LoopGroup: @unchecked Sendable {
                 socket: socket, configuration: connection.configuration, filter: filter, acceptor: acceptors[index]))
     }
 
-    /// The loop with the fewest open connections, the search starting one past the last
-    /// choice so that ties take turns.
+    /// The loop with the fewest open connections; among those with as few, one whose recent
+    /// turns (`LoopStatistics.recentTurnNanoseconds`) are shorter by more than `busyMargin`
+    /// than another's, so a loop kept busy by the connections it has gets fewer new ones. The
+    /// search starts one past the last choice, so that loops alike take turns.
     private func leastLoaded() -> Int {
         var best = nextCandidate % count
         for step in 1..<count {
             let index = (nextCandidate + step) % count
-            if statistics[index].connections < statistics[best].connections { best = index }
+            let (candidate, chosen) = (statistics[index], statistics[best])
+            if candidate.connections < chosen.connections
+                || (candidate.connections == chosen.connections
+                    && candidate.recentTurnNanoseconds &+ Self.busyMargin < chosen.recentTurnNanoseconds)
+            {
+                best = index
+            }
         }
         nextCandidate = best + 1
         return best
     }
+
+    /// How much longer a loop's recent turns must be than another's for it to lose a tie
+    /// (nanoseconds): less is noise, a turn of a loop with nothing to do takes microseconds.
+    static let busyMargin: UInt64 = 1_000_000
 
     /// Stops the loops other than the first: closes what is left on them and ends their
     /// threads. Call once the first loop has stopped serving. Any thread.

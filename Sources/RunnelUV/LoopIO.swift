@@ -157,7 +157,7 @@ final class LoopIO {
         // Another loop's lengths are counted where any thread may read them (an uncontended
         // lock a turn): a copy published each turn would copy the buckets' array each time.
         guard let sharedStatistics else { return turnLengths.record(nanoseconds: length) }
-        sharedStatistics.turnLengths.withLock { $0.record(nanoseconds: length) }
+        sharedStatistics.record(turn: length)
     }
 }
 

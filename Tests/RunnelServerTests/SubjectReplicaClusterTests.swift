@@ -64,6 +64,21 @@ import Testing
                 == #"{"ok":true,"ref":"t","sid":"a"}"#)
     }
 
+    /// A loop that has asked the owner for nothing yet still hears that the owner's link went
+    /// down (so its `/healthz` says so, and what needs the cluster is refused there), and that
+    /// it came back.
+    @Test func aLoopThatAskedForNothingHearsOfTheOwnersLink() throws {
+        let cluster = SharedMemoryStore()
+        let servers = try LoopServers(count: 2, ownersStore: { _ in cluster })
+        defer { servers.shutdown() }
+        #expect(servers[1].run { servers[1].server.value.isClusterLinkDown } == false)
+        servers[0].run { cluster.link(up: false) }
+        #expect(eventually { servers[1].run { servers[1].server.value.isClusterLinkDown } })
+        #expect(servers[1].run { (try? servers.replicas(on: 1)?.checkShared()) == nil })
+        servers[0].run { cluster.link(up: true) }
+        #expect(eventually { servers[1].run { !servers[1].server.value.isClusterLinkDown } })
+    }
+
     /// A `from` beyond what the owner delivered (another node gave it) waits there for the
     /// owner to deliver it, as a `sub` on the owner does, and then resumes.
     @Test func aFromBeyondWhatTheOwnerDeliveredWaitsForIt() throws {

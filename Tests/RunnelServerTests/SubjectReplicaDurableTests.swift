@@ -51,6 +51,31 @@ import Testing
         #expect(resumed?.last == live?.last?.replacingOccurrences(of: #""sid":"a""#, with: #""sid":"b""#))
     }
 
+    /// A `pub` and a `complete` whose replies wait for the disk are answered before their own
+    /// connection's events, on a reading loop as on the owner's (the reply's place comes first
+    /// there, the events once the write is done), where one answered at once comes after them
+    /// (`SubjectReplicaReplyOrderTests`).
+    @Test func aReplyThatWaitedForTheDiskComesBeforeItsOwnEvents() throws {
+        let directory = DurableStoreTests.TemporaryDirectory()
+        defer { directory.remove() }
+        let servers = try Self.servers(over: directory.path)
+        defer { Self.stop(servers) }
+        for loop in 0..<2 {
+            let client = servers[loop].connect()
+            servers[loop].send(
+                client, #"{"op":"create","subject":"d\#(loop)","kind":"replay","capacity":3,"durable":true}"#,
+                #"{"op":"sub","subject":"d\#(loop)","sid":"a"}"#)
+            #expect(servers[loop].ask(client, #"{"op":"ping","ref":"ready"}"#, ref: "ready") != nil)
+            var lines = servers[loop].send(client, #"{"op":"pub","subject":"d\#(loop)","value":1,"ref":1}"#)
+            lines += servers[loop].lines(of: client, count: 2 - lines.count) ?? []
+            #expect(
+                lines == [#"{"ok":true,"ref":1,"receivers":1}"#, #"{"ev":"next","sid":"a","value":1}"#], "loop \(loop)")
+            lines = servers[loop].send(client, #"{"op":"complete","subject":"d\#(loop)","ref":2}"#)
+            lines += servers[loop].lines(of: client, count: 2 - lines.count) ?? []
+            #expect(lines == [#"{"ok":true,"ref":2}"#, #"{"ev":"completed","sid":"a"}"#], "loop \(loop)")
+        }
+    }
+
     private static func servers(over directory: String) throws -> LoopServers {
         try LoopServers(count: 2) { scheduler in
             try DurableSubjectStore(

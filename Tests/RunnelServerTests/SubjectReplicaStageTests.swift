@@ -97,4 +97,88 @@ import Testing
         #expect(ended.contains(#""code":"eval""#) && ended.contains(#""stage":0"#))
         #expect(servers[1].lines(of: reader, count: 1) == [ended])
     }
+
+    /// A stage that reads a subject only later (`concat`, once its source completes) holds its
+    /// replica from the `sub` on: a value published into that subject right after the source
+    /// completed reaches it, as on the owner's loop; the replica goes with the subscription.
+    @Test func aSubjectAStageReadsLaterIsHeldFromTheSub() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let reader = servers[1].connect()
+        let answered = servers[1].send(
+            reader, #"{"op":"sub","subject":"s","sid":"c","ref":1,"ops":[{"op":"concat","subject":"o"}]}"#)
+        #expect(
+            (answered.isEmpty ? servers[1].lines(of: reader, count: 1) : answered) == [
+                #"{"ok":true,"ref":1,"sid":"c"}"#
+            ])
+        // Turns have ended since: the replica of `o` is here, though nothing reads it yet.
+        #expect(servers[1].ask(reader, #"{"op":"ping","ref":"p"}"#, ref: "p") != nil)
+        #expect(servers[1].run { servers.replicas(on: 1)?["o"] != nil })
+        let owner = servers[0].connect()
+        servers[0].send(
+            owner, #"{"op":"pub","subject":"s","value":1}"#, #"{"op":"complete","subject":"s"}"#,
+            #"{"op":"pub","subject":"o","value":2}"#, #"{"op":"complete","subject":"o"}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 3) == [
+                #"{"ev":"next","sid":"c","value":1}"#, #"{"ev":"next","sid":"c","value":2}"#,
+                #"{"ev":"completed","sid":"c"}"#,
+            ])
+        #expect(eventually { servers[1].run { servers.replicas(on: 1)?["o"] == nil } })
+    }
+
+    /// A value's fan-out on a reading loop is bounded by `max_publish_eval_ms` as on the owner:
+    /// past it, the subscriptions that spent the most end with `eval` / `limit`, and the first
+    /// ones still got the value.
+    @Test func aReadingLoopsFanOutIsBoundedByMaxPublishEvalMs() throws {
+        let servers = LoopServers(count: 2) { $0.maxPublishEvalMs = 1 }
+        defer { servers.shutdown() }
+        let reader = servers[1].connect()
+        let count = 200
+        let requests = (0..<count).map {
+            #"{"op":"sub","subject":"s","sid":"d\#($0)","ops":[{"op":"map","expr":"len(str(.)) + \#($0)"}]}"#
+        }
+        var lines = servers[1].send(reader, requests)
+        lines += servers[1].lines(of: reader, count: count - lines.count) ?? []
+        #expect(lines.count == count && lines.allSatisfy { $0.hasPrefix(#"{"ok":true"#) })
+        let owner = servers[0].connect()
+        let value = String(repeating: "y", count: 200_000)
+        // Loop 1 tells the owner of its subscriptions at the end of a turn.
+        #expect(
+            eventually {
+                servers[0].send(owner, #"{"op":"list","prefix":"s","ref":"l"}"#).first?.contains(
+                    #""subscribers":\#(count)"#) == true
+            })
+        servers[0].send(owner, #"{"op":"pub","subject":"s","value":"\#(value)"}"#)
+        let events = try #require(servers[1].lines(of: reader, count: count))
+        let ended = events.filter { $0.contains(#""code":"eval","message":"limit""#) }.count
+        #expect(ended > 0 && ended < count, "\(ended) of \(count) ended")
+    }
+
+    /// A `flattenMap` on loop 1 reads a subject a value names from the moment that value is
+    /// read, as on the owner's loop: the value published into it right after (in the same turn
+    /// there) reaches it, whether the subject existed or was made by that value. The loop is
+    /// sent every subject while the chain exists, and lets them go with it.
+    @Test func aSubjectNamedAtRunTimeIsReadFromTheValueThatNamesIt() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        let owner = servers[0].connect()
+        servers[0].send(owner, #"{"op":"create","subject":"old","kind":"subject"}"#)
+        let reader = servers[1].connect()
+        let answered = servers[1].send(
+            reader, #"{"op":"sub","subject":"s","sid":"f","ref":1,"ops":[{"op":"flattenMap","expr":"."}]}"#)
+        #expect(
+            (answered.isEmpty ? servers[1].lines(of: reader, count: 1) : answered) == [
+                #"{"ok":true,"ref":1,"sid":"f"}"#
+            ])
+        #expect(servers[1].run { servers.replicas(on: 1)?["old"] != nil })
+        servers[0].send(
+            owner, #"{"op":"pub","subject":"s","value":"old"}"#, #"{"op":"pub","subject":"old","value":1}"#,
+            #"{"op":"pub","subject":"s","value":"new"}"#, #"{"op":"pub","subject":"new","value":2}"#)
+        #expect(
+            servers[1].lines(of: reader, count: 2) == [
+                #"{"ev":"next","sid":"f","value":1}"#, #"{"ev":"next","sid":"f","value":2}"#,
+            ])
+        servers[1].send(reader, #"{"op":"unsub","sid":"f"}"#)
+        #expect(eventually { servers[1].run { servers.replicas(on: 1)?["old"] == nil } })
+    }
 }

@@ -103,6 +103,34 @@ extension RunnelUVTests {
             #expect(server.stop() == 0)
         }
 
+        /// Among loops with as few connections, one whose recent turns were long loses to one
+        /// whose turns were short, though the turn to take a connection was its own.
+        @Test func aBusyLoopLosesATie() throws {
+            let server = try Server(loops: 2) { _ in RecordingDelegate(echo: true) }
+            // The first connection goes to loop 0, so loop 1 would take the next; it closes.
+            do { _ = try server.connectClient(index: 0) }
+            #expect(eventually { server.group.statistics.map(\.connections) == [0, 0] })
+            // Turns of at least 4 ms on loop 1, each its own wake-up.
+            let busy = server.group.schedulers[1]
+            let ran = Shared(0)
+            for turn in 1...12 {
+                busy.schedule {
+                    let start = ContinuousClock.now
+                    while ContinuousClock.now - start < .milliseconds(4) {}
+                    ran.withLock { $0 += 1 }
+                }
+                try #require(eventually { ran.current == turn })
+            }
+            let recent = server.group.statistics.map(\.recentTurnNanoseconds)
+            #expect(recent[1] > recent[0] + LoopGroup.busyMargin, "recent turns: \(recent)")
+            let second = try server.connectClient(index: 1)
+            #expect(server.accepted.current[1].loop == 0)
+            // Fewer connections come first, however busy: the next goes to loop 1.
+            let third = try server.connectClient(index: 2)
+            #expect(server.accepted.current[2].loop == 1)
+            withExtendedLifetime((second, third)) { #expect(server.stop() == 0) }
+        }
+
         /// A connection placed on another loop still answers a half-closed peer in full before
         /// it closes (netcat's `printf ... | nc`).
         @Test func aHalfClosedPeerGetsEveryAnswerBeforeTheClose() throws {

@@ -711,6 +711,33 @@ class TestShared:
         for client in (on_b, on_c):
             client.close()
 
+    def test_a_nodes_own_value_back_from_nats_is_not_delivered_again(self, c):
+        # No echo keeps a node's values off the connection that sent them, but after a reconnect
+        # what the earlier connection left unsent reaches NATS from a client NATS still holds
+        # (its end of a cut link never saw the close) and comes back on the new one. A NATS
+        # client of the test's own stands in for that client: a value in a's name never reaches
+        # a's subscriber, the same value in an unknown instance's name does.
+        joined = next(line for line in c["a"].log if "joined cluster" in line)
+        instance = joined.split("instance=")[1].split()[0]
+        on_a = subscribe(c["a"], "echo.x")
+        nats = socket.create_connection(("127.0.0.1", c.nats.port), timeout=5)
+        subject = c.value_subject("a", "echo.x")
+
+        def send(origin, seq, value):
+            payload = json.dumps(value).encode()
+            nats.sendall(f"PUB {subject} {origin}.e1.{seq} {len(payload)}\r\n".encode() + payload + b"\r\n")
+
+        try:
+            nats.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\n')
+            send("stranger-1", 1, "stranger")
+            assert values(on_a, 1, "echo.x on a, a stranger's value") == ["stranger"]
+            send(instance, 1, "echo")
+            send("stranger-1", 2, "stranger again")
+            assert values(on_a, 1, "echo.x on a, after a value in its own name") == ["stranger again"]
+        finally:
+            nats.close()
+            on_a.close()
+
     def test_stages_that_read_other_subjects_see_other_nodes_values(self, c):
         # On b, a subscription to zip.l zips with zip.r: zip.l's values are published on a and
         # zip.r's on c, and b pairs them as one node would. The `sub` reply comes once NATS has

@@ -12,7 +12,7 @@ final class HealthRoute: HTTPRoute {
     init(server: Server) { self.server = server }
 
     func start(_ exchange: HTTPExchange) -> (any HTTPBodyReader)? {
-        if let shared = server.shared, !shared.isLinked {
+        if server.isClusterLinkDown {
             exchange.answer(.text("cluster link down", status: .serviceUnavailable))
         } else {
             exchange.answer(.text("ok"))

@@ -284,11 +284,14 @@ package final class ClusterLink: @unchecked Sendable {
                     continue
                 }
                 // INSTANCE.EPOCH.SEQ, or INSTANCE.EPOCH.FIRST-COUNT for a batch: an epoch holds
-                // no dot; an instance may.
+                // no dot; an instance may. This node's own values went to its subscribers as they
+                // were published: NATS skips them on the connection that sent them (no echo), but
+                // what an earlier connection left unsent reaches NATS after a reconnect, from a
+                // client NATS still holds, and comes back on the new one.
                 guard message.subject.hasPrefix(valuesPrefix), let last = reply.lastIndex(of: "."),
                     let (first, values) = ClusterValueBatch.read(
                         message.payload, token: reply[reply.index(after: last)...]),
-                    let middle = reply[..<last].lastIndex(of: ".")
+                    let middle = reply[..<last].lastIndex(of: "."), reply[..<middle] != instance
                 else { continue }
                 valuesReceived &+= UInt64(values.count)
                 receiver?.clusterDelivered(

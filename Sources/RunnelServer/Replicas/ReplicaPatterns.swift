@@ -61,6 +61,16 @@ final class ReplicaPatterns {
         return watched[watcher.pattern.text]?.subscriptions == 0
     }
 
+    /// Something other than a subscription of its own holds the watched `pattern` (a stage
+    /// chain that looks subjects up at run time, `ReplicaWatchHold`), until `release`.
+    func hold(_ pattern: SubjectPattern) { watched[pattern.text]?.subscriptions += 1 }
+
+    /// A `hold` ended; returns true when nothing holds the pattern any more (it is to be let go).
+    func release(_ pattern: SubjectPattern) -> Bool {
+        watched[pattern.text]?.subscriptions -= 1
+        return watched[pattern.text]?.subscriptions == 0
+    }
+
     /// The pattern is let go.
     func forget(_ pattern: SubjectPattern) { watched[pattern.text] = nil }
 

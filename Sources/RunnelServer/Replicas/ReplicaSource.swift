@@ -52,7 +52,7 @@ package final class ReplicaSource: @unchecked Sendable {
             case .open(let name, let reader): open(name, for: reader, in: owner)
             case .watch(let pattern, let holding, let ticket, let reader):
                 watch(SubjectPattern(pattern), holding: Set(holding), for: reader, in: owner)
-                self.reader(reader).outbox.post(.answered(ticket: ticket, .done))
+                self.reader(reader).outbox.post(.answered(ticket: ticket, .done, atOnce: true))
             case .unwatch(let pattern, let reader):
                 guard watches[ObjectIdentifier(reader)]?.patterns.removeValue(forKey: pattern) != nil else { continue }
                 owner.occupancyPattern(pattern, isWatched: false)
@@ -72,6 +72,7 @@ package final class ReplicaSource: @unchecked Sendable {
                 owner.replicaCountsChanged(feed.subjectName)
             case .hold(let publisher, let hold, let began): registry.hold(publisher, hold, began: began)
             case .caughtUp(let reader): self.reader(reader).caughtUp()
+            case .join(let reader): _ = self.reader(reader)
             case .interest(let change, let reader):
                 guard let shared = owner.shared else { continue }
                 let link = self.reader(reader)
@@ -81,12 +82,18 @@ package final class ReplicaSource: @unchecked Sendable {
                 if made { shared.awaitNewInterest() }
             case .forward(let forwarded, let ticket, let reader):
                 let link = self.reader(reader)
-                owner.answer(forwarded, publishers: link.publishers) { link.outbox.post(.answered(ticket: ticket, $0)) }
+                var answering = true
+                owner.answer(forwarded, publishers: link.publishers) {
+                    link.outbox.post(.answered(ticket: ticket, $0, atOnce: answering))
+                }
+                answering = false
             case .publishValues(let values, let ticket, let reader):
                 let link = self.reader(reader)
+                var answering = true
                 owner.publish(values, publishers: link.publishers) {
-                    link.outbox.post(.publishedValues(ticket: ticket, $0))
+                    link.outbox.post(.publishedValues(ticket: ticket, $0, atOnce: answering))
                 }
+                answering = false
             case .publish(let batch, let publisher, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.publish(batch, by: link.publishers.gate(publisher)) {

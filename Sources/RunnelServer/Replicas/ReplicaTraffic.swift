@@ -110,10 +110,13 @@ enum ReplicaUpdate: Sendable {
     /// first value after the change, which is when a subscriber reads it.
     case policy(feed: UInt64, SlowConsumerPolicy?)
     case ended(feed: UInt64, ReplicaEnd)
-    /// The answer to the reader's forwarded request `ticket`: what its reply says.
-    case answered(ticket: UInt64, SessionReply.Outcome)
-    /// What became of the reader's forwarded `pub`s `ticket` (`ReplicaRequest.publishValues`).
-    case publishedValues(ticket: UInt64, ForwardedPublish.Receipt)
+    /// The answer to the reader's forwarded request `ticket`: what its reply says, and whether
+    /// it came at once (not after a write), the request's events for subscribers sent before it
+    /// (a reply on the owner's loop follows them then, and precedes them otherwise).
+    case answered(ticket: UInt64, SessionReply.Outcome, atOnce: Bool)
+    /// What became of the reader's forwarded `pub`s `ticket` (`ReplicaRequest.publishValues`),
+    /// and whether it was known at once (as `answered`).
+    case publishedValues(ticket: UInt64, ForwardedPublish.Receipt, atOnce: Bool)
     /// What became of the reader's batch `ticket` (`ReplicaRequest.publish`).
     case published(ticket: UInt64, PublishedBatch.Receipt)
     /// A subscriber of the owner's began (`began`) or stopped lagging behind the values of
@@ -172,6 +175,10 @@ enum ReplicaRequest: Sendable {
     /// The reader has caught up to what the owner waited for (`ReplicaBacklog.awaitCatchUp`):
     /// the publishers held for it go.
     case caughtUp(reader: ReplicaReader)
+    /// The reader's first word, as its server starts: the owner links to it now, so that it
+    /// hears of the cluster link's changes (`ReplicaUpdate.linked`) before it asks for anything
+    /// (a loop that never did would go on answering `/healthz` as linked).
+    case join(reader: ReplicaReader)
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)

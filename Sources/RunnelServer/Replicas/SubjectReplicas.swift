@@ -38,6 +38,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case unwatch(String)
         case close(UInt64)
         case caughtUp
+        case join
         case interest(InterestChange)
     }
 
@@ -45,16 +46,18 @@ final class SubjectReplicas: @unchecked Sendable {
     private let reader: ReplicaReader
     private let loop: LoopScheduler
     private let ledger: RetainedValues
+    /// This loop's `max_publish_eval_ms`, which each value delivered here is fanned out under.
+    let publishBound: PublishEvaluationBound
     private var byName: [String: SubjectEntry] = [:]
     private var byFeed: [UInt64: SubjectEntry] = [:]
     /// Who waits for the replica of a subject asked for.
     private var waiting: [String: [(Result<SubjectEntry, ProtocolError>) -> Void]] = [:]
     /// Who waits for the answer to each request forwarded to the owner, by ticket.
-    private var answers: [UInt64: (SessionReply.Outcome) -> Void] = [:]
+    private var answers: [UInt64: (SessionReply.Outcome, _ atOnce: Bool) -> Void] = [:]
     /// Who waits for the receipt of each batch sent to the owner, by ticket.
     private var receipts: [UInt64: (PublishedBatch.Receipt) -> Void] = [:]
     /// Who waits for the receipt of each run of `pub`s sent to the owner, by ticket.
-    private var publishReceipts: [UInt64: (ForwardedPublish.Receipt) -> Void] = [:]
+    private var publishReceipts: [UInt64: (ForwardedPublish.Receipt, _ atOnce: Bool) -> Void] = [:]
     private var lastTicket: UInt64 = 0
     /// Replicas held for a `sub` that waits for others (`pin`), and how many times each.
     private var pins: [ObjectIdentifier: Int] = [:]
@@ -74,7 +77,7 @@ final class SubjectReplicas: @unchecked Sendable {
     /// This loop's publishers, numbered for the owner's lagging subscribers, and the owner's,
     /// as this loop's lagging subscribers hold them.
     private let registry = PublisherRegistry()
-    private let publishers: RemotePublishers
+    let publishers: RemotePublishers
     /// Whether the owner's link to its cluster is up (`ReplicaUpdate.linked`).
     private var ownerIsLinked = true
     /// What this loop's subscriptions read, told to the owner when it shares the subjects with
@@ -90,10 +93,11 @@ final class SubjectReplicas: @unchecked Sendable {
     /// a cluster.
     init(
         owner: LoopInbox<ReplicaRequest>, loop: LoopScheduler, retained: RetainedValues, pauses: PublisherPauses,
-        clustered: Bool
+        publishBound: PublishEvaluationBound, clustered: Bool
     ) {
         self.owner = owner
         self.loop = loop
+        self.publishBound = publishBound
         ledger = RetainedValues(maxBytes: .max, maxReplayBytes: retained.maxReplayBytes, clock: retained.clock)
         let reference = LoopBoundReference<SubjectReplicas>(loop: loop)
         notes = LoopOutbox(loop: loop) { notes in
@@ -113,6 +117,7 @@ final class SubjectReplicas: @unchecked Sendable {
         if clustered {
             interest = RemoteInterest { change in reference.object?.notes.post(.interest(change)) }
         }
+        notes.post(.join)
     }
 
     /// `unavailable` while the owner's link to its cluster is down, as its store's
@@ -120,6 +125,9 @@ final class SubjectReplicas: @unchecked Sendable {
     func checkShared() throws(ProtocolError) {
         guard ownerIsLinked else { throw SharedLink.down }
     }
+
+    /// Whether the owner's link to its cluster is down, as the owner last told.
+    var isOwnersLinkDown: Bool { !ownerIsLinked }
 
     /// The number the owner knows `gate`, a publisher of this loop's, by.
     func number(of gate: PublisherGate) -> UInt64 { registry.number(of: gate) }
@@ -146,8 +154,9 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     /// Sends `request`, which a session here received, to the owner with this turn's other
-    /// requests, and hands `then` what its reply says once the owner has answered.
-    func forward(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome) -> Void) {
+    /// requests, and hands `then` what its reply says once the owner has answered, and whether
+    /// the owner answered at once (`ReplicaUpdate.answered`).
+    func forward(_ request: ForwardedRequest, then: @escaping (SessionReply.Outcome, _ atOnce: Bool) -> Void) {
         lastTicket += 1
         answers[lastTicket] = then
         notes.post(.forward(request, ticket: lastTicket))
@@ -155,10 +164,11 @@ final class SubjectReplicas: @unchecked Sendable {
 
     /// Sends `value`, a `pub` to `subject` a session here received with `grant`'s rights from
     /// its publisher numbered `publisher`, to the owner with this turn's other requests, and
-    /// hands `then` the receipt of the run it begins (`extend`); returns the run's ticket.
+    /// hands `then` the receipt of the run it begins (`extend`), and whether the owner knew it
+    /// at once; returns the run's ticket.
     func forward(
         _ value: ForwardedPublish.Value, to subject: String, grant: TokenGrant, publisher: UInt64,
-        then: @escaping (ForwardedPublish.Receipt) -> Void
+        then: @escaping (ForwardedPublish.Receipt, _ atOnce: Bool) -> Void
     ) -> UInt64 {
         lastTicket += 1
         publishReceipts[lastTicket] = then
@@ -187,12 +197,15 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     /// `entry`'s values (a map's without its removals) for a stage of a session here that
-    /// names the subject: each subscription to it holds the replica, and the owner counts it
-    /// among the subject's subscribers, as a stage's on the owner is.
+    /// names the subject: the chain holds the replica from now until it is let go
+    /// (`ReplicaHold`), and each subscription to it counts among the subject's subscribers at
+    /// the owner, as a stage's on the owner does.
     func reading(_ entry: SubjectEntry) -> Signal<Message> {
         let values = entry.map == nil ? entry.subject : entry.subject.filter { $0.mark == nil }
         let held = LoopBound((replicas: self, entry: entry), loop: loop)
+        let hold = ReplicaHold(entry, in: self, loop: loop)
         return Signal.create { subscriber in
+            _ = hold  // the chain holds it, so the replica stays while the chain may read it
             let subscription = values.subscribe(subscriber)
             held.value.replicas.subscribersChanged(held.value.entry)
             return Disposable {
@@ -234,7 +247,7 @@ final class SubjectReplicas: @unchecked Sendable {
     func watch(_ pattern: SubjectPattern, then: @escaping () -> Void) {
         guard patterns.awaitWatch(of: pattern, then: then) else { return }
         lastTicket += 1
-        answers[lastTicket] = { [weak self] _ in
+        answers[lastTicket] = { [weak self] _, _ in
             // Nothing subscribed meanwhile: the pattern is let go.
             guard let self, patterns.watchAnswered(pattern) else { return }
             unwatch(pattern)
@@ -269,6 +282,17 @@ final class SubjectReplicas: @unchecked Sendable {
         }
     }
 
+    /// Holds the watched `pattern` until the hold returned is let go (`ReplicaWatchHold`).
+    func holdWatch(of pattern: SubjectPattern) -> ReplicaWatchHold {
+        patterns.hold(pattern)
+        return ReplicaWatchHold(pattern, in: self, loop: loop)
+    }
+
+    /// A `holdWatch` ended.
+    func releaseWatch(of pattern: SubjectPattern) {
+        if patterns.release(pattern) { unwatch(pattern) }
+    }
+
     /// No pattern subscription to `pattern` is left: the owner is told, and the replicas only
     /// it held are let go at the turn's end.
     private func unwatch(_ pattern: SubjectPattern) {
@@ -283,7 +307,8 @@ final class SubjectReplicas: @unchecked Sendable {
     }
 
     /// Holds `entry` until `unpin`, whatever its subscriptions: a `sub` waiting for the other
-    /// replicas its stages read keeps those it has.
+    /// replicas its stages read keeps those it has, and a stage chain the replicas of the
+    /// subjects it names (`ReplicaHold`).
     func pin(_ entry: SubjectEntry) { pins[ObjectIdentifier(entry), default: 0] += 1 }
 
     func unpin(_ entry: SubjectEntry) {
@@ -349,49 +374,13 @@ final class SubjectReplicas: @unchecked Sendable {
             case .ended(let feed, let how):
                 guard let entry = byFeed[feed] else { continue }
                 end(entry, how)
-            case .answered(let ticket, let answer):
-                answers.removeValue(forKey: ticket)?(answer)
+            case .answered(let ticket, let answer, let atOnce):
+                answers.removeValue(forKey: ticket)?(answer, atOnce)
             case .published(let ticket, let receipt):
                 receipts.removeValue(forKey: ticket)?(receipt)
-            case .publishedValues(let ticket, let receipt):
-                publishReceipts.removeValue(forKey: ticket)?(receipt)
+            case .publishedValues(let ticket, let receipt, let atOnce):
+                publishReceipts.removeValue(forKey: ticket)?(receipt, atOnce)
             }
-        }
-    }
-
-    /// Delivers `values` to `entry`'s subscribers here, each inside its publisher's stand-in:
-    /// a subscriber it puts over the soft limit pauses the publisher where it is.
-    private func deliver(_ values: [ReplicatedValue], to entry: SubjectEntry) {
-        var gate: (number: UInt64, PublisherGate)?
-        // By index: each value is read where it is, not copied out and destroyed.
-        for index in values.indices {
-            let publisher = values[index].publisher
-            guard publisher != 0 else {
-                deliver(values[index], to: entry)
-                continue
-            }
-            if gate?.number != publisher { gate = (publisher, publishers.gate(publisher)) }
-            gate!.1.publishing { deliver(values[index], to: entry) }
-        }
-    }
-
-    private func deliver(_ value: ReplicatedValue, to entry: SubjectEntry) {
-        if entry.map != nil {
-            change(entry, as: value)
-        } else {
-            entry.deliver(value.message(in: entry.label))
-        }
-    }
-
-    /// A map's change, as its owner made it: a key written, or removed (`value.mark`).
-    private func change(_ entry: SubjectEntry, as value: ReplicatedValue) {
-        guard let key = value.key else { return assertionFailure("a map's change without a key") }
-        if let mark = value.mark {
-            if !entry.remove(key, mark, seq: { value.seq }, time: value.time) {
-                entry.recordRemoval(of: key, mark, seq: value.seq, time: value.time)
-            }
-        } else {
-            entry.write(value.raw, members: value.members, key: key, seq: value.seq, time: value.time)
         }
     }
 
@@ -446,6 +435,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.close(feed: feed))
             case .caughtUp:
                 requests.append(.caughtUp(reader: reader))
+            case .join:
+                requests.append(.join(reader: reader))
             case .interest(let change):
                 requests.append(.interest(change, reader: reader))
             case .crossed(let entry, let readers):

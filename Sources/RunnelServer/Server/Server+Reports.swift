@@ -27,7 +27,7 @@ extension Server: GroupMember {
     package func listSubjects(prefix: String, for grant: TokenGrant, then: @escaping ([SubjectListing]) -> Void) {
         scheduler.assertOnLoopThread()
         guard let replicas else { return then(SubjectListing.list(of: subjects, prefix: prefix, for: grant)) }
-        replicas.forward(.list(prefix: prefix, grant: grant)) { outcome in
+        replicas.forward(.list(prefix: prefix, grant: grant)) { outcome, _ in
             guard case .subjects(let listings) = outcome else {
                 preconditionFailure("the owner answers list with its subjects")
             }

@@ -22,6 +22,12 @@ public final class Server: SessionOwner, @unchecked Sendable {
     /// The cluster `subjects` are shared with; nil standalone.
     package let shared: (any SharedSubjects)?
     package var isClustered: Bool { shared != nil }
+    /// Whether the subjects' link to their cluster is down: this server's own, or on a loop
+    /// that does not own the subjects, the owner's as it last told (`SubjectReplicas`).
+    package var isClusterLinkDown: Bool {
+        if let shared { return !shared.isLinked }
+        return replicas?.isOwnersLinkDown ?? false
+    }
     /// What the servers of this process share: the connection limits, the session numbers.
     package let group: ServerGroup
     package let stats = ServerStats()
@@ -97,7 +103,7 @@ public final class Server: SessionOwner, @unchecked Sendable {
         if let owner = self.group.join(self) {
             let replicas = SubjectReplicas(
                 owner: owner.replicaSource.inbox, loop: scheduler, retained: subjects.retained, pauses: publisherPauses,
-                clustered: owner.isClustered)
+                publishBound: publishEvaluationBound, clustered: owner.isClustered)
             replicas.missed = { [weak self] subject, count in self?.noteMissed(count, of: subject) }
             self.replicas = replicas
         }

@@ -30,9 +30,11 @@ extension Session {
     /// subscribe to (its grant at the time of the lookup), each recorded in
     /// `subscription.reached`. A refusal is `unauthorized`; at run time it ends the
     /// subscription with that code and the stage's index. On a loop that does not own the
-    /// subjects, their replicas (`stageReplica`).
-    func stageLookup(for subscription: SessionSubscription) -> SubjectLookup {
+    /// subjects, their replicas (`stageReplica`); `hold`, the watch of every subject a chain
+    /// that looks them up at run time keeps (`holdEverySubject`), lives as long as the lookup.
+    func stageLookup(for subscription: SessionSubscription, holding hold: ReplicaWatchHold? = nil) -> SubjectLookup {
         { [weak self, weak subscription] name, late throws(ProtocolError) in
+            _ = hold
             guard let self, let subscription, let grant = self.grant else {
                 throw ProtocolError(.unauthorized, "the connection's token is no longer valid")
             }

@@ -37,18 +37,21 @@ extension Session {
         awaitingOwner += 1
         let ticket = replicas.forward(
             (raw, members), to: subject, grant: grant, publisher: replicas.number(of: publisher)
-        ) { [weak self] receipt in
+        ) { [weak self] receipt, atOnce in
             guard let self else { return }
             awaitingOwner -= 1
             for failure in receipt.failures { stats.countRequestError(failure.error.code) }
             guard let ref else {
-                return fill(place, with: receipt.failures.map { SessionReply(ref: nil, .failed($0.error)) })
+                return fill(
+                    place, with: receipt.failures.map { SessionReply(ref: nil, .failed($0.error)) },
+                    afterEventsBehindIt: atOnce)
             }
             fill(
                 place,
                 with: SessionReply(
                     ref: ref,
-                    receipt.failures.first.map { .failed($0.error) } ?? .published(receivers: receipt.receivers)))
+                    receipt.failures.first.map { .failed($0.error) } ?? .published(receivers: receipt.receivers)),
+                afterEventsBehindIt: atOnce)
         }
         publishRun = request.scanned.subject.flatMap { field in
             guard ref == nil else { return nil }
@@ -58,22 +61,25 @@ extension Session {
     }
 
     /// Sends `request` to the owner; its reply is written in its place once the owner answers,
-    /// the place weighing `bytes` as unsent output until then. `quiet`: a success has no reply.
+    /// after the events that came with an answer given at once (a keyed `pub`'s, an ending's:
+    /// on the owner's loop they go before the reply, except after a write, when the reply's
+    /// place comes first), the place weighing `bytes` as unsent output until then. `quiet`: a
+    /// success has no reply.
     func forward(
         _ request: ForwardedRequest, ref: RawJSON?, to replicas: SubjectReplicas, weighing bytes: Int = 0,
         quiet: Bool = false
     ) {
         let place = reserveReply(weighing: bytes)
         awaitingOwner += 1
-        replicas.forward(request) { [weak self] outcome in
+        replicas.forward(request) { [weak self] outcome, atOnce in
             guard let self else { return }
             awaitingOwner -= 1
             if case .failed(let error) = outcome {
                 stats.countRequestError(error.code)
             } else if quiet {
-                return fill(place, with: nil)
+                return fill(place, with: nil, afterEventsBehindIt: atOnce)
             }
-            fill(place, with: SessionReply(ref: ref, outcome))
+            fill(place, with: SessionReply(ref: ref, outcome), afterEventsBehindIt: atOnce)
         }
     }
 
@@ -118,7 +124,7 @@ extension Session {
         _ request: SubscribeRequest, reading name: String, in replicas: SubjectReplicas, catchingUp from: Position?,
         caughtUp: Bool
     ) -> SubjectEntry? {
-        replicas.forward(.sync(catchingUp: from.map { (name, $0) })) { [weak self] _ in
+        replicas.forward(.sync(catchingUp: from.map { (name, $0) })) { [weak self] _, _ in
             guard let self else { return }
             // Let go meanwhile: asked for again, as it is now.
             guard let held = replicas[name] else {
@@ -196,6 +202,20 @@ extension Session {
         }
         return false
     }
+
+    /// Whether every subject's replica is here, for a `sub` whose stages look subjects up as
+    /// values arrive (`flattenMap`, `switchToLatest`): on a loop that does not own the subjects,
+    /// once the owner sends them all (as for a pattern subscription to `>`), so the subject a
+    /// value names is read from the moment the value is, as on the owner's loop.
+    func everySubjectIsHere(for request: SubscribeRequest, caughtUp: Bool) -> Bool {
+        patternIsHere(Self.everySubject, for: request, caughtUp: caughtUp)
+    }
+
+    /// Holds the watch of every subject (`everySubjectIsHere`) for the chain that will hold
+    /// this; nil on the loop that owns the subjects.
+    func holdEverySubject() -> ReplicaWatchHold? { context.replicas?.holdWatch(of: Self.everySubject) }
+
+    private static let everySubject = SubjectPattern(">")
 
     /// A pattern subscription's values: of the subjects here or, on a loop that does not own
     /// them, of their replicas.

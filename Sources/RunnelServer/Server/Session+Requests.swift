@@ -140,6 +140,10 @@ extension Session {
                     + "would pass max_subscription_bytes (\(settings.config.maxSubscriptionBytes))")
         }
         let admitted = try subjectFilter(checking: pattern)
+        let looksUpAtRunTime = StageCompiler.looksUpAtRunTime(stages)
+        guard !looksUpAtRunTime || everySubjectIsHere(for: request, caughtUp: caughtUp) else {
+            return holdInputWhileCatchingUp()
+        }
         let entry: SubjectEntry?
         if pattern.isWildcard {
             entry = nil
@@ -195,7 +199,7 @@ extension Session {
             sid: sid, entry: entry, pattern: pattern, isMap: entry?.map != nil, sendsPositions: positions,
             sendsTimes: request.timestamps ?? false,
             conflates: request.conflate ?? false)
-        let lookup = stageLookup(for: subscription)
+        let lookup = stageLookup(for: subscription, holding: looksUpAtRunTime ? holdEverySubject() : nil)
         // Where the subscription's sink goes: a chain it shares, or one of its own.
         let start: (any Subscriber<Message>) -> Disposable
         if let entry, !isTimeBounded,
@@ -229,7 +233,7 @@ extension Session {
             replyWhenWritten(ref: request.ref) { .subscribed(sid: sid, resumed: resumed) }
         } else if madeInterest, let replicas = context.replicas {
             replyWhenAnswered(ref: request.ref) { answer in
-                replicas.forward(.sync()) { outcome in
+                replicas.forward(.sync()) { outcome, _ in
                     guard case .failed = outcome else { return answer(.subscribed(sid: sid, resumed: resumed)) }
                     answer(outcome)
                 }

@@ -257,11 +257,16 @@ final class Session: RequestReceiver, @unchecked Sendable {
     /// Fills a reply's place (with nothing when `reply` is nil), writing what waited behind it
     /// up to the next unfilled one; the cork goes once nothing waits, and then a wait for the
     /// output to drain goes on with the transport.
-    func fill(_ place: ReplyPlace, with reply: SessionReply?) { fill(place, with: reply.map { [$0] } ?? []) }
+    /// `afterEventsBehindIt`: the events held right behind the place go before it
+    /// (`CorkedTransport`), for a request whose own events come with its answer.
+    func fill(_ place: ReplyPlace, with reply: SessionReply?, afterEventsBehindIt: Bool = false) {
+        fill(place, with: reply.map { [$0] } ?? [], afterEventsBehindIt: afterEventsBehindIt)
+    }
 
     /// Fills a place several requests share (a run of `pub`s) with their replies, in order.
-    func fill(_ place: ReplyPlace, with replies: [SessionReply]) {
-        stats.counts.bytesOut &+= UInt64(place.cork.fill(place.slot, with: replies))
+    func fill(_ place: ReplyPlace, with replies: [SessionReply], afterEventsBehindIt: Bool = false) {
+        stats.counts.bytesOut &+= UInt64(
+            place.cork.fill(place.slot, with: replies, afterEventsBehindIt: afterEventsBehindIt))
         if place.cork.isDrained && cork === place.cork {
             cork = nil
             publishRun = nil  // its place is filled: nothing joins it now

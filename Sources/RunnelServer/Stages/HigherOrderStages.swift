@@ -5,6 +5,15 @@ import RunnelProtocol
 /// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
 /// when the value arrives; the library merges those subjects or follows the latest.
 extension StageCompiler {
+    /// Whether `stages` (a `sub`'s list, checked or not) has a stage that looks subjects up as
+    /// values arrive, not as the chain is compiled.
+    static func looksUpAtRunTime(_ stages: [JSONValue]) -> Bool {
+        stages.contains { stage in
+            guard case .object(let members) = stage, case .string(let name)? = members["op"] else { return false }
+            return name == "flattenMap" || name == "switchToLatest"
+        }
+    }
+
     /// Every value opens one more inner subscription, which lasts until its subject
     /// terminates: more than `max_buffer_values` open at once ends the subscription with
     /// "limit".

@@ -6,7 +6,12 @@ import RunnelUV
 /// is kept in order behind it, and once the reply is filled in (a `SessionReply`), everything
 /// up to the next unfilled reply goes out, in order: outputs as the values they were written
 /// as, `next` lines as the bytes they were. So replies stay in request order, a `sub` reply
-/// stays ahead of its events, and no event follows an `unsub` reply.
+/// stays ahead of its events, and no event follows an `unsub` reply. A reply filled in
+/// `afterEventsBehindIt` goes after the events held right behind its place instead: a `pub` or
+/// an ending another loop carried out at once sends its events there with its answer, just
+/// before it, and so they come before the reply, as on the owner's loop (an event may go ahead
+/// of a `pub`'s or a change's reply; not of a `sub`'s). Requests sent without waiting for
+/// replies keep their replies' places: events behind a later place wait behind it.
 ///
 /// It wraps the session's real transport and forwards everything but the writes; held output
 /// counts as unsent (a value by the line it would be, `ServerLineWriter.line(for:)`), so
@@ -37,6 +42,14 @@ final class CorkedTransport: SessionTransport {
         case next([UInt8])
         /// A reserved place the answer left empty (a `pub` without a `ref` that succeeded).
         case nothing
+
+        /// A `next` line, or another event (an ending).
+        var isEvent: Bool {
+            switch self {
+            case .next, .output(.event): true
+            case .output, .outputs, .nothing: false
+            }
+        }
     }
 
     init(wrapping inner: any SessionTransport) {
@@ -65,12 +78,23 @@ final class CorkedTransport: SessionTransport {
     }
 
     /// Fills the reserved place `slot` with `replies` (nothing when there are none), in order,
-    /// and writes everything now at the front. Returns the bytes `inner` counted for the
-    /// outputs it wrote (the `next` lines were counted as they were held).
-    func fill(_ slot: Int, with replies: [SessionReply]) -> Int {
+    /// after the events held right behind it when `afterEventsBehindIt`, and writes
+    /// everything now at the front. Returns the bytes `inner` counted for the outputs it wrote
+    /// (the `next` lines were counted as they were held).
+    func fill(_ slot: Int, with replies: [SessionReply], afterEventsBehindIt: Bool = false) -> Int {
         let outputs = replies.map { SessionOutput.reply($0) }
         let bytes = outputs.reduce(0) { $0 + Self.weight(of: $1) }
-        let index = slot - flushed + front
+        var index = slot - flushed + front
+        if afterEventsBehindIt {
+            var end = index + 1
+            while end < held.count, held[end].item?.isEvent == true { end += 1 }
+            if end > index + 1 {
+                let place = held[index]
+                held[index..<end - 1] = held[index + 1..<end]
+                held[end - 1] = place
+                index = end - 1
+            }
+        }
         heldBytes += bytes - held[index].bytes
         held[index] =
             switch outputs.count {
