@@ -3,10 +3,11 @@ import Testing
 
 @testable import RunnelServer
 
-/// A connection on a loop that does not own the subjects gets the events its own request
-/// made before that request's reply, as on the owner's loop: the owner sends them with its
-/// answer, and the reply goes after the events held right behind its place
-/// (`CorkedTransport`). Cross-thread: CI runs these under the thread sanitizer.
+/// A connection on a loop that does not own the subjects gets its replies as on the owner's
+/// loop: the events its own request made before that request's reply (the owner sends them
+/// with its answer, and the reply goes after the events held right behind its place,
+/// `CorkedTransport`), and what it sends after a request the owner answers read only once the
+/// answer is in. Cross-thread: CI runs these under the thread sanitizer.
 @Suite struct SubjectReplicaReplyOrderTests {
     /// A `pub` with a `ref` into a subject its own connection reads, and a keyed one into a map
     /// it reads: on either loop, the event, then the reply.
@@ -51,5 +52,21 @@ import Testing
             let lines = immediate + (servers[loop].lines(of: client, count: 2 - immediate.count) ?? [])
             #expect(lines == [#"{"ev":"completed","sid":"c"}"#, #"{"ok":true,"ref":1}"#], "loop \(loop)")
         }
+    }
+
+    /// `list`s pipelined on loop 1, each answered by the owner: one is asked at a time, and
+    /// the replies count against the unsent output before more are read, as on one loop, so a
+    /// client that does not read (each reply here weighs 4 MiB against the 8 MiB soft limit)
+    /// gets three replies and its input held, not one owner's answer per `list` it can send.
+    @Test func pipelinedListsAreAskedOneAtATime() {
+        let servers = LoopServers(count: 2)
+        defer { servers.shutdown() }
+        servers[0].send(servers[0].connect(), #"{"op":"create","subject":"x","kind":"subject"}"#)
+        let client = servers[1].connect()
+        servers[1].run { client.transport.unsentPerLine = 4 << 20 }
+        servers[1].send(client, (1...100).map { #"{"op":"list","ref":\#($0)}"# })
+        #expect(eventually { servers[1].run { client.transport.isInputPaused && client.transport.lines.count == 3 } })
+        let replies = servers[1].run { client.transport.lines }
+        #expect(replies.allSatisfy { $0.hasPrefix(#"{"ok":true,"ref":"#) })
     }
 }

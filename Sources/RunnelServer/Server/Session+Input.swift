@@ -131,11 +131,19 @@ extension Session {
     /// up with the cluster; then it is answered as it is (`resumed: false`: a gap, told).
     static let catchUpWait: Duration = .seconds(5)
 
-    /// Holds the requests after a `sub` that waits for this node to catch up with its `from`
-    /// (`subscribe`), as backpressure holds them, in order.
-    func holdInputWhileCatchingUp() {
+    /// Holds the requests after one that waits (a `sub` catching up, a `list` or `stats` another
+    /// loop answers: `replyWhenAnswered`), as backpressure holds them, in order.
+    func holdInputWhileWaiting() {
         held.isWaiting = true
         transport.pauseInput()
+    }
+
+    /// The reply `replyWhenAnswered` waited for is in its place: the requests held behind it
+    /// are handled, then input resumes (unless one of them waits in turn).
+    func resumeAfterAnswer() {
+        guard !isClosing else { return }
+        held.isWaiting = true
+        resumeInput()
     }
 
     /// The waiting `sub` runs again, this node caught up (or its wait over), then what came
@@ -144,7 +152,7 @@ extension Session {
         runAgain(request) { () throws(ProtocolError) in try subscribe(request, caughtUp: true) }
     }
 
-    /// Runs a `sub` that held the input while it waited (`holdInputWhileCatchingUp`) again
+    /// Runs a `sub` that held the input while it waited (`holdInputWhileWaiting`) again
     /// (`body`), answering its error, then the requests held behind it, unless it waits once
     /// more.
     func runAgain(_ request: SubscribeRequest, _ body: () throws(ProtocolError) -> Void) {

@@ -187,7 +187,7 @@ extension Session {
                     }
                 }
             }
-            holdInputWhileCatchingUp()
+            holdInputWhileWaiting()
         }
     }
 

@@ -142,16 +142,16 @@ extension Session {
         let admitted = try subjectFilter(checking: pattern)
         let looksUpAtRunTime = StageCompiler.looksUpAtRunTime(stages)
         guard !looksUpAtRunTime || everySubjectIsHere(for: request, caughtUp: caughtUp) else {
-            return holdInputWhileCatchingUp()
+            return holdInputWhileWaiting()
         }
         let entry: SubjectEntry?
         if pattern.isWildcard {
             entry = nil
-            guard patternIsHere(pattern, for: request, caughtUp: caughtUp) else { return holdInputWhileCatchingUp() }
+            guard patternIsHere(pattern, for: request, caughtUp: caughtUp) else { return holdInputWhileWaiting() }
         } else {
             // Nil: it waits for the owner (`subjectToRead`).
             let found = try subjectToRead(target, for: request, from: from, caughtUp: caughtUp, replica: replica)
-            guard let found else { return holdInputWhileCatchingUp() }
+            guard let found else { return holdInputWhileWaiting() }
             entry = found
         }
         try checkTimeBounds(request, on: entry, from: from)
@@ -168,7 +168,7 @@ extension Session {
                 upTo: from, of: entry, within: Self.catchUpWait,
                 then: { [weak self] in self?.subscribeCaughtUp(request) })
         {
-            return holdInputWhileCatchingUp()
+            return holdInputWhileWaiting()
         }
         var source: Signal<Message> = entry?.subject ?? patternSignal(pattern, admitting: admitted)
         // What a subject keeps for `retain_s` is not replayed past it. The server's clock, read
@@ -310,18 +310,19 @@ extension Session {
     // MARK: list / stats / auth
 
     /// Only the subjects the token may subscribe or publish to (`Server.listSubjects`), in the
-    /// reply's place (`replyWhenAnswered`).
+    /// reply's place, the requests after it held until it is in (`replyWhenAnswered`).
     private func list(_ request: Request) throws(ProtocolError) {
         let prefix = try request.scanned.string(named: "prefix") ?? ""
         let grant = rights
-        replyWhenAnswered(ref: request.ref) { answer in
+        replyWhenAnswered(ref: request.ref, holdingInput: true) { answer in
             context.owner.listSubjects(prefix: prefix, for: grant) { answer(.subjects($0)) }
         }
     }
 
-    /// Answers `stats` once every loop's figures are in, in the reply's place (`replyWhenAnswered`).
+    /// Answers `stats` once every loop's figures are in, in the reply's place, the requests
+    /// after it held until then (`replyWhenAnswered`).
     private func writeStats(_ request: Request) {
-        replyWhenAnswered(ref: request.ref) { answer in
+        replyWhenAnswered(ref: request.ref, holdingInput: true) { answer in
             context.owner.gatherStatsReport { answer(.stats($0)) }
         }
     }

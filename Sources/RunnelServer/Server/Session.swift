@@ -233,16 +233,24 @@ final class Session: RequestReceiver, @unchecked Sendable {
 
     /// Writes the reply whose outcome `ask` hands its argument, on the loop: at once when it
     /// does so before returning, else in the reply's place, every line after it held behind it.
-    func replyWhenAnswered(ref: RawJSON?, _ ask: (@escaping (SessionReply.Outcome) -> Void) -> Void) {
+    /// `holdingInput`: the requests after it are held too until it is in, as on one loop, where
+    /// the next request is read once the reply is made (for `list` and `stats`, a few bytes
+    /// each and a reply of any size: a client that pipelines them has one asked at a time, and
+    /// its replies count against its unsent output before more are read).
+    func replyWhenAnswered(
+        ref: RawJSON?, holdingInput: Bool = false, _ ask: (@escaping (SessionReply.Outcome) -> Void) -> Void
+    ) {
         let answer = PendingAnswer()
         ask { [self] outcome in
             guard let place = answer.place else { return answer.outcome = outcome }
             fill(place, with: SessionReply(ref: ref, outcome))
+            if holdingInput { resumeAfterAnswer() }
         }
         if let outcome = answer.outcome {
             write(SessionReply(ref: ref, outcome))
         } else {
             answer.place = reserveReply()
+            if holdingInput { holdInputWhileWaiting() }
         }
     }
 
