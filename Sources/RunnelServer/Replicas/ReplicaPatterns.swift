@@ -62,7 +62,7 @@ final class ReplicaPatterns {
     }
 
     /// Something other than a subscription of its own holds the watched `pattern` (a stage
-    /// chain that looks subjects up at run time, `ReplicaWatchHold`), until `release`.
+    /// chain that looks subjects up at run time, `ReplicaHold`), until `release`.
     func hold(_ pattern: SubjectPattern) { watched[pattern.text]?.subscriptions += 1 }
 
     /// A `hold` ended; returns true when nothing holds the pattern any more (it is to be let go).

@@ -82,18 +82,14 @@ package final class ReplicaSource: @unchecked Sendable {
                 if made { shared.awaitNewInterest() }
             case .forward(let forwarded, let ticket, let reader):
                 let link = self.reader(reader)
-                var answering = true
-                owner.answer(forwarded, publishers: link.publishers) {
-                    link.outbox.post(.answered(ticket: ticket, $0, atOnce: answering))
+                Self.answer({ owner.answer(forwarded, publishers: link.publishers, then: $0) }) {
+                    link.outbox.post(.answered(ticket: ticket, $0, atOnce: $1))
                 }
-                answering = false
             case .publishValues(let values, let ticket, let reader):
                 let link = self.reader(reader)
-                var answering = true
-                owner.publish(values, publishers: link.publishers) {
-                    link.outbox.post(.publishedValues(ticket: ticket, $0, atOnce: answering))
+                Self.answer({ owner.publish(values, publishers: link.publishers, then: $0) }) {
+                    link.outbox.post(.publishedValues(ticket: ticket, $0, atOnce: $1))
                 }
-                answering = false
             case .publish(let batch, let publisher, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.publish(batch, by: link.publishers.gate(publisher)) {
@@ -101,6 +97,16 @@ package final class ReplicaSource: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Runs `ask` and hands `post` its answer, with whether it came before `ask` returned (at
+    /// once: not after a write, `ReplicaUpdate.answered`).
+    private static func answer<Answer>(
+        _ ask: (@escaping (Answer) -> Void) -> Void, then post: @escaping (Answer, _ atOnce: Bool) -> Void
+    ) {
+        var asking = true
+        ask { post($0, asking) }
+        asking = false
     }
 
     /// How many of the other loops' pattern subscriptions a value of `name` would reach.

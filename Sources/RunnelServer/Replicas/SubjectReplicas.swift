@@ -203,7 +203,8 @@ final class SubjectReplicas: @unchecked Sendable {
     func reading(_ entry: SubjectEntry) -> Signal<Message> {
         let values = entry.map == nil ? entry.subject : entry.subject.filter { $0.mark == nil }
         let held = LoopBound((replicas: self, entry: entry), loop: loop)
-        let hold = ReplicaHold(entry, in: self, loop: loop)
+        pin(entry)
+        let hold = ReplicaHold(loop: loop) { [self] in unpin(entry) }
         return Signal.create { subscriber in
             _ = hold  // the chain holds it, so the replica stays while the chain may read it
             let subscription = values.subscribe(subscriber)
@@ -282,15 +283,12 @@ final class SubjectReplicas: @unchecked Sendable {
         }
     }
 
-    /// Holds the watched `pattern` until the hold returned is let go (`ReplicaWatchHold`).
-    func holdWatch(of pattern: SubjectPattern) -> ReplicaWatchHold {
+    /// Holds the watched `pattern` until the hold returned is let go (`ReplicaHold`).
+    func holdWatch(of pattern: SubjectPattern) -> ReplicaHold {
         patterns.hold(pattern)
-        return ReplicaWatchHold(pattern, in: self, loop: loop)
-    }
-
-    /// A `holdWatch` ended.
-    func releaseWatch(of pattern: SubjectPattern) {
-        if patterns.release(pattern) { unwatch(pattern) }
+        return ReplicaHold(loop: loop) { [self] in
+            if patterns.release(pattern) { unwatch(pattern) }
+        }
     }
 
     /// No pattern subscription to `pattern` is left: the owner is told, and the replicas only

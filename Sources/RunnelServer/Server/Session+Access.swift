@@ -32,7 +32,7 @@ extension Session {
     /// subscription with that code and the stage's index. On a loop that does not own the
     /// subjects, their replicas (`stageReplica`); `hold`, the watch of every subject a chain
     /// that looks them up at run time keeps (`holdEverySubject`), lives as long as the lookup.
-    func stageLookup(for subscription: SessionSubscription, holding hold: ReplicaWatchHold? = nil) -> SubjectLookup {
+    func stageLookup(for subscription: SessionSubscription, holding hold: ReplicaHold? = nil) -> SubjectLookup {
         { [weak self, weak subscription] name, late throws(ProtocolError) in
             _ = hold
             guard let self, let subscription, let grant = self.grant else {

@@ -213,7 +213,7 @@ extension Session {
 
     /// Holds the watch of every subject (`everySubjectIsHere`) for the chain that will hold
     /// this; nil on the loop that owns the subjects.
-    func holdEverySubject() -> ReplicaWatchHold? { context.replicas?.holdWatch(of: Self.everySubject) }
+    func holdEverySubject() -> ReplicaHold? { context.replicas?.holdWatch(of: Self.everySubject) }
 
     private static let everySubject = SubjectPattern(">")
 
