@@ -133,7 +133,7 @@ final class ReaderLink {
     private func admitsPastWindow(behind: Int, policy: SlowConsumerPolicy) -> Bool {
         switch policy {
         case .backpressure, .disconnect:
-            if let publisher = pauses.current { hold(publisher, .pace) }
+            if let publisher = pauses.currentGate { hold(publisher, .pace) }
         case .drop, .conflate: break
         }
         guard behind > limits.soft else { return true }
@@ -146,10 +146,10 @@ final class ReaderLink {
     private func admitsPastSoftLimit(policy: SlowConsumerPolicy) -> Bool {
         switch policy {
         case .backpressure:
-            if let publisher = pauses.current { hold(publisher, .laggard) }
+            if let publisher = pauses.currentGate { hold(publisher, .laggard) }
             return true
         case .disconnect:
-            if let publisher = pauses.current {
+            if let publisher = pauses.currentGate {
                 hold(publisher, .laggard)
                 return true
             }
@@ -187,10 +187,15 @@ final class ReaderLink {
         _ = outbox.loop.schedule { link.value.awaitCatchUp() }
     }
 
-    private func hold(_ publisher: PublisherGate, _ hold: PublisherHold) {
-        guard !held.contains(where: { $0.gate === publisher && $0.hold == hold }) else { return }
-        held.append((publisher, hold))
-        publisher.take(hold, began: true)
+    /// Holds `publisher` (not retained to be looked for: it is side-tabled, so a reference count
+    /// takes the slow path, and a flooding publisher is looked for here at every value).
+    private func hold(_ publisher: Unmanaged<PublisherGate>, _ hold: PublisherHold) {
+        let identity = publisher.toOpaque()
+        guard !held.contains(where: { $0.hold == hold && Unmanaged.passUnretained($0.gate).toOpaque() == identity })
+        else { return }
+        let gate = publisher.takeUnretainedValue()
+        held.append((gate, hold))
+        gate.take(hold, began: true)
         if held.count == 1 { turn.awaitsCatchUp = true }
     }
 

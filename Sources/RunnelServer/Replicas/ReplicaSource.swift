@@ -313,7 +313,7 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            let value = ReplicatedValue(message, publisher: publishers.number(of: pauses))
+            let value = entry.replicated(message, publisher: publishers.number(of: pauses))
             // A loop whose subscribers all conflate is one conflating subscriber.
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {
@@ -368,6 +368,7 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     private func finish() {
         isOver = true
         entry.replicaSubscribers.feeds -= 1
+        if entry.replicaSubscribers.feeds <= 1 { entry.latestReplicated = nil }
         entry.replicaSubscribers.told -= told.subscribers
         entry.replicaSubscribers.named -= told.named
         told = ReplicaReaders()

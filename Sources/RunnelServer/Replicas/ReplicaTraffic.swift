@@ -1,3 +1,4 @@
+import RunnelExpression
 import RunnelJSON
 import RunnelProtocol
 import RunnelUV
@@ -13,8 +14,13 @@ import RunnelUV
 /// also names its key, and a removal its reason (`mark`, its value null); `publisher`, the
 /// owner's number for whoever published it (`PublisherRegistry`; 0 for nobody), whom a
 /// subscriber lagging behind it there pauses. Made on the owner's loop from the message's
-/// payload, whose caches stay there; the replica's loop makes one payload of its own from it
-/// for all its subscribers.
+/// payload, whose caches stay there, once for all the loops the value goes to
+/// (`SubjectEntry.replicated`). The replica's loop makes one payload of its own from it for
+/// all its subscribers.
+///
+/// A value, not an object: a batch holds it in place, with no allocation of its own a value
+/// and nothing freed on the other thread but the bytes (an object a value cost two loops more
+/// than it saved four, bench/README.md, "The crossing's value made once").
 struct ReplicatedValue: Sendable {
     let raw: RawJSON
     let members: JSONMemberIndex
@@ -45,6 +51,33 @@ struct ReplicatedValue: Sendable {
     func message(in label: SubjectLabel) -> Message {
         if let mark { return Message(mark: mark, label: label, seq: seq, time: time) }
         return Message(label: label, raw: raw, members: members, seq: seq, time: time)
+    }
+}
+
+/// The value a subject's feeds replicated last (`SubjectEntry.replicated`), with the payload
+/// it was made from: held, so that the payload's identity, which tells the next feed of the
+/// same fan-out that the value is made, is never another payload's meanwhile.
+/// Thread rules: the owner's loop.
+struct LatestReplicated {
+    let source: Payload
+    let value: ReplicatedValue
+}
+
+extension SubjectEntry {
+    /// `message`, published by the publisher numbered `publisher`, as the loops holding
+    /// replicas of the subject are handed it: made once, by the first of its feeds to send it,
+    /// when it has more than one (one feed makes it as it sends it). The owner's loop.
+    @inline(__always)
+    func replicated(_ message: Message, publisher: UInt64) -> ReplicatedValue {
+        guard replicaSubscribers.feeds > 1 else { return ReplicatedValue(message, publisher: publisher) }
+        if let latest = latestReplicated, latest.source === message.source, latest.value.publisher == publisher,
+            latest.value.seq == message.seq ?? 0
+        {
+            return latest.value
+        }
+        let value = ReplicatedValue(message, publisher: publisher)
+        latestReplicated = LatestReplicated(source: message.source, value: value)
+        return value
     }
 }
 

@@ -4,13 +4,29 @@ import RunnelProtocol
 
 /// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
 /// when the value arrives; the library merges those subjects or follows the latest.
+/// The stages whose values name the subjects they read: the compiler's names for them, and
+/// what tells a `sub` that its chain looks subjects up as values arrive (a loop reading
+/// replicas then has every subject there first: `Session.everySubjectIsHere`).
+enum RunTimeLookupStage: String {
+    case flattenMap, switchToLatest
+}
+
 extension StageCompiler {
     /// Whether `stages` (a `sub`'s list, checked or not) has a stage that looks subjects up as
     /// values arrive, not as the chain is compiled.
     static func looksUpAtRunTime(_ stages: [JSONValue]) -> Bool {
         stages.contains { stage in
             guard case .object(let members) = stage, case .string(let name)? = members["op"] else { return false }
-            return name == "flattenMap" || name == "switchToLatest"
+            return RunTimeLookupStage(rawValue: name) != nil
+        }
+    }
+
+    func apply(_ kind: RunTimeLookupStage, _ stage: StageArguments, to signal: Signal<Message>) throws(ProtocolError)
+        -> Signal<Message>
+    {
+        switch kind {
+        case .flattenMap: return try flattenMap(stage, signal)
+        case .switchToLatest: return try switchToLatest(stage, signal)
         }
     }
 

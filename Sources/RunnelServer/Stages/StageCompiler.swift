@@ -114,10 +114,9 @@ public struct StageCompiler: Sendable {
         case "merge": return try merge(stage, signal)
         case "concat": return try concat(stage, signal)
         case "takeUntil": return try takeUntil(stage, signal)
-        // higher-order
-        case "flattenMap": return try flattenMap(stage, signal)
-        case "switchToLatest": return try switchToLatest(stage, signal)
         default:
+            // higher-order
+            if let kind = RunTimeLookupStage(rawValue: stage.name) { return try apply(kind, stage, to: signal) }
             throw ProtocolError(.badOperator, "unknown stage '\(stage.name)'", stage: stage.index)
         }
     }
