@@ -161,7 +161,8 @@ final class LoopIO {
     }
 }
 
-/// Work a loop does once at the end of a turn when asked (`LoopIO.atTurnEnd`): loop thread.
-protocol TurnEndWork: AnyObject {
+/// Work a loop does once at the end of a turn when asked (`LoopScheduler.atTurnEnd`): loop
+/// thread.
+public protocol TurnEndWork: AnyObject {
     func turnEnded()
 }

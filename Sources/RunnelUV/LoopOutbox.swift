@@ -63,7 +63,7 @@ public final class LoopOutbox<Message>: TurnEndWork, @unchecked Sendable {
         send(batch)
     }
 
-    func turnEnded() {
+    public func turnEnded() {
         isAskedForTurnEnd = false
         handOver()
     }

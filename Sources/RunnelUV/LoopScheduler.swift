@@ -146,6 +146,13 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
             "called off the loop thread", file: file, line: line)
     }
 
+    /// Has `work` run once at the end of this turn, with the mailboxes' batches, before the
+    /// loop writes its sockets (it asks again for the next turn). The loop's thread.
+    public func atTurnEnd(_ work: any TurnEndWork) {
+        assertOnLoopThread()
+        io.atTurnEnd(work)
+    }
+
     /// Runs `body` on the loop thread: at once when called there, otherwise through the
     /// queue. Dropped after shutdown.
     func execute(_ body: @escaping @Sendable () -> Void) {

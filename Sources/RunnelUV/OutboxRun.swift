@@ -27,6 +27,13 @@ public final class OutboxRun<Message, Head, Element> {
     @inline(__always)
     public func isOpen(_ key: UInt64) -> Bool { self.key == key && head != nil }
 
+    /// Whether the batch ends with `key`'s run, and its head is one `isSame` accepts.
+    @inline(__always)
+    public func isOpen(_ key: UInt64, with isSame: (Head) -> Bool) -> Bool {
+        guard self.key == key, let head else { return false }
+        return isSame(head)
+    }
+
     /// Starts a run of `key`'s with `element` at the batch's end, after what is there (an open
     /// run closed first).
     public func start(_ key: UInt64, _ head: Head, with element: Element) {

@@ -45,12 +45,7 @@ import Testing
         // Nobody paused: the values past the limit are missed on loop 1 alone.
         #expect(Self.pausedPublishers(on: servers[0]) == 0)
         release()
-        #expect(servers[1].lines(of: subscriber, count: 4)?.map(Self.index) == [1, 2, 3, 4])
-        // Loop 1 has caught up (its lines are written once the batch is delivered).
-        servers[0].send(publisher, Self.pub(21))
-        let lines = servers[1].lines(of: subscriber, count: 2)
-        #expect(lines?.first == #"{"ev":"dropped","sid":"a","count":16}"#)
-        #expect(lines?.last.map(Self.index) == 21)
+        Self.expectSixteenMissed(servers, subscriber, publisher: publisher)
         #expect(servers[1].run { servers[1].server.value.stats.counts.dropped } == 16)
     }
 
@@ -75,6 +70,7 @@ import Testing
         let servers = Self.servers(.disconnect)
         defer { servers.shutdown() }
         let subscriber = Self.subscribe(on: servers[1], conflating: true)
+        Self.awaitOwnerTold(servers, 1)
         let (publisher, release) = Self.publishFourWhileHeld(servers)
         servers[0].send(publisher, (5...20).map(Self.pub))
         // Where `disconnect` held it above; the loop takes them up to the hard limit instead.
@@ -94,6 +90,7 @@ import Testing
         }
         defer { servers.shutdown() }
         let subscriber = Self.subscribe(on: servers[1], conflating: true)
+        Self.awaitOwnerTold(servers, 1)
         let (publisher, release) = Self.publishFourWhileHeld(servers)
         let replicas = UnsafeTransfer(servers.replicas(on: 1)!)
         // Taken in one turn: over the soft limit, under the hard one when the turn began.
@@ -117,6 +114,66 @@ import Testing
         defer { release() }
         servers[0].send(publisher, (5...20).map(Self.pub))
         #expect(servers[0].lines(of: local, count: 20)?.map(Self.index) == Array(1...20))
+    }
+
+    /// The owner makes each value once for every loop that reads it (`ReplicatedValues`): a
+    /// loop that misses some under `drop` is told of them and gets the rest, and another loop
+    /// reading the same values gets each in order or is told it missed it (it may fall behind
+    /// too, when the owner reads the burst in more than one turn; a gap is told before the
+    /// next value).
+    @Test func twoLoopsShareTheOwnersValuesAndOneMissingSomeLeavesTheOtherWhole() {
+        let servers = LoopServers(count: 3) {
+            $0.slowConsumer = .drop
+            $0.softPendingBytes = 1000
+        }
+        defer { servers.shutdown() }
+        let busy = Self.subscribe(on: servers[1])
+        let whole = Self.subscribe(on: servers[2])
+        let (publisher, release) = Self.publishFourWhileHeld(servers)
+        // Delivered there before the rest come.
+        #expect(servers[2].lines(of: whole, count: 4)?.map(Self.index) == [1, 2, 3, 4])
+        servers[0].send(publisher, (5...20).map(Self.pub))
+        release()
+        Self.expectSixteenMissed(servers, busy, publisher: publisher)
+        let replicas = UnsafeTransfer(servers.replicas(on: 2)!)
+        #expect(eventually { replicas.value.backlog == 0 })
+        servers[0].send(publisher, Self.pub(22))
+        var lines: [String] = []
+        _ = eventually {
+            lines += servers[2].lines(of: whole)
+            return lines.contains { Self.index($0) == 22 }
+        }
+        #expect(Self.accountFor(lines, from: 5) == 23)
+    }
+
+    /// After values 1 to 4 handed to loop 1 while held and 5 to 20 missed there under `drop`,
+    /// and loop 1 let go: `subscriber` there gets 1 to 4, then, once value 21 is published, is
+    /// told it missed 16 before it.
+    private static func expectSixteenMissed(
+        _ servers: LoopServers, _ subscriber: LoopServer.Client, publisher: LoopServer.Client
+    ) {
+        #expect(servers[1].lines(of: subscriber, count: 4)?.map(Self.index) == [1, 2, 3, 4])
+        // Loop 1 has caught up (its lines are written once the batch is delivered).
+        servers[0].send(publisher, Self.pub(21))
+        let lines = servers[1].lines(of: subscriber, count: 2)
+        #expect(lines?.first == #"{"ev":"dropped","sid":"a","count":16}"#)
+        #expect(lines?.last.map(Self.index) == 21)
+    }
+
+    /// The value after the last that `lines`, from value `first` on, deliver or tell as missed
+    /// (`dropped`), each in its turn; nil when one is out of order.
+    private static func accountFor(_ lines: [String], from first: Int) -> Int? {
+        var next = first
+        for line in lines {
+            if let count = line.firstMatch(of: /"ev":"dropped","sid":"a","count":(\d+)/)?.1 {
+                next += Int(count)!
+            } else if index(line) == next {
+                next += 1
+            } else {
+                return nil
+            }
+        }
+        return next
     }
 
     /// A publisher on loop 1 whose values the owner has not answered yet is held by the soft
@@ -216,6 +273,14 @@ import Testing
         let answered = server.send(subscriber, #"{"op":"sub","subject":"s","sid":"a"\#(conflate)}"#)
         #expect((answered.isEmpty ? server.lines(of: subscriber, count: 1) : answered) == [#"{"ok":true,"sid":"a"}"#])
         return subscriber
+    }
+
+    /// Waits until the owner knows of `count` subscribers of `s` on other loops, and so of how
+    /// many of them conflate (`ReplicaReaders`): a reading loop tells it at its turn's end,
+    /// apart from the `sub`'s reply, and a value published before judges the loop by the
+    /// subject's policy.
+    private static func awaitOwnerTold(_ servers: LoopServers, _ count: Int) {
+        #expect(eventually { servers[0].run { servers.owned("s")?.replicaSubscribers.told } == count })
     }
 
     /// The number a `next` line's value starts with; 0 for another line.

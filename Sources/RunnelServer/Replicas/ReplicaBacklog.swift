@@ -78,8 +78,9 @@ final class ReaderLink {
     private let limits: ReplicaLimits
     /// What this turn's batch carries besides its updates.
     private let turn = Turn()
-    /// The run of one feed's values the batch ends with (`ReplicaUpdate.values`).
-    private let values: OutboxRun<ReplicaUpdate, Void, ReplicatedValue>
+    /// The run of one feed's values the batch ends with, by their places in one turn's values
+    /// of its subject (`ReplicaUpdate.values`).
+    private let values: OutboxRun<ReplicaUpdate, ReplicatedValues, Int>
     /// The publishers held until the reader catches up, each once for each kind of hold.
     private var held: [(gate: PublisherGate, hold: PublisherHold)] = []
     /// The feeds whose reader missed values it has not been told of, settled once it has
@@ -109,7 +110,11 @@ final class ReaderLink {
             turn.link?.awaitCatchUp()
         }
         self.outbox = outbox
-        values = OutboxRun(of: outbox) { feed, _, values in .values(feed: feed, values) }
+        values = OutboxRun(of: outbox) { feed, values, places in
+            // Closed into the batch: the reader may read them once it goes.
+            values.seal()
+            return .values(feed: feed, values, places)
+        }
         publishers = RemotePublishers(pauses: pauses) { publisher, hold, began in
             outbox.post(.hold(publisher: publisher, hold, began: began))
         }
@@ -163,12 +168,12 @@ final class ReaderLink {
     /// turn's batch): with the run of the feed's values the batch ends with, when it does, so a
     /// run of them crosses as one update.
     @inline(__always)
-    func post(_ value: ReplicatedValue, of feed: UInt64) {
+    func post(_ value: ReplicatedValueRef, of feed: UInt64) {
         turn.weight &+= value.weight
-        if values.isOpen(feed) {
-            values.append(value)
+        if values.isOpen(feed, with: { $0 === value.values }) {
+            values.append(value.index)
         } else {
-            values.start(feed, (), with: value)
+            values.start(feed, value.values, with: value.index)
         }
     }
 

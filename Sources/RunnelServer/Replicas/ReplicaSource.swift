@@ -244,7 +244,7 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     private var missed: UInt64 = 0
     /// Under `conflate`, the latest of them, which the reader's subscribers are owed: sent
     /// once the reader has caught up, unless a later value is sent first (`settle`).
-    private var latest: ReplicatedValue?
+    private var latest: (value: ReplicatedValueRef, holding: ReplicatedValues)?
     private var isOver = false
 
     init(
@@ -313,12 +313,12 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            let value = entry.replicated(message, publisher: publishers.number(of: pauses))
+            let value = entry.replicated(message, publisher: publishers.number(of: pauses), loop: outbox.loop)
             // A loop whose subscribers all conflate is one conflating subscriber.
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {
                 missed &+= 1
-                if link.policy(of: judgedBy) == .conflate { latest = value }
+                if link.policy(of: judgedBy) == .conflate { latest = (value, value.values) }
                 link.settleWhenCaughtUp(self)
                 return
             }
@@ -337,7 +337,7 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
         guard !isOver, missed > 0 else { return }
         if let latest {
             if missed > 1 { outbox.post(.missed(feed: number, count: missed - 1)) }
-            link.post(latest, of: number)
+            link.post(latest.value, of: number)
         } else {
             outbox.post(.missed(feed: number, count: missed))
         }
@@ -368,7 +368,6 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     private func finish() {
         isOver = true
         entry.replicaSubscribers.feeds -= 1
-        if entry.replicaSubscribers.feeds <= 1 { entry.latestReplicated = nil }
         entry.replicaSubscribers.told -= told.subscribers
         entry.replicaSubscribers.named -= told.named
         told = ReplicaReaders()

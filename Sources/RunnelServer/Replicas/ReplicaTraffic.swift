@@ -14,13 +14,10 @@ import RunnelUV
 /// also names its key, and a removal its reason (`mark`, its value null); `publisher`, the
 /// owner's number for whoever published it (`PublisherRegistry`; 0 for nobody), whom a
 /// subscriber lagging behind it there pauses. Made on the owner's loop from the message's
-/// payload, whose caches stay there, once for all the loops the value goes to
-/// (`SubjectEntry.replicated`). The replica's loop makes one payload of its own from it for
-/// all its subscribers.
-///
-/// A value, not an object: a batch holds it in place, with no allocation of its own a value
-/// and nothing freed on the other thread but the bytes (an object a value cost two loops more
-/// than it saved four, bench/README.md, "The crossing's value made once").
+/// payload, whose caches stay there, once for all the loops the value goes to, in its turn's
+/// `ReplicatedValues`. The replica's loop makes one payload of its own from it for all its
+/// subscribers. A value, not an object: an object a value cost two loops its allocation, freed
+/// on the other thread (bench/README.md, "A subject's turn of values made once").
 struct ReplicatedValue: Sendable {
     let raw: RawJSON
     let members: JSONMemberIndex
@@ -54,30 +51,97 @@ struct ReplicatedValue: Sendable {
     }
 }
 
-/// The value a subject's feeds replicated last (`SubjectEntry.replicated`), with the payload
-/// it was made from: held, so that the payload's identity, which tells the next feed of the
-/// same fan-out that the value is made, is never another payload's meanwhile.
-/// Thread rules: the owner's loop.
-struct LatestReplicated {
-    let source: Payload
-    let value: ReplicatedValue
+/// A subject's values of one turn of its owner's, as the loops holding replicas of it are
+/// handed them: each value made and stored once, each loop's update naming those that go
+/// there (`ReplicaUpdate.values`), so that a value crossing to three loops is not made and
+/// copied three times, and no loop's batch allocates a value of its own.
+///
+/// Thread rules: appended to on the owner's loop until sealed, which the first update naming
+/// it does as it closes (`ReaderLink`), before any loop is handed it; read-only after, on any
+/// loop. Lifetime rule: held by the updates that name it, and by its subject's entry on the
+/// owner until the turn ends (`SubjectReplication`).
+final class ReplicatedValues: @unchecked Sendable {
+    private(set) var values: [ReplicatedValue] = []
+    private(set) var isSealed = false
+
+    /// Values with room for `capacity` of them.
+    init(capacity: Int) { values.reserveCapacity(capacity) }
+
+    /// Adds `value`, returning its place. The owner's loop, before the seal.
+    func append(_ value: consuming ReplicatedValue) -> Int {
+        precondition(!isSealed, "a value added to values handed to another loop")
+        values.append(value)
+        return values.count &- 1
+    }
+
+    /// No value is added from now on: an update naming them is about to go to another loop.
+    /// The owner's loop.
+    func seal() { isSealed = true }
 }
 
-extension SubjectEntry {
+/// One of a turn's `ReplicatedValues`, by its place there, with what it weighs in a reader's
+/// backlog (`ReplicatedValue.weight`, kept here so that it is not read back through the
+/// values). For the feed sending it now: the values are not retained (a feed sends every value
+/// of the subject, and each reference count costs it), while its subject's entry holds them;
+/// what keeps one longer holds its `values` itself.
+struct ReplicatedValueRef {
+    unowned(unsafe) let values: ReplicatedValues
+    let index: Int
+    let weight: Int
+}
+
+/// What a subject's owner has made of its values this turn for the loops holding replicas of
+/// it (`SubjectEntry.replicated`), kept by its entry. Thread rules: the owner's loop.
+struct SubjectReplication {
+    /// The value made last, with the payload it was made from (held, so that the payload's
+    /// identity, which tells the next feed of the same fan-out that the value is made, is
+    /// never another payload's meanwhile).
+    fileprivate var latest: (source: Payload, seq: UInt64, publisher: UInt64, value: ReplicatedValueRef)?
+    /// This turn's values, while they take more.
+    fileprivate var values: ReplicatedValues?
+    /// How many values the last turn made: the room the next turn's start with.
+    fileprivate var lastTurnCount = 0
+}
+
+extension SubjectEntry: TurnEndWork {
     /// `message`, published by the publisher numbered `publisher`, as the loops holding
-    /// replicas of the subject are handed it: made once, by the first of its feeds to send it,
-    /// when it has more than one (one feed makes it as it sends it). The owner's loop.
+    /// replicas of the subject are handed it: made by the first of its feeds to send it, in
+    /// this turn's values, and found there by the others. The owner's loop, `loop` (read only
+    /// when the turn's values start).
     @inline(__always)
-    func replicated(_ message: Message, publisher: UInt64) -> ReplicatedValue {
-        guard replicaSubscribers.feeds > 1 else { return ReplicatedValue(message, publisher: publisher) }
-        if let latest = latestReplicated, latest.source === message.source, latest.value.publisher == publisher,
-            latest.value.seq == message.seq ?? 0
+    func replicated(_ message: Message, publisher: UInt64, loop: @autoclosure () -> LoopScheduler)
+        -> ReplicatedValueRef
+    {
+        let seq = message.seq ?? 0
+        if let latest = replication.latest, latest.source === message.source, latest.publisher == publisher,
+            latest.seq == seq
         {
             return latest.value
         }
-        let value = ReplicatedValue(message, publisher: publisher)
-        latestReplicated = LatestReplicated(source: message.source, value: value)
+        let values: ReplicatedValues
+        if let open = replication.values, !open.isSealed {
+            values = open
+        } else {
+            if replication.values == nil { loop().atTurnEnd(self) }
+            values = ReplicatedValues(capacity: replication.lastTurnCount)
+            replication.values = values
+        }
+        let made = ReplicatedValue(message, publisher: publisher)
+        let weight = made.weight
+        let value = ReplicatedValueRef(values: values, index: values.append(made), weight: weight)
+        // One feed looks for it nowhere else. Whatever `latest` names, `values` holds.
+        if replicaSubscribers.feeds > 1 {
+            replication.latest = (message.source, seq, publisher, value)
+        } else if replication.latest != nil {
+            replication.latest = nil
+        }
         return value
+    }
+
+    /// The turn ended: its values are let go here (the updates naming them hold them).
+    package func turnEnded() {
+        replication.lastTurnCount = replication.values?.values.count ?? 0
+        replication = SubjectReplication(lastTurnCount: replication.lastTurnCount)
     }
 }
 
@@ -131,9 +195,9 @@ enum ReplicaUpdate: Sendable {
     /// The replica of `name` cannot be had: what a `sub` of it on the owner would get
     /// (`unknown_subject` with `auto_create` off, `limit`, ...).
     case refused(name: String, ProtocolError)
-    /// Values of the feed's subject, in order: a turn's run of them, one update
-    /// (`ReaderLink.post`).
-    case values(feed: UInt64, [ReplicatedValue])
+    /// Values of the feed's subject, in order: a turn's run of them, one update naming their
+    /// places in the turn's values of the subject (`ReaderLink.post`).
+    case values(feed: UInt64, ReplicatedValues, [Int])
     /// The reader missed `count` values of the feed's subject, the loop behind under `drop` or
     /// past the hard limit (`ReaderLink`): told before the next value sent, or once the reader
     /// has caught up if none is sent first, which is when its subscriptions there are told

@@ -4,12 +4,13 @@ import RunnelProtocol
 /// per value by `max_publish_eval_ms`, a map's as the changes its owner made. Thread rules: as
 /// `SubjectReplicas`'s.
 extension SubjectReplicas {
-    /// Delivers `values` to `entry`'s subscribers here, each inside its publisher's stand-in:
-    /// a subscriber it puts over the soft limit pauses the publisher where it is.
-    func deliver(_ values: [ReplicatedValue], to entry: SubjectEntry) {
+    /// Delivers the `values` at `places` to `entry`'s subscribers here, each inside its
+    /// publisher's stand-in: a subscriber it puts over the soft limit pauses the publisher
+    /// where it is.
+    func deliver(_ values: [ReplicatedValue], at places: [Int], to entry: SubjectEntry) {
         var gate: (number: UInt64, PublisherGate)?
         // By index: each value is read where it is, not copied out and destroyed.
-        for index in values.indices {
+        for index in places {
             let publisher = values[index].publisher
             guard publisher != 0 else {
                 deliver(values[index], to: entry)

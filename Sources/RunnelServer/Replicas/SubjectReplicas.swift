@@ -354,10 +354,11 @@ final class SubjectReplicas: @unchecked Sendable {
                 for then in waiting.removeValue(forKey: snapshot.name) ?? [] { then(.success(entry)) }
             case .refused(let name, let error):
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
-            case .values(let feed, let values):
-                for value in values { weight &+= value.weight }
+            case .values(let feed, let turn, let places):
+                let values = turn.values
+                for place in places { weight &+= values[place].weight }
                 guard let entry = byFeed[feed] else { continue }
-                deliver(values, to: entry)
+                deliver(values, at: places, to: entry)
             case .linked(let up):
                 ownerIsLinked = up
             case .missedBy(let subscription, let count):

@@ -56,9 +56,8 @@ package final class SubjectEntry {
     /// every subscriber (`pub`'s receivers), and `named`, those naming it (`list`'s, and with
     /// the other loops' pattern subscriptions, `$sys.occupancy`'s).
     var replicaSubscribers = (feeds: 0, told: 0, named: 0)
-    /// On the owner's loop, while it has more than one feed: the value they replicated last,
-    /// made once for all of them (`replicated`).
-    var latestReplicated: LatestReplicated?
+    /// On the owner's loop: the values its feeds hand other loops this turn (`replicated`).
+    var replication = SubjectReplication()
     /// On another loop, for a replica of the subject (`SubjectReplicas`): the owner's number
     /// for the feed of updates it is made from; nil for a subject of the loop's own.
     var replicaFeed: UInt64?
