@@ -99,7 +99,7 @@ struct SubjectReplication {
     fileprivate var latest: (source: Payload, seq: UInt64, publisher: UInt64, value: ReplicatedValueRef)?
     /// This turn's values, while they take more.
     fileprivate var values: ReplicatedValues?
-    /// How many values the last turn made: the room the next turn's start with.
+    /// How many values the last turn made: the room the next turn's values start with.
     fileprivate var lastTurnCount = 0
 }
 
@@ -140,8 +140,7 @@ extension SubjectEntry: TurnEndWork {
 
     /// The turn ended: its values are let go here (the updates naming them hold them).
     package func turnEnded() {
-        replication.lastTurnCount = replication.values?.values.count ?? 0
-        replication = SubjectReplication(lastTurnCount: replication.lastTurnCount)
+        replication = SubjectReplication(lastTurnCount: replication.values?.values.count ?? 0)
     }
 }
 

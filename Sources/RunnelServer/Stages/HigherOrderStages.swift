@@ -2,8 +2,6 @@ import Runnel
 import RunnelJSON
 import RunnelProtocol
 
-/// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
-/// when the value arrives; the library merges those subjects or follows the latest.
 /// The stages whose values name the subjects they read: the compiler's names for them, and
 /// what tells a `sub` that its chain looks subjects up as values arrive (a loop reading
 /// replicas then has every subject there first: `Session.everySubjectIsHere`).
@@ -11,6 +9,8 @@ enum RunTimeLookupStage: String {
     case flattenMap, switchToLatest
 }
 
+/// `flattenMap` and `switchToLatest`: each value (or `expr` on it) names a subject, looked up
+/// when the value arrives; the library merges those subjects or follows the latest.
 extension StageCompiler {
     /// Whether `stages` (a `sub`'s list, checked or not) has a stage that looks subjects up as
     /// values arrive, not as the chain is compiled.
@@ -21,6 +21,7 @@ extension StageCompiler {
         }
     }
 
+    /// `stage`, of the kind `kind`, on `signal` (`StageCompiler.compile`).
     func apply(_ kind: RunTimeLookupStage, _ stage: StageArguments, to signal: Signal<Message>) throws(ProtocolError)
         -> Signal<Message>
     {
