@@ -243,7 +243,8 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     /// Values the reader missed since the last it was sent (`ReaderLink.admits`).
     private var missed: UInt64 = 0
     /// Under `conflate`, the latest of them, which the reader's subscribers are owed: sent
-    /// once the reader has caught up, unless a later value is sent first (`settle`).
+    /// once the reader has caught up, unless a later value is sent first (`settle`); with the
+    /// turn's values it is in, held here (the reference does not hold them).
     private var latest: (value: ReplicatedValueRef, holding: ReplicatedValues)?
     private var isOver = false
 
