@@ -73,6 +73,61 @@ import Testing
         #expect(TestBytes.validate([0x22] + [UInt8](repeating: 0x20, count: 40) + [0x22]) == nil)
     }
 
+    /// In a long string, read sixteen bytes a step and then eight, each byte that needs
+    /// attention stops the scan exactly where it is, at every place in the steps, and the
+    /// bytes around those (0x20, 0x7F, the neighbours of `"` and `\`) never do.
+    @Test func longStringsStopAtTheFirstByteThatNeedsAttentionWherever() throws {
+        let expected: [(special: [UInt8], reason: JSONError.Reason, shift: Int)] = [
+            ([0x00], .controlCharacter, 0), ([0x1F], .controlCharacter, 0), ([0x80], .invalidUTF8, 0),
+            ([0xFF], .invalidUTF8, 0), ([UInt8(ascii: "\\"), UInt8(ascii: "x")], .invalidEscape, 0),
+            ([UInt8(ascii: "\"")], .trailingData, 1),
+        ]
+        for (special, reason, shift) in expected {
+            for offset in 0..<48 {
+                var content = [UInt8](repeating: UInt8(ascii: "a"), count: 56)
+                content.replaceSubrange(offset..<(offset + special.count), with: special)
+                let error = TestBytes.validate([0x22] + content + [0x22])
+                #expect(error == JSONError(reason, at: 1 + offset + shift), "\(special) at \(offset)")
+            }
+        }
+        let plain: [UInt8] = [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, UInt8(ascii: "a")]
+        let long = (0..<100).map { plain[$0 % plain.count] }
+        let text = TestBytes.text(long)
+        #expect(try JSONParser(maxDepth: 4).parse("\"\(text)\"") == .string(text))
+        // Escapes and multi-byte sequences across every place of the steps are read whole.
+        for offset in 0..<40 {
+            let content = String(repeating: "a", count: offset) + "é\\n€😀" + String(repeating: "b", count: 40)
+            #expect(
+                try JSONParser(maxDepth: 4).parse("\"\(content)\"")
+                    == .string(String(repeating: "a", count: offset) + "é\n€😀" + String(repeating: "b", count: 40)))
+        }
+    }
+
+    /// The sixteen-byte step (optimised builds) marks exactly the bytes the eight-byte step
+    /// does, and finds the first: every byte value in every lane, among plain bytes and after
+    /// another marked one. Tested directly: debug builds, which run the tests, scan without it.
+    @Test func plainLanesAgreeWithTheEightByteStep() {
+        let plain = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
+        for byte in UInt8.min...UInt8.max {
+            // The eight-byte step's verdict on the byte, among plain bytes.
+            let marked = JSONScanner.attentionMarks(in: 0x6161_6161_6161_6100 | UInt64(byte)) != 0
+            for lane in 0..<16 {
+                var bytes = plain
+                bytes[lane] = byte
+                let vector = bytes.withUnsafeBytes { $0.loadUnaligned(as: SIMD16<Int8>.self) }
+                let marks = JSONScanner.attentionMarks(in: vector)
+                #expect(any(marks) == marked, "byte \(byte) in lane \(lane)")
+                #expect(JSONScanner.firstMarked(marks) == (marked ? lane : 16), "byte \(byte) in lane \(lane)")
+                // A marked byte after it leaves the first where it is.
+                if lane < 15 {
+                    bytes[15] = UInt8(ascii: "\"")
+                    let both = bytes.withUnsafeBytes { $0.loadUnaligned(as: SIMD16<Int8>.self) }
+                    #expect(JSONScanner.firstMarked(JSONScanner.attentionMarks(in: both)) == (marked ? lane : 15))
+                }
+            }
+        }
+    }
+
     /// A key whose closing quote is within eight bytes of its opening one is read with one
     /// word, in line; any byte there that needs attention sends it to the full string scan.
     /// Either way a key gets the verdict, and the offset, the same string gets as a value.
