@@ -21,10 +21,9 @@ public protocol ByteStream: AnyObject {
     var unsentBytes: Int { get }
     /// Bytes the kernel has taken since the stream opened: grows while the peer reads.
     var sentBytes: UInt64 { get }
-    /// Runs `report` with the bytes the peer has acknowledged since the stream opened
-    /// (`TCPConnection.acknowledgedBytes`): they grow while the peer reads, also while the
-    /// kernel takes no more from the stream. Never once the stream has closed.
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void)
+    /// Bytes the peer has acknowledged since the stream opened (`TCPConnection`'s): they grow
+    /// while the peer reads, also while the kernel takes no more from the stream.
+    var acknowledgedBytes: UInt64 { get }
     /// Whether `unsentBytes` is over `limit` (cheaper than reading it).
     func hasUnsentBytes(over limit: Int) -> Bool
     /// Runs `action` once, as soon as `unsentBytes` is at most `threshold`.

@@ -151,8 +151,6 @@ extension TCPConnection {
         return sent &- min(sent, UInt64(max(0, held)))
     }
 
-    public func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { report(acknowledgedBytes) }
-
     /// Whether `unsentBytes` is over `limit`. The same answer, cheaper: `pendingBytes` is never
     /// less than `unsentBytes` (it also counts what libuv has handed to the kernel from a write
     /// still in progress) and sits in the state every write touches, while `unsentBytes` follows

@@ -18,9 +18,12 @@ final class MemoryTransport: SessionTransport {
     /// What `hasUnsentBytes(over:)` and `unsentBytes` report; set it to play a slow consumer,
     /// and `drain()` to play one that caught up.
     var unsent = 0
-    /// What `sentBytes` and `measureAcknowledged` report; raise it to play a slow consumer
-    /// that still reads.
+    /// What `sentBytes` reports; raise it (and `acknowledged`) to play a slow consumer whose
+    /// kernel takes more of its output.
     var sent: UInt64 = 0
+    /// What `acknowledgedBytes` reports; raise it alone to play a slow consumer that reads
+    /// from a full send buffer, which the kernel does not refill yet.
+    var acknowledged: UInt64 = 0
     /// What each line written adds to `unsent`: a client that reads nothing meanwhile.
     var unsentPerLine = 0
     let maxRequestBytes: Int
@@ -148,7 +151,7 @@ final class MemoryTransport: SessionTransport {
     func hasUnsentBytes(over limit: Int) -> Bool { unsent > limit }
     var unsentBytes: Int { unsent }
     var sentBytes: UInt64 { sent }
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { report(sent) }
+    var acknowledgedBytes: UInt64 { acknowledged }
     func pauseInput() { isInputPaused = true }
     func resumeInput() { isInputPaused = false }
 

@@ -125,7 +125,7 @@ import Testing
         let (harness, client, publisher) = Self.lagging()
         Self.publish(publisher, 1...1)
         // It took some output during the grace: another grace begins.
-        client.transport.sent += 100
+        client.transport.acknowledged += 100
         harness.run { session(of: client).graceEnded() }
         #expect(!client.transport.isClosed)
         #expect(session(of: client).lag?.graceTimer != nil)

@@ -54,7 +54,7 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil)
+        let lag = SlowConsumerLag(graceTimer: nil, acknowledged: 0)
         #expect(lag.isPastGrace)
         lag.hold(publisher)
         lag.hold(publisher)
@@ -88,26 +88,29 @@ import Testing
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
         let other = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: Disposable())
+        let lag = SlowConsumerLag(graceTimer: Disposable(), acknowledged: 0)
         #expect(lag.holdWhileDraining(publisher, sent: 10))
         let timer = Disposable()
-        lag.drainCheckArmed(timer)
+        let reading = SlowConsumerLag.drainProgress
+        lag.drainCheckArmed(timer, acknowledged: 5)
         #expect(!lag.holdWhileDraining(publisher, sent: 12))
         #expect(!lag.holdWhileDraining(other, sent: 12))
         #expect(publisher.laggards == 1 && other.laggards == 1)
-        // Progress since the look began: the next is armed.
-        #expect(lag.drainChecked(sent: 20))
-        lag.drainCheckArmed(Disposable())
-        // None since: both go, and it is stalled.
-        #expect(!lag.drainChecked(sent: 20))
+        // Acknowledged enough since the look began, the kernel having taken nothing more (a
+        // reader emptying a full send buffer): the next is armed.
+        #expect(lag.drainChecked(acknowledged: 5 + reading, sent: 12))
+        lag.drainCheckArmed(Disposable(), acknowledged: 5 + reading)
+        // Less since (a receive buffer nobody reads taking a little more): both go, and it is
+        // stalled.
+        #expect(!lag.drainChecked(acknowledged: 4 + 2 * reading, sent: 20))
         #expect(lag.isStalled && publisher.laggards == 0 && other.laggards == 0 && pauses.pausedNow == 0)
         #expect(!lag.holdWhileDraining(publisher, sent: 20))
         #expect(publisher.laggards == 0)
-        // It read again.
+        // The kernel took more: it read again.
         #expect(lag.holdWhileDraining(publisher, sent: 21))
         #expect(!lag.isStalled && publisher.laggards == 1)
         let again = Disposable()
-        lag.drainCheckArmed(again)
+        lag.drainCheckArmed(again, acknowledged: 9)
         lag.end()
         #expect(again.isDisposed && lag.drainTimer == nil && publisher.laggards == 0)
     }
@@ -116,13 +119,13 @@ import Testing
         let loop = EventLoop()
         let pauses = PublisherPauses(clock: loop.scheduler)
         let publisher = PublisherGate(pauses: pauses)
-        let lag = SlowConsumerLag(graceTimer: nil)
+        let lag = SlowConsumerLag(graceTimer: nil, acknowledged: 0)
         #expect(lag.holdWhileDraining(publisher, sent: 0))
-        lag.drainCheckArmed(Disposable())
+        lag.drainCheckArmed(Disposable(), acknowledged: 0)
         lag.hold(publisher)
         #expect(publisher.laggards == 1 && lag.drainingPublishers.isEmpty && lag.publishers.count == 1)
         // A look without progress keeps it: it is held until the end now.
-        #expect(!lag.drainChecked(sent: 0))
+        #expect(!lag.drainChecked(acknowledged: 0, sent: 0))
         #expect(publisher.laggards == 1)
         #expect(!lag.holdWhileDraining(publisher, sent: 0))
         lag.end()
@@ -131,14 +134,14 @@ import Testing
 
     @Test func lagStopsItsGraceTimerAtItsEnd() {
         let timer = Disposable()
-        let lag = SlowConsumerLag(graceTimer: timer)
+        let lag = SlowConsumerLag(graceTimer: timer, acknowledged: 0)
         #expect(!lag.isPastGrace)
         lag.end()
         #expect(timer.isDisposed && lag.graceTimer == nil)
     }
 
     @Test func lagPassesItsGraceWhenTheTimerFires() {
-        let lag = SlowConsumerLag(graceTimer: Disposable())
+        let lag = SlowConsumerLag(graceTimer: Disposable(), acknowledged: 0)
         lag.graceTimerFired()
         #expect(lag.graceTimer == nil && !lag.isPastGrace)
         lag.passGrace()

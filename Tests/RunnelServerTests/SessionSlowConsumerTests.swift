@@ -164,8 +164,9 @@ import Testing
         publisher.send(#"{"op":"pub","subject":"a","value":1}"#)
         #expect(publisher.transport.isInputPaused)
         harness.run { publisher.transport.receiveReadAhead(#"{"op":"pub","subject":"a","value":2}"#) }
-        // It reads between two looks: the publisher stays paused.
-        client.transport.sent += 500
+        // It reads between two looks, from a send buffer the kernel does not refill yet (what
+        // it acknowledges grows, what the kernel took does not): the publisher stays paused.
+        client.transport.acknowledged += SlowConsumerLag.drainProgress
         harness.run { session(of: client).drainCheckDue() }
         #expect(publisher.transport.isInputPaused)
         #expect(session(of: client).lag?.drainTimer != nil)
@@ -204,6 +205,7 @@ import Testing
         harness.run { session(of: client).drainCheckDue() }
         #expect(!publisher.transport.isInputPaused)
         client.transport.sent += 100
+        client.transport.acknowledged += 100
         publisher.send(#"{"op":"pub","subject":"a","value":2}"#)
         #expect(publisher.transport.isInputPaused)
         #expect(session(of: client).lag?.isStalled == false && session(of: client).lag?.drainTimer != nil)

@@ -316,7 +316,7 @@ final class SSETransport: SessionTransport, HTTPStream {
     func hasUnsentBytes(over limit: Int) -> Bool { connection?.hasUnsentBytes(over: limit) ?? false }
     var unsentBytes: Int { connection?.unsentBytes ?? 0 }
     var sentBytes: UInt64 { connection?.sentBytes ?? 0 }
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { connection?.measureAcknowledged(report) }
+    var acknowledgedBytes: UInt64 { connection?.acknowledgedBytes ?? 0 }
     func pauseInput() { connection?.stopReading() }
     func resumeInput() { connection?.startReading() }
 

@@ -191,7 +191,7 @@ final class WebSocketTransport: SessionTransport, HTTPStream, WebSocketFrameRead
     func hasUnsentBytes(over limit: Int) -> Bool { connection.hasUnsentBytes(over: limit) }
     var unsentBytes: Int { connection.unsentBytes }
     var sentBytes: UInt64 { connection.sentBytes }
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { connection.measureAcknowledged(report) }
+    var acknowledgedBytes: UInt64 { connection.acknowledgedBytes }
 
     func pauseInput() {
         reader.pause()

@@ -79,17 +79,9 @@ extension Session {
 
     /// The output went over the soft limit: the grace starts.
     private func startLag() -> SlowConsumerLag {
-        let lag = SlowConsumerLag(graceTimer: armGrace())
+        let lag = SlowConsumerLag(graceTimer: armGrace(), acknowledged: transport.acknowledgedBytes)
         beginLag(lag)
-        measureGraceStart(lag)
         return lag
-    }
-
-    /// Has what the client had acknowledged as `lag`'s grace began measured (at once, or once
-    /// the loop that serves the socket has looked).
-    private func measureGraceStart(_ lag: SlowConsumerLag) {
-        let grace = lag.grace
-        transport.measureAcknowledged { [weak lag] acknowledged in lag?.graceStartMeasured(acknowledged, grace: grace) }
     }
 
     /// The timer that ends a grace begun now; nil with no grace.
@@ -104,22 +96,28 @@ extension Session {
     /// lag asks for.
     private func holdWhileDraining(_ publisher: PublisherGate, _ lag: SlowConsumerLag) {
         guard lag.holdWhileDraining(publisher, sent: transport.sentBytes) else { return }
-        armDrainCheck(lag)
+        armDrainCheck(lag, acknowledged: transport.acknowledgedBytes)
     }
 
-    private func armDrainCheck(_ lag: SlowConsumerLag) {
+    /// Arms the next look at the connection's progress, its client having acknowledged
+    /// `acknowledged` now.
+    private func armDrainCheck(_ lag: SlowConsumerLag, acknowledged: UInt64) {
         let scheduler = context.scheduler
         lag.drainCheckArmed(
             scheduler.after(scheduler.now.advanced(by: SlowConsumerLag.drainCheck)) { [weak self] in
                 self?.drainCheckDue()
-            })
+            }, acknowledged: acknowledged)
     }
 
     /// The look at the connection's progress is due (internal, so tests can stand in for the
-    /// timer): the publishers held while it drains go if it has taken nothing since the last.
+    /// timer): the publishers held while it drains go if its client has acknowledged nothing
+    /// since the last.
     func drainCheckDue() {
         guard !isClosing, let lag else { return }
-        if lag.drainChecked(sent: transport.sentBytes) { armDrainCheck(lag) }
+        let acknowledged = transport.acknowledgedBytes
+        if lag.drainChecked(acknowledged: acknowledged, sent: transport.sentBytes) {
+            armDrainCheck(lag, acknowledged: acknowledged)
+        }
     }
 
     /// The grace timer fired (internal, so tests can stand in for the timer).
@@ -130,8 +128,7 @@ extension Session {
             // Back under the soft limit, its wake-up not come yet: the lag is over, unless the
             // waiting values fill the output again, which begins another grace.
             guard !flushWaiting() else { return endLag() }
-            lag.graceRestarted(armGrace(), acknowledged: nil)
-            return measureGraceStart(lag)
+            return lag.graceRestarted(armGrace(), acknowledged: transport.acknowledgedBytes)
         }
         lag.passGrace()
         if lag.closesPastGrace { return closeAsSlowConsumer() }
@@ -139,11 +136,9 @@ extension Session {
         // Conflating, it is cut only when it read nothing in the grace; else another begins.
         // (What it acknowledged: the kernel may take nothing more for minutes from a reader
         // of a few kilobytes a second.)
-        transport.measureAcknowledged { [weak self, weak lag] acknowledged in
-            guard let self, let lag, !isClosing, self.lag === lag else { return }
-            guard acknowledged != lag.acknowledgedAtGraceStart else { return closeAsSlowConsumer() }
-            lag.graceRestarted(armGrace(), acknowledged: acknowledged)
-        }
+        let acknowledged = transport.acknowledgedBytes
+        guard acknowledged != lag.acknowledgedAtGraceStart else { return closeAsSlowConsumer() }
+        lag.graceRestarted(armGrace(), acknowledged: acknowledged)
     }
 
     /// Asks the transport to call `outputDrained` once the output is at most the input limit

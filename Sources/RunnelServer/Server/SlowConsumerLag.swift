@@ -6,11 +6,19 @@ import Runnel
 ///
 /// Publishers are held two ways. Under `backpressure` a publisher is held until the lag ends
 /// (`hold`). Under `disconnect` it is held only while the connection drains
-/// (`holdWhileDraining`): the session looks every `drainCheck` at the bytes the kernel has
-/// taken from the connection (`drainChecked(sent:)`); a look that finds none taken since the
-/// last lets those publishers go and marks the connection stalled, and an event that finds it
-/// reading again later holds them anew. So a burst is paced by the subscribers that read it,
-/// and one that has stopped reading delays a publisher by one `drainCheck` at most.
+/// (`holdWhileDraining`): the session looks every `drainCheck` at the bytes its client has
+/// acknowledged (`drainChecked(acknowledged:sent:)`); a look that finds fewer than
+/// `drainProgress` since the last lets those publishers go and marks the connection stalled,
+/// and an event that finds the kernel has taken more of its output since (`sentBytes`, no
+/// system call) holds them anew. So a burst is paced by the subscribers that read it, and one
+/// that has stopped reading delays a publisher by a look or two (its kernel may still take in
+/// what its receive buffer holds during the first).
+///
+/// The looks ask what the client acknowledged, not what the kernel took: a reader empties a
+/// send buffer of megabytes for a while before the kernel takes more (at a third free), and a
+/// look at `sentBytes` found it stalled then and let through a flood that cut it at the hard
+/// limit. The floor keeps what kernels take in of their own (a few kilobytes a look into a
+/// small receive buffer that nobody reads) from counting as reading.
 ///
 /// Thread rules: loop thread only. Lifetime rule: its session holds it from the first event
 /// over the soft limit until the output falls or the session closes, and then calls `end()`,
@@ -19,6 +27,8 @@ final class SlowConsumerLag {
     /// How long a connection holding publishers while it drains may hand the kernel nothing
     /// before it counts as stalled and lets them go.
     static let drainCheck = Duration.milliseconds(50)
+    /// The bytes a client must acknowledge between two looks to count as reading (320 KiB/s).
+    static let drainProgress: UInt64 = 16 << 10
 
     /// Ends the grace; nil once it has ended (or with a grace of zero).
     private(set) var graceTimer: Disposable?
@@ -31,10 +41,8 @@ final class SlowConsumerLag {
     /// it read nothing of its output since the grace began (`acknowledgedAtGraceStart`).
     var conflates = false
     /// What the connection's client had acknowledged when the grace (or the last one
-    /// restarted) began; nil until measured (`graceStartMeasured`).
-    private(set) var acknowledgedAtGraceStart: UInt64?
-    /// The grace running: 0 for the first, one more at each restart.
-    private(set) var grace = 0
+    /// restarted) began.
+    private(set) var acknowledgedAtGraceStart: UInt64
     /// The publishers paused on this connection until the lag ends, each once.
     private(set) var publishers: [PublisherGate] = []
     /// The publishers paused on this connection while it drains, each once and none of them
@@ -42,23 +50,19 @@ final class SlowConsumerLag {
     private(set) var drainingPublishers: [PublisherGate] = []
     /// The next look at the connection's progress; nil when none is due.
     private(set) var drainTimer: Disposable?
-    /// The connection's `sentBytes` at the last look (or when the looks began).
-    private var sentAtCheck: UInt64 = 0
+    /// What the client had acknowledged at the last look (or when the looks began).
+    private var acknowledgedAtCheck: UInt64 = 0
+    /// The connection's `sentBytes` when a look found it stalled.
+    private var sentWhenStalled: UInt64 = 0
     /// A look found no progress: publishers are not held while it drains until it reads again.
     private(set) var isStalled = false
     private var hasEnded = false
 
     /// A lag whose grace ends when `graceTimer` fires (`graceEnded()`); with no timer (no
-    /// grace), one past its grace at once.
-    init(graceTimer: Disposable?) {
+    /// grace), one past its grace at once. Its client has acknowledged `acknowledged` now.
+    init(graceTimer: Disposable?, acknowledged: UInt64) {
         self.graceTimer = graceTimer
         isPastGrace = graceTimer == nil
-    }
-
-    /// What the client had acknowledged as grace number `grace` began, measured: kept while
-    /// that grace runs and nothing was kept for it yet.
-    func graceStartMeasured(_ acknowledged: UInt64, grace: Int) {
-        guard grace == self.grace, acknowledgedAtGraceStart == nil else { return }
         acknowledgedAtGraceStart = acknowledged
     }
 
@@ -75,12 +79,12 @@ final class SlowConsumerLag {
     }
 
     /// Pauses `publisher` while the connection, whose `sentBytes` is `sent` now, drains:
-    /// nothing while it is stalled and has taken nothing since. Returns true when a look at
-    /// its progress must be armed (`drainCheckArmed`).
+    /// nothing while it is stalled and the kernel has taken nothing more since. Returns true
+    /// when a look at its progress must be armed (`drainCheckArmed`).
     func holdWhileDraining(_ publisher: PublisherGate, sent: UInt64) -> Bool {
         assert(!hasEnded, "a publisher held by an ended lag")
         if isStalled {
-            guard sent != sentAtCheck else { return false }
+            guard sent != sentWhenStalled else { return false }
             isStalled = false
         }
         if !publishers.contains(where: { $0 === publisher })
@@ -89,27 +93,26 @@ final class SlowConsumerLag {
             drainingPublishers.append(publisher)
             publisher.laggardBegan()
         }
-        guard drainTimer == nil else { return false }
-        sentAtCheck = sent
-        return true
+        return drainTimer == nil
     }
 
-    /// The look `holdWhileDraining` asked for is armed (nil: the loop is stopping, and there
-    /// will be none).
-    func drainCheckArmed(_ timer: Disposable?) {
+    /// The look `holdWhileDraining` (or the last look) asked for is armed, the client having
+    /// acknowledged `acknowledged` now (`timer` nil: the loop is stopping, and there will be
+    /// none).
+    func drainCheckArmed(_ timer: Disposable?, acknowledged: UInt64) {
         assert(drainTimer == nil && !hasEnded, "a second look at a lag's progress")
         drainTimer = timer
+        acknowledgedAtCheck = acknowledged
     }
 
-    /// The look is due, the connection's `sentBytes` being `sent`: with progress since the
-    /// last, it returns true (arm the next); without, the publishers held while it drains go.
-    func drainChecked(sent: UInt64) -> Bool {
+    /// The look is due, the client having acknowledged `acknowledged` and the kernel taken
+    /// `sent`: with progress since the last (`drainProgress`), it returns true (arm the next);
+    /// without, the publishers held while it drains go.
+    func drainChecked(acknowledged: UInt64, sent: UInt64) -> Bool {
         drainTimer = nil
-        guard sent == sentAtCheck else {
-            sentAtCheck = sent
-            return !drainingPublishers.isEmpty
-        }
+        guard acknowledged &- acknowledgedAtCheck < Self.drainProgress else { return !drainingPublishers.isEmpty }
         isStalled = true
+        sentWhenStalled = sent
         let released = drainingPublishers
         drainingPublishers = []
         for publisher in released { publisher.laggardEnded() }
@@ -123,11 +126,10 @@ final class SlowConsumerLag {
     func passGrace() { isPastGrace = true }
 
     /// A conflating connection that read some output in the grace gets another, which
-    /// `graceTimer` ends; its client has acknowledged `acknowledged` now (nil: to be measured).
-    func graceRestarted(_ graceTimer: Disposable?, acknowledged: UInt64?) {
+    /// `graceTimer` ends; its client has acknowledged `acknowledged` now.
+    func graceRestarted(_ graceTimer: Disposable?, acknowledged: UInt64) {
         assert(self.graceTimer == nil && !hasEnded, "a grace restarted while one runs")
         self.graceTimer = graceTimer
-        grace += 1
         acknowledgedAtGraceStart = acknowledged
     }
 

@@ -178,7 +178,7 @@ final class CorkedTransport: SessionTransport {
     func hasUnsentBytes(over limit: Int) -> Bool { heldBytes > limit || inner.hasUnsentBytes(over: limit - heldBytes) }
     var unsentBytes: Int { heldBytes + inner.unsentBytes }
     var sentBytes: UInt64 { inner.sentBytes }
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void) { inner.measureAcknowledged(report) }
+    var acknowledgedBytes: UInt64 { inner.acknowledgedBytes }
     func pauseInput() { inner.pauseInput() }
     func resumeInput() { inner.resumeInput() }
 

@@ -81,16 +81,16 @@ package protocol SessionTransport: AnyObject {
     var unsentBytes: Int { get }
 
     /// Bytes the kernel has taken from this connection since it opened: grows while the client
-    /// reads (what tells a slow consumer that drains from one that has stopped, within a look
-    /// of 50 ms).
+    /// reads, but only in steps (the kernel takes more once a third of its send buffer is
+    /// free); cheap, so what an event over the soft limit asks of a stalled connection.
     var sentBytes: UInt64 { get }
 
-    /// Runs `report` with the bytes of this connection's output the client has acknowledged
-    /// since it opened (`ByteStream.measureAcknowledged`): they grow while the client reads,
-    /// however slowly, where `sentBytes` may stand still for minutes (what tells a conflating
-    /// reader of a few kilobytes a second from one that has stopped, over a grace). Perhaps
-    /// later (another loop's socket); never once the connection has closed.
-    func measureAcknowledged(_ report: @escaping (UInt64) -> Void)
+    /// Bytes of this connection's output the client has acknowledged since it opened
+    /// (`ByteStream.acknowledgedBytes`): they grow while the client reads, however slowly,
+    /// where `sentBytes` may stand still for as long as it takes to read a third of a send
+    /// buffer of megabytes (what tells a reader from one that has stopped, at each look at a
+    /// lag's progress and over a grace). One system call.
+    var acknowledgedBytes: UInt64 { get }
 
     /// Stops handing over requests until `resumeInput()`; the peer is pushed back on.
     func pauseInput()
