@@ -45,8 +45,19 @@ struct ReplicatedValue: Sendable {
 
     /// The message a replica of `label`'s subject delivers. The replica's loop.
     func message(in label: SubjectLabel) -> Message {
-        if let mark { return Message(mark: mark, label: label, seq: seq, time: time) }
-        return Message(label: label, raw: raw, members: members, seq: seq, time: time)
+        withUnsafePointer(to: self) { Self.message(at: $0, in: label) }
+    }
+
+    /// `message(in:)` of the value at `value`, made from the fields it needs read where they
+    /// are: a value passed on from its turn's values is copied (`SubjectReplicas.deliver`).
+    @inline(__always)
+    static func message(at value: UnsafePointer<ReplicatedValue>, in label: SubjectLabel) -> Message {
+        if let mark = value.pointee.mark {
+            return Message(mark: mark, label: label, seq: value.pointee.seq, time: value.pointee.time)
+        }
+        return Message(
+            label: label, raw: value.pointee.raw, members: value.pointee.members, seq: value.pointee.seq,
+            time: value.pointee.time)
     }
 }
 

@@ -9,26 +9,32 @@ extension SubjectReplicas {
     /// where it is.
     func deliver(_ values: [ReplicatedValue], at places: [Int], to entry: SubjectEntry) {
         var gate: (number: UInt64, PublisherGate)?
-        // By index: each value is read where it is, not copied out and destroyed.
-        for index in places {
-            let publisher = values[index].publisher
-            guard publisher != 0 else {
-                deliver(values[index], to: entry)
-                continue
+        // Each value is read where it lies, field by field: read from the array (even in place),
+        // it was copied out and destroyed, two reference counts and a 96-byte copy a value.
+        values.withUnsafeBufferPointer { values in
+            guard let first = values.baseAddress else { return }
+            for index in places {
+                let value = first + index
+                let publisher = value.pointee.publisher
+                guard publisher != 0 else {
+                    deliver(value, to: entry)
+                    continue
+                }
+                if gate?.number != publisher { gate = (publisher, publishers.gate(publisher)) }
+                gate!.1.publishing { deliver(value, to: entry) }
             }
-            if gate?.number != publisher { gate = (publisher, publishers.gate(publisher)) }
-            gate!.1.publishing { deliver(values[index], to: entry) }
         }
     }
 
-    /// Delivers `value` to `entry`'s subscribers here, their evaluations bounded by
-    /// `max_publish_eval_ms` as the owner bounds its own subscribers' (`PublishEvaluationBound`).
-    private func deliver(_ value: ReplicatedValue, to entry: SubjectEntry) {
+    /// Delivers the value at `value` to `entry`'s subscribers here, their evaluations bounded
+    /// by `max_publish_eval_ms` as the owner bounds its own subscribers'
+    /// (`PublishEvaluationBound`).
+    private func deliver(_ value: UnsafePointer<ReplicatedValue>, to entry: SubjectEntry) {
         publishBound.beginPublish()
         if entry.map != nil {
-            change(entry, as: value)
+            change(entry, as: value.pointee)
         } else {
-            entry.deliver(value.message(in: entry.label))
+            entry.deliver(ReplicatedValue.message(at: value, in: entry.label))
         }
         publishBound.endPublish()
     }

@@ -43,14 +43,17 @@ extension Publishing {
     }
 
     /// `publish` for a `pub` that is answered: `made`, the `pub` made `entry`. One rule for a
-    /// session's own `pub` and one another loop's session sent here.
+    /// session's own `pub` and one another loop's session sent here. `countsReceivers`: false
+    /// where the answer's count is not read (`.now(receivers: 0)`), as for all but the last of
+    /// another loop's `pub`s: counting takes the subject's lock.
     @inline(__always)
     static func publish(
         _ value: RawJSON, members: JSONMemberIndex, to entry: SubjectEntry, made: Bool, in store: any SubjectStore,
-        counting stats: ServerStats, bounding bound: PublishEvaluationBound, by publisher: PublisherGate
+        counting stats: ServerStats, bounding bound: PublishEvaluationBound, by publisher: PublisherGate,
+        countsReceivers: Bool = true
     ) throws(ProtocolError) -> Receipt {
         let waits = made || store.repliesWait(forValueOf: entry)
-        let receivers = waits ? 0 : entry.subscriberCount
+        let receivers = waits || !countsReceivers ? 0 : entry.subscriberCount
         try publish(value, members: members, to: entry, in: store, counting: stats, bounding: bound, by: publisher)
         return waits ? .afterWrite : .now(receivers: receivers)
     }

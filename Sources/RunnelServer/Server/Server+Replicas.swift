@@ -74,11 +74,14 @@ extension Server: ReplicaOwner {
         let gate = publishers.gate(forwarded.publisher)
         /// Those whose answer waits for the write.
         var waiting: [Int] = []
+        // The receipt's count is the last value's (a `pub` with a `ref` comes alone).
+        let last = forwarded.values.count - 1
         for (index, value) in forwarded.values.enumerated() {
             do throws(ProtocolError) {
                 switch try Publishing.publish(
                     value.raw, members: value.members, to: target.entry, made: target.made && index == 0,
-                    in: subjects, counting: stats, bounding: publishEvaluationBound, by: gate)
+                    in: subjects, counting: stats, bounding: publishEvaluationBound, by: gate,
+                    countsReceivers: index == last)
                 {
                 case .now(let receivers): receipt.receivers = receivers
                 case .afterWrite: waiting.append(index)
