@@ -164,8 +164,7 @@ extension Session {
             writeReply(error: error, ref: request.ref)
         }
         guard !held.isWaiting else { return }
-        held.isWaiting = true
-        resumeInput()
+        resumeAfterAnswer()
     }
 
     /// The unsent output past which requests are held (`holdInput`): the soft limit; while
