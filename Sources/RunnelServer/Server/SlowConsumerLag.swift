@@ -110,7 +110,7 @@ final class SlowConsumerLag {
     /// without, the publishers held while it drains go.
     func drainChecked(acknowledged: UInt64, sent: UInt64) -> Bool {
         drainTimer = nil
-        guard acknowledged &- acknowledgedAtCheck < Self.drainProgress else { return !drainingPublishers.isEmpty }
+        guard acknowledged < acknowledgedAtCheck &+ Self.drainProgress else { return !drainingPublishers.isEmpty }
         isStalled = true
         sentWhenStalled = sent
         let released = drainingPublishers
