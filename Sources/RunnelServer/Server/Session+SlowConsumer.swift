@@ -110,8 +110,8 @@ extension Session {
     }
 
     /// The look at the connection's progress is due (internal, so tests can stand in for the
-    /// timer): the publishers held while it drains go if its client has acknowledged nothing
-    /// since the last.
+    /// timer): the publishers held while it drains go if its client has acknowledged less than
+    /// `SlowConsumerLag.drainProgress` since the last.
     func drainCheckDue() {
         guard !isClosing, let lag else { return }
         let acknowledged = transport.acknowledgedBytes

@@ -24,8 +24,8 @@ import Runnel
 /// over the soft limit until the output falls or the session closes, and then calls `end()`,
 /// once, which stops the timers and lets every paused publisher go.
 final class SlowConsumerLag {
-    /// How long a connection holding publishers while it drains may hand the kernel nothing
-    /// before it counts as stalled and lets them go.
+    /// How long a connection holding publishers while it drains may go with its client
+    /// acknowledging less than `drainProgress` before it counts as stalled and lets them go.
     static let drainCheck = Duration.milliseconds(50)
     /// The bytes a client must acknowledge between two looks to count as reading (320 KiB/s).
     static let drainProgress: UInt64 = 16 << 10
@@ -54,7 +54,8 @@ final class SlowConsumerLag {
     private var acknowledgedAtCheck: UInt64 = 0
     /// The connection's `sentBytes` when a look found it stalled.
     private var sentWhenStalled: UInt64 = 0
-    /// A look found no progress: publishers are not held while it drains until it reads again.
+    /// A look found no progress: publishers are not held while it drains until the kernel takes
+    /// more of its output (`sentWhenStalled`).
     private(set) var isStalled = false
     private var hasEnded = false
 
