@@ -232,8 +232,9 @@ package enum JSONScanner {
         @inline(__always) mutating func skipPlainASCII() {
             var at = position
             // Sixteen bytes a step where the code is optimised: unoptimised, the vector compares
-            // are calls a lane, twenty times the eight-byte step's cost, and debug builds run
-            // every test's daemon. `plainLanesAgreeWithTheEightByteStep` checks the step there.
+            // are calls a lane, far dearer than the eight-byte step (bench/README.md), and debug
+            // builds run every test's daemon. `plainLanesAgreeWithTheEightByteStep` checks the
+            // step there.
             #if !DEBUG
                 while at &+ 16 <= count {
                     let marks = JSONScanner.attentionMarks(
@@ -380,8 +381,8 @@ package enum JSONScanner {
 
     /// `attentionMarks(in:)` for sixteen bytes at once: one vector compare for control
     /// characters and bytes of multi-byte sequences both (as signed bytes, exactly those below
-    /// 0x20), two for `"` and `\`. A step over sixteen plain bytes costs about what one over
-    /// eight did, so a long string's scan takes half the instructions or less.
+    /// 0x20), two for `"` and `\`: about the instructions of one eight-byte step for twice the
+    /// bytes.
     @inline(__always) static func attentionMarks(in bytes: SIMD16<Int8>) -> SIMDMask<SIMD16<Int8>> {
         // Vectors of a named type on both sides: against a scalar, or a vector whose type is
         // inferred, the generic operators were picked, which compare lane by lane.

@@ -15,10 +15,9 @@ import Runnel
 /// what its receive buffer holds during the first).
 ///
 /// The looks ask what the client acknowledged, not what the kernel took: a reader empties a
-/// send buffer of megabytes for a while before the kernel takes more (at a third free), and a
-/// look at `sentBytes` found it stalled then and let through a flood that cut it at the hard
-/// limit. The floor keeps what kernels take in of their own (a few kilobytes a look into a
-/// small receive buffer that nobody reads) from counting as reading.
+/// send buffer of megabytes for longer than a look before the kernel takes more (at a third
+/// free), and would count as stalled while it reads. The floor keeps what kernels take in of
+/// their own (into a receive buffer that nobody reads) from counting as reading.
 ///
 /// Thread rules: loop thread only. Lifetime rule: its session holds it from the first event
 /// over the soft limit until the output falls or the session closes, and then calls `end()`,
