@@ -302,10 +302,11 @@ class TestGrace:
         # It never reads: its publisher is paused when its output passes the soft limit, and let go
         # at the next look at its progress (50 ms), so the publisher loses at most 100 ms. With
         # several loops the subscriber's output crosses to its socket's loop before the kernel
-        # takes it, so short pauses may come before (each ends as that loop catches up): the bound
-        # is on the publisher's time paused in all, and with several loops on a loaded two-core
-        # machine those catch-ups add up: 300 ms there, 1% of the 30 s grace
-        # it would be held for if the dead subscriber paced it.
+        # takes it, so short pauses may come before (each ends as that loop catches up, thirty or
+        # so in a run): the bound is on the publisher's time paused in all. Each catch-up may wait
+        # for its loop's thread to be scheduled, which on a loaded two-core machine under the
+        # thread sanitizer has taken ten milliseconds a time, so with several loops the bound is
+        # 1 s: a thirtieth of the 30 s grace it would be held for if the dead subscriber paced it.
         # It reads once it is cut, while the publisher goes on: its last line waits for it as long
         # as it reads (how long the publisher then takes is not its business).
         before = stats(d)
@@ -326,7 +327,7 @@ class TestGrace:
         after = stats(d)
         pauses = after["publish_pauses"] - before["publish_pauses"]
         assert pauses == 1 or (pauses > 1 and TEST_LOOPS != "1"), after
-        assert after["publish_paused_ms"] - before["publish_paused_ms"] <= (100 if TEST_LOOPS == "1" else 300), after
+        assert after["publish_paused_ms"] - before["publish_paused_ms"] <= (100 if TEST_LOOPS == "1" else 1000), after
         dead.close()
         publisher.close()
 
