@@ -302,12 +302,11 @@ class TestGrace:
         # It never reads: its publisher is paused when its output passes the soft limit, and let go
         # at the next look at its progress (50 ms), so the publisher loses at most 100 ms. With
         # several loops the subject's values cross to the subscriber's loop, and the publisher is
-        # also held while that loop is a soft limit behind, until it catches up (thirty or so short
-        # pauses in a run): the bound is on the publisher's time paused in all. Each catch-up waits
-        # for that loop's thread to be scheduled; under the thread sanitizer on a two-core machine
-        # they summed to about 50 ms in most runs and 342 ms in one, so with several loops the
-        # bound is 1 s: a thirtieth of the 30 s grace it would be held for if the dead subscriber
-        # paced it.
+        # also held while that loop is a soft limit behind, until it catches up (many short
+        # pauses): the bound is on the publisher's time paused in all. Each catch-up waits for
+        # that loop's thread to be scheduled, which a loaded machine delays (bench/README.md, "The
+        # dead subscriber's bound at several loops"), so with several loops the bound is 1 s: a
+        # thirtieth of the 30 s grace it would be held for if the dead subscriber paced it.
         # It reads once it is cut, while the publisher goes on: its last line waits for it as long
         # as it reads (how long the publisher then takes is not its business).
         before = stats(d)
