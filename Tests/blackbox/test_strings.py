@@ -33,8 +33,9 @@ PIECES = [
     (b"\x7f", None),
 ]
 
-# Where the value's content starts in the line below.
-CONTENT_AT = len(b'{"op":"pub","subject":"strings","value":"')
+# Each `pub` line up to its value's content, and where that content starts.
+PUB_PREFIX = b'{"op":"pub","subject":"strings","value":"'
+CONTENT_AT = len(PUB_PREFIX)
 
 
 def places(length):
@@ -56,7 +57,7 @@ class TestStrings:
                 for piece, error in PIECES:
                     content = b"a" * place + piece + b"b" * (length - place)
                     ref = len(lines)
-                    lines.append(b'{"op":"pub","subject":"strings","value":"' + content + b'","ref":%d}\n' % ref)
+                    lines.append(PUB_PREFIX + content + b'","ref":%d}\n' % ref)
                     expected.append((content, error, place))
             publisher.socket.sendall(b"".join(lines))
             for ref, (content, error, place) in enumerate(expected):
