@@ -15,6 +15,10 @@ final class PublisherRegistry {
     private var lastNumber: UInt64 = 0
     /// How many gates were alive at the last sweep of the gone ones.
     private var liveAtSweep = 0
+    /// On the owner's loop, the reading loop whose session's `pub`s are being published now
+    /// (`ReplicaRequest.publishValues`): it made their bytes, and its values' turns go back
+    /// to it to be freed (`ReplicatedValues.maker`). Nil while the owner's own are.
+    var maker: ReplicaReader?
 
     /// `gate`'s number; 0 for none (a value no publisher sent: nobody to pause).
     func number(of gate: PublisherGate?) -> UInt64 {

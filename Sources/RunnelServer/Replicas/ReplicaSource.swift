@@ -73,6 +73,12 @@ package final class ReplicaSource: @unchecked Sendable {
             case .hold(let publisher, let hold, let began): registry.hold(publisher, hold, began: began)
             case .caughtUp(let reader): self.reader(reader).caughtUp()
             case .join(let reader): _ = self.reader(reader)
+            case .release(let turns):
+                // Another loop's session's go back to it; the rest are freed here as the batch
+                // goes (their entry let them go at the turn's end).
+                for turn in turns {
+                    if let maker = turn.maker { self.reader(maker).outbox.post(.release(turn)) }
+                }
             case .interest(let change, let reader):
                 guard let shared = owner.shared else { continue }
                 let link = self.reader(reader)
@@ -87,9 +93,11 @@ package final class ReplicaSource: @unchecked Sendable {
                 }
             case .publishValues(let values, let ticket, let reader):
                 let link = self.reader(reader)
+                registry.maker = reader
                 Self.answer({ owner.publish(values, publishers: link.publishers, then: $0) }) {
                     link.outbox.post(.publishedValues(ticket: ticket, $0, atOnce: $1))
                 }
+                registry.maker = nil
             case .publish(let batch, let publisher, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.publish(batch, by: link.publishers.gate(publisher)) {
@@ -314,7 +322,8 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            let value = entry.replicated(message, publisher: publishers.number(of: pauses), loop: outbox.loop)
+            let value = entry.replicated(
+                message, publisher: publishers.number(of: pauses), maker: publishers.maker, loop: outbox.loop)
             // A loop whose subscribers all conflate is one conflating subscriber.
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {

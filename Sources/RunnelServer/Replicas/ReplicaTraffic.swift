@@ -68,14 +68,32 @@ struct ReplicatedValue: Sendable {
 ///
 /// Thread rules: appended to on the owner's loop until sealed, which the first update naming
 /// it does as it closes (`ReaderLink`), before any loop is handed it; read-only after, on any
-/// loop. Lifetime rule: held by the updates that name it, and by its subject's entry on the
-/// owner until the turn ends (`SubjectReplication`).
+/// loop. Lifetime rule: held by the updates that name it, by its subject's entry on the owner
+/// until the turn ends (`SubjectReplication`), and by the readers' `release` on its way back
+/// to where its bytes were made.
 final class ReplicatedValues: @unchecked Sendable {
     private(set) var values: [ReplicatedValue] = []
     private(set) var isSealed = false
 
-    /// Values with room for `capacity` of them.
-    init(capacity: Int) { values.reserveCapacity(capacity) }
+    /// The reading loop whose session published them through the owner, which made their
+    /// bytes; nil for the owner's own. A turn's values have one maker.
+    let maker: ReplicaReader?
+
+    /// How many values a turn's take for the loops reading them to hand them back once
+    /// delivered, to be let go where their bytes were made (`ReplicaRequest.release`: on the
+    /// owner's loop, or on to their maker's), rather than where they are: the last to let go
+    /// frees their bytes, and glibc's `free` of memory another thread's arena gave out takes
+    /// that arena's lock and bins from under the thread allocating from it, which cost
+    /// runneld a tenth of its CPU a delivery at two loops (bench/README.md, "Memory freed where
+    /// it was made"). A turn of fewer goes where it is: handing it back would wake an idle
+    /// loop for a few frees.
+    static let releasedByMaker = 8
+
+    /// Values with room for `capacity` of them, made by `maker`.
+    init(capacity: Int, maker: ReplicaReader?) {
+        values.reserveCapacity(capacity)
+        self.maker = maker
+    }
 
     /// Adds `value`, returning its place. The owner's loop, before the seal.
     func append(_ value: consuming ReplicatedValue) -> Int {
@@ -181,6 +199,10 @@ enum ReplicaUpdate: Sendable {
     /// The owner's cluster missed `count` values (nil: how many is not known) that the
     /// reader's subscription numbered `subscription` reads (`RemoteInterest`).
     case missedBy(subscription: UInt64, count: UInt64?)
+    /// A turn of values this loop's session published through the owner, delivered by the
+    /// loops that read them (`ReplicaRequest.release`): let go here, where their bytes were
+    /// made.
+    case release(ReplicatedValues)
 }
 
 /// A reading loop's subscriptions to one replica's subject, as it tells the owner
@@ -231,6 +253,9 @@ enum ReplicaRequest: Sendable {
     /// hears of the cluster link's changes (`ReplicaUpdate.linked`) before it asks for anything
     /// (a loop that never did would go on answering `/healthz` as linked).
     case join(reader: ReplicaReader)
+    /// Turns' values the reader has delivered, to be let go where their bytes were made: on
+    /// the owner's loop, or sent on to their maker (`ReplicatedValues.releasedByMaker`).
+    case release([ReplicatedValues])
     /// A request a session of the reader's received, carried out on the owner and answered to
     /// `reader` with `ticket` (`ReplicaUpdate.answered`).
     case forward(ForwardedRequest, ticket: UInt64, reader: ReplicaReader)

@@ -40,6 +40,7 @@ final class SubjectReplicas: @unchecked Sendable {
         case caughtUp
         case join
         case interest(InterestChange)
+        case release([ReplicatedValues])
     }
 
     private let owner: LoopInbox<ReplicaRequest>
@@ -335,7 +336,12 @@ final class SubjectReplicas: @unchecked Sendable {
     private func receive(_ updates: [ReplicaUpdate]) {
         // What the values delivered weigh in the backlog, handed back at the end of the batch.
         var weight = 0
-        defer { if weight > 0 && reader.backlog.delivered(weight) { notes.post(.caughtUp) } }
+        // Turns' values to be let go where their bytes were made (not here).
+        var delivered: [ReplicatedValues] = []
+        defer {
+            if !delivered.isEmpty { notes.post(.release(delivered)) }
+            if weight > 0 && reader.backlog.delivered(weight) { notes.post(.caughtUp) }
+        }
         for update in updates {
             switch update {
             case .opened(let snapshot):
@@ -356,9 +362,15 @@ final class SubjectReplicas: @unchecked Sendable {
                 for then in waiting.removeValue(forKey: name) ?? [] { then(.failure(error)) }
             case .values(let feed, let turn, let places):
                 let values = turn.values
+                if values.count >= ReplicatedValues.releasedByMaker, turn.maker !== reader, delivered.last !== turn {
+                    delivered.append(turn)
+                }
                 for place in places { weight &+= values[place].weight }
                 guard let entry = byFeed[feed] else { continue }
                 deliver(values, at: places, to: entry)
+            case .release:
+                // Let go as the batch goes: here, where its bytes were made.
+                continue
             case .linked(let up):
                 ownerIsLinked = up
             case .missedBy(let subscription, let count):
@@ -438,6 +450,8 @@ final class SubjectReplicas: @unchecked Sendable {
                 requests.append(.join(reader: reader))
             case .interest(let change):
                 requests.append(.interest(change, reader: reader))
+            case .release(let turns):
+                requests.append(.release(turns))
             case .crossed(let entry, let readers):
                 guard let feed = entry.replicaFeed, byFeed[feed] === entry else { continue }
                 requests.append(.count(feed: feed, readers))

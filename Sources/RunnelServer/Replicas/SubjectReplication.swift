@@ -20,9 +20,9 @@ extension SubjectEntry: TurnEndWork {
     /// this turn's values, and found there by the others. The owner's loop, `loop` (read only
     /// when the turn's values start).
     @inline(__always)
-    func replicated(_ message: Message, publisher: UInt64, loop: @autoclosure () -> LoopScheduler)
-        -> ReplicatedValueRef
-    {
+    func replicated(
+        _ message: Message, publisher: UInt64, maker: ReplicaReader?, loop: @autoclosure () -> LoopScheduler
+    ) -> ReplicatedValueRef {
         let seq = message.seq ?? 0
         if let latest = replication.latest, latest.source === message.source, latest.publisher == publisher,
             latest.seq == seq
@@ -30,11 +30,11 @@ extension SubjectEntry: TurnEndWork {
             return latest.value
         }
         let values: ReplicatedValues
-        if let open = replication.values, !open.isSealed {
+        if let open = replication.values, !open.isSealed, open.maker === maker {
             values = open
         } else {
             if replication.values == nil { loop().atTurnEnd(self) }
-            values = ReplicatedValues(capacity: replication.lastTurnCount)
+            values = ReplicatedValues(capacity: replication.lastTurnCount, maker: maker)
             replication.values = values
         }
         let made = ReplicatedValue(message, publisher: publisher)
