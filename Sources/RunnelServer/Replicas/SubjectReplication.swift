@@ -17,8 +17,8 @@ struct SubjectReplication {
 extension SubjectEntry: TurnEndWork {
     /// `message`, published by the publisher numbered `publisher`, as the loops holding
     /// replicas of the subject are handed it: made by the first of its feeds to send it, in
-    /// this turn's values, and found there by the others. The owner's loop, `loop` (read only
-    /// when the turn's values start).
+    /// this turn's values of its maker's (`PublisherRegistry.maker`), and found there by the
+    /// others. The owner's loop, `loop` (read only when the turn's values start).
     @inline(__always)
     func replicated(
         _ message: Message, publisher: UInt64, maker: ReplicaReader?, loop: @autoclosure () -> LoopScheduler
