@@ -83,10 +83,9 @@ final class ReplicatedValues: @unchecked Sendable {
     /// delivered, to be let go where their bytes were made (`ReplicaRequest.release`: on the
     /// owner's loop, or on to their maker's), rather than where they are: the last to let go
     /// frees their bytes, and glibc's `free` of memory another thread's arena gave out takes
-    /// that arena's lock and bins from under the thread allocating from it, which cost
-    /// runneld a tenth of its CPU a delivery at two loops (bench/README.md, "Memory freed where
-    /// it was made"). A turn of fewer goes where it is: handing it back would wake an idle
-    /// loop for a few frees.
+    /// that arena's lock and bins from under the thread allocating from it (bench/README.md,
+    /// "Memory freed where it was made"). A turn of fewer goes where it is: handing it back
+    /// would wake an idle loop for a few frees.
     static let releasedByMaker = 8
 
     /// Values with room for `capacity` of them, made by `maker`.
