@@ -207,7 +207,7 @@ import Testing
     }
 
     /// Sends one request and reads its answer: the status and the body (one line).
-    private static func request(
+    static func request(
         port: Int, _ method: String, _ path: String, body: String, type: String? = nil
     ) throws -> (status: Int, body: String) {
         let client = try BlockingTCPClient(port: port)

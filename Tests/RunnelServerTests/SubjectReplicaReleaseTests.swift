@@ -43,4 +43,49 @@ import Testing
             }
         }
     }
+
+    /// What else loop 1's clients hand the owner to publish, a map's keyed `pub`s and an
+    /// NDJSON body on its HTTP front door, is published through the owner's stand-in for
+    /// their publisher there, whose values' turns go back to loop 1 the same way
+    /// (`PublisherGate.maker`), and reaches every loop in order.
+    @Test func keyedPubsAndHTTPBodiesGoBackToTheirLoopToo() throws {
+        let servers = LoopServers(count: 3)
+        defer { servers.shutdown() }
+        let port = try servers[1].serveHTTP()
+        let owner = servers[0].connect()
+        #expect(
+            servers[0].ask(owner, #"{"op":"create","subject":"m","kind":"map","ref":"m"}"#, ref: "m")
+                == #"{"ok":true,"ref":"m"}"#)
+        let readers = (0..<3).map { loop in
+            let reader = servers[loop].connect()
+            servers[loop].send(
+                reader, #"{"op":"sub","subject":"m","sid":"m\#(loop)"}"#,
+                #"{"op":"sub","subject":"s","sid":"s\#(loop)"}"#)
+            #expect(servers[loop].ask(reader, #"{"op":"ping","ref":"ready"}"#, ref: "ready") != nil)
+            return reader
+        }
+        let publisher = servers[1].connect()
+        servers[1].send(publisher, (0..<200).map { #"{"op":"pub","subject":"m","key":"k\#($0)","value":\#($0)}"# })
+        Self.expect((0..<200).map { #"{"ev":"next","sid":"m@","key":"k\#($0)","value":\#($0)}"# }, on: servers, readers)
+        let body = (0..<600).map { "\($0)\n" }.joined()
+        let answer = try SubjectReplicaHTTPTests.request(
+            port: port, "POST", "/pub/s", body: body, type: "application/x-ndjson")
+        #expect(answer.status == 200)
+        #expect(answer.body == #"{"ok":true,"published":600}"#)
+        Self.expect((0..<600).map { #"{"ev":"next","sid":"s@","value":\#($0)}"# }, on: servers, readers)
+    }
+
+    /// Expects every loop's reader to get `lines` in order, their `@` its loop's number.
+    private static func expect(_ lines: [String], on servers: LoopServers, _ readers: [LoopServer.Client]) {
+        for loop in 0..<3 {
+            let expected = lines.map { $0.replacingOccurrences(of: "@", with: "\(loop)") }
+            var got: [String] = []
+            #expect(
+                eventually {
+                    got += servers[loop].lines(of: readers[loop])
+                    return got.last == expected.last
+                })
+            #expect(Array(got.drop { $0 != expected[0] }) == expected)
+        }
+    }
 }

@@ -15,10 +15,6 @@ final class PublisherRegistry {
     private var lastNumber: UInt64 = 0
     /// How many gates were alive at the last sweep of the gone ones.
     private var liveAtSweep = 0
-    /// On the owner's loop, the reading loop whose session's `pub`s are being published now
-    /// (`ReplicaRequest.publishValues`): it made their bytes, and its values' turns go back
-    /// to it to be freed (`ReplicatedValues.maker`). Nil while the owner's own are.
-    var maker: ReplicaReader?
 
     /// `gate`'s number; 0 for none (a value no publisher sent: nobody to pause).
     func number(of gate: PublisherGate?) -> UInt64 {
@@ -34,13 +30,15 @@ final class PublisherRegistry {
         return lastNumber
     }
 
-    /// The number of the publisher `pauses` names now (`PublisherPauses.current`); 0 for none.
-    /// Reads a known gate's number without retaining it: the gate is side-tabled (the registry
-    /// holds it weakly), so each of its reference counts takes the slow path.
-    func number(of pauses: PublisherPauses) -> UInt64 {
-        guard let current = pauses.currentGate else { return 0 }
-        let known = current._withUnsafeGuaranteedRef { $0.remoteNumber }
-        return known != 0 ? known : number(of: current.takeUnretainedValue())
+    /// The number of the publisher `pauses` names now (`PublisherPauses.current`), 0 for none,
+    /// and the loop that made the bytes of what it publishes (`PublisherGate.maker`: a
+    /// reading loop's session's, published by the owner; nil for this loop's own). Reads a
+    /// known gate without retaining it: the gate is side-tabled (the registry holds it
+    /// weakly), so each of its reference counts takes the slow path.
+    func origin(of pauses: PublisherPauses) -> (number: UInt64, maker: ReplicaReader?) {
+        guard let current = pauses.currentGate else { return (0, nil) }
+        let (known, maker) = current._withUnsafeGuaranteedRef { ($0.remoteNumber, $0.maker) }
+        return (known != 0 ? known : number(of: current.takeUnretainedValue()), maker)
     }
 
     /// A subscriber on another loop began to lag behind (`began`) the values of the publisher

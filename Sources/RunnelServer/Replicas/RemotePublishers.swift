@@ -11,12 +11,18 @@
 final class RemotePublishers {
     private var standIns: [UInt64: PublisherGate] = [:]
     private let pauses: PublisherPauses
+    /// The publishers' loop when this is the owner's: the stand-ins' `maker`.
+    private let maker: ReplicaReader?
     private let tell: (_ number: UInt64, _ hold: PublisherHold, _ began: Bool) -> Void
 
     /// Stand-ins whose owner is `pauses`' (the loop's: `publishing` marks them current there),
-    /// telling the publishers' loop through `tell`.
-    init(pauses: PublisherPauses, tell: @escaping (_ number: UInt64, _ hold: PublisherHold, _ began: Bool) -> Void) {
+    /// telling the publishers' loop through `tell`; on the owner's loop, `maker` is that loop.
+    init(
+        pauses: PublisherPauses, maker: ReplicaReader?,
+        tell: @escaping (_ number: UInt64, _ hold: PublisherHold, _ began: Bool) -> Void
+    ) {
         self.pauses = pauses
+        self.maker = maker
         self.tell = tell
     }
 
@@ -26,6 +32,7 @@ final class RemotePublishers {
         if let gate = standIns[number] { return gate }
         if standIns.count >= 256 { standIns = standIns.filter { $0.value.isPaused } }
         let gate = PublisherGate(pauses: pauses)
+        gate.maker = maker
         gate.relay = { [tell] hold, began in tell(number, hold, began) }
         standIns[number] = gate
         return gate

@@ -115,7 +115,7 @@ final class ReaderLink {
             values.seal()
             return .values(feed: feed, values, places)
         }
-        publishers = RemotePublishers(pauses: pauses) { publisher, hold, began in
+        publishers = RemotePublishers(pauses: pauses, maker: reader) { publisher, hold, began in
             outbox.post(.hold(publisher: publisher, hold, began: began))
         }
         turn.link = self

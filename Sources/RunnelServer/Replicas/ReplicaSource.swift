@@ -93,11 +93,9 @@ package final class ReplicaSource: @unchecked Sendable {
                 }
             case .publishValues(let values, let ticket, let reader):
                 let link = self.reader(reader)
-                registry.maker = reader
                 Self.answer({ owner.publish(values, publishers: link.publishers, then: $0) }) {
                     link.outbox.post(.publishedValues(ticket: ticket, $0, atOnce: $1))
                 }
-                registry.maker = nil
             case .publish(let batch, let publisher, let ticket, let reader):
                 let link = self.reader(reader)
                 owner.publish(batch, by: link.publishers.gate(publisher)) {
@@ -322,8 +320,8 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
                 policy = entry.label.slowConsumer
                 outbox.post(.policy(feed: number, policy))
             }
-            let value = entry.replicated(
-                message, publisher: publishers.number(of: pauses), maker: publishers.maker, loop: outbox.loop)
+            let origin = publishers.origin(of: pauses)
+            let value = entry.replicated(message, publisher: origin.number, maker: origin.maker, loop: outbox.loop)
             // A loop whose subscribers all conflate is one conflating subscriber.
             let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
             guard link.admits(weight: value.weight, policy: judgedBy) else {

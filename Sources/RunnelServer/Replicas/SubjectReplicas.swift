@@ -111,7 +111,7 @@ final class SubjectReplicas: @unchecked Sendable {
             return .publishValues(publish, ticket: ticket)
         }
         reader = ReplicaReader(inbox: LoopInbox(loop: loop) { updates in reference.object?.receive(updates) })
-        publishers = RemotePublishers(pauses: pauses) { publisher, hold, began in
+        publishers = RemotePublishers(pauses: pauses, maker: nil) { publisher, hold, began in
             reference.object?.notes.post(.hold(publisher: publisher, hold, began: began))
         }
         reference.object = self

@@ -17,7 +17,7 @@ struct SubjectReplication {
 extension SubjectEntry: TurnEndWork {
     /// `message`, published by the publisher numbered `publisher`, as the loops holding
     /// replicas of the subject are handed it: made by the first of its feeds to send it, in
-    /// this turn's values of its maker's (`PublisherRegistry.maker`), and found there by the
+    /// this turn's values of its maker's (`PublisherGate.maker`), and found there by the
     /// others. The owner's loop, `loop` (read only when the turn's values start).
     @inline(__always)
     func replicated(

@@ -81,6 +81,10 @@ package final class PublisherGate {
     var relay: ((_ hold: PublisherHold, _ began: Bool) -> Void)?
     /// The number other loops know it by (`PublisherRegistry`); 0 until it has one.
     var remoteNumber: UInt64 = 0
+    /// For the owner's stand-in for a reading loop's publisher: that loop, which made the
+    /// bytes of the values published through the gate (`ReplicatedValues.maker`); nil for a
+    /// publisher of this loop.
+    var maker: ReplicaReader?
 
     package init(pauses: PublisherPauses) { self.pauses = pauses }
 
