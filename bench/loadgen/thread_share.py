@@ -4,7 +4,9 @@
     thread_share.py sample PID              one line a thread: tid, name, utime + stime (ticks)
     thread_share.py diff BEFORE AFTER       the run between two samples, as key=value:
                                             cpu_s, busiest, busiest_share, share.NAME ...
-    thread_share.py table RESULTS           threads.sh's table and the Amdahl model
+    thread_share.py table RESULTS           threads.sh's table, the Amdahl model and, given
+                                            one loop's runs with 1 and K subscribers, the
+                                            publisher's floor
 
 A thread's figures come from /proc/PID/task/TID/stat: field 2 is its name (comm, in
 parentheses; a name may itself hold spaces and parentheses, so the fields are counted from the
@@ -132,6 +134,35 @@ def table(path):
         bound = [1 / (s + (1 - s) / n) for n in (4, 16, 64)]
         print(f"{k:>3} {b:>5} {pct(s):>7}  " + " ".join(f"{'x' + format(x, '.2f'):>8}" for x in bound)
               + f" {'x' + format(1 / s, '.2f'):>8}" + ("" if loops == 4 else f"   (s at loops = {loops}: none at 4)"))
+    publisher_floor(runs, med)
+
+
+def publisher_floor(runs, med):
+    """The least share of runneld's CPU the one publisher's loop can take, from one loop's runs.
+
+    A value costs I on the loop its publisher is on (reading, parsing, publishing it), which no
+    other loop can take, and D per subscriber: at one loop a value costs I + K D, so two cells of
+    one size, K = 1 and K > 1, give D and I. With every loop's crossings free and the
+    publisher's loop serving no subscriber, its share is I / (I + K D); within #44's bound on
+    CPU a delivery (1.1 times one loop), at least I / (1.1 (I + K D)).
+    """
+    one = {(k, b): med(values, "cpu_s") / med(values, "delivered") * 1e9 * k
+           for (loops, k, b), values in runs.items()
+           if loops == 1 and med(values, "cpu_s") and med(values, "delivered")}
+    cells = sorted((k, b) for k, b in one if k > 1 and (1, b) in one)
+    if not cells:
+        return
+    print()
+    print("The publisher's floor, from loops = 1 (ns of runneld's CPU a value): I, the publisher's loop's")
+    print("part (read, parse, publish), and D, a subscriber's, from the cells with 1 and K subscribers.")
+    print("share = I / (I + K D): the publisher's loop's least share were crossings free and no subscriber")
+    print("on its loop; at 1.1x: the least within a CPU a delivery 1.1 times one loop's.")
+    print(f"{'K':>3} {'B':>5} {'I':>7} {'D':>7} {'share':>7} {'at 1.1x':>8}")
+    for k, b in cells:
+        d = (one[(k, b)] - one[(1, b)]) / (k - 1)
+        i = one[(1, b)] - d
+        whole = i + k * d
+        print(f"{k:>3} {b:>5} {i:>7.0f} {d:>7.0f} {100 * i / whole:>6.1f}% {100 * i / (1.1 * whole):>7.1f}%")
 
 
 def main():

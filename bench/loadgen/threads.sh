@@ -17,7 +17,9 @@
 # CPU, and each loop's share (main is loop 0, which owns the protocol; runnel-loop-N the
 # others); then an Amdahl model from the busiest thread's share at loops = 4 (s): the speed-up
 # at 4, 16 and 64 cores is at most 1 / (s + (1 - s) / n), assuming that thread's work does not
-# spread at all and the rest spreads for free.
+# spread at all and the rest spreads for free. With cells of one size at K = 1 and K > 1 (e.g.
+# --cells "1 64,10 64"), the publisher's floor from the loops = 1 runs too: the part of a value's
+# CPU only the publisher's loop can do, and the least share that loop can take (thread_share.py).
 #
 # Builds no runneld: --runneld is needed without a release build at .build/release/runneld.
 # Builds the load generator when it is missing or older than loadgen.c, under the machine's
