@@ -21,9 +21,11 @@ extension Session {
     func publishThroughOwner(_ request: Request, replicas: SubjectReplicas) throws(ProtocolError) {
         let raw = request.raw(.value) ?? .null
         let members = request.scanned.valueMembers
-        let grant = rights
+        // The session's grant is compared, not retained: one grant serves every session of a
+        // token on every loop, and a retain a value from several threads makes its reference
+        // count a line they take in turns.
         if request.ref == nil, let run = publishRun, let field = request.scanned.subject,
-            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.grant === grant,
+            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.grant === self.grant,
             run.place.cork.isLast(run.place.slot),
             replicas.extend(run.ticket, with: raw, members: members)
         {
@@ -32,6 +34,7 @@ extension Session {
             return
         }
         let subject = try request.requiredString(.subject)
+        let grant = rights
         let ref = request.ref
         let place = reserveReply(weighing: raw.count)
         awaitingOwner += 1
