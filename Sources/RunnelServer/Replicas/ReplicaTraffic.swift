@@ -75,8 +75,9 @@ final class ReplicatedValues: @unchecked Sendable {
     private(set) var values: [ReplicatedValue] = []
     private(set) var isSealed = false
 
-    /// The reading loop whose session published them through the owner, which made their
-    /// bytes; nil for the owner's own. A turn's values have one maker.
+    /// The reading loop whose client (a session's `pub`s, an HTTP body) published them
+    /// through the owner, which made their bytes (`PublisherGate.maker`); nil for the owner's
+    /// own. A turn's values have one maker.
     let maker: ReplicaReader?
 
     /// How many values a turn's take for the loops reading them to hand them back once
