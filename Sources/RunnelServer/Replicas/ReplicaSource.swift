@@ -74,7 +74,7 @@ package final class ReplicaSource: @unchecked Sendable {
             case .caughtUp(let reader): self.reader(reader).caughtUp()
             case .join(let reader): _ = self.reader(reader)
             case .release(let turns):
-                // Another loop's session's go back to it; the rest are freed here as the batch
+                // Another loop's clients' go back to it; the rest are freed here as the batch
                 // goes (their entry let them go at the turn's end).
                 for turn in turns {
                     if let maker = turn.maker { self.reader(maker).outbox.post(.release(turn)) }

@@ -199,7 +199,7 @@ enum ReplicaUpdate: Sendable {
     /// The owner's cluster missed `count` values (nil: how many is not known) that the
     /// reader's subscription numbered `subscription` reads (`RemoteInterest`).
     case missedBy(subscription: UInt64, count: UInt64?)
-    /// A turn of values this loop's session published through the owner, delivered by the
+    /// A turn of values this loop's client published through the owner, delivered by the
     /// loops that read them (`ReplicaRequest.release`): let go here, where their bytes were
     /// made.
     case release(ReplicatedValues)
