@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """How a process's CPU time is spread over its threads, for threads.sh.
 
-    thread_share.py sample PID              one line a thread: tid, name, utime + stime (ticks)
+    thread_share.py sample PID              one line a thread: tid, name, utime + stime (ticks),
+                                            bytes read (rchar)
     thread_share.py diff BEFORE AFTER       the run between two samples, as key=value:
-                                            cpu_s, busiest, busiest_share, share.NAME ...
+                                            cpu_s, busiest, busiest_share, reader,
+                                            share.NAME ...
     thread_share.py table RESULTS           threads.sh's table, the Amdahl model and, given
                                             one loop's runs with 1 and K subscribers, the
                                             publisher's floor
 
 A thread's figures come from /proc/PID/task/TID/stat: field 2 is its name (comm, in
 parentheses; a name may itself hold spaces and parentheses, so the fields are counted from the
-last ')'), fields 14 and 15 its user and system time in clock ticks. The main thread (TID = PID)
+last ')'), fields 14 and 15 its user and system time in clock ticks; /proc/PID/task/TID/io's
+rchar the bytes its reads took in. The thread that read the most over a run is `reader`: with
+one publisher, the loop its connection is on (the subscribers' sockets and the loops' wake-ups
+bring next to nothing). The main thread (TID = PID)
 is named "main": in runneld it runs the first loop, which owns the protocol; the others are
 runnel-loop-1 ... runnel-loop-(N-1). Threads of one name are counted together. A thread that
 ends between the samples is not counted (runneld's loops live as long as the process).
@@ -38,27 +43,37 @@ def sample(pid):
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is field 3 (state)
         ticks = int(fields[14 - 3]) + int(fields[15 - 3])
+        read = 0
+        try:
+            with open(f"{task}/{tid}/io") as f:
+                read = next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+        except (OSError, StopIteration):
+            pass
         if tid == str(pid):
             name = "main"
-        rows.append((tid, name.replace(" ", "_").replace("\t", "_").replace("=", "_"), ticks))
+        rows.append((tid, name.replace(" ", "_").replace("\t", "_").replace("=", "_"), ticks, read))
     return rows
 
 
 def read_sample(path):
     with open(path) as f:
-        return {tid: (name, int(ticks)) for tid, name, ticks in (line.split("\t") for line in f if line.strip())}
+        return {tid: (name, int(ticks), int(read))
+                for tid, name, ticks, read in (line.split("\t") for line in f if line.strip())}
 
 
 def diff(before_path, after_path):
     before, after = read_sample(before_path), read_sample(after_path)
-    by_name = Counter()
-    for tid, (name, ticks) in after.items():
-        by_name[name] += ticks - before.get(tid, (name, 0))[1]
+    by_name, read_by_name = Counter(), Counter()
+    for tid, (name, ticks, read) in after.items():
+        _, ticks_before, read_before = before.get(tid, (name, 0, 0))
+        by_name[name] += ticks - ticks_before
+        read_by_name[name] += read - read_before
     total = sum(by_name.values())
     out = [f"cpu_s={total / TICK:.2f}"]
     if total > 0:
         busiest, ticks = max(by_name.items(), key=lambda item: item[1])
         out += [f"busiest={busiest}", f"busiest_share={ticks / total:.4f}"]
+        out += [f"reader={max(read_by_name.items(), key=lambda item: item[1])[0]}"]
         out += [f"share.{name}={t / total:.4f}" for name, t in sorted(by_name.items())]
     return " ".join(out)
 
@@ -108,6 +123,9 @@ def table(path):
         note = ["busiest per run " + "/".join(pct(float(v["busiest_share"])) for v in values if "busiest_share" in v)]
         if len(names) > 1:
             note.append("busiest: " + ", ".join(f"{label(n)} x{c}" for n, c in names.most_common()))
+        readers = Counter(v["reader"] for v in values if "reader" in v)
+        if loops > 1 and readers:
+            note.append("publisher on " + ", ".join(f"{label(n)} x{c}" for n, c in readers.most_common()))
         bad = [v for v in values if v.get("lost", "0") != "0" or v.get("disconnects", "0") != "0"
                or v.get("stalled", "0") != "0" or "delivered" not in v]
         if bad:

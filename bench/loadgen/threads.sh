@@ -3,7 +3,7 @@
 # publisher and K subscribers, no publish window (loadgen --no-window, as nowindow.sh), on
 # runneld with 1, 2 and 4 loops.
 #
-#   bench/loadgen/threads.sh --runneld BINARY [--loops "1 2 4"] [--reps N] [--cells "K B,K B"] [--quick]
+#   bench/loadgen/threads.sh --runneld BINARY [--loops "1 2 4"] [--reps N] [--cells "K B,K B"] [--idle N] [--quick]
 #
 # For every repetition, cell and loops value (interleaved in that order) a fresh runneld is
 # started with --loops L, so each run places its connections the same way, and stopped after
@@ -20,6 +20,10 @@
 # spread at all and the rest spreads for free. With cells of one size at K = 1 and K > 1 (e.g.
 # --cells "1 64,10 64"), the publisher's floor from the loops = 1 runs too: the part of a value's
 # CPU only the publisher's loop can do, and the least share that loop can take (thread_share.py).
+# Each row's note names the loop the publisher landed on (the thread that read the most).
+# Where it lands follows from the order connections arrive in (runneld places each on the loop
+# with the fewest); --idle N opens N connections that stay idle through the run before loadgen
+# connects, so that its connections, the publisher among them, land elsewhere.
 #
 # Builds no runneld: --runneld is needed without a release build at .build/release/runneld.
 # Builds the load generator when it is missing or older than loadgen.c, under the machine's
@@ -35,15 +39,17 @@ deliveries_1k=10000000
 runneld=
 loops_list="1 2 4"
 cells=("10 64" "10 1024")
+idle=0
 while (($#)); do
     case $1 in
     --runneld) runneld=$(realpath "$2"); shift ;;
     --loops) loops_list=$2; shift ;;
     --reps) reps=$2; shift ;;
     --cells) IFS=, read -r -a cells <<<"$2"; shift ;;
+    --idle) idle=$2; shift ;;
     --quick) reps=1; deliveries_64=6000000; deliveries_1k=2000000 ;;
     *)
-        echo "usage: $0 --runneld BINARY [--loops \"1 2 4\"] [--reps N] [--cells \"K B,K B\"] [--quick]" >&2
+        echo "usage: $0 --runneld BINARY [--loops \"1 2 4\"] [--reps N] [--cells \"K B,K B\"] [--idle N] [--quick]" >&2
         exit 2
         ;;
     esac
@@ -77,7 +83,7 @@ stop_pid() {
 }
 
 echo "runneld $runneld (given, $(stat -c %y "$runneld" | cut -d. -f1)); $(nproc) cores, $(uname -r)"
-echo "loops: $loops_list; $reps repetitions, interleaved; no publish window; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "loops: $loops_list; $reps repetitions, interleaved; no publish window; $idle idle connections first; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 results=$work/results.tsv
 : >"$results"
@@ -92,6 +98,11 @@ for rep in $(seq 1 "$reps"); do
             start_server runnel
             wait_started runnel
             server=${pid[runnel]}
+            idle_fds=()
+            for _ in $(seq 1 "$idle"); do
+                exec {fd}<>"/dev/tcp/127.0.0.1/${port[runnel]}"
+                idle_fds+=("$fd")
+            done
             python3 bench/loadgen/thread_share.py sample "$server" >"$work/before"
             .build/loadgen --proto runnel --port "${port[runnel]}" --subs "$k" --size "$b" \
                 --msgs $((deliveries / k)) --no-window --timeout 5 --subject "threads.$loops.$k.$b.$rep" \
@@ -101,6 +112,7 @@ for rep in $(seq 1 "$reps"); do
             wait "$client" || true
             forget_pid "$client"
             python3 bench/loadgen/thread_share.py sample "$server" >"$work/after"
+            for fd in "${idle_fds[@]}"; do exec {fd}>&-; done
             stop_pid "$server"
             line="$(cat "$work/run.out") $(python3 bench/loadgen/thread_share.py diff "$work/before" "$work/after")"
             sed "s/^/loops=$loops K=$k B=$b: /" "$work/run.err" >>"$work/loadgen.log"

@@ -241,6 +241,9 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     private let ended: (UInt64) -> Void
     /// While subscribing: what the subject replays, and how it stands.
     private var snapshot: ReplicaSnapshot?
+    /// Whether it is subscribing (`snapshot` is set): a flag, since looking at the optional
+    /// snapshot copied it, once a value.
+    private var isOpening = false
     private var subscription: Disposable?
     /// The subject's own `slow_consumer`, as the reader was last told.
     private var policy: SlowConsumerPolicy?
@@ -283,7 +286,9 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
             })
         policy = entry.label.slowConsumer
         entry.replicaSubscribers.feeds += 1
+        isOpening = true
         let subscription = entry.subject.subscribe(self)
+        isOpening = false
         let opened = snapshot!
         snapshot = nil
         outbox.post(.opened(opened))
@@ -311,32 +316,32 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
     }
 
     func sendNext(_ message: Message) {
-        if snapshot != nil {
+        if _slowPath(isOpening) {
             let value = ReplicatedValue(message)
             snapshot!.values.append(value)
             snapshot!.lastSeq = value.seq
-        } else {
-            if _slowPath(entry.label.slowConsumer != policy) {
-                policy = entry.label.slowConsumer
-                outbox.post(.policy(feed: number, policy))
-            }
-            let origin = publishers.origin(of: pauses)
-            let value = entry.replicated(message, publisher: origin.number, maker: origin.maker, loop: outbox.loop)
-            // A loop whose subscribers all conflate is one conflating subscriber.
-            let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
-            guard link.admits(weight: value.weight, policy: judgedBy) else {
-                missed &+= 1
-                if link.policy(of: judgedBy) == .conflate { latest = (value, value.values) }
-                link.settleWhenCaughtUp(self)
-                return
-            }
-            if _slowPath(missed > 0) {
-                outbox.post(.missed(feed: number, count: missed))
-                missed = 0
-                latest = nil
-            }
-            link.post(value, of: number)
+            return
         }
+        let subjectPolicy = entry.label.slowConsumer
+        if _slowPath(subjectPolicy != policy) {
+            policy = subjectPolicy
+            outbox.post(.policy(feed: number, subjectPolicy))
+        }
+        let value = entry.replicated(message, pauses: pauses, publishers: publishers, loop: link.outbox.loop)
+        // A loop whose subscribers all conflate is one conflating subscriber.
+        let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
+        guard link.admits(weight: value.weight, policy: judgedBy) else {
+            missed &+= 1
+            if link.policy(of: judgedBy) == .conflate { latest = (value, value.values) }
+            link.settleWhenCaughtUp(self)
+            return
+        }
+        if _slowPath(missed > 0) {
+            outbox.post(.missed(feed: number, count: missed))
+            missed = 0
+            latest = nil
+        }
+        link.post(value, of: number)
     }
 
     /// The reader has caught up: it is told of the values it missed since the last it was sent,
@@ -365,7 +370,7 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
         guard !isOver else { return }
         finish()
         ended(number)
-        if snapshot != nil {
+        if isOpening {
             snapshot!.end = how
         } else {
             outbox.post(.ended(feed: number, how))

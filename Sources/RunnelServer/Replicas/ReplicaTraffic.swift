@@ -274,8 +274,12 @@ enum ReplicaRequest: Sendable {
 /// behind them may pause. A turn's run of quiet ones (no `ref`) to one subject crosses as one
 /// (`Session.publishThroughOwner`), answered by one receipt.
 struct ForwardedPublish: Sendable {
-    /// A value, with where its members sit.
-    typealias Value = (raw: RawJSON, members: JSONMemberIndex)
+    /// A value, with where its members sit. A struct, not a tuple: an array of tuples is
+    /// destroyed through the tuple's generic metadata, about 60 instructions a value.
+    struct Value: Sendable {
+        let raw: RawJSON
+        let members: JSONMemberIndex
+    }
 
     let subject: String
     /// The values, in the order the session received them.

@@ -183,7 +183,7 @@ final class SubjectReplicas: @unchecked Sendable {
     @inline(__always)
     func extend(_ ticket: UInt64, with raw: RawJSON, members: JSONMemberIndex) -> Bool {
         guard publishRun.isOpen(ticket) else { return false }
-        publishRun.append((raw, members))
+        publishRun.append(ForwardedPublish.Value(raw: raw, members: members))
         return true
     }
 

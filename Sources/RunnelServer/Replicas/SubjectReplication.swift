@@ -4,10 +4,13 @@ import RunnelUV
 /// What a subject's owner has made of its values this turn for the loops holding replicas of
 /// it (`SubjectEntry.replicated`), kept by its entry. Thread rules: the owner's loop.
 struct SubjectReplication {
-    /// The value made last, with the payload it was made from (held, so that the payload's
-    /// identity, which tells the next feed of the same fan-out that the value is made, is
-    /// never another payload's meanwhile).
-    fileprivate var latest: (source: Payload, seq: UInt64, publisher: UInt64, value: ReplicatedValueRef)?
+    /// The value made last, and what tells the next feed of the same fan-out that it is made:
+    /// its payload's identity, its seq, and its publisher's gate (`PublisherPauses.currentGate`).
+    /// Compared as plain values, with no reference counted per feed; the payload is held
+    /// (`heldSource`), so that its identity is never another payload's meanwhile.
+    fileprivate var latest: (source: ObjectIdentifier, seq: UInt64, gate: UnsafeMutableRawPointer?)?
+    fileprivate var latestValue: ReplicatedValueRef?
+    fileprivate var heldSource: Payload?
     /// This turn's values, while they take more.
     fileprivate var values: ReplicatedValues?
     /// How many values the last turn made: the room the next turn's values start with.
@@ -15,36 +18,53 @@ struct SubjectReplication {
 }
 
 extension SubjectEntry: TurnEndWork {
-    /// `message`, published by the publisher numbered `publisher`, as the loops holding
-    /// replicas of the subject are handed it: made by the first of its feeds to send it, in
-    /// this turn's values of its maker's (`PublisherGate.maker`), and found there by the
-    /// others. The owner's loop, `loop` (read only when the turn's values start).
+    /// `message`, published by whoever `pauses` names now, as the loops holding replicas of the
+    /// subject are handed it: made by the first of its feeds to send it, in this turn's values
+    /// of its maker's (`PublisherGate.maker`), and found there by the others, which look up
+    /// neither its publisher nor its maker (`publishers.origin`). The owner's loop, `loop`
+    /// (read only when the turn's values start).
     @inline(__always)
     func replicated(
-        _ message: Message, publisher: UInt64, maker: ReplicaReader?, loop: @autoclosure () -> LoopScheduler
+        _ message: Message, pauses: PublisherPauses, publishers: PublisherRegistry,
+        loop: @autoclosure () -> LoopScheduler
     ) -> ReplicatedValueRef {
         let seq = message.seq ?? 0
-        if let latest = replication.latest, latest.source === message.source, latest.publisher == publisher,
-            latest.seq == seq
-        {
-            return latest.value
+        let source = ObjectIdentifier(message.source)
+        let gate = pauses.currentGate?.toOpaque()
+        if let latest = replication.latest, latest.source == source, latest.seq == seq, latest.gate == gate {
+            return replication.latestValue.unsafelyUnwrapped
         }
+        return replicate(
+            message, seq: seq, source: source, gate: gate, origin: publishers.origin(of: pauses), loop: loop)
+    }
+
+    /// Makes `message`'s value for the feeds (`replicated`): once a value, out of the feeds'
+    /// path.
+    @inline(never)
+    private func replicate(
+        _ message: Message, seq: UInt64, source: ObjectIdentifier, gate: UnsafeMutableRawPointer?,
+        origin: (number: UInt64, maker: ReplicaReader?), loop: () -> LoopScheduler
+    ) -> ReplicatedValueRef {
         let values: ReplicatedValues
-        if let open = replication.values, !open.isSealed, open.maker === maker {
+        if let open = replication.values, !open.isSealed, open.maker === origin.maker {
             values = open
         } else {
             if replication.values == nil { loop().atTurnEnd(self) }
-            values = ReplicatedValues(capacity: replication.lastTurnCount, maker: maker)
+            values = ReplicatedValues(capacity: replication.lastTurnCount, maker: origin.maker)
             replication.values = values
         }
-        let made = ReplicatedValue(message, publisher: publisher)
+        let made = ReplicatedValue(message, publisher: origin.number)
         let weight = made.weight
         let value = ReplicatedValueRef(values: values, index: values.append(made), weight: weight)
         // One feed looks for it nowhere else. Whatever `latest` names, `values` holds.
         if replicaSubscribers.feeds > 1 {
-            replication.latest = (message.source, seq, publisher, value)
+            replication.latest = (source, seq, gate)
+            replication.latestValue = value
+            replication.heldSource = message.source
         } else if replication.latest != nil {
             replication.latest = nil
+            replication.latestValue = nil
+            replication.heldSource = nil
         }
         return value
     }

@@ -39,7 +39,8 @@ extension Session {
         let place = reserveReply(weighing: raw.count)
         awaitingOwner += 1
         let ticket = replicas.forward(
-            (raw, members), to: subject, grant: grant, publisher: replicas.number(of: publisher)
+            ForwardedPublish.Value(raw: raw, members: members), to: subject, grant: grant,
+            publisher: replicas.number(of: publisher)
         ) { [weak self] receipt, atOnce in
             guard let self else { return }
             awaitingOwner -= 1
