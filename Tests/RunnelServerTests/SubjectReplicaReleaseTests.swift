@@ -68,7 +68,7 @@ import Testing
 
     /// Expects every loop's reader to get `lines` in order, their `@` its loop's number.
     private static func expect(_ lines: [String], on servers: LoopServers, _ readers: [LoopServer.Client]) {
-        for loop in 0..<3 {
+        for loop in readers.indices {
             let expected = lines.map { $0.replacingOccurrences(of: "@", with: "\(loop)") }
             var got: [String] = []
             #expect(

@@ -4,12 +4,13 @@ import RunnelUV
 /// What a subject's owner has made of its values this turn for the loops holding replicas of
 /// it (`SubjectEntry.replicated`), kept by its entry. Thread rules: the owner's loop.
 struct SubjectReplication {
-    /// The value made last, and what tells the next feed of the same fan-out that it is made:
+    /// The value made last, with what tells the next feed of the same fan-out that it is made:
     /// its payload's identity, its seq, and its publisher's gate (`PublisherPauses.currentGate`).
-    /// Compared as plain values, with no reference counted per feed; the payload is held
-    /// (`heldSource`), so that its identity is never another payload's meanwhile.
-    fileprivate var latest: (source: ObjectIdentifier, seq: UInt64, gate: UnsafeMutableRawPointer?)?
-    fileprivate var latestValue: ReplicatedValueRef?
+    /// Plain values, compared with no reference counted per feed.
+    fileprivate var latest:
+        (source: ObjectIdentifier, seq: UInt64, gate: UnsafeMutableRawPointer?, value: ReplicatedValueRef)?
+    /// The payload `latest` names, held so that its identity is never another payload's
+    /// meanwhile.
     fileprivate var heldSource: Payload?
     /// This turn's values, while they take more.
     fileprivate var values: ReplicatedValues?
@@ -32,7 +33,7 @@ extension SubjectEntry: TurnEndWork {
         let source = ObjectIdentifier(message.source)
         let gate = pauses.currentGate?.toOpaque()
         if let latest = replication.latest, latest.source == source, latest.seq == seq, latest.gate == gate {
-            return replication.latestValue.unsafelyUnwrapped
+            return latest.value
         }
         return replicate(
             message, seq: seq, source: source, gate: gate, origin: publishers.origin(of: pauses), loop: loop)
@@ -58,12 +59,10 @@ extension SubjectEntry: TurnEndWork {
         let value = ReplicatedValueRef(values: values, index: values.append(made), weight: weight)
         // One feed looks for it nowhere else. Whatever `latest` names, `values` holds.
         if replicaSubscribers.feeds > 1 {
-            replication.latest = (source, seq, gate)
-            replication.latestValue = value
+            replication.latest = (source, seq, gate, value)
             replication.heldSource = message.source
         } else if replication.latest != nil {
             replication.latest = nil
-            replication.latestValue = nil
             replication.heldSource = nil
         }
         return value
