@@ -275,7 +275,8 @@ enum ReplicaRequest: Sendable {
 /// (`Session.publishThroughOwner`), answered by one receipt.
 struct ForwardedPublish: Sendable {
     /// A value, with where its members sit. A struct, not a tuple: an array of tuples is
-    /// destroyed through the tuple's generic metadata, about 60 instructions a value.
+    /// destroyed through the tuple's generic metadata (bench/README.md, "Figures behind
+    /// comments in the code").
     struct Value: Sendable {
         let raw: RawJSON
         let members: JSONMemberIndex
