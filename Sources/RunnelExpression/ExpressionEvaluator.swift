@@ -165,7 +165,9 @@ package enum ExpressionEvaluator {
 
     /// Structural equality, as `JSONValue.==` (numbers by value, objects by their distinct
     /// keys whatever the order, the last member of a repeated key counting), paying a step
-    /// for every value compared and for the strings' bytes.
+    /// for every value compared and for the strings' bytes. Two sides that share storage are
+    /// still compared item by item: the steps depend on the values only, never on whether the
+    /// input was a tree (where `.` gives one storage twice) or bytes (decoded per use).
     package static func equal(
         _ lhs: JSONValue, _ rhs: JSONValue, at position: Int, _ meter: inout ExpressionMeter, depth: Int = 0
     ) throws(ExpressionError) -> Bool {
@@ -182,7 +184,6 @@ package enum ExpressionEvaluator {
             return left == right
         case (.array(let left), .array(let right)):
             guard left.count == right.count else { return false }
-            if sameStorage(left, right) { return true }
             for index in left.indices {
                 guard try equal(left[index], right[index], at: position, &meter, depth: depth + 1) else { return false }
             }
@@ -191,7 +192,6 @@ package enum ExpressionEvaluator {
             let leftMembers = left.members
             let rightMembers = right.members
             if leftMembers.count == rightMembers.count {
-                if sameStorage(leftMembers, rightMembers) { return true }
                 // The usual case: the same keys in the same order, compared pairwise. Equal
                 // pairs mean equal objects; any difference is settled by key below (a repeated
                 // key's earlier value does not count).
@@ -222,13 +222,6 @@ package enum ExpressionEvaluator {
             }
             return true
         default: return false
-        }
-    }
-
-    /// Whether two arrays share their storage (and so are equal without a look inside).
-    private static func sameStorage<Element>(_ left: [Element], _ right: [Element]) -> Bool {
-        left.withUnsafeBufferPointer { leftBuffer in
-            right.withUnsafeBufferPointer { rightBuffer in leftBuffer.baseAddress == rightBuffer.baseAddress }
         }
     }
 

@@ -95,7 +95,9 @@ struct ExpressionBudgetTests {
         let object = JSONValue.object(JSONObject(members))
         #expect(try Self.compile(".k4999").measure(object).steps >= 5000)
         #expect(try Self.compile("has(., \"x\")").measure(object).steps >= 5000)
-        #expect(try Self.compile(". == .").measure(object).steps < 10)  // one and the same object
+        // One and the same object is compared member by member, as on bytes, where each `.` is
+        // decoded anew: the steps depend on the values only.
+        #expect(try Self.compile(". == .").measure(object).steps >= 5000)
         let same = JSONValue.object(JSONObject(members.map { $0 }))
         let reordered = JSONValue.object(JSONObject(members.reversed()))
         let pairwise = try Self.compile(".[0] == .[1]").measure(.array([object, same]))

@@ -72,6 +72,17 @@ import Testing
         #expect(try Self.agree(".load == 0", #"{"load":-0.0}"#).get())
     }
 
+    /// A value compared with itself costs what comparing two copies costs: reading bytes
+    /// decodes each side anew, where the tree hands out one storage twice (found by
+    /// LazyPathFuzzer: `. != . != -0`).
+    @Test func aValueComparedWithItselfCostsWhatACopyDoes() throws {
+        try Self.agree(". != . != -0", #"{"load":-0.0}"#)
+        try Self.agree(". == .", #"{"a":{"x":[1,"y"]}}"#)
+        try Self.agree(".a == .a", #"{"a":{"x":[1,"y"]}}"#)
+        try Self.agree(".a == .a", #"{"a":[1,[2,3]]}"#)
+        try Self.agree("contains([.a], .a)", #"{"a":[1,[2,3]]}"#)
+    }
+
     @Test func otherTypesAndMissingMembersGiveTheTreesAnswer() throws {
         for json in [
             #"{"load":"0.95"}"#, #"{"load":null}"#, #"{"load":true}"#, #"{"load":[1]}"#, #"{"load":{"a":1}}"#,
