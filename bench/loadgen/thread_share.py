@@ -6,6 +6,9 @@
     thread_share.py diff BEFORE AFTER       the run between two samples, as key=value:
                                             cpu_s, busiest, busiest_share, reader,
                                             share.NAME ...
+    thread_share.py combine OUT ...         several load generators' key=value lines (one
+                                            run of several publishers) as one: counts
+                                            summed, the longest time, the rate over it
     thread_share.py table RESULTS           threads.sh's table, the Amdahl model and, given
                                             one loop's runs with 1 and K subscribers, the
                                             publisher's floor
@@ -78,6 +81,35 @@ def diff(before_path, after_path):
     return " ".join(out)
 
 
+# What `combine` sums and what it takes the largest of; any other key is dropped.
+SUMMED = ("delivered", "expected", "published", "lost", "disconnects", "stalled", "reader_cpu_s")
+LARGEST = ("seconds", "p50_us", "p99_us", "p999_us", "peak_rss_kb", "server_cpu_s")
+
+
+def number(x):
+    return f"{x:.0f}" if x == int(x) else f"{x:.3f}"
+
+
+def combine(paths):
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(dict(kv.split("=", 1) for kv in f.read().split() if "=" in kv))
+    if len(runs) == 1:
+        return " ".join(f"{key}={value}" for key, value in runs[0].items())
+    out = {"publishers": str(len(runs))}
+    for key in SUMMED:
+        out[key] = number(sum(float(run.get(key, 0)) for run in runs))
+    for key in LARGEST:
+        out[key] = number(max(float(run.get(key, 0)) for run in runs))
+    if float(out["seconds"]) > 0:
+        out["msgs_per_s"] = f"{float(out['delivered']) / float(out['seconds']):.0f}"
+    # A generator that printed nothing (it failed) leaves the run short of its deliveries.
+    if any("delivered" not in run for run in runs):
+        out["stalled"] = str(int(float(out["stalled"])) + 1)
+    return " ".join(f"{key}={value}" for key, value in out.items())
+
+
 def label(name):
     return "main (loop 0)" if name == "main" else name
 
@@ -124,8 +156,12 @@ def table(path):
         if len(names) > 1:
             note.append("busiest: " + ", ".join(f"{label(n)} x{c}" for n, c in names.most_common()))
         readers = Counter(v["reader"] for v in values if "reader" in v)
+        publishers = int(values[0].get("publishers", "1"))
+        if publishers > 1:
+            note.append(f"{publishers} publishers")
         if loops > 1 and readers:
-            note.append("publisher on " + ", ".join(f"{label(n)} x{c}" for n, c in readers.most_common()))
+            note.append(("publisher on " if publishers == 1 else "read most: ")
+                        + ", ".join(f"{label(n)} x{c}" for n, c in readers.most_common()))
         bad = [v for v in values if v.get("lost", "0") != "0" or v.get("disconnects", "0") != "0"
                or v.get("stalled", "0") != "0" or "delivered" not in v]
         if bad:
@@ -189,6 +225,8 @@ def main():
             print("\t".join(map(str, row)))
     elif len(sys.argv) == 4 and sys.argv[1] == "diff":
         print(diff(sys.argv[2], sys.argv[3]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "combine":
+        print(combine(sys.argv[2:]))
     elif len(sys.argv) == 3 and sys.argv[1] == "table":
         table(sys.argv[2])
     else:

@@ -3,7 +3,8 @@
 # publisher and K subscribers, no publish window (loadgen --no-window, as nowindow.sh), on
 # runneld with 1, 2 and 4 loops.
 #
-#   bench/loadgen/threads.sh --runneld BINARY [--loops "1 2 4"] [--reps N] [--cells "K B,K B"] [--idle N] [--quick]
+#   bench/loadgen/threads.sh --runneld BINARY [--loops "1 2 4"] [--reps N] [--cells "K B,K B"] [--idle N]
+#                            [--publishers N] [--quick]
 #
 # For every repetition, cell and loops value (interleaved in that order) a fresh runneld is
 # started with --loops L, so each run places its connections the same way, and stopped after
@@ -24,6 +25,9 @@
 # Where it lands follows from the order connections arrive in (runneld places each on the loop
 # with the fewest); --idle N opens N connections that stay idle through the run before loadgen
 # connects, so that its connections, the publisher among them, land elsewhere.
+# --publishers N runs N load generators at once, each a publisher and K subscribers on a subject
+# of its own, sharing the run's deliveries; their figures are summed into one run
+# (thread_share.py combine), and the note names the loop that read the most.
 #
 # Builds no runneld: --runneld is needed without a release build at .build/release/runneld.
 # Builds the load generator when it is missing or older than loadgen.c, under the machine's
@@ -40,6 +44,7 @@ runneld=
 loops_list="1 2 4"
 cells=("10 64" "10 1024")
 idle=0
+publishers=1
 while (($#)); do
     case $1 in
     --runneld) runneld=$(realpath "$2"); shift ;;
@@ -47,9 +52,10 @@ while (($#)); do
     --reps) reps=$2; shift ;;
     --cells) IFS=, read -r -a cells <<<"$2"; shift ;;
     --idle) idle=$2; shift ;;
+    --publishers) publishers=$2; shift ;;
     --quick) reps=1; deliveries_64=6000000; deliveries_1k=2000000 ;;
     *)
-        echo "usage: $0 --runneld BINARY [--loops \"1 2 4\"] [--reps N] [--cells \"K B,K B\"] [--idle N] [--quick]" >&2
+        echo "usage: $0 --runneld BINARY [--loops \"1 2 4\"] [--reps N] [--cells \"K B,K B\"] [--idle N] [--publishers N] [--quick]" >&2
         exit 2
         ;;
     esac
@@ -83,7 +89,7 @@ stop_pid() {
 }
 
 echo "runneld $runneld (given, $(stat -c %y "$runneld" | cut -d. -f1)); $(nproc) cores, $(uname -r)"
-echo "loops: $loops_list; $reps repetitions, interleaved; no publish window; $idle idle connections first; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "loops: $loops_list; $reps repetitions, interleaved; no publish window; $publishers publisher(s), a subject each; $idle idle connections first; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 results=$work/results.tsv
 : >"$results"
@@ -104,18 +110,25 @@ for rep in $(seq 1 "$reps"); do
                 idle_fds+=("$fd")
             done
             python3 bench/loadgen/thread_share.py sample "$server" >"$work/before"
-            .build/loadgen --proto runnel --port "${port[runnel]}" --subs "$k" --size "$b" \
-                --msgs $((deliveries / k)) --no-window --timeout 5 --subject "threads.$loops.$k.$b.$rep" \
-                --watch-pid "$server" >"$work/run.out" 2>"$work/run.err" &
-            client=$!
-            started_pids+=("$client")
-            wait "$client" || true
-            forget_pid "$client"
+            clients=()
+            for p in $(seq 1 "$publishers"); do
+                .build/loadgen --proto runnel --port "${port[runnel]}" --subs "$k" --size "$b" \
+                    --msgs $((deliveries / k / publishers)) --no-window --timeout 5 \
+                    --subject "threads.$loops.$k.$b.$rep.$p" --watch-pid "$server" \
+                    >"$work/run.$p.out" 2>"$work/run.$p.err" &
+                clients+=($!)
+                started_pids+=($!)
+            done
+            for client in "${clients[@]}"; do
+                wait "$client" || true
+                forget_pid "$client"
+            done
             python3 bench/loadgen/thread_share.py sample "$server" >"$work/after"
             for fd in "${idle_fds[@]}"; do exec {fd}>&-; done
             stop_pid "$server"
-            line="$(cat "$work/run.out") $(python3 bench/loadgen/thread_share.py diff "$work/before" "$work/after")"
-            sed "s/^/loops=$loops K=$k B=$b: /" "$work/run.err" >>"$work/loadgen.log"
+            line="$(python3 bench/loadgen/thread_share.py combine "$work"/run.*.out) $(python3 bench/loadgen/thread_share.py diff "$work/before" "$work/after")"
+            cat "$work"/run.*.err | sed "s/^/loops=$loops K=$k B=$b: /" >>"$work/loadgen.log"
+            rm -f "$work"/run.*.out "$work"/run.*.err
             printf '%s\t%s\t%s\t%s\t%s\n' "$loops" "$k" "$b" "$rep" "$line" >>"$results"
             printf '  loops=%-2s K=%-3s B=%-4s #%s %s\n' "$loops" "$k" "$b" "$rep" "$line" >&2
         done
