@@ -263,8 +263,11 @@ class TestGzip:
             assert now["compression"]["memory_bytes"] > before["compression"]["memory_bytes"], (before, now)
             metrics = httpx.get(d.url + "/metrics", headers=AUTH).text
             assert 'runnel_compressed_streams{transport="websocket"} 1' in metrics
+        # At most what it was before: `before` may still count the previous check's streams,
+        # whose loops (at several loops, others than the one answering `stats`) free their
+        # memory as their connections finish closing, after they stopped counting as streams.
         poll_until(lambda: stats(d), lambda s: s["compression"]["websockets"] == 0
-                   and s["compression"]["memory_bytes"] == before["compression"]["memory_bytes"], "memory given back")
+                   and s["compression"]["memory_bytes"] <= before["compression"]["memory_bytes"], "memory given back")
 
     def test_clean_stop(self, d):
         assert_clean_stop(d)
