@@ -26,7 +26,8 @@
 # runs Runnel at half of Redis's maximum and Redis at half of Runnel's, so that the two are
 # compared at each of the two rates as well as each at its own (with --backpressure, that row
 # at Redis's half too). --runneld BIN runs that binary instead of building one. --loops N runs
-# the runnel row with --loops N (else runneld's default: one loop per CPU); --one-loop adds a
+# the runnel row, and the baseline's and backpressure's, with --loops N (else runneld's
+# default: one loop per CPU); --one-loop adds a
 # row of the same runneld on one loop, which the runnel row is compared with (what the
 # hand-offs between loops cost, per delivery).
 # The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever

@@ -14,8 +14,9 @@
 #
 # Servers: runnel (runneld with its defaults, or `--loops $runneld_loops` when that is set),
 # backpressure (runneld with slow_consumer = "backpressure" in a config file), baseline
-# (another runneld binary, with its defaults), loops1 (this runneld on one event loop), redis,
-# nats. Each one's port is ${port[NAME]}, its PID ${pid[NAME]}, its log $work/NAME.log.
+# (another runneld binary), both on `--loops $runneld_loops` too when that is set, so that a
+# change is measured against its baseline on the same loops; loops1 (this runneld on one event
+# loop), redis, nats. Each one's port is ${port[NAME]}, its PID ${pid[NAME]}, its log $work/NAME.log.
 
 declare -A port=([runnel]=7611 [redis]=7612 [nats]=7613 [baseline]=7614 [backpressure]=7615 [loops1]=7616)
 declare -A pid
@@ -61,7 +62,8 @@ start_server() {
             2>"$work/loops1.log" &
         ;;
     baseline)
-        "$2" --listen "127.0.0.1:${port[baseline]}" --http-listen "" --log-level warning 2>"$work/baseline.log" &
+        "$2" --listen "127.0.0.1:${port[baseline]}" --http-listen "" --log-level warning \
+            ${runneld_loops:+--loops "$runneld_loops"} 2>"$work/baseline.log" &
         ;;
     backpressure)
         printf 'slow_consumer = "backpressure"\n' >"$work/backpressure.toml"
@@ -70,7 +72,7 @@ start_server() {
             return 1
         fi
         "$runneld" --config "$work/backpressure.toml" --listen "127.0.0.1:${port[backpressure]}" --http-listen "" \
-            --log-level warning 2>"$work/backpressure.log" &
+            --log-level warning ${runneld_loops:+--loops "$runneld_loops"} 2>"$work/backpressure.log" &
         ;;
     redis)
         redis-server --port "${port[redis]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
