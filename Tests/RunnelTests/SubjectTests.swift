@@ -6,8 +6,8 @@ import Testing
 @testable import Runnel
 
 @Suite struct SubjectTests {
-    @Test func plainSubjectSendsOnlyLaterEvents() {
-        let subject = Subject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func plainSubjectSendsOnlyLaterEvents(threading: SubjectThreading) {
+        let subject = Subject<Int>(threading: threading)
         let early = Recorder<Int>()
         let late = Recorder<Int>()
         inline {
@@ -24,9 +24,9 @@ import Testing
         #expect(subject.subscriberCount == 0)
     }
 
-    @Test func lateSubscriberGetsTheTerminalEvent() {
-        let completed = Subject<Int>()
-        let failed = Subject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func lateSubscriberGetsTheTerminalEvent(threading: SubjectThreading) {
+        let completed = Subject<Int>(threading: threading)
+        let failed = Subject<Int>(threading: threading)
         completed.sendCompleted()
         failed.sendError(TestError(4))
         let afterCompletion = Recorder<Int>()
@@ -40,8 +40,8 @@ import Testing
         #expect(completed.isTerminated)
     }
 
-    @Test func disposedSubscriberIsRemoved() {
-        let subject = Subject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func disposedSubscriberIsRemoved(threading: SubjectThreading) {
+        let subject = Subject<Int>(threading: threading)
         let recorder = Recorder<Int>()
         let subscription = inline { subject.subscribe(recorder) }
         subject.sendNext(1)
@@ -55,8 +55,10 @@ import Testing
     /// Subscriptions ended while a value fans out (a publish that ends thousands of them) are
     /// taken out together when the delivery ends: they count as gone at once, receive nothing
     /// more, and are released; the others keep their order.
-    @Test func subscriptionsEndedDuringDeliveryLeaveTogetherAfterIt() {
-        let subject = Subject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func subscriptionsEndedDuringDeliveryLeaveTogetherAfterIt(
+        threading: SubjectThreading
+    ) {
+        let subject = Subject<Int>(threading: threading)
         var enders: [Weak<EndingSubscriber>] = []
         var stayers: [Recorder<Int>] = []
         let counts = Mutex<[Int]>([])
@@ -84,8 +86,8 @@ import Testing
         #expect(stayers.allSatisfy { $0.eventDescriptions == ["next(1)", "next(2)"] })
     }
 
-    @Test func replaySubjectReplaysThenTerminates() {
-        let subject = ReplaySubject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func replaySubjectReplaysThenTerminates(threading: SubjectThreading) {
+        let subject = ReplaySubject<Int>(threading: threading)
         subject.sendNext(1)
         subject.sendNext(2)
         let before = Recorder<Int>()
@@ -98,8 +100,8 @@ import Testing
         #expect(after.eventDescriptions == ["next(1)", "next(2)", "next(3)", "completed"])
     }
 
-    @Test func replaySubjectKeepsItsCapacity() {
-        let subject = ReplaySubject<Int>(capacity: 2)
+    @Test(arguments: SubjectThreading.allCases) func replaySubjectKeepsItsCapacity(threading: SubjectThreading) {
+        let subject = ReplaySubject<Int>(capacity: 2, threading: threading)
         for i in 1...5 { subject.sendNext(i) }
         subject.sendError(TestError(2))
         let recorder = Recorder<Int>()
@@ -110,8 +112,9 @@ import Testing
 
     /// Bounded by weight as well as by count: the oldest values go until the rest fit, the
     /// newest stays whatever it weighs, and `retainedWeight` follows both kinds of eviction.
-    @Test func replaySubjectKeepsWhatFitsItsMaxWeight() {
-        let subject = ReplaySubject<Int>(capacity: 4, maxWeight: 10, weight: { $0 })
+    @Test(arguments: SubjectThreading.allCases) func replaySubjectKeepsWhatFitsItsMaxWeight(threading: SubjectThreading)
+    {
+        let subject = ReplaySubject<Int>(capacity: 4, maxWeight: 10, weight: { $0 }, threading: threading)
         for value in [3, 3, 3] { subject.sendNext(value) }
         #expect(subject.replayedValues == [3, 3, 3])
         #expect(subject.retainedWeight == 9)
@@ -129,18 +132,21 @@ import Testing
         #expect(recorder.eventDescriptions == ["next(50)"])
     }
 
-    @Test func restoredReplaySubjectIsTrimmedToItsMaxWeight() {
-        let subject = ReplaySubject<Int>(capacity: 10, retaining: [5, 5, 5, 2], maxWeight: 8, weight: { $0 })
+    @Test(arguments: SubjectThreading.allCases) func restoredReplaySubjectIsTrimmedToItsMaxWeight(
+        threading: SubjectThreading
+    ) {
+        let subject = ReplaySubject<Int>(
+            capacity: 10, retaining: [5, 5, 5, 2], maxWeight: 8, weight: { $0 }, threading: threading)
         #expect(subject.replayedValues == [5, 2])
         #expect(subject.retainedWeight == 7)
-        let behavior = BehaviorSubject(6, weight: { $0 })
+        let behavior = BehaviorSubject(6, weight: { $0 }, threading: threading)
         #expect(behavior.retainedWeight == 6)
         behavior.sendNext(2)
         #expect(behavior.retainedWeight == 2)
     }
 
-    @Test func behaviorSubjectSendsCurrentValue() {
-        let subject = BehaviorSubject(10)
+    @Test(arguments: SubjectThreading.allCases) func behaviorSubjectSendsCurrentValue(threading: SubjectThreading) {
+        let subject = BehaviorSubject(10, threading: threading)
         let first = Recorder<Int>()
         inline { subject.subscribe(first) }
         subject.sendNext(11)
@@ -155,8 +161,8 @@ import Testing
         #expect(late.eventDescriptions == ["next(11)", "completed"])
     }
 
-    @Test func reentrantSendIsQueuedNotDeadlocked() {
-        let subject = Subject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func reentrantSendIsQueuedNotDeadlocked(threading: SubjectThreading) {
+        let subject = Subject<Int>(threading: threading)
         let feeder = Recorder<Int>()
         inline {
             subject.subscribe(next: { value in
@@ -170,8 +176,8 @@ import Testing
         subject.sendCompleted()  // releases the subscriber that captures the subject
     }
 
-    @Test func reentrantSubscribeDuringDelivery() {
-        let subject = ReplaySubject<Int>()
+    @Test(arguments: SubjectThreading.allCases) func reentrantSubscribeDuringDelivery(threading: SubjectThreading) {
+        let subject = ReplaySubject<Int>(threading: threading)
         let inner = Recorder<Int>()
         inline {
             subject.subscribe(next: { value in

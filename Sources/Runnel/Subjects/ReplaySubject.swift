@@ -8,11 +8,12 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     /// How many values are kept; `Int.max` for all of them.
     public let capacity: Int
 
-    /// A replay subject keeping the last `capacity` values (all of them by default).
-    public init(capacity: Int = .max) {
+    /// A replay subject keeping the last `capacity` values (all of them by default), shared
+    /// between threads or confined to one (`threading`).
+    public init(capacity: Int = .max, threading: SubjectThreading = .shared) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
-        super.init(historyCapacity: capacity)
+        super.init(historyCapacity: capacity, threading: threading)
     }
 
     /// A replay subject keeping the last `capacity` values, and of those only as many of the
@@ -22,11 +23,12 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     /// `dropReplayed(while:)`, oldest first, under the subject's lock (it must not call back).
     public init(
         capacity: Int, maxWeight: Int, weight: @escaping @Sendable (Value) -> Int,
-        dropped: (@Sendable (Value) -> Void)? = nil
+        dropped: (@Sendable (Value) -> Void)? = nil, threading: SubjectThreading = .shared
     ) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
-        super.init(historyCapacity: capacity, maxWeight: maxWeight, weigh: weight, dropped: dropped)
+        super.init(
+            historyCapacity: capacity, maxWeight: maxWeight, weigh: weight, dropped: dropped, threading: threading)
     }
 
     /// A replay subject as it was left: keeping the last `capacity` of `values` (oldest first),
@@ -35,24 +37,25 @@ public class ReplaySubject<Value: Sendable>: Subject<Value>, @unchecked Sendable
     /// then the terminal event. For restoring a subject kept elsewhere, such as on disk.
     public init(
         capacity: Int, retaining values: some Sequence<Value>, terminal: Event<Value>? = nil,
-        maxWeight: Int = .max, weight: (@Sendable (Value) -> Int)? = nil, dropped: (@Sendable (Value) -> Void)? = nil
+        maxWeight: Int = .max, weight: (@Sendable (Value) -> Int)? = nil, dropped: (@Sendable (Value) -> Void)? = nil,
+        threading: SubjectThreading = .shared
     ) {
         precondition(capacity >= 0, "ReplaySubject capacity must be >= 0")
         self.capacity = capacity
         super.init(
             historyCapacity: capacity, initial: Array(values), terminal: terminal, maxWeight: maxWeight, weigh: weight,
-            dropped: dropped)
+            dropped: dropped, threading: threading)
     }
 
     /// What the values a new subscriber would be replayed weigh together, by the `weight` the
     /// subject was made with (0 without one).
-    public var retainedWeight: Int { roster.lock.withLock { historyWeight } }
+    public var retainedWeight: Int { roster.withLock { historyWeight } }
 
     /// The values a new subscriber would be replayed now, oldest first.
-    public var replayedValues: [Value] { roster.lock.withLock { history.elements } }
+    public var replayedValues: [Value] { roster.withLock { history.elements } }
 
     /// The oldest value a new subscriber would be replayed now, without copying the others.
-    public var oldestReplayedValue: Value? { roster.lock.withLock { history.first } }
+    public var oldestReplayedValue: Value? { roster.withLock { history.first } }
 
     /// Stops replaying the oldest values while `isStale` says so of them (their age, say),
     /// newest included, and returns how many it let go. A subscriber already replayed them

@@ -4,12 +4,14 @@ import Synchronization
 /// it sends to every current subscriber. A plain subject delivers only what is sent after
 /// subscribing.
 ///
-/// Thread-safe. Events from several threads are delivered one at a time, in the order the
-/// subject accepted them, through a drain queue: the thread that finds the subject idle
-/// delivers, and events sent meanwhile (from other threads, or re-entrantly from a
-/// subscriber) are delivered by it afterwards. No lock is held while delivering (deliberate
-/// change 2 from ReactiveCocoa, whose replay subject delivers under its lock and deadlocks
-/// re-entrant subscribers).
+/// Thread-safe (`SubjectThreading.shared`, the default). Events from several threads are
+/// delivered one at a time, in the order the subject accepted them, through a drain queue: the
+/// thread that finds the subject idle delivers, and events sent meanwhile (from other threads,
+/// or re-entrantly from a subscriber) are delivered by it afterwards. No lock is held while
+/// delivering (deliberate change 2 from ReactiveCocoa, whose replay subject delivers under its
+/// lock and deadlocks re-entrant subscribers). A subject made `.confined` is used from one
+/// thread only and takes no lock and no atomic operation per value; re-entrant sends and
+/// subscriptions ended during a delivery are handled as for a shared one.
 ///
 /// Deliberate change 1: the subject remembers its terminal event. Events sent after it are
 /// ignored, and a late subscriber gets the kind's replayed values and then the terminal event
@@ -34,15 +36,15 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // `Value`.
     /// The lock and the per-value fields, in an object of their own that subscriptions hold
     /// instead of the subject (see `SubjectRoster`). Every field below marked "guarded" is
-    /// guarded by `roster.lock`; no section under it calls out.
-    let roster = SubjectRoster()
+    /// guarded by the roster's lock; no section under it calls out.
+    let roster: SubjectRoster
     /// Guarded: the fields of the per-value path, in memory of their own. Reached
     /// through a pointer, they carry no dynamic exclusivity checks (which a class's stored
     /// `var`s get on every access), and their layout does not depend on `Value`.
     @inline(__always) private var core: UnsafeMutablePointer<SubjectCore> { roster.core }
     /// Guarded: the terminal event once accepted (`core.terminated` mirrors it).
     private var terminal: Event<Value>?
-    /// Guarded: jobs queued for the delivering thread (`roster.delivery` counts them).
+    /// Guarded: jobs queued for the delivering thread (the roster's delivery state counts them).
     private var jobs = RingBuffer<Job>()
     /// Guarded: the values kept for late subscribers (replay and behavior subjects).
     var history: RingBuffer<Value>
@@ -65,8 +67,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// Subscriptions this subject was handed as a subscriber (disposed when it terminates).
     public let disposable = CompoundDisposable()
 
-    /// A plain subject.
-    public init() {
+    /// A plain subject, shared between threads or confined to one (`threading`).
+    public init(threading: SubjectThreading = .shared) {
+        roster = SubjectRoster(threading: threading)
         history = RingBuffer(capacity: 0)
         keepsHistory = false
         weigh = nil
@@ -84,8 +87,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     init(
         historyCapacity: Int, initial: [Value] = [], terminal: Event<Value>? = nil,
         maxWeight: Int = .max, weigh: (@Sendable (Value) -> Int)? = nil,
-        dropped: (@Sendable (Value) -> Void)? = nil
+        dropped: (@Sendable (Value) -> Void)? = nil, threading: SubjectThreading
     ) {
+        roster = SubjectRoster(threading: threading)
         precondition(terminal?.isTerminal ?? true, "a subject's terminal event must be error or completed")
         precondition(maxWeight >= 0, "a subject's history weight must be >= 0")
         self.history = RingBuffer<Value>(capacity: historyCapacity)
@@ -109,14 +113,14 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     /// The number of current subscribers.
     public var subscriberCount: Int {
-        roster.lock.withLock { core.pointee.entries.count - core.pointee.leaving.count }
+        roster.withLock { core.pointee.entries.count - core.pointee.leaving.count }
     }
 
     /// Whether the subject has been sent a terminal event.
-    public var isTerminated: Bool { roster.lock.withLock { core.pointee.terminated } }
+    public var isTerminated: Bool { roster.withLock { core.pointee.terminated } }
 
     /// The terminal event, once the subject has one.
-    public var terminalEvent: Event<Value>? { roster.lock.withLock { terminal } }
+    public var terminalEvent: Event<Value>? { roster.withLock { terminal } }
 
     // MARK: Subscribing
 
@@ -129,13 +133,13 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         let disposable = SubjectSubscription(roster: roster)
         // Hands `disposable` to the subscriber, which may dispose it before the entry is listed.
         let entry = makeEntry(subscriber, disposable)
-        roster.lock.lock()
+        roster.lock()
         if !core.pointee.terminated && !disposable.isDisposed {
             disposable.entry = ObjectIdentifier(entry)
             core.pointee.entries.append(entry)
         }
         let startDrain = keepsHistory || core.pointee.terminated ? queueCatchUp(entry) : false
-        roster.lock.unlock()
+        roster.unlock()
         if startDrain { drain() }
         return disposable
     }
@@ -153,23 +157,23 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     // MARK: Sending
 
     public final func sendNext(_ value: Value) {
-        roster.lock.lock()
+        roster.lock()
         if core.pointee.terminated {
-            roster.lock.unlock()
+            roster.unlock()
             return
         }
         if keepsHistory { record(value) }
         // Idle stays idle while the lock is held (only the delivering thread leaves a state
         // without the lock, and only to idle).
-        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
+        if roster.deliveryState != DeliveryState.idle {
             let startDrain = enqueue(value)
-            roster.lock.unlock()
+            roster.unlock()
             if startDrain { drain() }
             return
         }
-        roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
+        roster.setDeliveryState(DeliveryState.delivering)
         let current = core.pointee.entries
-        roster.lock.unlock()
+        roster.unlock()
         var index = 0
         while index < current.count {
             // `current` holds every entry until the loop ends: no retain and release per
@@ -204,7 +208,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// returns how many went; `dropped` is told of each.
     @inline(never)
     func dropHistory(while isStale: (Value) -> Bool) -> Int {
-        roster.lock.withLock {
+        roster.withLock {
             var count = 0
             while let oldest = history.first, isStale(oldest) {
                 _ = history.popFirst()
@@ -234,9 +238,9 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// Records the terminal event and delivers it, or queues it for the thread already
     /// delivering. Nobody stays subscribed; late subscribers catch up instead.
     private func acceptTerminal(_ event: Event<Value>) {
-        roster.lock.lock()
+        roster.lock()
         guard !core.pointee.terminated else {
-            roster.lock.unlock()
+            roster.unlock()
             return
         }
         core.pointee.terminated = true
@@ -244,14 +248,14 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         let current = core.pointee.entries
         core.pointee.entries = []
         core.pointee.leaving = []
-        if roster.delivery.load(ordering: .acquiring) != DeliveryState.idle {
+        if roster.deliveryState != DeliveryState.idle {
             jobs.append(.event(event, current))
             let startDrain = roster.jobQueued()
-            roster.lock.unlock()
+            roster.unlock()
             if startDrain { drain() }
         } else {
-            roster.delivery.store(DeliveryState.delivering, ordering: .relaxed)
-            roster.lock.unlock()
+            roster.setDeliveryState(DeliveryState.delivering)
+            roster.unlock()
             deliver(event, to: current)
             finishDelivery()
         }
@@ -276,14 +280,10 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
 
     /// Marks the subject idle, or runs the jobs queued while this thread delivered (and takes
     /// out the entries that ended). Without the lock: one compare-and-swap when neither
-    /// happened.
+    /// happened (none for a confined subject).
     @inline(__always)
     private func finishDelivery() {
-        if roster.delivery.compareExchange(
-            expected: DeliveryState.delivering, desired: DeliveryState.idle, ordering: .acquiringAndReleasing
-        ).exchanged {
-            return
-        }
+        if roster.finishDeliveringIfNothingWaits() { return }
         drain()
     }
 
@@ -291,16 +291,16 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     /// and marks the subject idle. Called only by the delivering thread.
     private func drain() {
         while true {
-            roster.lock.lock()
+            roster.lock()
             guard let job = jobs.popFirst() else {
                 let removed = roster.takeOutLeaving()
-                roster.delivery.store(DeliveryState.idle, ordering: .releasing)
-                roster.lock.unlock()
+                roster.setDeliveryState(DeliveryState.idle)
+                roster.unlock()
                 withExtendedLifetime(removed) {}
                 return
             }
-            roster.delivery.subtract(DeliveryState.job, ordering: .relaxed)
-            roster.lock.unlock()
+            roster.jobTaken()
+            roster.unlock()
             switch job {
             case .event(let event, let entries):
                 deliver(event, to: entries)
@@ -312,6 +312,16 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     }
 }
 
+/// How a subject may be used: from any thread, or from one thread only, which then pays no
+/// lock and no atomic operation per value (a subject an event loop owns, say).
+public enum SubjectThreading: Sendable, CaseIterable {
+    /// Any thread may subscribe, send and dispose, at the same time.
+    case shared
+    /// One thread at a time subscribes, sends, disposes and reads, and another takes over only
+    /// after a happens-before edge (the thread sanitizer reports any other use).
+    case confined
+}
+
 /// The part of a subject's state on the per-value path; guarded by the subject's lock.
 struct SubjectCore {
     /// The subscribers' passthroughs (see `Subject.Entries`).
@@ -321,6 +331,8 @@ struct SubjectCore {
     /// Entries still in `entries` whose subscriptions ended while a thread delivered: taken
     /// out together when it goes idle (`SubjectRoster.remove`). Each is listed, once.
     var leaving: ContiguousArray<ObjectIdentifier> = []
+    /// A confined subject's delivery state (`SubjectRoster`'s atomic for a shared one).
+    var delivery = DeliveryState.idle
 }
 
 /// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit),

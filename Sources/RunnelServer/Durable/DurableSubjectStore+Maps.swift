@@ -53,7 +53,7 @@ extension DurableSubjectStore {
                     seq: key.seq, time: key.time))
         }
         _ = map.forgetChanges(through: stored.seq)
-        let subject = Subject<Message>()
+        let subject = Subject<Message>(threading: .confined)
         if let terminal = stored.terminal {
             if let message = terminal {
                 subject.sendError(ProtocolError(.subjectError, message))

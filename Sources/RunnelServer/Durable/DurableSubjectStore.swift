@@ -95,11 +95,12 @@ package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         switch stored.kind {
         case .behavior:
             subject = BehaviorSubject(
-                values.last!, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note)
+                values.last!, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note,
+                threading: .confined)
         default:
             subject = ReplaySubject(
                 capacity: stored.capacity ?? 1, retaining: values, terminal: terminal, maxWeight: maxReplayBytes,
-                weight: RetainedValues.weight, dropped: dropped.note)
+                weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
         }
         return SubjectEntry(
             label: label, kind: stored.kind, capacity: stored.capacity, retainMilliseconds: stored.retainMilliseconds,

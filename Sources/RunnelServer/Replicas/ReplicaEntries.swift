@@ -39,17 +39,19 @@ enum ReplicaEntries {
         var map: MapValues?
         switch snapshot.kind {
         case .subject, .map:
-            subject = Subject()
+            subject = Subject(threading: .confined)
             terminal?.send(to: subject)
             map = snapshot.map.map { Self.map(of: $0, in: label) }
         case .replay:
             subject = ReplaySubject(
                 capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
-                maxWeight: ledger.maxReplayBytes, weight: RetainedValues.weight, dropped: dropped.note)
+                maxWeight: ledger.maxReplayBytes, weight: RetainedValues.weight, dropped: dropped.note,
+                threading: .confined)
         case .behavior:
             let current =
                 values.last ?? Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0)
-            subject = BehaviorSubject(current, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note)
+            subject = BehaviorSubject(
+                current, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
         }
         let entry = SubjectEntry(
             label: label, kind: snapshot.kind, capacity: snapshot.capacity,

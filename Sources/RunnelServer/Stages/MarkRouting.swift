@@ -19,7 +19,7 @@ enum MarkRouting {
     static func around(
         _ source: Signal<Message>, _ compile: (Signal<Message>) throws(ProtocolError) -> Signal<Message>
     ) throws(ProtocolError) -> Signal<Message> {
-        let values = Subject<Message>()
+        let values = Subject<Message>(threading: .confined)
         let staged = try compile(values)
         return Signal.create { downstream in
             let passed = PassedKeys()

@@ -127,7 +127,7 @@ final class SharedStageChain: @unchecked Sendable {
         let account = EvaluationAccount(payingAs: first.payer)
         let chain = try compile(account)
         account.nextPayer = { [weak self] in self?.members.first { $0.payer.budgetsAdmit }?.payer }
-        let subject = Subject<Message>()
+        let subject = Subject<Message>(threading: .confined)
         first.subscription?.dispose()
         first.subscription = subject.subscribe(first.sink)
         fanOut = FanOut(subject: subject, account: account, connection: chain.subscribe(subject))

@@ -18,7 +18,7 @@ final class MapKeyRouter: Subscriber, @unchecked Sendable {
     /// `key`'s changes from now on, and the map's end.
     func changes(of key: String) -> Signal<Message> {
         Signal.create { [self] subscriber in
-            let subject = keys[key] ?? Subject<Message>()
+            let subject = keys[key] ?? Subject<Message>(threading: .confined)
             keys[key] = subject
             followers += 1
             let subscription = subject.subscribe(subscriber)

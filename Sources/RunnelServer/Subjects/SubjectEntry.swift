@@ -90,15 +90,15 @@ package final class SubjectEntry {
         let dropped = DroppedValueTimes()
         let subject: Subject<Message>
         switch kind {
-        case .subject, .map: subject = Subject()
+        case .subject, .map: subject = Subject(threading: .confined)
         case .replay:
             subject = ReplaySubject(
                 capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight,
-                dropped: dropped.note)
+                dropped: dropped.note, threading: .confined)
         case .behavior:
             subject = BehaviorSubject(
                 Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
-                weight: RetainedValues.weight, dropped: dropped.note)
+                weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
         }
         self.init(
             label: label, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durableID: durableID,
