@@ -335,9 +335,10 @@ struct SubjectCore {
     var delivery = DeliveryState.idle
 }
 
-/// The values of `SubjectRoster.delivery`: whether a thread is delivering (the low bit),
-/// whether entries wait to be taken out when it stops (`leaving`, set only while delivering),
-/// plus `job` for each job queued for it in `Subject.jobs`.
+/// The values of a subject's delivery state (`SubjectRoster.deliveryState`: an atomic for a
+/// shared subject, `SubjectCore.delivery` for a confined one): whether a thread is delivering
+/// (the low bit), whether entries wait to be taken out when it stops (`leaving`, set only while
+/// delivering), plus `job` for each job queued for it in `Subject.jobs`.
 enum DeliveryState {
     static let idle = 0
     static let delivering = 1
