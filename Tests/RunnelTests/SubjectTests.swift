@@ -191,6 +191,34 @@ import Testing
         subject.sendCompleted()
     }
 
+    /// Subscribers joining during a delivery, enough to move the list of subscribers while it
+    /// is being read: those listed before get the value once each, in order, and those
+    /// joining get only later values.
+    @Test(arguments: SubjectThreading.allCases) func manySubscribersJoiningDuringDelivery(threading: SubjectThreading) {
+        let subject = Subject<Int>(threading: threading)
+        let order = Mutex<[String]>([])
+        let joined = Mutex<[Recorder<Int>]>([])
+        inline {
+            subject.subscribe(next: { value in
+                order.withLock { $0.append("first \(value)") }
+                guard value == 1 else { return }
+                for _ in 0..<200 {
+                    let recorder = Recorder<Int>()
+                    joined.withLock { $0.append(recorder) }
+                    subject.subscribe(recorder)
+                }
+            })
+            subject.subscribe(next: { value in order.withLock { $0.append("second \(value)") } })
+            subject.subscribe(next: { value in order.withLock { $0.append("third \(value)") } })
+        }
+        subject.sendNext(1)
+        subject.sendNext(2)
+        #expect(order.withLock { $0 } == ["first 1", "second 1", "third 1", "first 2", "second 2", "third 2"])
+        #expect(joined.withLock { $0.count } == 200)
+        #expect(joined.withLock { $0.allSatisfy { $0.values == [2] } })
+        #expect(subject.subscriberCount == 203)
+    }
+
     /// Senders on several threads, with subscribers joining midway: what each subscriber
     /// sees is exactly the recorded order, replay and live together.
     @Test func replayThenLiveKeepsRecordedOrder() {

@@ -172,18 +172,39 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
             return
         }
         roster.setDeliveryState(DeliveryState.delivering)
-        let current = core.pointee.entries
-        roster.unlock()
-        var index = 0
-        while index < current.count {
-            // `current` holds every entry until the loop ends: no retain and release per
-            // subscriber per value.
-            Unmanaged.passUnretained(Self.subscriber(current[index]))._withUnsafeGuaranteedRef {
-                $0.sendNext(value)
+        if roster.isConfined {
+            deliverInPlace(value)
+        } else {
+            let current = core.pointee.entries
+            roster.unlock()
+            var index = 0
+            while index < current.count {
+                // `current` holds every entry until the loop ends: no retain and release per
+                // subscriber per value.
+                Unmanaged.passUnretained(Self.subscriber(current[index]))._withUnsafeGuaranteedRef {
+                    $0.sendNext(value)
+                }
+                index += 1
             }
-            index += 1
         }
         finishDelivery()
+    }
+
+    /// A confined subject's delivery of `value` to the entries listed now, each read where it
+    /// is: no copy of the list is held, which took a reference count and gave it back a value
+    /// (a locked instruction each, which on a loop among others cost far more than its count).
+    /// While it delivers, an entry leaving stays listed (`SubjectRoster.remove`) and one
+    /// subscribing is appended past the entries it delivers to; the list may be moved by
+    /// growing, so each entry is read anew from it.
+    @inline(__always)
+    private func deliverInPlace(_ value: Value) {
+        let count = core.pointee.entries.count
+        var index = 0
+        while index < count {
+            let entry = core.pointee.entries.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
+            entry._withUnsafeGuaranteedRef { Self.subscriber($0).sendNext(value) }
+            index += 1
+        }
     }
 
     // The generic-typed work of `sendNext` sits in functions of its own, so that the runtime

@@ -36,6 +36,10 @@ final class SubjectRoster: @unchecked Sendable {
         core.deallocate()
     }
 
+    /// Whether the subject is confined to one thread at a time (it then has no lock).
+    @inline(__always)
+    var isConfined: Bool { mutex == nil }
+
     // MARK: The lock
 
     /// Takes the lock (a shared subject's; a confined one has none).
