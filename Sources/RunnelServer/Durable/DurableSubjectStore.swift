@@ -152,7 +152,7 @@ package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
     func adoptNew(_ make: (_ id: Int64, _ created: Int64) -> (SubjectEntry, JournalChange)) -> SubjectEntry {
         let id = nextID
         nextID += 1
-        let (entry, creation) = make(id, retained.clock.now())
+        let (entry, creation) = make(id, retained.now)
         local.adopt(entry)
         append(creation)
         whenWritten { [local] error in
@@ -170,7 +170,7 @@ package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         }
         entry.published &+= 1
         let message = Message(
-            label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.clock.now())
+            label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.now)
         append(.publish(id: id, seq: message.seq!, value: value.buffer, time: message.time))
         whenWritten { error in
             guard error == nil else { return }

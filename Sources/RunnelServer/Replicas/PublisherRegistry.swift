@@ -32,12 +32,15 @@ final class PublisherRegistry {
 
     /// The number of the publisher `pauses` names now (`PublisherPauses.current`), 0 for none,
     /// and the loop that made the bytes of what it publishes (`PublisherGate.maker`: a
-    /// reading loop's session's, published by the owner; nil for this loop's own). Reads a
-    /// known gate without retaining it: the gate is side-tabled (the registry holds it
-    /// weakly), so each of its reference counts takes the slow path.
-    func origin(of pauses: PublisherPauses) -> (number: UInt64, maker: ReplicaReader?) {
+    /// reading loop's session's, published by the owner; nil for this loop's own), which the
+    /// gate holds. Reads a known gate without retaining it (the gate is side-tabled: the
+    /// registry holds it weakly, so each of its reference counts takes the slow path), nor its
+    /// maker.
+    func origin(of pauses: PublisherPauses) -> (number: UInt64, maker: Unmanaged<ReplicaReader>?) {
         guard let current = pauses.currentGate else { return (0, nil) }
-        let (known, maker) = current._withUnsafeGuaranteedRef { ($0.remoteNumber, $0.maker) }
+        let (known, maker) = current._withUnsafeGuaranteedRef { gate in
+            (gate.remoteNumber, gate.maker.map { Unmanaged.passUnretained($0) })
+        }
         return (known != 0 ? known : number(of: current.takeUnretainedValue()), maker)
     }
 

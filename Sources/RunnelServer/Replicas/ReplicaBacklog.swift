@@ -170,7 +170,7 @@ final class ReaderLink {
     @inline(__always)
     func post(_ value: ReplicatedValueRef, of feed: UInt64) {
         turn.weight &+= value.weight
-        if values.isOpen(feed, with: { $0 === value.values }) {
+        if values.isOpen(feed, with: { value.isOne(of: $0) }) {
             values.append(value.index)
         } else {
             values.start(feed, value.values, with: value.index)

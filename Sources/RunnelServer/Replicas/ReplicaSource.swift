@@ -327,7 +327,8 @@ private final class ReplicaFeed: Subscriber, CatchUpSettling, @unchecked Sendabl
             policy = subjectPolicy
             outbox.post(.policy(feed: number, subjectPolicy))
         }
-        let value = entry.replicated(message, pauses: pauses, publishers: publishers, loop: link.outbox.loop)
+        let value = entry.replicated(
+            message, pauses: pauses, publishers: publishers, loop: Unmanaged.passUnretained(link.outbox.loop))
         // A loop whose subscribers all conflate is one conflating subscriber.
         let judgedBy: SlowConsumerPolicy? = told.allConflate ? .conflate : message.label.slowConsumer
         guard link.admits(weight: value.weight, policy: judgedBy) else {

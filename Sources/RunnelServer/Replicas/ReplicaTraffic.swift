@@ -28,10 +28,16 @@ struct ReplicatedValue: Sendable {
 
     /// `message`, a value of a subject or a map's change (it has a seq), published by the
     /// publisher numbered `publisher`. The owner's loop.
-    init(_ message: Message, publisher: UInt64 = 0) {
-        let payload = message.value
-        raw = payload.raw
-        members = payload.members
+    init(_ message: borrowing Message, publisher: UInt64 = 0) {
+        // A whole value's payload is read where the message holds it, not counted again.
+        if message.part.isWhole {
+            raw = message.source.raw
+            members = message.source.members
+        } else {
+            let payload = message.value
+            raw = payload.raw
+            members = payload.members
+        }
         seq = message.seq ?? 0
         time = message.time
         key = message.label.key
@@ -105,6 +111,11 @@ final class ReplicatedValues: @unchecked Sendable {
     /// No value is added from now on: an update naming them is about to go to another loop.
     /// The owner's loop.
     func seal() { isSealed = true }
+
+    /// Whether values made by `maker` are added here: the seal is not on, and they are its.
+    func isOpen(to maker: Unmanaged<ReplicaReader>?) -> Bool {
+        !isSealed && maker?.toOpaque() == self.maker.map { Unmanaged.passUnretained($0).toOpaque() }
+    }
 }
 
 /// One of a turn's `ReplicatedValues`, by its place there, with what it weighs in a reader's
@@ -113,9 +124,23 @@ final class ReplicatedValues: @unchecked Sendable {
 /// of the subject, and each reference count costs it), while its subject's entry holds them;
 /// what keeps one longer holds its `values` itself.
 struct ReplicatedValueRef {
-    unowned(unsafe) let values: ReplicatedValues
+    private let unretained: Unmanaged<ReplicatedValues>
     let index: Int
     let weight: Int
+
+    init(_ values: Unmanaged<ReplicatedValues>, index: Int, weight: Int) {
+        unretained = values
+        self.index = index
+        self.weight = weight
+    }
+
+    /// The values it is one of (a reference counted, for what keeps them).
+    var values: ReplicatedValues { unretained.takeUnretainedValue() }
+
+    /// Whether it is one of `values`.
+    func isOne(of values: ReplicatedValues) -> Bool {
+        unretained.toOpaque() == Unmanaged.passUnretained(values).toOpaque()
+    }
 }
 
 /// How a subject ended, as a replica is told.

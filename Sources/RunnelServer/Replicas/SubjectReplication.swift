@@ -23,11 +23,14 @@ extension SubjectEntry: TurnEndWork {
     /// subject are handed it: made by the first of its feeds to send it, in this turn's values
     /// of its maker's (`PublisherGate.maker`), and found there by the others, which look up
     /// neither its publisher nor its maker (`publishers.origin`). The owner's loop, `loop`
-    /// (read only when the turn's values start).
+    /// (which outlives its entries).
+    /// Nothing on this path takes a reference count it need not: each is a locked
+    /// instruction, which on a loop among others costs far more than its count
+    /// (bench/README.md, "Reference counts a crossing takes").
     @inline(__always)
     func replicated(
-        _ message: Message, pauses: PublisherPauses, publishers: PublisherRegistry,
-        loop: @autoclosure () -> LoopScheduler
+        _ message: borrowing Message, pauses: PublisherPauses, publishers: PublisherRegistry,
+        loop: Unmanaged<LoopScheduler>
     ) -> ReplicatedValueRef {
         let seq = message.seq ?? 0
         let source = ObjectIdentifier(message.source)
@@ -43,20 +46,20 @@ extension SubjectEntry: TurnEndWork {
     /// path.
     @inline(never)
     private func replicate(
-        _ message: Message, seq: UInt64, source: ObjectIdentifier, gate: UnsafeMutableRawPointer?,
-        origin: (number: UInt64, maker: ReplicaReader?), loop: () -> LoopScheduler
+        _ message: borrowing Message, seq: UInt64, source: ObjectIdentifier, gate: UnsafeMutableRawPointer?,
+        origin: (number: UInt64, maker: Unmanaged<ReplicaReader>?), loop: Unmanaged<LoopScheduler>
     ) -> ReplicatedValueRef {
-        let values: ReplicatedValues
-        if let open = replication.values, !open.isSealed, open.maker === origin.maker {
-            values = open
-        } else {
-            if replication.values == nil { loop().atTurnEnd(self) }
-            values = ReplicatedValues(capacity: replication.lastTurnCount, maker: origin.maker)
-            replication.values = values
+        if replication.values?.isOpen(to: origin.maker) != true {
+            if replication.values == nil { loop.takeUnretainedValue().atTurnEnd(self) }
+            replication.values = ReplicatedValues(
+                capacity: replication.lastTurnCount, maker: origin.maker?.takeUnretainedValue())
         }
+        // Held by the entry until the turn ends: not counted again here.
+        let values = Unmanaged.passUnretained(replication.values.unsafelyUnwrapped)
         let made = ReplicatedValue(message, publisher: origin.number)
         let weight = made.weight
-        let value = ReplicatedValueRef(values: values, index: values.append(made), weight: weight)
+        let value = ReplicatedValueRef(
+            values, index: values._withUnsafeGuaranteedRef { $0.append(made) }, weight: weight)
         // One feed looks for it nowhere else. Whatever `latest` names, `values` holds.
         if replicaSubscribers.feeds > 1 {
             replication.latest = (source, seq, gate, value)

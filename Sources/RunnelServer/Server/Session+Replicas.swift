@@ -18,7 +18,7 @@ extension Session {
     /// soft limit, as one that does not read its replies is. A quiet `pub` that follows one to
     /// the same subject in the same turn, nothing written between, joins it: they cross as
     /// one request, and their errors share one place (a burst of `pub`s costs one crossing).
-    func publishThroughOwner(_ request: Request, replicas: SubjectReplicas) throws(ProtocolError) {
+    func publishThroughOwner(_ request: Request, replicas: Unmanaged<SubjectReplicas>) throws(ProtocolError) {
         let raw = request.raw(.value) ?? .null
         let members = request.scanned.valueMembers
         // The session's grant is compared, not retained: one grant serves every session of a
@@ -27,7 +27,7 @@ extension Session {
         if request.ref == nil, let run = publishRun, let field = request.scanned.subject,
             run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.grant === self.grant,
             run.place.cork.isLast(run.place.slot),
-            replicas.extend(run.ticket, with: raw, members: members)
+            replicas._withUnsafeGuaranteedRef({ $0.extend(run.ticket, with: raw, members: members) })
         {
             assert(run.place.cork === cork, "a run's place outlived its cork")
             run.place.cork.weigh(run.place.slot, more: raw.count)
@@ -38,6 +38,7 @@ extension Session {
         let ref = request.ref
         let place = reserveReply(weighing: raw.count)
         awaitingOwner += 1
+        let replicas = replicas.takeUnretainedValue()
         let ticket = replicas.forward(
             ForwardedPublish.Value(raw: raw, members: members), to: subject, grant: grant,
             publisher: replicas.number(of: publisher)

@@ -63,7 +63,7 @@ extension Session {
         if _slowPath(request.scanned[.key] != nil || request.scanned[.delete] != nil) {
             return try publishKeyed(request)
         }
-        if let replicas = context.replicas { return try publishThroughOwner(request, replicas: replicas) }
+        if let replicas = unretainedReplicas { return try publishThroughOwner(request, replicas: replicas) }
         let (entry, made) = try publishTarget(request)
         if _slowPath(entry.map != nil) { throw Publishing.keyNeeded(entry) }
         guard let ref = request.ref else {
@@ -173,7 +173,7 @@ extension Session {
         var source: Signal<Message> = entry?.subject ?? patternSignal(pattern, admitting: admitted)
         // What a subject keeps for `retain_s` is not replayed past it. The server's clock, read
         // once: `since` and `until` are measured from the same instant.
-        let now = subjects.retained.clock.now()
+        let now = subjects.retained.now
         entry?.dropExpired(now: now)
         // Resuming: the subject's usual replay, less what the client had (seqs only grow). A
         // map's opening is its snapshot or its changes since `from`, then `synced`.

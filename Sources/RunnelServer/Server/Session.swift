@@ -31,6 +31,10 @@ final class Session: RequestReceiver, @unchecked Sendable {
     let stats: ServerStats
     let subjects: any SubjectStore
     let publishBound: PublishEvaluationBound
+    /// `context.replicas`, unretained (the context holds it), for each `pub` on a loop that
+    /// does not own the subjects: it is side-tabled (weakly referenced), so each reference
+    /// count on it takes the slow path.
+    let unretainedReplicas: Unmanaged<SubjectReplicas>?
     /// The configuration and rights the session was last handed; replaced on reload
     /// (`settingsDidChange`).
     private(set) var settings: SessionSettings
@@ -99,6 +103,7 @@ final class Session: RequestReceiver, @unchecked Sendable {
         self.stats = context.stats
         self.subjects = context.subjects
         self.publishBound = context.publishBound
+        self.unretainedReplicas = context.replicas.map { Unmanaged.passUnretained($0) }
         self.settings = settings
         self.subscriptions = SubscriptionTable(
             stats: context.stats, interest: context.shared?.readers ?? context.replicas?.interest,

@@ -51,7 +51,7 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         precondition(!durable, "a memory store keeps no durable subject")
         let entry = SubjectEntry(
             name: name, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, initial: initial,
-            created: retained.clock.now(), maxReplayBytes: retained.maxReplayBytes)
+            created: retained.now, maxReplayBytes: retained.maxReplayBytes)
         adopt(entry)
         return entry
     }
@@ -71,14 +71,14 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
     ) {
         entry.published &+= 1
         bound.beginPublish()
-        entry.write(value, members: members, key: key, seq: entry.nextSeq(), time: retained.clock.now())
+        entry.write(value, members: members, key: key, seq: entry.nextSeq(), time: retained.now)
         bound.endPublish()
     }
 
     package func remove(_ key: String, from entry: SubjectEntry, bounding bound: PublishEvaluationBound) -> Bool {
         bound.beginPublish()
         defer { bound.endPublish() }
-        return entry.remove(key, .deleted, seq: entry.nextSeq, time: retained.clock.now())
+        return entry.remove(key, .deleted, seq: entry.nextSeq, time: retained.now)
     }
 
     /// Takes in `entry`, made elsewhere (a durable subject, new or restored), under its name.
@@ -98,7 +98,7 @@ package final class MemorySubjectStore: SubjectStore, @unchecked Sendable {
         bound.beginPublish()
         entry.deliver(
             Message(
-                label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.clock.now()))
+                label: entry.label, raw: value, members: members, seq: entry.nextSeq(), time: retained.now))
         bound.endPublish()
     }
 

@@ -193,7 +193,7 @@ final class OccupancyTracker: @unchecked Sendable {
         let count = count(of: subject)
         let entry = SubjectEntry(
             name: SystemSubjects.occupancyPrefix + subject, kind: .behavior, capacity: nil, initial: Self.value(count),
-            created: store.retained.clock.now(), maxReplayBytes: store.retained.maxReplayBytes)
+            created: store.retained.now, maxReplayBytes: store.retained.maxReplayBytes)
         let made = Watch(entry: entry, sent: count, sentAt: scheduler.now)
         watches[subject] = made
         store.adopt(entry)
@@ -233,7 +233,7 @@ final class OccupancyTracker: @unchecked Sendable {
         entry.deliver(
             Message(
                 label: entry.label, raw: Self.value(count), members: JSONMemberIndex(), seq: entry.nextSeq(),
-                time: store.retained.clock.now()))
+                time: store.retained.now))
     }
 
     private func armTimer(at time: SchedulerTime) {

@@ -36,6 +36,16 @@ package final class RetainedValues {
         self.clock = clock
     }
 
+    /// Now by `clock` (`PublishClock.now`), read without a reference counted on the clock: a
+    /// locked instruction each, on the path of every published value.
+    var now: Int64 { Self.now(by: clock) }
+
+    /// `clock.now()`, the clock opened and borrowed: called on the existential, the clock was
+    /// retained for the call.
+    private static func now(by clock: some PublishClock) -> Int64 {
+        Unmanaged.passUnretained(clock)._withUnsafeGuaranteedRef { $0.now() }
+    }
+
     /// `entry` keeps its values for a time only: `dropExpired()` ages them.
     func age(_ entry: SubjectEntry) { ageing[ObjectIdentifier(entry)] = entry }
     func stopAgeing(_ entry: SubjectEntry) { ageing[ObjectIdentifier(entry)] = nil }
