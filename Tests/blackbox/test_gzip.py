@@ -264,11 +264,9 @@ class TestGzip:
             metrics = httpx.get(d.url + "/metrics", headers=AUTH).text
             assert 'runnel_compressed_streams{transport="websocket"} 1' in metrics
         # Less than while it was open: the connection's own inflater (and deflater) given back.
-        # Not "at most what it was before": a loop's shared compressors, made when its first
-        # stream that takes no context over compresses something, stay for the process's life,
-        # and this WebSocket may be the first on its loop to (the earlier checks' streams may
-        # not have reached every loop); while earlier checks' streams may still be freeing
-        # theirs on other loops, which only lowers the figure.
+        # A loop's shared compressors stay for the process's life and may first be made during
+        # this check, so the figure may settle above `before`; earlier checks' streams still
+        # freeing theirs on other loops only lower it.
         opened = now["compression"]["memory_bytes"]
         poll_until(lambda: stats(d), lambda s: s["compression"]["websockets"] == 0
                    and s["compression"]["memory_bytes"] < opened, f"memory given back (before {before}, open {now})")

@@ -27,9 +27,8 @@
 # compared at each of the two rates as well as each at its own (with --backpressure, that row
 # at Redis's half too). --runneld BIN runs that binary instead of building one. --loops N runs
 # the runnel row, and the baseline's and backpressure's, with --loops N (else runneld's
-# default: one loop per CPU); --one-loop adds a
-# row of the same runneld on one loop, which the runnel row is compared with (what the
-# hand-offs between loops cost, per delivery).
+# default: one loop per CPU); --one-loop adds a row of the same runneld on one loop, which the
+# runnel row is compared with (what the hand-offs between loops cost, per delivery).
 # The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever
 # happens. Not part of CI: timings depend on the machine and on whatever else it is doing.
 set -euo pipefail

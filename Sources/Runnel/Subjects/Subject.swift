@@ -173,6 +173,7 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
         }
         roster.setDeliveryState(DeliveryState.delivering)
         if roster.isConfined {
+            // No lock to drop.
             deliverInPlace(value)
         } else {
             let current = core.pointee.entries
@@ -191,11 +192,10 @@ public class Subject<Value: Sendable>: Signal<Value>, Subscriber, @unchecked Sen
     }
 
     /// A confined subject's delivery of `value` to the entries listed now, each read where it
-    /// is: no copy of the list is held, which took a reference count and gave it back a value
-    /// (a locked instruction each, which on a loop among others cost far more than its count).
-    /// While it delivers, an entry leaving stays listed (`SubjectRoster.remove`) and one
-    /// subscribing is appended past the entries it delivers to; the list may be moved by
-    /// growing, so each entry is read anew from it.
+    /// is: holding a copy of the list would take a reference count and give it back a value (a
+    /// locked instruction each, dear on a loop among others). While it delivers, an entry
+    /// leaving stays listed (`SubjectRoster.remove`) and one subscribing is appended past the
+    /// entries it delivers to; the list may be moved by growing, so each entry is read anew.
     @inline(__always)
     private func deliverInPlace(_ value: Value) {
         let count = core.pointee.entries.count

@@ -61,14 +61,14 @@ final class SubjectRoster: @unchecked Sendable {
     /// The delivery state (acquiring).
     @inline(__always)
     var deliveryState: Int {
-        mutex == nil ? core.pointee.delivery : delivery.load(ordering: .acquiring)
+        isConfined ? core.pointee.delivery : delivery.load(ordering: .acquiring)
     }
 
     /// Sets the delivery state (lock held): `delivering` when a thread starts delivering to an
     /// idle subject, `idle` when the delivering thread stops with nothing queued.
     @inline(__always)
     func setDeliveryState(_ state: Int) {
-        if mutex == nil {
+        if isConfined {
             core.pointee.delivery = state
         } else {
             delivery.store(state, ordering: .releasing)
@@ -79,7 +79,7 @@ final class SubjectRoster: @unchecked Sendable {
     /// meanwhile: returns whether it did. Without the lock.
     @inline(__always)
     func finishDeliveringIfNothingWaits() -> Bool {
-        guard mutex != nil else {
+        guard !isConfined else {
             guard core.pointee.delivery == DeliveryState.delivering else { return false }
             core.pointee.delivery = DeliveryState.idle
             return true
@@ -93,14 +93,14 @@ final class SubjectRoster: @unchecked Sendable {
     /// was delivering, or the delivering one went idle before it saw the job.
     func jobQueued() -> Bool {
         let before: Int
-        if mutex == nil {
+        if isConfined {
             before = core.pointee.delivery
             core.pointee.delivery += DeliveryState.job
         } else {
             before = delivery.add(DeliveryState.job, ordering: .acquiringAndReleasing).oldValue
         }
         guard before & DeliveryState.delivering == 0 else { return false }
-        if mutex == nil {
+        if isConfined {
             core.pointee.delivery += DeliveryState.delivering
         } else {
             delivery.add(DeliveryState.delivering, ordering: .relaxed)
@@ -111,7 +111,7 @@ final class SubjectRoster: @unchecked Sendable {
     /// Counts a queued job taken by the delivering thread (lock held).
     @inline(__always)
     func jobTaken() {
-        if mutex == nil {
+        if isConfined {
             core.pointee.delivery -= DeliveryState.job
         } else {
             delivery.subtract(DeliveryState.job, ordering: .relaxed)
@@ -121,7 +121,7 @@ final class SubjectRoster: @unchecked Sendable {
     /// While a thread delivers, marks that entries wait to be taken out when it stops and
     /// returns true; false when no thread delivers (lock held).
     private func markLeavingIfDelivering() -> Bool {
-        guard mutex != nil else {
+        guard !isConfined else {
             guard core.pointee.delivery & DeliveryState.delivering != 0 else { return false }
             core.pointee.delivery |= DeliveryState.leaving
             return true

@@ -40,7 +40,7 @@ package final class RetainedValues {
     /// locked instruction each, on the path of every published value.
     var now: Int64 { Self.now(by: clock) }
 
-    /// `clock.now()`, the clock opened and borrowed: called on the existential, the clock was
+    /// `clock.now()`, the clock opened and borrowed: called on the existential, the clock is
     /// retained for the call.
     private static func now(by clock: some PublishClock) -> Int64 {
         Unmanaged.passUnretained(clock)._withUnsafeGuaranteedRef { $0.now() }
