@@ -21,16 +21,13 @@ extension Session {
     func publishThroughOwner(_ request: Request, replicas: Unmanaged<SubjectReplicas>) throws(ProtocolError) {
         let raw = request.raw(.value) ?? .null
         let members = request.scanned.valueMembers
-        // The session's grant is compared, not retained: one grant serves every session of a
-        // token on every loop, and a retain a value from several threads makes its reference
-        // count a line they take in turns.
-        if request.ref == nil, let run = publishRun, let field = request.scanned.subject,
-            run.subject.hasSameBytes(as: request.scanned.bytes(field)), run.grant === self.grant,
-            run.place.cork.isLast(run.place.slot),
-            replicas._withUnsafeGuaranteedRef({ $0.extend(run.ticket, with: raw, members: members) })
+        // The run is read where the session holds it, not retained (nothing here lets it go).
+        if request.ref == nil, let field = request.scanned.subject,
+            let run = publishRun.map({ Unmanaged.passUnretained($0) }),
+            run._withUnsafeGuaranteedRef({
+                join($0, subject: request.scanned.bytes(field), raw: raw, members: members, replicas: replicas)
+            })
         {
-            assert(run.place.cork === cork, "a run's place outlived its cork")
-            run.place.cork.weigh(run.place.slot, more: raw.count)
             return
         }
         let subject = try request.requiredString(.subject)
@@ -63,6 +60,23 @@ extension Session {
             return ForwardedPublishRun(
                 ticket: ticket, subject: ByteBuffer(copying: request.scanned.bytes(field)), grant: grant, place: place)
         }
+    }
+
+    /// Adds a quiet `pub` of `raw` to `subject` to `run`, the session's last forwarded `pub`s,
+    /// when it may join them: the same subject and rights, nothing written behind their place,
+    /// and their request not yet sent. The session's grant is compared, not retained: one grant
+    /// serves every session of a token on every loop, and a retain a value from several threads
+    /// makes its reference count a line they take in turns.
+    private func join(
+        _ run: ForwardedPublishRun, subject: UnsafeRawBufferPointer, raw: RawJSON, members: JSONMemberIndex,
+        replicas: Unmanaged<SubjectReplicas>
+    ) -> Bool {
+        guard run.subject.hasSameBytes(as: subject), run.grant === self.grant, run.place.cork.isLast(run.place.slot),
+            replicas._withUnsafeGuaranteedRef({ $0.extend(run.ticket, with: raw, members: members) })
+        else { return false }
+        assert(run.place.cork === cork, "a run's place outlived its cork")
+        run.place.cork.weigh(run.place.slot, more: raw.count)
+        return true
     }
 
     /// Sends `request` to the owner; its reply is written in its place once the owner answers,
@@ -285,7 +299,7 @@ extension Session {
 /// A session's last `pub`s sent to the subjects' owner (`Session.publishThroughOwner`): the
 /// request's ticket, what they publish to (its field's exact bytes, matched without making a
 /// string) and with which rights, and their replies' place. A class: a `pub` that joins the run
-/// reads it with one reference count, not one for each of its references.
+/// reads it where the session holds it, with no reference count for it or its references.
 /// Thread rules: the session's loop.
 final class ForwardedPublishRun {
     let ticket: UInt64
