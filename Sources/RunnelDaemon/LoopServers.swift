@@ -31,7 +31,12 @@ final class LoopServers: @unchecked Sendable {
         let group = ServerGroup(config: config, logger: logger)
         let originHints = Locked(OriginRefusalHints())
         members = loops.schedulers.enumerated().map { index, scheduler in
-            let subjects = index == 0 ? ownersStore : MemorySubjectStore(retained: RetainedValues(limitsOf: config))
+            let subjects: any SubjectStore
+            if index == 0 {
+                subjects = ownersStore
+            } else {
+                subjects = MemorySubjectStore(retained: RetainedValues(limitsOf: config, loop: scheduler))
+            }
             let server = Server(config: config, scheduler: scheduler, logger: logger, subjects: subjects, group: group)
             server.loopGroup = loops
             // Set whether HTTP is served or not: the line port's answer to an HTTP request comes from it.

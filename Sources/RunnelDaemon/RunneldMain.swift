@@ -26,7 +26,7 @@ public enum RunneldMain {
         let logger = Logger(label: "runneld")
         let loop = EventLoop()
         let subjects: any SubjectStore
-        let retained = RetainedValues(limitsOf: config)
+        let retained = RetainedValues(limitsOf: config, loop: loop.scheduler)
         if config.cluster.isClustered {
             // The cluster keeps the subjects (JetStream's files for durable ones): no journal.
             if let dataDir = config.dataDir {

@@ -31,6 +31,10 @@ final class LoopIO {
     let readBufferSize = 256 * 1024
     /// Counts loop turns (check phases), so a connection can tell when its read budget renews.
     private(set) var turn = 0
+    /// Counts the callbacks the loop has begun (a read, a completed write, a job of its queue,
+    /// a timer, an accept, a signal) and its waits in the kernel: what one callback publishes
+    /// came in before it began (`LoopScheduler.callbackCount`).
+    private(set) var callbacks: UInt64 = 0
     /// How long the turns worked: a lone loop's (a group's loops count theirs in their
     /// `sharedStatistics`).
     private(set) var turnLengths = TurnLengths()
@@ -143,11 +147,17 @@ final class LoopIO {
     /// counts from the wake-up.
     @inline(__always)
     func noteAwake() {
+        callbacks &+= 1
         if turnStart == 0 { turnStart = uv_hrtime() }
     }
 
+    /// A callback that does not mark the loop awake (a timer's, a job of the queue) begins.
+    @inline(__always)
+    func noteCallback() { callbacks &+= 1 }
+
     /// The loop is about to wait in the kernel: the turn under way has ended.
     private func prepareToWait() {
+        callbacks &+= 1
         // What the close callbacks (which run after the check phase) asked for goes out before
         // the loop waits: a mailbox's last batch, a write.
         if !connectionsToFlush.isEmpty || !turnEndWork.isEmpty { flushAll() }

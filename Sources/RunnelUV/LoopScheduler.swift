@@ -122,6 +122,11 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
     /// reads a group's loops from any).
     public var turnLengths: TurnLengths { io.sharedStatistics?.recordedTurnLengths ?? io.turnLengths }
 
+    /// How many callbacks the loop has begun (`LoopIO.callbacks`): while it is unchanged, the
+    /// code running is one callback's, and everything it handles came in before it began (a
+    /// read's bytes, a job posted from another thread). Loop thread.
+    public var callbackCount: UInt64 { io.callbacks }
+
     /// The number of timer handles now armed (one-shot timers waiting, repeating timers
     /// running). Readable from any thread.
     public var armedTimerCount: Int { handles.armedTimerCount }
@@ -197,6 +202,7 @@ public final class LoopScheduler: Scheduler, @unchecked Sendable {
             for item in draining where !(item.cancel?.isDisposed ?? false) {
                 // Work queued behind a shutdown is dropped, like work queued after it.
                 if isShuttingDown { break }
+                io.noteCallback()
                 item.action()
             }
             draining.removeAll(keepingCapacity: true)

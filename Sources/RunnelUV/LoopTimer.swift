@@ -68,6 +68,7 @@ final class LoopTimer: HandleOwner, @unchecked Sendable {
     }
 
     private func fire() {
+        loop.io.noteCallback()
         guard state == .armed else { return }
         if cancelled.load(ordering: .acquiring) {
             close()

@@ -39,7 +39,8 @@ final class LoopServers: Sendable {
             let store = index == 0 ? ownersStore : nil
             return LoopServer(
                 group: group, index: index, config: config, loop: loops[index],
-                subjects: store ?? MemorySubjectStore(retained: RetainedValues(limitsOf: config)))
+                subjects: store
+                    ?? MemorySubjectStore(retained: RetainedValues(limitsOf: config, loop: loops[index].scheduler)))
         }
     }
 
@@ -97,18 +98,7 @@ final class LoopServer: Sendable {
     }
 
     /// Runs `body` on the loop and waits for it.
-    func run<T>(_ body: @escaping () -> T) -> T {
-        let result = Locked<UnsafeTransfer<T>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let work = UnsafeTransfer(body)
-        _ = loop.scheduler.schedule {
-            let value = work.value()
-            result.withLock { $0 = UnsafeTransfer(value) }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }.value
-    }
+    func run<T>(_ body: @escaping () -> T) -> T { runJob(on: loop, body) }
 
     /// Holds the loop's thread in one turn, as a loop too busy to look at its inbox is, until
     /// the returned function is called; returns once the loop is held.
@@ -201,6 +191,20 @@ final class LoopServer: Sendable {
 }
 
 /// A value handed to a loop's thread and back, used on one thread at a time.
+/// Runs `body` on `loop` as one job of its queue (one callback of the loop) and waits for it.
+func runJob<T>(on loop: EventLoop, _ body: @escaping () -> T) -> T {
+    let result = Locked<UnsafeTransfer<T>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let work = UnsafeTransfer(body)
+    _ = loop.scheduler.schedule {
+        let value = work.value()
+        result.withLock { $0 = UnsafeTransfer(value) }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }.value
+}
+
 struct UnsafeTransfer<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }

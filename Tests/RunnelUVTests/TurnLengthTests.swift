@@ -59,6 +59,38 @@ extension RunnelUVTests {
                 eventually { onLoop(loop) { loop.scheduler.turnLengths.longestNanoseconds >= 30_000_000 } },
                 "the timer's busy turn was not measured")
         }
+
+        /// A callback sees one count however long it runs and whatever it queues; each job of
+        /// the queue and each timer's action is a callback of its own (what a publish clock
+        /// read once per callback relies on).
+        @Test func eachCallbackHasACountOfItsOwn() {
+            let loop = EventLoop.started()
+            defer { loop.shutdown() }
+            let scheduler = loop.scheduler
+            let within = onLoop(loop) { () -> [UInt64] in
+                let first = scheduler.callbackCount
+                scheduler.schedule {}
+                spin(milliseconds: 2)
+                return [first, scheduler.callbackCount]
+            }
+            #expect(within[0] == within[1])
+            let next = onLoop(loop) { scheduler.callbackCount }
+            #expect(next > within[1])
+
+            let timed = Shared<[UInt64]>([])
+            let fired = Waiter()
+            _ = onLoop(loop) {
+                let armed = scheduler.callbackCount
+                _ = scheduler.after(scheduler.now.advanced(by: .milliseconds(1))) {
+                    timed.withLock { $0 = [armed, scheduler.callbackCount] }
+                    fired.signal()
+                }
+                return armed
+            }
+            #expect(fired.wait())
+            let counts = timed.current
+            #expect(counts.count == 2 && counts[1] > counts[0])
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import RunnelJSON
 import RunnelProtocol
+import RunnelUV
 
 /// The values the subjects keep for late subscribers (a replay subject's history, a behavior
 /// subject's current value), all subjects together: their bytes against `max_retained_bytes`,
@@ -22,9 +23,12 @@ package final class RetainedValues {
     /// values are dropped, as past its capacity.
     var maxReplayBytes: Int
 
-    /// With the limits `config` sets and the system's clock.
-    package convenience init(limitsOf config: ServerConfig) {
-        self.init(maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes)
+    /// With the limits `config` sets and the system's clock, read once per callback of `loop`
+    /// (`SystemPublishClock`), the loop of the store that owns them.
+    package convenience init(limitsOf config: ServerConfig, loop: LoopScheduler) {
+        self.init(
+            maxBytes: config.maxRetainedBytes, maxReplayBytes: config.maxReplayBytes,
+            clock: SystemPublishClock(readOncePerCallbackOf: loop))
     }
 
     init(
