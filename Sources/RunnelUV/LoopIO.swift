@@ -142,9 +142,9 @@ final class LoopIO {
 
     // MARK: Turn lengths
 
-    /// Marks the loop awake, once per turn: the callbacks libuv runs when its poll returns (a
-    /// read, a completed write, the scheduler's wake-up, an accept, a signal) call this first, so a turn's length
-    /// counts from the wake-up.
+    /// Counts a callback, and marks the loop awake once per turn: the callbacks libuv runs when
+    /// its poll returns (a read, a completed write, the scheduler's wake-up, an accept, a
+    /// signal) call this first, so a turn's length counts from the wake-up.
     @inline(__always)
     func noteAwake() {
         callbacks &+= 1

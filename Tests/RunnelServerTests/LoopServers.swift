@@ -190,7 +190,6 @@ final class LoopServer: Sendable {
     }
 }
 
-/// A value handed to a loop's thread and back, used on one thread at a time.
 /// Runs `body` on `loop` as one job of its queue (one callback of the loop) and waits for it.
 func runJob<T>(on loop: EventLoop, _ body: @escaping () -> T) -> T {
     let result = Locked<UnsafeTransfer<T>?>(nil)
@@ -205,6 +204,7 @@ func runJob<T>(on loop: EventLoop, _ body: @escaping () -> T) -> T {
     return result.withLock { $0! }.value
 }
 
+/// A value handed to a loop's thread and back, used on one thread at a time.
 struct UnsafeTransfer<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
