@@ -91,17 +91,11 @@ package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         let dropped = DroppedValueTimes()
         // Values before the oldest kept (trimmed by the journal) were published no later than it.
         if let oldest = values.first, let seq = oldest.seq, seq > 1 { dropped.noteTime(oldest.time) }
-        let subject: Subject<Message>
-        switch stored.kind {
-        case .behavior:
-            subject = BehaviorSubject(
-                values.last!, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note,
-                threading: .confined)
-        default:
-            subject = ReplaySubject(
-                capacity: stored.capacity ?? 1, retaining: values, terminal: terminal, maxWeight: maxReplayBytes,
-                weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
-        }
+        // Only replay and behavior subjects are durable; a behavior's journal holds its value.
+        let subject = SubjectEntry.librarySubject(
+            of: stored.kind, capacity: stored.capacity ?? 1, retaining: values,
+            current: Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0), terminal: terminal,
+            maxReplayBytes: maxReplayBytes, dropped: dropped)
         return SubjectEntry(
             label: label, kind: stored.kind, capacity: stored.capacity, retainMilliseconds: stored.retainMilliseconds,
             durableID: stored.id, subject: subject, dropped: dropped, lastSeq: stored.seq)

@@ -35,24 +35,11 @@ enum ReplicaEntries {
             case .completed, .deleted: .completed
             case .failed(let error): .error(error)
             }
-        let subject: Subject<Message>
-        var map: MapValues?
-        switch snapshot.kind {
-        case .subject, .map:
-            subject = Subject(threading: .confined)
-            terminal?.send(to: subject)
-            map = snapshot.map.map { Self.map(of: $0, in: label) }
-        case .replay:
-            subject = ReplaySubject(
-                capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
-                maxWeight: ledger.maxReplayBytes, weight: RetainedValues.weight, dropped: dropped.note,
-                threading: .confined)
-        case .behavior:
-            let current =
-                values.last ?? Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0)
-            subject = BehaviorSubject(
-                current, terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
-        }
+        let subject = SubjectEntry.librarySubject(
+            of: snapshot.kind, capacity: snapshot.capacity ?? 0, retaining: values,
+            current: Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0), terminal: terminal,
+            maxReplayBytes: ledger.maxReplayBytes, dropped: dropped)
+        let map = snapshot.map.map { Self.map(of: $0, in: label) }
         let entry = SubjectEntry(
             label: label, kind: snapshot.kind, capacity: snapshot.capacity,
             retainMilliseconds: snapshot.retainMilliseconds, durableID: nil, subject: subject, dropped: dropped,

@@ -88,22 +88,39 @@ package final class SubjectEntry {
     ) {
         let label = SubjectLabel(name, epoch: epoch)
         let dropped = DroppedValueTimes()
-        let subject: Subject<Message>
-        switch kind {
-        case .subject, .map: subject = Subject(threading: .confined)
-        case .replay:
-            subject = ReplaySubject(
-                capacity: capacity ?? 0, maxWeight: maxReplayBytes, weight: RetainedValues.weight,
-                dropped: dropped.note, threading: .confined)
-        case .behavior:
-            subject = BehaviorSubject(
-                Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
-                weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
-        }
+        let subject = Self.librarySubject(
+            of: kind, capacity: capacity ?? 0,
+            current: Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
+            maxReplayBytes: maxReplayBytes, dropped: dropped)
         self.init(
             label: label, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durableID: durableID,
             subject: subject, dropped: dropped, lastSeq: 0, durable: durable,
             map: kind == .map ? MapValues(ttlMilliseconds: retainMilliseconds, maxKeys: maxKeys ?? 1) : nil)
+    }
+
+    /// The library subject behind a subject of `kind`, confined to its loop as every subject of
+    /// the daemon is: holding `values` (oldest first), a behavior's current value the newest of
+    /// them or, with none, `current`; ended by `terminal` when given. A replay subject keeps the
+    /// last `capacity` within `maxReplayBytes`, and `dropped` hears of the values let go.
+    static func librarySubject(
+        of kind: SubjectKind, capacity: Int, retaining values: [Message] = [],
+        current: @autoclosure () -> Message, terminal: Event<Message>? = nil, maxReplayBytes: Int,
+        dropped: DroppedValueTimes
+    ) -> Subject<Message> {
+        switch kind {
+        case .subject, .map:
+            let subject = Subject<Message>(threading: .confined)
+            terminal?.send(to: subject)
+            return subject
+        case .replay:
+            return ReplaySubject(
+                capacity: capacity, retaining: values, terminal: terminal, maxWeight: maxReplayBytes,
+                weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
+        case .behavior:
+            return BehaviorSubject(
+                values.last ?? current(), terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note,
+                threading: .confined)
+        }
     }
 
     /// A subject as it was left: `subject` holds the retained values (the newest with seq
