@@ -93,8 +93,7 @@ package final class DurableSubjectStore: SubjectStore, @unchecked Sendable {
         if let oldest = values.first, let seq = oldest.seq, seq > 1 { dropped.noteTime(oldest.time) }
         // Only replay and behavior subjects are durable; a behavior's journal holds its value.
         let subject = SubjectEntry.librarySubject(
-            of: stored.kind, capacity: stored.capacity ?? 1, retaining: values,
-            current: Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0), terminal: terminal,
+            of: stored.kind, label: label, capacity: stored.capacity ?? 1, retaining: values, terminal: terminal,
             maxReplayBytes: maxReplayBytes, dropped: dropped)
         return SubjectEntry(
             label: label, kind: stored.kind, capacity: stored.capacity, retainMilliseconds: stored.retainMilliseconds,

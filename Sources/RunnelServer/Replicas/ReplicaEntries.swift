@@ -36,8 +36,7 @@ enum ReplicaEntries {
             case .failed(let error): .error(error)
             }
         let subject = SubjectEntry.librarySubject(
-            of: snapshot.kind, capacity: snapshot.capacity ?? 0, retaining: values,
-            current: Message(label: label, raw: .null, members: JSONMemberIndex(), seq: 0, time: 0), terminal: terminal,
+            of: snapshot.kind, label: label, capacity: snapshot.capacity ?? 0, retaining: values, terminal: terminal,
             maxReplayBytes: ledger.maxReplayBytes, dropped: dropped)
         let map = snapshot.map.map { Self.map(of: $0, in: label) }
         let entry = SubjectEntry(

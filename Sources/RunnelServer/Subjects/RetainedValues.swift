@@ -58,7 +58,7 @@ package final class RetainedValues {
     /// second; and a subject's own before a subscriber is replayed it).
     func dropExpired() {
         guard !ageing.isEmpty else { return }
-        let now = clock.now()
+        let now = self.now
         for entry in ageing.values { entry.dropExpired(now: now) }
     }
 

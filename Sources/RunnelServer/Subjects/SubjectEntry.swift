@@ -89,8 +89,7 @@ package final class SubjectEntry {
         let label = SubjectLabel(name, epoch: epoch)
         let dropped = DroppedValueTimes()
         let subject = Self.librarySubject(
-            of: kind, capacity: capacity ?? 0,
-            current: Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
+            of: kind, label: label, capacity: capacity ?? 0, initial: initial, created: created,
             maxReplayBytes: maxReplayBytes, dropped: dropped)
         self.init(
             label: label, kind: kind, capacity: capacity, retainMilliseconds: retainMilliseconds, durableID: durableID,
@@ -98,13 +97,14 @@ package final class SubjectEntry {
             map: kind == .map ? MapValues(ttlMilliseconds: retainMilliseconds, maxKeys: maxKeys ?? 1) : nil)
     }
 
-    /// The library subject behind a subject of `kind`, confined to its loop as every subject of
-    /// the daemon is: holding `values` (oldest first), a behavior's current value the newest of
-    /// them or, with none, `current`; ended by `terminal` when given. A replay subject keeps the
-    /// last `capacity` within `maxReplayBytes`, and `dropped` hears of the values let go.
+    /// The library subject behind `label`'s subject of `kind`, confined to its loop as every
+    /// subject of the daemon is: holding `values` (oldest first), a behavior's current value the
+    /// newest of them or, with none, `initial` (null when not given) stamped `created`; ended by
+    /// `terminal` when given. A replay subject keeps the last `capacity` within
+    /// `maxReplayBytes`, and `dropped` hears of the values let go.
     static func librarySubject(
-        of kind: SubjectKind, capacity: Int, retaining values: [Message] = [],
-        current: @autoclosure () -> Message, terminal: Event<Message>? = nil, maxReplayBytes: Int,
+        of kind: SubjectKind, label: SubjectLabel, capacity: Int, retaining values: [Message] = [],
+        initial: RawJSON? = nil, created: Int64 = 0, terminal: Event<Message>? = nil, maxReplayBytes: Int,
         dropped: DroppedValueTimes
     ) -> Subject<Message> {
         switch kind {
@@ -118,7 +118,9 @@ package final class SubjectEntry {
                 weight: RetainedValues.weight, dropped: dropped.note, threading: .confined)
         case .behavior:
             return BehaviorSubject(
-                values.last ?? current(), terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note,
+                values.last
+                    ?? Message(label: label, raw: initial ?? .null, members: JSONMemberIndex(), seq: 0, time: created),
+                terminal: terminal, weight: RetainedValues.weight, dropped: dropped.note,
                 threading: .confined)
         }
     }
