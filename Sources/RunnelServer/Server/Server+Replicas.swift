@@ -76,18 +76,23 @@ extension Server: ReplicaOwner {
         var waiting: [Int] = []
         // The receipt's count is the last value's (a `pub` with a `ref` comes alone).
         let last = forwarded.values.count - 1
-        for (index, value) in forwarded.values.enumerated() {
-            do throws(ProtocolError) {
-                switch try Publishing.publish(
-                    value.raw, members: value.members, to: target.entry, made: target.made && index == 0,
-                    in: subjects, counting: stats, bounding: publishEvaluationBound, by: gate,
-                    countsReceivers: index == last)
-                {
-                case .now(let receivers): receipt.receivers = receivers
-                case .afterWrite: waiting.append(index)
+        // Each value is read where it lies: copied out, its bytes were retained and released
+        // once more, a count whose line the loop that made them last wrote.
+        forwarded.values.withUnsafeBufferPointer { values in
+            for index in values.indices {
+                let value = values.baseAddress.unsafelyUnwrapped + index
+                do throws(ProtocolError) {
+                    switch try Publishing.publish(
+                        value.pointee.raw, members: value.pointee.members, to: target.entry,
+                        made: target.made && index == 0, in: subjects, counting: stats,
+                        bounding: publishEvaluationBound, by: gate, countsReceivers: index == last)
+                    {
+                    case .now(let receivers): receipt.receivers = receivers
+                    case .afterWrite: waiting.append(index)
+                    }
+                } catch {
+                    receipt.failures.append((index, error))
                 }
-            } catch {
-                receipt.failures.append((index, error))
             }
         }
         guard !waiting.isEmpty else { return then(receipt) }
