@@ -4,6 +4,7 @@
 #
 #   bench/loadgen/compare.sh [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN]
 #                            [--reps N] [--quick] [--same-rate] [--cross] [--loops N] [--one-loop]
+#                            [--fresh]
 #
 # Installs redis-server and nats-server from Debian if missing, builds runneld (release, under the
 # shared build lock) and
@@ -28,7 +29,11 @@
 # at Redis's half too). --runneld BIN runs that binary instead of building one. --loops N runs
 # the runnel row, and the baseline's and backpressure's, with --loops N (else runneld's
 # default: one loop per CPU); --one-loop adds a row of the same runneld on one loop, which the
-# runnel row is compared with (what the hand-offs between loops cost, per delivery).
+# runnel row is compared with (what the hand-offs between loops cost, per delivery). --fresh
+# starts each runneld afresh before each of its runs: one runneld kept through every cell places
+# each cell's connections where the cells before left the loops' counts and turn times, so at
+# several loops a cell's publisher may land on another loop for one build than for another
+# (bench/README.md, "The floor of a crossing"); a runneld's peak memory is then its run's alone.
 # The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever
 # happens. Not part of CI: timings depend on the machine and on whatever else it is doing.
 set -euo pipefail
@@ -43,6 +48,7 @@ runneld=
 same_rate=0
 cross=0
 one_loop=0
+fresh=0
 while (($#)); do
     case $1 in
     --stages) with_stages=1 ;;
@@ -55,7 +61,8 @@ while (($#)); do
     --cross) cross=1 ;;
     --loops) runneld_loops=$2; shift ;;
     --one-loop) one_loop=1 ;;
-    *) echo "usage: $0 [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN] [--reps N] [--quick] [--same-rate] [--cross] [--loops N] [--one-loop]" >&2; exit 2 ;;
+    --fresh) fresh=1 ;;
+    *) echo "usage: $0 [--stages] [--backpressure] [--baseline RUNNELD] [--runneld BIN] [--reps N] [--quick] [--same-rate] [--cross] [--loops N] [--one-loop] [--fresh]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -105,6 +112,7 @@ run() {
         ;;
     esac
     local line
+    ((fresh)) && [[ $proto == runnel ]] && restart_server "$target"
     line=$(.build/loadgen --proto "$proto" --port "${port[$target]}" --subs "$k" --size "$b" --msgs "$msgs" \
         --rate "$rate" --subject "bench.$server.$k.$b.$mode.$rep" --watch-pid "${pid[$target]}" \
         --timeout 10 "${extra[@]}") || true

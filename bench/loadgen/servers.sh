@@ -11,6 +11,7 @@
 #   start_server baseline OLD_RUNNELD
 #   start_server loops1
 #   wait_started runnel redis nats ...
+#   restart_server runnel             # a runneld afresh on its port (compare.sh --fresh)
 #
 # Servers: runnel (runneld with its defaults, or `--loops $runneld_loops` when that is set),
 # backpressure (runneld with slow_consumer = "backpressure" in a config file), baseline
@@ -62,6 +63,7 @@ start_server() {
             2>"$work/loops1.log" &
         ;;
     baseline)
+        baseline_binary=$2
         "$2" --listen "127.0.0.1:${port[baseline]}" --http-listen "" --log-level warning \
             ${runneld_loops:+--loops "$runneld_loops"} 2>"$work/baseline.log" &
         ;;
@@ -88,6 +90,18 @@ start_server() {
     esac
     pid[$name]=$!
     started_pids+=("$!")
+}
+
+# restart_server NAME: stops one of the runnelds started and starts it again on its port, so
+# that the next run finds no connection placed and no turn timed by the runs before it.
+restart_server() {
+    local name=$1 old=${pid[$1]} kept=() p
+    kill "$old" 2>/dev/null || true
+    wait "$old" 2>/dev/null || true
+    for p in "${started_pids[@]}"; do [[ $p == "$old" ]] || kept+=("$p"); done
+    started_pids=("${kept[@]}")
+    start_server "$name" "${baseline_binary:-}"
+    wait_started "$name"
 }
 
 # wait_started NAME...: waits until each server accepts connections (10 s at most each).
