@@ -33,7 +33,7 @@
 # starts each runneld afresh before each of its runs: one runneld kept through every cell places
 # each cell's connections where the cells before left the loops' counts and turn times, so at
 # several loops a cell's publisher may land on another loop for one build than for another
-# (bench/README.md, "The floor of a crossing"); a runneld's peak memory is then its run's alone.
+# (bench/README.md, "One runneld a run"); a runneld's peak memory is then its run's alone.
 # The servers (started by bench/loadgen/servers.sh) are stopped by PID at the end, whatever
 # happens. Not part of CI: timings depend on the machine and on whatever else it is doing.
 set -euo pipefail
